@@ -1,0 +1,46 @@
+// brisk::Error and the check macros used by every op front end.
+#pragma once
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace brisk {
+
+/// The exception every user mistake raises. The message starts with the op
+/// name in brackets: "[add] shapes [2, 3] and [4] cannot be broadcast".
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+namespace detail {
+template <class... Args>
+[[noreturn]] __attribute__((noinline, cold)) void throw_error(const char* op, const Args&... args) {
+  std::ostringstream os;
+  os << '[' << op << "] ";
+  (os << ... << args);
+  throw Error(os.str());
+}
+[[noreturn]] void internal_assert_fail(const char* file, int line, const char* cond);
+}  // namespace detail
+
+}  // namespace brisk
+
+#define BRISK_LIKELY(x) __builtin_expect(!!(x), 1)
+#define BRISK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/// User error: `BRISK_CHECK(cond, "add", "shapes ", a, " and ", b, " differ")`.
+#define BRISK_CHECK(cond, op, ...)                                  \
+  do {                                                              \
+    if (BRISK_UNLIKELY(!(cond))) ::brisk::detail::throw_error(op, __VA_ARGS__); \
+  } while (0)
+
+/// Unconditional user error.
+#define BRISK_FAIL(op, ...) ::brisk::detail::throw_error(op, __VA_ARGS__)
+
+/// Broken invariant inside brisk (not a user mistake).
+#define BRISK_ASSERT(cond)                                                     \
+  do {                                                                         \
+    if (BRISK_UNLIKELY(!(cond))) ::brisk::detail::internal_assert_fail(__FILE__, __LINE__, #cond); \
+  } while (0)

@@ -1,0 +1,261 @@
+// The operator library as namespace functions (Tensor methods forward here).
+#pragma once
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "brisk/indexing.h"
+#include "brisk/tensor.h"
+
+namespace brisk {
+
+// ---- factories --------------------------------------------------------------
+Tensor empty(IntArrayRef sizes, TensorOptions opts = {});
+Tensor empty(IntArrayRef sizes, TensorOptions opts, MemoryFormat fmt);
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts = {});
+Tensor zeros(IntArrayRef sizes, TensorOptions opts = {});
+Tensor ones(IntArrayRef sizes, TensorOptions opts = {});
+Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts = {});
+/// A 0-dim tensor holding v (dtype from v unless given).
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts = {});
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> opts = std::nullopt);
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts = std::nullopt);
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts = std::nullopt);
+Tensor full_like(const Tensor& t, const Scalar& value, std::optional<TensorOptions> opts = std::nullopt);
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts = std::nullopt);
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts = std::nullopt);
+/// [start, end) with step; int64 when all arguments are integers, else the default dtype.
+Tensor arange(const Scalar& end, TensorOptions opts = {});
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions opts = {});
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts = {});
+Tensor eye(int64_t n, TensorOptions opts = {});
+Tensor eye(int64_t n, int64_t m, TensorOptions opts = {});
+Tensor rand(IntArrayRef sizes, TensorOptions opts = {});
+Tensor randn(IntArrayRef sizes, TensorOptions opts = {});
+Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions opts = kInt64);
+Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions opts = kInt64);
+Tensor randperm(int64_t n, TensorOptions opts = kInt64);
+Tensor bernoulli(const Tensor& p);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+/// Wraps memory owned by the caller (zero copy). The deleter, if given, runs
+/// when the last tensor viewing the memory goes away.
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts = {});
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions opts = {});
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, TensorOptions opts = {});
+/// Tensors from values: tensor({1.f, 2.f}), tensor({{1, 2}, {3, 4}}).
+template <class T>
+Tensor tensor(std::initializer_list<T> values, TensorOptions opts = {});
+template <class T>
+Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions opts = {});
+template <class T>
+Tensor tensor(const std::vector<T>& values, TensorOptions opts = {});
+template <class T>
+Tensor tensor(const std::vector<T>& values, IntArrayRef sizes, TensorOptions opts = {});
+
+// ---- random number generation -------------------------------------------------
+/// Seeds the default generator (Philox4x32-10, counter based).
+void manual_seed(uint64_t seed);
+uint64_t initial_seed();
+
+// ---- threads ------------------------------------------------------------------
+void set_num_threads(int n);
+int get_num_threads();
+
+// ---- type promotion -------------------------------------------------------------
+ScalarType result_type(const Tensor& a, const Tensor& b);
+ScalarType result_type(const Tensor& a, const Scalar& b);
+bool can_cast(ScalarType from, ScalarType to);
+
+// ---- elementwise ----------------------------------------------------------------
+// Each binary op has tensor-tensor and tensor-scalar forms and an `_out` form
+// writing into an existing tensor (resized if it is empty, else its shape must
+// equal the broadcast shape).
+#define BRISK_DECLARE_BINARY(name)                                          \
+  Tensor name(const Tensor& a, const Tensor& b);                            \
+  Tensor name(const Tensor& a, const Scalar& b);                            \
+  Tensor& name##_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
+Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
+BRISK_DECLARE_BINARY(mul)
+Tensor div(const Tensor& a, const Tensor& b, RoundingMode mode = RoundingMode::None);
+Tensor div(const Tensor& a, const Scalar& b, RoundingMode mode = RoundingMode::None);
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, RoundingMode mode = RoundingMode::None);
+BRISK_DECLARE_BINARY(remainder)
+BRISK_DECLARE_BINARY(fmod)
+BRISK_DECLARE_BINARY(pow)
+Tensor pow(const Scalar& base, const Tensor& exponent);
+BRISK_DECLARE_BINARY(minimum)
+BRISK_DECLARE_BINARY(maximum)
+BRISK_DECLARE_BINARY(atan2)
+BRISK_DECLARE_BINARY(eq)
+BRISK_DECLARE_BINARY(ne)
+BRISK_DECLARE_BINARY(lt)
+BRISK_DECLARE_BINARY(le)
+BRISK_DECLARE_BINARY(gt)
+BRISK_DECLARE_BINARY(ge)
+BRISK_DECLARE_BINARY(logical_and)
+BRISK_DECLARE_BINARY(logical_or)
+BRISK_DECLARE_BINARY(logical_xor)
+BRISK_DECLARE_BINARY(bitwise_and)
+BRISK_DECLARE_BINARY(bitwise_or)
+BRISK_DECLARE_BINARY(bitwise_xor)
+#undef BRISK_DECLARE_BINARY
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight);
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);
+Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+/// where(cond, a, b): a where cond is true, else b (broadcast, promoted).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b);
+/// where(cond) = nonzero(cond) unbound into one index tensor per dim.
+std::vector<Tensor> where(const Tensor& cond);
+
+#define BRISK_DECLARE_UNARY(name) \
+  Tensor name(const Tensor& x);   \
+  Tensor& name##_out(Tensor& out, const Tensor& x);
+BRISK_DECLARE_UNARY(neg)
+BRISK_DECLARE_UNARY(abs)
+BRISK_DECLARE_UNARY(sign)
+BRISK_DECLARE_UNARY(exp)
+BRISK_DECLARE_UNARY(exp2)
+BRISK_DECLARE_UNARY(log)
+BRISK_DECLARE_UNARY(log2)
+BRISK_DECLARE_UNARY(log10)
+BRISK_DECLARE_UNARY(log1p)
+BRISK_DECLARE_UNARY(expm1)
+BRISK_DECLARE_UNARY(sqrt)
+BRISK_DECLARE_UNARY(rsqrt)
+BRISK_DECLARE_UNARY(square)
+BRISK_DECLARE_UNARY(reciprocal)
+BRISK_DECLARE_UNARY(sin)
+BRISK_DECLARE_UNARY(cos)
+BRISK_DECLARE_UNARY(tan)
+BRISK_DECLARE_UNARY(asin)
+BRISK_DECLARE_UNARY(acos)
+BRISK_DECLARE_UNARY(atan)
+BRISK_DECLARE_UNARY(sinh)
+BRISK_DECLARE_UNARY(cosh)
+BRISK_DECLARE_UNARY(tanh)
+BRISK_DECLARE_UNARY(sigmoid)
+BRISK_DECLARE_UNARY(erf)
+BRISK_DECLARE_UNARY(erfc)
+BRISK_DECLARE_UNARY(relu)
+BRISK_DECLARE_UNARY(silu)
+BRISK_DECLARE_UNARY(floor)
+BRISK_DECLARE_UNARY(ceil)
+BRISK_DECLARE_UNARY(round)
+BRISK_DECLARE_UNARY(trunc)
+BRISK_DECLARE_UNARY(frac)
+BRISK_DECLARE_UNARY(logical_not)
+BRISK_DECLARE_UNARY(bitwise_not)
+BRISK_DECLARE_UNARY(isnan)
+BRISK_DECLARE_UNARY(isinf)
+BRISK_DECLARE_UNARY(isfinite)
+#undef BRISK_DECLARE_UNARY
+Tensor gelu(const Tensor& x, std::string_view approximate = "none");
+Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
+
+// ---- reductions -----------------------------------------------------------------
+Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor& sum_out(Tensor& out, const Tensor& x, IntArrayRef dims, bool keepdim = false);
+Tensor mean(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+Tensor max(const Tensor& x);
+Tensor min(const Tensor& x);
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor amax(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+/// var/std with Bessel-style correction (1 = unbiased). Empty dims = all.
+Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt, const Scalar& correction = 1,
+           bool keepdim = false);
+Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt, const Scalar& correction = 1,
+           bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::optional<std::vector<int64_t>> dims = std::nullopt,
+                                    const Scalar& correction = 1, bool keepdim = false);
+Tensor norm(const Tensor& x, const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false);
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim = false);
+Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype = std::nullopt);
+Tensor all(const Tensor& x);
+Tensor any(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true);
+
+// ---- linear algebra ----------------------------------------------------------------
+/// numpy/PyTorch matmul: dot, mv, mm, and batched with broadcasting.
+Tensor matmul(const Tensor& a, const Tensor& b);
+Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+/// beta * self + alpha * (m1 @ m2)
+Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+Tensor mv(const Tensor& m, const Tensor& v);
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor outer(const Tensor& a, const Tensor& b);
+/// Einstein summation for the common patterns ("ij,jk->ik", "bij,bjk->bik",
+/// "i,i->", "ij->ji", "ii->i", ...): any equation with explicit or implicit
+/// output, reduced through permute/reshape/bmm.
+Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands);
+
+// ---- shape ------------------------------------------------------------------------
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor& cat_out(Tensor& out, const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor hstack(const std::vector<Tensor>& tensors);
+Tensor vstack(const std::vector<Tensor>& tensors);
+Tensor dstack(const std::vector<Tensor>& tensors);
+Tensor flip(const Tensor& x, IntArrayRef dims);
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+/// Constant padding; pad lists (left, right) pairs starting from the last dim.
+Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value = 0);
+/// indexing: "ij" (matrix) or "xy" (Cartesian).
+std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_view indexing = "ij");
+Tensor broadcast_to(const Tensor& x, IntArrayRef sizes);
+std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& tensors);
+/// The broadcast shape of two shapes; throws naming op when incompatible.
+DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op = "broadcast_shapes");
+
+// ---- indexing ----------------------------------------------------------------------
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor masked_select(const Tensor& x, const Tensor& mask);
+Tensor nonzero(const Tensor& x);
+
+// ---- copies and comparisons ------------------------------------------------------------
+bool equal(const Tensor& a, const Tensor& b);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+
+}  // namespace brisk
+
+#include "brisk/detail/tensor_factories_impl.h"

@@ -1,0 +1,374 @@
+// brisk::Tensor: a cheap handle to a TensorImpl, with libtorch's methods.
+#pragma once
+#include <initializer_list>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "brisk/error.h"
+#include "brisk/options.h"
+#include "brisk/scalar.h"
+#include "brisk/tensor_impl.h"
+
+namespace brisk {
+
+class Tensor;
+class TensorIndex;
+using TensorList = std::vector<Tensor>;
+
+/// Rounding modes of div: none (true division), "trunc", "floor".
+enum class RoundingMode : int8_t { None, Trunc, Floor };
+
+/// A tensor. Copying is a refcount bump; views share storage.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- metadata ---------------------------------------------------------
+  bool defined() const { return static_cast<bool>(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const Ref<TensorImpl>& impl_ref() const { return impl_; }
+  int64_t dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
+  int64_t ndimension() const { return dim(); }
+  IntArrayRef sizes() const { return impl_->sizes; }
+  IntArrayRef strides() const { return impl_->strides; }
+  IntArrayRef shape() const { return impl_->sizes; }
+  /// Size of dim d (negative d counts from the end).
+  int64_t size(int64_t d) const;
+  int64_t stride(int64_t d) const;
+  int64_t numel() const { return impl_->numel; }
+  ScalarType dtype() const { return impl_->dtype; }
+  ScalarType scalar_type() const { return impl_->dtype; }
+  Device device() const { return impl_->device; }
+  bool is_cpu() const { return impl_->device.is_cpu(); }
+  bool is_cuda() const { return impl_->device.is_cuda(); }
+  size_t element_size() const { return brisk::element_size(impl_->dtype); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  int64_t storage_offset() const { return impl_->storage_offset; }
+  bool is_floating_point() const { return brisk::is_floating_point(dtype()); }
+  bool is_contiguous() const { return impl_->is_contiguous; }
+  bool is_contiguous(MemoryFormat fmt) const;
+  bool is_same(const Tensor& o) const { return impl_.get() == o.impl_.get(); }
+  bool is_inference() const { return impl_->is_inference; }
+  /// True when both tensors view the same storage.
+  bool is_alias_of(const Tensor& o) const { return impl_->storage.get() == o.impl_->storage.get(); }
+  int32_t use_count() const { return impl_.use_count(); }
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
+  /// Version counter shared by all views (see Note [Version counters]).
+  uint32_t _version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  void bump_version() const {
+    if (!impl_->is_inference) impl_->storage->version.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void* data_ptr() const { return impl_->data(); }
+  /// Typed pointer to the first element; checks the dtype.
+  template <class T>
+  T* data_ptr() const {
+    BRISK_CHECK(dtype_of<T> == dtype(), "data_ptr", "requested ", dtype_of<T>, " but the tensor is ", dtype());
+    return reinterpret_cast<T*>(impl_->data());
+  }
+
+  // ---- conversion and copies ---------------------------------------------
+  Tensor to(ScalarType t, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device d, bool non_blocking = false, bool copy = false) const;
+  Tensor to(Device d, ScalarType t, bool non_blocking = false, bool copy = false) const;
+  Tensor to(TensorOptions o, bool non_blocking = false, bool copy = false) const;
+  Tensor to(MemoryFormat fmt) const;
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda() const { return to(Device(kCUDA)); }
+  Tensor contiguous(MemoryFormat fmt = kContiguous) const;
+  Tensor clone(MemoryFormat fmt = kPreserve) const;
+  /// Copies src into this tensor, broadcasting and converting dtype.
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  Tensor& fill_(const Scalar& v);
+  Tensor& zero_();
+  /// The value of a one-element tensor.
+  Scalar item() const;
+  template <class T>
+  T item() const {
+    return item().to<T>();
+  }
+  /// All elements in row-major order, converted to T.
+  template <class T>
+  std::vector<T> to_vector() const;
+
+  // ---- views (share storage, never copy) ---------------------------------
+  Tensor view(IntArrayRef shape) const;
+  Tensor view_as(const Tensor& o) const { return view(o.sizes()); }
+  /// A view when the strides allow it, otherwise a copy.
+  Tensor reshape(IntArrayRef shape) const;
+  Tensor reshape_as(const Tensor& o) const { return reshape(o.sizes()); }
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  Tensor unflatten(int64_t dim, IntArrayRef sizes) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor transpose(int64_t d0, int64_t d1) const;
+  Tensor swapaxes(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
+  Tensor permute(IntArrayRef dims) const;
+  Tensor movedim(int64_t src, int64_t dst) const;
+  Tensor t() const;
+  Tensor mT() const;
+  Tensor expand(IntArrayRef sizes) const;
+  Tensor expand_as(const Tensor& o) const { return expand(o.sizes()); }
+  Tensor as_strided(IntArrayRef sizes, IntArrayRef strides, std::optional<int64_t> offset = {}) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor slice(int64_t dim = 0, std::optional<int64_t> start = {}, std::optional<int64_t> end = {},
+               int64_t step = 1) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(IntArrayRef split_sizes, int64_t dim = 0) const;
+  std::vector<Tensor> split_with_sizes(IntArrayRef split_sizes, int64_t dim = 0) const { return split(split_sizes, dim); }
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  std::vector<Tensor> unbind(int64_t dim = 0) const;
+  Tensor diagonal(int64_t offset = 0, int64_t d1 = 0, int64_t d2 = 1) const;
+  Tensor unfold(int64_t dim, int64_t size, int64_t step) const;
+  /// Python-style indexing: x.index({Slice(), None, 0, Ellipsis}).
+  Tensor index(std::initializer_list<TensorIndex> idx) const;
+  Tensor index(const std::vector<TensorIndex>& idx) const;
+  /// x[idx] = value (value broadcast to the indexed shape).
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& value);
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Scalar& value);
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value);
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value);
+  Tensor operator[](int64_t i) const { return select(0, i); }
+
+  // ---- indexing that allocates -------------------------------------------
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1);
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor nonzero() const;
+
+  // ---- elementwise --------------------------------------------------------
+#define BRISK_BINARY_METHODS(name)                  \
+  Tensor name(const Tensor& other) const;           \
+  Tensor name(const Scalar& other) const;           \
+  Tensor& name##_(const Tensor& other);             \
+  Tensor& name##_(const Scalar& other);
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  BRISK_BINARY_METHODS(mul)
+  Tensor div(const Tensor& other, RoundingMode mode = RoundingMode::None) const;
+  Tensor div(const Scalar& other, RoundingMode mode = RoundingMode::None) const;
+  Tensor& div_(const Tensor& other, RoundingMode mode = RoundingMode::None);
+  Tensor& div_(const Scalar& other, RoundingMode mode = RoundingMode::None);
+  BRISK_BINARY_METHODS(remainder)
+  BRISK_BINARY_METHODS(fmod)
+  BRISK_BINARY_METHODS(pow)
+  BRISK_BINARY_METHODS(minimum)
+  BRISK_BINARY_METHODS(maximum)
+  BRISK_BINARY_METHODS(atan2)
+  BRISK_BINARY_METHODS(eq)
+  BRISK_BINARY_METHODS(ne)
+  BRISK_BINARY_METHODS(lt)
+  BRISK_BINARY_METHODS(le)
+  BRISK_BINARY_METHODS(gt)
+  BRISK_BINARY_METHODS(ge)
+  BRISK_BINARY_METHODS(logical_and)
+  BRISK_BINARY_METHODS(logical_or)
+  BRISK_BINARY_METHODS(logical_xor)
+  BRISK_BINARY_METHODS(bitwise_and)
+  BRISK_BINARY_METHODS(bitwise_or)
+  BRISK_BINARY_METHODS(bitwise_xor)
+#undef BRISK_BINARY_METHODS
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
+  Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
+  Tensor& clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+
+#define BRISK_UNARY_METHODS(name) \
+  Tensor name() const;            \
+  Tensor& name##_();
+  BRISK_UNARY_METHODS(neg)
+  BRISK_UNARY_METHODS(abs)
+  BRISK_UNARY_METHODS(sign)
+  BRISK_UNARY_METHODS(exp)
+  BRISK_UNARY_METHODS(exp2)
+  BRISK_UNARY_METHODS(log)
+  BRISK_UNARY_METHODS(log2)
+  BRISK_UNARY_METHODS(log10)
+  BRISK_UNARY_METHODS(log1p)
+  BRISK_UNARY_METHODS(expm1)
+  BRISK_UNARY_METHODS(sqrt)
+  BRISK_UNARY_METHODS(rsqrt)
+  BRISK_UNARY_METHODS(square)
+  BRISK_UNARY_METHODS(reciprocal)
+  BRISK_UNARY_METHODS(sin)
+  BRISK_UNARY_METHODS(cos)
+  BRISK_UNARY_METHODS(tan)
+  BRISK_UNARY_METHODS(asin)
+  BRISK_UNARY_METHODS(acos)
+  BRISK_UNARY_METHODS(atan)
+  BRISK_UNARY_METHODS(sinh)
+  BRISK_UNARY_METHODS(cosh)
+  BRISK_UNARY_METHODS(tanh)
+  BRISK_UNARY_METHODS(sigmoid)
+  BRISK_UNARY_METHODS(erf)
+  BRISK_UNARY_METHODS(erfc)
+  BRISK_UNARY_METHODS(relu)
+  BRISK_UNARY_METHODS(silu)
+  BRISK_UNARY_METHODS(floor)
+  BRISK_UNARY_METHODS(ceil)
+  BRISK_UNARY_METHODS(round)
+  BRISK_UNARY_METHODS(trunc)
+  BRISK_UNARY_METHODS(frac)
+  BRISK_UNARY_METHODS(logical_not)
+  BRISK_UNARY_METHODS(bitwise_not)
+#undef BRISK_UNARY_METHODS
+  /// approximate: "none" (erf) or "tanh".
+  Tensor gelu(std::string_view approximate = "none") const;
+  Tensor& gelu_(std::string_view approximate = "none");
+  Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+
+  // ---- reductions ---------------------------------------------------------
+  Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor sum(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor mean(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor max() const;
+  Tensor min() const;
+  /// (values, indices) along dim.
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amax(int64_t dim, bool keepdim = false) const;
+  Tensor amin(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(std::optional<std::vector<int64_t>> dims = std::nullopt, const Scalar& correction = 1,
+             bool keepdim = false) const;
+  Tensor std(std::optional<std::vector<int64_t>> dims = std::nullopt, const Scalar& correction = 1,
+             bool keepdim = false) const;
+  Tensor var(int64_t dim, const Scalar& correction = 1, bool keepdim = false) const;
+  Tensor std(int64_t dim, const Scalar& correction = 1, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const Scalar& p, IntArrayRef dims, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor logsumexp(int64_t dim, bool keepdim = false) const;
+  Tensor softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumsum(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor all() const;
+  Tensor any() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  /// (values, indices), stable.
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+
+  // ---- linear algebra and shape ------------------------------------------
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor outer(const Tensor& other) const;
+  Tensor addmm(const Tensor& m1, const Tensor& m2, const Scalar& beta = 1, const Scalar& alpha = 1) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor tile(IntArrayRef reps) const;
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor& tril_(int64_t diagonal = 0);
+  Tensor& triu_(int64_t diagonal = 0);
+
+  // ---- comparison of whole tensors ---------------------------------------
+  bool equal(const Tensor& other) const;
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+
+  // ---- random fills --------------------------------------------------------
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
+  Tensor& bernoulli_(double p = 0.5);
+  Tensor& random_(int64_t from, int64_t to);
+
+  // ---- operators ----------------------------------------------------------
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor operator-() const { return neg(); }
+  Tensor operator~() const { return bitwise_not(); }
+  Tensor operator!() const { return logical_not(); }
+
+ private:
+  Ref<TensorImpl> impl_;
+};
+
+// Binary operators, tensor-tensor and tensor-scalar, both orders.
+#define BRISK_OPERATOR(op, method)                                                          \
+  inline Tensor operator op(const Tensor& a, const Tensor& b) { return a.method(b); }       \
+  inline Tensor operator op(const Tensor& a, const Scalar& b) { return a.method(b); }
+BRISK_OPERATOR(+, add)
+BRISK_OPERATOR(-, sub)
+BRISK_OPERATOR(*, mul)
+BRISK_OPERATOR(/, div)
+BRISK_OPERATOR(%, remainder)
+BRISK_OPERATOR(==, eq)
+BRISK_OPERATOR(!=, ne)
+BRISK_OPERATOR(<, lt)
+BRISK_OPERATOR(<=, le)
+BRISK_OPERATOR(>, gt)
+BRISK_OPERATOR(>=, ge)
+BRISK_OPERATOR(&, bitwise_and)
+BRISK_OPERATOR(|, bitwise_or)
+BRISK_OPERATOR(^, bitwise_xor)
+#undef BRISK_OPERATOR
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator==(const Scalar& a, const Tensor& b);
+Tensor operator<(const Scalar& a, const Tensor& b);
+Tensor operator>(const Scalar& a, const Tensor& b);
+
+/// Prints like PyTorch: tensor([[1., 2.], [3., 4.]]).
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+std::string to_string(const Tensor& t);
+
+}  // namespace brisk

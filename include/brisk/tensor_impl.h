@@ -1,0 +1,128 @@
+// TensorImpl and StorageImpl: what a Tensor handle points at.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+#include "brisk/allocator.h"
+#include "brisk/device.h"
+#include "brisk/dtype.h"
+#include "brisk/shape.h"
+
+namespace brisk {
+
+/// Intrusive reference-counted pointer. T has `std::atomic<int32_t> refcount_`
+/// (starting at 1 for a fresh object) and is deleted when it drops to zero.
+template <class T>
+class Ref {
+ public:
+  Ref() = default;
+  /// Adopts a fresh object (refcount already 1).
+  static Ref adopt(T* p) {
+    Ref r;
+    r.p_ = p;
+    return r;
+  }
+  Ref(const Ref& o) : p_(o.p_) { retain(); }
+  Ref(Ref&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  Ref& operator=(const Ref& o) {
+    if (p_ != o.p_) {
+      o.retain();
+      release();
+      p_ = o.p_;
+    }
+    return *this;
+  }
+  Ref& operator=(Ref&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = o.p_;
+      o.p_ = nullptr;
+    }
+    return *this;
+  }
+  ~Ref() { release(); }
+  T* get() const { return p_; }
+  T* operator->() const { return p_; }
+  T& operator*() const { return *p_; }
+  explicit operator bool() const { return p_ != nullptr; }
+  int32_t use_count() const { return p_ ? p_->refcount_.load(std::memory_order_relaxed) : 0; }
+  void reset() {
+    release();
+    p_ = nullptr;
+  }
+
+ private:
+  void retain() const {
+    if (p_) p_->refcount_.fetch_add(1, std::memory_order_relaxed);
+  }
+  void release() {
+    if (p_ && p_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete p_;
+  }
+  T* p_ = nullptr;
+};
+
+/// A buffer shared by all views of it.
+// Note [Version counters]
+// The version counter lives in the storage: every view of a storage shares
+// it without an extra allocation. Every in-place op bumps it (except on
+// inference tensors); autograd compares it against the value saved with a
+// tensor to detect modification of saved inputs.
+struct StorageImpl {
+  using Deleter = void (*)(void* ctx, void* data);
+
+  std::atomic<int32_t> refcount_{1};
+  std::atomic<uint32_t> version{0};
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  Allocator* allocator = nullptr;  ///< frees `data` unless null
+  Deleter deleter = nullptr;       ///< used when allocator is null (from_blob)
+  void* deleter_ctx = nullptr;
+
+  StorageImpl() = default;
+  StorageImpl(const StorageImpl&) = delete;
+  StorageImpl& operator=(const StorageImpl&) = delete;
+  ~StorageImpl();
+};
+
+struct AutogradMeta;
+
+/// Sizes, strides, offset and dtype over a storage.
+struct TensorImpl {
+  std::atomic<int32_t> refcount_{1};
+  Ref<StorageImpl> storage;
+  int64_t storage_offset = 0;
+  DimVector sizes;
+  DimVector strides;
+  int64_t numel = 1;
+  ScalarType dtype = kFloat;
+  Device device;
+  bool is_contiguous = true;
+  bool is_inference = false;     ///< made under InferenceMode: no version tracking
+  AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
+
+  TensorImpl() = default;
+  TensorImpl(const TensorImpl&) = delete;
+  TensorImpl& operator=(const TensorImpl&) = delete;
+  ~TensorImpl();
+
+  /// Recomputes numel and is_contiguous after sizes/strides changed.
+  void refresh() {
+    int64_t n = 1, expected = 1;
+    bool contig = true;
+    for (size_t i = sizes.size(); i-- > 0;) {
+      const int64_t s = sizes[i];
+      n *= s;
+      if (s != 1) {
+        if (strides[i] != expected) contig = false;
+        expected *= s;
+      }
+    }
+    numel = n;
+    is_contiguous = contig || n == 0;
+  }
+  char* data() const { return static_cast<char*>(storage->data) + storage_offset * element_size(dtype); }
+};
+
+}  // namespace brisk

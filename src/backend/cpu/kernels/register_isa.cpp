@@ -1,0 +1,24 @@
+// Registers this ISA variant's kernels; called by register_cpu_kernels().
+#include "core/dispatch.h"
+
+namespace brisk {
+namespace cpu {
+namespace BRISK_CPU_ISA {
+void register_elementwise_kernels();
+void register_unary_kernels();
+void register_reduce_kernels();
+void register_index_kernels();
+void register_random_kernels();
+void register_sort_kernels();
+
+void register_all() {
+  register_elementwise_kernels();
+  register_unary_kernels();
+  register_reduce_kernels();
+  register_index_kernels();
+  register_random_kernels();
+  register_sort_kernels();
+}
+}  // namespace BRISK_CPU_ISA
+}  // namespace cpu
+}  // namespace brisk

@@ -1,0 +1,27 @@
+// Internal constructors of tensors (used by every op front end).
+#pragma once
+#include "brisk/tensor.h"
+
+namespace brisk {
+namespace detail {
+
+/// A fresh tensor with uninitialised memory. Empty `strides` = contiguous.
+Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device);
+/// A new view of `base`'s storage with other sizes/strides/offset (shares
+/// the version counter; inherits inference-ness).
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+/// Gives `t` fresh contiguous storage of the given shape (out= resizing).
+void resize_(const Tensor& t, IntArrayRef sizes);
+/// Contiguous strides for sizes.
+DimVector contiguous_strides(IntArrayRef sizes);
+/// Channels-last strides for a 4-D shape (N, C, H, W) -> (C*H*W, 1, W*C, C).
+DimVector channels_last_strides(IntArrayRef sizes);
+/// Wraps a dim into [0, ndim); throws "[op] dimension out of range".
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+/// Throws the "not available" error for devices without a backend.
+void check_device_available(Device d, const char* op);
+/// Whether grad mode records (set by autograd; false until then).
+bool is_inference_mode();
+
+}  // namespace detail
+}  // namespace brisk

@@ -1,0 +1,105 @@
+#include "brisk/tensor_impl.h"
+
+#include "brisk/ops.h"
+#include "core/autograd_meta.h"
+#include "core/tensor_create.h"
+
+namespace brisk {
+
+StorageImpl::~StorageImpl() {
+  if (allocator)
+    allocator->free(data, nbytes);
+  else if (deleter)
+    deleter(deleter_ctx, data);
+}
+
+TensorImpl::~TensorImpl() { delete autograd; }
+
+int64_t Tensor::size(int64_t d) const { return impl_->sizes[detail::wrap_dim(d, dim(), "size")]; }
+int64_t Tensor::stride(int64_t d) const { return impl_->strides[detail::wrap_dim(d, dim(), "stride")]; }
+
+namespace detail {
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector s(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(sizes[i], 1);
+  }
+  return s;
+}
+
+DimVector channels_last_strides(IntArrayRef sz) {
+  BRISK_CHECK(sz.size() == 4, "channels_last", "expected a 4-D shape, got ", sz);
+  const int64_t c = std::max<int64_t>(sz[1], 1), h = std::max<int64_t>(sz[2], 1), w = std::max<int64_t>(sz[3], 1);
+  return DimVector{c * h * w, 1, w * c, c};
+}
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t n = std::max<int64_t>(ndim, 1);  // 0-dim tensors accept dims -1 and 0
+  BRISK_CHECK(dim >= -n && dim < n, op, "dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+              "], but got ", dim, ")");
+  return dim < 0 ? dim + n : dim;
+}
+
+void check_device_available(Device d, const char* op) {
+  if (d.is_cpu()) return;
+  BRISK_FAIL(op, "device ", d, " is not available: this build of brisk has no CUDA backend or no CUDA device ",
+             "was found (use the cpu device, or a machine with an NVIDIA GPU)");
+}
+
+bool is_inference_mode() { return false; }
+
+Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
+  check_device_available(device, "empty");
+  for (int64_t s : sizes) BRISK_CHECK(s >= 0, "empty", "negative dimension ", s, " in shape ", sizes);
+  auto* impl = new TensorImpl();
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  if (strides.empty() && !sizes.empty())
+    impl->strides = contiguous_strides(sizes);
+  else
+    impl->strides.assign(strides.begin(), strides.end());
+  impl->dtype = dtype;
+  impl->device = device;
+  impl->refresh();
+  // Storage big enough for the largest offset the strides reach.
+  int64_t extent = impl->numel == 0 ? 0 : 1;
+  if (impl->numel > 0)
+    for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
+  auto* st = new StorageImpl();
+  st->nbytes = static_cast<size_t>(extent) * element_size(dtype);
+  st->device = device;
+  st->allocator = cpu_allocator();
+  st->data = st->allocator->allocate(st->nbytes);
+  impl->storage = Ref<StorageImpl>::adopt(st);
+  impl->is_inference = is_inference_mode();
+  return Tensor(Ref<TensorImpl>::adopt(impl));
+}
+
+Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
+  auto* impl = new TensorImpl();
+  const TensorImpl* b = base.impl();
+  impl->storage = b->storage;
+  impl->storage_offset = storage_offset;
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  impl->strides.assign(strides.begin(), strides.end());
+  impl->dtype = b->dtype;
+  impl->device = b->device;
+  impl->is_inference = b->is_inference;
+  impl->refresh();
+  return Tensor(Ref<TensorImpl>::adopt(impl));
+}
+
+void resize_(const Tensor& t, IntArrayRef sizes) {
+  Tensor fresh = make_tensor(sizes, {}, t.dtype(), t.device());
+  TensorImpl* impl = t.impl();
+  impl->storage = fresh.impl()->storage;
+  impl->storage_offset = 0;
+  impl->sizes = fresh.impl()->sizes;
+  impl->strides = fresh.impl()->strides;
+  impl->refresh();
+}
+
+}  // namespace detail
+}  // namespace brisk

@@ -1,0 +1,286 @@
+#include "core/tensor_iter.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "brisk/ops.h"
+#include "core/tensor_create.h"
+
+namespace brisk {
+
+namespace {
+// Category rank used by PyTorch's combine rule: bool < integral < floating.
+int category(ScalarType t) { return t == kBool ? 0 : is_floating_point(t) ? 2 : 1; }
+
+ScalarType promote_skip_undefined(ScalarType a, ScalarType b) {
+  if (a == ScalarType::Undefined) return b;
+  if (b == ScalarType::Undefined) return a;
+  return promote_types(a, b);
+}
+// The higher-priority group wins unless the lower one is of a higher category.
+ScalarType combine_categories(ScalarType higher, ScalarType lower) {
+  if (higher == ScalarType::Undefined) return lower;
+  if (lower == ScalarType::Undefined) return higher;
+  if (category(higher) >= category(lower)) return higher;
+  // e.g. int tensor with a float scalar: the scalar's category wins.
+  return promote_skip_undefined(higher, lower);
+}
+
+void write_scalar(char* buf, const Scalar& s, ScalarType t) {
+  BRISK_DISPATCH_ALL(t, "scalar", [&] {
+    scalar_t v = s.to<scalar_t>();
+    std::memcpy(buf, &v, sizeof(v));
+  });
+}
+}  // namespace
+
+void ResultTypeState::update(const Tensor& t) {
+  if (t.dim() > 0)
+    dim_result = promote_skip_undefined(dim_result, t.dtype());
+  else
+    zero_result = promote_skip_undefined(zero_result, t.dtype());
+}
+void ResultTypeState::update(const Scalar& s) {
+  wrapped_result = promote_skip_undefined(wrapped_result, s.dtype());
+}
+ScalarType ResultTypeState::result() const {
+  return combine_categories(dim_result, combine_categories(zero_result, wrapped_result));
+}
+
+ScalarType result_type(const Tensor& a, const Tensor& b) {
+  ResultTypeState s;
+  s.update(a);
+  s.update(b);
+  return s.result();
+}
+ScalarType result_type(const Tensor& a, const Scalar& b) {
+  ResultTypeState s;
+  s.update(a);
+  s.update(b);
+  return s.result();
+}
+
+void check_no_internal_overlap(const char* op, const Tensor& out) {
+  for (int64_t d = 0; d < out.dim(); ++d)
+    BRISK_CHECK(!(out.stride(d) == 0 && out.size(d) > 1), op,
+                "unsupported operation: more than one element of the written-to tensor refers to a single "
+                "memory location (shape ",
+                out.sizes(), ", strides ", out.strides(), "). Please clone() the tensor before writing to it.");
+}
+
+void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
+  if (!out.defined() || !in.defined() || !out.is_alias_of(in) || out.numel() == 0 || in.numel() == 0) return;
+  if (out.data_ptr() == in.data_ptr() && out.sizes() == in.sizes() && out.strides() == in.strides()) return;
+  auto range = [](const Tensor& t) {
+    int64_t lo = 0, hi = 0;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      int64_t ext = (t.size(d) - 1) * t.stride(d);
+      (ext < 0 ? lo : hi) += ext;
+    }
+    const int64_t es = static_cast<int64_t>(t.element_size());
+    char* base = static_cast<char*>(t.data_ptr());
+    return std::pair<char*, char*>(base + lo * es, base + (hi + 1) * es);
+  };
+  auto [a0, a1] = range(out);
+  auto [b0, b1] = range(in);
+  BRISK_CHECK(a1 <= b0 || b1 <= a0, op,
+              "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+              "single memory location. Please clone() the input tensor before performing the operation.");
+}
+
+void TensorIter::finish() {
+  if (staging.defined()) {
+    result.copy_(staging);
+    staging = Tensor();
+  }
+}
+
+void IterBuilder::build(TensorIter& it) {
+  const int nops = ninputs_ + 1;
+  BRISK_ASSERT(nops <= TensorIter::kMaxOperands);
+  it.noperands = nops;
+
+  // 1. Dtypes.
+  ScalarType compute = compute_dtype_;
+  if (compute == ScalarType::Undefined) {
+    if (!cast_inputs_) {
+      compute = out_.defined() ? out_.dtype() : inputs_[0].dtype();
+    } else {
+      ResultTypeState st;
+      for (int i = 0; i < ninputs_; ++i) {
+        if (!promote_[i]) continue;
+        if (is_scalar_[i])
+          st.update(scalars_[i]);
+        else
+          st.update(inputs_[i]);
+      }
+      compute = st.result();
+    }
+  }
+  if (int_to_float_ && !is_floating_point(compute)) compute = default_dtype();
+  it.compute_dtype = compute;
+  const ScalarType result_dtype = out_dtype_ != ScalarType::Undefined ? out_dtype_ : compute;
+
+  // 2. Broadcast shape of the tensor inputs.
+  Device dev = out_.defined() ? out_.device() : Device(kCPU);
+  bool have_dev = out_.defined();
+  DimVector shape;
+  for (int i = 0; i < ninputs_; ++i) {
+    if (is_scalar_[i]) continue;
+    const Tensor& t = inputs_[i];
+    if (!have_dev) {
+      dev = t.device();
+      have_dev = true;
+    } else {
+      // A 0-dim CPU tensor may meet a tensor on another device (as in PyTorch).
+      BRISK_CHECK(t.device() == dev || (t.dim() == 0 && t.is_cpu()), op_,
+                  "expected all tensors to be on the same device, but found ", dev, " and ", t.device());
+    }
+    if (shape.empty() && t.dim() == 0) continue;
+    if (shape.empty())
+      shape = DimVector(t.sizes().begin(), t.sizes().end());
+    else if (!(IntArrayRef(shape) == t.sizes()))
+      shape = broadcast_shapes(shape, t.sizes(), op_);
+  }
+  if (ninputs_ == 0 || (shape.empty() && out_.defined() && inplace_)) {
+    // fill_: the output alone sets the shape.
+    BRISK_ASSERT(out_.defined());
+    if (shape.empty()) shape = DimVector(out_.sizes().begin(), out_.sizes().end());
+  }
+  const int nd = static_cast<int>(shape.size());
+  BRISK_CHECK(nd <= TensorIter::kMaxDims, op_, "tensors with more than ", TensorIter::kMaxDims,
+              " dims are not supported (got ", nd, ")");
+
+  // 3. The output.
+  Tensor out = out_;
+  if (out.defined()) {
+    if (inplace_) {
+      BRISK_CHECK(out.sizes() == IntArrayRef(shape), op_, "output with shape ", out.sizes(),
+                  " doesn't match the broadcast shape ", IntArrayRef(shape));
+      BRISK_CHECK(result_dtype == out.dtype() || can_cast(result_dtype, out.dtype()), op_, "result type ",
+                  result_dtype, " can't be cast to the desired output type ", out.dtype());
+    } else {
+      if (resize_out_ && out.numel() == 0 && multiply(shape) != 0) {
+        detail::resize_(out, shape);
+      }
+      BRISK_CHECK(out.sizes() == IntArrayRef(shape), op_, "output with shape ", out.sizes(),
+                  " doesn't match the broadcast shape ", IntArrayRef(shape));
+      BRISK_CHECK(result_dtype == out.dtype() || can_cast(result_dtype, out.dtype()), op_, "result type ",
+                  result_dtype, " can't be cast to the desired output type ", out.dtype());
+    }
+    check_no_internal_overlap(op_, out);
+    for (int i = 0; i < ninputs_; ++i)
+      if (!is_scalar_[i]) check_no_partial_overlap(op_, out, inputs_[i]);
+  }
+
+  // 4. Inputs, cast to the compute dtype.
+  for (int i = 0; i < ninputs_; ++i) {
+    const int k = i + 1;
+    if (is_scalar_[i]) {
+      write_scalar(it.scalar_buf[k], scalars_[i], compute);
+      it.operands[k] = Tensor();
+      it.dtypes[k] = compute;
+      it.data[k] = it.scalar_buf[k];
+      continue;
+    }
+    Tensor t = inputs_[i];
+    if (cast_inputs_ && promote_[i] && t.dtype() != compute) t = t.to(compute);
+    it.operands[k] = t;
+    it.dtypes[k] = t.dtype();
+    it.data[k] = static_cast<char*>(t.data_ptr());
+  }
+
+  // 5. Strides per operand, innermost dim first.
+  int64_t st[TensorIter::kMaxOperands][TensorIter::kMaxDims];
+  int64_t sz[TensorIter::kMaxDims];
+  for (int d = 0; d < nd; ++d) sz[d] = shape[nd - 1 - d];
+  auto fill_strides = [&](int k, const Tensor& t) {
+    const int off = nd - static_cast<int>(t.dim());
+    for (int d = 0; d < nd; ++d) {
+      const int src = nd - 1 - d - off;  // dim of t aligned from the right
+      st[k][d] = (src < 0 || t.size(src) == 1) ? 0 : t.stride(src);
+    }
+  };
+  for (int i = 0; i < ninputs_; ++i) {
+    if (is_scalar_[i])
+      for (int d = 0; d < nd; ++d) st[i + 1][d] = 0;
+    else
+      fill_strides(i + 1, it.operands[i + 1]);
+  }
+  if (out.defined()) fill_strides(0, out);
+
+  // 6. Order dims by stride (innermost first), output first, then inputs.
+  int perm[TensorIter::kMaxDims];
+  for (int d = 0; d < nd; ++d) perm[d] = d;
+  auto should_swap = [&](int d0, int d1) {  // true if d1 should be inner to d0
+    const int first = out.defined() ? 0 : 1;
+    for (int k = first; k < nops; ++k) {
+      int64_t s0 = st[k][d0], s1 = st[k][d1];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return false;
+      if (s0 > s1) return true;
+    }
+    return false;
+  };
+  for (int i = 1; i < nd; ++i)
+    for (int j = i; j > 0 && should_swap(perm[j - 1], perm[j]); --j) std::swap(perm[j - 1], perm[j]);
+
+  if (!out.defined()) {
+    // Allocate the output in the inputs' memory order.
+    DimVector ostrides(nd);
+    int64_t acc = 1;
+    for (int i = 0; i < nd; ++i) {
+      const int d = perm[i];
+      ostrides[nd - 1 - d] = acc;
+      acc *= sz[d];
+    }
+    out = detail::make_tensor(shape, ostrides, result_dtype, dev);
+    for (int d = 0; d < nd; ++d) st[0][d] = sz[d] == 1 ? 0 : ostrides[nd - 1 - d];
+  }
+  it.result = out;
+  Tensor target = out;
+  if (out.dtype() != result_dtype) {
+    it.staging = detail::make_tensor(shape, {}, result_dtype, dev);
+    target = it.staging;
+    fill_strides(0, target);
+  }
+  it.operands[0] = target;
+  it.dtypes[0] = target.dtype();
+  it.data[0] = static_cast<char*>(target.data_ptr());
+
+  // 7. Coalesce, convert to bytes.
+  int n = 0;
+  it.numel = multiply(shape);
+  for (int i = 0; i < nd; ++i) {
+    const int d = perm[i];
+    if (sz[d] == 1) continue;
+    if (n > 0) {
+      bool merge = true;
+      for (int k = 0; k < nops && merge; ++k)
+        merge = it.shape[n - 1] * it.strides[k][n - 1] == st[k][d];
+      if (merge) {
+        it.shape[n - 1] *= sz[d];
+        continue;
+      }
+    }
+    it.shape[n] = sz[d];
+    for (int k = 0; k < nops; ++k) it.strides[k][n] = st[k][d];
+    ++n;
+  }
+  if (n == 0 && it.numel > 0) {  // all dims of size 1: one element
+    it.shape[0] = 1;
+    for (int k = 0; k < nops; ++k) it.strides[k][0] = 0;
+    n = 1;
+  }
+  it.ndim = n;
+  for (int k = 0; k < nops; ++k) {
+    const int64_t es = static_cast<int64_t>(element_size(it.dtypes[k]));
+    for (int d = 0; d < n; ++d) it.strides[k][d] *= es;
+  }
+  // A single element has stride 0 everywhere; give contiguous strides so the
+  // fast path applies.
+  if (n == 1 && it.shape[0] == 1)
+    for (int k = 0; k < nops; ++k) it.strides[k][0] = static_cast<int64_t>(element_size(it.dtypes[k]));
+}
+
+}  // namespace brisk

@@ -1,0 +1,175 @@
+// Scalar math shared by every backend: each function is the definition of
+// an op on one element (computed in the op's math type), usable from host
+// and device code.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "brisk/half.h"
+
+namespace brisk {
+namespace math {
+
+template <class T>
+BRISK_HOST_DEVICE inline T sigmoid(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+template <class T>
+BRISK_HOST_DEVICE inline T silu(T x) {
+  return x / (T(1) + std::exp(-x));
+}
+template <class T>
+BRISK_HOST_DEVICE inline T gelu_erf(T x) {
+  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+}
+template <class T>
+BRISK_HOST_DEVICE inline T gelu_tanh(T x) {
+  const T k = T(0.79788456080286535588);  // sqrt(2/pi)
+  return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+}
+template <class T>
+BRISK_HOST_DEVICE inline T softplus(T x, T beta, T threshold) {
+  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T relu(T x) {
+  return x > T(0) ? x : T(0);
+}
+template <class T>
+BRISK_HOST_DEVICE inline T sign(T x) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return x;
+  } else if constexpr (std::is_unsigned_v<T>) {
+    return x > 0 ? T(1) : T(0);
+  } else {
+    if constexpr (std::is_floating_point_v<T>)
+      if (x != x) return x;  // nan stays nan
+    return T((T(0) < x) - (x < T(0)));
+  }
+}
+template <class T>
+BRISK_HOST_DEVICE inline T abs(T x) {
+  if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>)
+    return x;
+  else if constexpr (std::is_floating_point_v<T>)
+    return std::fabs(x);
+  else
+    return x < 0 ? T(-x) : x;
+}
+/// Round half to even, like torch.round.
+template <class T>
+BRISK_HOST_DEVICE inline T round_even(T x) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::nearbyint(x);
+  else
+    return x;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T rsqrt(T x) {
+  return T(1) / std::sqrt(x);
+}
+
+/// Python's modulo: the result has the sign of the divisor.
+template <class T>
+BRISK_HOST_DEVICE inline T remainder(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = std::fmod(a, b);
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    return r;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return a && !b;
+  } else {
+    T r = a % b;
+    if constexpr (std::is_signed_v<T>)
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+}
+template <class T>
+BRISK_HOST_DEVICE inline T fmod(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::fmod(a, b);
+  else if constexpr (std::is_same_v<T, bool>)
+    return a && !b;
+  else
+    return a % b;
+}
+/// Floor division. For floats it rounds the true quotient carefully so
+/// that a == b * floor_div(a, b) + remainder(a, b) holds as in Python.
+template <class T>
+BRISK_HOST_DEVICE inline T floor_div(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (b == T(0)) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div == T(0)) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += T(1);
+    return fl;
+  } else if constexpr (std::is_signed_v<T>) {
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+  } else {
+    return a / b;
+  }
+}
+template <class T>
+BRISK_HOST_DEVICE inline T trunc_div(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::trunc(a / b);
+  else
+    return a / b;
+}
+/// Integer power with PyTorch's rules for negative exponents.
+template <class T>
+BRISK_HOST_DEVICE inline T ipow(T base, T exp) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return base || !exp;
+  } else {
+    if constexpr (std::is_signed_v<T>) {
+      if (exp < 0) {
+        if (base == 1) return 1;
+        if (base == -1) return (exp & 1) ? T(-1) : T(1);
+        return 0;
+      }
+    }
+    T r = 1;
+    while (exp) {
+      if (exp & 1) r *= base;
+      exp >>= 1;
+      base *= base;
+    }
+    return r;
+  }
+}
+template <class T>
+BRISK_HOST_DEVICE inline T pow(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::pow(a, b);
+  else
+    return ipow(a, b);
+}
+/// minimum/maximum propagate nan.
+template <class T>
+BRISK_HOST_DEVICE inline T maximum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (a != a || b != b) return a + b;
+  return a > b ? a : b;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T minimum(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>)
+    if (a != a || b != b) return a + b;
+  return a < b ? a : b;
+}
+/// lerp as PyTorch computes it (exact at both ends).
+template <class T>
+BRISK_HOST_DEVICE inline T lerp(T a, T b, T w) {
+  return std::abs(w) < T(0.5) ? a + w * (b - a) : b - (b - a) * (T(1) - w);
+}
+
+}  // namespace math
+}  // namespace brisk

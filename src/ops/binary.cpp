@@ -1,0 +1,371 @@
+// Front ends of the binary and ternary elementwise ops.
+#include "brisk/ops.h"
+#include "core/dispatch.h"
+#include "core/tensor_iter.h"
+
+namespace brisk {
+
+namespace {
+
+// One elementwise op call: build, run, return the result.
+template <OpId op>
+inline Tensor run(const char* name, IterBuilder& b, const KernelArgs& args) {
+  TensorIter it;
+  b.build(it);
+  kernel<op>(it.result.device().type, name)(it, args);
+  it.finish();
+  return std::move(it.result);
+}
+template <OpId op>
+inline Tensor& run_inplace(const char* name, Tensor& self, IterBuilder& b, const KernelArgs& args) {
+  run<op>(name, b, args);
+  self.bump_version();
+  return self;
+}
+
+KernelArgs alpha_args(const Scalar& alpha) {
+  KernelArgs a;
+  a.s0 = alpha;
+  return a;
+}
+KernelArgs mode_args(int mode) {
+  KernelArgs a;
+  a.mode = mode;
+  return a;
+}
+
+void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
+  BRISK_CHECK(!(alpha.is_floating_point() && !is_floating_point(t)), op,
+              "for integral input tensors, argument alpha must not be a floating point number");
+}
+void check_not_bool_sub(const char* op, ScalarType a, ScalarType b) {
+  BRISK_CHECK(!(a == kBool && b == kBool), op,
+              "subtraction, the `-` operator, with two bool tensors is not supported. Use logical_xor() instead.");
+}
+
+// Integer division by zero is an error (floats give inf/nan).
+void check_int_divisor(const char* op, ScalarType compute, const Tensor& b) {
+  if (is_floating_point(compute)) return;
+  BRISK_CHECK(!b.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
+}
+void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
+  if (is_floating_point(compute)) return;
+  BRISK_CHECK(b.to_double() != 0, op, "ZeroDivisionError: integer division by zero");
+}
+}  // namespace
+
+// ---- add / sub ---------------------------------------------------------------
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  IterBuilder it("add");
+  it.input(a).input(b);
+  return run<OpId::add>("add", it, alpha_args(alpha));
+}
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  IterBuilder it("add");
+  it.input(a).input(b);
+  return run<OpId::add>("add", it, alpha_args(alpha));
+}
+Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  IterBuilder it("add_out");
+  it.output(out).resize_out().input(a).input(b);
+  run<OpId::add>("add_out", it, alpha_args(alpha));
+  out.bump_version();
+  return out;
+}
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  IterBuilder it("add_");
+  it.inplace(*this).input(*this).input(o);
+  return run_inplace<OpId::add>("add_", *this, it, alpha_args(alpha));
+}
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+  IterBuilder it("add_");
+  it.inplace(*this).input(*this).input(o);
+  return run_inplace<OpId::add>("add_", *this, it, alpha_args(alpha));
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_not_bool_sub("sub", a.dtype(), b.dtype());
+  return add(a, b, -alpha);
+}
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  check_not_bool_sub("sub", a.dtype(), b.dtype());
+  return add(a, -b, alpha);
+}
+Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_not_bool_sub("sub_out", a.dtype(), b.dtype());
+  return add_out(out, a, b, -alpha);
+}
+/// b - alpha * a
+Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  IterBuilder it("rsub");
+  it.input(b).input(a);
+  return run<OpId::add>("rsub", it, alpha_args(-alpha));
+}
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  check_not_bool_sub("sub_", dtype(), o.dtype());
+  return add_(o, -alpha);
+}
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return add_(-o, alpha); }
+
+// ---- div ---------------------------------------------------------------------
+namespace {
+template <class Other>
+Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, const Other& b, RoundingMode mode) {
+  IterBuilder it(name);
+  if (self)
+    it.inplace(*self);
+  else if (out)
+    it.output(*out).resize_out();
+  it.input(a).input(b);
+  if (mode == RoundingMode::None) it.promote_int_to_float();
+  ScalarType compute;
+  if constexpr (std::is_same_v<Other, Tensor>)
+    compute = result_type(a, b);
+  else
+    compute = result_type(a, b);
+  if (mode != RoundingMode::None) check_int_divisor(name, compute, b);
+  Tensor r = run<OpId::div>(name, it, mode_args(static_cast<int>(mode)));
+  if (self) self->bump_version();
+  if (out) out->bump_version();
+  return r;
+}
+}  // namespace
+Tensor div(const Tensor& a, const Tensor& b, RoundingMode m) { return div_impl("div", nullptr, nullptr, a, b, m); }
+Tensor div(const Tensor& a, const Scalar& b, RoundingMode m) { return div_impl("div", nullptr, nullptr, a, b, m); }
+Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, RoundingMode m) {
+  div_impl("div_out", &out, nullptr, a, b, m);
+  return out;
+}
+Tensor Tensor::div(const Tensor& o, RoundingMode m) const { return brisk::div(*this, o, m); }
+Tensor Tensor::div(const Scalar& o, RoundingMode m) const { return brisk::div(*this, o, m); }
+Tensor& Tensor::div_(const Tensor& o, RoundingMode m) {
+  div_impl("div_", nullptr, this, *this, o, m);
+  return *this;
+}
+Tensor& Tensor::div_(const Scalar& o, RoundingMode m) {
+  div_impl("div_", nullptr, this, *this, o, m);
+  return *this;
+}
+
+// ---- the plain binary ops ------------------------------------------------------------
+// Each gets functional, _out, method and in-place method forms from one macro.
+#define BRISK_BINARY_OP(name, opid, setup)                                               \
+  namespace {                                                                            \
+  template <class Other>                                                                 \
+  Tensor name##_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b) { \
+    IterBuilder it(nm);                                                                  \
+    if (self)                                                                            \
+      it.inplace(*self);                                                                 \
+    else if (out)                                                                        \
+      it.output(*out).resize_out();                                                      \
+    it.input(a).input(b);                                                                \
+    KernelArgs args;                                                                     \
+    setup;                                                                               \
+    Tensor r = run<OpId::opid>(nm, it, args);                                            \
+    if (self) self->bump_version();                                                      \
+    if (out) out->bump_version();                                                        \
+    return r;                                                                            \
+  }                                                                                      \
+  }                                                                                      \
+  Tensor name(const Tensor& a, const Tensor& b) { return name##_impl(#name, nullptr, nullptr, a, b); } \
+  Tensor name(const Tensor& a, const Scalar& b) { return name##_impl(#name, nullptr, nullptr, a, b); } \
+  Tensor& name##_out(Tensor& out, const Tensor& a, const Tensor& b) {                    \
+    name##_impl(#name "_out", &out, nullptr, a, b);                                      \
+    return out;                                                                          \
+  }                                                                                      \
+  Tensor Tensor::name(const Tensor& o) const { return brisk::name(*this, o); }           \
+  Tensor Tensor::name(const Scalar& o) const { return brisk::name(*this, o); }           \
+  Tensor& Tensor::name##_(const Tensor& o) {                                             \
+    name##_impl(#name "_", nullptr, this, *this, o);                                     \
+    return *this;                                                                        \
+  }                                                                                      \
+  Tensor& Tensor::name##_(const Scalar& o) {                                             \
+    name##_impl(#name "_", nullptr, this, *this, o);                                     \
+    return *this;                                                                        \
+  }
+
+BRISK_BINARY_OP(mul, mul, (void)0)
+BRISK_BINARY_OP(remainder, remainder, check_int_divisor(nm, result_type(a, b), b))
+BRISK_BINARY_OP(fmod, fmod, check_int_divisor(nm, result_type(a, b), b))
+BRISK_BINARY_OP(pow, pow, (void)0)
+BRISK_BINARY_OP(minimum, minimum, (void)0)
+BRISK_BINARY_OP(maximum, maximum, (void)0)
+BRISK_BINARY_OP(atan2, atan2, it.promote_int_to_float())
+BRISK_BINARY_OP(eq, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Eq)))
+BRISK_BINARY_OP(ne, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Ne)))
+BRISK_BINARY_OP(lt, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Lt)))
+BRISK_BINARY_OP(le, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Le)))
+BRISK_BINARY_OP(gt, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Gt)))
+BRISK_BINARY_OP(ge, compare, (it.output_dtype(kBool), args.mode = int(CompareMode::Ge)))
+BRISK_BINARY_OP(logical_and, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::And)))
+BRISK_BINARY_OP(logical_or, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::Or)))
+BRISK_BINARY_OP(logical_xor, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::Xor)))
+BRISK_BINARY_OP(bitwise_and, bitwise, args.mode = int(BitwiseMode::And))
+BRISK_BINARY_OP(bitwise_or, bitwise, args.mode = int(BitwiseMode::Or))
+BRISK_BINARY_OP(bitwise_xor, bitwise, args.mode = int(BitwiseMode::Xor))
+#undef BRISK_BINARY_OP
+
+Tensor pow(const Scalar& base, const Tensor& exponent) {
+  IterBuilder it("pow");
+  it.input(base).input(exponent);
+  return run<OpId::pow>("pow", it, KernelArgs{});
+}
+
+// Scalar-first operators.
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Scalar& a, const Tensor& b) {
+  IterBuilder it("div");
+  it.input(a).input(b).promote_int_to_float();
+  return run<OpId::div>("div", it, KernelArgs{});
+}
+Tensor operator==(const Scalar& a, const Tensor& b) { return eq(b, a); }
+Tensor operator<(const Scalar& a, const Tensor& b) { return gt(b, a); }
+Tensor operator>(const Scalar& a, const Tensor& b) { return lt(b, a); }
+
+// ---- ternary ----------------------------------------------------------------------
+namespace {
+template <class W>
+Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
+  BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
+  BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
+  IterBuilder it(nm);
+  if (self) it.inplace(*self);
+  it.input(a).input(b).input(w).compute_dtype(a.dtype());
+  Tensor r = run<OpId::lerp>(nm, it, KernelArgs{});
+  if (self) self->bump_version();
+  return r;
+}
+}  // namespace
+Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& w) { return lerp_impl("lerp", nullptr, a, b, w); }
+Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) { return lerp_impl("lerp", nullptr, a, b, w); }
+Tensor Tensor::lerp(const Tensor& e, const Scalar& w) const { return brisk::lerp(*this, e, w); }
+Tensor Tensor::lerp(const Tensor& e, const Tensor& w) const { return brisk::lerp(*this, e, w); }
+Tensor& Tensor::lerp_(const Tensor& e, const Scalar& w) {
+  lerp_impl("lerp_", this, *this, e, w);
+  return *this;
+}
+Tensor& Tensor::lerp_(const Tensor& e, const Tensor& w) {
+  lerp_impl("lerp_", this, *this, e, w);
+  return *this;
+}
+
+namespace {
+template <OpId op>
+Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1, const Tensor& t2,
+                 const Scalar& v) {
+  IterBuilder it(nm);
+  if (self) it.inplace(*self);
+  it.input(s).input(t1).input(t2);
+  if (op == OpId::addcdiv) {
+    ResultTypeState st;
+    st.update(s);
+    st.update(t1);
+    st.update(t2);
+    BRISK_CHECK(is_floating_point(st.result()), nm, "integer division with addcdiv is not supported, use "
+                "(input + value * tensor1 / tensor2) instead");
+  }
+  Tensor r = run<op>(nm, it, alpha_args(v));
+  if (self) self->bump_version();
+  return r;
+}
+}  // namespace
+Tensor addcmul(const Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  return addc_impl<OpId::addcmul>("addcmul", nullptr, s, t1, t2, v);
+}
+Tensor addcdiv(const Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  return addc_impl<OpId::addcdiv>("addcdiv", nullptr, s, t1, t2, v);
+}
+Tensor Tensor::addcmul(const Tensor& t1, const Tensor& t2, const Scalar& v) const { return brisk::addcmul(*this, t1, t2, v); }
+Tensor Tensor::addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& v) const { return brisk::addcdiv(*this, t1, t2, v); }
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  addc_impl<OpId::addcmul>("addcmul_", this, *this, t1, t2, v);
+  return *this;
+}
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  addc_impl<OpId::addcdiv>("addcdiv_", this, *this, t1, t2, v);
+  return *this;
+}
+
+// ---- clamp -----------------------------------------------------------------------------
+namespace {
+Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, std::optional<Scalar> lo,
+                  std::optional<Scalar> hi) {
+  BRISK_CHECK(lo || hi, nm, "at least one of 'min' or 'max' must not be None");
+  IterBuilder it(nm);
+  if (self)
+    it.inplace(*self);
+  else if (out)
+    it.output(*out).resize_out();
+  it.input(x);
+  // The bounds take part in type promotion like scalar operands.
+  ResultTypeState st;
+  st.update(x);
+  if (lo) st.update(*lo);
+  if (hi) st.update(*hi);
+  it.compute_dtype(st.result());
+  KernelArgs a;
+  if (lo) a.s0 = *lo, a.has_s0 = true;
+  if (hi) a.s1 = *hi, a.has_s1 = true;
+  Tensor r = run<OpId::clamp>(nm, it, a);
+  if (self) self->bump_version();
+  return r;
+}
+}  // namespace
+Tensor clamp(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  return clamp_impl("clamp", nullptr, nullptr, x, lo, hi);
+}
+Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  clamp_impl("clamp_out", nullptr, &out, x, lo, hi);
+  out.bump_version();
+  return out;
+}
+Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  IterBuilder it("clamp");
+  it.input(x).input(lo).input(hi);
+  return run<OpId::clamp_tensor>("clamp", it, KernelArgs{});
+}
+Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return brisk::clamp(*this, lo, hi); }
+Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const { return brisk::clamp(*this, lo, hi); }
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+  clamp_impl("clamp_", this, nullptr, *this, lo, hi);
+  return *this;
+}
+
+// ---- where -------------------------------------------------------------------------------
+namespace {
+template <class A, class B>
+Tensor where_impl(const Tensor& cond, const A& a, const B& b) {
+  BRISK_CHECK(cond.dtype() == kBool || cond.dtype() == kUInt8, "where",
+              "expected condition to be a boolean tensor, but got a tensor with dtype ", cond.dtype());
+  Tensor c = cond.dtype() == kBool ? cond : cond.ne(0);
+  IterBuilder it("where");
+  it.input(c, /*promote=*/false).input(a).input(b);
+  ResultTypeState st;
+  st.update(a);
+  st.update(b);
+  it.compute_dtype(st.result());
+  return run<OpId::where>("where", it, KernelArgs{});
+}
+}  // namespace
+Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return where_impl(c, a, b); }
+Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) { return where_impl(c, a, b); }
+Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) { return where_impl(c, a, b); }
+Tensor where(const Tensor& c, const Scalar& a, const Scalar& b) { return where_impl(c, a, b); }
+
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return clone().masked_fill_(mask, v); }
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+  BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
+  IterBuilder it("masked_fill_");
+  it.inplace(*this).input(mask, false).input(v).input(*this).compute_dtype(dtype());
+  run<OpId::where>("masked_fill_", it, KernelArgs{});
+  bump_version();
+  return *this;
+}
+
+}  // namespace brisk

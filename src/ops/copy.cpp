@@ -1,0 +1,168 @@
+// Conversions and copies: to, contiguous, clone, copy_, fill_, item, equal.
+#include <algorithm>
+#include <numeric>
+
+#include "brisk/ops.h"
+#include "core/autograd_meta.h"
+#include "core/dispatch.h"
+#include "core/tensor_create.h"
+#include "core/tensor_iter.h"
+
+namespace brisk {
+
+namespace detail {
+/// Strides of a fresh tensor with t's memory order when t is dense (no gaps,
+/// no overlap), else contiguous strides. This is the "preserve" format.
+DimVector preserved_strides(const Tensor& t) {
+  const int64_t nd = t.dim();
+  if (t.is_contiguous() || nd == 0) return contiguous_strides(t.sizes());
+  std::vector<int64_t> order(nd);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (t.size(a) == 1 || t.size(b) == 1) return false;
+    return t.stride(a) > t.stride(b);
+  });
+  // dense check: walking from innermost, each stride equals the product of sizes so far
+  int64_t expected = 1;
+  for (int64_t i = nd; i-- > 0;) {
+    const int64_t d = order[i];
+    if (t.size(d) == 1) continue;
+    if (t.stride(d) != expected) return contiguous_strides(t.sizes());
+    expected *= t.size(d);
+  }
+  DimVector out(nd);
+  int64_t acc = 1;
+  for (int64_t i = nd; i-- > 0;) {
+    out[order[i]] = acc;
+    acc *= std::max<int64_t>(t.size(order[i]), 1);
+  }
+  return out;
+}
+}  // namespace detail
+
+bool Tensor::is_contiguous(MemoryFormat fmt) const {
+  if (fmt != kChannelsLast) return is_contiguous();
+  if (dim() != 4) return false;
+  // order from innermost: C, W, H, N
+  const int64_t order[4] = {1, 3, 2, 0};
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (size(d) == 1) continue;
+    if (stride(d) != expected) return false;
+    expected *= size(d);
+  }
+  return true;
+}
+
+Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
+  BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
+  if (is_same(src) || numel() == 0) return *this;
+  Tensor s = src;
+  if (!(s.sizes() == sizes())) {
+    DimVector shape = broadcast_shapes(sizes(), s.sizes(), "copy_");
+    BRISK_CHECK(IntArrayRef(shape) == sizes(), "copy_", "source of shape ", src.sizes(),
+                " cannot be broadcast to the destination shape ", sizes());
+    s = s.expand(sizes());
+  }
+  TensorIter it;
+  IterBuilder("copy_").output(*this).input(s).no_cast_inputs().build(it);
+  kernel<OpId::copy>(device().type, "copy_")(it, KernelArgs{});
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(const Scalar& v) {
+  if (numel() == 0) return *this;
+  check_no_internal_overlap("fill_", *this);
+  TensorIter it;
+  IterBuilder("fill_").output(*this).compute_dtype(dtype()).build(it);
+  KernelArgs a;
+  a.s0 = v;
+  kernel<OpId::fill>(device().type, "fill_")(it, a);
+  bump_version();
+  return *this;
+}
+Tensor& Tensor::zero_() { return fill_(0); }
+
+Tensor Tensor::to(TensorOptions o, bool non_blocking, bool copy) const {
+  Tensor r = *this;
+  const ScalarType dt = o.dtype_ ? *o.dtype_ : dtype();
+  if (dt != dtype() || o.device_ != device() || copy) {
+    detail::check_device_available(o.device_, "to");
+    r = detail::make_tensor(sizes(), detail::preserved_strides(*this), dt, o.device_);
+    r.copy_(*this, non_blocking);
+  }
+  if (o.requires_grad_) {
+    if (!r.impl()->autograd) r.impl()->autograd = new AutogradMeta();
+    r.impl()->autograd->requires_grad = true;
+  }
+  return r;
+}
+Tensor Tensor::to(ScalarType t, bool nb, bool copy) const { return to(TensorOptions(t).device(device()), nb, copy); }
+Tensor Tensor::to(Device d, bool nb, bool copy) const { return to(TensorOptions(dtype()).device(d), nb, copy); }
+Tensor Tensor::to(Device d, ScalarType t, bool nb, bool copy) const {
+  return to(TensorOptions(t).device(d), nb, copy);
+}
+Tensor Tensor::to(MemoryFormat fmt) const { return contiguous(fmt); }
+
+Tensor Tensor::contiguous(MemoryFormat fmt) const {
+  if (fmt == kPreserve) return *this;
+  if (is_contiguous(fmt)) return *this;
+  return clone(fmt);
+}
+
+Tensor Tensor::clone(MemoryFormat fmt) const {
+  DimVector strides;
+  if (fmt == kChannelsLast)
+    strides = detail::channels_last_strides(sizes());
+  else if (fmt == kPreserve)
+    strides = detail::preserved_strides(*this);
+  else
+    strides = detail::contiguous_strides(sizes());
+  Tensor r = detail::make_tensor(sizes(), strides, dtype(), device());
+  r.copy_(*this);
+  return r;
+}
+
+Scalar Tensor::item() const {
+  BRISK_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a Scalar");
+  Tensor c = is_cpu() ? *this : to(Device(kCPU));
+  return BRISK_DISPATCH_ALL(dtype(), "item", [&]() -> Scalar {
+    scalar_t v = *static_cast<const scalar_t*>(c.data_ptr());
+    if constexpr (std::is_same_v<scalar_t, bool>)
+      return Scalar(v);
+    else if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>)
+      return Scalar(static_cast<double>(static_cast<opmath_t<scalar_t>>(v)));
+    else
+      return Scalar(static_cast<int64_t>(v));
+  });
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  BRISK_CHECK(a.dtype() == b.dtype(), "isclose", "expected both tensors to have the same dtype, got ", a.dtype(),
+              " and ", b.dtype());
+  TensorIter it;
+  IterBuilder("isclose").input(a).input(b).output_dtype(kBool).build(it);
+  KernelArgs k;
+  k.s0 = rtol;
+  k.s1 = atol;
+  k.mode = equal_nan;
+  kernel<OpId::isclose>(a.device().type, "isclose")(it, k);
+  return it.result;
+}
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return isclose(a, b, rtol, atol, equal_nan).all().item<bool>();
+}
+bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return brisk::allclose(*this, o, rtol, atol, equal_nan);
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  if (!(a.sizes() == b.sizes())) return false;
+  if (a.numel() == 0) return true;
+  return a.eq(b).all().item<bool>();
+}
+bool Tensor::equal(const Tensor& o) const { return brisk::equal(*this, o); }
+
+}  // namespace brisk

@@ -1,0 +1,176 @@
+// Factories: empty, zeros, ones, full, arange, linspace, eye, from_blob, *_like.
+#include <cmath>
+
+#include "brisk/ops.h"
+#include "core/dispatch.h"
+#include "core/tensor_create.h"
+#include "core/tensor_iter.h"
+
+namespace brisk {
+
+namespace {
+Tensor finish_factory(Tensor t, const TensorOptions& opts) {
+  if (opts.requires_grad_) {
+    BRISK_CHECK(t.is_floating_point(), "requires_grad", "only tensors of floating point dtype can require "
+                "gradients, got ", t.dtype());
+    t = t.to(opts.requires_grad(true));
+  }
+  return t;
+}
+}  // namespace
+
+Tensor empty(IntArrayRef sizes, TensorOptions opts) {
+  Tensor t = detail::make_tensor(sizes, {}, opts.dtype_or_default(), opts.device_);
+  return opts.requires_grad_ ? finish_factory(t, opts) : t;
+}
+
+Tensor empty(IntArrayRef sizes, TensorOptions opts, MemoryFormat fmt) {
+  if (fmt == kChannelsLast)
+    return finish_factory(
+        detail::make_tensor(sizes, detail::channels_last_strides(sizes), opts.dtype_or_default(), opts.device_), opts);
+  return empty(sizes, opts);
+}
+
+Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts) {
+  BRISK_CHECK(sizes.size() == strides.size(), "empty_strided", "sizes ", sizes, " and strides ", strides,
+              " have different lengths");
+  for (int64_t s : strides) BRISK_CHECK(s >= 0, "empty_strided", "negative stride ", s);
+  return finish_factory(detail::make_tensor(sizes, strides, opts.dtype_or_default(), opts.device_), opts);
+}
+
+Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
+  if (!opts.dtype_) opts = opts.dtype(value.dtype());
+  Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
+  t.fill_(value);
+  return finish_factory(t, opts);
+}
+Tensor zeros(IntArrayRef sizes, TensorOptions opts) { return full(sizes, 0, opts.dtype(opts.dtype_or_default())); }
+Tensor ones(IntArrayRef sizes, TensorOptions opts) { return full(sizes, 1, opts.dtype(opts.dtype_or_default())); }
+
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts) { return full({}, v, opts); }
+
+namespace {
+TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& opts) {
+  TensorOptions o = opts ? *opts : TensorOptions();
+  if (!o.dtype_) o = o.dtype(t.dtype());
+  if (!opts) o = o.device(t.device());
+  return o;
+}
+}  // namespace
+
+Tensor empty_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  TensorOptions o = like_options(t, opts);
+  // Keep the layout of dense inputs (channels_last stays channels_last).
+  if (t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(kChannelsLast))
+    return empty(t.sizes(), o, kChannelsLast);
+  return empty(t.sizes(), o);
+}
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).zero_(); }
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).fill_(1); }
+Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
+  return empty_like(t, opts).fill_(v);
+}
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).uniform_(0, 1); }
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).normal_(0, 1); }
+
+Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, opts); }
+
+Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts) {
+  const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
+  const ScalarType dt = opts.dtype_ ? *opts.dtype_ : all_int ? kInt64 : default_dtype();
+  const double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  BRISK_CHECK(st != 0, "arange", "step must be nonzero");
+  BRISK_CHECK(std::isfinite(s) && std::isfinite(e), "arange", "unsupported range: ", start, " -> ", end);
+  BRISK_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), "arange", "upper bound and larger bound inconsistent "
+              "with step sign (start ", start, ", end ", end, ", step ", step, ")");
+  int64_t n;
+  if (all_int) {
+    const int64_t a = start.to_long(), b = end.to_long(), c = step.to_long();
+    n = c > 0 ? (b - a + c - 1) / c : (a - b + (-c) - 1) / (-c);
+  } else {
+    n = static_cast<int64_t>(std::ceil((e - s) / st));
+  }
+  Tensor t = detail::make_tensor({n}, {}, dt, opts.device_);
+  Tensor dbl = detail::make_tensor({n}, {}, all_int ? kInt64 : kDouble, kCPU);
+  if (all_int) {
+    int64_t* p = dbl.data_ptr<int64_t>();
+    const int64_t a = start.to_long(), c = step.to_long();
+    for (int64_t i = 0; i < n; ++i) p[i] = a + i * c;
+  } else {
+    double* p = dbl.data_ptr<double>();
+    for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
+  }
+  t.copy_(dbl);
+  return finish_factory(t, opts);
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts) {
+  BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
+  const ScalarType dt = opts.dtype_or_default();
+  Tensor dbl = detail::make_tensor({steps}, {}, kDouble, kCPU);
+  double* p = dbl.data_ptr<double>();
+  const double a = start.to_double(), b = end.to_double();
+  const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
+  // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
+  const int64_t half = steps / 2;
+  for (int64_t i = 0; i < steps; ++i)
+    p[i] = i < half ? a + step * static_cast<double>(i) : b - step * static_cast<double>(steps - 1 - i);
+  Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);
+  t.copy_(dbl);
+  return finish_factory(t, opts);
+}
+
+Tensor eye(int64_t n, TensorOptions opts) { return eye(n, n, opts); }
+Tensor eye(int64_t n, int64_t m, TensorOptions opts) {
+  BRISK_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
+  Tensor t = zeros({n, m}, opts.requires_grad(false));
+  t.diagonal().fill_(1);
+  return finish_factory(t, opts);
+}
+
+namespace {
+Tensor wrap_blob(void* data, IntArrayRef sizes, IntArrayRef strides, StorageImpl::Deleter del, void* ctx,
+                 TensorOptions opts) {
+  BRISK_CHECK(data != nullptr || multiply(sizes) == 0, "from_blob", "data pointer is null");
+  detail::check_device_available(opts.device_, "from_blob");
+  auto* st = new StorageImpl();
+  auto* impl = new TensorImpl();
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  impl->strides = strides.empty() ? detail::contiguous_strides(sizes) : DimVector(strides.begin(), strides.end());
+  impl->dtype = opts.dtype_or_default();
+  impl->device = opts.device_;
+  impl->refresh();
+  int64_t extent = impl->numel == 0 ? 0 : 1;
+  if (impl->numel > 0)
+    for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
+  st->data = data;
+  st->nbytes = static_cast<size_t>(extent) * element_size(impl->dtype);
+  st->device = opts.device_;
+  st->deleter = del;
+  st->deleter_ctx = ctx;
+  impl->storage = Ref<StorageImpl>::adopt(st);
+  return finish_factory(Tensor(Ref<TensorImpl>::adopt(impl)), opts);
+}
+}  // namespace
+
+Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts) {
+  return wrap_blob(data, sizes, {}, nullptr, nullptr, opts);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions opts) {
+  BRISK_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
+              " have different lengths");
+  return wrap_blob(data, sizes, strides, nullptr, nullptr, opts);
+}
+Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, TensorOptions opts) {
+  auto* ctx = new std::function<void(void*)>(std::move(deleter));
+  return wrap_blob(
+      data, sizes, {},
+      [](void* c, void* d) {
+        auto* f = static_cast<std::function<void(void*)>*>(c);
+        if (*f) (*f)(d);
+        delete f;
+      },
+      ctx, opts);
+}
+
+}  // namespace brisk
