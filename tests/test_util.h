@@ -1,0 +1,40 @@
+// Helpers shared by the tests: naive references and tensor comparisons.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <brisk/brisk.h>
+
+#include <string>
+
+namespace brisk::testing {
+
+/// Asserts that `fn` throws brisk::Error whose message contains every piece.
+template <class F>
+void expect_error(F&& fn, std::initializer_list<std::string> pieces) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected brisk::Error";
+  } catch (const brisk::Error& e) {
+    std::string msg = e.what();
+    for (auto& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
+  }
+}
+
+/// Element-wise closeness with a readable failure (converts both to float64).
+inline ::testing::AssertionResult close(const Tensor& got, const Tensor& want, double rtol = 1e-5,
+                                        double atol = 1e-6, bool equal_nan = true) {
+  if (!(got.sizes() == want.sizes()))
+    return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs expected " << want.sizes();
+  Tensor g = got.to(kDouble).contiguous(), w = want.to(kDouble).contiguous();
+  const double* a = g.data_ptr<double>();
+  const double* b = w.data_ptr<double>();
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    if (equal_nan && a[i] != a[i] && b[i] != b[i]) continue;
+    if (a[i] == b[i]) continue;
+    if (!(std::abs(a[i] - b[i]) <= atol + rtol * std::abs(b[i])))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << a[i] << ", expected " << b[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace brisk::testing
