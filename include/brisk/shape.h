@@ -78,7 +78,10 @@ class SmallVec {
   int64_t operator[](size_t i) const { return data_[i]; }
   int64_t& back() { return data_[size_ - 1]; }
   bool operator==(const SmallVec& o) const {
-    return size_ == o.size_ && std::equal(begin(), end(), o.begin());
+    if (size_ != o.size_) return false;
+    for (size_t i = 0; i < size_; ++i)  // shapes are short: no memcmp call
+      if (data_[i] != o.data_[i]) return false;
+    return true;
   }
 
  private:
@@ -117,7 +120,11 @@ class IntArrayRef {
   constexpr IntArrayRef() = default;
   IntArrayRef(const int64_t& one) : data_(&one), size_(1) {}
   constexpr IntArrayRef(const int64_t* d, size_t n) : data_(d), size_(n) {}
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+  /// Valid for the full expression it appears in (a call's argument list).
   IntArrayRef(std::initializer_list<int64_t> l) : data_(l.begin()), size_(l.size()) {}
+#pragma GCC diagnostic pop
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}
   template <size_t N>
   IntArrayRef(const SmallVec<N>& v) : data_(v.data()), size_(v.size()) {}
@@ -130,7 +137,12 @@ class IntArrayRef {
   int64_t operator[](size_t i) const { return data_[i]; }
   int64_t back() const { return data_[size_ - 1]; }
   std::vector<int64_t> vec() const { return {begin(), end()}; }
-  bool equals(IntArrayRef o) const { return size_ == o.size_ && std::equal(begin(), end(), o.begin()); }
+  bool equals(IntArrayRef o) const {
+    if (size_ != o.size_) return false;
+    for (size_t i = 0; i < size_; ++i)
+      if (data_[i] != o.data_[i]) return false;
+    return true;
+  }
   bool operator==(IntArrayRef o) const { return equals(o); }
 
  private:

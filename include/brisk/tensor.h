@@ -60,8 +60,13 @@ class Tensor {
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   /// Version counter shared by all views (see Note [Version counters]).
   uint32_t _version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  /// Called by every in-place op. A relaxed load+store, not a locked
+  /// increment: two threads writing one tensor in place race anyway.
   void bump_version() const {
-    if (!impl_->is_inference) impl_->storage->version.fetch_add(1, std::memory_order_relaxed);
+    if (!impl_->is_inference) {
+      auto& v = impl_->storage->version;
+      v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    }
   }
 
   void* data_ptr() const { return impl_->data(); }

@@ -81,6 +81,9 @@ struct StorageImpl {
   void* deleter_ctx = nullptr;
 
   StorageImpl() = default;
+  // Recycled through a per-thread free list: a tensor costs no malloc.
+  static void* operator new(size_t n);
+  static void operator delete(void* p);
   StorageImpl(const StorageImpl&) = delete;
   StorageImpl& operator=(const StorageImpl&) = delete;
   ~StorageImpl();
@@ -103,6 +106,8 @@ struct TensorImpl {
   AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
 
   TensorImpl() = default;
+  static void* operator new(size_t n);
+  static void operator delete(void* p);
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
   ~TensorImpl();

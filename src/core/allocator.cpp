@@ -45,6 +45,10 @@ Stats& stats() {
   static Stats* s = new Stats();
   return *s;
 }
+// Counters only this library increments: a plain relaxed load+store (no
+// locked instruction). Increments racing on two threads may lose a count;
+// these are statistics, not accounting (allocated/reserved use atomic adds).
+inline void bump(std::atomic<int64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 void raise_peak(std::atomic<int64_t>& peak, int64_t v) {
   int64_t p = peak.load(std::memory_order_relaxed);
   while (v > p && !peak.compare_exchange_weak(p, v, std::memory_order_relaxed)) {
@@ -138,7 +142,7 @@ class CachingCpuAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     Stats& s = stats();
     const size_t n = round_size(nbytes == 0 ? 1 : nbytes);
-    s.num_allocs.fetch_add(1, std::memory_order_relaxed);
+    bump(s.num_allocs);
     raise_peak(s.peak_allocated,
                s.allocated.fetch_add(static_cast<int64_t>(n), std::memory_order_relaxed) + static_cast<int64_t>(n));
     void* p = nullptr;
@@ -148,10 +152,10 @@ class CachingCpuAllocator final : public Allocator {
     }
     if (!p) p = global_pool().take(n);
     if (p) {
-      s.hits.fetch_add(1, std::memory_order_relaxed);
+      bump(s.hits);
       return p;
     }
-    s.misses.fetch_add(1, std::memory_order_relaxed);
+    bump(s.misses);
     p = os_alloc(n);
     if (!p) {
       // Give the cache back to the OS and try once more.

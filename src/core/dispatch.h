@@ -90,6 +90,8 @@ using NonzeroFn = Tensor (*)(const Tensor& in);
   _(scatter, IndexFn)                               \
   _(scatter_add, IndexFn)                           \
   _(index_add, IndexFn)                             \
+  _(index, IndexFn)                                 \
+  _(index_put, IndexFn)                             \
   _(nonzero, NonzeroFn)
 
 enum class OpId : int16_t {

@@ -28,8 +28,12 @@ template <class F>
 inline void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   const int64_t n = end - begin;
   if (n <= 0) return;
+  if (n <= grain) {
+    f(begin, end);
+    return;
+  }
   int nt = get_num_threads();
-  if (n <= grain || nt <= 1 || in_parallel_region()) {
+  if (nt <= 1 || in_parallel_region()) {
     f(begin, end);
     return;
   }

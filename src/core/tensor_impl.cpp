@@ -6,6 +6,40 @@
 
 namespace brisk {
 
+namespace {
+// A per-thread stack of freed objects of one size. Objects freed on another
+// thread join that thread's stack; beyond kDepth they go back to malloc.
+template <size_t Size>
+struct FreeList {
+  static constexpr int kDepth = 1024;
+  void* items[kDepth];
+  int count = 0;
+  ~FreeList() {
+    while (count > 0) ::operator delete(items[--count]);
+  }
+  void* take() { return count > 0 ? items[--count] : ::operator new(Size); }
+  void give(void* p) {
+    if (count < kDepth)
+      items[count++] = p;
+    else
+      ::operator delete(p);
+  }
+};
+thread_local FreeList<sizeof(TensorImpl)> t_tensor_impls;
+thread_local FreeList<sizeof(StorageImpl)> t_storage_impls;
+}  // namespace
+
+void* TensorImpl::operator new(size_t n) {
+  BRISK_ASSERT(n == sizeof(TensorImpl));
+  return t_tensor_impls.take();
+}
+void TensorImpl::operator delete(void* p) { t_tensor_impls.give(p); }
+void* StorageImpl::operator new(size_t n) {
+  BRISK_ASSERT(n == sizeof(StorageImpl));
+  return t_storage_impls.take();
+}
+void StorageImpl::operator delete(void* p) { t_storage_impls.give(p); }
+
 StorageImpl::~StorageImpl() {
   if (allocator)
     allocator->free(data, nbytes);
@@ -52,22 +86,35 @@ void check_device_available(Device d, const char* op) {
 bool is_inference_mode() { return false; }
 
 Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
-  check_device_available(device, "empty");
-  for (int64_t s : sizes) BRISK_CHECK(s >= 0, "empty", "negative dimension ", s, " in shape ", sizes);
-  auto* impl = new TensorImpl();
+  if (BRISK_UNLIKELY(!device.is_cpu())) check_device_available(device, "empty");
+  auto* impl = new TensorImpl;
   impl->sizes.assign(sizes.begin(), sizes.end());
-  if (strides.empty() && !sizes.empty())
-    impl->strides = contiguous_strides(sizes);
-  else
-    impl->strides.assign(strides.begin(), strides.end());
   impl->dtype = dtype;
   impl->device = device;
-  impl->refresh();
-  // Storage big enough for the largest offset the strides reach.
-  int64_t extent = impl->numel == 0 ? 0 : 1;
-  if (impl->numel > 0)
-    for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
-  auto* st = new StorageImpl();
+  int64_t extent;  // elements the storage must hold
+  if (strides.empty()) {
+    // Contiguous: strides, numel and extent in one pass.
+    const size_t nd = sizes.size();
+    impl->strides.resize(nd);
+    int64_t acc = 1;
+    for (size_t i = nd; i-- > 0;) {
+      const int64_t s = sizes[i];
+      BRISK_CHECK(s >= 0, "empty", "negative dimension ", s, " in shape ", sizes);
+      impl->strides[i] = acc;
+      acc *= s == 0 ? 1 : s;
+    }
+    impl->numel = multiply(sizes);
+    impl->is_contiguous = true;
+    extent = impl->numel;
+  } else {
+    for (int64_t s : sizes) BRISK_CHECK(s >= 0, "empty", "negative dimension ", s, " in shape ", sizes);
+    impl->strides.assign(strides.begin(), strides.end());
+    impl->refresh();
+    extent = impl->numel == 0 ? 0 : 1;
+    if (impl->numel > 0)
+      for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
+  }
+  auto* st = new StorageImpl;
   st->nbytes = static_cast<size_t>(extent) * element_size(dtype);
   st->device = device;
   st->allocator = cpu_allocator();
@@ -78,7 +125,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
 }
 
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
-  auto* impl = new TensorImpl();
+  auto* impl = new TensorImpl;
   const TensorImpl* b = base.impl();
   impl->storage = b->storage;
   impl->storage_offset = storage_offset;

@@ -69,6 +69,7 @@ void check_no_internal_overlap(const char* op, const Tensor& out) {
 }
 
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
+  if (out.is_same(in)) return;
   if (!out.defined() || !in.defined() || !out.is_alias_of(in) || out.numel() == 0 || in.numel() == 0) return;
   if (out.data_ptr() == in.data_ptr() && out.sizes() == in.sizes() && out.strides() == in.strides()) return;
   auto range = [](const Tensor& t) {
@@ -95,6 +96,63 @@ void TensorIter::finish() {
   }
 }
 
+// Note [TensorIter fast path]
+// The common small op has contiguous inputs of one shape and dtype (or
+// scalars) and a fresh or matching contiguous output. It needs no
+// broadcasting, casting, permutation or coalescing: one dim of numel
+// elements. This path keeps the host cost of `x + y` on tiny tensors low.
+bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType result_dtype) {
+  const TensorImpl* first = nullptr;
+  for (int i = 0; i < ninputs_; ++i) {
+    if (is_scalar_[i]) continue;
+    const TensorImpl* t = in(i).impl();
+    if (!t->is_contiguous || (promote_[i] && cast_inputs_ && t->dtype != compute)) return false;
+    if (!first) {
+      first = t;
+    } else if (!(t->sizes == first->sizes) || !(t->device == first->device)) {
+      return false;
+    }
+  }
+  if (!first) return false;
+  if (has_out()) {
+    const TensorImpl* o = out_->impl();
+    if (!o->is_contiguous || o->dtype != result_dtype || !(o->sizes == first->sizes) || !(o->device == first->device))
+      return false;
+    for (int i = 0; i < ninputs_; ++i)
+      if (!is_scalar_[i]) check_no_partial_overlap(op_, *out_, in(i));  // self as input is fine
+    it.result = *out_;
+  } else {
+    it.result = detail::make_tensor(first->sizes, first->strides, result_dtype, first->device);
+  }
+  const int nops = ninputs_ + 1;
+  it.noperands = nops;
+  it.numel = first->numel;
+  it.ndim = 1;
+  it.shape[0] = first->numel;
+  it.dtypes[0] = result_dtype;
+  it.data[0] = it.result.impl()->data();
+  it.strides[0][0] = static_cast<int64_t>(element_size(result_dtype));
+  for (int i = 0; i < ninputs_; ++i) {
+    const int k = i + 1;
+    if (is_scalar_[i]) {
+      write_scalar(it.scalar_buf[k], scalars_[i], compute);
+      it.data[k] = it.scalar_buf[k];
+      it.dtypes[k] = compute;
+      it.strides[k][0] = 0;
+    } else {
+      const TensorImpl* t = in(i).impl();
+      it.data[k] = t->data();
+      it.dtypes[k] = t->dtype;
+      it.strides[k][0] = static_cast<int64_t>(element_size(t->dtype));
+    }
+  }
+  // A single element: every operand advances by its element size (the
+  // scalar is read once either way).
+  if (it.numel == 1)
+    for (int k = 1; k < nops; ++k) it.strides[k][0] = static_cast<int64_t>(element_size(it.dtypes[k]));
+  return true;
+}
+
 void IterBuilder::build(TensorIter& it) {
   const int nops = ninputs_ + 1;
   BRISK_ASSERT(nops <= TensorIter::kMaxOperands);
@@ -104,7 +162,7 @@ void IterBuilder::build(TensorIter& it) {
   ScalarType compute = compute_dtype_;
   if (compute == ScalarType::Undefined) {
     if (!cast_inputs_) {
-      compute = out_.defined() ? out_.dtype() : inputs_[0].dtype();
+      compute = has_out() ? out_->dtype() : in(0).dtype();
     } else {
       ResultTypeState st;
       for (int i = 0; i < ninputs_; ++i) {
@@ -112,7 +170,7 @@ void IterBuilder::build(TensorIter& it) {
         if (is_scalar_[i])
           st.update(scalars_[i]);
         else
-          st.update(inputs_[i]);
+          st.update(in(i));
       }
       compute = st.result();
     }
@@ -121,13 +179,15 @@ void IterBuilder::build(TensorIter& it) {
   it.compute_dtype = compute;
   const ScalarType result_dtype = out_dtype_ != ScalarType::Undefined ? out_dtype_ : compute;
 
+  if (try_fast_path(it, compute, result_dtype)) return;
+
   // 2. Broadcast shape of the tensor inputs.
-  Device dev = out_.defined() ? out_.device() : Device(kCPU);
-  bool have_dev = out_.defined();
+  Device dev = has_out() ? out_->device() : Device(kCPU);
+  bool have_dev = has_out();
   DimVector shape;
   for (int i = 0; i < ninputs_; ++i) {
     if (is_scalar_[i]) continue;
-    const Tensor& t = inputs_[i];
+    const Tensor& t = in(i);
     if (!have_dev) {
       dev = t.device();
       have_dev = true;
@@ -142,17 +202,17 @@ void IterBuilder::build(TensorIter& it) {
     else if (!(IntArrayRef(shape) == t.sizes()))
       shape = broadcast_shapes(shape, t.sizes(), op_);
   }
-  if (ninputs_ == 0 || (shape.empty() && out_.defined() && inplace_)) {
+  if (ninputs_ == 0 || (shape.empty() && has_out() && inplace_)) {
     // fill_: the output alone sets the shape.
-    BRISK_ASSERT(out_.defined());
-    if (shape.empty()) shape = DimVector(out_.sizes().begin(), out_.sizes().end());
+    BRISK_ASSERT(has_out());
+    if (shape.empty()) shape = DimVector(out_->sizes().begin(), out_->sizes().end());
   }
   const int nd = static_cast<int>(shape.size());
   BRISK_CHECK(nd <= TensorIter::kMaxDims, op_, "tensors with more than ", TensorIter::kMaxDims,
               " dims are not supported (got ", nd, ")");
 
   // 3. The output.
-  Tensor out = out_;
+  Tensor out = has_out() ? *out_ : Tensor();
   if (out.defined()) {
     if (inplace_) {
       BRISK_CHECK(out.sizes() == IntArrayRef(shape), op_, "output with shape ", out.sizes(),
@@ -170,7 +230,7 @@ void IterBuilder::build(TensorIter& it) {
     }
     check_no_internal_overlap(op_, out);
     for (int i = 0; i < ninputs_; ++i)
-      if (!is_scalar_[i]) check_no_partial_overlap(op_, out, inputs_[i]);
+      if (!is_scalar_[i]) check_no_partial_overlap(op_, out, in(i));
   }
 
   // 4. Inputs, cast to the compute dtype.
@@ -183,7 +243,7 @@ void IterBuilder::build(TensorIter& it) {
       it.data[k] = it.scalar_buf[k];
       continue;
     }
-    Tensor t = inputs_[i];
+    Tensor t = in(i);
     if (cast_inputs_ && promote_[i] && t.dtype() != compute) t = t.to(compute);
     it.operands[k] = t;
     it.dtypes[k] = t.dtype();

@@ -27,7 +27,10 @@ struct TensorIter {
   ScalarType dtypes[kMaxOperands];
   ScalarType compute_dtype = kFloat;  ///< dtype the inputs were promoted to
   alignas(16) char scalar_buf[kMaxOperands][16];
-  Tensor operands[kMaxOperands];  ///< keeps (possibly cast) inputs alive
+  /// Keeps cast inputs alive. Kernels read data/strides/dtypes only: on the
+  /// fast path (Note [TensorIter fast path]) these stay empty and the caller's
+  /// tensors keep the inputs alive.
+  Tensor operands[kMaxOperands];
   Tensor result;                  ///< what the op returns (the out tensor)
   Tensor staging;                 ///< set when the out dtype needs a copy after the kernel
 
@@ -48,14 +51,22 @@ struct TensorIter {
 class IterBuilder {
  public:
   explicit IterBuilder(const char* op) : op_(op) {}
+  // Tensors passed as lvalues are referenced, not copied (no refcount
+  // traffic on the hot path): they must outlive build(). Temporaries are
+  // moved into the builder and kept alive by it.
   /// The output; undefined means "allocate one".
   IterBuilder& output(const Tensor& out) {
-    out_ = out;
+    out_ = &out;
+    return *this;
+  }
+  IterBuilder& output(Tensor&& out) {
+    owned_out_ = std::move(out);
+    out_ = &owned_out_;
     return *this;
   }
   /// In-place: the output is `self`, which is also input 0 (call input(self) too).
   IterBuilder& inplace(const Tensor& self) {
-    out_ = self;
+    out_ = &self;
     inplace_ = true;
     return *this;
   }
@@ -66,10 +77,14 @@ class IterBuilder {
   }
   IterBuilder& input(const Tensor& t, bool promote = true) {
     BRISK_CHECK(t.defined(), op_, "input ", ninputs_, " is an undefined tensor");
-    inputs_[ninputs_] = t;
+    inputs_[ninputs_] = &t;
     is_scalar_[ninputs_] = false;
     promote_[ninputs_++] = promote;
     return *this;
+  }
+  IterBuilder& input(Tensor&& t, bool promote = true) {
+    owned_[ninputs_] = std::move(t);
+    return input(owned_[ninputs_], promote);
   }
   IterBuilder& input(const Scalar& s) {
     scalars_[ninputs_] = s;
@@ -100,9 +115,13 @@ class IterBuilder {
   void build(TensorIter& it);
 
  private:
+  bool try_fast_path(TensorIter& it, ScalarType compute, ScalarType result_dtype);
+  const Tensor& in(int i) const { return *inputs_[i]; }
+  bool has_out() const { return out_ != nullptr && out_->defined(); }
+
   const char* op_;
-  Tensor out_;
-  Tensor inputs_[TensorIter::kMaxOperands];
+  const Tensor* out_ = nullptr;
+  const Tensor* inputs_[TensorIter::kMaxOperands] = {};
   Scalar scalars_[TensorIter::kMaxOperands];
   bool is_scalar_[TensorIter::kMaxOperands] = {};
   bool promote_[TensorIter::kMaxOperands] = {};
@@ -113,6 +132,8 @@ class IterBuilder {
   bool cast_inputs_ = true;
   ScalarType out_dtype_ = ScalarType::Undefined;
   ScalarType compute_dtype_ = ScalarType::Undefined;
+  Tensor owned_[TensorIter::kMaxOperands];
+  Tensor owned_out_;
 };
 
 /// PyTorch's result_type over tensors (dim > 0 beats 0-dim beats scalars

@@ -16,12 +16,6 @@ inline Tensor run(const char* name, IterBuilder& b, const KernelArgs& args) {
   it.finish();
   return std::move(it.result);
 }
-template <OpId op>
-inline Tensor& run_inplace(const char* name, Tensor& self, IterBuilder& b, const KernelArgs& args) {
-  run<op>(name, b, args);
-  self.bump_version();
-  return self;
-}
 
 KernelArgs alpha_args(const Scalar& alpha) {
   KernelArgs a;
@@ -38,10 +32,27 @@ void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
   BRISK_CHECK(!(alpha.is_floating_point() && !is_floating_point(t)), op,
               "for integral input tensors, argument alpha must not be a floating point number");
 }
-void check_not_bool_sub(const char* op, ScalarType a, ScalarType b) {
+// torch's sub_check: no bool operand at all (a Scalar counts with its own dtype).
+void check_sub_dtypes(const char* op, ScalarType a, ScalarType b) {
   BRISK_CHECK(!(a == kBool && b == kBool), op,
-              "subtraction, the `-` operator, with two bool tensors is not supported. Use logical_xor() instead.");
+              "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+              "`logical_xor()` operator instead.");
+  BRISK_CHECK(a != kBool && b != kBool, op,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a "
+              "mask, use the `~` or `logical_not()` operator instead.");
 }
+// torch: an integral tensor to a negative integral scalar power is an error
+// (a tensor of exponents gives 0, 1 or -1 instead).
+void check_pow_exponent(const char*, const Tensor&, const Tensor&) {}
+void check_pow_exponent(const char* op, const Tensor& base, const Scalar& exp) {
+  BRISK_CHECK(!(exp.is_integral(false) && exp.to_long() < 0 && !is_floating_point(result_type(base, exp))), op,
+              "Integers to negative integer powers are not allowed.");
+}
+void check_bitwise(const char* op, ScalarType t) {
+  BRISK_CHECK(!is_floating_point(t), op, "only integer and bool tensors are supported, got ", t);
+}
+ScalarType dtype_of_operand(const Tensor& t) { return t.defined() ? t.dtype() : ScalarType::Undefined; }
+ScalarType dtype_of_operand(const Scalar& s) { return s.dtype(); }
 
 // Integer division by zero is an error (floats give inf/nan).
 void check_int_divisor(const char* op, ScalarType compute, const Tensor& b) {
@@ -55,61 +66,82 @@ void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
 }  // namespace
 
 // ---- add / sub ---------------------------------------------------------------
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  IterBuilder it("add");
+// out = a + alpha * b. sub is add with -alpha under its own name (and with
+// sub's dtype rules); rsub is b - alpha * a with the operands swapped.
+namespace {
+template <class Other>
+Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
+  IterBuilder it(nm);
+  if (self)
+    it.inplace(*self);
+  else if (out)
+    it.output(*out).resize_out();
   it.input(a).input(b);
-  return run<OpId::add>("add", it, alpha_args(alpha));
+  if (BRISK_UNLIKELY(alpha.is_floating_point())) check_alpha(nm, result_type(a, b), alpha);
+  Tensor r = run<OpId::add>(nm, it, alpha_args(alpha));
+  if (self) self->bump_version();
+  if (out) out->bump_version();
+  return r;
+}
+template <class Other>
+Tensor sub_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
+  if (a.defined()) check_sub_dtypes(nm, a.dtype(), dtype_of_operand(b));
+  if constexpr (std::is_same_v<Other, Scalar>)
+    return add_impl(nm, out, self, a, -b, alpha);
+  else
+    return add_impl(nm, out, self, a, b, -alpha);
+}
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return add_impl("add", nullptr, nullptr, a, b, alpha);
 }
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  IterBuilder it("add");
-  it.input(a).input(b);
-  return run<OpId::add>("add", it, alpha_args(alpha));
+  return add_impl("add", nullptr, nullptr, a, b, alpha);
 }
 Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  IterBuilder it("add_out");
-  it.output(out).resize_out().input(a).input(b);
-  run<OpId::add>("add_out", it, alpha_args(alpha));
-  out.bump_version();
+  add_impl("add_out", &out, nullptr, a, b, alpha);
   return out;
 }
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
 Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  IterBuilder it("add_");
-  it.inplace(*this).input(*this).input(o);
-  return run_inplace<OpId::add>("add_", *this, it, alpha_args(alpha));
+  add_impl("add_", nullptr, this, *this, o, alpha);
+  return *this;
 }
 Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
-  IterBuilder it("add_");
-  it.inplace(*this).input(*this).input(o);
-  return run_inplace<OpId::add>("add_", *this, it, alpha_args(alpha));
+  add_impl("add_", nullptr, this, *this, o, alpha);
+  return *this;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  check_not_bool_sub("sub", a.dtype(), b.dtype());
-  return add(a, b, -alpha);
+  return sub_impl("sub", nullptr, nullptr, a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
-  check_not_bool_sub("sub", a.dtype(), b.dtype());
-  return add(a, -b, alpha);
+  return sub_impl("sub", nullptr, nullptr, a, b, alpha);
 }
 Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  check_not_bool_sub("sub_out", a.dtype(), b.dtype());
-  return add_out(out, a, b, -alpha);
+  sub_impl("sub_out", &out, nullptr, a, b, alpha);
+  return out;
 }
 /// b - alpha * a
 Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   IterBuilder it("rsub");
   it.input(b).input(a);
+  check_sub_dtypes("rsub", a.dtype(), b.dtype());
+  check_alpha("rsub", result_type(a, b), alpha);
   return run<OpId::add>("rsub", it, alpha_args(-alpha));
 }
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
 Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  check_not_bool_sub("sub_", dtype(), o.dtype());
-  return add_(o, -alpha);
+  sub_impl("sub_", nullptr, this, *this, o, alpha);
+  return *this;
 }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return add_(-o, alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+  sub_impl("sub_", nullptr, this, *this, o, alpha);
+  return *this;
+}
 
 // ---- div ---------------------------------------------------------------------
 namespace {
@@ -191,7 +223,7 @@ Tensor& Tensor::div_(const Scalar& o, RoundingMode m) {
 BRISK_BINARY_OP(mul, mul, (void)0)
 BRISK_BINARY_OP(remainder, remainder, check_int_divisor(nm, result_type(a, b), b))
 BRISK_BINARY_OP(fmod, fmod, check_int_divisor(nm, result_type(a, b), b))
-BRISK_BINARY_OP(pow, pow, (void)0)
+BRISK_BINARY_OP(pow, pow, check_pow_exponent(nm, a, b))
 BRISK_BINARY_OP(minimum, minimum, (void)0)
 BRISK_BINARY_OP(maximum, maximum, (void)0)
 BRISK_BINARY_OP(atan2, atan2, it.promote_int_to_float())
@@ -204,9 +236,9 @@ BRISK_BINARY_OP(ge, compare, (it.output_dtype(kBool), args.mode = int(CompareMod
 BRISK_BINARY_OP(logical_and, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::And)))
 BRISK_BINARY_OP(logical_or, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::Or)))
 BRISK_BINARY_OP(logical_xor, logical, (it.output_dtype(kBool), args.mode = int(LogicalMode::Xor)))
-BRISK_BINARY_OP(bitwise_and, bitwise, args.mode = int(BitwiseMode::And))
-BRISK_BINARY_OP(bitwise_or, bitwise, args.mode = int(BitwiseMode::Or))
-BRISK_BINARY_OP(bitwise_xor, bitwise, args.mode = int(BitwiseMode::Xor))
+BRISK_BINARY_OP(bitwise_and, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::And)))
+BRISK_BINARY_OP(bitwise_or, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::Or)))
+BRISK_BINARY_OP(bitwise_xor, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::Xor)))
 #undef BRISK_BINARY_OP
 
 Tensor pow(const Scalar& base, const Tensor& exponent) {

@@ -112,7 +112,8 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   const double a = start.to_double(), b = end.to_double();
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
-  const int64_t half = steps / 2;
+  // steps == 1 gives [start] (torch.linspace), so a single step counts from the front.
+  const int64_t half = steps == 1 ? 1 : steps / 2;
   for (int64_t i = 0; i < steps; ++i)
     p[i] = i < half ? a + step * static_cast<double>(i) : b - step * static_cast<double>(steps - 1 - i);
   Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);

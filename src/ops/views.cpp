@@ -36,7 +36,9 @@ DimVector infer_size(IntArrayRef shape, int64_t numel, const char* op) {
 /// Strides that view `sizes`/`strides` as `shape` without copying, if any.
 bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef shape, DimVector& out) {
   out = DimVector(shape.size());
-  if (multiply(sizes) == 0) {
+  // Empty tensors, and 0-dim tensors (whose new shape is all ones), take
+  // any contiguous strides.
+  if (multiply(sizes) == 0 || sizes.empty()) {
     out = detail::contiguous_strides(shape);
     return true;
   }

@@ -41,7 +41,9 @@ Tensor tensor(std::initializer_list<T> values, TensorOptions opts) {
 }
 template <class T>
 Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOptions opts) {
-  std::vector<T> flat;
+  // std::vector<bool> has no data(): bools are gathered as bytes.
+  using Flat = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
+  std::vector<Flat> flat;
   int64_t cols = values.size() ? static_cast<int64_t>(values.begin()->size()) : 0;
   for (auto& row : values) {
     BRISK_CHECK(static_cast<int64_t>(row.size()) == cols, "tensor", "rows have different lengths (", cols,
@@ -49,7 +51,10 @@ Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOpti
     flat.insert(flat.end(), row.begin(), row.end());
   }
   int64_t sizes[2] = {static_cast<int64_t>(values.size()), cols};
-  return detail::tensor_from_values<T>(flat.data(), IntArrayRef(sizes, 2), opts);
+  if constexpr (std::is_same_v<T, bool>)
+    return detail::tensor_from_values<uint8_t>(flat.data(), IntArrayRef(sizes, 2), opts.dtype_ ? opts : opts.dtype(kBool));
+  else
+    return detail::tensor_from_values<T>(flat.data(), IntArrayRef(sizes, 2), opts);
 }
 template <class T>
 Tensor tensor(const std::vector<T>& values, TensorOptions opts) {

@@ -181,18 +181,19 @@ void clamp_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_NUMERIC(it.dtypes[0], "clamp", [&] {
     using M = opmath_t<scalar_t>;
     const M lo = a.has_s0 ? a.s0.to<M>() : M(0), hi = a.has_s1 ? a.s1.to<M>() : M(0);
+    // nan in the input or in a bound gives nan, as in torch
     if (a.has_s0 && a.has_s1)
-      unary_kernel<scalar_t>(it, [lo, hi](M x) { return std::min(std::max(x, lo), hi); });
+      unary_kernel<scalar_t>(it, [lo, hi](M x) { return math::minimum(math::maximum(x, lo), hi); });
     else if (a.has_s0)
-      unary_kernel<scalar_t>(it, [lo](M x) { return std::max(x, lo); });
+      unary_kernel<scalar_t>(it, [lo](M x) { return math::maximum(x, lo); });
     else
-      unary_kernel<scalar_t>(it, [hi](M x) { return std::min(x, hi); });
+      unary_kernel<scalar_t>(it, [hi](M x) { return math::minimum(x, hi); });
   });
 }
 void clamp_tensor_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_NUMERIC(it.dtypes[0], "clamp", [&] {
     using M = opmath_t<scalar_t>;
-    ternary_kernel<scalar_t>(it, [](M x, M lo, M hi) { return std::min(std::max(x, lo), hi); });
+    ternary_kernel<scalar_t>(it, [](M x, M lo, M hi) { return math::minimum(math::maximum(x, lo), hi); });
   });
 }
 

@@ -1,0 +1,493 @@
+// brisk_bench: brisk and libtorch timed side by side in one process, on the
+// same inputs and thread counts, against the targets of the performance issue.
+//
+//   brisk_bench [--quick] [--wall] [--filter TEXT] [--side brisk|libtorch] [--markdown docs/performance.md]
+//
+// --quick      about 20x fewer iterations (a smoke test; figures are noisier)
+// --wall       wall-clock time for every case (default: single-threaded cases
+//              use the thread's CPU time, which a busy neighbour cannot inflate)
+// --filter     runs only the cases whose section or name contains TEXT
+// --side       runs one library only (for perf / callgrind)
+// --markdown   rewrites the generated part of that file (between the BEGIN/END
+//              markers; text outside them is kept) atomically: temp file + rename
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench.h"
+#include "brisk/version.h"
+
+extern "C" char* openblas_get_corename(void);
+
+namespace bench {
+namespace {
+
+// ---- the machine --------------------------------------------------------------
+
+std::string trim(std::string s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// The value after "key:" on the first line of `text` that starts with key.
+std::string field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key, 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon != std::string::npos) return trim(line.substr(colon + 1));
+  }
+  return "";
+}
+
+std::string read_command(const char* cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+struct Machine {
+  std::string model;         // lscpu "Model name"
+  int cpus = 0;              // logical CPUs
+  std::string cores;         // "2 cores (1 socket x 2), 1 thread per core"
+  double mhz = 0;            // /proc/cpuinfo "cpu MHz" (0 when absent)
+  std::string coretype_env;  // OPENBLAS_CORETYPE
+  std::string openblas_core; // what OpenBLAS chose
+  std::string cpu_flags;     // AVX-512 / AVX2 summary
+  std::string loadavg;       // at start: the machine may be shared
+};
+
+Machine probe_machine() {
+  Machine m;
+  const std::string lscpu = read_command("LC_ALL=C lscpu 2>/dev/null");
+  const std::string cpuinfo = read_file("/proc/cpuinfo");
+  m.model = field(lscpu, "Model name");
+  if (m.model.empty()) m.model = field(cpuinfo, "model name");
+  m.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  const std::string per_socket = field(lscpu, "Core(s) per socket"), sockets = field(lscpu, "Socket(s)"),
+                    tpc = field(lscpu, "Thread(s) per core");
+  if (!per_socket.empty() && !sockets.empty())
+    m.cores = std::to_string(std::atoi(per_socket.c_str()) * std::atoi(sockets.c_str())) + " cores (" + sockets +
+              " socket x " + per_socket + "), " + (tpc.empty() ? "?" : tpc) + " thread(s) per core";
+  else
+    m.cores = std::to_string(m.cpus) + " logical CPUs";
+  const std::string mhz = field(cpuinfo, "cpu MHz");
+  m.mhz = mhz.empty() ? 0 : std::atof(mhz.c_str());
+  const char* ct = std::getenv("OPENBLAS_CORETYPE");
+  m.coretype_env = ct ? ct : "unset";
+  const char* core = openblas_get_corename();
+  m.openblas_core = core ? core : "?";
+  const std::string flags = " " + field(cpuinfo, "flags") + " ";
+  m.cpu_flags = flags.find(" avx512f ") != std::string::npos ? "AVX-512F"
+                : flags.find(" avx2 ") != std::string::npos ? "AVX2"
+                                                             : "no AVX2";
+  m.loadavg = trim(read_file("/proc/loadavg"));
+  return m;
+}
+
+// Peak float32 GFLOP/s of one core as the issue defines it: 2 FMA units x 16
+// lanes x 2 flops x clock. Without a clock reading, the issue's 220 GFLOP/s.
+double peak_gflops_per_core(const Machine& m) { return m.mhz > 0 ? 2 * 16 * 2 * m.mhz * 1e-3 : 220.0; }
+
+// ---- the cases ----------------------------------------------------------------
+
+enum class Section { Host, Bandwidth, Matmul, Nonzero };
+
+struct Case {
+  Section section;
+  std::string name;
+  Spec spec;
+  double earlier_torch_ns = 0;  ///< libtorch's figure quoted in the issue (host cases)
+};
+
+struct Result {
+  Case c;
+  Timing brisk, torch;
+};
+
+std::vector<Case> make_cases(bool quick, bool wall) {
+  const int64_t q = quick ? 20 : 1;
+  const int qr = quick ? 3 : 0;  // fewer repetitions when quick
+  auto budget = [&](int64_t iters, int reps, int64_t warmup) {
+    Budget b;
+    b.iters = std::max<int64_t>(1, iters / q);
+    b.reps = qr ? std::min(reps, qr) : reps;
+    b.warmup = std::max<int64_t>(2, warmup / q);  // >= 2: an allocating loop alternates two blocks
+    return b;
+  };
+  std::vector<Case> cs;
+  // Single-threaded cases use the thread's CPU clock unless --wall.
+  auto single = [&](Budget b) {
+    b.thread_cpu_time = !wall;
+    return b;
+  };
+  const Budget host = single(budget(200000, 7, 20000));
+  auto host_case = [&](const char* name, Kind k, double earlier) {
+    cs.push_back({Section::Host, name, {k, 9, 1, host}, earlier});
+  };
+  host_case("y = x + x", Kind::HostAdd, 590);
+  host_case("x.add_(1)", Kind::HostAddScalar_, 1730);
+  host_case("x.add_(x)", Kind::HostAddTensor_, 306);
+  host_case("x.t()", Kind::HostT, 386);
+  host_case("x[0]", Kind::HostSelect, 303);
+  host_case("empty({3,3})", Kind::HostEmpty, 249);
+  host_case("matmul(x, x)", Kind::HostMatmul, 719);  // last of its group: it may not exist yet
+
+  const int64_t bw_n = int64_t(1) << 24;
+  const Budget bw = single(budget(20, 5, 3));
+  cs.push_back({Section::Bandwidth, "plain loop z[i] = x[i] + y[i]", {Kind::BwPlainLoop, bw_n, 1, bw}});
+  cs.push_back({Section::Bandwidth, "z = x + y (allocating)", {Kind::BwAdd, bw_n, 1, bw}});
+  cs.push_back({Section::Bandwidth, "add_out(z, x, y)", {Kind::BwAddOut, bw_n, 1, bw}});
+  cs.push_back({Section::Bandwidth, "x.add_(y)", {Kind::BwAdd_, bw_n, 1, bw}});
+
+  for (int64_t n : {1024, 2048})
+    for (int t : {1, 2}) {
+      Budget b = n <= 1024 ? budget(5, 5, 2) : budget(2, 3, 1);
+      if (t == 1) b = single(b);
+      cs.push_back({Section::Matmul, "matmul " + std::to_string(n) + "x" + std::to_string(n) + ", " +
+                                         std::to_string(t) + (t == 1 ? " thread" : " threads"),
+                    {Kind::Matmul, n, t, b}});
+    }
+  cs.push_back({Section::Nonzero, "nonzero, 1e6 float32, ~50% nonzero", {Kind::Nonzero, 1000000, 1,
+                                                                         single(budget(20, 5, 3))}});
+  return cs;
+}
+
+const char* section_title(Section s) {
+  switch (s) {
+    case Section::Host: return "Host cost per op (3x3 float32, 1 thread)";
+    case Section::Bandwidth: return "Bandwidth (2^24 float32 per array, 1 thread)";
+    case Section::Matmul: return "float32 matmul";
+    case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
+  }
+  return "";
+}
+const char* section_key(Section s) {
+  switch (s) {
+    case Section::Host: return "host";
+    case Section::Bandwidth: return "bandwidth";
+    case Section::Matmul: return "matmul";
+    case Section::Nonzero: return "nonzero";
+  }
+  return "";
+}
+
+// ---- formatting -----------------------------------------------------------------
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+struct Table {
+  std::string title;
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> notes;
+};
+
+// Bytes moved per element: 3 arrays of 4 bytes (add_ reads x and y, writes x).
+double bytes_per_call(const Spec& s) { return 3.0 * 4.0 * static_cast<double>(s.n); }
+double gbps(const Spec& s, const Timing& t) { return bytes_per_call(s) / t.seconds * 1e-9; }
+double gflops(const Spec& s, const Timing& t) {
+  const double n = static_cast<double>(s.n);
+  return 2 * n * n * n / t.seconds * 1e-9;
+}
+
+std::string skip_text(const Timing&) { return "skipped"; }
+
+std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) {
+  std::vector<Table> out;
+  auto find_section = [&](Section s) {
+    std::vector<const Result*> v;
+    for (const Result& r : rs)
+      if (r.c.section == s) v.push_back(&r);
+    return v;
+  };
+  auto add_skips = [](Table& t, const Result& r) {
+    if (!r.brisk.ok) t.notes.push_back(r.c.name + ", brisk: " + r.brisk.skipped);
+    if (!r.torch.ok) t.notes.push_back(r.c.name + ", libtorch: " + r.torch.skipped);
+  };
+
+  if (auto v = find_section(Section::Host); !v.empty()) {
+    Table t{section_title(Section::Host),
+            {"case", "brisk ns", "libtorch ns", "speedup", "target", "met", "libtorch ns (issue)"}, {}, {}};
+    for (const Result* r : v) {
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double sp = both ? r->torch.seconds / r->brisk.seconds : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.1f", r->brisk.seconds * 1e9) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.1f", r->torch.seconds * 1e9) : skip_text(r->torch),
+                        both ? fmt("%.1fx", sp) : "-", ">= 5x", both ? (sp >= 5 ? "yes" : "NO") : "-",
+                        fmt("%.0f", r->c.earlier_torch_ns)});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("speedup = libtorch time / brisk time; mean of " + std::to_string(v[0]->c.spec.budget.iters) +
+                      " calls, median of " + std::to_string(v[0]->c.spec.budget.reps) + " repetitions.");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Bandwidth); !v.empty()) {
+    Table t{section_title(Section::Bandwidth),
+            {"case", "brisk GB/s", "libtorch GB/s", "brisk / plain loop", "target", "met", "brisk ms",
+             "libtorch ms"}, {}, {}};
+    double plain = 0;
+    for (const Result* r : v)
+      if (r->c.spec.kind == Kind::BwPlainLoop && r->brisk.ok) plain = gbps(r->c.spec, r->brisk);
+    for (const Result* r : v) {
+      const bool is_plain = r->c.spec.kind == Kind::BwPlainLoop;
+      const double g = r->brisk.ok ? gbps(r->c.spec, r->brisk) : 0;
+      const bool cmp = r->brisk.ok && plain > 0 && !is_plain;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.1f", g) : skip_text(r->brisk),
+                        is_plain ? "-" : r->torch.ok ? fmt("%.1f", gbps(r->c.spec, r->torch)) : skip_text(r->torch),
+                        cmp ? fmt("%.0f%%", 100 * g / plain) : "-", is_plain ? "(reference)" : ">= 90%",
+                        cmp ? (g >= 0.9 * plain ? "yes" : "NO") : "-",
+                        r->brisk.ok ? fmt("%.2f", r->brisk.seconds * 1e3) : "-",
+                        !is_plain && r->torch.ok ? fmt("%.2f", r->torch.seconds * 1e3) : "-"});
+      if (!is_plain) add_skips(t, *r);
+    }
+    t.notes.push_back("GB/s counts 3 arrays x 4 bytes per element (add_: read x, read y, write x).");
+    t.notes.push_back("The plain loop is `z[i] = x[i] + y[i]` compiled with the bench's flags (-O3, no -march).");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Matmul); !v.empty()) {
+    const double per_core = peak_gflops_per_core(m);
+    Table t{section_title(Section::Matmul),
+            {"case", "brisk GFLOP/s", "libtorch GFLOP/s", "brisk / libtorch", "brisk % of peak",
+             "libtorch % of peak", "peak GFLOP/s"}, {}, {}};
+    for (const Result* r : v) {
+      const double peak = per_core * r->c.spec.threads;
+      const double b = r->brisk.ok ? gflops(r->c.spec, r->brisk) : 0, l = r->torch.ok ? gflops(r->c.spec, r->torch) : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.1f", b) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.1f", l) : skip_text(r->torch),
+                        r->brisk.ok && r->torch.ok ? fmt("%.2f", b / l) : "-",
+                        r->brisk.ok ? fmt("%.0f%%", 100 * b / peak) : "-",
+                        r->torch.ok ? fmt("%.0f%%", 100 * l / peak) : "-", fmt("%.0f", peak)});
+      add_skips(t, *r);
+    }
+    if (m.mhz > 0)
+      t.notes.push_back("peak = threads x 2 FMA units x 16 lanes x 2 flops x " + fmt("%.0f", m.mhz) +
+                        " MHz (\"cpu MHz\" in /proc/cpuinfo) = " + fmt("%.1f", per_core) + " GFLOP/s per core.");
+    else
+      t.notes.push_back("/proc/cpuinfo has no \"cpu MHz\": peak assumes the issue's 220 GFLOP/s per core.");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Nonzero); !v.empty()) {
+    Table t{section_title(Section::Nonzero), {"case", "brisk ms", "libtorch ms", "speedup", "target", "met"}, {}, {}};
+    for (const Result* r : v) {
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double sp = both ? r->torch.seconds / r->brisk.seconds : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
+                        both ? fmt("%.1fx", sp) : "-", ">= 3x", both ? (sp >= 3 ? "yes" : "NO") : "-"});
+      add_skips(t, *r);
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::string render_text(const Table& t) {
+  std::vector<size_t> w(t.header.size());
+  for (size_t i = 0; i < w.size(); ++i) w[i] = t.header[i].size();
+  for (const auto& row : t.rows)
+    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
+  std::ostringstream o;
+  o << "== " << t.title << " ==\n";
+  auto line = [&](const std::vector<std::string>& cells) {
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const std::string pad(w[i] - cells[i].size(), ' ');
+      o << (i == 0 ? cells[i] + pad : pad + cells[i]) << (i + 1 < cells.size() ? "  " : "\n");
+    }
+  };
+  line(t.header);
+  for (const auto& row : t.rows) line(row);
+  for (const auto& n : t.notes) o << "  note: " << n << "\n";
+  return o.str();
+}
+
+std::string render_markdown(const Table& t) {
+  std::ostringstream o;
+  o << "### " << t.title << "\n\n|";
+  for (const auto& h : t.header) o << " " << h << " |";
+  o << "\n|";
+  for (size_t i = 0; i < t.header.size(); ++i) o << (i == 0 ? "---|" : "---:|");
+  o << "\n";
+  for (const auto& row : t.rows) {
+    o << "|";
+    for (size_t i = 0; i < row.size(); ++i) o << " " << (i == 0 ? "`" + row[i] + "`" : row[i]) << " |";
+    o << "\n";
+  }
+  if (!t.notes.empty()) {
+    o << "\n";
+    for (const auto& n : t.notes) o << "- " << n << "\n";
+  }
+  return o.str() + "\n";
+}
+
+// ---- the markdown file ------------------------------------------------------------
+
+constexpr const char* kBegin = "<!-- BEGIN brisk_bench output: regenerated by the command below; edit outside -->";
+constexpr const char* kEnd = "<!-- END brisk_bench output -->";
+
+std::string utc_now() {
+  std::time_t now = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return buf;
+}
+
+std::string generated_block(const std::vector<Table>& tables, const Machine& m, const std::string& command,
+                            bool wall) {
+  std::ostringstream o;
+  o << kBegin << "\n\n";
+  o << "## Results\n\n";
+  o << "- date: " << utc_now() << "\n";
+  o << "- machine: " << m.model << ", " << m.cores << ", " << m.cpus << " logical CPUs, " << m.cpu_flags
+    << ", cpu MHz " << (m.mhz > 0 ? fmt("%.0f", m.mhz) : std::string("absent")) << "\n";
+  o << "- OPENBLAS_CORETYPE: " << m.coretype_env << " (OpenBLAS core in use: " << m.openblas_core << ")\n";
+  o << "- load average at start: " << m.loadavg << "\n";
+  const std::string tv = torch_version();
+  o << "- libtorch: " << (tv.empty() ? std::string("not found at build time (brisk-only run)") : tv)
+    << "; brisk " << BRISK_VERSION_MAJOR << "." << BRISK_VERSION_MINOR << "." << BRISK_VERSION_PATCH
+    << "; compiler " << __VERSION__ << "\n";
+  o << "- clock: "
+    << (wall ? "wall clock for every case (--wall)"
+             : "the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) for single-threaded cases, wall clock for 2 threads")
+    << "; each figure is the median of several repetitions of many calls\n";
+  o << "- command: `" << command << "`\n\n";
+  for (const Table& t : tables) o << render_markdown(t);
+  o << kEnd << "\n";
+  return o.str();
+}
+
+const char* kDefaultIntro =
+    "# Performance\n\n"
+    "brisk and libtorch timed side by side by `bench/brisk_bench` (see `bench/README.md`):\n"
+    "same process, same inputs, same thread count. Timings never gate tests.\n\n";
+
+// Replaces the generated block of `path` (or creates the file), keeping the
+// text around it; writes a temp file in the same folder and renames it over.
+bool write_markdown(const std::string& path, const std::string& block) {
+  std::string old = read_file(path), text;
+  const auto b = old.find(kBegin), e = old.find(kEnd);
+  if (b != std::string::npos && e != std::string::npos && e > b) {
+    size_t tail = e + std::string(kEnd).size();
+    if (tail < old.size() && old[tail] == '\n') ++tail;
+    text = old.substr(0, b) + block + old.substr(tail);
+  } else {
+    text = (old.empty() ? std::string(kDefaultIntro) : old + "\n") + block;
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return false;
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string shell_quote(const std::string& s) {
+  if (s.find_first_of(" \t'\"$\\") == std::string::npos) return s;
+  std::string o = "'";
+  for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return o + "'";
+}
+
+int usage() {
+  std::cerr << "usage: brisk_bench [--quick] [--wall] [--filter TEXT] [--side brisk|libtorch] [--markdown FILE]\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  using namespace bench;
+  bool quick = false, wall = false;
+  std::string filter, markdown, side;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick")
+      quick = true;
+    else if (a == "--wall")
+      wall = true;
+    else if (a == "--filter" && i + 1 < argc)
+      filter = argv[++i];
+    else if (a == "--side" && i + 1 < argc && (std::string(argv[i + 1]) == "brisk" ||
+                                                 std::string(argv[i + 1]) == "libtorch"))
+      side = argv[++i];
+    else if (a == "--markdown" && i + 1 < argc)
+      markdown = argv[++i];
+    else
+      return usage();
+  }
+  std::string command;
+  if (const char* ct = std::getenv("OPENBLAS_CORETYPE")) command = std::string("OPENBLAS_CORETYPE=") + ct + " ";
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + shell_quote(argv[i]);
+
+  torch_init();
+  const Machine m = probe_machine();
+  std::cout << "machine: " << m.model << ", " << m.cores << ", cpu MHz " << m.mhz
+            << ", OPENBLAS_CORETYPE=" << m.coretype_env << " (core " << m.openblas_core << "), load " << m.loadavg
+            << "\nlibtorch: " << (torch_version().empty() ? "not built in" : torch_version()) << "\n\n";
+
+  std::vector<Result> results;
+  for (const Case& c : make_cases(quick, wall)) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos &&
+        std::string(section_key(c.section)).find(filter) == std::string::npos)
+      continue;
+    std::cout << "running " << section_key(c.section) << ": " << c.name << " ..." << std::flush;
+    const Timing not_run{0, false, "not run (--side " + side + ")"};
+    Result r{c, side == "libtorch" ? not_run : run_brisk(c.spec), side == "brisk" ? not_run : run_torch(c.spec)};
+    std::cout << " brisk " << (r.brisk.ok ? fmt("%.4g s", r.brisk.seconds) : r.brisk.skipped) << ", libtorch "
+              << (r.torch.ok ? fmt("%.4g s", r.torch.seconds) : r.torch.skipped) << "\n";
+    results.push_back(std::move(r));
+  }
+  std::cout << "\n";
+  const std::vector<Table> tables = make_tables(results, m);
+  for (const Table& t : tables) std::cout << render_text(t) << "\n";
+
+  if (!markdown.empty()) {
+    if (!filter.empty() || quick || !side.empty())
+      std::cerr << "warning: writing a partial or --quick run to " << markdown << "\n";
+    if (!write_markdown(markdown, generated_block(tables, m, command, wall))) {
+      std::cerr << "error: could not write " << markdown << "\n";
+      return 1;
+    }
+    std::cout << "wrote " << markdown << "\n";
+  }
+  return 0;
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main program on a fresh machine: installs what is missing, builds the
+# release preset's demo and runs it. Re-runs are fast (no reconfigure, ccache).
+set -euo pipefail
+demo=tensor_tour            # examples/<demo>.cpp
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+"$root/scripts/install-deps.sh" --no-torch
+"$root/scripts/build.sh" release "$demo"
+exec "$root/build/release/examples/$demo" "$@"

@@ -1,0 +1,574 @@
+// Indexing front ends: Python-style index()/index_put_(), index_select,
+// gather, scatter, scatter_add, index_add_, masked_select, nonzero, where(cond).
+//
+// Note [Basic and advanced indices]
+// Integers, slices, None, Ellipsis and bools are *basic* indices: they are
+// applied as views (select, slice, unsqueeze, narrow) and share storage.
+// Index tensors and masks are *advanced*: they broadcast together to a shape
+// B and the result allocates, following numpy/PyTorch:
+//   x: (A, X, Y, Z); x[:, i, j] with i, j broadcast to B -> (A, B..., Z)
+//   (adjacent advanced indices stay in place), x[i, :, j] -> (B..., X, Z)
+//   (separated ones go first). A bool mask of k dims acts like its nonzero()
+//   coordinates, i.e. k index tensors. As in PyTorch, integers always select
+//   (even next to tensors), and a bool is an advanced index of shape [1]
+//   (True) or [0] (False) on a new dim; when no tensor is present the bools'
+//   result is built as a view (same shape as PyTorch, no copy).
+//   Unlike PyTorch (and like numpy), a multi-dim mask consumes all its dims
+//   before the next index is applied, at most one Ellipsis is allowed, and
+//   index values are checked even when the result is empty.
+// The kernels see the view, a (k, N) int64 matrix of broadcast indices and
+// the rows (N, rest...) to fill or read (Note [Advanced index kernel layout]).
+#include <algorithm>
+#include <sstream>
+#include <string_view>
+
+#include "brisk/ops.h"
+#include "core/dispatch.h"
+#include "core/tensor_create.h"
+#include "core/tensor_iter.h"
+
+namespace brisk {
+
+using detail::make_tensor;
+using detail::wrap_dim;
+
+TensorIndex::TensorIndex(const char* s) : kind_(Kind::Ellipsis) {
+  BRISK_CHECK(s != nullptr && std::string_view(s) == "...", "index",
+              "the only string accepted as an index is \"...\" (Ellipsis), got \"", s ? s : "(null)", "\"");
+}
+
+namespace {
+
+bool is_mask_dtype(ScalarType t) { return t == kBool || t == kUInt8; }
+
+/// One advanced index: an integer tensor for view dim `dim`, or a bool/uint8
+/// mask covering view dims [dim, dim + mask.dim()).
+struct AdvancedIndex {
+  Tensor t;
+  int64_t dim;
+  bool is_mask;
+};
+
+/// The result of applying the basic indices (see Note [Basic and advanced indices]).
+struct Parsed {
+  Tensor view;
+  std::vector<AdvancedIndex> adv;
+};
+
+Tensor select_checked(const Tensor& v, int64_t d, int64_t i, int64_t real_dim, const char* op) {
+  const int64_t n = v.size(d);
+  BRISK_CHECK(i >= -n && i < n, op, "index ", i, " is out of bounds for dimension ", real_dim, " with size ", n);
+  return v.select(d, i);
+}
+
+Parsed parse_indices(const Tensor& self, const TensorIndex* ix, size_t count, const char* op) {
+  BRISK_CHECK(self.defined(), op, "the indexed tensor is undefined");
+  // Pass 1: how many of self's dims the indices consume, and whether any
+  // index is advanced (that decides how bools are applied).
+  int64_t consumed = 0;
+  int ellipses = 0;
+  bool advanced = false;
+  for (size_t i = 0; i < count; ++i) {
+    const TensorIndex& x = ix[i];
+    switch (x.kind()) {
+      case TensorIndex::Kind::Integer:
+      case TensorIndex::Kind::Slice:
+        ++consumed;
+        break;
+      case TensorIndex::Kind::Ellipsis:
+        ++ellipses;
+        break;
+      case TensorIndex::Kind::Tensor: {
+        const Tensor& t = x.tensor();
+        BRISK_CHECK(t.defined(), op, "index ", i, " is an undefined tensor");
+        const ScalarType dt = t.dtype();
+        BRISK_CHECK(dt == kInt64 || dt == kInt32 || is_mask_dtype(dt), op,
+                    "tensors used as indices must be long, int, byte or bool tensors, got ", dt);
+        BRISK_CHECK(t.device() == self.device() || t.is_cpu(), op, "indices should be either on cpu or on the ",
+                    "same device as the indexed tensor (", self.device(), "), got ", t.device());
+        if (is_mask_dtype(dt)) {
+          consumed += t.dim();
+          advanced |= t.dim() > 0;
+        } else {
+          ++consumed;
+          advanced |= t.dim() > 0;
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  BRISK_CHECK(ellipses <= 1, op, "an index can only have a single ellipsis ('...')");
+  BRISK_CHECK(consumed <= self.dim(), op, "too many indices for tensor of dimension ", self.dim(), " (got ",
+              consumed, ")");
+
+  // Pass 2: basic indices become views; v's dim d is self's dim `real`.
+  Parsed p;
+  Tensor v = self;
+  int64_t d = 0, real = 0;
+  std::vector<int64_t> bool_dims;  // view dims added by bools (when no tensors)
+  bool all_true = true;
+  auto apply_bool = [&](bool b) {
+    v = v.unsqueeze(d);
+    if (advanced) {
+      p.adv.push_back({b ? zeros({1}, kInt64) : empty({0}, kInt64), d, false});
+    } else {
+      bool_dims.push_back(d);
+      all_true &= b;
+    }
+    ++d;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    const TensorIndex& x = ix[i];
+    switch (x.kind()) {
+      case TensorIndex::Kind::None:
+        v = v.unsqueeze(d);
+        ++d;
+        break;
+      case TensorIndex::Kind::Ellipsis: {
+        const int64_t skip = self.dim() - consumed;
+        d += skip;
+        real += skip;
+        break;
+      }
+      case TensorIndex::Kind::Integer:
+        v = select_checked(v, d, x.integer(), real, op);
+        ++real;
+        break;
+      case TensorIndex::Kind::Boolean:
+        apply_bool(x.boolean());
+        break;
+      case TensorIndex::Kind::Slice: {
+        const auto& s = x.slice();
+        BRISK_CHECK(s.step > 0, op, "step must be greater than zero, got ", s.step);
+        v = v.slice(d, s.start, s.stop, s.step);
+        ++d;
+        ++real;
+        break;
+      }
+      case TensorIndex::Kind::Tensor: {
+        const Tensor& t = x.tensor();
+        if (t.dim() == 0) {
+          // A 0-dim integer tensor selects; a 0-dim bool acts like a bool.
+          if (is_mask_dtype(t.dtype())) {
+            apply_bool(t.item<bool>());
+          } else {
+            v = select_checked(v, d, t.item<int64_t>(), real, op);
+            ++real;
+          }
+        } else if (is_mask_dtype(t.dtype())) {
+          for (int64_t j = 0; j < t.dim(); ++j)
+            BRISK_CHECK(t.size(j) == v.size(d + j), op, "the shape of the mask ", t.sizes(), " at index ", j,
+                        " does not match the shape of the indexed tensor ", v.sizes(), " at index ", d + j);
+          p.adv.push_back({t, d, true});
+          d += t.dim();
+          real += t.dim();
+        } else {
+          p.adv.push_back({t, d, false});
+          ++d;
+          ++real;
+        }
+        break;
+      }
+    }
+  }
+  if (!bool_dims.empty()) {
+    // Bools alone act like advanced indices of shape [1] (True) or [0]
+    // (False) broadcast together: their dims merge into one, placed like any
+    // advanced result (x[True, True] is (1, ...), x[True, :, True] is
+    // (1, X, ...)), but computed as a view.
+    bool adjacent = true;
+    for (size_t j = 1; j < bool_dims.size(); ++j)
+      adjacent &= bool_dims[j] == bool_dims[0] + static_cast<int64_t>(j);
+    for (size_t j = bool_dims.size(); j-- > 0;) v = v.squeeze(bool_dims[j]);
+    const int64_t pos = adjacent ? bool_dims[0] : 0;
+    v = v.unsqueeze(pos);
+    if (!all_true) v = v.narrow(pos, 0, 0);
+  }
+  // A view even when nothing changed, so that the result is a new handle.
+  p.view = v.is_same(self) ? detail::make_view(self, self.sizes(), self.strides(), self.storage_offset()) : v;
+  return p;
+}
+
+/// The advanced part, ready for the kernels.
+struct AdvancedPlan {
+  Tensor index;              ///< (k, N) int64
+  std::vector<int64_t> dims; ///< the k indexed view dims, ascending
+  DimVector bshape;          ///< B, the broadcast shape of the indices
+  DimVector result;          ///< the shape of view[indices]
+  int64_t pos = 0;           ///< where B sits in `result`
+  int64_t mask_bits = 0;     ///< `dims` as a bitmask (the kernels' dim argument)
+};
+
+AdvancedPlan plan_advanced(const Parsed& p, const char* op) {
+  AdvancedPlan a;
+  const Tensor& v = p.view;
+  BRISK_CHECK(v.dim() < 64, op, "advanced indexing supports tensors of up to 63 dims, got ", v.dim());
+  if (p.adv.size() == 1 && p.adv[0].is_mask) {
+    // x[mask]: the nonzero() coordinates, transposed, are the index matrix.
+    const AdvancedIndex& m = p.adv[0];
+    Tensor nz = nonzero(m.t);  // (n, k)
+    a.index = nz.t();
+    a.bshape = DimVector{nz.size(0)};
+    for (int64_t j = 0; j < m.t.dim(); ++j) a.dims.push_back(m.dim + j);
+  } else {
+    std::vector<Tensor> idx;
+    for (const AdvancedIndex& x : p.adv) {
+      if (x.is_mask) {
+        Tensor nz = nonzero(x.t);
+        for (int64_t j = 0; j < x.t.dim(); ++j) {
+          idx.push_back(nz.select(1, j));
+          a.dims.push_back(x.dim + j);
+        }
+      } else {
+        idx.push_back(x.t);
+        a.dims.push_back(x.dim);
+      }
+    }
+    // Broadcast all index tensors together (numpy's rule).
+    DimVector b(idx[0].sizes().begin(), idx[0].sizes().end());
+    for (size_t i = 1; i < idx.size(); ++i) {
+      IntArrayRef s = idx[i].sizes();
+      const size_t n = std::max(b.size(), s.size());
+      DimVector out(n);
+      bool ok = true;
+      for (size_t j = 0; j < n; ++j) {
+        const int64_t x = j < n - b.size() ? 1 : b[j - (n - b.size())];
+        const int64_t y = j < n - s.size() ? 1 : s[j - (n - s.size())];
+        ok &= x == y || x == 1 || y == 1;
+        out[j] = x == 1 ? y : x;
+      }
+      if (!ok) {
+        std::ostringstream shapes;
+        for (size_t k = 0; k < idx.size(); ++k) shapes << (k ? ", " : "") << idx[k].sizes();
+        BRISK_FAIL(op, "shape mismatch: indexing tensors could not be broadcast together with shapes ",
+                   shapes.str());
+      }
+      b = std::move(out);
+    }
+    a.bshape = b;
+    const int64_t n = multiply(b), k = static_cast<int64_t>(idx.size());
+    if (k == 1 && idx[0].dtype() == kInt64) {
+      a.index = idx[0].reshape({1, n});
+    } else {
+      a.index = empty({k, n}, kInt64);
+      for (int64_t j = 0; j < k; ++j) a.index.select(0, j).view(b).copy_(idx[j]);
+    }
+  }
+  for (int64_t d : a.dims) a.mask_bits |= int64_t(1) << d;
+
+  bool adjacent = true;
+  for (size_t j = 1; j < a.dims.size(); ++j) adjacent &= a.dims[j] == a.dims[0] + static_cast<int64_t>(j);
+  a.pos = adjacent ? a.dims[0] : 0;
+  DimVector rest;
+  for (int64_t d = 0; d < v.dim(); ++d)
+    if (!((a.mask_bits >> d) & 1)) rest.push_back(v.size(d));
+  for (int64_t d = 0; d < a.pos; ++d) a.result.push_back(rest[d]);
+  for (int64_t s : a.bshape) a.result.push_back(s);
+  for (size_t d = a.pos; d < rest.size(); ++d) a.result.push_back(rest[d]);
+  return a;
+}
+
+/// t of shape `result` as (N, rest...): B's dims moved to the front and merged.
+Tensor as_rows(const Tensor& t, const AdvancedPlan& a, bool must_be_view) {
+  const int64_t nb = static_cast<int64_t>(a.bshape.size()), nd = t.dim();
+  std::vector<int64_t> perm;
+  for (int64_t j = 0; j < nb; ++j) perm.push_back(a.pos + j);
+  for (int64_t d = 0; d < nd; ++d)
+    if (d < a.pos || d >= a.pos + nb) perm.push_back(d);
+  Tensor p = t.permute(perm);
+  DimVector shape{multiply(a.bshape)};
+  for (int64_t d = nb; d < nd; ++d) shape.push_back(p.size(d));
+  return must_be_view ? p.view(shape) : p.reshape(shape);
+}
+
+/// Drops leading size-1 dims of a value (PyTorch lets x[i] = v take v of
+/// shape (1, 1, n) where x[i] is (n,)).
+Tensor strip_leading_ones(const Tensor& value) {
+  int64_t lead = 0;
+  while (lead < value.dim() && value.size(lead) == 1) ++lead;
+  if (lead == 0) return value;
+  IntArrayRef s = value.sizes();
+  return value.view(IntArrayRef(s.data() + lead, s.size() - lead));
+}
+
+void check_value_shape(const Tensor& value, IntArrayRef target, const char* op) {
+  bool ok = value.dim() <= static_cast<int64_t>(target.size());
+  for (int64_t i = 1; ok && i <= value.dim(); ++i) {
+    const int64_t vs = value.size(-i), ts = target[target.size() - i];
+    ok = vs == ts || vs == 1;
+  }
+  BRISK_CHECK(ok, op, "shape mismatch: value tensor of shape ", value.sizes(),
+              " cannot be broadcast to indexing result of shape ", target);
+}
+
+Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
+  Parsed p = parse_indices(self, ix, n, "index");
+  if (p.adv.empty()) return p.view;
+  AdvancedPlan a = plan_advanced(p, "index");
+  Tensor out = make_tensor(a.result, {}, self.dtype(), self.device());
+  KernelArgs args;
+  args.mode = 1;  // negative indices wrap
+  kernel<OpId::index>(self.device().type, "index")(as_rows(out, a, true), a.mask_bits, a.index, p.view, args);
+  return out;
+}
+
+/// value: a tensor (converted to self's dtype) or, when undefined, `scalar`.
+Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tensor* value, const Scalar& scalar) {
+  const char* op = "index_put_";
+  const uint32_t version = self._version();
+  Parsed p = parse_indices(self, ix, n, op);
+  const Tensor& v = p.view;
+  Tensor val;
+  if (value) {
+    BRISK_CHECK(value->defined(), op, "the value tensor is undefined");
+    val = strip_leading_ones(*value);
+    // Reading and writing the same memory: work from a copy.
+    if (val.is_alias_of(self)) val = val.clone();
+  }
+  if (p.adv.empty()) {
+    if (value) {
+      check_value_shape(val, v.sizes(), op);
+      Tensor(v).copy_(val);
+    } else {
+      Tensor(v).fill_(scalar);
+    }
+  } else {
+    check_no_internal_overlap(op, v);
+    const bool one_value = !value || val.dim() == 0;
+    if (one_value && p.adv.size() == 1 && p.adv[0].is_mask) {
+      // x[mask] = scalar is masked_fill_ with the mask aligned to its dims.
+      const AdvancedIndex& m = p.adv[0];
+      Tensor mask = m.t.dtype() == kBool ? m.t : m.t.ne(0);
+      DimVector shape(mask.sizes().begin(), mask.sizes().end());
+      for (int64_t d = m.dim + mask.dim(); d < v.dim(); ++d) shape.push_back(1);
+      Tensor(v).masked_fill_(mask.reshape(shape), value ? val.item() : scalar);
+    } else {
+      AdvancedPlan a = plan_advanced(p, op);
+      if (!value) val = scalar_tensor(scalar, self.dtype());
+      check_value_shape(val, a.result, op);
+      if (val.dtype() != self.dtype()) val = val.to(self.dtype());
+      Tensor index = a.index.is_alias_of(self) ? a.index.clone() : a.index;
+      KernelArgs args;
+      args.mode = 1;
+      kernel<OpId::index_put>(self.device().type, op)(v, a.mask_bits, index, as_rows(val.expand(a.result), a, false),
+                                                    args);
+    }
+  }
+  if (self._version() == version) self.bump_version();
+  return self;
+}
+
+int64_t index_dim_of(const Tensor& t) { return std::max<int64_t>(t.dim(), 1); }
+
+/// Index tensors of scatter/gather/index_add as int64, cloned when they share
+/// memory with the tensor being written.
+Tensor index_arg(const Tensor& index, const Tensor& written) {
+  Tensor i = index.dtype() == kInt64 ? index : index.to(kInt64);
+  return written.defined() && i.is_alias_of(written) ? i.clone() : i;
+}
+
+/// 0-dim tensors are handled as 1-element 1-dim ones (views).
+Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
+
+void check_scatter_args(const char* op, const Tensor& self, int64_t dim, const Tensor& index, const Tensor* src) {
+  BRISK_CHECK(index.dtype() == kInt64, op, "expected dtype int64 for index, got ", index.dtype());
+  BRISK_CHECK(index_dim_of(index) == index_dim_of(self), op,
+              "index tensor must have the same number of dimensions as self tensor (index ", index.sizes(),
+              ", self ", self.sizes(), ")");
+  if (src) {
+    BRISK_CHECK(src->defined(), op, "src is an undefined tensor");
+    BRISK_CHECK(src->dtype() == self.dtype(), op, "expected self.dtype to be equal to src.dtype (got ", self.dtype(),
+                " and ", src->dtype(), ")");
+    BRISK_CHECK(index_dim_of(index) == index_dim_of(*src), op,
+                "index tensor must have the same number of dimensions as src tensor (index ", index.sizes(),
+                ", src ", src->sizes(), ")");
+  }
+  if (index.dim() == 0) return;
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    BRISK_CHECK(d == dim || index.size(d) <= (self.dim() ? self.size(d) : 1), op, "expected index ", index.sizes(),
+                " to be no larger than self ", self.sizes(), " apart from dimension ", dim, " (dimension ", d, ")");
+    BRISK_CHECK(!src || index.size(d) <= (src->dim() ? src->size(d) : 1), op, "expected index ", index.sizes(),
+                " to be no larger than src ", src->sizes(), " (dimension ", d, ")");
+  }
+}
+
+/// scatter / scatter_add into `self` in place (src undefined: the scalar).
+Tensor& scatter_into(Tensor& self, int64_t dim, const Tensor& index, const Tensor* src, const Scalar& value,
+                     bool add, const char* op) {
+  dim = wrap_dim(dim, self.dim(), op);
+  check_scatter_args(op, self, dim, index, src);
+  check_no_internal_overlap(op, self);
+  if (index.numel() > 0) {
+    Tensor s;
+    if (src) s = src->is_alias_of(self) ? src->clone() : *src;
+    KernelArgs args;
+    args.s0 = value;
+    args.has_s0 = !src;
+    const Tensor self1 = as_1d(self);
+    const Tensor idx = as_1d(index_arg(index, self));
+    const Tensor src1 = s.defined() ? as_1d(s) : s;
+    if (add)
+      kernel<OpId::scatter_add>(self.device().type, op)(self1, dim, idx, src1, args);
+    else
+      kernel<OpId::scatter>(self.device().type, op)(self1, dim, idx, src1, args);
+  }
+  self.bump_version();
+  return self;
+}
+
+}  // namespace
+
+// ---- index / index_put_ ---------------------------------------------------------------
+
+Tensor Tensor::index(std::initializer_list<TensorIndex> idx) const { return index_impl(*this, idx.begin(), idx.size()); }
+Tensor Tensor::index(const std::vector<TensorIndex>& idx) const { return index_impl(*this, idx.data(), idx.size()); }
+
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& value) {
+  return index_put_impl(*this, idx.data(), idx.size(), &value, Scalar());
+}
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Scalar& value) {
+  return index_put_impl(*this, idx.data(), idx.size(), nullptr, value);
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value) {
+  return index_put_impl(*this, idx.begin(), idx.size(), &value, Scalar());
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value) {
+  return index_put_impl(*this, idx.begin(), idx.size(), nullptr, value);
+}
+
+// ---- index_select / gather -------------------------------------------------------------
+
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* op = "index_select";
+  BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
+  BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
+              "expected dtype int32 or int64 for index, got ", index.dtype());
+  dim = wrap_dim(dim, x.dim(), op);
+  if (x.dim() == 0) {
+    BRISK_CHECK(index.numel() == 1, op, "index to scalar can have only 1 value, got ", index.numel(), " value(s)");
+    return index_select(x.reshape({1}), 0, index).reshape({});
+  }
+  Tensor idx = index_arg(index, Tensor()).reshape({-1});
+  DimVector shape(x.sizes().begin(), x.sizes().end());
+  shape[dim] = idx.numel();
+  Tensor out = make_tensor(shape, {}, x.dtype(), x.device());
+  BRISK_CHECK(x.dim() < 64, op, "tensors of up to 63 dims are supported, got ", x.dim());
+  kernel<OpId::index_select>(x.device().type, op)(out, dim, idx, x, KernelArgs{});
+  return out;
+}
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return brisk::index_select(*this, dim, index); }
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  const char* op = "gather";
+  dim = wrap_dim(dim, x.dim(), op);
+  BRISK_CHECK(index.dtype() == kInt64, op, "expected dtype int64 for index, got ", index.dtype());
+  BRISK_CHECK(index_dim_of(index) == index_dim_of(x), op,
+              "index tensor must have the same number of dimensions as input tensor (index ", index.sizes(),
+              ", input ", x.sizes(), ")");
+  for (int64_t d = 0; d < index.dim(); ++d)
+    BRISK_CHECK(d == dim || index.size(d) <= (x.dim() ? x.size(d) : 1), op, "size does not match at dimension ", d,
+                ": expected index ", index.sizes(), " to be smaller than self ", x.sizes(), " apart from dimension ",
+                dim);
+  Tensor out = make_tensor(index.sizes(), {}, x.dtype(), x.device());
+  if (index.numel() > 0)
+    kernel<OpId::gather>(x.device().type, op)(as_1d(out), dim, as_1d(index), as_1d(x), KernelArgs{});
+  return out;
+}
+Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return brisk::gather(*this, dim, index); }
+
+// ---- scatter / scatter_add / index_add_ -------------------------------------------------
+
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = x.clone();
+  return scatter_into(out, dim, index, &src, Scalar(), false, "scatter");
+}
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  Tensor out = x.clone();
+  return scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add");
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return brisk::scatter(*this, dim, index, src);
+}
+Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
+  Tensor out = clone();
+  return scatter_into(out, dim, index, nullptr, value, false, "scatter");
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_into(*this, dim, index, &src, Scalar(), false, "scatter_");
+}
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+  return scatter_into(*this, dim, index, nullptr, value, false, "scatter_");
+}
+Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
+  return brisk::scatter_add(*this, dim, index, src);
+}
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+  return scatter_into(*this, dim, index, &src, Scalar(), true, "scatter_add_");
+}
+
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) {
+  const char* op = "index_add_";
+  dim = wrap_dim(dim, this->dim(), op);
+  BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
+  BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
+              "expected dtype int32 or int64 for index, got ", index.dtype());
+  BRISK_CHECK(src.defined(), op, "source is an undefined tensor");
+  BRISK_CHECK(src.dtype() == dtype(), op, "self (", dtype(), ") and source (", src.dtype(),
+              ") must have the same scalar type");
+  BRISK_CHECK(index_dim_of(src) == index_dim_of(*this), op,
+              "source and self must have the same number of dimensions (self ", sizes(), ", source ", src.sizes(),
+              ")");
+  const int64_t along = src.dim() ? src.size(dim) : 1;
+  BRISK_CHECK(index.numel() == along, op, "number of indices (", index.numel(),
+              ") should be equal to source.size(dim) (", along, "), for dim ", dim);
+  for (int64_t d = 0; d < src.dim(); ++d)
+    BRISK_CHECK(d == dim || src.size(d) == size(d), op, "source and self must have the same size apart from dimension ",
+                dim, ": self ", sizes(), ", source ", src.sizes());
+  check_no_internal_overlap(op, *this);
+  if (index.numel() > 0 && numel() > 0) {
+    const Tensor s = src.is_alias_of(*this) ? src.clone() : src;
+    KernelArgs args;
+    args.s0 = alpha;
+    args.has_s0 = true;
+    kernel<OpId::index_add>(device().type, op)(as_1d(*this), dim, index_arg(index, *this).reshape({-1}), as_1d(s),
+                                               args);
+  }
+  bump_version();
+  return *this;
+}
+
+// ---- masked_select / nonzero / where(cond) ------------------------------------------------
+
+Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  const char* op = "masked_select";
+  BRISK_CHECK(is_mask_dtype(mask.dtype()), op, "expected a bool (or uint8) mask, got ", mask.dtype());
+  DimVector shape = broadcast_shapes(x.sizes(), mask.sizes(), op);
+  Tensor xb = x.expand(shape), mb = mask.expand(shape);
+  if (shape.empty()) {
+    xb = xb.reshape({1});
+    mb = mb.reshape({1});
+  }
+  BRISK_CHECK(xb.dim() < 64, op, "tensors of up to 63 dims are supported, got ", xb.dim());
+  Tensor nz = nonzero(mb);  // (n, ndim)
+  Tensor out = make_tensor({nz.size(0)}, {}, x.dtype(), x.device());
+  int64_t all_dims = 0;
+  for (int64_t d = 0; d < xb.dim(); ++d) all_dims |= int64_t(1) << d;
+  kernel<OpId::index>(x.device().type, op)(out, all_dims, nz.t(), xb, KernelArgs{});
+  return out;
+}
+Tensor Tensor::masked_select(const Tensor& mask) const { return brisk::masked_select(*this, mask); }
+
+Tensor nonzero(const Tensor& x) {
+  BRISK_CHECK(x.defined(), "nonzero", "input is an undefined tensor");
+  return kernel<OpId::nonzero>(x.device().type, "nonzero")(x);
+}
+Tensor Tensor::nonzero() const { return brisk::nonzero(*this); }
+
+std::vector<Tensor> where(const Tensor& cond) {
+  BRISK_CHECK(cond.defined(), "where", "condition is an undefined tensor");
+  return nonzero(as_1d(cond)).unbind(1);
+}
+
+}  // namespace brisk

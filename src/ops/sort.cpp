@@ -1,0 +1,61 @@
+// Front ends of sort, argsort and topk along one dim.
+//
+// NaN sorts as larger than every number and equal keys keep their input
+// order (a stable sort, in both directions), as in PyTorch. Indices are int64.
+#include "brisk/ops.h"
+#include "core/dispatch.h"
+#include "core/tensor_create.h"
+
+namespace brisk {
+
+namespace {
+// 0-dim tensors behave as one-element rows; the kernels see a 1-D view.
+Tensor as_row(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
+}  // namespace
+
+// x: any shape; values and indices: x's shape, sorted along dim.
+std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  BRISK_CHECK(x.defined(), "sort", "input is an undefined tensor");
+  const int64_t d = detail::wrap_dim(dim, x.dim(), "sort");
+  auto fn = kernel<OpId::sort>(x.device().type, "sort");
+  Tensor values = detail::make_tensor(x.sizes(), {}, x.dtype(), x.device());
+  Tensor indices = detail::make_tensor(x.sizes(), {}, kInt64, x.device());
+  if (x.numel() == 0) return {values, indices};
+  KernelArgs a;
+  a.mode = descending ? 1 : 0;
+  fn(as_row(values), as_row(indices), as_row(x), d, a);
+  return {values, indices};
+}
+
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) { return std::get<1>(sort(x, dim, descending)); }
+
+// x: any shape; values and indices: x's shape with k along dim. `sorted`
+// orders the k results best first; otherwise their order is unspecified.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  BRISK_CHECK(x.defined(), "topk", "input is an undefined tensor");
+  const int64_t d = detail::wrap_dim(dim, x.dim(), "topk");
+  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  BRISK_CHECK(k >= 0 && k <= n, "topk", "selected index k out of range (k = ", k, ", but dim ", d, " of shape ",
+              x.sizes(), " has size ", n, ")");
+  auto fn = kernel<OpId::topk>(x.device().type, "topk");
+  DimVector shape(x.sizes().begin(), x.sizes().end());
+  if (x.dim() > 0) shape[static_cast<size_t>(d)] = k;
+  Tensor values = detail::make_tensor(shape, {}, x.dtype(), x.device());
+  Tensor indices = detail::make_tensor(shape, {}, kInt64, x.device());
+  if (values.numel() == 0) return {values, indices};
+  KernelArgs a;
+  a.i0 = k;
+  a.mode = (largest ? 1 : 0) | (sorted ? 2 : 0);
+  fn(as_row(values), as_row(indices), as_row(x), d, a);
+  return {values, indices};
+}
+
+std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return brisk::sort(*this, dim, descending);
+}
+Tensor Tensor::argsort(int64_t dim, bool descending) const { return brisk::argsort(*this, dim, descending); }
+std::tuple<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
+  return brisk::topk(*this, k, dim, largest, sorted);
+}
+
+}  // namespace brisk
