@@ -163,6 +163,9 @@ void IterBuilder::build(TensorIter& it) {
   if (compute == ScalarType::Undefined) {
     if (!cast_inputs_) {
       compute = has_out() ? out_->dtype() : in(0).dtype();
+    } else if (ninputs_ == 2 && !is_scalar_[0] && !is_scalar_[1] && promote_[0] && promote_[1] &&
+               in(0).dtype() == in(1).dtype()) {
+      compute = in(0).dtype();  // the common binary case: nothing to promote
     } else {
       ResultTypeState st;
       for (int i = 0; i < ninputs_; ++i) {

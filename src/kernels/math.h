@@ -34,7 +34,7 @@ BRISK_HOST_DEVICE inline T softplus(T x, T beta, T threshold) {
 }
 template <class T>
 BRISK_HOST_DEVICE inline T relu(T x) {
-  return x > T(0) ? x : T(0);
+  return x < T(0) ? T(0) : x;  // nan passes through, as in PyTorch
 }
 template <class T>
 BRISK_HOST_DEVICE inline T sign(T x) {

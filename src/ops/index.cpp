@@ -256,6 +256,7 @@ AdvancedPlan plan_advanced(const Parsed& p, const char* op) {
       for (int64_t j = 0; j < k; ++j) a.index.select(0, j).view(b).copy_(idx[j]);
     }
   }
+  if (a.index.device() != v.device()) a.index = a.index.to(v.device());  // cpu indices for a cuda tensor
   for (int64_t d : a.dims) a.mask_bits |= int64_t(1) << d;
 
   bool adjacent = true;

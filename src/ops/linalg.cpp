@@ -204,6 +204,19 @@ void sum_unneeded(Term& term, const std::array<bool, 128>& needed) {
   term.labels = labels;
 }
 
+/// Appends the dims of `t` holding `labels` to `perm` (and their sizes to
+/// `sizes`); returns the product of those sizes.
+int64_t gather_dims(const Term& t, const std::vector<int>& labels, std::vector<int64_t>& perm, DimVector* sizes) {
+  int64_t p = 1;
+  for (int l : labels) {
+    const auto d = static_cast<int64_t>(std::find(t.labels.begin(), t.labels.end(), l) - t.labels.begin());
+    perm.push_back(d);
+    p *= t.t.size(d);
+    if (sizes) sizes->push_back(t.t.size(d));
+  }
+  return p;
+}
+
 /// Contracts two terms over their shared labels that nothing later needs.
 Term contract(Term a, Term b, const std::array<bool, 128>& needed_later) {
   // A label of size 1 on one side and n on the other broadcasts: drop it from
@@ -243,30 +256,15 @@ Term contract(Term a, Term b, const std::array<bool, 128>& needed_later) {
   for (int l : b.labels)
     if (std::find(a.labels.begin(), a.labels.end(), l) == a.labels.end()) bonly.push_back(l);
 
-  auto pos = [](const Term& t, int l) {
-    return static_cast<int64_t>(std::find(t.labels.begin(), t.labels.end(), l) - t.labels.begin());
-  };
-  auto prod = [](const Term& t, const std::vector<int>& ls, DimVector* sizes, std::vector<int64_t>& perm,
-                 auto& posf) {
-    int64_t p = 1;
-    for (int l : ls) {
-      const int64_t d = posf(t, l);
-      perm.push_back(d);
-      p *= t.t.size(d);
-      if (sizes) sizes->push_back(t.t.size(d));
-    }
-    return p;
-  };
   // a -> (batch, aonly, summed) as (Bt, M, K); b -> (batch, summed, bonly) as (Bt, K, N).
   std::vector<int64_t> pa, pb;
   DimVector out_sizes;
-  const int64_t nb = prod(a, batch, &out_sizes, pa, pos);
-  const int64_t m = prod(a, aonly, &out_sizes, pa, pos);
-  const int64_t k = prod(a, summed, nullptr, pa, pos);
-  std::vector<int64_t> tmp;
-  prod(b, batch, nullptr, pb, pos);
-  prod(b, summed, nullptr, pb, pos);
-  const int64_t n = prod(b, bonly, &out_sizes, pb, pos);
+  const int64_t nb = gather_dims(a, batch, pa, &out_sizes);
+  const int64_t m = gather_dims(a, aonly, pa, &out_sizes);
+  const int64_t k = gather_dims(a, summed, pa, nullptr);
+  gather_dims(b, batch, pb, nullptr);
+  gather_dims(b, summed, pb, nullptr);
+  const int64_t n = gather_dims(b, bonly, pb, &out_sizes);
   Tensor a3 = a.t.permute(pa).reshape({nb, m, k});
   Tensor b3 = b.t.permute(pb).reshape({nb, k, n});
   Term r;

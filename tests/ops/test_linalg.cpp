@@ -529,3 +529,42 @@ TEST(Einsum, Errors) {
   expect_error([] { einsum("i,i", {ones({2}), ones({2}, kDouble)}); }, {"[einsum]", "same dtype"});
   expect_error([] { einsum("i", {}); }, {"[einsum]", "at least one operand"});
 }
+
+// Values printed by PyTorch 1.13 for inputs arange(n).reshape(shape) % 7 - 3.
+TEST(Einsum, MatchesTorch) {
+  auto inp = [](std::vector<int64_t> shape) {
+    return arange(multiply(shape), kDouble).reshape(shape).remainder(7) - 3;
+  };
+  struct C {
+    const char* eq;
+    std::vector<Tensor> ops;
+    std::vector<int64_t> shape;
+    std::vector<double> values;
+  };
+  const std::vector<C> cases = {
+      {"ba", {inp({2, 3})}, {3, 2}, {-3, 0, -2, 1, -1, 2}},
+      {"ij,jk->ik", {inp({2, 3}), inp({3, 4})}, {2, 4}, {9, 3, -3, 5, -3, 0, 3, -1}},
+      {"iij->j", {inp({3, 3, 2})}, {2}, {-6, -3}},
+      {"...ij,...jk",
+       {inp({2, 1, 2, 3}), inp({3, 3, 2})},
+       {2, 3, 2, 2},
+       {10, 4, 1, 4, -5, 10, -2, 1, 1, -5, -5, -2, -8, -10, 4, 4, 15, -8, -3, 4, 17, 15, -3, -3}},
+      {"ijk,jl,lk->i", {inp({2, 3, 4}), inp({3, 5}), inp({5, 4})}, {2}, {2, 31}},
+      {"ij,ij->i", {inp({2, 1}), inp({2, 3})}, {2}, {18, -6}},
+      {"bn,anm,bm->ba", {inp({2, 3}), inp({4, 3, 5}), inp({2, 5})}, {2, 4}, {-18, -16, -35, 2, 15, 19, 44, -1}},
+      {"i,i,i->", {inp({4}), inp({4}), inp({4})}, {}, {-36}},
+      {"...i->...", {inp({2, 3, 4})}, {2, 3}, {-6, 3, -2, 0, 2, -3}},
+      {"ab...,b...->a...", {inp({2, 3, 4}), inp({3, 4})}, {2, 4}, {14, 9, 10, 10, -13, -3, 6, -7}},
+      {"jii->ij", {inp({2, 3, 3})}, {3, 2}, {-3, -1, 1, 3, -2, 0}},
+  };
+  for (const C& c : cases) {
+    SCOPED_TRACE(c.eq);
+    Tensor r = einsum(c.eq, c.ops);
+    EXPECT_TRUE(close(r, tensor(c.values, c.shape, kDouble), 1e-12, 1e-12));
+    // the same in float32 and int64
+    std::vector<Tensor> f, i;
+    for (const Tensor& t : c.ops) f.push_back(t.to(kFloat)), i.push_back(t.to(kInt64));
+    EXPECT_TRUE(close(einsum(c.eq, f), tensor(c.values, c.shape, kDouble), 1e-6, 1e-5));
+    EXPECT_TRUE(close(einsum(c.eq, i), tensor(c.values, c.shape, kDouble), 0, 0));
+  }
+}

@@ -773,13 +773,20 @@ TEST(Softmax, EveryDimAndLayout) {
       }
     }
   }
-  // Rows of 1000 and columns of 1000 (tile path), in parallel.
-  Tensor x = make_uniform({64, 1000}, kFloat, -20, 20);
-  EXPECT_TRUE(close(x.softmax(1), naive_softmax(x, 1, false), 1e-5, 1e-7));
+  // Rows of 1000 and columns of 1000 (tile path), in parallel, inputs over a
+  // wide range (exp underflows for some), every float dtype.
+  for (ScalarType dt : kFloatDtypes) {
+    Tensor x = make_uniform({64, 1000}, dt, -100, 100);
+    const double tol = 2 * tol_for(dt);
+    EXPECT_TRUE(close(x.softmax(1), naive_softmax(x, 1, false), tol, 1e-7)) << dt;
+    EXPECT_TRUE(close(x.softmax(0), naive_softmax(x, 0, false), tol, 1e-7)) << dt;
+    EXPECT_TRUE(close(x.log_softmax(1), naive_softmax(x, 1, true), tol, tol)) << dt;
+    EXPECT_TRUE(close(x.log_softmax(0), naive_softmax(x, 0, true), tol, tol)) << dt;
+    EXPECT_TRUE(close(x.softmax(1).sum(1), ones({64}), tol, 0)) << dt;
+  }
+  Tensor x = make_uniform({300, 257}, kFloat, -5, 5);
   EXPECT_TRUE(close(x.softmax(0), naive_softmax(x, 0, false), 1e-5, 1e-7));
-  EXPECT_TRUE(close(x.log_softmax(0), naive_softmax(x, 0, true), 1e-5, 1e-5));
-  Tensor sums = x.softmax(1).sum(1);
-  EXPECT_TRUE(close(sums, ones({64}), 1e-5, 0));
+  EXPECT_TRUE(close(x.t().log_softmax(1), naive_softmax(x.t(), 1, true), 1e-5, 1e-5));
 }
 
 TEST(Softmax, DtypeStabilityAndEdges) {
@@ -800,8 +807,12 @@ TEST(Softmax, DtypeStabilityAndEdges) {
   EXPECT_TRUE(tensor<double>({-kInf, -kInf}).softmax(0).isnan().all().item<bool>());
   EXPECT_TRUE(tensor<double>({-kInf, -kInf}).log_softmax(0).isnan().all().item<bool>());
   EXPECT_TRUE(tensor<double>({kInf, 1}).softmax(0).isnan().all().item<bool>());
-  // -inf entries get probability 0
+  // -inf entries get probability 0 (log: -inf); NaN spreads over its row
   EXPECT_TRUE(close(tensor<double>({-kInf, 0}).softmax(0), tensor<double>({0, 1})));
+  EXPECT_EQ(tensor<double>({-kInf, 0}).log_softmax(0).to_vector<double>(), (std::vector<double>{-kInf, 0}));
+  Tensor nan_row = tensor<double>({{1, kNan}, {1, 2}}).softmax(1);
+  EXPECT_TRUE(nan_row.select(0, 0).isnan().all().item<bool>());
+  EXPECT_TRUE(close(nan_row.select(0, 1), tensor<double>({0.26894142, 0.73105858})));
   // 0-dim and empty
   EXPECT_EQ(scalar_tensor(3.0).softmax(0).item<double>(), 1.0);
   EXPECT_EQ(scalar_tensor(3.0).log_softmax(-1).item<double>(), 0.0);

@@ -7,7 +7,7 @@
 // kTileWidth columns that walks the n rows together (vectorizable).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <bit>
 #include <limits>
 #include <memory>
 #include <type_traits>
@@ -64,11 +64,13 @@ inline M max_nan(M a, M b) {
 
 // exp without calls or branches, so that loops over it vectorize: 2^n * p(r)
 // with r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-6 polynomial
-// (about 1 ulp). exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN; results below
+// (max relative error 1.1e-7). exp(-inf) = 0, exp(+inf) = inf, NaN stays NaN; results below
 // ~2e-38 (x < -87) flush to 0.
 inline float exp_vec(float x) {
   const float xc = std::min(std::max(x, -88.0f), 89.0f);  // keeps NaN
-  float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  // Round to nearest by adding 1.5 * 2^23 (floor() would not vectorize
+  // without -fno-trapping-math).
+  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   n = n == n ? n : 0.0f;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -81,9 +83,7 @@ inline float exp_vec(float x) {
   p = p * r * r + r + 1.0f;
   // 2^(n-1) * 2, so that n = 128 (x just below the overflow bound) stays finite.
   const int32_t bits = std::max(static_cast<int32_t>(n) + 126, 0) << 23;  // n = -127: 0
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return p * scale * 2.0f;
+  return p * std::bit_cast<float>(bits) * 2.0f;
 }
 inline double exp_vec(double x) { return std::exp(x); }
 
