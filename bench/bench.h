@@ -74,6 +74,7 @@ enum class Kind {
   BwAddOut,         // add_out(z, x, y)
   BwAdd_,           // x.add_(y)
   BwPlainLoop,      // z[i] = x[i] + y[i] (reference, brisk side only)
+  BwPlainLoop512,   // the same loop built like brisk's AVX-512 kernels (information)
   // compute
   Matmul,           // (n, n) @ (n, n), float32
   Nonzero,          // nonzero of n float32 elements, about half nonzero

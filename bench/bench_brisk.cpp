@@ -45,6 +45,13 @@ brisk::Tensor make(brisk::IntArrayRef sizes, uint32_t seed, bool half_zero = fal
   for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
 }
 
+// The same loop built as brisk's AVX-512 kernels are (512-bit vectors): it
+// separates the cost of the vector width from the cost of brisk itself.
+[[gnu::noinline, gnu::target("avx512f,avx512vl,prefer-vector-width=512")]] void plain_add_avx512(
+    float* __restrict z, const float* __restrict x, const float* __restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
+}
+
 // Ops that may not be written yet in a development build are called through
 // pointers found at run time, so the bench links and loads without them
 // (an undefined symbol left for the loader would abort the whole run).
@@ -119,6 +126,12 @@ Timing run_case(const Spec& s) {
       Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
       float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>(), *zp = z.data_ptr<float>();
       return time_it([&] { plain_add(zp, xp, yp, s.n); }, b);
+    }
+    case Kind::BwPlainLoop512: {
+      if (!__builtin_cpu_supports("avx512f")) return {0, false, "this CPU has no AVX-512"};
+      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
+      float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>(), *zp = z.data_ptr<float>();
+      return time_it([&] { plain_add_avx512(zp, xp, yp, s.n); }, b);
     }
     case Kind::Matmul: {
       if (!g_matmul) return {0, false, "brisk::matmul is not implemented yet"};

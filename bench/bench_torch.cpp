@@ -93,6 +93,7 @@ Timing run_case(const Spec& s) {
       return time_it([&] { x.add_(y); }, b);
     }
     case Kind::BwPlainLoop:
+    case Kind::BwPlainLoop512:
       return {0, false, "reference loop runs on the brisk side only"};
     case Kind::Matmul: {
       Tensor x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z;

@@ -36,7 +36,7 @@ class SmallVec {
   void assign(const int64_t* b, const int64_t* e) {
     size_t n = static_cast<size_t>(e - b);
     reserve(n);
-    std::memmove(data_, b, n * sizeof(int64_t));
+    if (n) std::memmove(data_, b, n * sizeof(int64_t));  // b may be null when n == 0
     size_ = n;
   }
   void reserve(size_t n) {
