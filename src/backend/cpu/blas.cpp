@@ -5,11 +5,13 @@
 // float32 goes to oneDNN's dnnl_sgemm when the product is big enough
 // (m*n*k >= kDnnlMinWork) and to OpenBLAS below that, where oneDNN's per-call
 // overhead dominates; float64 always goes to OpenBLAS (dnnl only does float).
-// Measured with bench/gemm_probe.cpp on the 2-core AVX-512 (Zen 4) dev box:
-// oneDNN is 5-10% faster than OpenBLAS 0.3.21 (Cooperlake kernels) at 1024^3
-// and 2048^3 on one thread, and 10-2x faster on two threads for medium and
-// skinny shapes (128^3 .. 512^3, 32x1024x1024, gemv-like m or n = 1), while
-// OpenBLAS wins below ~64^3 (0.3 us vs 0.05 us call overhead at 8^3).
+// Measured with bench/gemm_probe.cpp on the 2-core AVX-512 (Zen 4) dev box,
+// GFLOP/s oneDNN 2.6 vs OpenBLAS 0.3.21 (which picks its Cooperlake AVX-512
+// kernels there): 1024^3 108 vs 99 and 2048^3 108 vs 101 on one thread,
+// 217 vs 177 and 214 vs 197 on two; on two threads oneDNN is 1.4-2.4x
+// faster for 128^3..512^3 and skinny shapes (32x1024x1024, 1024x64x1024)
+// and 5x for m or n = 1. OpenBLAS wins below ~64^3 (call overhead: 8^3
+// takes 0.3 us in oneDNN, 0.05 us in OpenBLAS).
 // Threads: see Note [BLAS threads].
 //
 // Layouts are passed through BLAS's transpose flags: a matrix whose rows or
@@ -22,7 +24,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstring>
 #include <optional>
 #include <vector>
 

@@ -130,6 +130,7 @@ void atomic_min(std::atomic<int64_t>& best, int64_t v) {
     }                                                         \
   }()
 
+/// The bits of `s` converted to `dtype` (sizeof(T) == element_size(dtype)).
 template <class T>
 T scalar_bits(const Scalar& s, ScalarType dtype) {
   return BRISK_DISPATCH_ALL(dtype, "scatter", [&]() -> T {
@@ -621,6 +622,8 @@ Tensor nonzero_kernel(const Tensor& in) {
       BRISK_FAIL("nonzero", "unsupported dtype ", in.dtype());
   }
 }
+
+#undef BRISK_DISPATCH_BITS
 
 }  // namespace
 

@@ -228,7 +228,7 @@ struct MinMaxOp {
     else
       return kMax ? std::numeric_limits<M>::lowest() : std::numeric_limits<M>::max();
   }
-  // `|` rather than `||`: no branch, so the lanes vectorize.
+  // Branch-free (`|`, not `||`) so that the engine's `omp simd` lanes vectorize.
   void step(M& a, M v, int64_t, int64_t) const { a = (better<M, kMax>(v, a) | is_nan(v)) ? v : a; }
   void merge(M& a, M b) const { step(a, b, 0, 0); }
 };
