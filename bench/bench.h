@@ -1,28 +1,20 @@
-// Shared pieces of brisk_bench: the timer and the interface between the
-// brisk side (bench_brisk.cpp, C++20) and the libtorch side (bench_torch.cpp,
-// compiled as C++17 because libtorch 1.13's headers predate C++20).
+// Shared pieces of brisk_bench: the clock, the case list and the interface
+// between the brisk side (bench_brisk.cpp, C++20) and the libtorch side
+// (bench_torch.cpp, compiled as C++17 because libtorch 1.13's headers predate
+// C++20).
 #pragma once
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <ctime>
+#include <functional>
 #include <string>
-#include <vector>
 
 namespace bench {
 
-/// How long to run one measurement: `reps` repetitions of `iters` calls each,
-/// after `warmup` untimed calls; the result is the median per-call time.
-struct Budget {
-  int64_t iters = 1;
-  int reps = 5;
-  int64_t warmup = 1;
-  /// Time with the calling thread's CPU clock (user + system, page faults
-  /// included) instead of the wall clock. Right for single-threaded cases on
-  /// a shared machine: time the thread spends descheduled is not counted.
-  bool thread_cpu_time = false;
-};
-
+/// Seconds on the wall clock, or on the calling thread's CPU clock (user +
+/// system time, page faults included). The thread clock is right for
+/// single-threaded cases on a shared machine: time the thread spends
+/// descheduled is not counted.
 inline double now_seconds(bool thread_cpu_time) {
   if (thread_cpu_time) {
     timespec ts;
@@ -32,34 +24,19 @@ inline double now_seconds(bool thread_cpu_time) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-/// Median over repetitions of the mean time of one call of f, in seconds.
-/// The median (not the minimum) keeps one lucky or unlucky repetition from
-/// deciding the figure; each repetition averages many calls so that the
-/// clock's resolution and cost (tens to hundreds of ns) are negligible for
-/// the 3x3 host-cost cases.
-template <class F>
-double median_seconds(F&& f, const Budget& b) {
-  for (int64_t i = 0; i < b.warmup; ++i) f();
-  std::vector<double> t;
-  t.reserve(b.reps);
-  for (int r = 0; r < b.reps; ++r) {
-    const double t0 = now_seconds(b.thread_cpu_time);
-    for (int64_t i = 0; i < b.iters; ++i) f();
-    const double t1 = now_seconds(b.thread_cpu_time);
-    t.push_back((t1 - t0) / static_cast<double>(b.iters));
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// One side's measurement of one case: seconds per call, or why it did not run.
-struct Timing {
-  double seconds = 0;
-  bool ok = false;
-  std::string skipped;  ///< reason when !ok
+/// How long to run one measurement: `reps` repetitions of `iters` calls each,
+/// after `warmup` untimed calls. The figure is the median over repetitions of
+/// the mean time per call; the repetitions of brisk and libtorch (and of the
+/// reference loop, for bandwidth cases) are interleaved so that a busy
+/// neighbour slows all of them alike.
+struct Budget {
+  int64_t iters = 1;
+  int reps = 5;
+  int64_t warmup = 1;
+  bool thread_cpu_time = false;
 };
 
-/// What a case asks a side to time. Both sides implement run(const Spec&).
+/// What a case times. Both sides implement each kind (or say why not).
 enum class Kind {
   // host cost, 3x3 float32, single thread
   HostAdd,          // y = x + x
@@ -82,14 +59,45 @@ enum class Kind {
 
 struct Spec {
   Kind kind;
-  int64_t n = 0;     ///< problem size (elements, or the matrix side)
+  int64_t n = 0;  ///< problem size (elements, or the matrix side)
   int threads = 1;
   Budget budget;
 };
 
-// The two sides. Each catches its own exceptions and reports them as skips.
-Timing run_brisk(const Spec& s);
-Timing run_torch(const Spec& s);
+/// A prepared case on one side: inputs made, ready to time.
+struct Runner {
+  /// Sets this side's thread count, makes `calls` calls and returns the
+  /// elapsed seconds on the requested clock. Empty when the case cannot run.
+  std::function<double(int64_t calls, bool thread_cpu_time)> run;
+  std::string skipped;  ///< why `run` is empty
+};
+
+/// Wraps f (one call of the op, its inputs captured by value) in a Runner.
+/// The loop is instantiated in the side's own file, so timing a call costs
+/// no indirect call; set_threads runs before the clock starts.
+template <class SetThreads, class F>
+Runner make_runner(SetThreads set_threads, F f) {
+  Runner r;
+  r.run = [set_threads, f](int64_t calls, bool cpu) mutable {
+    set_threads();
+    const double t0 = now_seconds(cpu);
+    for (int64_t i = 0; i < calls; ++i) f();
+    return now_seconds(cpu) - t0;
+  };
+  return r;
+}
+inline Runner skip(std::string why) {
+  Runner r;
+  r.skipped = std::move(why);
+  return r;
+}
+
+// The two sides. Exceptions thrown while preparing come back as skips; the
+// driver also catches those thrown while timing.
+Runner brisk_runner(const Spec& s);
+Runner torch_runner(const Spec& s);
+/// The plain loop z[i] = x[i] + y[i] over s.n elements (bandwidth reference).
+Runner reference_runner(const Spec& s);
 /// "1.13.0", or "" when the bench was built without libtorch.
 std::string torch_version();
 /// One inter-op thread for libtorch (must run before any libtorch work).

@@ -1,7 +1,5 @@
 // The brisk side of brisk_bench, plus the plain C++ loop that bandwidth cases
 // are judged against.
-#include <dlfcn.h>
-
 #include <cstring>
 #include <exception>
 
@@ -52,109 +50,70 @@ brisk::Tensor make(brisk::IntArrayRef sizes, uint32_t seed, bool half_zero = fal
   for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
 }
 
-// Ops that may not be written yet in a development build are called through
-// pointers found at run time, so the bench links and loads without them
-// (an undefined symbol left for the loader would abort the whole run).
-// The pointer call costs the same as the PLT call a direct call would make.
-using BinaryFn = brisk::Tensor (*)(const brisk::Tensor&, const brisk::Tensor&);
-using UnaryFn = brisk::Tensor (*)(const brisk::Tensor&);
-template <class Fn>
-Fn find_op(const char* mangled_name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, mangled_name));
-}
-const BinaryFn g_matmul = find_op<BinaryFn>("_ZN5brisk6matmulERKNS_6TensorES2_");  // brisk::matmul(a, b)
-const UnaryFn g_nonzero = find_op<UnaryFn>("_ZN5brisk7nonzeroERKNS_6TensorE");     // brisk::nonzero(x)
-
-Timing time_it(auto&& f, const Budget& b) {
-  Timing t;
-  t.seconds = median_seconds(f, b);
-  t.ok = true;
-  return t;
+auto threads(int n) {
+  return [n] { brisk::set_num_threads(n); };
 }
 
-Timing run_case(const Spec& s) {
+Runner prepare(const Spec& s) {
   using brisk::Tensor;
-  brisk::set_num_threads(s.threads);
-  const Budget& b = s.budget;
+  const auto th = threads(s.threads);
   switch (s.kind) {
-    case Kind::HostAdd: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x + x; }, b);
-    }
-    case Kind::HostAddScalar_: {
-      Tensor x = make({3, 3}, 1);
-      return time_it([&] { x.add_(1); }, b);
-    }
-    case Kind::HostAddTensor_: {
-      Tensor x = make({3, 3}, 1);
-      return time_it([&] { x.add_(x); }, b);
-    }
-    case Kind::HostT: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x.t(); }, b);
-    }
-    case Kind::HostSelect: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x[0]; }, b);
-    }
-    case Kind::HostMatmul: {
-      if (!g_matmul) return {0, false, "brisk::matmul is not implemented yet"};
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = g_matmul(x, x); }, b);
-    }
-    case Kind::HostEmpty: {
-      Tensor y;
-      return time_it([&] { y = brisk::empty({3, 3}); }, b);
-    }
-    case Kind::BwAdd: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z;
-      return time_it([&] { z = x + y; }, b);
-    }
-    case Kind::BwAddOut: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
-      return time_it([&] { brisk::add_out(z, x, y); }, b);
-    }
-    case Kind::BwAdd_: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2);
-      return time_it([&] { x.add_(y); }, b);
-    }
-    case Kind::BwPlainLoop: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
-      float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>(), *zp = z.data_ptr<float>();
-      return time_it([&] { plain_add(zp, xp, yp, s.n); }, b);
-    }
+    case Kind::HostAdd:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x + x; });
+    case Kind::HostAddScalar_:
+      return make_runner(th, [x = make({3, 3}, 1)]() mutable { x.add_(1); });
+    case Kind::HostAddTensor_:
+      return make_runner(th, [x = make({3, 3}, 1)]() mutable { x.add_(x); });
+    case Kind::HostT:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x.t(); });
+    case Kind::HostSelect:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x[0]; });
+    case Kind::HostMatmul:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = brisk::matmul(x, x); });
+    case Kind::HostEmpty:
+      return make_runner(th, [y = Tensor()]() mutable { y = brisk::empty({3, 3}); });
+    case Kind::BwAdd:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2), z = Tensor()]() mutable { z = x + y; });
+    case Kind::BwAddOut:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3)]() mutable {
+        brisk::add_out(z, x, y);
+      });
+    case Kind::BwAdd_:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2)]() mutable { x.add_(y); });
+    case Kind::BwPlainLoop:
+      return reference_runner(s);
     case Kind::BwPlainLoop512: {
-      if (!__builtin_cpu_supports("avx512f")) return {0, false, "this CPU has no AVX-512"};
+      if (!__builtin_cpu_supports("avx512f")) return skip("this CPU has no AVX-512");
       Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
-      float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>(), *zp = z.data_ptr<float>();
-      return time_it([&] { plain_add_avx512(zp, xp, yp, s.n); }, b);
+      return make_runner(th, [x, y, z, xp = x.data_ptr<float>(), yp = y.data_ptr<float>(),
+                              zp = z.data_ptr<float>(), n = s.n] { plain_add_avx512(zp, xp, yp, n); });
     }
-    case Kind::Matmul: {
-      if (!g_matmul) return {0, false, "brisk::matmul is not implemented yet"};
-      Tensor x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z;
-      return time_it([&] { z = g_matmul(x, y); }, b);
-    }
-    case Kind::Nonzero: {
-      if (!g_nonzero) return {0, false, "brisk::nonzero is not implemented yet"};
-      Tensor x = make({s.n}, 1, /*half_zero=*/true), z;
-      return time_it([&] { z = g_nonzero(x); }, b);
-    }
+    case Kind::Matmul:
+      return make_runner(th, [x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z = Tensor()]() mutable {
+        z = brisk::matmul(x, y);
+      });
+    case Kind::Nonzero:
+      return make_runner(th, [x = make({s.n}, 1, /*half_zero=*/true), z = Tensor()]() mutable {
+        z = brisk::nonzero(x);
+      });
   }
-  return {0, false, "unknown case"};
+  return skip("unknown case");
 }
 
 }  // namespace
 
-Timing run_brisk(const Spec& s) {
+Runner brisk_runner(const Spec& s) {
   try {
-    return run_case(s);
+    return prepare(s);
   } catch (const std::exception& e) {
-    return {0, false, std::string("brisk threw: ") + e.what()};
+    return skip(std::string("brisk threw: ") + e.what());
   }
+}
+
+Runner reference_runner(const Spec& s) {
+  brisk::Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
+  return make_runner([] {}, [x, y, z, xp = x.data_ptr<float>(), yp = y.data_ptr<float>(), zp = z.data_ptr<float>(),
+                            n = s.n] { plain_add(zp, xp, yp, n); });
 }
 
 }  // namespace bench

@@ -7,8 +7,7 @@
 
 #include "bench.h"
 
-// libtorch's GEMM goes to the same OpenBLAS (pthread build) that brisk uses;
-// at::set_num_threads sizes only the OpenMP pool, so the BLAS pool is set here too.
+// libtorch's GEMM goes to the same OpenBLAS (pthread build) that brisk uses.
 extern "C" void openblas_set_num_threads(int);
 
 namespace bench {
@@ -34,86 +33,59 @@ torch::Tensor make(at::IntArrayRef sizes, uint32_t seed, bool half_zero = false)
   return t;
 }
 
-template <class F>
-Timing time_it(F&& f, const Budget& b) {
-  Timing t;
-  t.seconds = median_seconds(f, b);
-  t.ok = true;
-  return t;
-}
-
-Timing run_case(const Spec& s) {
+Runner prepare(const Spec& s) {
   using torch::Tensor;
-  torch::set_num_threads(s.threads);
-  openblas_set_num_threads(s.threads);
-  const Budget& b = s.budget;
+  // at::set_num_threads sizes only libtorch's OpenMP pool; its GEMM runs in
+  // the OpenBLAS pool, set here too (brisk::set_num_threads does the same).
+  const auto th = [n = s.threads] {
+    torch::set_num_threads(n);
+    openblas_set_num_threads(n);
+  };
   switch (s.kind) {
-    case Kind::HostAdd: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x + x; }, b);
-    }
-    case Kind::HostAddScalar_: {
-      Tensor x = make({3, 3}, 1);
-      return time_it([&] { x.add_(1); }, b);
-    }
-    case Kind::HostAddTensor_: {
-      Tensor x = make({3, 3}, 1);
-      return time_it([&] { x.add_(x); }, b);
-    }
-    case Kind::HostT: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x.t(); }, b);
-    }
-    case Kind::HostSelect: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = x[0]; }, b);
-    }
-    case Kind::HostMatmul: {
-      Tensor x = make({3, 3}, 1);
-      Tensor y;
-      return time_it([&] { y = torch::matmul(x, x); }, b);
-    }
-    case Kind::HostEmpty: {
-      Tensor y;
-      return time_it([&] { y = torch::empty({3, 3}); }, b);
-    }
-    case Kind::BwAdd: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z;
-      return time_it([&] { z = x + y; }, b);
-    }
-    case Kind::BwAddOut: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
-      return time_it([&] { torch::add_out(z, x, y); }, b);
-    }
-    case Kind::BwAdd_: {
-      Tensor x = make({s.n}, 1), y = make({s.n}, 2);
-      return time_it([&] { x.add_(y); }, b);
-    }
+    case Kind::HostAdd:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x + x; });
+    case Kind::HostAddScalar_:
+      return make_runner(th, [x = make({3, 3}, 1)]() mutable { x.add_(1); });
+    case Kind::HostAddTensor_:
+      return make_runner(th, [x = make({3, 3}, 1)]() mutable { x.add_(x); });
+    case Kind::HostT:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x.t(); });
+    case Kind::HostSelect:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x[0]; });
+    case Kind::HostMatmul:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = torch::matmul(x, x); });
+    case Kind::HostEmpty:
+      return make_runner(th, [y = Tensor()]() mutable { y = torch::empty({3, 3}); });
+    case Kind::BwAdd:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2), z = Tensor()]() mutable { z = x + y; });
+    case Kind::BwAddOut:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3)]() mutable {
+        torch::add_out(z, x, y);
+      });
+    case Kind::BwAdd_:
+      return make_runner(th, [x = make({s.n}, 1), y = make({s.n}, 2)]() mutable { x.add_(y); });
     case Kind::BwPlainLoop:
     case Kind::BwPlainLoop512:
-      return {0, false, "reference loop runs on the brisk side only"};
-    case Kind::Matmul: {
-      Tensor x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z;
-      return time_it([&] { z = torch::matmul(x, y); }, b);
-    }
-    case Kind::Nonzero: {
-      Tensor x = make({s.n}, 1, /*half_zero=*/true), z;
-      return time_it([&] { z = torch::nonzero(x); }, b);
-    }
+      return skip("reference loop: brisk side only");
+    case Kind::Matmul:
+      return make_runner(th, [x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z = Tensor()]() mutable {
+        z = torch::matmul(x, y);
+      });
+    case Kind::Nonzero:
+      return make_runner(th, [x = make({s.n}, 1, /*half_zero=*/true), z = Tensor()]() mutable {
+        z = torch::nonzero(x);
+      });
   }
-  return {0, false, "unknown case"};
+  return skip("unknown case");
 }
 
 }  // namespace
 
-Timing run_torch(const Spec& s) {
+Runner torch_runner(const Spec& s) {
   try {
-    return run_case(s);
+    return prepare(s);
   } catch (const std::exception& e) {
-    return {0, false, std::string("libtorch threw: ") + e.what()};
+    return skip(std::string("libtorch threw: ") + e.what());
   }
 }
 

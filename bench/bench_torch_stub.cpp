@@ -6,6 +6,6 @@ namespace bench {
 
 std::string torch_version() { return ""; }
 void torch_init() {}
-Timing run_torch(const Spec&) { return {0, false, "built without libtorch"}; }
+Runner torch_runner(const Spec&) { return skip("built without libtorch"); }
 
 }  // namespace bench

@@ -5,6 +5,9 @@ set -euo pipefail
 demo=tensor_tour            # examples/<demo>.cpp
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-"$root/scripts/install-deps.sh" --no-torch
+# All deps, PyTorch included: build/release is configured once, and a
+# configure without libtorch would leave the parity tests out of later
+# scripts/run-tests.sh runs.
+"$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" release "$demo"
 exec "$root/build/release/examples/$demo" "$@"

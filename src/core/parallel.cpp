@@ -5,7 +5,6 @@
 
 #include "brisk/error.h"
 
-extern "C" void openblas_set_num_threads(int);
 
 namespace brisk {
 namespace {
@@ -34,8 +33,8 @@ void set_num_threads(int n) {
 #ifdef _OPENMP
   omp_set_num_threads(n);
 #endif
-  // BLAS runs its own pool; keep it the same size so the two never oversubscribe.
-  openblas_set_num_threads(n);
+  // GEMM follows this count through brisk's own threads (see Note [BLAS
+  // threads] in backend/cpu/blas.cpp); OpenBLAS's pool stays at one thread.
 }
 
 }  // namespace brisk

@@ -43,9 +43,7 @@ BRISK_HOST_DEVICE inline T sign(T x) {
   } else if constexpr (std::is_unsigned_v<T>) {
     return x > 0 ? T(1) : T(0);
   } else {
-    if constexpr (std::is_floating_point_v<T>)
-      if (x != x) return x;  // nan stays nan
-    return T((T(0) < x) - (x < T(0)));
+    return T((T(0) < x) - (x < T(0)));  // nan gives 0, as in PyTorch 1.13
   }
 }
 template <class T>

@@ -312,6 +312,8 @@ std::tuple<Tensor, Tensor> max_dim_impl(const char* name, const Tensor& x, int64
 
 template <OpId op>
 Tensor argmax_impl(const char* name, const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  // As in PyTorch (max(dim) does take bool).
+  BRISK_CHECK(x.dtype() != kBool, name, "not implemented for 'Bool' (convert to an integer dtype first)");
   const uint64_t mask = dim ? one_dim_mask(name, x, *dim) : dims_mask(name, x, {});
   if (!dim) BRISK_CHECK(x.numel() != 0, name, "Expected reduction dim to be specified for input.numel() == 0.");
   check_nonempty_reduction(name, x, mask, false);

@@ -511,6 +511,11 @@ TEST(Argmax, FlatIndexAnyLayout) {
   EXPECT_EQ(k.item<int64_t>(), 5);
   EXPECT_EQ(a.t().argmax().item<int64_t>(), 5);  // t() is [[0,3],[1,4],[2,5]]: 5 is last
   EXPECT_EQ(a.t().argmin().item<int64_t>(), 0);
+  // torch: "argmax_cpu" not implemented for 'Bool' (while max(dim) works on bool)
+  Tensor b = tensor<bool>({false, true});
+  expect_error([&] { b.argmax(); }, {"[argmax]", "Bool"});
+  expect_error([&] { b.argmin(0); }, {"[argmin]", "Bool"});
+  EXPECT_EQ(std::get<1>(b.max(0)).item<int64_t>(), 1);
 }
 
 TEST(Argmax, TiesAndNan) {

@@ -91,7 +91,7 @@ inline std::vector<Case> factory_cases() {
   FACTORY("tensor.floats", brisk::tensor({1.5f, 2.5f}), at::tensor({1.5f, 2.5f}));
   FACTORY("tensor.doubles", brisk::tensor({1.5, 2.5}), at::tensor({1.5, 2.5}).to(at::kFloat));
   FACTORY("tensor.nested", brisk::tensor({{1, 2}, {3, 4}}), at::tensor({1, 2, 3, 4}).view({2, 2}).to(at::kLong));
-  FACTORY("tensor.bools", brisk::tensor({true, false}), at::tensor({true, false}));
+  FACTORY("tensor.bools", brisk::tensor({true, false}), at::tensor({1, 0}).to(at::kBool));  // at::tensor lacks bool
 #undef FACTORY
   v.push_back(same("like.zeros_ones_full", {in({2, 3}, kHalf).T()},
                    FN(std::vector{zeros_like(t[0]), ones_like(t[0]), full_like(t[0], 2.5)})));
