@@ -150,9 +150,25 @@ void openblas_gemm_threaded(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T
   });
 }
 
+// Products this small cost less than a library call's overhead: a plain
+// loop (C (m, n) = alpha * op(A) @ op(B) + beta * C, accumulated in T).
+constexpr int64_t kTinyGemmWork = 512;  // 8 x 8 x 8
+template <class T>
+void tiny_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* A, int64_t lda, const T* B,
+               int64_t ldb, T beta, T* C, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += (ta ? A[p * lda + i] : A[i * lda + p]) * (tb ? B[j * ldb + p] : B[p * ldb + j]);
+      T& c = C[i * ldc + j];
+      c = beta == T(0) ? alpha * acc : alpha * acc + beta * c;  // beta 0 ignores nan in C, as BLAS does
+    }
+}
+
 // Row-major C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C, k >= 1.
 void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (m * n * k <= kTinyGemmWork) return tiny_gemm<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 #ifdef BRISK_HAVE_DNNL
   if (m * n * k >= kDnnlMinWork) {
     if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == dnnl_success)
@@ -163,6 +179,7 @@ void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
 }
 void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* A, int64_t lda,
                    const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
+  if (m * n * k <= kTinyGemmWork) return tiny_gemm<double>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   openblas_gemm_threaded<double>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
