@@ -5,7 +5,8 @@
 //
 // --quick      about 20x fewer iterations (a smoke test; figures are noisier)
 // --wall       wall-clock time for every case (default: single-threaded cases
-//              use the thread's CPU time, which a busy neighbour cannot inflate)
+//              use the thread's CPU time, which time spent descheduled by a busy
+//              neighbour does not inflate)
 // --filter     runs only the cases whose section or name contains TEXT
 // --side       runs one library only (for perf / callgrind)
 // --markdown   rewrites the generated part of that file (between the BEGIN/END
@@ -250,7 +251,7 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   host_case("matmul(x, x)", Kind::HostMatmul, 719);  // last of its group: it may not exist yet
 
   const int64_t bw_n = int64_t(1) << 24;
-  const Budget bw = single(budget(20, 5, 3));
+  const Budget bw = single(budget(10, 9, 3));
   cs.push_back({Section::Bandwidth, "plain loop z[i] = x[i] + y[i]", {Kind::BwPlainLoop, bw_n, 1, bw}});
   cs.push_back({Section::Bandwidth, "plain loop, AVX-512 build", {Kind::BwPlainLoop512, bw_n, 1, bw}});
   cs.push_back({Section::Bandwidth, "z = x + y (allocating)", {Kind::BwAdd, bw_n, 1, bw}});
@@ -259,7 +260,7 @@ std::vector<Case> make_cases(bool quick, bool wall) {
 
   for (int64_t n : {1024, 2048})
     for (int t : {1, 2}) {
-      Budget b = n <= 1024 ? budget(5, 5, 2) : budget(2, 3, 1);
+      Budget b = n <= 1024 ? budget(5, 5, 2) : budget(2, 5, 1);
       if (t == 1) b = single(b);
       cs.push_back({Section::Matmul, "matmul " + std::to_string(n) + "x" + std::to_string(n) + ", " +
                                          std::to_string(t) + (t == 1 ? " thread" : " threads"),

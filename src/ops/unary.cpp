@@ -25,6 +25,7 @@ UnaryKind kind_of(UnaryMode m) {
 
 Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
   const UnaryKind k = kind_of(mode);
+  BRISK_CHECK(x.defined(), name, "input 0 is an undefined tensor");
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
   if (x.dtype() == kBool && !out && !inplace) {
     if (mode == UnaryMode::sign) return x.clone();
