@@ -53,7 +53,22 @@ BRISK_HOST_DEVICE inline T abs(T x) {
   else if constexpr (std::is_floating_point_v<T>)
     return std::fabs(x);
   else
-    return x < 0 ? T(-x) : x;
+    return x < 0 ? T(uint64_t(0) - uint64_t(x)) : x;  // wraps at the minimum, without UB
+}
+/// Integer -x and x*x wrap like PyTorch's (two's complement), without UB.
+template <class T>
+BRISK_HOST_DEVICE inline T neg(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return T(uint64_t(0) - uint64_t(x));
+  else
+    return -x;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T square(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return T(uint64_t(x) * uint64_t(x));
+  else
+    return x * x;
 }
 /// Round half to even, like torch.round.
 template <class T>
@@ -134,13 +149,14 @@ BRISK_HOST_DEVICE inline T ipow(T base, T exp) {
         return 0;
       }
     }
-    T r = 1;
+    // Unsigned 64-bit arithmetic wraps like PyTorch's integer pow, without UB.
+    uint64_t r = 1, b = uint64_t(base);
     while (exp) {
-      if (exp & 1) r *= base;
+      if (exp & 1) r *= b;
       exp >>= 1;
-      base *= base;
+      if (exp) b *= b;
     }
-    return r;
+    return T(r);
   }
 }
 template <class T>

@@ -29,7 +29,7 @@ void predicate_op(TensorIter& it, const char* op, F make) {
 
 void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
   switch (static_cast<UnaryMode>(a.mode)) {
-    NUMERIC_OP(neg, -x)
+    NUMERIC_OP(neg, math::neg(x))
     NUMERIC_OP(abs, math::abs(x))
     NUMERIC_OP(sign, math::sign(x))
     FLOAT_OP(exp, std::exp(x))
@@ -41,7 +41,7 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     FLOAT_OP(expm1, std::expm1(x))
     FLOAT_OP(sqrt, std::sqrt(x))
     FLOAT_OP(rsqrt, math::rsqrt(x))
-    NUMERIC_OP(square, x * x)
+    NUMERIC_OP(square, math::square(x))
     FLOAT_OP(reciprocal, M(1) / x)
     FLOAT_OP(sin, std::sin(x))
     FLOAT_OP(cos, std::cos(x))
