@@ -9,24 +9,47 @@ namespace brisk {
 namespace {
 // A per-thread stack of freed objects of one size. Objects freed on another
 // thread join that thread's stack; beyond kDepth they go back to malloc.
+//
+// The stacks are trivially destructible, so they stay usable while the
+// thread's other thread_local and static objects are destroyed: a Tensor held
+// by one of those may be freed after the stacks were drained. A separate guard
+// object drains them at thread exit and closes them, after which freed objects
+// go straight back to malloc (see Note [Free lists at thread exit]).
 template <size_t Size>
 struct FreeList {
   static constexpr int kDepth = 1024;
   void* items[kDepth];
-  int count = 0;
-  ~FreeList() {
-    while (count > 0) ::operator delete(items[--count]);
-  }
+  int count;
+  bool closed;
   void* take() { return count > 0 ? items[--count] : ::operator new(Size); }
-  void give(void* p) {
-    if (count < kDepth)
-      items[count++] = p;
-    else
-      ::operator delete(p);
+  void give(void* p);
+  void drain() {
+    while (count > 0) ::operator delete(items[--count]);
+    closed = true;
   }
 };
-thread_local FreeList<sizeof(TensorImpl)> t_tensor_impls;
-thread_local FreeList<sizeof(StorageImpl)> t_storage_impls;
+constinit thread_local FreeList<sizeof(TensorImpl)> t_tensor_impls{};
+constinit thread_local FreeList<sizeof(StorageImpl)> t_storage_impls{};
+
+// Note [Free lists at thread exit]: the guard is constructed on the first
+// give() of a thread, which registers its destructor with that thread's exit.
+struct FreeListGuard {
+  FreeListGuard() = default;
+  ~FreeListGuard() {
+    t_tensor_impls.drain();
+    t_storage_impls.drain();
+  }
+};
+thread_local FreeListGuard t_guard;
+
+template <size_t Size>
+void FreeList<Size>::give(void* p) {
+  if (count == 0 && !closed) (void)&t_guard;  // odr-use: constructs the guard once per thread
+  if (count < kDepth && !closed)
+    items[count++] = p;
+  else
+    ::operator delete(p);
+}
 }  // namespace
 
 void* TensorImpl::operator new(size_t n) {
@@ -87,7 +110,9 @@ bool is_inference_mode() { return false; }
 
 Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
   if (BRISK_UNLIKELY(!device.is_cpu())) check_device_available(device, "empty");
-  auto* impl = new TensorImpl;
+  // Owned from the start: a bad shape or a failed allocation below throws.
+  Ref<TensorImpl> owner = Ref<TensorImpl>::adopt(new TensorImpl);
+  TensorImpl* impl = owner.get();
   impl->sizes.assign(sizes.begin(), sizes.end());
   impl->dtype = dtype;
   impl->device = device;
@@ -114,14 +139,15 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
     if (impl->numel > 0)
       for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
   }
-  auto* st = new StorageImpl;
+  impl->storage = Ref<StorageImpl>::adopt(new StorageImpl);
+  StorageImpl* st = impl->storage.get();
   st->nbytes = static_cast<size_t>(extent) * element_size(dtype);
   st->device = device;
-  st->allocator = cpu_allocator();
-  st->data = st->allocator->allocate(st->nbytes);
-  impl->storage = Ref<StorageImpl>::adopt(st);
+  Allocator* alloc = cpu_allocator();
+  st->data = alloc->allocate(st->nbytes);
+  st->allocator = alloc;  // set once the block exists: the destructor frees through it
   impl->is_inference = is_inference_mode();
-  return Tensor(Ref<TensorImpl>::adopt(impl));
+  return Tensor(std::move(owner));
 }
 
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {

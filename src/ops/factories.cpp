@@ -134,6 +134,9 @@ Tensor wrap_blob(void* data, IntArrayRef sizes, IntArrayRef strides, StorageImpl
                  TensorOptions opts) {
   BRISK_CHECK(data != nullptr || multiply(sizes) == 0, "from_blob", "data pointer is null");
   detail::check_device_available(opts.device_, "from_blob");
+  for (int64_t s : sizes) BRISK_CHECK(s >= 0, "from_blob", "negative dimension ", s, " in shape ", sizes);
+  for (int64_t s : strides) BRISK_CHECK(s >= 0, "from_blob", "negative stride ", s);
+  // Nothing below throws until both objects are owned.
   auto* st = new StorageImpl();
   auto* impl = new TensorImpl();
   impl->sizes.assign(sizes.begin(), sizes.end());

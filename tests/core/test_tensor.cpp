@@ -401,6 +401,8 @@ TEST(Factories, FromBlobZeroCopyAndDeleter) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(seen, buf.data());
   expect_error([] { from_blob(nullptr, {2}); }, {"[from_blob]", "null"});
+  float one = 0;
+  expect_error([&] { from_blob(&one, {2, -1}); }, {"[from_blob]", "negative dimension -1"});
   expect_error([&] { from_blob(buf.data(), {2, 3}, {1}, {}); }, {"[from_blob]", "different lengths"});
 }
 
