@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +29,10 @@
 #include "bench.h"
 #include "brisk/version.h"
 
+#ifndef BRISK_BENCH_BUILD
+#define BRISK_BENCH_BUILD "unknown build"
+#endif
+
 extern "C" char* openblas_get_corename(void);
 
 namespace bench {
@@ -41,13 +46,12 @@ std::string trim(std::string s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// The value after "key:" on the first line of `text` that starts with key.
+// The value on the first "key: value" line of `text` whose key is `key`.
 std::string field(const std::string& text, const std::string& key) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind(key, 0) != 0) continue;
     const auto colon = line.find(':');
-    if (colon != std::string::npos) return trim(line.substr(colon + 1));
+    if (colon != std::string::npos && trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
   }
   return "";
 }
@@ -71,7 +75,7 @@ std::string read_file(const std::string& path) {
 }
 
 struct Machine {
-  std::string model;         // lscpu "Model name"
+  std::string model;         // lscpu "Model name" (family/model appended)
   int cpus = 0;              // logical CPUs
   std::string cores;         // "2 cores (1 socket x 2), 1 thread per core"
   double mhz = 0;            // /proc/cpuinfo "cpu MHz" (0 when absent)
@@ -87,6 +91,9 @@ Machine probe_machine() {
   const std::string cpuinfo = read_file("/proc/cpuinfo");
   m.model = field(lscpu, "Model name");
   if (m.model.empty()) m.model = field(cpuinfo, "model name");
+  // A VM may show a generic name ("AMD EPYC"): the family and model say which core it is.
+  const std::string family = field(lscpu, "CPU family"), model = field(lscpu, "Model");
+  if (!family.empty() && !model.empty()) m.model += " (family " + family + ", model " + model + ")";
   m.cpus = static_cast<int>(std::thread::hardware_concurrency());
   const std::string per_socket = field(lscpu, "Core(s) per socket"), sockets = field(lscpu, "Socket(s)"),
                     tpc = field(lscpu, "Thread(s) per core");
@@ -105,7 +112,12 @@ Machine probe_machine() {
   m.cpu_flags = flags.find(" avx512f ") != std::string::npos ? "AVX-512F"
                 : flags.find(" avx2 ") != std::string::npos ? "AVX2"
                                                              : "no AVX2";
-  m.loadavg = trim(read_file("/proc/loadavg"));
+  {
+    std::istringstream in(read_file("/proc/loadavg"));
+    std::string a, b, c;
+    in >> a >> b >> c;
+    m.loadavg = a + " " + b + " " + c + " (1, 5, 15 min)";
+  }
   return m;
 }
 
@@ -183,7 +195,12 @@ Result measure(const Case& c, const std::string& side) {
     add(guarded([&] { return torch_runner(c.spec); }), &r.torch);
   if (has_reference(c.spec.kind)) add(guarded([&] { return reference_runner(c.spec); }), &r.reference);
 
-  auto run = [](Slot& s, int64_t calls, bool cpu) -> bool {
+  // Multi-threaded rounds first let the other library's idle workers stop
+  // spinning (OpenBLAS's pthreads spin for about 0.1 s after a call, OpenMP's
+  // for a while too): on a small machine they would steal the cores.
+  const bool settle = c.spec.threads > 1;
+  auto run = [settle](Slot& s, int64_t calls, bool cpu) -> bool {
+    if (settle) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     try {
       const double sec = s.runner.run(calls, cpu);
       if (calls > 0) s.t.push_back(sec / static_cast<double>(calls));
@@ -477,7 +494,9 @@ std::string generated_block(const std::vector<Table>& tables, const Machine& m, 
   const std::string tv = torch_version();
   o << "- libtorch: " << (tv.empty() ? std::string("not found at build time (brisk-only run)") : tv)
     << "; brisk " << BRISK_VERSION_MAJOR << "." << BRISK_VERSION_MINOR << "." << BRISK_VERSION_PATCH
-    << "; compiler " << __VERSION__ << "\n";
+    << " (" << BRISK_BENCH_BUILD;
+  if (const char* cap = std::getenv("BRISK_CPU_CAPABILITY")) o << ", BRISK_CPU_CAPABILITY=" << cap;
+  o << "); compiler " << __VERSION__ << "\n";
   o << "- clock: "
     << (wall ? "wall clock for every case (--wall)"
              : "the thread's CPU time (CLOCK_THREAD_CPUTIME_ID) for single-threaded cases, wall clock for 2 threads")
@@ -523,7 +542,10 @@ bool write_markdown(const std::string& path, const std::string& block) {
 }
 
 std::string shell_quote(const std::string& s) {
-  if (s.find_first_of(" \t'\"$\\") == std::string::npos) return s;
+  const bool plain = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string("_./=:,+-@%").find(c) != std::string::npos;
+  });
+  if (plain) return s;
   std::string o = "'";
   for (char c : s) o += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return o + "'";

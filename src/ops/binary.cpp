@@ -1,4 +1,6 @@
 // Front ends of the binary and ternary elementwise ops.
+#include <type_traits>
+
 #include "brisk/ops.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
@@ -268,8 +270,17 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
   BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
   IterBuilder it(nm);
   if (self) it.inplace(*self);
-  it.input(a).input(b).input(w).compute_dtype(a.dtype());
-  Tensor r = run<OpId::lerp>(nm, it, KernelArgs{});
+  KernelArgs args;
+  if constexpr (std::is_same_v<W, Scalar>) {
+    // A scalar weight stays in the kernel's opmath type (float for half and
+    // bfloat16), as in torch: rounding 0.3 to bfloat16 first changes results.
+    it.input(a).input(b).compute_dtype(a.dtype());
+    args.s0 = w;
+    args.has_s0 = true;
+  } else {
+    it.input(a).input(b).input(w).compute_dtype(a.dtype());
+  }
+  Tensor r = run<OpId::lerp>(nm, it, args);
   if (self) self->bump_version();
   return r;
 }

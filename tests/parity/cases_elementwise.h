@@ -363,8 +363,14 @@ inline std::vector<Case> ternary_cases() {
   // lerp
   for (auto dt : kFloatDtypes) {
     const std::string s = short_name(dt);
-    // 0.25 is exact in bfloat16: torch 1.13 rounds a 0.3 weight to bf16 first, brisk keeps it in float.
     v.push_back(same("lerp.scalar_weight_" + s, {in({3, 4}, dt), in({3, 4}, dt)}, FN(t[0].lerp(t[1], 0.25))));
+    // 0.3 is not exact in bfloat16/half: torch keeps the scalar weight in float
+    // (opmath) and rounds the result once: lerp(-0.30078125, 0.69921875, 0.3)
+    // is -0.00078125, where a weight rounded to bf16 first (0.30078125) gives 0;
+    // lerp(-0.167969, 0.478516, 0.3) in bf16 is 0.0260, not 0.0264893.
+    v.push_back(same("lerp.inexact_scalar_weight_" + s,
+                     {vals({4}, dt, {-0.30078125, -0.167969, 1.0, 0.0}), vals({4}, dt, {0.69921875, 0.478516, 2.0, 1.0})},
+                     FN(t[0].lerp(t[1], 0.3))));
     v.push_back(same("lerp.tensor_weight_" + s, {in({3, 4}, dt), in({3, 4}, dt), in({3, 4}, dt, Gen::Unit)},
                      FN(t[0].lerp(t[1], t[2]))));
   }

@@ -156,10 +156,15 @@ void bitwise_kernel(TensorIter& it, const KernelArgs& a) {
   });
 }
 
-void lerp_kernel(TensorIter& it, const KernelArgs&) {
+void lerp_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], "lerp", [&] {
     using M = opmath_t<scalar_t>;
-    ternary_kernel<scalar_t>(it, [](M x, M y, M w) { return math::lerp(x, y, w); });
+    if (a.has_s0) {  // scalar weight, kept in opmath precision
+      const M w = a.s0.to<M>();
+      binary_kernel<scalar_t>(it, [w](M x, M y) { return math::lerp(x, y, w); });
+    } else {
+      ternary_kernel<scalar_t>(it, [](M x, M y, M w) { return math::lerp(x, y, w); });
+    }
   });
 }
 void addcmul_kernel(TensorIter& it, const KernelArgs& a) {
