@@ -1,11 +1,14 @@
 // brisk::Tensor: a cheap handle to a TensorImpl, with libtorch's methods.
 #pragma once
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "brisk/error.h"
@@ -18,6 +21,9 @@ namespace brisk {
 class Tensor;
 class TensorIndex;
 using TensorList = std::vector<Tensor>;
+namespace autograd {
+class Node;
+}
 
 /// Rounding modes of div: none (true division), "trunc", "floor".
 enum class RoundingMode : int8_t { None, Trunc, Floor };
@@ -340,6 +346,53 @@ class Tensor {
   Tensor operator-() const { return neg(); }
   Tensor operator~() const { return bitwise_not(); }
   Tensor operator!() const { return logical_not(); }
+
+  // ---- autograd (src/autograd; see include/brisk/autograd.h) ---------------
+  /// True for a leaf that requires grad and for any result of a recorded op.
+  bool requires_grad() const { return impl_->requires_grad; }
+  /// Makes a floating point leaf require (or stop requiring) gradients.
+  Tensor& requires_grad_(bool r = true);
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  /// The accumulated gradient (undefined until a backward reaches it, and
+  /// after it is set to none). Non-leaf tensors keep one only after retain_grad().
+  const Tensor& grad() const;
+  /// Assignable gradient: `t.mutable_grad() = Tensor()` sets it to none.
+  Tensor& mutable_grad() const;
+  /// Backward from this tensor; `gradient` may be omitted for a scalar.
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, const TensorList& inputs = {}) const;
+  /// The node that made this tensor (null for leaves and tensors outside the graph).
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  /// True unless the tensor is the result of a recorded op.
+  bool is_leaf() const;
+  /// Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
+  /// Keeps the gradient of a non-leaf tensor in grad() during backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  /// A tensor sharing storage (and version counter) outside the graph.
+  Tensor detach() const;
+  /// Takes this tensor out of the graph in place.
+  Tensor& detach_();
+  /// Same as detach(): the data without the autograd history.
+  Tensor data() const { return detach(); }
+  /// True for a view recorded by autograd; _base() is the tensor it views.
+  bool _is_view() const;
+  const Tensor& _base() const;
+  /// Runs `hook` on this tensor's gradient during backward; a hook that
+  /// returns a defined tensor replaces the gradient. Returns a handle for remove_hook.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  template <class F>
+    requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
+  unsigned register_hook(F&& f) const {
+    return register_hook(std::function<Tensor(const Tensor&)>([f = std::forward<F>(f)](const Tensor& g) {
+      f(g);
+      return Tensor();
+    }));
+  }
+  void remove_hook(unsigned handle) const;
+  /// Drops the reference (the handle becomes undefined).
+  void reset() { impl_.reset(); }
 
  private:
   Ref<TensorImpl> impl_;

@@ -51,6 +51,13 @@ class Ref {
     release();
     p_ = nullptr;
   }
+  /// A new reference to an object someone else owns (bumps the count).
+  static Ref borrow(T* p) {
+    Ref r;
+    r.p_ = p;
+    r.retain();
+    return r;
+  }
 
  private:
   void retain() const {
@@ -103,6 +110,7 @@ struct TensorImpl {
   Device device;
   bool is_contiguous = true;
   bool is_inference = false;     ///< made under InferenceMode: no version tracking
+  bool requires_grad = false;    ///< leaf that requires grad, or output of a recorded op
   AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
 
   TensorImpl() = default;

@@ -1,10 +1,46 @@
-// Per-tensor autograd state (filled in by the autograd layer).
+// Per-tensor autograd state, allocated only for tensors that take part in
+// autograd (see Note [AutogradMeta]). TensorImpl::requires_grad mirrors
+// "requires grad" so that op front ends test it without touching this.
 #pragma once
+#include <memory>
+#include <vector>
+
+#include "brisk/autograd.h"
 #include "brisk/tensor.h"
 
 namespace brisk {
+
+// Note [AutogradMeta]
+// A leaf that requires grad has `leaf_requires_grad` and, once a backward
+// reached it, an AccumulateGrad node held weakly here (the node holds the
+// leaf). A result of a recorded op has `grad_fn` and `output_nr`. Views
+// recorded by autograd keep their base, so that an in-place op on the view
+// can rewrite the base's history (CopySlices in src/autograd/functions.cpp).
 struct AutogradMeta {
-  bool requires_grad = false;
+  bool leaf_requires_grad = false;
+  bool retains_grad = false;
+  bool is_view = false;
+  uint32_t output_nr = 0;
   Tensor grad;
+  std::shared_ptr<autograd::Node> grad_fn;
+  std::weak_ptr<autograd::Node> grad_accumulator;
+  Tensor base;  ///< the viewed tensor when is_view
+  /// Hooks of a leaf (run by its AccumulateGrad before accumulating).
+  struct Hook {
+    unsigned id;
+    autograd::GradHook fn;
+  };
+  std::vector<Hook> leaf_hooks;
+  /// Where a retained non-leaf gradient is written (shared with the hook).
+  std::shared_ptr<Tensor> retained_grad;
 };
+
+namespace autograd {
+/// The tensor's AutogradMeta, created on first use.
+inline AutogradMeta& meta_of(const Tensor& t) {
+  TensorImpl* impl = t.impl();
+  if (!impl->autograd) impl->autograd = new AutogradMeta();
+  return *impl->autograd;
+}
+}  // namespace autograd
 }  // namespace brisk

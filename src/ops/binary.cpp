@@ -2,6 +2,7 @@
 #include <type_traits>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
 
@@ -74,15 +75,37 @@ namespace {
 template <class Other>
 Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
   IterBuilder it(nm);
-  if (self)
+  if (self) {
+    autograd::check_inplace(*self, nm);
     it.inplace(*self);
-  else if (out)
+  } else if (out) {
+    autograd::check_out(nm, a, b);
     it.output(*out).resize_out();
+  }
   it.input(a).input(b);
   if (BRISK_UNLIKELY(alpha.is_floating_point())) check_alpha(nm, result_type(a, b), alpha);
   Tensor r = run<OpId::add>(nm, it, alpha_args(alpha));
   if (self) self->bump_version();
   if (out) out->bump_version();
+  if (BRISK_UNLIKELY(autograd::should_record(a, b))) {
+    using namespace autograd;
+    if constexpr (std::is_same_v<Other, Tensor>) {
+      auto fn = [alpha](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        return {c.needs(0) ? g : Tensor(), c.needs(1) ? (alpha.to_double() == 1.0 ? g : g * alpha) : Tensor()};
+      };
+      if (self)
+        record_inplace("AddBackward0", r, {a, b}, {}, fn);
+      else
+        record("AddBackward0", {r}, {a, b}, {}, fn);
+    } else {
+      auto fn = [](BackwardCtx& c) -> TensorList { return {c.grad()}; };
+      if (self)
+        record_inplace("AddBackward1", r, {a}, {}, fn);
+      else
+        record("AddBackward1", {r}, {a}, {}, fn);
+    }
+  }
   return r;
 }
 template <class Other>
@@ -185,23 +208,123 @@ Tensor& Tensor::div_(const Scalar& o, RoundingMode m) {
   return *this;
 }
 
+// ---- backward of the plain binary ops --------------------------------------------------
+namespace {
+using autograd::BackwardCtx;
+Tensor as_mask(const Tensor& m, const Tensor& like) { return m.to(like.dtype()); }
+
+// Records r = op(a, b); for an in-place op r is *self and `a` is a copy of
+// self's old value (the edge goes to self's old history).
+template <OpId op>
+void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& a, const Tensor& b) {
+  using namespace autograd;
+  auto rec = [&](const char* name, std::initializer_list<SaveSpec> saved, auto fn) {
+    if (self)
+      record_inplace(name, *self, {*self, b}, saved, std::move(fn));
+    else
+      record(name, {r}, {a, b}, saved, std::move(fn));
+  };
+  if constexpr (op == OpId::mul) {
+    rec("MulBackward0", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      return {c.needs(0) ? g * c.saved(1) : Tensor(), c.needs(1) ? g * c.saved(0) : Tensor()};
+    });
+  } else if constexpr (op == OpId::pow) {
+    rec("PowBackward1", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor x = c.saved(0), e = c.saved(1);
+      Tensor ga, gb;
+      if (c.needs(0)) ga = (g * e * x.pow(e - 1)).masked_fill(e == 0, 0);
+      if (c.needs(1)) gb = (g * x.pow(e) * x.log()).masked_fill(x == 0 & e >= 0, 0);
+      return {ga, gb};
+    });
+  } else if constexpr (op == OpId::minimum || op == OpId::maximum) {
+    rec(op == OpId::minimum ? "MinimumBackward0" : "MaximumBackward0", {save(a), save(b)},
+        [](BackwardCtx& c) -> TensorList {
+          const Tensor& g = c.grad();
+          Tensor x = c.saved(0), y = c.saved(1);
+          // Ties split the gradient evenly (torch).
+          Tensor half = where(x == y, g / 2, g);
+          Tensor x_wins = op == OpId::maximum ? x > y : x < y;
+          Tensor y_wins = op == OpId::maximum ? y > x : y < x;
+          return {c.needs(0) ? half.masked_fill(y_wins, 0) : Tensor(), c.needs(1) ? half.masked_fill(x_wins, 0) : Tensor()};
+        });
+  } else if constexpr (op == OpId::atan2) {
+    rec("Atan2Backward0", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor x = c.saved(0), y = c.saved(1);
+      Tensor scale = g / (x * x + y * y);
+      return {c.needs(0) ? scale * y : Tensor(), c.needs(1) ? -scale * x : Tensor()};
+    });
+  } else if constexpr (op == OpId::remainder || op == OpId::fmod) {
+    const bool floor = op == OpId::remainder;
+    rec(floor ? "RemainderBackward0" : "FmodBackward0", {save(a), save(b)}, [floor](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor gb;
+      if (c.needs(1))
+        gb = -g * c.saved(0).div(c.saved(1), floor ? RoundingMode::Floor : RoundingMode::Trunc);
+      return {c.needs(0) ? g : Tensor(), gb};
+    });
+  }
+}
+
+// The same with a Scalar second operand.
+template <OpId op>
+void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& a, const Scalar& b) {
+  using namespace autograd;
+  auto rec = [&](const char* name, std::initializer_list<SaveSpec> saved, auto fn) {
+    if (self)
+      record_inplace(name, *self, {*self}, saved, std::move(fn));
+    else
+      record(name, {r}, {a}, saved, std::move(fn));
+  };
+  if constexpr (op == OpId::mul) {
+    rec("MulBackward1", {}, [b](BackwardCtx& c) -> TensorList { return {c.grad() * b}; });
+  } else if constexpr (op == OpId::pow) {
+    const double e = b.to_double();
+    rec("PowBackward0", {save(a)}, [b, e](BackwardCtx& c) -> TensorList {
+      if (e == 0) return {zeros_like(c.grad())};
+      return {c.grad() * b * c.saved(0).pow(e - 1)};
+    });
+  } else if constexpr (op == OpId::minimum || op == OpId::maximum || op == OpId::atan2) {
+    // minimum/maximum/atan2 take tensors only in torch; a Scalar second
+    // operand is wrapped as a 0-dim tensor of the tensor's dtype.
+    record_binary<op>(nm, self, r, a, scalar_tensor(b, a.dtype()));
+  } else if constexpr (op == OpId::remainder || op == OpId::fmod) {
+    rec(op == OpId::remainder ? "RemainderBackward1" : "FmodBackward1", {},
+        [](BackwardCtx& c) -> TensorList { return {c.grad()}; });
+  }
+}
+constexpr bool differentiable(OpId op) {
+  return op == OpId::mul || op == OpId::pow || op == OpId::minimum || op == OpId::maximum || op == OpId::atan2 ||
+         op == OpId::remainder || op == OpId::fmod;
+}
+}  // namespace
+
 // ---- the plain binary ops ------------------------------------------------------------
 // Each gets functional, _out, method and in-place method forms from one macro.
 #define BRISK_BINARY_OP(name, opid, setup)                                               \
   namespace {                                                                            \
   template <class Other>                                                                 \
   Tensor name##_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b) { \
+    constexpr bool diff = differentiable(OpId::opid);                                    \
+    const bool rec = diff && autograd::should_record(a, b);                             \
     IterBuilder it(nm);                                                                  \
-    if (self)                                                                            \
+    if (self) {                                                                          \
+      if (diff) autograd::check_inplace(*self, nm);                                      \
       it.inplace(*self);                                                                 \
-    else if (out)                                                                        \
+    } else if (out) {                                                                    \
+      if (diff) autograd::check_out(nm, a, b);                                           \
       it.output(*out).resize_out();                                                      \
+    }                                                                                    \
     it.input(a).input(b);                                                                \
     KernelArgs args;                                                                     \
     setup;                                                                               \
+    Tensor old = rec && self ? a.detach().clone() : Tensor();                            \
     Tensor r = run<OpId::opid>(nm, it, args);                                            \
     if (self) self->bump_version();                                                      \
     if (out) out->bump_version();                                                        \
+    if (BRISK_UNLIKELY(rec)) record_binary<OpId::opid>(nm, self, r, self ? old : a, b); \
     return r;                                                                            \
   }                                                                                      \
   }                                                                                      \

@@ -92,10 +92,7 @@ Tensor Tensor::to(TensorOptions o, bool non_blocking, bool copy) const {
     r = detail::make_tensor(sizes(), detail::preserved_strides(*this), dt, o.device_);
     r.copy_(*this, non_blocking);
   }
-  if (o.requires_grad_) {
-    if (!r.impl()->autograd) r.impl()->autograd = new AutogradMeta();
-    r.impl()->autograd->requires_grad = true;
-  }
+  if (o.requires_grad_) r.requires_grad_(true);
   return r;
 }
 Tensor Tensor::to(ScalarType t, bool nb, bool copy) const { return to(TensorOptions(t).device(device()), nb, copy); }

@@ -267,7 +267,10 @@ std::string to_string(const Tensor& t) {
     const Formatter fmt(v, summarize, dt);
     body = tensor_str(v, v.base, 0, indent, summarize, fmt);
   }
-  if (t.impl()->autograd && t.impl()->autograd->requires_grad) suffixes.push_back("requires_grad=True");
+  if (const auto& fn = t.grad_fn())
+    suffixes.push_back("grad_fn=<" + fn->name() + ">");
+  else if (t.requires_grad())
+    suffixes.push_back("requires_grad=True");
   return add_suffixes(prefix + body, suffixes, indent);
 }
 

@@ -1,0 +1,199 @@
+// Reverse-mode automatic differentiation: grad modes, the graph's nodes,
+// backward/grad, gradcheck. Tensor's autograd methods (requires_grad_,
+// backward, grad, grad_fn, register_hook, ...) are declared in tensor.h.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisk/tensor.h"
+
+namespace brisk {
+
+namespace autograd {
+namespace detail {
+// Note [Grad mode state]: two thread-local flags read by every op front end.
+// Inference mode implies grad mode off, so an op checks one flag to decide
+// whether it records.
+inline thread_local bool t_grad_enabled = true;
+inline thread_local bool t_inference_mode = false;
+inline thread_local bool t_anomaly_mode = false;
+}  // namespace detail
+}  // namespace autograd
+
+/// Whether ops record the graph on this thread (default: true).
+struct GradMode {
+  static bool is_enabled() { return autograd::detail::t_grad_enabled; }
+  static void set_enabled(bool on) { autograd::detail::t_grad_enabled = on; }
+};
+
+/// Sets grad mode for a scope and restores the previous mode.
+class AutoGradMode {
+ public:
+  explicit AutoGradMode(bool enabled) : prev_(GradMode::is_enabled()) { GradMode::set_enabled(enabled); }
+  ~AutoGradMode() { GradMode::set_enabled(prev_); }
+  AutoGradMode(const AutoGradMode&) = delete;
+  AutoGradMode& operator=(const AutoGradMode&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// No graph is recorded in this scope; version counters still count.
+struct NoGradGuard : AutoGradMode {
+  NoGradGuard() : AutoGradMode(false) {}
+};
+/// Records the graph in this scope even inside a NoGradGuard.
+struct EnableGradGuard : AutoGradMode {
+  EnableGradGuard() : AutoGradMode(true) {}
+};
+
+/// Inference mode: no graph, and tensors created here are inference tensors
+/// (no version counter, no view tracking). Saving an inference tensor for
+/// backward, or changing one in place outside inference mode, throws.
+class InferenceMode {
+ public:
+  explicit InferenceMode(bool enabled = true)
+      : prev_grad_(autograd::detail::t_grad_enabled), prev_inf_(autograd::detail::t_inference_mode) {
+    autograd::detail::t_inference_mode = enabled;
+    autograd::detail::t_grad_enabled = enabled ? false : prev_grad_;
+  }
+  ~InferenceMode() {
+    autograd::detail::t_grad_enabled = prev_grad_;
+    autograd::detail::t_inference_mode = prev_inf_;
+  }
+  static bool is_enabled() { return autograd::detail::t_inference_mode; }
+  InferenceMode(const InferenceMode&) = delete;
+  InferenceMode& operator=(const InferenceMode&) = delete;
+
+ private:
+  bool prev_grad_, prev_inf_;
+};
+
+namespace autograd {
+
+class Node;
+
+/// A gradient flowing into input `input_nr` of `function`.
+struct Edge {
+  std::shared_ptr<Node> function;
+  uint32_t input_nr = 0;
+  bool valid() const { return function != nullptr; }
+};
+
+/// Shape, dtype and device of one forward output of a node: the gradient
+/// arriving for it is summed to this shape and cast to this dtype.
+struct OutputMeta {
+  DimVector sizes;
+  ScalarType dtype = kFloat;
+  Device device;
+};
+
+/// Hook on a tensor's gradient: returns a replacement, or an undefined
+/// tensor to keep the gradient as it is.
+using GradHook = std::function<Tensor(const Tensor&)>;
+
+/// One backward function of the graph (PyTorch's grad_fn).
+class Node : public std::enable_shared_from_this<Node> {
+ public:
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  /// "MulBackward0", "AccumulateGrad", ...
+  virtual std::string name() const = 0;
+  /// Where this node's input gradients go, one edge per forward input
+  /// (invalid where that input needs no gradient).
+  const std::vector<Edge>& next_edges() const { return next_edges_; }
+  /// Number of forward outputs (gradients this node takes).
+  size_t num_outputs() const { return out_meta_.size(); }
+  const OutputMeta& output_meta(size_t i) const { return out_meta_[i]; }
+  /// Order of creation: later nodes run first in backward.
+  uint64_t sequence_nr() const { return seq_; }
+
+  // ---- used by the engine and the op front ends -------------------------
+  /// Gradients of the inputs (one per next edge) from the gradients of the
+  /// outputs (one per output; undefined where none flowed).
+  virtual TensorList apply(TensorList&& grads) = 0;
+  /// Frees saved tensors after a backward without retain_graph.
+  virtual void release_variables() {}
+  /// Whether input i needs a gradient.
+  bool needs_input_grad(size_t i) const { return i < next_edges_.size() && next_edges_[i].valid(); }
+  std::vector<Edge>& mutable_next_edges() { return next_edges_; }
+  std::vector<OutputMeta>& mutable_output_meta() { return out_meta_; }
+  /// Hooks run on the gradient of output `nr` before apply (tensor hooks of non-leaf tensors).
+  void add_pre_hook(uint32_t nr, GradHook h, uint32_t id) { pre_hooks_.push_back({nr, id, std::move(h)}); }
+  bool remove_pre_hook(uint32_t id);
+  /// Runs the pre-hooks of each output on `grads`.
+  void run_pre_hooks(TensorList& grads) const;
+  bool has_pre_hooks() const { return !pre_hooks_.empty(); }
+
+ protected:
+  std::vector<Edge> next_edges_;
+  std::vector<OutputMeta> out_meta_;
+  uint64_t seq_;
+  struct PreHook {
+    uint32_t output_nr, id;
+    GradHook fn;
+  };
+  std::vector<PreHook> pre_hooks_;
+};
+
+/// Computes gradients of `outputs` and accumulates them into the `.grad()`
+/// of the leaves (PyTorch's torch.autograd.backward). `grad_outputs` may be
+/// empty for scalar outputs. retain_graph defaults to create_graph.
+void backward(const TensorList& outputs, const TensorList& grad_outputs = {},
+              std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+              const TensorList& inputs = {});
+
+/// Returns the gradients of `outputs` with respect to `inputs` without
+/// touching `.grad()` (torch.autograd.grad). With allow_unused, an input not
+/// reached by the graph gets an undefined tensor; otherwise that is an error.
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
+                std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
+                bool allow_unused = false);
+
+/// Anomaly mode: backward checks every node's output gradients for NaN and
+/// names the node that produced one.
+struct AnomalyMode {
+  static bool is_enabled() { return detail::t_anomaly_mode; }
+  static void set_enabled(bool on) { detail::t_anomaly_mode = on; }
+};
+class DetectAnomalyGuard {
+ public:
+  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+/// Options of gradcheck (PyTorch's defaults).
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-5;
+  double rtol = 1e-3;
+  /// Also check second derivatives (gradgradcheck): the backward pass,
+  /// recorded with create_graph, is checked against finite differences.
+  bool check_grad_grad = false;
+  /// Throw a brisk::Error describing the first mismatch (else return false).
+  bool raise_exception = true;
+};
+
+/// Compares the analytical Jacobian of `fn` (from backward) with a central
+/// finite-difference one, for every input that requires grad. Inputs should
+/// be float64. Non-contiguous and broadcast inputs are fine.
+bool gradcheck(const std::function<TensorList(const TensorList&)>& fn, const TensorList& inputs,
+               const GradcheckOptions& opts = {});
+/// gradcheck of a function with one output.
+bool gradcheck(const std::function<Tensor(const TensorList&)>& fn, const TensorList& inputs,
+               const GradcheckOptions& opts = {});
+
+}  // namespace autograd
+}  // namespace brisk

@@ -1,0 +1,434 @@
+// The graph: nodes, saved tensors, leaves' gradient accumulation, history
+// of in-place ops and views, and Tensor's autograd methods.
+#include <algorithm>
+#include <atomic>
+#include <sstream>
+
+#include "autograd/engine.h"
+#include "autograd/function.h"
+#include "core/tensor_create.h"
+
+namespace brisk {
+namespace autograd {
+
+namespace {
+thread_local uint64_t t_next_seq = 0;
+std::atomic<unsigned> g_next_hook_id{1};
+
+std::string describe(const Tensor& t) {
+  std::ostringstream o;
+  o << t.dtype() << " tensor of shape " << t.sizes();
+  return o.str();
+}
+}  // namespace
+
+Node::Node() : seq_(t_next_seq++) {}
+Node::~Node() = default;
+
+bool Node::remove_pre_hook(uint32_t id) {
+  auto it = std::find_if(pre_hooks_.begin(), pre_hooks_.end(), [id](const PreHook& h) { return h.id == id; });
+  if (it == pre_hooks_.end()) return false;
+  pre_hooks_.erase(it);
+  return true;
+}
+
+void Node::run_pre_hooks(TensorList& grads) const {
+  // User hooks in registration order; retain_grad hooks (id 0) see the final gradient.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const PreHook& h : pre_hooks_) {
+      if ((h.id == 0) != (pass == 1) || h.output_nr >= grads.size() || !grads[h.output_nr].defined()) continue;
+      Tensor r = h.fn(grads[h.output_nr]);
+      if (r.defined()) grads[h.output_nr] = std::move(r);
+    }
+}
+
+// ---- saved tensors ------------------------------------------------------------
+SavedTensor::SavedTensor(const Tensor& t, bool is_output, const char* node_name) {
+  if (!t.defined()) return;
+  BRISK_CHECK(!t.is_inference() || InferenceMode::is_enabled(), node_name,
+              "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
+              "normal tensor and use it in autograd (",
+              describe(t), ")");
+  version_ = t._version();
+  requires_grad_ = t.requires_grad();
+  is_output_ = is_output;
+  if (is_output) {
+    // No history: the output's grad_fn is the node that saves it.
+    output_nr_ = t.output_nr();
+    data_ = brisk::detail::make_view(t, t.sizes(), t.strides(), t.storage_offset());
+  } else {
+    was_leaf_ = t.is_leaf();
+    data_ = t;
+  }
+}
+
+Tensor SavedTensor::unpack(Node& owner, size_t index) const {
+  if (released_)
+    BRISK_FAIL("backward",
+               "Trying to backward through the graph a second time (or directly access saved tensors after they "
+               "have already been freed). Saved intermediate values of the graph are freed when you call "
+               "backward() or autograd::grad(). Specify retain_graph=true if you need to backward through the "
+               "graph a second time or if you need to access saved tensors after calling backward (node ",
+               owner.name(), ")");
+  if (!data_.defined()) return Tensor();
+  const uint32_t now = data_._version();
+  if (now != version_) {
+    std::string what;
+    if (is_output_)
+      what = "output " + std::to_string(output_nr_) + " of " + owner.name();
+    else if (data_.grad_fn())
+      what = "output " + std::to_string(data_.output_nr()) + " of " + data_.grad_fn()->name();
+    else
+      what = was_leaf_ ? "a leaf tensor" : "a tensor outside the graph";
+    BRISK_FAIL("backward",
+               "one of the tensors needed for gradient computation has been modified by an inplace operation: ",
+               describe(data_), ", which is ", what, ", saved by ", owner.name(), " (saved tensor ", index,
+               "), is at version ", now, "; expected version ", version_,
+               " instead. Hint: the in-place op ran between the forward op and backward; use its out-of-place "
+               "form or clone() the tensor before changing it.");
+  }
+  if (is_output_ && requires_grad_ && GradMode::is_enabled()) {
+    // create_graph: give the output back its history for double backward.
+    Tensor t = brisk::detail::make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
+    AutogradMeta& m = meta_of(t);
+    m.grad_fn = owner.shared_from_this();
+    m.output_nr = output_nr_;
+    t.impl()->requires_grad = true;
+    return t;
+  }
+  return data_;
+}
+
+// ---- leaves ---------------------------------------------------------------------
+namespace {
+/// The node that accumulates a leaf's gradient into its .grad().
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(Tensor variable) : variable_(std::move(variable)) {
+    seq_ = UINT64_MAX;  // runs as soon as it is ready, freeing its input
+    out_meta_.push_back({to_dims(variable_.sizes()), variable_.dtype(), variable_.device()});
+  }
+  std::string name() const override { return "AccumulateGrad"; }
+  TensorList apply(TensorList&& grads) override {
+    Tensor g = std::move(grads[0]);
+    if (!g.defined()) return {};
+    AutogradMeta& m = meta_of(variable_);
+    for (const auto& h : m.leaf_hooks) {
+      Tensor r = h.fn(g);
+      if (r.defined()) g = std::move(r);
+    }
+    accumulate(m.grad, std::move(g));
+    return {};
+  }
+  /// Adds `g` into `dst` (PyTorch's AccumulateGrad::accumulateGrad): the
+  /// first gradient is stolen when nothing else holds it; later ones add in
+  /// place unless the graph of the gradient is being recorded.
+  static void accumulate(Tensor& dst, Tensor&& g) {
+    const bool recording = GradMode::is_enabled();
+    if (!dst.defined()) {
+      const bool stealable = !recording && g.use_count() == 1 && g.impl()->storage.use_count() == 1 &&
+                             g.is_contiguous() && !g.is_inference();
+      if (stealable || (recording && g.requires_grad()))
+        dst = std::move(g);
+      else
+        dst = g.clone();
+    } else if (!recording) {
+      dst.add_(g);
+    } else {
+      dst = dst + g;
+    }
+  }
+  const Tensor& variable() const { return variable_; }
+
+ private:
+  Tensor variable_;
+};
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+  AutogradMeta& m = meta_of(leaf);
+  if (auto acc = m.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(Tensor(Ref<TensorImpl>::borrow(leaf.impl())));
+  m.grad_accumulator = acc;
+  return acc;
+}
+}  // namespace
+
+void accumulate_into(Tensor& dst, Tensor&& g) { AccumulateGrad::accumulate(dst, std::move(g)); }
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta* m = t.impl()->autograd;
+  if (!m || !t.impl()->requires_grad) return {};
+  if (m->grad_fn) return {m->grad_fn, m->output_nr};
+  return {grad_accumulator(t), 0};
+}
+
+// ---- history ----------------------------------------------------------------------
+namespace {
+void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
+  AutogradMeta& m = meta_of(out);
+  m.grad_fn = node;
+  m.output_nr = nr;
+  out.impl()->requires_grad = true;
+}
+
+struct Geometry {
+  DimVector sizes, strides;
+  int64_t offset;
+  explicit Geometry(const Tensor& t) : sizes(to_dims(t.sizes())), strides(to_dims(t.strides())), offset(t.storage_offset()) {}
+};
+
+/// Gradient of a view (as a strided window of its base) to the base:
+/// zeros of the base's shape with the window set to the gradient.
+class ViewOfBaseBackward final : public Node {
+ public:
+  ViewOfBaseBackward(Geometry base, Geometry view) : base_(std::move(base)), view_(std::move(view)) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  TensorList apply(TensorList&& grads) override {
+    // The base is contiguous (checked when the history was rewritten), so
+    // the view's strides and relative offset address a fresh zero tensor.
+    const Tensor& g = grads[0];
+    Tensor r = brisk::zeros(base_.sizes, TensorOptions(g.dtype()).device(g.device()));
+    r.as_strided(view_.sizes, view_.strides, view_.offset - base_.offset).copy_(g);
+    return {r};
+  }
+
+ private:
+  Geometry base_, view_;
+};
+
+/// The history of a base after an in-place op on one of its views
+/// (PyTorch's CopySlices): the base's gradient, with the view's window
+/// replaced by what the op's backward makes of it.
+class CopySlices final : public Node {
+ public:
+  CopySlices(Geometry base, Geometry view, std::shared_ptr<Node> fn)
+      : base_(std::move(base)), view_(std::move(view)), fn_(std::move(fn)) {}
+  std::string name() const override { return "CopySlices"; }
+  TensorList apply(TensorList&& grads) override {
+    const Tensor& g = grads[0];
+    Tensor result = g.contiguous().clone();
+    Tensor slice = result.as_strided(view_.sizes, view_.strides, view_.offset - base_.offset);
+    TensorList fg = fn_->apply({slice.clone()});
+    TensorList out(next_edges_.size());
+    if (!fg.empty() && fg[0].defined())
+      slice.copy_(fg[0]);
+    else
+      slice.zero_();
+    out[0] = std::move(result);
+    for (size_t i = 1; i < out.size() && i < fg.size(); ++i) out[i] = std::move(fg[i]);
+    return out;
+  }
+  void release_variables() override { fn_->release_variables(); }
+
+ private:
+  Geometry base_, view_;
+  std::shared_ptr<Node> fn_;
+};
+
+bool dense_contiguous(const Tensor& t) { return t.is_contiguous(); }
+}  // namespace
+
+template <class List>
+static void attach_impl(const std::shared_ptr<Node>& node, const List& outputs, const List& inputs, bool inplace) {
+  auto& edges = node->mutable_next_edges();
+  edges.reserve(inputs.size());
+  for (const Tensor& in : inputs) edges.push_back(needs_grad(in) ? gradient_edge(in) : Edge{});
+  auto& om = node->mutable_output_meta();
+  om.reserve(outputs.size());
+  for (const Tensor& out : outputs) om.push_back({to_dims(out.sizes()), out.dtype(), out.device()});
+  if (inplace) {
+    const Tensor& self = *outputs.begin();
+    AutogradMeta* m = self.impl()->autograd;
+    if (m && m->is_view && m->base.defined()) {
+      const Tensor& base = m->base;
+      BRISK_CHECK(dense_contiguous(base), "backward",
+                  "an in-place op on a view of a non-contiguous tensor that requires grad is not supported; "
+                  "make the base contiguous first or use the out-of-place op");
+      auto cs = std::make_shared<CopySlices>(Geometry(base), Geometry(self), node);
+      auto& ce = cs->mutable_next_edges();
+      ce.push_back(needs_grad(base) ? gradient_edge(base) : Edge{});
+      for (size_t i = 1; i < edges.size(); ++i) ce.push_back(edges[i]);
+      // The op's backward gets the view's old history as input 0 (needed or not).
+      cs->mutable_output_meta().push_back({to_dims(base.sizes()), base.dtype(), base.device()});
+      set_history(base, cs, 0);
+      auto vb = std::make_shared<ViewOfBaseBackward>(Geometry(base), Geometry(self));
+      vb->mutable_next_edges().push_back({cs, 0});
+      vb->mutable_output_meta().push_back({to_dims(self.sizes()), self.dtype(), self.device()});
+      set_history(self, vb, 0);
+      return;
+    }
+  }
+  uint32_t nr = 0;
+  for (const Tensor& out : outputs) set_history(out, node, nr++);
+}
+
+void attach(const std::shared_ptr<Node>& node, std::initializer_list<Tensor> outputs,
+            std::initializer_list<Tensor> inputs, bool inplace) {
+  attach_impl(node, outputs, inputs, inplace);
+}
+void attach(const std::shared_ptr<Node>& node, const TensorList& outputs, const TensorList& inputs, bool inplace) {
+  attach_impl(node, outputs, inputs, inplace);
+}
+
+void mark_view(const Tensor& view, const Tensor& base) {
+  if (base.is_inference()) return;
+  AutogradMeta& m = meta_of(view);
+  m.is_view = true;
+  AutogradMeta* bm = base.impl()->autograd;
+  m.base = bm && bm->is_view ? bm->base : base;
+}
+
+void check_inplace_slow(const Tensor& self, const char* op) {
+  if (self.is_inference() && !InferenceMode::is_enabled())
+    BRISK_FAIL(op, "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone "
+                   "to get a normal tensor before doing inplace update (",
+               describe(self), ")");
+  if (!GradMode::is_enabled() || !self.requires_grad()) return;
+  AutogradMeta* m = self.impl()->autograd;
+  if (m && !m->grad_fn && m->leaf_requires_grad)
+    BRISK_FAIL(op, "a leaf tensor that requires grad is being used in an in-place operation (", describe(self),
+               "); wrap the update in a NoGradGuard, or clone() the leaf first");
+  if (m && m->is_view && m->base.defined() && m->base.is_leaf() && m->base.requires_grad())
+    BRISK_FAIL(op, "a view of a leaf tensor that requires grad is being used in an in-place operation (",
+               describe(self), "); wrap the update in a NoGradGuard, or clone() the leaf first");
+}
+
+Tensor sum_to(const Tensor& g, IntArrayRef sizes) {
+  if (g.sizes() == sizes) return g;
+  const int64_t lead = g.dim() - static_cast<int64_t>(sizes.size());
+  BRISK_CHECK(lead >= 0, "backward", "gradient of shape ", g.sizes(), " cannot be summed to shape ", sizes);
+  DimVector dims;
+  for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t gs = g.size(lead + static_cast<int64_t>(i));
+    if (sizes[i] == 1 && gs != 1)
+      dims.push_back(lead + static_cast<int64_t>(i));
+    else
+      BRISK_CHECK(sizes[i] == gs, "backward", "gradient of shape ", g.sizes(), " cannot be summed to shape ", sizes);
+  }
+  Tensor r = dims.empty() ? g : g.sum(IntArrayRef(dims), true);
+  if (lead > 0) r = r.view(sizes);
+  return r;
+}
+
+}  // namespace autograd
+
+// ---- Tensor's autograd methods ---------------------------------------------------------
+using autograd::meta_of;
+
+Tensor& Tensor::requires_grad_(bool r) {
+  AutogradMeta* m = impl_->autograd;
+  if (m && m->grad_fn) {
+    BRISK_CHECK(r, "requires_grad_",
+                "you can only change requires_grad flags of leaf tensors. If you want to use a computed tensor in "
+                "a subgraph that doesn't require differentiation use detach()");
+    return *this;
+  }
+  if (r) {
+    BRISK_CHECK(is_floating_point(), "requires_grad_",
+                "only tensors of floating point dtype can require gradients, got ", dtype());
+    BRISK_CHECK(!is_inference() || InferenceMode::is_enabled(), "requires_grad_",
+                "Setting requires_grad=true on an inference tensor outside InferenceMode is not allowed");
+  }
+  if (!r && !m) return *this;
+  meta_of(*this).leaf_requires_grad = r;
+  impl_->requires_grad = r;
+  return *this;
+}
+
+namespace {
+const Tensor& undefined_tensor() {
+  static const Tensor t;
+  return t;
+}
+}  // namespace
+
+const Tensor& Tensor::grad() const {
+  const AutogradMeta* m = impl_->autograd;
+  if (!m) return undefined_tensor();
+  if (m->retained_grad) return *m->retained_grad;
+  return m->grad;
+}
+
+Tensor& Tensor::mutable_grad() const {
+  AutogradMeta& m = meta_of(*this);
+  return m.retained_grad ? *m.retained_grad : m.grad;
+}
+
+void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                      const TensorList& inputs) const {
+  TensorList gs;
+  if (gradient.defined()) gs.push_back(gradient);
+  autograd::backward({*this}, gs, retain_graph, create_graph, inputs);
+}
+
+const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  static const std::shared_ptr<autograd::Node> none;
+  const AutogradMeta* m = impl_->autograd;
+  return m ? m->grad_fn : none;
+}
+
+bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
+uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
+
+void Tensor::retain_grad() const {
+  BRISK_CHECK(requires_grad(), "retain_grad", "can't retain_grad on a tensor that has requires_grad=false");
+  if (is_leaf()) return;  // leaves keep their gradient anyway
+  AutogradMeta& m = meta_of(*this);
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  m.retained_grad = std::make_shared<Tensor>();
+  std::weak_ptr<Tensor> slot = m.retained_grad;
+  m.grad_fn->add_pre_hook(m.output_nr,
+                          [slot](const Tensor& g) {
+                            if (auto s = slot.lock()) {
+                              if (!s->defined())
+                                *s = g.detach().clone();
+                              else
+                                *s = *s + g.detach();
+                            }
+                            return Tensor();
+                          },
+                          0);
+}
+
+bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
+
+Tensor Tensor::detach() const { return detail::make_view(*this, sizes(), strides(), storage_offset()); }
+
+Tensor& Tensor::detach_() {
+  AutogradMeta* m = impl_->autograd;
+  if (!m) return *this;
+  BRISK_CHECK(!m->is_view, "detach_", "Can't detach views in-place. Use detach() instead");
+  m->grad_fn.reset();
+  m->output_nr = 0;
+  m->leaf_requires_grad = false;
+  impl_->requires_grad = false;
+  return *this;
+}
+
+bool Tensor::_is_view() const { return impl_->autograd && impl_->autograd->is_view; }
+const Tensor& Tensor::_base() const {
+  return impl_->autograd && impl_->autograd->is_view ? impl_->autograd->base : undefined_tensor();
+}
+
+unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+  BRISK_CHECK(requires_grad(), "register_hook", "cannot register a hook on a tensor that doesn't require gradient");
+  const unsigned id = autograd::g_next_hook_id.fetch_add(1, std::memory_order_relaxed);
+  AutogradMeta& m = meta_of(*this);
+  if (m.grad_fn)
+    m.grad_fn->add_pre_hook(m.output_nr, std::move(hook), id);
+  else
+    m.leaf_hooks.push_back({id, std::move(hook)});
+  return id;
+}
+
+void Tensor::remove_hook(unsigned handle) const {
+  AutogradMeta* m = impl_->autograd;
+  if (!m) return;
+  if (m->grad_fn && m->grad_fn->remove_pre_hook(handle)) return;
+  auto& hs = m->leaf_hooks;
+  hs.erase(std::remove_if(hs.begin(), hs.end(), [handle](const auto& h) { return h.id == handle; }), hs.end());
+}
+
+}  // namespace brisk
