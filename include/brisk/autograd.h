@@ -14,20 +14,20 @@
 namespace brisk {
 
 namespace autograd {
-namespace detail {
+namespace tls {
 // Note [Grad mode state]: two thread-local flags read by every op front end.
 // Inference mode implies grad mode off, so an op checks one flag to decide
 // whether it records.
 inline thread_local bool t_grad_enabled = true;
 inline thread_local bool t_inference_mode = false;
 inline thread_local bool t_anomaly_mode = false;
-}  // namespace detail
+}  // namespace tls
 }  // namespace autograd
 
 /// Whether ops record the graph on this thread (default: true).
 struct GradMode {
-  static bool is_enabled() { return autograd::detail::t_grad_enabled; }
-  static void set_enabled(bool on) { autograd::detail::t_grad_enabled = on; }
+  static bool is_enabled() { return autograd::tls::t_grad_enabled; }
+  static void set_enabled(bool on) { autograd::tls::t_grad_enabled = on; }
 };
 
 /// Sets grad mode for a scope and restores the previous mode.
@@ -57,15 +57,15 @@ struct EnableGradGuard : AutoGradMode {
 class InferenceMode {
  public:
   explicit InferenceMode(bool enabled = true)
-      : prev_grad_(autograd::detail::t_grad_enabled), prev_inf_(autograd::detail::t_inference_mode) {
-    autograd::detail::t_inference_mode = enabled;
-    autograd::detail::t_grad_enabled = enabled ? false : prev_grad_;
+      : prev_grad_(autograd::tls::t_grad_enabled), prev_inf_(autograd::tls::t_inference_mode) {
+    autograd::tls::t_inference_mode = enabled;
+    autograd::tls::t_grad_enabled = enabled ? false : prev_grad_;
   }
   ~InferenceMode() {
-    autograd::detail::t_grad_enabled = prev_grad_;
-    autograd::detail::t_inference_mode = prev_inf_;
+    autograd::tls::t_grad_enabled = prev_grad_;
+    autograd::tls::t_inference_mode = prev_inf_;
   }
-  static bool is_enabled() { return autograd::detail::t_inference_mode; }
+  static bool is_enabled() { return autograd::tls::t_inference_mode; }
   InferenceMode(const InferenceMode&) = delete;
   InferenceMode& operator=(const InferenceMode&) = delete;
 
@@ -160,8 +160,8 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
 /// Anomaly mode: backward checks every node's output gradients for NaN and
 /// names the node that produced one.
 struct AnomalyMode {
-  static bool is_enabled() { return detail::t_anomaly_mode; }
-  static void set_enabled(bool on) { detail::t_anomaly_mode = on; }
+  static bool is_enabled() { return tls::t_anomaly_mode; }
+  static void set_enabled(bool on) { tls::t_anomaly_mode = on; }
 };
 class DetectAnomalyGuard {
  public:

@@ -22,8 +22,9 @@ double* element(const Tensor& t, int64_t flat) {
 
 TensorList outputs_of(const std::function<TensorList(const TensorList&)>& fn, const TensorList& inputs) {
   TensorList outs = fn(inputs);
+  // A copy: an output may be a view of an input, which the next perturbation changes.
   for (Tensor& o : outs)
-    if (o.defined()) o = o.to(kDouble);
+    if (o.defined()) o = o.to(kDouble, false, /*copy=*/true);
   return outs;
 }
 

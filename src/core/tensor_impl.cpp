@@ -106,7 +106,7 @@ void check_device_available(Device d, const char* op) {
              "was found (use the cpu device, or a machine with an NVIDIA GPU)");
 }
 
-bool is_inference_mode() { return autograd::detail::t_inference_mode; }
+bool is_inference_mode() { return autograd::tls::t_inference_mode; }
 
 Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
   if (BRISK_UNLIKELY(!device.is_cpu())) check_device_available(device, "empty");
@@ -146,7 +146,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
   Allocator* alloc = cpu_allocator();
   st->data = alloc->allocate(st->nbytes);
   st->allocator = alloc;  // set once the block exists: the destructor frees through it
-  impl->is_inference = autograd::detail::t_inference_mode;
+  impl->is_inference = autograd::tls::t_inference_mode;
   return Tensor(std::move(owner));
 }
 

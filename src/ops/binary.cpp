@@ -1,4 +1,5 @@
 // Front ends of the binary and ternary elementwise ops.
+#include <cmath>
 #include <type_traits>
 
 #include "brisk/ops.h"
@@ -155,7 +156,11 @@ Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   it.input(b).input(a);
   check_sub_dtypes("rsub", a.dtype(), b.dtype());
   check_alpha("rsub", result_type(a, b), alpha);
-  return run<OpId::add>("rsub", it, alpha_args(-alpha));
+  Tensor r = run<OpId::add>("rsub", it, alpha_args(-alpha));
+  if (BRISK_UNLIKELY(autograd::should_record(a)))
+    autograd::record("RsubBackward1", {r}, {a}, {},
+                     [alpha](autograd::BackwardCtx& c) -> TensorList { return {c.grad() * (-alpha)}; });
+  return r;
 }
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
 Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
@@ -185,9 +190,45 @@ Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, co
   else
     compute = result_type(a, b);
   if (mode != RoundingMode::None) check_int_divisor(name, compute, b);
+  const bool rec = autograd::should_record(a, b);
+  if (self) autograd::check_inplace(*self, name);
+  if (out) autograd::check_out(name, a, b);
+  Tensor old = rec && self && autograd::needs_grad(b) ? a.detach().clone() : Tensor();
   Tensor r = run<OpId::div>(name, it, mode_args(static_cast<int>(mode)));
   if (self) self->bump_version();
   if (out) out->bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    if (mode != RoundingMode::None) {
+      // floor/trunc division is piecewise constant: zero gradient (torch).
+      auto fn = [](BackwardCtx& c) -> TensorList {
+        return {c.needs(0) ? zeros_like(c.grad()) : Tensor(), Tensor()};
+      };
+      if (self)
+        record_inplace("DivBackward2", *self, {*self}, {}, fn);
+      else
+        record("DivBackward2", {r}, {a}, {}, fn);
+    } else if constexpr (std::is_same_v<Other, Tensor>) {
+      auto fn = [](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        Tensor y = c.saved(1);
+        Tensor ga, gb;
+        if (c.needs(0)) ga = g / y;
+        if (c.needs(1)) gb = -g * c.saved(0) / (y * y);
+        return {ga, gb};
+      };
+      if (self)
+        record_inplace("DivBackward0", *self, {*self, b}, {save(old), save(b)}, fn);
+      else
+        record("DivBackward0", {r}, {a, b}, {save(a), save(b)}, fn);
+    } else {
+      auto fn = [b](BackwardCtx& c) -> TensorList { return {c.grad() / b}; };
+      if (self)
+        record_inplace("DivBackward1", *self, {*self}, {}, fn);
+      else
+        record("DivBackward1", {r}, {a}, {}, fn);
+    }
+  }
   return r;
 }
 }  // namespace
@@ -369,7 +410,13 @@ BRISK_BINARY_OP(bitwise_xor, bitwise, (check_bitwise(nm, result_type(a, b)), arg
 Tensor pow(const Scalar& base, const Tensor& exponent) {
   IterBuilder it("pow");
   it.input(base).input(exponent);
-  return run<OpId::pow>("pow", it, KernelArgs{});
+  Tensor r = run<OpId::pow>("pow", it, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(exponent))) {
+    const double lb = std::log(base.to_double());
+    autograd::record("PowBackward2", {r}, {exponent}, {autograd::save_output(r)},
+                     [lb](autograd::BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0) * lb}; });
+  }
+  return r;
 }
 
 // Scalar-first operators.
@@ -379,7 +426,11 @@ Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) {
   IterBuilder it("div");
   it.input(a).input(b).promote_int_to_float();
-  return run<OpId::div>("div", it, KernelArgs{});
+  Tensor r = run<OpId::div>("div", it, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(b)))
+    autograd::record("DivBackward0", {r}, {b}, {autograd::save(b), autograd::save_output(r)},
+                     [](autograd::BackwardCtx& c) -> TensorList { return {-c.grad() * c.saved(1) / c.saved(0)}; });
+  return r;
 }
 Tensor operator==(const Scalar& a, const Tensor& b) { return eq(b, a); }
 Tensor operator<(const Scalar& a, const Tensor& b) { return gt(b, a); }
@@ -392,7 +443,12 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
   BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
   BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
   IterBuilder it(nm);
-  if (self) it.inplace(*self);
+  if (self) {
+    autograd::check_inplace(*self, nm);
+    it.inplace(*self);
+  }
+  const bool rec = autograd::should_record(a, b, w);
+  Tensor old = rec && self ? a.detach().clone() : Tensor();
   KernelArgs args;
   if constexpr (std::is_same_v<W, Scalar>) {
     // A scalar weight stays in the kernel's opmath type (float for half and
@@ -405,6 +461,33 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
   }
   Tensor r = run<OpId::lerp>(nm, it, args);
   if (self) self->bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    if constexpr (std::is_same_v<W, Scalar>) {
+      auto fn = [w](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        return {c.needs(0) ? g * (1.0 - w.to_double()) : Tensor(), c.needs(1) ? g * w : Tensor()};
+      };
+      if (self)
+        record_inplace("LerpBackward0", *self, {*self, b}, {}, fn);
+      else
+        record("LerpBackward0", {r}, {a, b}, {}, fn);
+    } else {
+      auto fn = [](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        Tensor wt = c.saved(2);
+        Tensor ga, gb, gw;
+        if (c.needs(0)) ga = g * (1 - wt);
+        if (c.needs(1)) gb = g * wt;
+        if (c.needs(2)) gw = g * (c.saved(1) - c.saved(0));
+        return {ga, gb, gw};
+      };
+      if (self)
+        record_inplace("LerpBackward1", *self, {*self, b, w}, {save(old), save(b), save(w)}, fn);
+      else
+        record("LerpBackward1", {r}, {a, b, w}, {save(a), save(b), save(w)}, fn);
+    }
+  }
   return r;
 }
 }  // namespace
@@ -426,7 +509,11 @@ template <OpId op>
 Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1, const Tensor& t2,
                  const Scalar& v) {
   IterBuilder it(nm);
-  if (self) it.inplace(*self);
+  if (self) {
+    autograd::check_inplace(*self, nm);
+    it.inplace(*self);
+  }
+  const bool rec = autograd::should_record(s, t1, t2);
   it.input(s).input(t1).input(t2);
   if (op == OpId::addcdiv) {
     ResultTypeState st;
@@ -438,6 +525,27 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
   }
   Tensor r = run<op>(nm, it, alpha_args(v));
   if (self) self->bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    auto fn = [v](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor x = c.saved(0), y = c.saved(1);
+      Tensor g1, g2;
+      if constexpr (op == OpId::addcmul) {
+        if (c.needs(1)) g1 = g * y * v;
+        if (c.needs(2)) g2 = g * x * v;
+      } else {
+        if (c.needs(1)) g1 = g * v / y;
+        if (c.needs(2)) g2 = -g * v * x / (y * y);
+      }
+      return {c.needs(0) ? g : Tensor(), g1, g2};
+    };
+    const char* name = op == OpId::addcmul ? "AddcmulBackward0" : "AddcdivBackward0";
+    if (self)
+      record_inplace(name, *self, {*self, t1, t2}, {save(t1), save(t2)}, fn);
+    else
+      record(name, {r}, {s, t1, t2}, {save(t1), save(t2)}, fn);
+  }
   return r;
 }
 }  // namespace
@@ -464,10 +572,15 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
                   std::optional<Scalar> hi) {
   BRISK_CHECK(lo || hi, nm, "at least one of 'min' or 'max' must not be None");
   IterBuilder it(nm);
-  if (self)
+  if (self) {
+    autograd::check_inplace(*self, nm);
     it.inplace(*self);
-  else if (out)
+  } else if (out) {
+    autograd::check_out(nm, x);
     it.output(*out).resize_out();
+  }
+  const bool rec = autograd::should_record(x);
+  Tensor old = rec && self ? x.detach().clone() : Tensor();
   it.input(x);
   // The bounds take part in type promotion like scalar operands.
   ResultTypeState st;
@@ -480,6 +593,21 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
   if (hi) a.s1 = *hi, a.has_s1 = true;
   Tensor r = run<OpId::clamp>(nm, it, a);
   if (self) self->bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    // Gradient passes where the input is inside [lo, hi] (bounds included, torch).
+    auto fn = [lo, hi](BackwardCtx& c) -> TensorList {
+      Tensor v = c.saved(0);
+      Tensor keep;
+      if (lo) keep = v >= *lo;
+      if (hi) keep = keep.defined() ? keep.logical_and(v <= *hi) : v <= *hi;
+      return {c.grad() * keep};
+    };
+    if (self)
+      record_inplace("ClampBackward1", *self, {*self}, {save(old)}, fn);
+    else
+      record("ClampBackward1", {r}, {x}, {save(x)}, fn);
+  }
   return r;
 }
 }  // namespace
@@ -494,7 +622,20 @@ Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::o
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   IterBuilder it("clamp");
   it.input(x).input(lo).input(hi);
-  return run<OpId::clamp_tensor>("clamp", it, KernelArgs{});
+  Tensor r = run<OpId::clamp_tensor>("clamp", it, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(x, lo, hi)))
+    autograd::record("ClampBackward0", {r}, {x, lo, hi}, {autograd::save(x), autograd::save(lo), autograd::save(hi)},
+                     [](autograd::BackwardCtx& c) -> TensorList {
+                       const Tensor& g = c.grad();
+                       Tensor v = c.saved(0), l = c.saved(1), h = c.saved(2);
+                       // result = min(max(v, l), h): follow which operand each step took.
+                       Tensor x_wins = v >= l;
+                       Tensor m_wins = where(x_wins, v, l) <= h;
+                       return {c.needs(0) ? g * x_wins.logical_and(m_wins) : Tensor(),
+                               c.needs(1) ? g * x_wins.logical_not().logical_and(m_wins) : Tensor(),
+                               c.needs(2) ? g * m_wins.logical_not() : Tensor()};
+                     });
+  return r;
 }
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return brisk::clamp(*this, lo, hi); }
 Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const { return brisk::clamp(*this, lo, hi); }
@@ -516,7 +657,21 @@ Tensor where_impl(const Tensor& cond, const A& a, const B& b) {
   st.update(a);
   st.update(b);
   it.compute_dtype(st.result());
-  return run<OpId::where>("where", it, KernelArgs{});
+  Tensor r = run<OpId::where>("where", it, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(a, b))) {
+    using namespace autograd;
+    auto fn = [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor m = c.saved(0);
+      return {c.needs(0) ? g.masked_fill(m.logical_not(), 0) : Tensor(), c.needs(1) ? g.masked_fill(m, 0) : Tensor()};
+    };
+    // Scalar operands take no gradient: pass an undefined tensor in their place.
+    Tensor ta, tb;
+    if constexpr (std::is_same_v<A, Tensor>) ta = a;
+    if constexpr (std::is_same_v<B, Tensor>) tb = b;
+    record("WhereBackward0", {r}, {ta, tb}, {save(c)}, fn);
+  }
+  return r;
 }
 }  // namespace
 Tensor where(const Tensor& c, const Tensor& a, const Tensor& b) { return where_impl(c, a, b); }
@@ -527,10 +682,14 @@ Tensor where(const Tensor& c, const Scalar& a, const Scalar& b) { return where_i
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return clone().masked_fill_(mask, v); }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
+  autograd::check_inplace(*this, "masked_fill_");
   IterBuilder it("masked_fill_");
   it.inplace(*this).input(mask, false).input(v).input(*this).compute_dtype(dtype());
   run<OpId::where>("masked_fill_", it, KernelArgs{});
   bump_version();
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    autograd::record_inplace("MaskedFillBackward0", *this, {*this}, {autograd::save(mask)},
+                             [](autograd::BackwardCtx& c) -> TensorList { return {c.grad().masked_fill(c.saved(0), 0)}; });
   return *this;
 }
 

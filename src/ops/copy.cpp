@@ -1,8 +1,10 @@
 // Conversions and copies: to, contiguous, clone, copy_, fill_, item, equal.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/autograd_meta.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
@@ -57,6 +59,10 @@ bool Tensor::is_contiguous(MemoryFormat fmt) const {
 Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
   BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
   if (is_same(src) || numel() == 0) return *this;
+  autograd::check_inplace(*this, "copy_");
+  const bool rec = autograd::should_record(*this, src);
+  std::optional<NoGradGuard> no_grad;
+  if (rec) no_grad.emplace();
   Tensor s = src;
   if (!(s.sizes() == sizes())) {
     DimVector shape = broadcast_shapes(sizes(), s.sizes(), "copy_");
@@ -68,11 +74,20 @@ Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
   IterBuilder("copy_").output(*this).input(s).no_cast_inputs().build(it);
   kernel<OpId::copy>(device().type, "copy_")(it, KernelArgs{});
   bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    no_grad.reset();
+    // The old value is overwritten (no gradient); src gets the gradient,
+    // summed over broadcast dims and cast back by the engine.
+    autograd::record_inplace("CopyBackwards", *this, {*this, src}, {}, [](autograd::BackwardCtx& c) -> TensorList {
+      return {Tensor(), c.needs(1) ? c.grad() : Tensor()};
+    });
+  }
   return *this;
 }
 
 Tensor& Tensor::fill_(const Scalar& v) {
   if (numel() == 0) return *this;
+  autograd::check_inplace(*this, "fill_");
   check_no_internal_overlap("fill_", *this);
   TensorIter it;
   IterBuilder("fill_").output(*this).compute_dtype(dtype()).build(it);
@@ -80,6 +95,9 @@ Tensor& Tensor::fill_(const Scalar& v) {
   a.s0 = v;
   kernel<OpId::fill>(device().type, "fill_")(it, a);
   bump_version();
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    autograd::record_inplace("FillBackward0", *this, {*this}, {},
+                             [](autograd::BackwardCtx&) -> TensorList { return {Tensor()}; });
   return *this;
 }
 Tensor& Tensor::zero_() { return fill_(0); }
@@ -90,7 +108,14 @@ Tensor Tensor::to(TensorOptions o, bool non_blocking, bool copy) const {
   if (dt != dtype() || o.device_ != device() || copy) {
     detail::check_device_available(o.device_, "to");
     r = detail::make_tensor(sizes(), detail::preserved_strides(*this), dt, o.device_);
-    r.copy_(*this, non_blocking);
+    {
+      AutoGradMode no_grad(false);
+      r.copy_(*this, non_blocking);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(*this)) && r.is_floating_point())
+      autograd::record("ToCopyBackward0", {r}, {*this}, {}, [](autograd::BackwardCtx& c) -> TensorList {
+        return {c.grad()};  // the engine casts it back to the input's dtype
+      });
   }
   if (o.requires_grad_) r.requires_grad_(true);
   return r;
@@ -117,7 +142,13 @@ Tensor Tensor::clone(MemoryFormat fmt) const {
   else
     strides = detail::contiguous_strides(sizes());
   Tensor r = detail::make_tensor(sizes(), strides, dtype(), device());
-  r.copy_(*this);
+  {
+    AutoGradMode no_grad(false);
+    r.copy_(*this);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    autograd::record("CloneBackward0", {r}, {*this}, {},
+                     [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
   return r;
 }
 
