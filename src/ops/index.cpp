@@ -19,10 +19,12 @@
 // The kernels see the view, a (k, N) int64 matrix of broadcast indices and
 // the rows (N, rest...) to fill or read (Note [Advanced index kernel layout]).
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
@@ -53,6 +55,7 @@ struct AdvancedIndex {
 struct Parsed {
   Tensor view;
   std::vector<AdvancedIndex> adv;
+  bool identity = false;  ///< view is a plain alias of self (no basic index changed it)
 };
 
 Tensor select_checked(const Tensor& v, int64_t d, int64_t i, int64_t real_dim, const char* op) {
@@ -187,18 +190,23 @@ Parsed parse_indices(const Tensor& self, const TensorIndex* ix, size_t count, co
     if (!all_true) v = v.narrow(pos, 0, 0);
   }
   // A view even when nothing changed, so that the result is a new handle.
-  p.view = v.is_same(self) ? detail::make_view(self, self.sizes(), self.strides(), self.storage_offset()) : v;
+  p.identity = v.is_same(self);
+  p.view = p.identity ? detail::make_view(self, self.sizes(), self.strides(), self.storage_offset()) : v;
   return p;
 }
 
-/// The advanced part, ready for the kernels.
-struct AdvancedPlan {
-  Tensor index;              ///< (k, N) int64
+/// The geometry of an advanced index (no tensors: backward formulas capture it by value).
+struct PlanGeom {
   std::vector<int64_t> dims; ///< the k indexed view dims, ascending
   DimVector bshape;          ///< B, the broadcast shape of the indices
   DimVector result;          ///< the shape of view[indices]
+  DimVector view_sizes;      ///< the shape of the indexed view
   int64_t pos = 0;           ///< where B sits in `result`
   int64_t mask_bits = 0;     ///< `dims` as a bitmask (the kernels' dim argument)
+};
+/// The advanced part, ready for the kernels.
+struct AdvancedPlan : PlanGeom {
+  Tensor index;              ///< (k, N) int64
 };
 
 AdvancedPlan plan_advanced(const Parsed& p, const char* op) {
@@ -258,6 +266,7 @@ AdvancedPlan plan_advanced(const Parsed& p, const char* op) {
   }
   if (a.index.device() != v.device()) a.index = a.index.to(v.device());  // cpu indices for a cuda tensor
   for (int64_t d : a.dims) a.mask_bits |= int64_t(1) << d;
+  a.view_sizes = DimVector(v.sizes().begin(), v.sizes().end());
 
   bool adjacent = true;
   for (size_t j = 1; j < a.dims.size(); ++j) adjacent &= a.dims[j] == a.dims[0] + static_cast<int64_t>(j);
@@ -272,7 +281,7 @@ AdvancedPlan plan_advanced(const Parsed& p, const char* op) {
 }
 
 /// t of shape `result` as (N, rest...): B's dims moved to the front and merged.
-Tensor as_rows(const Tensor& t, const AdvancedPlan& a, bool must_be_view) {
+Tensor as_rows(const Tensor& t, const PlanGeom& a, bool must_be_view) {
   const int64_t nb = static_cast<int64_t>(a.bshape.size()), nd = t.dim();
   std::vector<int64_t> perm;
   for (int64_t j = 0; j < nb; ++j) perm.push_back(a.pos + j);
@@ -304,21 +313,93 @@ void check_value_shape(const Tensor& value, IntArrayRef target, const char* op) 
               " cannot be broadcast to indexing result of shape ", target);
 }
 
-Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
-  Parsed p = parse_indices(self, ix, n, "index");
-  if (p.adv.empty()) return p.view;
-  AdvancedPlan a = plan_advanced(p, "index");
-  Tensor out = make_tensor(a.result, {}, self.dtype(), self.device());
+// ---- autograd helpers of the advanced plan ---------------------------------------------
+
+/// zeros of the view's shape with `src` (of shape g.result) added at the
+/// indexed positions; duplicates accumulate. Built from recording ops
+/// (index_add_, view, permute), so it is differentiable itself.
+Tensor accumulate_plan(const Tensor& src, const Tensor& index, const PlanGeom& g) {
+  // Laid out as (indexed dims merged, other dims...), the indexed dims'
+  // coordinates become one linear index into dim 0.
+  std::vector<int64_t> perm(g.dims.begin(), g.dims.end());
+  DimVector flat{1}, full;
+  for (int64_t d : g.dims) {
+    flat[0] *= g.view_sizes[d];
+    full.push_back(g.view_sizes[d]);
+  }
+  for (int64_t d = 0; d < static_cast<int64_t>(g.view_sizes.size()); ++d)
+    if (!((g.mask_bits >> d) & 1)) {
+      perm.push_back(d);
+      flat.push_back(g.view_sizes[d]);
+      full.push_back(g.view_sizes[d]);
+    }
+  Tensor z = zeros(flat, src.options());
+  if (index.size(1) > 0 && z.numel() > 0) {
+    Tensor lin;
+    int64_t mult = 1;
+    for (int64_t j = static_cast<int64_t>(g.dims.size()); j-- > 0;) {
+      const int64_t n = g.view_sizes[g.dims[j]];
+      Tensor ij = index.select(0, j).remainder(n);  // negative indices wrap
+      Tensor term = mult == 1 ? ij : ij * mult;
+      lin = lin.defined() ? lin + term : term;
+      mult *= n;
+    }
+    z.index_add_(0, lin, as_rows(src, g, false));
+  }
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return z.view(full).permute(inv);
+}
+
+/// view[index] for an advanced plan. `input` is what gets the gradient (the
+/// view, or self when the view is a plain alias of it): IndexBackward0.
+Tensor index_plan(const Tensor& v, const Tensor& input, const Tensor& index, const PlanGeom& g) {
+  Tensor out = make_tensor(g.result, {}, v.dtype(), v.device());
   KernelArgs args;
   args.mode = 1;  // negative indices wrap
-  kernel<OpId::index>(self.device().type, "index")(as_rows(out, a, true), a.mask_bits, a.index, p.view, args);
+  kernel<OpId::index>(v.device().type, "index")(as_rows(out, g, true), g.mask_bits, index, v, args);
+  if (BRISK_UNLIKELY(autograd::should_record(input)))
+    autograd::record("IndexBackward0", {out}, {input}, {autograd::save(index)},
+                     [g](autograd::BackwardCtx& c) -> TensorList {
+                       return {accumulate_plan(c.grad(), c.saved(0), g)};
+                     });
   return out;
+}
+
+/// Ones of the view's shape with zeros where the plan writes (no graph).
+Tensor kept_mask(const Tensor& index, const PlanGeom& g, TensorOptions opts) {
+  Tensor m = ones(g.view_sizes, opts);
+  KernelArgs args;
+  args.mode = 1;
+  kernel<OpId::index_put>(m.device().type, "index_put_")(m, g.mask_bits, index,
+                                                         as_rows(zeros({}, opts).expand(g.result), g, false), args);
+  return m;
+}
+
+Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
+  Parsed p = parse_indices(self, ix, n, "index");
+  if (p.adv.empty()) {
+    if (p.identity && BRISK_UNLIKELY(autograd::should_record(self))) {
+      autograd::record("AliasBackward0", {p.view}, {self}, {},
+                       [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
+      autograd::mark_view(p.view, self);
+    }
+    return p.view;
+  }
+  AdvancedPlan a = plan_advanced(p, "index");
+  return index_plan(p.view, p.identity ? self : p.view, a.index, a);
 }
 
 /// value: a tensor (converted to self's dtype) or, when undefined, `scalar`.
 Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tensor* value, const Scalar& scalar) {
   const char* op = "index_put_";
+  const bool rec = autograd::should_record(self) || (value && autograd::should_record(*value));
+  autograd::check_inplace(self, op);
   const uint32_t version = self._version();
+  // The views, copy_, fill_ and masked_fill_ below are internals: one node
+  // (IndexPutBackward0) records the whole update.
+  std::optional<NoGradGuard> no_grad;
+  if (BRISK_UNLIKELY(rec)) no_grad.emplace();
   Parsed p = parse_indices(self, ix, n, op);
   const Tensor& v = p.view;
   Tensor val;
@@ -328,6 +409,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
     // Reading and writing the same memory: work from a copy.
     if (val.is_alias_of(self)) val = val.clone();
   }
+  AdvancedPlan a;
   if (p.adv.empty()) {
     if (value) {
       check_value_shape(val, v.sizes(), op);
@@ -345,8 +427,9 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       DimVector shape(mask.sizes().begin(), mask.sizes().end());
       for (int64_t d = m.dim + mask.dim(); d < v.dim(); ++d) shape.push_back(1);
       Tensor(v).masked_fill_(mask.reshape(shape), value ? val.item() : scalar);
+      if (rec) a = plan_advanced(p, op);  // for the backward
     } else {
-      AdvancedPlan a = plan_advanced(p, op);
+      a = plan_advanced(p, op);
       if (!value) val = scalar_tensor(scalar, self.dtype());
       check_value_shape(val, a.result, op);
       if (val.dtype() != self.dtype()) val = val.to(self.dtype());
@@ -358,6 +441,45 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
     }
   }
   if (self._version() == version) self.bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    no_grad.reset();
+    // The update is recorded on the indexed view (an in-place op on a view:
+    // the engine rewrites self's history), or on self when the view is an alias.
+    Tensor target = p.identity ? self : p.view;
+    if (!p.identity) mark_view(target, self);
+    // The view was taken without a graph, so its own edge says nothing:
+    // self's gradient (the view's old value) is needed when self requires grad.
+    const bool self_needs = needs_grad(self);
+    const bool has_value = value != nullptr;
+    const DimVector vsizes = has_value ? to_dims(value->sizes()) : DimVector();
+    const DimVector ssizes = has_value ? to_dims(val.sizes()) : DimVector();  // without leading ones
+    if (p.adv.empty()) {
+      auto fn = [has_value, vsizes, ssizes, self_needs](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        TensorList r{c.needs(0) || self_needs ? zeros_like(g) : Tensor()};
+        if (has_value) r.push_back(c.needs(1) ? sum_to(g, ssizes).view(vsizes) : Tensor());
+        return r;
+      };
+      if (has_value)
+        record_inplace("IndexPutBackward0", target, {target, *value}, {}, fn);
+      else
+        record_inplace("IndexPutBackward0", target, {target}, {}, fn);
+    } else {
+      PlanGeom geo = a;
+      auto fn = [has_value, vsizes, ssizes, geo, self_needs](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        Tensor idx = c.saved(0);
+        TensorList r{c.needs(0) || self_needs ? g * kept_mask(idx, geo, g.options()) : Tensor()};
+        if (has_value) r.push_back(c.needs(1) ? sum_to(index_plan(g, g, idx, geo), ssizes).view(vsizes) : Tensor());
+        return r;
+      };
+      if (has_value)
+        record_inplace("IndexPutBackward0", target, {target, *value}, {save(a.index)}, fn);
+      else
+        record_inplace("IndexPutBackward0", target, {target}, {save(a.index)}, fn);
+    }
+  }
   return self;
 }
 
@@ -395,12 +517,29 @@ void check_scatter_args(const char* op, const Tensor& self, int64_t dim, const T
   }
 }
 
+/// g.gather(dim, index) laid into zeros of `sizes` (src may be larger than index).
+Tensor gather_to(const Tensor& g, int64_t dim, const Tensor& index, const DimVector& sizes) {
+  Tensor t = g.gather(dim, index);
+  if (t.sizes() == IntArrayRef(sizes)) return t;
+  if (t.dim() != static_cast<int64_t>(sizes.size())) t = t.reshape({1});  // 0-dim index, 1-element src
+  DimVector p;
+  for (int64_t d = t.dim(); d-- > 0;) {
+    p.push_back(0);
+    p.push_back(sizes[d] - t.size(d));
+  }
+  return pad(t, p);
+}
+
 /// scatter / scatter_add into `self` in place (src undefined: the scalar).
+/// `orig`: the out-of-place forms pass their input (self is a fresh copy of
+/// it) and the node records on self as a new result of `orig`.
 Tensor& scatter_into(Tensor& self, int64_t dim, const Tensor& index, const Tensor* src, const Scalar& value,
-                     bool add, const char* op) {
+                     bool add, const char* op, const Tensor* orig = nullptr) {
   dim = wrap_dim(dim, self.dim(), op);
   check_scatter_args(op, self, dim, index, src);
   check_no_internal_overlap(op, self);
+  const bool rec = autograd::should_record(orig ? *orig : self) || (src && autograd::should_record(*src));
+  if (!orig) autograd::check_inplace(self, op);
   if (index.numel() > 0) {
     Tensor s;
     if (src) s = src->is_alias_of(self) ? src->clone() : *src;
@@ -416,7 +555,34 @@ Tensor& scatter_into(Tensor& self, int64_t dim, const Tensor& index, const Tenso
       kernel<OpId::scatter>(self.device().type, op)(self1, dim, idx, src1, args);
   }
   self.bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    const DimVector ssizes = src ? to_dims(src->sizes()) : DimVector();
+    const char* name = add ? "ScatterAddBackward0" : src ? "ScatterBackward0" : "ScatterBackward1";
+    auto fn = [dim, add, ssizes](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor idx = c.saved(0);
+      TensorList r{c.needs(0) ? (add ? g : g.scatter(dim, idx, Scalar(0))) : Tensor()};
+      if (c.needs(1)) r.push_back(gather_to(g, dim, idx, ssizes));
+      return r;
+    };
+    const Tensor& in0 = orig ? *orig : self;
+    if (src && orig)
+      record(name, {self}, {in0, *src}, {save(index)}, fn);
+    else if (orig)
+      record(name, {self}, {in0}, {save(index)}, fn);
+    else if (src)
+      record_inplace(name, self, {self, *src}, {save(index)}, fn);
+    else
+      record_inplace(name, self, {self}, {save(index)}, fn);
+  }
   return self;
+}
+
+/// A copy of x for the out-of-place forms (no graph: they record their own node).
+Tensor fresh_copy(const Tensor& x) {
+  NoGradGuard g;
+  return x.clone();
 }
 
 }  // namespace
@@ -457,6 +623,14 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = make_tensor(shape, {}, x.dtype(), x.device());
   BRISK_CHECK(x.dim() < 64, op, "tensors of up to 63 dims are supported, got ", x.dim());
   kernel<OpId::index_select>(x.device().type, op)(out, dim, idx, x, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(x)))
+    autograd::record("IndexSelectBackward0", {out}, {x}, {autograd::save(idx)},
+                     [dim, sizes = autograd::to_dims(x.sizes())](autograd::BackwardCtx& c) -> TensorList {
+                       const Tensor& g = c.grad();
+                       Tensor z = zeros(sizes, g.options());
+                       z.index_add_(dim, c.saved(0), g);
+                       return {z};
+                     });
   return out;
 }
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return brisk::index_select(*this, dim, index); }
@@ -475,6 +649,14 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   Tensor out = make_tensor(index.sizes(), {}, x.dtype(), x.device());
   if (index.numel() > 0)
     kernel<OpId::gather>(x.device().type, op)(as_1d(out), dim, as_1d(index), as_1d(x), KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(x)))
+    autograd::record("GatherBackward0", {out}, {x}, {autograd::save(index)},
+                     [dim, sizes = autograd::to_dims(x.sizes())](autograd::BackwardCtx& c) -> TensorList {
+                       const Tensor& g = c.grad();
+                       Tensor z = zeros(sizes, g.options());
+                       z.scatter_add_(dim, c.saved(0), g);
+                       return {z};
+                     });
   return out;
 }
 Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return brisk::gather(*this, dim, index); }
@@ -482,19 +664,19 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return brisk::ga
 // ---- scatter / scatter_add / index_add_ -------------------------------------------------
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = x.clone();
-  return scatter_into(out, dim, index, &src, Scalar(), false, "scatter");
+  Tensor out = fresh_copy(x);
+  return scatter_into(out, dim, index, &src, Scalar(), false, "scatter", &x);
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor out = x.clone();
-  return scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add");
+  Tensor out = fresh_copy(x);
+  return scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add", &x);
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
   return brisk::scatter(*this, dim, index, src);
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
-  Tensor out = clone();
-  return scatter_into(out, dim, index, nullptr, value, false, "scatter");
+  Tensor out = fresh_copy(*this);
+  return scatter_into(out, dim, index, nullptr, value, false, "scatter", this);
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
   return scatter_into(*this, dim, index, &src, Scalar(), false, "scatter_");
@@ -528,6 +710,8 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
     BRISK_CHECK(d == dim || src.size(d) == size(d), op, "source and self must have the same size apart from dimension ",
                 dim, ": self ", sizes(), ", source ", src.sizes());
   check_no_internal_overlap(op, *this);
+  const bool rec = autograd::should_record(*this, src);
+  autograd::check_inplace(*this, op);
   if (index.numel() > 0 && numel() > 0) {
     const Tensor s = src.is_alias_of(*this) ? src.clone() : src;
     KernelArgs args;
@@ -537,6 +721,20 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
                                                args);
   }
   bump_version();
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    const bool one = alpha.to_double() == 1.0;
+    record_inplace("IndexAddBackward0", *this, {*this, src}, {save(index)},
+                   [dim, alpha, one](BackwardCtx& c) -> TensorList {
+                     const Tensor& g = c.grad();
+                     Tensor gs;
+                     if (c.needs(1)) {
+                       gs = g.index_select(dim, c.saved(0).reshape({-1}));
+                       if (!one) gs = gs * alpha;
+                     }
+                     return {c.needs(0) ? g : Tensor(), gs};
+                   });
+  }
   return *this;
 }
 
@@ -557,6 +755,20 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
   int64_t all_dims = 0;
   for (int64_t d = 0; d < xb.dim(); ++d) all_dims |= int64_t(1) << d;
   kernel<OpId::index>(x.device().type, op)(out, all_dims, nz.t(), xb, KernelArgs{});
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    // The gradient: zeros of the broadcast shape with the selected entries
+    // set (index_put_ with the mask, which records for double backward);
+    // the engine sums it down to x's shape.
+    autograd::record("MaskedSelectBackward0", {out}, {x}, {autograd::save(mask)},
+                     [shape = autograd::to_dims(xb.sizes())](autograd::BackwardCtx& c) -> TensorList {
+                       const Tensor& g = c.grad();
+                       Tensor z = zeros(shape, g.options());
+                       Tensor m = c.saved(0);
+                       m = m.dim() == 0 ? m.reshape({1}) : m;
+                       z.index_put_({m.expand(shape)}, g);
+                       return {z};
+                     });
+  }
   return out;
 }
 Tensor Tensor::masked_select(const Tensor& mask) const { return brisk::masked_select(*this, mask); }

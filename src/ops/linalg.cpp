@@ -3,9 +3,11 @@
 // out (B, m, n) = beta * out + alpha * a (B, m, k) @ b (B, k, n).
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 
@@ -70,11 +72,62 @@ void check_mm_shapes(const char* op, const Tensor& a, const Tensor& b) {
               a.size(1), " and ", b.size(0), " differ");
 }
 
-/// (B, m, k) @ (B, k, n) -> fresh (B, m, n), no checks (einsum, matmul).
+// ---- autograd ---------------------------------------------------------------------
+// The formulas use the public products, which record themselves when the
+// backward runs with create_graph: double backward needs nothing more.
+using autograd::BackwardCtx;
+
+void record_mm(const Tensor& r, const Tensor& a, const Tensor& b) {
+  using namespace autograd;
+  record("MmBackward0", {r}, {a, b}, {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+    const Tensor& g = c.grad();
+    return {c.needs(0) ? g.mm(c.saved(1).t()) : Tensor(), c.needs(1) ? c.saved(0).t().mm(g) : Tensor()};
+  });
+}
+
+/// (B, m, k) @ (B, k, n) -> fresh (B, m, n), no checks (bmm, einsum); records BmmBackward0.
 Tensor bmm_fresh(const char* op, const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, a.options());
   gemm3(op, out, a, b);
+  if (BRISK_UNLIKELY(autograd::should_record(a, b))) {
+    using namespace autograd;
+    record("BmmBackward0", {out}, {a, b}, {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      return {c.needs(0) ? g.bmm(c.saved(1).transpose(1, 2)) : Tensor(),
+              c.needs(1) ? c.saved(0).transpose(1, 2).bmm(g) : Tensor()};
+    });
+  }
   return out;
+}
+
+/// matmul's node for every rank case. With 1-D operands made 2-D (a as a
+/// row, b as a column, g with the matching size-1 dims), the gradients are
+/// g @ b^T and a^T @ g; the engine sums broadcast batch dims away.
+void record_matmul(const Tensor& r, const Tensor& a, const Tensor& b) {
+  using namespace autograd;
+  const int64_t da = a.dim(), db = b.dim();
+  const char* name = da == 1 && db == 1   ? "DotBackward0"
+                     : da == 2 && db == 1 ? "MvBackward0"
+                     : da == 2 && db == 2 ? "MmBackward0"
+                                          : "MatmulBackward0";
+  record(name, {r}, {a, b}, {save(a), save(b)}, [da, db](BackwardCtx& c) -> TensorList {
+    const Tensor& g = c.grad();
+    Tensor x = c.saved(0), y = c.saved(1);
+    if (da == 1 && db == 1) return {c.needs(0) ? g * y : Tensor(), c.needs(1) ? g * x : Tensor()};
+    Tensor g2 = g;
+    if (da == 1) g2 = g2.unsqueeze(-2);  // (..., n) -> (..., 1, n)
+    if (db == 1) g2 = g2.unsqueeze(-1);  // (..., m) -> (..., m, 1)
+    Tensor ga, gb;
+    if (c.needs(0)) {
+      ga = g2.matmul(db == 1 ? y.unsqueeze(0) : y.transpose(-1, -2));
+      if (da == 1) ga = ga.squeeze(-2);
+    }
+    if (c.needs(1)) {
+      gb = (da == 1 ? x.unsqueeze(1) : x.transpose(-1, -2)).matmul(g2);
+      if (db == 1) gb = gb.squeeze(-1);
+    }
+    return {ga, gb};
+  });
 }
 
 // ---- matmul ---------------------------------------------------------------------
@@ -279,8 +332,18 @@ Term contract(Term a, Term b, const std::array<bool, 128>& needed_later) {
 
 // ---- public front ends ------------------------------------------------------------
 
-Tensor matmul(const Tensor& a, const Tensor& b) { return matmul_impl("matmul", a, b, nullptr); }
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (BRISK_LIKELY(!autograd::should_record(a, b))) return matmul_impl("matmul", a, b, nullptr);
+  Tensor r;
+  {
+    NoGradGuard no_grad;  // the views taken inside are internals of one node
+    r = matmul_impl("matmul", a, b, nullptr);
+  }
+  record_matmul(r, a, b);
+  return r;
+}
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  autograd::check_out("matmul_out", a, b);
   matmul_impl("matmul_out", a, b, &out);
   return out;
 }
@@ -289,12 +352,21 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   check_operands("mm", a, b);
   check_mm_shapes("mm", a, b);
   Tensor out = empty({a.size(0), b.size(1)}, a.options());
-  mm_into("mm", out, a, b);
+  if (BRISK_LIKELY(!autograd::should_record(a, b))) {
+    mm_into("mm", out, a, b);
+    return out;
+  }
+  {
+    NoGradGuard no_grad;
+    mm_into("mm", out, a, b);
+  }
+  record_mm(out, a, b);
   return out;
 }
 Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b) {
   check_operands("mm_out", a, b);
   check_mm_shapes("mm_out", a, b);
+  autograd::check_out("mm_out", a, b);
   prepare_out("mm_out", out, {a.size(0), b.size(1)}, a);
   mm_into("mm_out", out, a, b);
   return out;
@@ -327,8 +399,31 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
   // beta = 0 ignores self entirely (NaN and inf in self do not propagate).
   // Integer tensors truncate float alpha/beta, as PyTorch does (beta = 0.5 is 0).
   const bool use_self = is_floating_point(m1.dtype()) ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
-  if (use_self) out.copy_(self.expand({m, n}));
-  mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+  const bool rec = autograd::should_record(self, m1, m2);
+  {
+    std::optional<NoGradGuard> no_grad;  // internals of the one AddmmBackward0 node
+    if (BRISK_UNLIKELY(rec)) no_grad.emplace();
+    if (use_self) out.copy_(self.expand({m, n}));
+    mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    const double b = use_self ? beta.to_double() : 0.0, al = alpha.to_double();
+    record("AddmmBackward0", {out}, {self, m1, m2}, {save(m1), save(m2)}, [b, al](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      Tensor gs, g1, g2;
+      if (c.needs(0)) gs = b == 1.0 ? g : g * b;
+      if (c.needs(1)) {
+        g1 = g.mm(c.saved(1).t());
+        if (al != 1.0) g1 = g1 * al;
+      }
+      if (c.needs(2)) {
+        g2 = c.saved(0).t().mm(g);
+        if (al != 1.0) g2 = g2 * al;
+      }
+      return {gs, g1, g2};
+    });
+  }
   return out;
 }
 
@@ -339,8 +434,20 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
   BRISK_CHECK(mat.size(1) == vec.size(0), "mv", "shapes ", mat.sizes(), " and ", vec.sizes(),
               ": inner dimensions ", mat.size(1), " and ", vec.size(0), " differ");
   Tensor out = empty({mat.size(0)}, mat.options());
-  // (1, m, k) @ (1, k, 1) -> (1, m, 1)
-  gemm3("mv", out.view({1, mat.size(0), 1}), mat.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0));
+  const bool rec = autograd::should_record(mat, vec);
+  {
+    std::optional<NoGradGuard> no_grad;
+    if (BRISK_UNLIKELY(rec)) no_grad.emplace();
+    // (1, m, k) @ (1, k, 1) -> (1, m, 1)
+    gemm3("mv", out.view({1, mat.size(0), 1}), mat.unsqueeze(0), vec.unsqueeze(1).unsqueeze(0));
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    record("MvBackward0", {out}, {mat, vec}, {save(mat), save(vec)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      return {c.needs(0) ? g.outer(c.saved(1)) : Tensor(), c.needs(1) ? c.saved(0).t().mv(g) : Tensor()};
+    });
+  }
   return out;
 }
 
@@ -352,8 +459,20 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   BRISK_CHECK(a.size(0) == b.size(0), "dot", "shapes ", a.sizes(), " and ", b.sizes(),
               ": inconsistent number of elements ", a.size(0), " and ", b.size(0));
   Tensor out = empty({}, a.options());
-  // (1, 1, k) @ (1, k, 1) -> (1, 1, 1)
-  gemm3("dot", out.view({1, 1, 1}), a.unsqueeze(0).unsqueeze(0), b.unsqueeze(1).unsqueeze(0));
+  const bool rec = autograd::should_record(a, b);
+  {
+    std::optional<NoGradGuard> no_grad;
+    if (BRISK_UNLIKELY(rec)) no_grad.emplace();
+    // (1, 1, k) @ (1, k, 1) -> (1, 1, 1)
+    gemm3("dot", out.view({1, 1, 1}), a.unsqueeze(0).unsqueeze(0), b.unsqueeze(1).unsqueeze(0));
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    record("DotBackward0", {out}, {a, b}, {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      return {c.needs(0) ? g * c.saved(1) : Tensor(), c.needs(1) ? g * c.saved(0) : Tensor()};
+    });
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/dispatch.h"
 #include "core/reduce_plan.h"
@@ -41,6 +42,68 @@ void check_nonempty_reduction(const char* op, const Tensor& x, uint64_t mask, bo
   for (int64_t d = 0; d < x.dim(); ++d)
     BRISK_CHECK(!(reduced(mask, d) && x.size(d) == 0), op, "Expected reduction dim ", d,
                 " to have non-zero size.");
+}
+
+// ---- backward helpers ---------------------------------------------------------------
+using autograd::BackwardCtx;
+using autograd::save;
+using autograd::save_output;
+
+// Runs the forward of an op that records its own node with grad mode off, so
+// that the ops it is made of (to, contiguous, copy_, ...) record nothing.
+template <class F>
+auto without_grad(F&& f) {
+  NoGradGuard g;
+  return f();
+}
+
+// The reduced dims of an nd-dim input as a list (all dims when every dim is reduced).
+DimVector mask_dims(int64_t nd, uint64_t mask) {
+  DimVector r;
+  for (int64_t d = 0; d < nd; ++d)
+    if (reduced(mask, d)) r.push_back(d);
+  return r;
+}
+// A tensor of a reduction's result shape with the reduced dims put back as size 1.
+Tensor unreduce(const Tensor& t, int64_t nd, uint64_t mask, bool keepdim) {
+  if (keepdim || t.dim() == nd) return t;
+  Tensor r = t;
+  for (int64_t d = 0; d < nd; ++d)
+    if (reduced(mask, d)) r = r.unsqueeze(d);
+  return r;
+}
+// ... and expanded to the input's sizes: the gradient of a sum.
+Tensor expand_back(const Tensor& g, IntArrayRef sizes, uint64_t mask, bool keepdim) {
+  return unreduce(g, static_cast<int64_t>(sizes.size()), mask, keepdim).expand(sizes);
+}
+// Number of elements each output of the reduction reduces.
+int64_t reduced_numel(IntArrayRef sizes, uint64_t mask) {
+  int64_t n = 1;
+  for (size_t d = 0; d < sizes.size(); ++d)
+    if (reduced(mask, static_cast<int64_t>(d))) n *= sizes[d];
+  return n;
+}
+// Where x equals its reduction r (keepdim shape); NaN matches a NaN result.
+Tensor selected(const Tensor& x, const Tensor& r) { return (x == r) | (x.isnan() & r.isnan()); }
+// The gradient of max/min/amax/amin (and of the inf norms, given |x|): g split
+// evenly among the elements equal to the result (torch's evenly_distribute_backward).
+Tensor distribute_evenly(const Tensor& g, const Tensor& x, const Tensor& r, int64_t nd, uint64_t mask) {
+  Tensor sel = selected(x, r);
+  Tensor count = sel.sum(IntArrayRef(mask_dims(nd, mask)), true);
+  return (g / count) * sel.to(g.dtype());
+}
+// Gradient of the values of sort/topk/max(dim)/min(dim): g scattered to the
+// positions the indices name (zero elsewhere). g and indices have the same shape.
+Tensor scatter_back(const Tensor& g, const Tensor& indices, IntArrayRef sizes, int64_t dim) {
+  if (sizes.empty()) return g;  // 0-dim: the one element
+  Tensor z = zeros(sizes, g.options());
+  if (g.numel() == 0) return z;
+  return z.scatter(dim, indices, g);
+}
+// Gradient of var along the reduced dims: 2 (x - mean) / (N - correction) * g.
+Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction) {
+  const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
+  return (x - x.mean(IntArrayRef(mask_dims(nd, mask)), true)) * (g * (2.0 / (n - correction)));
 }
 
 // Note [Reduction layout]
@@ -354,13 +417,64 @@ Tensor all_any_impl(const char* name, const Tensor& x, uint64_t mask, bool keepd
 }  // namespace
 
 // ---- sum / mean / prod ------------------------------------------------------------
+namespace {
+// d sum / dx: the gradient expanded back over the reduced dims.
+Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype);
+  Tensor r = without_grad([&] { return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype); });
+  if (!r.is_floating_point()) return r;  // sum to an integer dtype is not differentiable
+  autograd::record(node, {r}, {x}, {},
+                   [sizes = autograd::to_dims(x.sizes()), mask, keepdim](BackwardCtx& c) -> TensorList {
+                     return {expand_back(c.grad(), sizes, mask, keepdim)};
+                   });
+  return r;
+}
+// d mean / dx: the gradient expanded back, divided by the number of elements reduced.
+Tensor mean_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return mean_impl(x, mask, keepdim, dtype);
+  Tensor r = without_grad([&] { return mean_impl(x, mask, keepdim, dtype); });
+  autograd::record(node, {r}, {x}, {},
+                   [sizes = autograd::to_dims(x.sizes()), mask, keepdim](BackwardCtx& c) -> TensorList {
+                     const auto n = static_cast<double>(reduced_numel(sizes, mask));
+                     return {expand_back(c.grad(), sizes, mask, keepdim) / n};
+                   });
+  return r;
+}
+// d prod / dx_i = the product of the other elements (torch's prod_backward):
+// r / x_i without zeros; with one zero in a slice, the product of the
+// nonzero elements at the zero's position and 0 elsewhere; with two or more
+// zeros, 0.
+Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
+  Tensor r = without_grad([&] { return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype); });
+  if (!r.is_floating_point()) return r;
+  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim](BackwardCtx& c) -> TensorList {
+    const Tensor x = c.saved(0);
+    const int64_t nd = x.dim();
+    const Tensor g = unreduce(c.grad(), nd, mask, keepdim);
+    const Tensor r = unreduce(c.saved(1), nd, mask, keepdim);
+    const Tensor is_zero = x == 0;
+    if (!is_zero.any().item<bool>()) return {g * r / x};
+    const DimVector dims = mask_dims(nd, mask);
+    const Tensor x_safe = where(is_zero, 1.0, x);
+    // Product of the nonzero elements of each slice, keepdim shape.
+    const Tensor nonzero_prod = dims.size() == 1 ? x_safe.prod(dims[0], true) : unreduce(x_safe.prod(), nd, mask, false);
+    const Tensor zeros_in_slice = is_zero.sum(dims, true);
+    const Tensor at_zero = where(zeros_in_slice == 1, nonzero_prod, 0.0);
+    return {g * where(is_zero, at_zero, r / x_safe)};
+  });
+  return r;
+}
+}  // namespace
+
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype) {
-  return sum_like<OpId::sum>("sum", x, dims_mask("sum", x, {}), false, dtype);
+  return sum_front("SumBackward0", x, dims_mask("sum", x, {}), false, dtype);
 }
 Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
-  return sum_like<OpId::sum>("sum", x, dims_mask("sum", x, dims), keepdim, dtype);
+  return sum_front("SumBackward1", x, dims_mask("sum", x, dims), keepdim, dtype);
 }
 Tensor& sum_out(Tensor& out, const Tensor& x, IntArrayRef dims, bool keepdim) {
+  autograd::check_out("sum_out", x);
   const uint64_t mask = dims_mask("sum_out", x, dims);
   check_out("sum_out", out, reduced_shape(x, mask, keepdim));
   sum_like<OpId::sum>("sum_out", x, mask, keepdim, std::nullopt, &out);
@@ -376,10 +490,10 @@ Tensor Tensor::sum(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) c
 }
 
 Tensor mean(const Tensor& x, std::optional<ScalarType> dtype) {
-  return mean_impl(x, dims_mask("mean", x, {}), false, dtype);
+  return mean_front("MeanBackward0", x, dims_mask("mean", x, {}), false, dtype);
 }
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
-  return mean_impl(x, dims_mask("mean", x, dims), keepdim, dtype);
+  return mean_front("MeanBackward1", x, dims_mask("mean", x, dims), keepdim, dtype);
 }
 Tensor Tensor::mean(std::optional<ScalarType> dtype) const { return brisk::mean(*this, dtype); }
 Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
@@ -390,10 +504,10 @@ Tensor Tensor::mean(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) 
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
-  return sum_like<OpId::prod>("prod", x, dims_mask("prod", x, {}), false, dtype);
+  return prod_front("ProdBackward0", x, dims_mask("prod", x, {}), false, dtype);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return sum_like<OpId::prod>("prod", x, one_dim_mask("prod", x, dim), keepdim, dtype);
+  return prod_front("ProdBackward1", x, one_dim_mask("prod", x, dim), keepdim, dtype);
 }
 Tensor Tensor::prod(std::optional<ScalarType> dtype) const { return brisk::prod(*this, dtype); }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) const {
@@ -401,16 +515,56 @@ Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) 
 }
 
 // ---- max / min / amax / amin / argmax / argmin -------------------------------------
-Tensor max(const Tensor& x) { return amax_impl<OpId::amax>("max", x, {}, false); }
-Tensor min(const Tensor& x) { return amax_impl<OpId::amin>("min", x, {}, false); }
+namespace {
+// max()/min()/amax/amin: the gradient split evenly among the elements equal
+// to the result (ties share it; a NaN result sends it to the NaNs).
+template <OpId op>
+Tensor amax_front(const char* name, const char* node, const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return amax_impl<op>(name, x, dims, keepdim);
+  Tensor r = without_grad([&] { return amax_impl<op>(name, x, dims, keepdim); });
+  const uint64_t mask = dims_mask(name, x, dims);
+  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim](BackwardCtx& c) -> TensorList {
+    const Tensor x = c.saved(0);
+    const int64_t nd = x.dim();
+    return {distribute_evenly(unreduce(c.grad(), nd, mask, keepdim), x, unreduce(c.saved(1), nd, mask, keepdim), nd,
+                              mask)};
+  });
+  return r;
+}
+// max(dim)/min(dim): the gradient goes to the element the index names.
+template <OpId op>
+std::tuple<Tensor, Tensor> max_dim_front(const char* name, const char* node, const Tensor& x, int64_t dim,
+                                         bool keepdim) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return max_dim_impl<op>(name, x, dim, keepdim);
+  auto [values, indices] = without_grad([&] { return max_dim_impl<op>(name, x, dim, keepdim); });
+  const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
+  autograd::record(node, {values}, {x}, {save(indices)},
+                   [sizes = autograd::to_dims(x.sizes()), d, keepdim](BackwardCtx& c) -> TensorList {
+                     Tensor g = c.grad(), idx = c.saved(0);
+                     if (!keepdim && !sizes.empty()) {
+                       g = g.unsqueeze(d);
+                       idx = idx.unsqueeze(d);
+                     }
+                     return {scatter_back(g, idx, sizes, d)};
+                   });
+  return {values, indices};
+}
+}  // namespace
+
+Tensor max(const Tensor& x) { return amax_front<OpId::amax>("max", "MaxBackward1", x, {}, false); }
+Tensor min(const Tensor& x) { return amax_front<OpId::amin>("min", "MinBackward1", x, {}, false); }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  return max_dim_impl<OpId::argmax>("max", x, dim, keepdim);
+  return max_dim_front<OpId::argmax>("max", "MaxBackward0", x, dim, keepdim);
 }
 std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
-  return max_dim_impl<OpId::argmin>("min", x, dim, keepdim);
+  return max_dim_front<OpId::argmin>("min", "MinBackward0", x, dim, keepdim);
 }
-Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) { return amax_impl<OpId::amax>("amax", x, dims, keepdim); }
-Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) { return amax_impl<OpId::amin>("amin", x, dims, keepdim); }
+Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return amax_front<OpId::amax>("amax", "AmaxBackward0", x, dims, keepdim);
+}
+Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  return amax_front<OpId::amin>("amin", "AminBackward0", x, dims, keepdim);
+}
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   return argmax_impl<OpId::argmax>("argmax", x, dim, keepdim);
 }
@@ -429,15 +583,50 @@ Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const { return b
 Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return brisk::argmin(*this, dim, keepdim); }
 
 // ---- var / std ----------------------------------------------------------------------
+// d var / dx = 2 (x - mean) / (N - correction); d std = d var / (2 std), 0
+// where std is 0 (torch's std_backward).
 Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scalar& correction, bool keepdim) {
-  return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false));
+  if (BRISK_LIKELY(!autograd::should_record(x)))
+    return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false));
+  Tensor r = without_grad([&] { return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false)); });
+  const uint64_t mask = dims ? dims_mask("var", x, IntArrayRef(*dims)) : dims_mask("var", x, {});
+  autograd::record("VarBackward0", {r}, {x}, {save(x)},
+                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                     const Tensor x = c.saved(0);
+                     return {var_backward(unreduce(c.grad(), x.dim(), mask, keepdim), x, x.dim(), mask, corr)};
+                   });
+  return r;
 }
 Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scalar& correction, bool keepdim) {
-  return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false));
+  if (BRISK_LIKELY(!autograd::should_record(x)))
+    return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false));
+  Tensor r = without_grad([&] { return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false)); });
+  const uint64_t mask = dims ? dims_mask("std", x, IntArrayRef(*dims)) : dims_mask("std", x, {});
+  autograd::record("StdBackward0", {r}, {x}, {save(x), save_output(r)},
+                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                     const Tensor x = c.saved(0);
+                     const int64_t nd = x.dim();
+                     const Tensor s = unreduce(c.saved(1), nd, mask, keepdim);
+                     const Tensor g = where(s == 0, 0.0, unreduce(c.grad(), nd, mask, keepdim) / (s * 2));
+                     return {var_backward(g, x, nd, mask, corr)};
+                   });
+  return r;
 }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::optional<std::vector<int64_t>> dims,
                                     const Scalar& correction, bool keepdim) {
-  return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true);
+  if (BRISK_LIKELY(!autograd::should_record(x)))
+    return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true);
+  auto [v, m] = without_grad([&] { return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true); });
+  const uint64_t mask = dims ? dims_mask("var_mean", x, IntArrayRef(*dims)) : dims_mask("var_mean", x, {});
+  autograd::record("VarMeanBackward0", {v, m}, {x}, {save(x)},
+                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                     const Tensor x = c.saved(0);
+                     const int64_t nd = x.dim();
+                     const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
+                     Tensor gx = var_backward(unreduce(c.grad(0), nd, mask, keepdim), x, nd, mask, corr);
+                     return {gx + unreduce(c.grad(1), nd, mask, keepdim) / n};
+                   });
+  return {v, m};
 }
 Tensor Tensor::var(std::optional<std::vector<int64_t>> dims, const Scalar& correction, bool keepdim) const {
   return brisk::var(*this, std::move(dims), correction, keepdim);
@@ -453,7 +642,8 @@ Tensor Tensor::std(int64_t dim, const Scalar& correction, bool keepdim) const {
 }
 
 // ---- norm -------------------------------------------------------------------------------
-Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+namespace {
+Tensor norm_impl(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   BRISK_CHECK(x.is_floating_point(), "norm", "input dtype should be either floating point or complex. Got ",
               x.dtype(), " instead.");
   const double pv = p.to_double();
@@ -479,6 +669,39 @@ Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
   r.run<OpId::norm>(a);
   return r.result();
 }
+
+// torch's norm_backward with n the norm (keepdim shape) and g its gradient:
+// p = 0: 0; p = 1: sign(x) g; p = +-inf: sign(x) g split evenly among the
+// elements with |x| = n; otherwise sign(x) |x|^(p-1) g / n^(p-1), with 0 where
+// n = 0 (so the 2-norm of a zero vector has gradient 0, not NaN).
+Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p, int64_t nd, uint64_t mask) {
+  if (p == 0) return zeros_like(x, g.options());
+  if (p == 1) return x.sign() * g;
+  if (std::isinf(p)) return x.sign() * distribute_evenly(g, x.abs(), n, nd, mask);
+  if (p == 2) return x * where(n == 0, 0.0, g / n);
+  if (p < 1) {
+    // |x|^(p-1) is infinite at 0: those elements get 0.
+    const Tensor scaled = where(x == 0, 0.0, x.sign() * x.abs().pow(p - 1));
+    return scaled * (g * n.pow(1 - p));
+  }
+  const Tensor scaled = p < 2 ? x.sign() * x.abs().pow(p - 1) : x * x.abs().pow(p - 2);
+  return scaled * where(n == 0, 0.0, g / n.pow(p - 1));
+}
+}  // namespace
+
+Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return norm_impl(x, p, dims, keepdim);
+  Tensor r = without_grad([&] { return norm_impl(x, p, dims, keepdim); });
+  const uint64_t mask = dims_mask("norm", x, dims);
+  autograd::record(dims.empty() ? "NormBackward0" : "NormBackward1", {r}, {x}, {save(x), save_output(r)},
+                   [mask, keepdim, pv = p.to_double()](BackwardCtx& c) -> TensorList {
+                     const Tensor x = c.saved(0);
+                     const int64_t nd = x.dim();
+                     return {norm_backward(unreduce(c.grad(), nd, mask, keepdim), x,
+                                           unreduce(c.saved(1), nd, mask, keepdim), pv, nd, mask)};
+                   });
+  return r;
+}
 Tensor Tensor::norm(const Scalar& p) const { return brisk::norm(*this, p); }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
   return brisk::norm(*this, p, dims, keepdim);
@@ -487,8 +710,9 @@ Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
 // ---- logsumexp ------------------------------------------------------------------------
 // max + log(sum(exp(x - max))), with an infinite max replaced by 0 so that
 // all -inf gives -inf and any +inf gives +inf. Integers compute in the default
-// float dtype. Composite: amax, sub, exp, sum, log, add.
-Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+// float dtype. Its own node: d/dx = exp(x - logsumexp(x)).
+namespace {
+Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
   const Tensor xf = x.is_floating_point() ? x : x.to(default_dtype());
   const uint64_t mask = dims_mask("logsumexp", xf, dims);
   DimVector rdims;
@@ -499,6 +723,20 @@ Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
   m = where(m.isinf(), 0, m);
   Tensor r = (xf - m).exp().sum(rdims, true).log().add_(m);
   return keepdim ? r : r.view(reduced_shape(xf, mask, false));
+}
+}  // namespace
+
+Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return logsumexp_impl(x, dims, keepdim);
+  Tensor r = without_grad([&] { return logsumexp_impl(x, dims, keepdim); });
+  const uint64_t mask = dims_mask("logsumexp", x, dims);
+  autograd::record("LogsumexpBackward0", {r}, {x}, {save(x), save_output(r)},
+                   [mask, keepdim](BackwardCtx& c) -> TensorList {
+                     const Tensor x = c.saved(0);
+                     const int64_t nd = x.dim();
+                     return {unreduce(c.grad(), nd, mask, keepdim) * (x - unreduce(c.saved(1), nd, mask, keepdim)).exp()};
+                   });
+  return r;
 }
 Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return brisk::logsumexp(*this, dims, keepdim); }
 Tensor Tensor::logsumexp(int64_t dim, bool keepdim) const {

@@ -2,10 +2,15 @@
 // tril/triu, pad, meshgrid. All are composites: an output is allocated and
 // filled by copy_ into narrow() views of it (or by where()), so every dtype
 // and device the copy and where kernels support works here too.
+//
+// Autograd: each op that allocates records one node of its own (its
+// internals run under NoGradGuard); stacking variants, tile and meshgrid are
+// built from recording ops and need none.
 #include <algorithm>
 #include <string>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
 
@@ -142,13 +147,40 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   CatPlan p = plan_cat("cat", tensors, dim);
   Tensor out = empty(p.shape, TensorOptions(p.dtype).device(tensors[0].device()));
-  fill_cat(out, tensors, p);
+  if (BRISK_LIKELY(!autograd::should_record(tensors))) {
+    fill_cat(out, tensors, p);
+    return out;
+  }
+  {
+    NoGradGuard ng;
+    fill_cat(out, tensors, p);
+  }
+  // Input i's gradient is its slice of the output's gradient (legacy empty
+  // inputs, marked by length -1, get an empty one).
+  DimVector lens;
+  for (const Tensor& t : tensors) lens.push_back(is_legacy_empty(t) ? -1 : t.size(p.dim));
+  autograd::record("CatBackward0", TensorList{out}, tensors, {},
+                   [d = p.dim, lens](autograd::BackwardCtx& c) -> TensorList {
+                     const Tensor& g = c.grad();
+                     TensorList gs(lens.size());
+                     int64_t offset = 0;
+                     for (size_t i = 0; i < lens.size(); ++i) {
+                       if (lens[i] < 0) {
+                         if (c.needs(i)) gs[i] = zeros({0}, g.options());
+                         continue;
+                       }
+                       if (c.needs(i)) gs[i] = g.narrow(d, offset, lens[i]);
+                       offset += lens[i];
+                     }
+                     return gs;
+                   });
   return out;
 }
 
 Tensor& cat_out(Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
   CatPlan p = plan_cat("cat_out", tensors, dim);
   BRISK_CHECK(out.defined(), "cat_out", "out is an undefined tensor");
+  autograd::check_out("cat_out", tensors, out);
   BRISK_CHECK(can_cast(p.dtype, out.dtype()), "cat_out", "input types can't be cast to the desired output type ",
               out.dtype(), " (inputs promote to ", p.dtype, ")");
   BRISK_CHECK(out.device() == tensors[0].device(), "cat_out", "expected out on ", tensors[0].device(),
@@ -172,10 +204,24 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
                 tensors[0].sizes(), " at entry 0 and ", tensors[i].sizes(), " at entry ", i);
   }
   const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
-  std::vector<Tensor> parts;
-  parts.reserve(tensors.size());
-  for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
-  return cat(parts, d);
+  const bool rec = autograd::should_record(tensors);
+  Tensor out;
+  {
+    NoGradGuard ng;
+    std::vector<Tensor> parts;
+    parts.reserve(tensors.size());
+    for (const Tensor& t : tensors) parts.push_back(t.unsqueeze(d));
+    out = cat(parts, d);
+  }
+  if (BRISK_UNLIKELY(rec))
+    autograd::record("StackBackward0", TensorList{out}, tensors, {},
+                     [d, n = tensors.size()](autograd::BackwardCtx& c) -> TensorList {
+                       TensorList gs(n);
+                       for (size_t i = 0; i < n; ++i)
+                         if (c.needs(i)) gs[i] = c.grad().select(d, static_cast<int64_t>(i));
+                       return gs;
+                     });
+  return out;
 }
 
 Tensor hstack(const std::vector<Tensor>& tensors) {
@@ -196,11 +242,12 @@ Tensor Tensor::repeat(IntArrayRef repeats) const {
   const int64_t lead = nd - dim();
   // out (r0*s0, r1*s1, ...) seen as (r0, s0, r1, s1, ...) receives x seen as
   // (r0, s0, ...) with stride 0 on each r. Dims with r = 1 or s = 1 need no split.
-  DimVector out_sizes, split_sizes, src_sizes, src_strides;
+  DimVector out_sizes, split_sizes, src_sizes, src_strides, repeat_dims;
   for (int64_t i = 0; i < nd; ++i) {
     const int64_t s = i < lead ? 1 : size(i - lead), st = i < lead ? 0 : stride(i - lead), r = repeats[i];
     out_sizes.push_back(r * s);
     if (r != 1) {
+      repeat_dims.push_back(static_cast<int64_t>(split_sizes.size()));
       split_sizes.push_back(r);
       src_sizes.push_back(r);
       src_strides.push_back(0);
@@ -212,9 +259,21 @@ Tensor Tensor::repeat(IntArrayRef repeats) const {
     }
   }
   Tensor out = empty(out_sizes, options());
-  if (out.numel() == 0) return out;
-  Tensor src = detail::make_view(*this, src_sizes, src_strides, storage_offset());
-  out.view(split_sizes).copy_(src);
+  if (out.numel() > 0) {
+    NoGradGuard ng;
+    Tensor src = detail::make_view(*this, src_sizes, src_strides, storage_offset());
+    out.view(split_sizes).copy_(src);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this))) {
+    // The output seen as (r0, s0, r1, s1, ...): sum over the r dims.
+    autograd::record("RepeatBackward0", {out}, {*this}, {},
+                     [split_sizes, repeat_dims, in = autograd::to_dims(sizes())](autograd::BackwardCtx& c)
+                         -> TensorList {
+                       Tensor g = c.grad().reshape(split_sizes);
+                       if (!repeat_dims.empty()) g = g.sum(IntArrayRef(repeat_dims));
+                       return {g.reshape(in)};
+                     });
+  }
   return out;
 }
 
@@ -231,7 +290,12 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
   BRISK_CHECK(x.defined(), "flip", "input is an undefined tensor");
   std::vector<int64_t> ds = wrap_dims_unique("flip", dims, std::max<int64_t>(x.dim(), 1));
   Tensor out = empty(x.sizes(), x.options());
-  if (x.numel() == 0) return out;
+  if (x.numel() == 0) {
+    if (BRISK_UNLIKELY(autograd::should_record(x)))
+      autograd::record("FlipBackward0", {out}, {x}, {},
+                       [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
+    return out;
+  }
   // A view walking the flipped dims backwards (negative strides), copied once.
   DimVector strides(x.strides().begin(), x.strides().end());
   int64_t offset = x.storage_offset();
@@ -240,19 +304,28 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
     offset += (x.size(d) - 1) * x.stride(d);
     strides[d] = -x.stride(d);
   }
-  out.copy_(detail::make_view(x, x.sizes(), strides, offset));
+  {
+    NoGradGuard ng;
+    out.copy_(detail::make_view(x, x.sizes(), strides, offset));
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x)))
+    autograd::record("FlipBackward0", {out}, {x}, {},
+                     [ds = autograd::to_dims(IntArrayRef(ds))](autograd::BackwardCtx& c) -> TensorList {
+                       return {c.grad().flip(ds)};
+                     });
   return out;
 }
 Tensor Tensor::flip(IntArrayRef dims) const { return brisk::flip(*this, dims); }
 
-Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+namespace {
+Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
   BRISK_CHECK(x.defined(), "roll", "input is an undefined tensor");
   BRISK_CHECK(!shifts.empty(), "roll", "`shifts` required");
   if (dims.empty()) {
     // Roll the flattened tensor, then restore the shape.
     BRISK_CHECK(shifts.size() == 1, "roll", "shifts and dimensions must align. shifts: ", shifts.size(),
                 ", dims: 0 (without dims, shifts must be a single value)");
-    return roll(x.flatten(), shifts, {0}).view(x.sizes());
+    return roll_impl(x.flatten(), shifts, {0}).view(x.sizes());
   }
   BRISK_CHECK(shifts.size() == dims.size(), "roll", "shifts and dimensions must align. shifts: ", shifts.size(),
               ", dims: ", dims.size());
@@ -301,26 +374,73 @@ Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
   }
   return out;
 }
+}  // namespace
+
+Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return roll_impl(x, shifts, dims);
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = roll_impl(x, shifts, dims);
+  }
+  // Rolling back by the opposite shifts.
+  DimVector back;
+  for (int64_t s : shifts) back.push_back(-s);
+  autograd::record("RollBackward0", {out}, {x}, {},
+                   [back, ds = autograd::to_dims(dims)](autograd::BackwardCtx& c) -> TensorList {
+                     return {c.grad().roll(back, ds)};
+                   });
+  return out;
+}
 Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims) const { return brisk::roll(*this, shifts, dims); }
 
 // ---- tril / triu -------------------------------------------------------------------
 
-Tensor tril(const Tensor& x, int64_t diagonal) { return triangle("tril", x, diagonal, true); }
-Tensor triu(const Tensor& x, int64_t diagonal) { return triangle("triu", x, diagonal, false); }
+namespace {
+// The backward of tril/triu is the same band of the gradient.
+template <bool Lower>
+TensorList triangle_backward(int64_t diagonal, autograd::BackwardCtx& c) {
+  return {Lower ? c.grad().tril(diagonal) : c.grad().triu(diagonal)};
+}
+template <bool Lower>
+Tensor triangle_op(const char* op, const char* node, const Tensor& x, int64_t diagonal) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return triangle(op, x, diagonal, Lower);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = triangle(op, x, diagonal, Lower);
+  }
+  autograd::record(node, {r}, {x}, {},
+                   [diagonal](autograd::BackwardCtx& c) { return triangle_backward<Lower>(diagonal, c); });
+  return r;
+}
+template <bool Lower>
+Tensor& triangle_inplace(const char* op, const char* node, Tensor& self, int64_t diagonal) {
+  check_no_internal_overlap(op, self);
+  autograd::check_inplace(self, op);
+  const bool rec = autograd::should_record(self);
+  {
+    NoGradGuard ng;
+    self.copy_(triangle(op, self, diagonal, Lower));
+  }
+  if (BRISK_UNLIKELY(rec))
+    autograd::record_inplace(node, self, {self}, {},
+                             [diagonal](autograd::BackwardCtx& c) { return triangle_backward<Lower>(diagonal, c); });
+  return self;
+}
+}  // namespace
+
+Tensor tril(const Tensor& x, int64_t diagonal) { return triangle_op<true>("tril", "TrilBackward0", x, diagonal); }
+Tensor triu(const Tensor& x, int64_t diagonal) { return triangle_op<false>("triu", "TriuBackward0", x, diagonal); }
 Tensor Tensor::tril(int64_t diagonal) const { return brisk::tril(*this, diagonal); }
 Tensor Tensor::triu(int64_t diagonal) const { return brisk::triu(*this, diagonal); }
-Tensor& Tensor::tril_(int64_t diagonal) {
-  check_no_internal_overlap("tril_", *this);
-  return copy_(triangle("tril_", *this, diagonal, true));
-}
-Tensor& Tensor::triu_(int64_t diagonal) {
-  check_no_internal_overlap("triu_", *this);
-  return copy_(triangle("triu_", *this, diagonal, false));
-}
+Tensor& Tensor::tril_(int64_t diagonal) { return triangle_inplace<true>("tril_", "TrilBackward0", *this, diagonal); }
+Tensor& Tensor::triu_(int64_t diagonal) { return triangle_inplace<false>("triu_", "TriuBackward0", *this, diagonal); }
 
 // ---- pad -------------------------------------------------------------------------------
 
-Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
+namespace {
+Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
   BRISK_CHECK(x.defined(), "pad", "input is an undefined tensor");
   BRISK_CHECK(pad.size() % 2 == 0, "pad", "padding length must be divisible by 2, got ", pad.size(), " values ",
               pad);
@@ -347,6 +467,22 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
     dst = dst.narrow(d, d0, len);
   }
   if (dst.numel() > 0) dst.copy_(src);
+  return out;
+}
+}  // namespace
+
+Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
+  if (BRISK_LIKELY(!autograd::should_record(x))) return pad_impl(x, pad, value);
+  Tensor out;
+  {
+    NoGradGuard ng;
+    out = pad_impl(x, pad, value);
+  }
+  // The adjoint of padding by p is padding (cropping) by -p with zeros.
+  DimVector back;
+  for (int64_t p : pad) back.push_back(-p);
+  autograd::record("ConstantPadNdBackward0", {out}, {x}, {},
+                   [back](autograd::BackwardCtx& c) -> TensorList { return {brisk::pad(c.grad(), back, 0)}; });
   return out;
 }
 

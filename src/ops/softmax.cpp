@@ -1,6 +1,9 @@
 // Front ends of the ops along one dim that keep the input's shape:
 // softmax, log_softmax, cumsum, cumprod.
+#include <vector>
+
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 
@@ -26,17 +29,101 @@ Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, std::optiona
   const ScalarType t = dtype ? *dtype : x.dtype();
   BRISK_CHECK(is_floating_point(t), name, "expected a floating point dtype, got ", t,
               " (pass dtype= to compute an integer input in a floating dtype)");
-  return run_dim_op<op>(name, x, dim, t);
+  if (BRISK_LIKELY(!autograd::should_record(x))) return run_dim_op<op>(name, x, dim, t);
+  Tensor r;
+  {
+    NoGradGuard ng;  // the cast and the contiguous copy inside record nothing
+    r = run_dim_op<op>(name, x, dim, t);
+  }
+  using namespace autograd;
+  const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
+  const bool scalar = x.dim() == 0;
+  if constexpr (op == OpId::softmax) {
+    // dx = y * (g - sum(g * y))
+    record("SoftmaxBackward0", {r}, {x}, {save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      if (scalar) return {zeros_like(g)};  // softmax of one element is the constant 1
+      const Tensor y = c.saved(0);
+      const Tensor gy = g * y;
+      return {gy - y * gy.sum(d, /*keepdim=*/true)};
+    });
+  } else {
+    // dx = g - exp(y) * sum(g)
+    record("LogSoftmaxBackward0", {r}, {x}, {save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
+      const Tensor& g = c.grad();
+      if (scalar) return {zeros_like(g)};
+      return {g - c.saved(0).exp() * g.sum(d, /*keepdim=*/true)};
+    });
+  }
+  return r;
 }
 
 // cumsum/cumprod return dtype if given, int64 for integers and bool; integers
 // accumulate in int64 (wrapping), so narrower results are exact modulo their width.
 template <OpId op>
-Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
-  const ScalarType result = dtype ? *dtype : (is_integral(x.dtype(), true) ? kInt64 : x.dtype());
+Tensor scan_run(const char* name, const Tensor& x, int64_t dim, ScalarType result) {
   const ScalarType compute = is_integral(result, true) ? kInt64 : result;
   Tensor r = run_dim_op<op>(name, x, dim, compute);
   return compute == result ? r : r.to(result);
+}
+
+// Sum from position i to the end of dim d.
+Tensor reverse_cumsum(const Tensor& t, int64_t d) { return t.flip({d}).cumsum(d).flip({d}); }
+
+// Gradient of y = cumprod(x) along d (torch's cumprod_backward). Without
+// zeros: dx_i = sum_{j>=i} g_j y_j / x_i. With zeros, per slice along d with
+// its first zero at k: positions before k as above (only terms j < k are
+// nonzero); at k, sum_{j>=k} g_j prod_{m<=j, m!=k} x_m, which is the
+// cumprod of x with x_k replaced by 1; after k, zero.
+// Under create_graph the zero case takes torch's O(n^2) form without
+// division or masks instead: its derivative is right at the zeros too
+// (dx_i for i > k is zero but its derivative with respect to x_k is not).
+Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  const Tensor is_zero = x == 0;
+  if (!is_zero.any().item<bool>()) return reverse_cumsum(g * y, d) / x;
+  if (GradMode::is_enabled()) {
+    // dx_k = prod_{m<k} x_m * (g_k + sum_{j>k} g_j prod_{k<m<=j} x_m)
+    const int64_t n = x.size(d);
+    std::vector<Tensor> parts;
+    parts.reserve(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      Tensor s = g.narrow(d, k, 1);
+      if (k + 1 < n) s = s + (g.narrow(d, k + 1, n - k - 1) * x.narrow(d, k + 1, n - k - 1).cumprod(d)).sum(d, true);
+      parts.push_back(k == 0 ? s : s * y.narrow(d, k - 1, 1));
+    }
+    return cat(parts, d);
+  }
+  const Tensor zeros_seen = is_zero.cumsum(d);  // int64: zeros at or before each position
+  const Tensor before = zeros_seen == 0;
+  const Tensor first_zero = is_zero.logical_and(zeros_seen == 1);
+  const Tensor before_part = reverse_cumsum(g * y, d) / where(is_zero, 1, x);
+  const Tensor at_part = reverse_cumsum(g * where(first_zero, 1, x).cumprod(d), d);
+  return where(before, before_part, where(first_zero, at_part, 0));
+}
+
+template <OpId op>
+Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  const ScalarType result = dtype ? *dtype : (is_integral(x.dtype(), true) ? kInt64 : x.dtype());
+  if (BRISK_LIKELY(!autograd::should_record(x)) || !is_floating_point(result)) return scan_run<op>(name, x, dim, result);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = scan_run<op>(name, x, dim, result);
+  }
+  using namespace autograd;
+  const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
+  const bool scalar = x.dim() == 0;
+  if constexpr (op == OpId::cumsum) {
+    record("CumsumBackward0", {r}, {x}, {}, [d, scalar](BackwardCtx& c) -> TensorList {
+      return {scalar ? c.grad() : reverse_cumsum(c.grad(), d)};
+    });
+  } else {
+    record("CumprodBackward0", {r}, {x}, {save(x), save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
+      if (scalar) return {c.grad()};
+      return {cumprod_backward(c.grad(), c.saved(0), c.saved(1), d)};
+    });
+  }
+  return r;
 }
 
 }  // namespace

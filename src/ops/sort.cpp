@@ -2,6 +2,7 @@
 //
 // NaN sorts as larger than every number and equal keys keep their input
 // order (a stable sort, in both directions), as in PyTorch. Indices are int64.
+#include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
@@ -11,6 +12,20 @@ namespace brisk {
 namespace {
 // 0-dim tensors behave as one-element rows; the kernels see a 1-D view.
 Tensor as_row(const Tensor& t) { return t.dim() == 0 ? t.view({1}) : t; }
+
+// Gradient of sort/topk: the values' gradient scattered back to the positions
+// the indices name (zero for the elements topk left out).
+void record_select(const char* node, const Tensor& x, const Tensor& values, const Tensor& indices, int64_t dim) {
+  using namespace autograd;
+  record(node, {values}, {x}, {save(indices)},
+         [sizes = to_dims(x.sizes()), dim](BackwardCtx& c) -> TensorList {
+           const Tensor& g = c.grad();
+           if (sizes.empty()) return {g};  // 0-dim: the one element
+           Tensor z = zeros(sizes, g.options());
+           if (g.numel() == 0) return {z};
+           return {z.scatter(dim, c.saved(0), g)};
+         });
+}
 }  // namespace
 
 // x: any shape; values and indices: x's shape, sorted along dim.
@@ -20,14 +35,23 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
   auto fn = kernel<OpId::sort>(x.device().type, "sort");
   Tensor values = detail::make_tensor(x.sizes(), {}, x.dtype(), x.device());
   Tensor indices = detail::make_tensor(x.sizes(), {}, kInt64, x.device());
-  if (x.numel() == 0) return {values, indices};
-  KernelArgs a;
-  a.mode = descending ? 1 : 0;
-  fn(as_row(values), as_row(indices), as_row(x), d, a);
+  if (x.numel() != 0) {
+    KernelArgs a;
+    a.mode = descending ? 1 : 0;
+    fn(as_row(values), as_row(indices), as_row(x), d, a);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) record_select("SortBackward0", x, values, indices, d);
   return {values, indices};
 }
 
-Tensor argsort(const Tensor& x, int64_t dim, bool descending) { return std::get<1>(sort(x, dim, descending)); }
+// Indices only: no node for the values.
+Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    NoGradGuard g;
+    return std::get<1>(sort(x, dim, descending));
+  }
+  return std::get<1>(sort(x, dim, descending));
+}
 
 // x: any shape; values and indices: x's shape with k along dim. `sorted`
 // orders the k results best first; otherwise their order is unspecified.
@@ -42,11 +66,13 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   if (x.dim() > 0) shape[static_cast<size_t>(d)] = k;
   Tensor values = detail::make_tensor(shape, {}, x.dtype(), x.device());
   Tensor indices = detail::make_tensor(shape, {}, kInt64, x.device());
-  if (values.numel() == 0) return {values, indices};
-  KernelArgs a;
-  a.i0 = k;
-  a.mode = (largest ? 1 : 0) | (sorted ? 2 : 0);
-  fn(as_row(values), as_row(indices), as_row(x), d, a);
+  if (values.numel() != 0) {
+    KernelArgs a;
+    a.i0 = k;
+    a.mode = (largest ? 1 : 0) | (sorted ? 2 : 0);
+    fn(as_row(values), as_row(indices), as_row(x), d, a);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) record_select("TopkBackward0", x, values, indices, d);
   return {values, indices};
 }
 

@@ -1,5 +1,9 @@
 // Front ends of the unary elementwise ops.
+#include <cmath>
+#include <optional>
+
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
 
@@ -23,9 +27,9 @@ UnaryKind kind_of(UnaryMode m) {
   }
 }
 
-Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
+// The kernel call, without autograd.
+Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
   const UnaryKind k = kind_of(mode);
-  BRISK_CHECK(x.defined(), name, "input 0 is an undefined tensor");
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
   if (x.dtype() == kBool && !out && !inplace) {
     if (mode == UnaryMode::sign) return x.clone();
@@ -65,6 +69,209 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
   if (inplace) x.bump_version();
   if (out) out->bump_version();
   return std::move(iter.result);
+}
+
+// ---- backward ------------------------------------------------------------------
+// Modes with a gradient. The others give bool/integer results or are only
+// defined for integers (logical_not, bitwise_not, isnan, isinf, isfinite).
+bool differentiable(UnaryMode m) {
+  switch (m) {
+    case UnaryMode::logical_not: case UnaryMode::bitwise_not: case UnaryMode::isnan: case UnaryMode::isinf:
+    case UnaryMode::isfinite:
+      return false;
+    default:
+      return true;
+  }
+}
+// Modes whose formula reads the input (an in-place form saves a copy of
+// self's old value); the others read the result or nothing.
+bool reads_input(UnaryMode m) {
+  switch (m) {
+    case UnaryMode::abs: case UnaryMode::log: case UnaryMode::log2: case UnaryMode::log10: case UnaryMode::log1p:
+    case UnaryMode::square: case UnaryMode::sin: case UnaryMode::cos: case UnaryMode::asin: case UnaryMode::acos:
+    case UnaryMode::atan: case UnaryMode::sinh: case UnaryMode::cosh: case UnaryMode::erf: case UnaryMode::erfc:
+    case UnaryMode::silu:
+      return true;
+    default:
+      return false;
+  }
+}
+
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLn10 = 2.30258509299404568402;
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+
+using autograd::BackwardCtx;
+
+// Records r = mode(x). In place, `r` is self (already modified) and `x` a copy
+// of its old value (defined only when reads_input(mode)).
+void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace) {
+  using namespace autograd;
+  auto rec = [&](const char* node, std::initializer_list<SaveSpec> saved, auto fn) {
+    if (inplace)
+      record_inplace(node, r, {r}, saved, std::move(fn));
+    else
+      record(node, {r}, {x}, saved, std::move(fn));
+  };
+  // A zero gradient almost everywhere (piecewise-constant ops), as in torch.
+  auto zero = [](BackwardCtx& c) -> TensorList { return {zeros_like(c.grad())}; };
+  switch (mode) {
+    case UnaryMode::neg:
+      rec("NegBackward0", {}, [](BackwardCtx& c) -> TensorList { return {c.grad().neg()}; });
+      break;
+    case UnaryMode::abs:
+      rec("AbsBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).sign()}; });
+      break;
+    case UnaryMode::sign: rec("SignBackward0", {}, zero); break;
+    case UnaryMode::floor: rec("FloorBackward0", {}, zero); break;
+    case UnaryMode::ceil: rec("CeilBackward0", {}, zero); break;
+    case UnaryMode::round: rec("RoundBackward0", {}, zero); break;
+    case UnaryMode::trunc: rec("TruncBackward0", {}, zero); break;
+    case UnaryMode::frac:
+      rec("FracBackward0", {}, [](BackwardCtx& c) -> TensorList { return {c.grad()}; });
+      break;
+    case UnaryMode::exp:
+      rec("ExpBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0)}; });
+      break;
+    case UnaryMode::exp2:
+      rec("Exp2Backward0", {save_output(r)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0) * kLn2}; });
+      break;
+    case UnaryMode::expm1:
+      rec("Expm1Backward0", {save_output(r)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() * (c.saved(0) + 1)}; });
+      break;
+    case UnaryMode::log:
+      rec("LogBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() / c.saved(0)}; });
+      break;
+    case UnaryMode::log2:
+      rec("Log2Backward0", {save(x)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() / (c.saved(0) * kLn2)}; });
+      break;
+    case UnaryMode::log10:
+      rec("Log10Backward0", {save(x)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() / (c.saved(0) * kLn10)}; });
+      break;
+    case UnaryMode::log1p:
+      rec("Log1PBackward0", {save(x)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() / (c.saved(0) + 1)}; });
+      break;
+    case UnaryMode::sqrt:
+      rec("SqrtBackward0", {save_output(r)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() / (c.saved(0) * 2)}; });
+      break;
+    case UnaryMode::rsqrt:
+      rec("RsqrtBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {c.grad() * (y * y * y) * -0.5};
+      });
+      break;
+    case UnaryMode::square:  // torch: square is pow(x, 2)
+      rec("PowBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * (c.saved(0) * 2)}; });
+      break;
+    case UnaryMode::reciprocal:
+      rec("ReciprocalBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {-c.grad() * (y * y)};
+      });
+      break;
+    case UnaryMode::sin:
+      rec("SinBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).cos()}; });
+      break;
+    case UnaryMode::cos:
+      rec("CosBackward0", {save(x)},
+          [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).sin().neg()}; });
+      break;
+    case UnaryMode::tan:
+      rec("TanBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {c.grad() * (y * y + 1)};
+      });
+      break;
+    case UnaryMode::asin:
+      rec("AsinBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() * (1 - v * v).rsqrt()};
+      });
+      break;
+    case UnaryMode::acos:
+      rec("AcosBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {-c.grad() * (1 - v * v).rsqrt()};
+      });
+      break;
+    case UnaryMode::atan:
+      rec("AtanBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() / (v * v + 1)};
+      });
+      break;
+    case UnaryMode::sinh:
+      rec("SinhBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).cosh()}; });
+      break;
+    case UnaryMode::cosh:
+      rec("CoshBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).sinh()}; });
+      break;
+    case UnaryMode::tanh:
+      rec("TanhBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {c.grad() * (1 - y * y)};
+      });
+      break;
+    case UnaryMode::sigmoid:
+      rec("SigmoidBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {c.grad() * (y * (1 - y))};
+      });
+      break;
+    case UnaryMode::erf:
+      rec("ErfBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() * ((v * v).neg().exp() * kTwoOverSqrtPi)};
+      });
+      break;
+    case UnaryMode::erfc:
+      rec("ErfcBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() * ((v * v).neg().exp() * -kTwoOverSqrtPi)};
+      });
+      break;
+    case UnaryMode::relu:
+      // torch's threshold_backward: zero where result <= 0 (nan passes the gradient).
+      rec("ReluBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        return {g * (c.saved(0) <= 0).logical_not().to(g.dtype())};
+      });
+      break;
+    case UnaryMode::silu:
+      rec("SiluBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        const Tensor s = v.sigmoid();
+        return {c.grad() * (s * (1 + v * (1 - s)))};
+      });
+      break;
+    default:
+      break;
+  }
+}
+
+Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
+  BRISK_CHECK(x.defined(), name, "input 0 is an undefined tensor");
+  if (inplace)
+    autograd::check_inplace(x, name);
+  else if (out && differentiable(mode))
+    autograd::check_out(name, x);
+  if (BRISK_LIKELY(!autograd::should_record(x)) || out || !differentiable(mode))
+    return unary_run(name, mode, x, out, inplace);
+  // Recording: the kernel runs without building a graph of its own.
+  Tensor old, r;
+  {
+    NoGradGuard ng;
+    if (inplace && reads_input(mode)) old = x.detach().clone();
+    r = unary_run(name, mode, x, nullptr, inplace);
+  }
+  if (r.is_floating_point()) record_unary(mode, inplace ? x : r, inplace ? old : x, inplace);
+  return r;
 }
 }  // namespace
 
@@ -127,20 +334,57 @@ Tensor Tensor::isinf() const { return brisk::isinf(*this); }
 Tensor Tensor::isfinite() const { return brisk::isfinite(*this); }
 
 namespace {
-Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
-  BRISK_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
-              approximate, "'");
-  BRISK_CHECK(x.is_floating_point(), "gelu", "expected a floating point tensor, got ", x.dtype());
+Tensor gelu_run(const Tensor& x, bool tanh_approx, bool inplace) {
   IterBuilder it("gelu");
   if (inplace) it.inplace(x);
   it.input(x);
   TensorIter iter;
   it.build(iter);
   KernelArgs a;
-  a.mode = approximate == "tanh";
+  a.mode = tanh_approx;
   kernel<OpId::gelu>(x.device().type, "gelu")(iter, a);
+  iter.finish();
   if (inplace) x.bump_version();
   return std::move(iter.result);
+}
+
+// d gelu(x) / dx for the exact (erf) and the tanh approximation.
+Tensor gelu_derivative(const Tensor& x, bool tanh_approx) {
+  if (!tanh_approx) {
+    constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+    const Tensor cdf = ((x * kInvSqrt2).erf() + 1) * 0.5;
+    const Tensor pdf = (x * x * -0.5).exp() * kInvSqrt2Pi;
+    return cdf + x * pdf;
+  }
+  constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715;  // sqrt(2/pi)
+  const Tensor x2 = x * x;
+  const Tensor t = ((x + x2 * x * kKappa) * kBeta).tanh();
+  const Tensor dinner = (x2 * (3 * kKappa) + 1) * kBeta;
+  return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
+}
+
+Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
+  BRISK_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
+              approximate, "'");
+  BRISK_CHECK(x.is_floating_point(), "gelu", "expected a floating point tensor, got ", x.dtype());
+  const bool tanh_approx = approximate == "tanh";
+  if (inplace) autograd::check_inplace(x, "gelu_");
+  if (BRISK_LIKELY(!autograd::should_record(x))) return gelu_run(x, tanh_approx, inplace);
+  Tensor old, r;
+  {
+    NoGradGuard ng;
+    if (inplace) old = x.detach().clone();
+    r = gelu_run(x, tanh_approx, inplace);
+  }
+  using namespace autograd;
+  auto fn = [tanh_approx](BackwardCtx& c) -> TensorList {
+    return {c.grad() * gelu_derivative(c.saved(0), tanh_approx)};
+  };
+  if (inplace)
+    record_inplace("GeluBackward0", x, {x}, {save(old)}, fn);
+  else
+    record("GeluBackward0", {r}, {x}, {save(x)}, fn);
+  return r;
 }
 }  // namespace
 Tensor gelu(const Tensor& x, std::string_view approximate) { return gelu_impl(x, approximate, false); }
@@ -150,8 +394,8 @@ Tensor& Tensor::gelu_(std::string_view approximate) {
   return *this;
 }
 
-Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
-  BRISK_CHECK(x.is_floating_point(), "softplus", "expected a floating point tensor, got ", x.dtype());
+namespace {
+Tensor softplus_run(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   IterBuilder it("softplus");
   it.input(x);
   TensorIter iter;
@@ -160,7 +404,27 @@ Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   a.s0 = beta;
   a.s1 = threshold;
   kernel<OpId::softplus>(x.device().type, "softplus")(iter, a);
+  iter.finish();
   return std::move(iter.result);
+}
+}  // namespace
+
+Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  BRISK_CHECK(x.is_floating_point(), "softplus", "expected a floating point tensor, got ", x.dtype());
+  if (BRISK_LIKELY(!autograd::should_record(x))) return softplus_run(x, beta, threshold);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = softplus_run(x, beta, threshold);
+  }
+  using namespace autograd;
+  // Above the threshold softplus is the identity; below, its slope is sigmoid(beta * x).
+  record("SoftplusBackward0", {r}, {x}, {save(x)}, [beta, threshold](BackwardCtx& c) -> TensorList {
+    const Tensor& g = c.grad();
+    const Tensor bx = c.saved(0) * beta;
+    return {where(bx > threshold, g, g * bx.sigmoid())};
+  });
+  return r;
 }
 Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const { return brisk::softplus(*this, beta, threshold); }
 

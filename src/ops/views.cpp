@@ -1,8 +1,17 @@
 // View ops: metadata changes over shared storage, never a copy.
+//
+// Autograd: every view op records its node (when an input requires grad)
+// and marks its output as a view of its input (autograd::mark_view), so an
+// in-place op on the view later rewrites the base's history (CopySlices).
+// Views that pick a strided window of their input (select, narrow, slice,
+// diagonal, unfold, as_strided) share one backward, strided_transfer: the
+// gradient scattered into zeros of the input's shape through the window's
+// geometry taken relative to a contiguous tensor of that shape.
 #include <algorithm>
 #include <numeric>
 
 #include "brisk/ops.h"
+#include "autograd/function.h"
 #include "core/tensor_create.h"
 
 namespace brisk {
@@ -11,6 +20,153 @@ using detail::make_view;
 using detail::wrap_dim;
 
 namespace {
+
+// ---- strided geometry ---------------------------------------------------------
+/// Sizes, strides and storage offset of a strided tensor.
+struct Geom {
+  DimVector sizes, strides;
+  int64_t offset = 0;
+};
+
+Geom geom_of(const Tensor& t) {
+  return {DimVector(t.sizes().begin(), t.sizes().end()), DimVector(t.strides().begin(), t.strides().end()),
+          t.storage_offset()};
+}
+/// A contiguous tensor of `sizes` at offset 0: the frame in which a view's
+/// geometry is expressed for its backward.
+Geom contiguous_geom(IntArrayRef sizes) {
+  return {DimVector(sizes.begin(), sizes.end()), detail::contiguous_strides(sizes), 0};
+}
+int64_t geom_numel(const Geom& g) {
+  int64_t n = 1;
+  for (size_t i = 0; i < g.sizes.size(); ++i) n *= g.sizes[i];
+  return n;
+}
+/// Offset of the last element past g.offset (g non-empty, strides >= 0).
+int64_t geom_extent(const Geom& g) {
+  int64_t e = 0;
+  for (size_t i = 0; i < g.sizes.size(); ++i) e += (g.sizes[i] - 1) * g.strides[i];
+  return e;
+}
+/// True when no two elements of g share a memory location (sufficient test:
+/// each stride, in increasing order, clears the span of the smaller ones).
+bool geom_non_overlapping(const Geom& g) {
+  std::vector<std::pair<int64_t, int64_t>> d;  // (stride, size) of the dims with size > 1
+  for (size_t i = 0; i < g.sizes.size(); ++i)
+    if (g.sizes[i] > 1) d.push_back({g.strides[i], g.sizes[i]});
+  std::sort(d.begin(), d.end());
+  int64_t span = 0;
+  for (auto [st, sz] : d) {
+    if (st <= span) return false;
+    span += (sz - 1) * st;
+  }
+  return true;
+}
+
+// Geometry of each windowing view (arguments already checked and wrapped).
+Geom geom_narrow(Geom g, int64_t d, int64_t start, int64_t length) {
+  g.offset += start * g.strides[d];
+  g.sizes[d] = length;
+  return g;
+}
+Geom geom_select(Geom g, int64_t d, int64_t index) {
+  g.offset += index * g.strides[d];
+  g.sizes.erase(d);
+  g.strides.erase(d);
+  return g;
+}
+Geom geom_slice(Geom g, int64_t d, int64_t start, int64_t length, int64_t step) {
+  g.offset += start * g.strides[d];
+  g.sizes[d] = length;
+  g.strides[d] *= step;
+  return g;
+}
+Geom geom_diagonal(const Geom& in, int64_t offset, int64_t d1, int64_t d2) {
+  Geom g;
+  int64_t len;
+  g.offset = in.offset;
+  if (offset >= 0) {
+    len = std::max<int64_t>(std::min(in.sizes[d1], in.sizes[d2] - offset), 0);
+    g.offset += offset * in.strides[d2];
+  } else {
+    len = std::max<int64_t>(std::min(in.sizes[d1] + offset, in.sizes[d2]), 0);
+    g.offset -= offset * in.strides[d1];
+  }
+  if (len == 0) g.offset = in.offset;
+  for (size_t d = 0; d < in.sizes.size(); ++d)
+    if (static_cast<int64_t>(d) != d1 && static_cast<int64_t>(d) != d2) {
+      g.sizes.push_back(in.sizes[d]);
+      g.strides.push_back(in.strides[d]);
+    }
+  g.sizes.push_back(len);
+  g.strides.push_back(in.strides[d1] + in.strides[d2]);
+  return g;
+}
+Geom geom_unfold(Geom g, int64_t d, int64_t size, int64_t step) {
+  if (g.sizes.empty()) {
+    g.sizes.push_back(size);
+    g.strides.push_back(1);
+    return g;
+  }
+  const int64_t s = g.strides[d];
+  g.sizes[d] = (g.sizes[d] - size) / step + 1;
+  g.strides[d] = s * step;
+  g.sizes.push_back(size);
+  g.strides.push_back(s);
+  return g;
+}
+Tensor view_with(const Tensor& x, const Geom& g) { return make_view(x, g.sizes, g.strides, g.offset); }
+
+/// The linear map "place g's elements at the memory locations of `src`
+/// (adding where src overlaps itself), then read the locations of `dst`",
+/// on a zero buffer covering both. With src a view's geometry and dst its
+/// input's, this is the view's backward; its own backward swaps src and dst
+/// (recorded when g requires grad, giving double backward).
+Tensor strided_transfer(const char* name, const Tensor& g, const Geom& src, const Geom& dst) {
+  Tensor r;
+  {
+    NoGradGuard ng;
+    if (geom_numel(dst) == 0 || geom_numel(src) == 0) {
+      r = zeros(dst.sizes, g.options());
+    } else {
+      const int64_t lo = std::min(src.offset, dst.offset);
+      const int64_t hi = std::max(src.offset + geom_extent(src), dst.offset + geom_extent(dst));
+      Tensor buf = zeros({hi - lo + 1}, g.options());
+      if (geom_non_overlapping(src)) {
+        buf.as_strided(src.sizes, src.strides, src.offset - lo).copy_(g);
+      } else {
+        Tensor idx = arange(hi - lo + 1, TensorOptions(kLong).device(g.device()))
+                         .as_strided(src.sizes, src.strides, src.offset - lo)
+                         .reshape({-1});
+        buf.index_add_(0, idx, g.reshape({-1}));
+      }
+      r = buf.as_strided(dst.sizes, dst.strides, dst.offset - lo);
+    }
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(g)))
+    autograd::record(name, {r}, {g}, {}, [name, src, dst](autograd::BackwardCtx& c) -> TensorList {
+      return {strided_transfer(name, c.grad(), dst, src)};
+    });
+  return r;
+}
+
+/// Records view op `name` producing r from x, and marks r as a view of x.
+template <class F>
+inline void record_view(const char* name, const Tensor& r, const Tensor& x, F&& fn) {
+  autograd::record(name, {r}, {x}, {}, std::forward<F>(fn));
+  autograd::mark_view(r, x);
+}
+/// Records a view that is a strided window of x whose geometry in a
+/// contiguous frame of x's shape is `window`.
+inline void record_window(const char* name, const char* backward_name, const Tensor& r, const Tensor& x,
+                          Geom window) {
+  record_view(name, r, x,
+              [backward_name, window = std::move(window),
+               in = contiguous_geom(x.sizes())](autograd::BackwardCtx& c) -> TensorList {
+                return {strided_transfer(backward_name, c.grad(), window, in)};
+              });
+}
+
 /// Replaces a -1 in shape by what makes numel match; checks the total.
 DimVector infer_size(IntArrayRef shape, int64_t numel, const char* op) {
   DimVector out(shape.begin(), shape.end());
@@ -67,6 +223,9 @@ bool view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef shape, Dim
 }
 }  // namespace
 
+using autograd::BackwardCtx;
+using autograd::to_dims;
+
 Tensor Tensor::view(IntArrayRef shape) const {
   DimVector sz = infer_size(shape, numel(), "view");
   DimVector st;
@@ -74,14 +233,33 @@ Tensor Tensor::view(IntArrayRef shape) const {
               "view size is not compatible with input tensor's size and stride (shape ", sizes(), ", strides ",
               strides(), " -> ", IntArrayRef(sz),
               "): at least one dimension spans across two contiguous subspaces. Use .reshape(...) instead.");
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = make_view(*this, sz, st, storage_offset());
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("ViewBackward0", r, *this,
+                [in = to_dims(sizes())](BackwardCtx& c) -> TensorList { return {c.grad().reshape(in)}; });
+  return r;
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
   DimVector sz = infer_size(shape, numel(), "reshape");
   DimVector st;
-  if (view_strides(sizes(), strides(), sz, st)) return make_view(*this, sz, st, storage_offset());
-  return contiguous().view(sz);
+  if (view_strides(sizes(), strides(), sz, st)) {
+    Tensor r = make_view(*this, sz, st, storage_offset());
+    if (BRISK_UNLIKELY(autograd::should_record(*this)))
+      record_view("ViewBackward0", r, *this,
+                  [in = to_dims(sizes())](BackwardCtx& c) -> TensorList { return {c.grad().reshape(in)}; });
+    return r;
+  }
+  if (BRISK_LIKELY(!autograd::should_record(*this))) return contiguous().view(sz);
+  // A copy, not a view of *this: one node (PyTorch's _unsafe_view of a clone).
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = contiguous().view(sz);
+  }
+  autograd::record("UnsafeViewBackward0", {r}, {*this}, {},
+                   [in = to_dims(sizes())](BackwardCtx& c) -> TensorList { return {c.grad().reshape(in)}; });
+  return r;
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
@@ -117,17 +295,42 @@ Tensor Tensor::squeeze() const {
       sz.push_back(size(d));
       st.push_back(stride(d));
     }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = make_view(*this, sz, st, storage_offset());
+  if (BRISK_UNLIKELY(autograd::should_record(*this))) {
+    DimVector ones;  // the dims squeezed away, ascending
+    for (int64_t d = 0; d < dim(); ++d)
+      if (size(d) == 1) ones.push_back(d);
+    record_view("SqueezeBackward0", r, *this, [ones](BackwardCtx& c) -> TensorList {
+      Tensor g = c.grad();
+      for (size_t i = 0; i < ones.size(); ++i) g = g.unsqueeze(ones[i]);
+      return {g};
+    });
+  }
+  return r;
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
-  if (dim() == 0) return make_view(*this, sizes(), strides(), storage_offset());
-  d = wrap_dim(d, dim(), "squeeze");
-  if (size(d) != 1) return make_view(*this, sizes(), strides(), storage_offset());
-  DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
-  sz.erase(d);
-  st.erase(d);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r;
+  bool squeezed = false;
+  if (dim() == 0) {
+    r = make_view(*this, sizes(), strides(), storage_offset());
+  } else {
+    d = wrap_dim(d, dim(), "squeeze");
+    if (size(d) != 1) {
+      r = make_view(*this, sizes(), strides(), storage_offset());
+    } else {
+      DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
+      sz.erase(d);
+      st.erase(d);
+      r = make_view(*this, sz, st, storage_offset());
+      squeezed = true;
+    }
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("SqueezeBackward1", r, *this, [d, squeezed](BackwardCtx& c) -> TensorList {
+      return {squeezed ? c.grad().unsqueeze(d) : c.grad()};
+    });
+  return r;
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -136,17 +339,32 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t s = d < dim() ? stride(d) * size(d) : 1;
   sz.insert(d, 1);
   st.insert(d, s);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = make_view(*this, sz, st, storage_offset());
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("UnsqueezeBackward0", r, *this,
+                [d](BackwardCtx& c) -> TensorList { return {c.grad().squeeze(d)}; });
+  return r;
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
-  if (dim() == 0) return make_view(*this, sizes(), strides(), storage_offset());
-  d0 = wrap_dim(d0, dim(), "transpose");
-  d1 = wrap_dim(d1, dim(), "transpose");
-  DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
-  std::swap(sz[d0], sz[d1]);
-  std::swap(st[d0], st[d1]);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r;
+  if (dim() == 0) {
+    r = make_view(*this, sizes(), strides(), storage_offset());
+  } else {
+    d0 = wrap_dim(d0, dim(), "transpose");
+    d1 = wrap_dim(d1, dim(), "transpose");
+    DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
+    std::swap(sz[d0], sz[d1]);
+    std::swap(st[d0], st[d1]);
+    r = make_view(*this, sz, st, storage_offset());
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this))) {
+    const bool scalar = dim() == 0;
+    record_view("TransposeBackward0", r, *this, [d0, d1, scalar](BackwardCtx& c) -> TensorList {
+      return {scalar ? c.grad() : c.grad().transpose(d0, d1)};
+    });
+  }
+  return r;
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -161,7 +379,14 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     sz[i] = size(d);
     st[i] = stride(d);
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = make_view(*this, sz, st, storage_offset());
+  if (BRISK_UNLIKELY(autograd::should_record(*this))) {
+    DimVector inv(dim());  // out dim i is input dim dims[i]: the inverse permutation undoes it
+    for (int64_t i = 0; i < dim(); ++i) inv[wrap_dim(dims[i], dim(), "permute")] = i;
+    record_view("PermuteBackward0", r, *this,
+                [inv](BackwardCtx& c) -> TensorList { return {c.grad().permute(inv)}; });
+  }
+  return r;
 }
 
 Tensor Tensor::movedim(int64_t src, int64_t dst) const {
@@ -176,7 +401,16 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
 
 Tensor Tensor::t() const {
   BRISK_CHECK(dim() <= 2, "t", "expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return dim() < 2 ? make_view(*this, sizes(), strides(), storage_offset()) : transpose(0, 1);
+  Tensor r;
+  if (dim() < 2) {
+    r = make_view(*this, sizes(), strides(), storage_offset());
+  } else {
+    const int64_t sz[2] = {size(1), size(0)}, st[2] = {stride(1), stride(0)};
+    r = make_view(*this, IntArrayRef(sz, 2), IntArrayRef(st, 2), storage_offset());
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("TBackward0", r, *this, [](BackwardCtx& c) -> TensorList { return {c.grad().t()}; });
+  return r;
 }
 
 Tensor Tensor::mT() const {
@@ -212,7 +446,12 @@ Tensor Tensor::expand(IntArrayRef shape) const {
       st[i] = 0;
     }
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = make_view(*this, sz, st, storage_offset());
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("ExpandBackward0", r, *this, [in = to_dims(sizes())](BackwardCtx& c) -> TensorList {
+      return {autograd::sum_to(c.grad(), in)};
+    });
+  return r;
 }
 
 Tensor broadcast_to(const Tensor& x, IntArrayRef sizes) { return x.expand(sizes); }
@@ -238,6 +477,12 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   return out;
 }
 
+// Backward: the gradient is added at the storage locations the view reads
+// (accumulating where the view overlaps itself), then read back at the
+// input's locations. This is exact when the input's own elements do not
+// overlap in memory; for an input that overlaps itself (e.g. an expanded
+// tensor) each aliased element gets the whole gradient of its location,
+// where PyTorch divides it among the aliases.
 Tensor Tensor::as_strided(IntArrayRef sz, IntArrayRef st, std::optional<int64_t> offset) const {
   BRISK_CHECK(sz.size() == st.size(), "as_strided", "mismatch in length of strides and shape (", sz, " vs ", st,
               ")");
@@ -256,8 +501,30 @@ Tensor Tensor::as_strided(IntArrayRef sz, IntArrayRef st, std::optional<int64_t>
                 ", strides ", st, ", storage offset ", off, " and itemsize ", element_size(),
                 " require a storage of size ", need, " but the storage has ", impl()->storage->nbytes, " bytes");
   }
-  return make_view(*this, sz, st, off);
+  Tensor r = make_view(*this, sz, st, off);
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_view("AsStridedBackward0", r, *this,
+                [in = geom_of(*this), out = geom_of(r)](BackwardCtx& c) -> TensorList {
+                  return {strided_transfer("AsStridedBackwardBackward0", c.grad(), out, in)};
+                });
+  return r;
 }
+
+namespace {
+/// narrow without checks or recording (d wrapped, range checked).
+inline Tensor narrow_nr(const Tensor& x, int64_t d, int64_t start, int64_t length) {
+  DimVector sz(x.sizes().begin(), x.sizes().end());
+  sz[d] = length;
+  return make_view(x, sz, x.strides(), x.storage_offset() + start * x.stride(d));
+}
+/// select without checks or recording (d wrapped, index in [0, size)).
+inline Tensor select_nr(const Tensor& x, int64_t d, int64_t index) {
+  DimVector sz(x.sizes().begin(), x.sizes().end()), st(x.strides().begin(), x.strides().end());
+  sz.erase(d);
+  st.erase(d);
+  return make_view(x, sz, st, x.storage_offset() + index * x.stride(d));
+}
+}  // namespace
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   BRISK_CHECK(dim() > 0, "narrow", "cannot be applied to a 0-dim tensor");
@@ -268,9 +535,11 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
               " of size ", n);
   BRISK_CHECK(length >= 0 && start + length <= n, "narrow", "start (", start, ") + length (", length,
               ") exceeds dimension size (", n, ")");
-  DimVector sz(sizes().begin(), sizes().end());
-  sz[d] = length;
-  return make_view(*this, sz, strides(), storage_offset() + start * stride(d));
+  Tensor r = narrow_nr(*this, d, start, length);
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_window("SliceBackward0", "SliceBackwardBackward0", r, *this,
+                  geom_narrow(contiguous_geom(sizes()), d, start, length));
+  return r;
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -280,10 +549,11 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   BRISK_CHECK(index >= -n && index < n, "select", "index ", index, " is out of bounds for dimension ", d,
               " with size ", n);
   if (index < 0) index += n;
-  DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
-  sz.erase(d);
-  st.erase(d);
-  return make_view(*this, sz, st, storage_offset() + index * stride(d));
+  Tensor r = select_nr(*this, d, index);
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_window("SelectBackward0", "SelectBackwardBackward0", r, *this,
+                  geom_select(contiguous_geom(sizes()), d, index));
+  return r;
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_o, std::optional<int64_t> end_o, int64_t step) const {
@@ -296,11 +566,44 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_o, std::optional<in
   if (end < 0) end += n;
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
+  const int64_t len = (end - start + step - 1) / step;
   DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
-  sz[d] = (end - start + step - 1) / step;
+  sz[d] = len;
   st[d] *= step;
-  return make_view(*this, sz, st, storage_offset() + start * stride(d));
+  Tensor r = make_view(*this, sz, st, storage_offset() + start * stride(d));
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_window("SliceBackward0", "SliceBackwardBackward0", r, *this,
+                  geom_slice(contiguous_geom(sizes()), d, start, len, step));
+  return r;
 }
+
+namespace {
+/// One node for the outputs of split / split_with_sizes: the input's
+/// gradient is the outputs' gradients concatenated along d (zeros where
+/// none flowed).
+void record_split(const char* name, const std::vector<Tensor>& outs, const Tensor& x, int64_t d) {
+  DimVector lens;
+  for (const Tensor& o : outs) lens.push_back(o.size(d));
+  autograd::record(name, outs, TensorList{x}, {},
+                   [d, lens, in = to_dims(x.sizes())](BackwardCtx& c) -> TensorList {
+                     TensorOptions opts;
+                     for (size_t i = 0; i < lens.size(); ++i)
+                       if (c.grad(i).defined()) opts = c.grad(i).options();
+                     std::vector<Tensor> gs;
+                     for (size_t i = 0; i < lens.size(); ++i) {
+                       if (c.grad(i).defined()) {
+                         gs.push_back(c.grad(i));
+                       } else {
+                         DimVector s = in;
+                         s[d] = lens[i];
+                         gs.push_back(zeros(s, opts));
+                       }
+                     }
+                     return {cat(gs, d)};
+                   });
+  for (const Tensor& o : outs) autograd::mark_view(o, x);
+}
+}  // namespace
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   BRISK_CHECK(dim() > 0, "split", "cannot be applied to a 0-dim tensor");
@@ -309,8 +612,12 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   const int64_t n = size(d);
   BRISK_CHECK(split_size > 0 || n == 0, "split", "split_size can only be 0 if dimension size is 0");
   std::vector<Tensor> out;
-  if (n == 0) return {*this};
-  for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow(d, s, std::min(split_size, n - s)));
+  if (n == 0) {
+    out.push_back(make_view(*this, sizes(), strides(), storage_offset()));
+  } else {
+    for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow_nr(*this, d, s, std::min(split_size, n - s)));
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this))) record_split("SplitBackward0", out, *this, d);
   return out;
 }
 
@@ -326,9 +633,11 @@ std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
   std::vector<Tensor> out;
   int64_t s = 0;
   for (int64_t len : sizes_) {
-    out.push_back(narrow(d, s, len));
+    out.push_back(narrow_nr(*this, d, s, len));
     s += len;
   }
+  if (BRISK_UNLIKELY(autograd::should_record(*this)) && !out.empty())
+    record_split("SplitWithSizesBackward0", out, *this, d);
   return out;
 }
 
@@ -342,7 +651,20 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
   d = wrap_dim(d, dim(), "unbind");
   std::vector<Tensor> out;
-  for (int64_t i = 0; i < size(d); ++i) out.push_back(select(d, i));
+  for (int64_t i = 0; i < size(d); ++i) out.push_back(select_nr(*this, d, i));
+  if (BRISK_UNLIKELY(autograd::should_record(*this)) && !out.empty()) {
+    // The input's gradient is the outputs' gradients stacked along d.
+    autograd::record("UnbindBackward0", out, TensorList{*this}, {},
+                     [d, n = out.size(), part = to_dims(out[0].sizes())](BackwardCtx& c) -> TensorList {
+                       TensorOptions opts;
+                       for (size_t i = 0; i < n; ++i)
+                         if (c.grad(i).defined()) opts = c.grad(i).options();
+                       std::vector<Tensor> gs;
+                       for (size_t i = 0; i < n; ++i) gs.push_back(c.grad(i).defined() ? c.grad(i) : zeros(part, opts));
+                       return {stack(gs, d)};
+                     });
+    for (const Tensor& o : out) autograd::mark_view(o, *this);
+  }
   return out;
 }
 
@@ -351,24 +673,11 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
   d1 = wrap_dim(d1, dim(), "diagonal");
   d2 = wrap_dim(d2, dim(), "diagonal");
   BRISK_CHECK(d1 != d2, "diagonal", "dimensions cannot be identical ", d1, ", ", d2);
-  int64_t len, off = storage_offset();
-  if (offset >= 0) {
-    len = std::max<int64_t>(std::min(size(d1), size(d2) - offset), 0);
-    off += offset * stride(d2);
-  } else {
-    len = std::max<int64_t>(std::min(size(d1) + offset, size(d2)), 0);
-    off -= offset * stride(d1);
-  }
-  if (len == 0) off = storage_offset();
-  DimVector sz, st;
-  for (int64_t d = 0; d < dim(); ++d)
-    if (d != d1 && d != d2) {
-      sz.push_back(size(d));
-      st.push_back(stride(d));
-    }
-  sz.push_back(len);
-  st.push_back(stride(d1) + stride(d2));
-  return make_view(*this, sz, st, off);
+  Tensor r = view_with(*this, geom_diagonal(geom_of(*this), offset, d1, d2));
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_window("DiagonalBackward0", "DiagonalBackwardBackward0", r, *this,
+                  geom_diagonal(contiguous_geom(sizes()), offset, d1, d2));
+  return r;
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t sz_, int64_t step) const {
@@ -377,18 +686,11 @@ Tensor Tensor::unfold(int64_t d, int64_t sz_, int64_t step) const {
   BRISK_CHECK(sz_ >= 0 && sz_ <= n, "unfold", "maximum size for tensor at dimension ", d, " is ", n,
               " but size is ", sz_);
   BRISK_CHECK(step > 0, "unfold", "step is ", step, " but must be > 0");
-  DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
-  if (dim() == 0) {
-    sz.push_back(sz_);
-    st.push_back(1);
-    return make_view(*this, sz, st, storage_offset());
-  }
-  const int64_t s = stride(d);
-  sz[d] = (n - sz_) / step + 1;
-  st[d] = s * step;
-  sz.push_back(sz_);
-  st.push_back(s);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor r = view_with(*this, geom_unfold(geom_of(*this), d, sz_, step));
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    record_window("UnfoldBackward0", "UnfoldBackwardBackward0", r, *this,
+                  geom_unfold(contiguous_geom(sizes()), d, sz_, step));
+  return r;
 }
 
 }  // namespace brisk

@@ -12,6 +12,7 @@
 #include "cases_linalg_shape.h"
 #include "cases_misc.h"
 #include "cases_reduce.h"
+#include "autograd_parity.h"
 
 namespace parity {
 namespace {

@@ -1,0 +1,513 @@
+// Gradients of the reductions (sum, mean, prod, max/min, amax/amin, var/std,
+// var_mean, norm, logsumexp) and of sort/topk: gradcheck over a table of
+// calls on contiguous and non-contiguous float64 inputs, second derivatives
+// for sum/mean/logsumexp/var, and analytic values at the special points
+// (zeros in prod, ties in max, the 2-norm at 0).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "brisk/brisk.h"
+#include "autograd/grad_util.h"
+#include "test_util.h"
+
+using namespace brisk;
+using brisk::testing::close;
+using brisk::testing::gradcheck_ok;
+using brisk::testing::leaf;
+using brisk::testing::leaf_noncontig;
+
+namespace {
+
+using Fn = std::function<Tensor(const Tensor&)>;
+
+struct Case {
+  std::string name;
+  Fn fn;
+  std::vector<int64_t> shape;
+  double lo = -1.0, hi = 1.0;
+  bool grad_grad = false;
+};
+
+// Every case on a contiguous and a non-contiguous leaf.
+void run_cases(const std::vector<Case>& cases) {
+  for (const Case& c : cases) {
+    for (bool contiguous : {true, false}) {
+      SCOPED_TRACE(c.name + (contiguous ? " (contiguous)" : " (non-contiguous)"));
+      const IntArrayRef shape(c.shape);
+      Tensor x = contiguous ? leaf(shape, c.lo, c.hi) : leaf_noncontig(shape, c.lo, c.hi);
+      Fn f = c.fn;
+      EXPECT_TRUE(gradcheck_ok([f](const TensorList& t) { return f(t[0]); }, {x}, c.grad_grad));
+    }
+  }
+}
+
+const std::vector<int64_t> k3d{3, 4, 5};
+const std::vector<int64_t> k2d{4, 3};
+const std::vector<int64_t> k1d{6};
+const std::vector<int64_t> k0d{};
+
+Tensor d(std::initializer_list<double> v) { return tensor(v, kDouble); }
+Tensor d2(std::initializer_list<std::initializer_list<double>> v) { return tensor(v, kDouble); }
+
+// x.grad after y.backward(grad) (ones when y is a scalar).
+Tensor grad_of(const Tensor& x, const Tensor& y, const Tensor& grad = Tensor()) {
+  y.backward(grad.defined() ? grad : ones_like(y));
+  return x.grad();
+}
+
+}  // namespace
+
+// ---- the op table ----------------------------------------------------------------------
+
+TEST(GradReduce, Sum) {
+  run_cases({
+      {"sum()", [](const Tensor& x) { return x.sum(); }, k3d},
+      {"sum() 1-D", [](const Tensor& x) { return x.sum(); }, k1d},
+      {"sum() 0-dim", [](const Tensor& x) { return x.sum(); }, k0d},
+      {"sum(0)", [](const Tensor& x) { return x.sum(0); }, k3d},
+      {"sum(-1)", [](const Tensor& x) { return x.sum(-1); }, k3d},
+      {"sum(1, keepdim)", [](const Tensor& x) { return x.sum(1, true); }, k3d},
+      {"sum({0, 2})", [](const Tensor& x) { return x.sum({0, 2}); }, k3d},
+      {"sum({-1, 0}, keepdim)", [](const Tensor& x) { return x.sum({-1, 0}, true); }, k3d},
+      {"sum({}, keepdim)", [](const Tensor& x) { return x.sum(IntArrayRef{}, true); }, k3d},
+      {"sum(0) 2-D", [](const Tensor& x) { return x.sum(0); }, k2d},
+      {"sum(-1, keepdim) 2-D", [](const Tensor& x) { return x.sum(-1, true); }, k2d},
+      {"sum(0) 0-dim", [](const Tensor& x) { return x.sum(0); }, k0d},
+      {"sum(dtype=double)", [](const Tensor& x) { return x.sum(kDouble); }, k2d},
+      // the output is weighted so that every gradient entry differs
+      {"sum(1) * w", [](const Tensor& x) { return x.sum(1) * arange(1, 4, 1, kDouble).view({3, 1}); }, k3d},
+  });
+}
+
+TEST(GradReduce, Mean) {
+  run_cases({
+      {"mean()", [](const Tensor& x) { return x.mean(); }, k3d},
+      {"mean() 0-dim", [](const Tensor& x) { return x.mean(); }, k0d},
+      {"mean(0)", [](const Tensor& x) { return x.mean(0); }, k3d},
+      {"mean(-1, keepdim)", [](const Tensor& x) { return x.mean(-1, true); }, k3d},
+      {"mean({0, 2})", [](const Tensor& x) { return x.mean({0, 2}); }, k3d},
+      {"mean({-1, -2}, keepdim)", [](const Tensor& x) { return x.mean({-1, -2}, true); }, k3d},
+      {"mean(1) 2-D", [](const Tensor& x) { return x.mean(1); }, k2d},
+      {"mean(dtype=double)", [](const Tensor& x) { return x.mean(kDouble); }, k2d},
+  });
+}
+
+TEST(GradReduce, Prod) {
+  // Away from 0 so that r / x is well conditioned; zeros are tested below.
+  run_cases({
+      {"prod()", [](const Tensor& x) { return x.prod(); }, k2d, 0.5, 1.5},
+      {"prod() 0-dim", [](const Tensor& x) { return x.prod(); }, k0d, 0.5, 1.5},
+      {"prod() 1-D", [](const Tensor& x) { return x.prod(); }, k1d, -1.5, -0.5},
+      {"prod(0)", [](const Tensor& x) { return x.prod(0); }, k3d, 0.5, 1.5},
+      {"prod(-1)", [](const Tensor& x) { return x.prod(-1); }, k3d, -1.5, -0.5},
+      {"prod(1, keepdim)", [](const Tensor& x) { return x.prod(1, true); }, k3d, 0.5, 1.5},
+      {"prod(0) 2-D", [](const Tensor& x) { return x.prod(0); }, k2d, 0.5, 1.5},
+  });
+}
+
+TEST(GradReduce, MaxMin) {
+  // Random values: ties have probability 0.
+  run_cases({
+      {"max()", [](const Tensor& x) { return x.max(); }, k3d},
+      {"min()", [](const Tensor& x) { return x.min(); }, k3d},
+      {"max() 0-dim", [](const Tensor& x) { return x.max(); }, k0d},
+      {"max(0)", [](const Tensor& x) { return std::get<0>(x.max(0)); }, k3d},
+      {"max(-1, keepdim)", [](const Tensor& x) { return std::get<0>(x.max(-1, true)); }, k3d},
+      {"max(1) 2-D", [](const Tensor& x) { return std::get<0>(x.max(1)); }, k2d},
+      {"max(0) 1-D", [](const Tensor& x) { return std::get<0>(x.max(0)); }, k1d},
+      {"max(0) 0-dim", [](const Tensor& x) { return std::get<0>(x.max(0)); }, k0d},
+      {"min(1)", [](const Tensor& x) { return std::get<0>(x.min(1)); }, k3d},
+      {"min(-2, keepdim)", [](const Tensor& x) { return std::get<0>(x.min(-2, true)); }, k3d},
+      {"amax()", [](const Tensor& x) { return x.amax(); }, k3d},
+      {"amax(0)", [](const Tensor& x) { return x.amax(0); }, k3d},
+      {"amax({-1, 0}, keepdim)", [](const Tensor& x) { return x.amax({-1, 0}, true); }, k3d},
+      {"amin(1)", [](const Tensor& x) { return x.amin(1); }, k3d},
+      {"amin({0, 2})", [](const Tensor& x) { return x.amin({0, 2}); }, k3d},
+      {"amin(-1, keepdim) 2-D", [](const Tensor& x) { return x.amin(-1, true); }, k2d},
+  });
+}
+
+TEST(GradReduce, VarStd) {
+  run_cases({
+      {"var()", [](const Tensor& x) { return x.var(); }, k3d},
+      {"var(correction=0)", [](const Tensor& x) { return var(x, std::nullopt, 0); }, k3d},
+      {"var(0)", [](const Tensor& x) { return x.var(0); }, k3d},
+      {"var(-1, correction=2, keepdim)", [](const Tensor& x) { return x.var(-1, 2, true); }, k3d},
+      {"var({0, 2})", [](const Tensor& x) { return var(x, std::vector<int64_t>{0, 2}); }, k3d},
+      {"var({-1, 0}, correction=0, keepdim)",
+       [](const Tensor& x) { return var(x, std::vector<int64_t>{-1, 0}, 0, true); }, k3d},
+      {"var(1) 2-D", [](const Tensor& x) { return x.var(1); }, k2d},
+      {"var() 1-D", [](const Tensor& x) { return x.var(); }, k1d},
+      {"var(correction=0.5)", [](const Tensor& x) { return var(x, std::vector<int64_t>{1}, 0.5); }, k2d},
+      {"std()", [](const Tensor& x) { return x.std(); }, k3d},
+      {"std(correction=0)", [](const Tensor& x) { return brisk::std(x, std::nullopt, 0); }, k3d},
+      {"std(0)", [](const Tensor& x) { return x.std(0); }, k3d},
+      {"std(-1, keepdim)", [](const Tensor& x) { return x.std(-1, 1, true); }, k3d},
+      {"std({0, 2})", [](const Tensor& x) { return brisk::std(x, std::vector<int64_t>{0, 2}); }, k3d},
+      {"std(0) 2-D", [](const Tensor& x) { return x.std(0, 0); }, k2d},
+      {"var_mean(): var + 3 mean",
+       [](const Tensor& x) {
+         auto [v, m] = var_mean(x);
+         return v + m * 3;
+       },
+       k3d},
+      {"var_mean(1): var only", [](const Tensor& x) { return std::get<0>(var_mean(x, std::vector<int64_t>{1})); }, k3d},
+      {"var_mean(1): mean only", [](const Tensor& x) { return std::get<1>(var_mean(x, std::vector<int64_t>{1})); }, k3d},
+      {"var_mean({-1, 0}, correction=0, keepdim)",
+       [](const Tensor& x) {
+         auto [v, m] = var_mean(x, std::vector<int64_t>{-1, 0}, 0, true);
+         return v * 2 - m;
+       },
+       k3d},
+  });
+}
+
+TEST(GradReduce, Norm) {
+  const double inf = std::numeric_limits<double>::infinity();
+  run_cases({
+      {"norm()", [](const Tensor& x) { return x.norm(); }, k3d},
+      {"norm() 0-dim", [](const Tensor& x) { return x.norm(); }, k0d},
+      {"norm(2, {1})", [](const Tensor& x) { return x.norm(2, {1}); }, k3d},
+      {"norm(2, {-1, 0}, keepdim)", [](const Tensor& x) { return x.norm(2, {-1, 0}, true); }, k3d},
+      {"norm(1)", [](const Tensor& x) { return x.norm(1); }, k3d},
+      {"norm(1, {0})", [](const Tensor& x) { return x.norm(1, {0}); }, k2d},
+      {"norm(inf)", [inf](const Tensor& x) { return x.norm(inf); }, k3d},
+      {"norm(inf, {-1})", [inf](const Tensor& x) { return x.norm(inf, {-1}); }, k3d},
+      {"norm(-inf, {1}, keepdim)", [inf](const Tensor& x) { return x.norm(-inf, {1}, true); }, k3d},
+      {"norm(3)", [](const Tensor& x) { return x.norm(3); }, k3d},
+      {"norm(3, {0, 2})", [](const Tensor& x) { return x.norm(3, {0, 2}); }, k3d},
+      {"norm(1.5, {1})", [](const Tensor& x) { return x.norm(1.5, {1}); }, k3d},
+      {"norm(0.5, {-1})", [](const Tensor& x) { return x.norm(0.5, {-1}); }, k2d, 0.2, 1.0},
+      {"norm(-2)", [](const Tensor& x) { return x.norm(-2); }, k2d, 0.2, 1.0},
+      {"norm(0, {1})", [](const Tensor& x) { return x.norm(0, {1}); }, k2d},
+  });
+}
+
+TEST(GradReduce, Logsumexp) {
+  run_cases({
+      {"logsumexp({})", [](const Tensor& x) { return x.logsumexp(IntArrayRef{}); }, k3d},
+      {"logsumexp(0)", [](const Tensor& x) { return x.logsumexp(0); }, k3d},
+      {"logsumexp(-1, keepdim)", [](const Tensor& x) { return x.logsumexp(-1, true); }, k3d},
+      {"logsumexp({0, 2})", [](const Tensor& x) { return x.logsumexp({0, 2}); }, k3d},
+      {"logsumexp(1) 2-D", [](const Tensor& x) { return x.logsumexp(1); }, k2d, -5, 5},
+      {"logsumexp(0) 1-D", [](const Tensor& x) { return x.logsumexp(0); }, k1d},
+      {"logsumexp(0) 0-dim", [](const Tensor& x) { return x.logsumexp(0); }, k0d},
+  });
+}
+
+TEST(GradReduce, SortTopk) {
+  run_cases({
+      {"sort(-1)", [](const Tensor& x) { return std::get<0>(x.sort(-1)); }, k3d},
+      {"sort(0, descending)", [](const Tensor& x) { return std::get<0>(x.sort(0, true)); }, k3d},
+      {"sort(1) 2-D", [](const Tensor& x) { return std::get<0>(x.sort(1)); }, k2d},
+      {"sort 1-D", [](const Tensor& x) { return std::get<0>(x.sort()); }, k1d},
+      {"sort 0-dim", [](const Tensor& x) { return std::get<0>(x.sort()); }, k0d},
+      {"topk(2)", [](const Tensor& x) { return std::get<0>(x.topk(2)); }, k3d},
+      {"topk(2, 0, smallest)", [](const Tensor& x) { return std::get<0>(x.topk(2, 0, false)); }, k3d},
+      {"topk(3, 1, unsorted)", [](const Tensor& x) { return std::get<0>(x.topk(3, 1, true, false)); }, k3d},
+      {"topk(1, -2) 2-D", [](const Tensor& x) { return std::get<0>(x.topk(1, -2)); }, k2d},
+      {"topk(4) 1-D", [](const Tensor& x) { return std::get<0>(x.topk(4)); }, k1d},
+      {"topk(0)", [](const Tensor& x) { return std::get<0>(x.topk(0)); }, k2d},
+  });
+}
+
+// ---- second derivatives ----------------------------------------------------------------
+
+TEST(GradReduce, DoubleBackward) {
+  // sum and mean are linear: their double backward only checks that the
+  // backward itself is differentiable in the gradient; the outer pow makes
+  // the second derivative nonzero.
+  run_cases({
+      {"sum()^2", [](const Tensor& x) { return x.sum().pow(2); }, k2d, -1, 1, true},
+      {"sum(1) * mean(1)", [](const Tensor& x) { return x.sum(1) * x.mean(1); }, k3d, -1, 1, true},
+      {"sum({0, 2}, keepdim)^2", [](const Tensor& x) { return x.sum({0, 2}, true).pow(2); }, k3d, -1, 1, true},
+      {"mean()^2", [](const Tensor& x) { return x.mean().pow(2); }, k2d, -1, 1, true},
+      {"mean(-1)^2", [](const Tensor& x) { return x.mean(-1).pow(2); }, k3d, -1, 1, true},
+      {"logsumexp({})", [](const Tensor& x) { return x.logsumexp(IntArrayRef{}); }, k2d, -1, 1, true},
+      {"logsumexp(1)", [](const Tensor& x) { return x.logsumexp(1); }, k3d, -1, 1, true},
+      {"logsumexp(0, keepdim)", [](const Tensor& x) { return x.logsumexp(0, true); }, k2d, -1, 1, true},
+      {"var()", [](const Tensor& x) { return x.var(); }, k2d, -1, 1, true},
+      {"var(1)", [](const Tensor& x) { return x.var(1); }, k3d, -1, 1, true},
+      {"var(-1, correction=0, keepdim)", [](const Tensor& x) { return x.var(-1, 0, true); }, k3d, -1, 1, true},
+      // the other formulas are written with differentiable ops too
+      {"prod(1)", [](const Tensor& x) { return x.prod(1); }, k3d, 0.5, 1.5, true},
+      {"prod()", [](const Tensor& x) { return x.prod(); }, k2d, 0.5, 1.5, true},
+      {"std(0)", [](const Tensor& x) { return x.std(0); }, k3d, -1, 1, true},
+      {"var_mean(1)",
+       [](const Tensor& x) {
+         auto [v, m] = var_mean(x, std::vector<int64_t>{1});
+         return v * m;
+       },
+       k3d, -1, 1, true},
+      {"norm()", [](const Tensor& x) { return x.norm(); }, k2d, -1, 1, true},
+      {"norm(3, {1})", [](const Tensor& x) { return x.norm(3, {1}); }, k3d, -1, 1, true},
+      {"amax(1)^2", [](const Tensor& x) { return x.amax(1).pow(2); }, k3d, -1, 1, true},
+      {"max(0)^2", [](const Tensor& x) { return std::get<0>(x.max(0)).pow(2); }, k3d, -1, 1, true},
+      {"sort(-1)^2", [](const Tensor& x) { return std::get<0>(x.sort(-1)).pow(2); }, k3d, -1, 1, true},
+      {"topk(2)^2", [](const Tensor& x) { return std::get<0>(x.topk(2)).pow(2); }, k3d, -1, 1, true},
+  });
+}
+
+// ---- special points --------------------------------------------------------------------
+
+TEST(GradReduce, ProdWithZeros) {
+  // one zero: the gradient at the zero is the product of the others, 0 elsewhere
+  {
+    Tensor x = d({2, 0, 3, 4}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.prod()), d({0, 24, 0, 0})));
+  }
+  // two zeros: every partial product contains a zero
+  {
+    Tensor x = d({2, 0, 3, 0}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.prod()), d({0, 0, 0, 0})));
+  }
+  // along a dim: rows with one zero, none, and two zeros
+  {
+    Tensor x = d2({{2, 0, 3}, {1, 2, 3}, {0, 5, 0}}).requires_grad_();
+    Tensor g = grad_of(x, x.prod(1), d({1, 10, 100}));
+    EXPECT_TRUE(close(g, d2({{0, 6, 0}, {60, 30, 20}, {0, 0, 0}})));
+  }
+  {
+    Tensor x = d2({{2, 0}, {3, 4}, {5, 6}}).requires_grad_();
+    Tensor g = grad_of(x, x.prod(0, true));
+    EXPECT_TRUE(close(g, d2({{15, 24}, {10, 0}, {6, 0}})));
+  }
+  // prod is multilinear: central differences are exact, so gradcheck holds at zeros too
+  for (Tensor x : {d({2, 0, 3, 4}), d({0, -1.5, 0, 2}), d({0.0})}) {
+    x.requires_grad_();
+    EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(); }, {x}));
+  }
+  Tensor m = d2({{2, 0, 3}, {1, 2, 3}, {0, 5, 0}}).requires_grad_();
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(1); }, {m}));
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(-2, true); }, {m}));
+  // the same values in a transposed buffer
+  Tensor mt = d2({{2, 1, 0}, {0, 2, 5}, {3, 3, 0}}).transpose(0, 1).detach().requires_grad_();
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(1); }, {mt}));
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(); }, {mt}));
+}
+
+TEST(GradReduce, MaxTiesSplitEvenly) {
+  {
+    Tensor x = d({1, 3, 3, 2}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.max()), d({0, 0.5, 0.5, 0})));
+  }
+  {
+    Tensor x = d({-1, -1, -1, 2}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.min() * 3), d({1, 1, 1, 0})));
+  }
+  {
+    Tensor x = d2({{1, 1}, {2, 0}, {4, 4}}).requires_grad_();
+    Tensor g = grad_of(x, x.amax(1), d({2, 3, 4}));
+    EXPECT_TRUE(close(g, d2({{1, 1}, {3, 0}, {2, 2}})));
+  }
+  {
+    Tensor x = d2({{5, 1}, {5, 1}, {0, 1}}).requires_grad_();
+    Tensor g = grad_of(x, x.amin(0, true));
+    EXPECT_TRUE(close(g, d2({{0, 1.0 / 3}, {0, 1.0 / 3}, {1, 1.0 / 3}})));
+  }
+  {
+    // ties across several reduced dims share the whole gradient
+    Tensor x = d2({{7, 1}, {7, 7}}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.amax({0, 1})), d2({{1.0 / 3, 0}, {1.0 / 3, 1.0 / 3}})));
+  }
+  {
+    // max(dim) sends the gradient to the returned index only
+    Tensor x = d2({{1, 3, 3}, {2, 0, 2}}).requires_grad_();
+    auto [v, i] = x.max(1);
+    Tensor g = grad_of(x, v, d({10, 20}));
+    Tensor want = zeros({2, 3}, kDouble);
+    auto iv = i.to_vector<int64_t>();
+    ASSERT_EQ(iv.size(), 2u);
+    EXPECT_TRUE(iv[0] == 1 || iv[0] == 2);
+    EXPECT_TRUE(iv[1] == 0 || iv[1] == 2);
+    want.index_put_({0, iv[0]}, 10.0);
+    want.index_put_({1, iv[1]}, 20.0);
+    EXPECT_TRUE(close(g, want));
+  }
+  {
+    Tensor x = d2({{4, 1}, {2, 9}}).requires_grad_();
+    auto [v, i] = x.min(0, true);
+    EXPECT_EQ(v.sizes(), (IntArrayRef{1, 2}));
+    EXPECT_TRUE(close(grad_of(x, v, d2({{5, 7}})), d2({{0, 7}, {5, 0}})));
+  }
+}
+
+TEST(GradReduce, NormAtZero) {
+  {
+    Tensor x = zeros({3}, kDouble).requires_grad_();
+    Tensor g = grad_of(x, x.norm());
+    EXPECT_TRUE(close(g, zeros({3}, kDouble), 0, 0, /*equal_nan=*/false));
+  }
+  {
+    // one zero row among nonzero ones: the zero row gets 0, the others x / |x|
+    Tensor x = d2({{0, 0}, {3, 4}}).requires_grad_();
+    Tensor g = grad_of(x, x.norm(2, {1}));
+    EXPECT_TRUE(close(g, d2({{0, 0}, {0.6, 0.8}}), 1e-12, 1e-12, false));
+  }
+  {
+    Tensor x = zeros({2, 2}, kDouble).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.norm(3)), zeros({2, 2}, kDouble), 0, 0, false));
+  }
+  {
+    Tensor x = d({3, -4}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.norm()), d({0.6, -0.8}), 1e-12, 1e-12));
+  }
+  {
+    Tensor x = d({3, -4, 0}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.norm(1)), d({1, -1, 0})));
+  }
+  {
+    // inf norm: the largest |x| (ties share, sign kept)
+    const double inf = std::numeric_limits<double>::infinity();
+    Tensor x = d({3, -4, 4, 1}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.norm(inf)), d({0, -0.5, 0.5, 0})));
+  }
+}
+
+TEST(GradReduce, StdOfConstantIsZero) {
+  Tensor x = full({4}, 2.5, kDouble).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x, x.std()), zeros({4}, kDouble), 0, 0, false));
+}
+
+TEST(GradReduce, AnalyticValues) {
+  {
+    // d mean / dx = 1 / N, repeated over the reduced dims
+    Tensor x = leaf({2, 5});
+    EXPECT_TRUE(close(grad_of(x, x.mean(1), d({1, 2})), d2({{0.2, 0.2, 0.2, 0.2, 0.2}, {0.4, 0.4, 0.4, 0.4, 0.4}})));
+  }
+  {
+    // d var / dx = 2 (x - mean) / (N - 1)
+    Tensor x = d({1, 2, 4, 5}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.var()), d({-4.0 / 3, -2.0 / 3, 2.0 / 3, 4.0 / 3})));
+  }
+  {
+    // logsumexp's gradient is softmax, finite for large inputs
+    Tensor x = d({1000, 1000, -1e300}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(x, x.logsumexp(0)), d({0.5, 0.5, 0})));
+    Tensor y = d({0, std::log(3.0)}).requires_grad_();
+    EXPECT_TRUE(close(grad_of(y, y.logsumexp(0)), d({0.25, 0.75}), 1e-12, 1e-12));
+  }
+  {
+    // sort/topk scatter the gradient back through the indices
+    Tensor x = d({3, 1, 2}).requires_grad_();
+    auto [v, i] = x.topk(2);
+    EXPECT_TRUE(close(grad_of(x, v, d({1, 10})), d({1, 0, 10})));
+    Tensor y = d({3, 1, 2}).requires_grad_();
+    auto [sv, si] = y.sort();
+    EXPECT_TRUE(close(grad_of(y, sv, d({1, 10, 100})), d({100, 1, 10})));
+  }
+  {
+    // var_mean with only the mean used: the mean's gradient alone
+    Tensor x = leaf({4});
+    auto [v, m] = var_mean(x);
+    EXPECT_TRUE(close(grad_of(x, m), full({4}, 0.25, kDouble)));
+  }
+}
+
+// ---- recording ------------------------------------------------------------------------
+
+TEST(GradReduce, GradFnNames) {
+  Tensor x = leaf({2, 3});
+  const double inf = std::numeric_limits<double>::infinity();
+  auto name = [](const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : std::string("<none>"); };
+  EXPECT_EQ(name(x.sum()), "SumBackward0");
+  EXPECT_EQ(name(x.sum(0)), "SumBackward1");
+  EXPECT_EQ(name(x.mean()), "MeanBackward0");
+  EXPECT_EQ(name(x.mean(1)), "MeanBackward1");
+  EXPECT_EQ(name(x.prod()), "ProdBackward0");
+  EXPECT_EQ(name(x.prod(1)), "ProdBackward1");
+  EXPECT_EQ(name(x.max()), "MaxBackward1");
+  EXPECT_EQ(name(x.min()), "MinBackward1");
+  EXPECT_EQ(name(std::get<0>(x.max(1))), "MaxBackward0");
+  EXPECT_EQ(name(std::get<0>(x.min(1))), "MinBackward0");
+  EXPECT_EQ(name(x.amax(0)), "AmaxBackward0");
+  EXPECT_EQ(name(x.amin(0)), "AminBackward0");
+  EXPECT_EQ(name(x.var()), "VarBackward0");
+  EXPECT_EQ(name(x.std()), "StdBackward0");
+  EXPECT_EQ(name(std::get<0>(var_mean(x))), "VarMeanBackward0");
+  EXPECT_EQ(name(std::get<1>(var_mean(x))), "VarMeanBackward0");
+  EXPECT_EQ(name(x.norm()), "NormBackward0");
+  EXPECT_EQ(name(x.norm(inf, {1})), "NormBackward1");
+  EXPECT_EQ(name(x.logsumexp(1)), "LogsumexpBackward0");
+  EXPECT_EQ(name(std::get<0>(x.sort())), "SortBackward0");
+  EXPECT_EQ(name(std::get<0>(x.topk(1))), "TopkBackward0");
+  // indices and integer results don't require grad
+  EXPECT_FALSE(std::get<1>(x.max(1)).requires_grad());
+  EXPECT_FALSE(std::get<1>(x.sort()).requires_grad());
+  EXPECT_FALSE(std::get<1>(x.topk(1)).requires_grad());
+  EXPECT_FALSE(x.argmax().requires_grad());
+  EXPECT_FALSE(x.argsort().requires_grad());
+  EXPECT_FALSE(x.sum(kInt64).requires_grad());
+  EXPECT_FALSE(x.gt(0).any().requires_grad());
+}
+
+TEST(GradReduce, NoRecordingWithoutGrad) {
+  Tensor x = leaf({2, 3});
+  {
+    NoGradGuard g;
+    EXPECT_FALSE(x.sum().requires_grad());
+    EXPECT_FALSE(x.logsumexp(1).requires_grad());
+    EXPECT_FALSE(std::get<0>(x.sort()).requires_grad());
+    EXPECT_FALSE(std::get<0>(var_mean(x)).requires_grad());
+  }
+  Tensor y = x.detach();
+  EXPECT_FALSE(y.mean().requires_grad());
+  EXPECT_FALSE(y.norm().requires_grad());
+  EXPECT_FALSE(std::get<0>(y.max(0)).requires_grad());
+  // a recorded reduction is one node whose only edge is the input
+  Tensor s = x.logsumexp(1);
+  ASSERT_TRUE(s.grad_fn());
+  ASSERT_EQ(s.grad_fn()->next_edges().size(), 1u);
+  EXPECT_EQ(s.grad_fn()->next_edges()[0].function->name(), "AccumulateGrad");
+  Tensor v = x.var(1);
+  ASSERT_EQ(v.grad_fn()->next_edges().size(), 1u);
+  EXPECT_EQ(v.grad_fn()->next_edges()[0].function->name(), "AccumulateGrad");
+}
+
+TEST(GradReduce, DtypeArguments) {
+  // sum/mean/prod with a dtype: the gradient comes back in the input's dtype
+  Tensor x = leaf({2, 3});
+  Tensor s = x.sum(kFloat);
+  EXPECT_EQ(s.dtype(), kFloat);
+  EXPECT_TRUE(s.requires_grad());
+  Tensor g = grad_of(x, s);
+  EXPECT_EQ(g.dtype(), kDouble);
+  EXPECT_TRUE(close(g, ones({2, 3}, kDouble)));
+
+  Tensor xf = rand({4}, kFloat).detach().requires_grad_();
+  Tensor m = xf.mean(IntArrayRef{0}, false, kDouble);
+  EXPECT_EQ(m.dtype(), kDouble);
+  Tensor gm = grad_of(xf, m);
+  EXPECT_EQ(gm.dtype(), kFloat);
+  EXPECT_TRUE(close(gm, full({4}, 0.25, kFloat)));
+}
+
+TEST(GradReduce, OutVariantRefusesGrad) {
+  Tensor x = leaf({2, 3});
+  Tensor out = empty({2}, kDouble);
+  brisk::testing::expect_error([&] { sum_out(out, x, {1}); }, {"out=", "requires grad"});
+  {
+    NoGradGuard g;
+    sum_out(out, x, {1});
+  }
+  EXPECT_FALSE(out.requires_grad());
+}
+
+TEST(GradReduce, EmptyInputs) {
+  Tensor x = zeros({0, 3}, kDouble).requires_grad_();
+  Tensor g = grad_of(x, x.sum());
+  EXPECT_EQ(g.sizes(), (IntArrayRef{0, 3}));
+  Tensor y = zeros({0, 3}, kDouble).requires_grad_();
+  Tensor s = y.sum(0);
+  s.backward(ones_like(s));
+  EXPECT_EQ(y.grad().sizes(), (IntArrayRef{0, 3}));
+  Tensor z = zeros({2, 0}, kDouble).requires_grad_();
+  auto [v, i] = z.sort(1);
+  v.backward(ones_like(v));
+  EXPECT_EQ(z.grad().sizes(), (IntArrayRef{2, 0}));
+}
