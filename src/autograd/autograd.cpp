@@ -100,6 +100,13 @@ Tensor SavedTensor::unpack(Node& owner, size_t index) const {
 }
 
 // ---- leaves ---------------------------------------------------------------------
+// Note [Gradient layout]
+// A leaf's .grad() has the leaf's layout (PyTorch's gradient layout
+// contract): an optimizer then updates parameter and gradient in one pass in
+// the same memory order. Formulas help by producing gradients in the input's
+// layout where it is free (mm_in_layout_of in ops/linalg.cpp computes the
+// gradient of a transposed weight as a transposed product); otherwise the
+// first gradient is copied into the leaf's layout instead of stolen.
 namespace {
 /// The node that accumulates a leaf's gradient into its .grad().
 class AccumulateGrad final : public Node {
@@ -117,19 +124,24 @@ class AccumulateGrad final : public Node {
       Tensor r = h.fn(g);
       if (r.defined()) g = std::move(r);
     }
-    accumulate(m.grad, std::move(g));
+    accumulate(m.grad, std::move(g), &variable_);
     return {};
   }
   /// Adds `g` into `dst` (PyTorch's AccumulateGrad::accumulateGrad): the
-  /// first gradient is stolen when nothing else holds it; later ones add in
-  /// place unless the graph of the gradient is being recorded.
-  static void accumulate(Tensor& dst, Tensor&& g) {
+  /// first gradient is stolen when nothing else holds it and it has the
+  /// leaf's layout (Note [Gradient layout]); later ones add in place unless
+  /// the graph of the gradient is being recorded.
+  static void accumulate(Tensor& dst, Tensor&& g, const Tensor* like = nullptr) {
     const bool recording = GradMode::is_enabled();
     if (!dst.defined()) {
-      const bool stealable = !recording && g.use_count() == 1 && g.impl()->storage.use_count() == 1 &&
-                             g.is_contiguous() && !g.is_inference();
+      const bool same_layout = like ? g.strides() == like->strides() || (g.is_contiguous() && like->is_contiguous())
+                                    : g.is_contiguous();
+      const bool stealable = !recording && same_layout && g.use_count() == 1 &&
+                             g.impl()->storage.use_count() == 1 && !g.is_inference();
       if (stealable || (recording && g.requires_grad()))
         dst = std::move(g);
+      else if (like && like->is_contiguous())
+        dst = g.contiguous().is_same(g) ? g.clone() : g.contiguous();
       else
         dst = g.clone();
     } else if (!recording) {

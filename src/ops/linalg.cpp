@@ -71,6 +71,16 @@ void check_mm_shapes(const char* op, const Tensor& a, const Tensor& b) {
   BRISK_CHECK(a.size(1) == b.size(0), op, "shapes ", a.sizes(), " and ", b.sizes(), ": inner dimensions ",
               a.size(1), " and ", b.size(0), " differ");
 }
+/// x @ y for a gradient whose input `like` is stored transposed (a weight
+/// used as w.t(), as nn::Linear does): computed as (y^T x^T)^T so that the
+/// result has like's layout. The leaf then receives a gradient in its own
+/// layout, which it takes without a copy, and the optimizer's update reads
+/// both in the same order (Note [Gradient layout]).
+Tensor mm_in_layout_of(const Tensor& x, const Tensor& y, const Tensor& like) {
+  if (like.dim() == 2 && !like.is_contiguous() && like.t().is_contiguous()) return y.t().mm(x.t()).t();
+  return x.mm(y);
+}
+
 
 // ---- autograd ---------------------------------------------------------------------
 // The formulas use the public products, which record themselves when the
@@ -81,7 +91,8 @@ void record_mm(const Tensor& r, const Tensor& a, const Tensor& b) {
   using namespace autograd;
   record("MmBackward0", {r}, {a, b}, {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
     const Tensor& g = c.grad();
-    return {c.needs(0) ? g.mm(c.saved(1).t()) : Tensor(), c.needs(1) ? c.saved(0).t().mm(g) : Tensor()};
+    Tensor x = c.saved(0), y = c.saved(1);
+    return {c.needs(0) ? mm_in_layout_of(g, y.t(), x) : Tensor(), c.needs(1) ? mm_in_layout_of(x.t(), g, y) : Tensor()};
   });
 }
 
@@ -118,6 +129,11 @@ void record_matmul(const Tensor& r, const Tensor& a, const Tensor& b) {
     if (da == 1) g2 = g2.unsqueeze(-2);  // (..., n) -> (..., 1, n)
     if (db == 1) g2 = g2.unsqueeze(-1);  // (..., m) -> (..., m, 1)
     Tensor ga, gb;
+    if (da == 2 && db == 2) {
+      if (c.needs(0)) ga = mm_in_layout_of(g2, y.t(), x);
+      if (c.needs(1)) gb = mm_in_layout_of(x.t(), g2, y);
+      return {ga, gb};
+    }
     if (c.needs(0)) {
       ga = g2.matmul(db == 1 ? y.unsqueeze(0) : y.transpose(-1, -2));
       if (da == 1) ga = ga.squeeze(-2);
