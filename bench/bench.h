@@ -55,7 +55,31 @@ enum class Kind {
   // compute
   Matmul,           // (n, n) @ (n, n), float32
   Nonzero,          // nonzero of n float32 elements, about half nonzero
+  // autograd, float32, single thread
+  AutogradHost,     // y = x * w + b, 3x3, only w requires grad (graph built and dropped)
+  AutogradHostBackward,  // w.grad = none; y = x * w + b; y.backward(ones)
+  AutogradMlpStep,  // one SGD step of the MLP 1000-5000-10000-10, batch 64 (see mlp_* below)
 };
+
+/// The MLP of the training-step case: Linear(1000, 5000)-ReLU-Linear(5000,
+/// 10000)-ReLU-Linear(10000, 10), batch 64, parameters as nn.Linear's
+/// (weight [out, in], bias [out]) initialized with randn * 0.01.
+constexpr int64_t kMlpBatch = 64;
+constexpr int64_t kMlpSizes[4] = {1000, 5000, 10000, 10};
+constexpr double kMlpInitScale = 0.01;
+constexpr double kMlpLearningRate = 0.01;
+/// Floating-point operations of one step: the forward GEMMs (2 b i o per
+/// layer), in backward the weight gradients of every layer and the input
+/// gradients of every layer but the first (x needs none).
+constexpr double mlp_step_flops() {
+  double fwd = 0, grad_in = 0;
+  for (int l = 0; l < 3; ++l) {
+    const double f = 2.0 * kMlpBatch * kMlpSizes[l] * kMlpSizes[l + 1];
+    fwd += f;
+    if (l > 0) grad_in += f;
+  }
+  return 2 * fwd + grad_in;
+}
 
 struct Spec {
   Kind kind;

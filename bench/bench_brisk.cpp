@@ -2,6 +2,8 @@
 // are judged against.
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <vector>
 
 #include "bench.h"
 #include "brisk/brisk.h"
@@ -50,6 +52,32 @@ brisk::Tensor make(brisk::IntArrayRef sizes, uint32_t seed, bool half_zero = fal
   for (int64_t i = 0; i < n; ++i) z[i] = x[i] + y[i];
 }
 
+// One SGD step of the MLP in bench.h, written as a brisk user would.
+struct Mlp {
+  brisk::Tensor x;
+  std::vector<brisk::Tensor> params;  // w1, b1, w2, b2, w3, b3
+
+  Mlp() : x(make({kMlpBatch, kMlpSizes[0]}, 1)) {
+    for (int l = 0; l < 3; ++l) {
+      const int64_t in = kMlpSizes[l], out = kMlpSizes[l + 1];
+      params.push_back((brisk::randn({out, in}) * kMlpInitScale).requires_grad_());
+      params.push_back((brisk::randn({out}) * kMlpInitScale).requires_grad_());
+    }
+  }
+  void step() {
+    for (brisk::Tensor& p : params) p.mutable_grad() = brisk::Tensor();
+    const brisk::Tensor &w1 = params[0], &b1 = params[1], &w2 = params[2], &b2 = params[3], &w3 = params[4],
+                        &b3 = params[5];
+    brisk::Tensor h = (x.matmul(w1.t()) + b1).relu();
+    brisk::Tensor h2 = (h.matmul(w2.t()) + b2).relu();
+    brisk::Tensor out = h2.matmul(w3.t()) + b3;
+    brisk::Tensor loss = out.pow(2).mean();
+    loss.backward();
+    brisk::NoGradGuard no_grad;
+    for (brisk::Tensor& p : params) p.add_(p.grad(), -kMlpLearningRate);
+  }
+};
+
 auto threads(int n) {
   return [n] { brisk::set_num_threads(n); };
 }
@@ -96,6 +124,18 @@ Runner prepare(const Spec& s) {
       return make_runner(th, [x = make({s.n}, 1, /*half_zero=*/true), z = Tensor()]() mutable {
         z = brisk::nonzero(x);
       });
+    case Kind::AutogradHost:
+      return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
+                              y = Tensor()]() mutable { y = x * w + b; });
+    case Kind::AutogradHostBackward:
+      return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
+                              g = brisk::ones({3, 3}), y = Tensor()]() mutable {
+        w.mutable_grad() = Tensor();
+        y = x * w + b;
+        y.backward(g);
+      });
+    case Kind::AutogradMlpStep:
+      return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
   }
   return skip("unknown case");
 }

@@ -127,7 +127,7 @@ double peak_gflops_per_core(const Machine& m) { return m.mhz > 0 ? 2 * 16 * 2 * 
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, Nonzero };
+enum class Section { Host, Bandwidth, Matmul, Nonzero, Autograd };
 
 struct Case {
   Section section;
@@ -285,6 +285,18 @@ std::vector<Case> make_cases(bool quick, bool wall) {
     }
   cs.push_back({Section::Nonzero, "nonzero, 1e6 float32, ~50% nonzero", {Kind::Nonzero, 1000000, 1,
                                                                          single(budget(20, 5, 3))}});
+
+  // Autograd: the host cost of recording (3x3, the graph built and dropped
+  // every call), then one training step of an MLP (a few seconds per side).
+  const Budget ag_host = single(budget(20000, 7, 2000));
+  cs.push_back({Section::Autograd, "y = x * w + b (w requires grad)", {Kind::AutogradHost, 9, 1, ag_host}});
+  cs.push_back({Section::Autograd, "y = x * w + b; y.backward(g)", {Kind::AutogradHostBackward, 9, 1, ag_host}});
+  Budget step;  // 1 call per repetition: 5 repetitions after 2 warm-up steps (quick: 2 after 1)
+  step.iters = 1;
+  step.reps = quick ? 2 : 5;
+  step.warmup = quick ? 1 : 2;
+  cs.push_back({Section::Autograd, "MLP training step (1000-5000-10000-10, batch 64)",
+                {Kind::AutogradMlpStep, 0, 1, single(step)}});
   return cs;
 }
 
@@ -294,6 +306,7 @@ const char* section_title(Section s) {
     case Section::Bandwidth: return "Bandwidth (2^24 float32 per array, 1 thread)";
     case Section::Matmul: return "float32 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
+    case Section::Autograd: return "Autograd (float32, 1 thread)";
   }
   return "";
 }
@@ -303,6 +316,7 @@ const char* section_key(Section s) {
     case Section::Bandwidth: return "bandwidth";
     case Section::Matmul: return "matmul";
     case Section::Nonzero: return "nonzero";
+    case Section::Autograd: return "autograd";
   }
   return "";
 }
@@ -425,6 +439,60 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                         r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
                         both ? fmt("%.1fx", sp) : "-", ">= 3x", both ? (sp >= 3 ? "yes" : "NO") : "-"});
       add_skips(t, *r);
+    }
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Autograd); !v.empty()) {
+    Table t{section_title(Section::Autograd), {"case", "brisk", "libtorch", "speedup", "target", "met"}, {}, {}};
+    constexpr double kStepTargetSeconds = 0.150;
+    const Result* step = nullptr;
+    for (const Result* r : v) {
+      const bool is_step = r->c.spec.kind == Kind::AutogradMlpStep;
+      const bool is_info = r->c.spec.kind == Kind::AutogradHostBackward;
+      if (is_step) step = r;
+      auto cell = [&](const Timing& tm) {
+        return !tm.ok ? skip_text(tm) : is_step ? fmt("%.1f ms", tm.seconds * 1e3) : fmt("%.1f ns", tm.seconds * 1e9);
+      };
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double sp = both ? r->torch.seconds / r->brisk.seconds : 0;
+      std::string target = is_step ? "brisk <= 150 ms" : is_info ? "(information)" : ">= 3x";
+      std::string met = "-";
+      if (is_step && r->brisk.ok)
+        met = r->brisk.seconds <= kStepTargetSeconds ? "yes" : "NO";
+      else if (!is_step && !is_info && both)
+        met = sp >= 3 ? "yes" : "NO";
+      t.rows.push_back({r->c.name, cell(r->brisk), cell(r->torch), both ? fmt("%.1fx", sp) : "-", target, met});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("speedup = libtorch time / brisk time. 3x3 cases: only w requires grad (x and b are plain "
+                      "tensors); each call builds the graph and drops the previous one; with backward, w's gradient "
+                      "is set to none first and g is a preallocated 3x3 ones; mean of " +
+                      std::to_string(v[0]->c.spec.budget.iters) + " calls, median of " +
+                      std::to_string(v[0]->c.spec.budget.reps) + " repetitions.");
+    if (step) {
+      const double flops = mlp_step_flops(), peak = peak_gflops_per_core(m);
+      t.notes.push_back("MLP step: Linear(1000,5000)-ReLU-Linear(5000,10000)-ReLU-Linear(10000,10), batch 64, "
+                        "weights [out, in] and biases [out] from randn * 0.01 (55.1M parameters); one step = every "
+                        "grad set to none, forward, loss = out.pow(2).mean(), loss.backward(), then under NoGradGuard "
+                        "p.add_(p.grad(), -0.01) for each parameter. Median of " +
+                        std::to_string(step->c.spec.budget.reps) + " steps after " +
+                        std::to_string(step->c.spec.budget.warmup) +
+                        (step->c.spec.budget.warmup == 1 ? " warm-up step." : " warm-up steps."));
+      t.notes.push_back("One step is " + fmt("%.1f", flops * 1e-9) +
+                        " GFLOP of GEMM (forward, weight gradients, input gradients of layers 2 and 3): at the "
+                        "float32 peak of one core (" + fmt("%.0f", peak) + " GFLOP/s, see the matmul table) that "
+                        "is " + fmt("%.0f", flops / (peak * 1e9) * 1e3) +
+                        " ms (" + fmt("%.0f", flops / 220e9 * 1e3) +
+                        " ms at the issue's 220 GFLOP/s per core), the floor for any single-threaded library" +
+                        (step->brisk.ok ? "; brisk's step runs at " +
+                                              fmt("%.0f", flops / step->brisk.seconds * 1e-9) + " GFLOP/s"
+                                        : std::string()) +
+                        (step->torch.ok ? ", libtorch's at " + fmt("%.0f", flops / step->torch.seconds * 1e-9) +
+                                              " GFLOP/s"
+                                        : std::string()) +
+                        ". The issue's libtorch reference is about 800 ms per step with the machine's default "
+                        "thread count.");
     }
     out.push_back(t);
   }

@@ -4,6 +4,8 @@
 #include <torch/version.h>
 
 #include <exception>
+#include <memory>
+#include <vector>
 
 #include "bench.h"
 
@@ -32,6 +34,32 @@ torch::Tensor make(at::IntArrayRef sizes, uint32_t seed, bool half_zero = false)
     fill_inputs(t.data_ptr<float>(), t.numel(), seed);
   return t;
 }
+
+// One SGD step of the MLP in bench.h, written as a libtorch user would.
+struct Mlp {
+  torch::Tensor x;
+  std::vector<torch::Tensor> params;  // w1, b1, w2, b2, w3, b3
+
+  Mlp() : x(make({kMlpBatch, kMlpSizes[0]}, 1)) {
+    for (int l = 0; l < 3; ++l) {
+      const int64_t in = kMlpSizes[l], out = kMlpSizes[l + 1];
+      params.push_back((torch::randn({out, in}) * kMlpInitScale).requires_grad_());
+      params.push_back((torch::randn({out}) * kMlpInitScale).requires_grad_());
+    }
+  }
+  void step() {
+    for (torch::Tensor& p : params) p.mutable_grad().reset();
+    const torch::Tensor &w1 = params[0], &b1 = params[1], &w2 = params[2], &b2 = params[3], &w3 = params[4],
+                        &b3 = params[5];
+    torch::Tensor h = (x.matmul(w1.t()) + b1).relu();
+    torch::Tensor h2 = (h.matmul(w2.t()) + b2).relu();
+    torch::Tensor out = h2.matmul(w3.t()) + b3;
+    torch::Tensor loss = out.pow(2).mean();
+    loss.backward();
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& p : params) p.add_(p.grad(), -kMlpLearningRate);
+  }
+};
 
 Runner prepare(const Spec& s) {
   using torch::Tensor;
@@ -75,6 +103,18 @@ Runner prepare(const Spec& s) {
       return make_runner(th, [x = make({s.n}, 1, /*half_zero=*/true), z = Tensor()]() mutable {
         z = torch::nonzero(x);
       });
+    case Kind::AutogradHost:
+      return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
+                              y = Tensor()]() mutable { y = x * w + b; });
+    case Kind::AutogradHostBackward:
+      return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
+                              g = torch::ones({3, 3}), y = Tensor()]() mutable {
+        w.mutable_grad().reset();
+        y = x * w + b;
+        y.backward(g);
+      });
+    case Kind::AutogradMlpStep:
+      return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
   }
   return skip("unknown case");
 }
