@@ -376,9 +376,10 @@ class Tensor {
   Tensor& detach_();
   /// Same as detach(): the data without the autograd history.
   Tensor data() const { return detach(); }
-  /// True for a view recorded by autograd; _base() is the tensor it views.
+  /// True for a view (of a tensor that is not an inference tensor); _base()
+  /// is the root of its chain of views.
   bool _is_view() const;
-  const Tensor& _base() const;
+  Tensor _base() const;
   /// Runs `hook` on this tensor's gradient during backward; a hook that
   /// returns a defined tensor replaces the gradient. Returns a handle for remove_hook.
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;

@@ -112,6 +112,9 @@ struct TensorImpl {
   bool is_inference = false;     ///< made under InferenceMode: no version tracking
   bool requires_grad = false;    ///< leaf that requires grad, or output of a recorded op
   AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
+  /// For a view: the tensor at the root of its chain of views (see Note
+  /// [View tracking]); null for non-views, detached aliases and inference tensors.
+  Ref<TensorImpl> view_base;
 
   TensorImpl() = default;
   static void* operator new(size_t n);

@@ -56,6 +56,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output, const char* node_name)
     // No history: the output's grad_fn is the node that saves it.
     output_nr_ = t.output_nr();
     data_ = brisk::detail::make_view(t, t.sizes(), t.strides(), t.storage_offset());
+    data_.impl()->view_base.reset();
   } else {
     was_leaf_ = t.is_leaf();
     data_ = t;
@@ -90,6 +91,7 @@ Tensor SavedTensor::unpack(Node& owner, size_t index) const {
   if (is_output_ && requires_grad_ && GradMode::is_enabled()) {
     // create_graph: give the output back its history for double backward.
     Tensor t = brisk::detail::make_view(data_, data_.sizes(), data_.strides(), data_.storage_offset());
+    t.impl()->view_base.reset();
     AutogradMeta& m = meta_of(t);
     m.grad_fn = owner.shared_from_this();
     m.output_nr = output_nr_;
@@ -250,11 +252,10 @@ static void attach_impl(const std::shared_ptr<Node>& node, const List& outputs, 
   for (const Tensor& out : outputs) om.push_back({to_dims(out.sizes()), out.dtype(), out.device()});
   if (inplace) {
     const Tensor& self = *outputs.begin();
-    AutogradMeta* m = self.impl()->autograd;
-    if (m && m->is_view && m->base.defined()) {
-      const Tensor& base = m->base;
+    if (self.impl()->view_base) {
+      const Tensor base(self.impl()->view_base);
       BRISK_CHECK(dense_contiguous(base), "backward",
-                  "an in-place op on a view of a non-contiguous tensor that requires grad is not supported; "
+                  "an in-place op that records on a view of a non-contiguous tensor is not supported; "
                   "make the base contiguous first or use the out-of-place op");
       auto cs = std::make_shared<CopySlices>(Geometry(base), Geometry(self), node);
       auto& ce = cs->mutable_next_edges();
@@ -283,11 +284,9 @@ void attach(const std::shared_ptr<Node>& node, const TensorList& outputs, const 
 }
 
 void mark_view(const Tensor& view, const Tensor& base) {
-  if (base.is_inference()) return;
-  AutogradMeta& m = meta_of(view);
-  m.is_view = true;
-  AutogradMeta* bm = base.impl()->autograd;
-  m.base = bm && bm->is_view ? bm->base : base;
+  // make_view already links every view to its root (Note [View tracking]);
+  // this checks that a recorded view op really produced a view of `base`.
+  BRISK_ASSERT(base.is_inference() || view.impl()->view_base);
 }
 
 void check_inplace_slow(const Tensor& self, const char* op) {
@@ -300,7 +299,8 @@ void check_inplace_slow(const Tensor& self, const char* op) {
   if (m && !m->grad_fn && m->leaf_requires_grad)
     BRISK_FAIL(op, "a leaf tensor that requires grad is being used in an in-place operation (", describe(self),
                "); wrap the update in a NoGradGuard, or clone() the leaf first");
-  if (m && m->is_view && m->base.defined() && m->base.is_leaf() && m->base.requires_grad())
+  const TensorImpl* base = self.impl()->view_base.get();
+  if (base && base->requires_grad && (!base->autograd || !base->autograd->grad_fn))
     BRISK_FAIL(op, "a view of a leaf tensor that requires grad is being used in an in-place operation (",
                describe(self), "); wrap the update in a NoGradGuard, or clone() the leaf first");
 }
@@ -406,12 +406,16 @@ void Tensor::retain_grad() const {
 
 bool Tensor::retains_grad() const { return impl_->autograd && impl_->autograd->retains_grad; }
 
-Tensor Tensor::detach() const { return detail::make_view(*this, sizes(), strides(), storage_offset()); }
+Tensor Tensor::detach() const {
+  Tensor d = detail::make_view(*this, sizes(), strides(), storage_offset());
+  d.impl()->view_base.reset();  // not a view for autograd: in-place ops on it never reach this history
+  return d;
+}
 
 Tensor& Tensor::detach_() {
   AutogradMeta* m = impl_->autograd;
   if (!m) return *this;
-  BRISK_CHECK(!m->is_view, "detach_", "Can't detach views in-place. Use detach() instead");
+  BRISK_CHECK(!impl_->view_base, "detach_", "Can't detach views in-place. Use detach() instead");
   m->grad_fn.reset();
   m->output_nr = 0;
   m->leaf_requires_grad = false;
@@ -419,10 +423,8 @@ Tensor& Tensor::detach_() {
   return *this;
 }
 
-bool Tensor::_is_view() const { return impl_->autograd && impl_->autograd->is_view; }
-const Tensor& Tensor::_base() const {
-  return impl_->autograd && impl_->autograd->is_view ? impl_->autograd->base : undefined_tensor();
-}
+bool Tensor::_is_view() const { return static_cast<bool>(impl_->view_base); }
+Tensor Tensor::_base() const { return impl_->view_base ? Tensor(impl_->view_base) : Tensor(); }
 
 unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
   BRISK_CHECK(requires_grad(), "register_hook", "cannot register a hook on a tensor that doesn't require gradient");

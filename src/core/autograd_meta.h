@@ -13,18 +13,15 @@ namespace brisk {
 // Note [AutogradMeta]
 // A leaf that requires grad has `leaf_requires_grad` and, once a backward
 // reached it, an AccumulateGrad node held weakly here (the node holds the
-// leaf). A result of a recorded op has `grad_fn` and `output_nr`. Views
-// recorded by autograd keep their base, so that an in-place op on the view
-// can rewrite the base's history (CopySlices in src/autograd/functions.cpp).
+// leaf). A result of a recorded op has `grad_fn` and `output_nr`. A view's
+// root base is in TensorImpl::view_base (Note [View tracking]).
 struct AutogradMeta {
   bool leaf_requires_grad = false;
   bool retains_grad = false;
-  bool is_view = false;
   uint32_t output_nr = 0;
   Tensor grad;
   std::shared_ptr<autograd::Node> grad_fn;
   std::weak_ptr<autograd::Node> grad_accumulator;
-  Tensor base;  ///< the viewed tensor when is_view
   /// Hooks of a leaf (run by its AccumulateGrad before accumulating).
   struct Hook {
     unsigned id;

@@ -161,6 +161,12 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
   impl->device = b->device;
   impl->is_inference = b->is_inference;
   impl->refresh();
+  // Note [View tracking]: every view knows the root of its chain of views,
+  // so that an in-place op that records on a view can rewrite the root's
+  // history (CopySlices, src/autograd/autograd.cpp) even when the root did
+  // not require grad before. One refcount increment per view op; inference
+  // tensors are not tracked.
+  if (!b->is_inference) impl->view_base = b->view_base ? b->view_base : Ref<TensorImpl>::borrow(const_cast<TensorImpl*>(b));
   return Tensor(Ref<TensorImpl>::adopt(impl));
 }
 

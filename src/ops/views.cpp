@@ -250,13 +250,15 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
                   [in = to_dims(sizes())](BackwardCtx& c) -> TensorList { return {c.grad().reshape(in)}; });
     return r;
   }
-  if (BRISK_LIKELY(!autograd::should_record(*this))) return contiguous().view(sz);
-  // A copy, not a view of *this: one node (PyTorch's _unsafe_view of a clone).
+  // A copy, not a view of *this (PyTorch's _unsafe_view of a clone): the
+  // result owns its fresh storage and is not tracked as a view.
   Tensor r;
   {
     NoGradGuard ng;
     r = contiguous().view(sz);
   }
+  r.impl()->view_base.reset();
+  if (BRISK_LIKELY(!autograd::should_record(*this))) return r;
   autograd::record("UnsafeViewBackward0", {r}, {*this}, {},
                    [in = to_dims(sizes())](BackwardCtx& c) -> TensorList { return {c.grad().reshape(in)}; });
   return r;

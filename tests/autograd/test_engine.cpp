@@ -347,3 +347,32 @@ TEST(Engine, AnomalyModeNamesTheNode) {
   y.backward(ones_like(y));  // without anomaly mode: no check
   EXPECT_TRUE(std::isnan(b.grad().to_vector<double>()[0]));
 }
+
+TEST(Engine, InPlaceOnViewOfPlainTensor) {
+  // Filling slices of a buffer that does not require grad with tensors that
+  // do gives the buffer a history (every view knows its base).
+  Tensor a = tensor({1.0, 2.0}).requires_grad_();
+  Tensor b = tensor({3.0, 4.0, 5.0}).requires_grad_();
+  Tensor buf = zeros({2, 3}, kDouble);
+  EXPECT_FALSE(buf.requires_grad());
+  buf.select(0, 0).narrow(0, 0, 2).copy_(a * 2);
+  buf.select(0, 1).copy_(b);
+  EXPECT_TRUE(buf.requires_grad());
+  EXPECT_EQ(buf.grad_fn()->name(), "CopySlices");
+  Tensor w = tensor({{1.0, 10.0, 100.0}, {1000.0, 10000.0, 100000.0}}, kDouble);
+  (buf * w).backward(ones({2, 3}, kDouble));
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{2, 20}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1000, 10000, 100000}));
+  // overwriting a slice cuts the gradient of what was there
+  Tensor c = tensor({1.0, 1.0, 1.0}).requires_grad_();
+  Tensor d = c * 1;
+  d.narrow(0, 1, 1).fill_(7);
+  d.backward(ones({3}, kDouble));
+  EXPECT_EQ(c.grad().to_vector<double>(), (std::vector<double>{1, 0, 1}));
+  // views of plain tensors know their base; detached aliases do not
+  Tensor p = ones({4});
+  EXPECT_TRUE(p.t()._is_view());
+  EXPECT_TRUE(p.view({2, 2})[1]._base().is_same(p));
+  EXPECT_FALSE(p.detach()._is_view());
+  EXPECT_FALSE(p._is_view());
+}
