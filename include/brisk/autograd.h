@@ -18,9 +18,9 @@ namespace tls {
 // Note [Grad mode state]: two thread-local flags read by every op front end.
 // Inference mode implies grad mode off, so an op checks one flag to decide
 // whether it records.
-inline thread_local bool t_grad_enabled = true;
-inline thread_local bool t_inference_mode = false;
-inline thread_local bool t_anomaly_mode = false;
+inline thread_local bool t_grad_enabled BRISK_TLS_FAST = true;
+inline thread_local bool t_inference_mode BRISK_TLS_FAST = false;
+inline thread_local bool t_anomaly_mode BRISK_TLS_FAST = false;
 }  // namespace tls
 }  // namespace autograd
 

@@ -12,7 +12,7 @@ namespace brisk {
 namespace autograd {
 
 namespace {
-thread_local uint64_t t_next_seq = 0;
+thread_local uint64_t t_next_seq BRISK_TLS_FAST = 0;
 std::atomic<unsigned> g_next_hook_id{1};
 
 std::string describe(const Tensor& t) {

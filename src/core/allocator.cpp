@@ -118,11 +118,16 @@ GlobalPool& global_pool() {
   return *p;
 }
 
-// Per-thread stacks of small blocks: the common case takes no lock.
+// Per-thread stacks of small blocks: the common case takes no lock. The
+// cache is trivially destructible (an initial-exec thread-local, one load to
+// reach); a guard constructed on the first free flushes it at thread exit and
+// closes it, after which frees go to the shared pool (as the tensor free
+// lists do, see Note [Free lists at thread exit]).
 struct ThreadCache {
   void* blocks[kNumSmallClasses][kThreadCacheDepth];
-  int count[kNumSmallClasses] = {};
-  ~ThreadCache() { flush(); }
+  int count[kNumSmallClasses];
+  bool closed;
+  bool guarded;
   void flush() {
     for (int c = 0; c < kNumSmallClasses; ++c) {
       for (int i = 0; i < count[c]; ++i) global_pool().put(blocks[c][i], class_size(c));
@@ -135,7 +140,15 @@ struct ThreadCache {
     return (size_t(1) << k) + size_t(q) * (size_t(1) << (k - 2));
   }
 };
-thread_local ThreadCache t_cache;
+constinit thread_local ThreadCache t_cache BRISK_TLS_FAST{};
+struct ThreadCacheGuard {
+  ThreadCacheGuard() = default;
+  ~ThreadCacheGuard() {
+    t_cache.flush();
+    t_cache.closed = true;
+  }
+};
+thread_local ThreadCacheGuard t_cache_guard;
 
 class CachingCpuAllocator final : public Allocator {
  public:
@@ -173,7 +186,11 @@ class CachingCpuAllocator final : public Allocator {
     if (!p) return;
     const size_t n = round_size(nbytes == 0 ? 1 : nbytes);
     stats().allocated.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
-    if (n <= kThreadCacheMax) {
+    if (n <= kThreadCacheMax && !t_cache.closed) {
+      if (BRISK_UNLIKELY(!t_cache.guarded)) {
+        t_cache.guarded = true;
+        (void)&t_cache_guard;  // odr-use: registers the flush at thread exit
+      }
       const int c = small_class(n);
       if (t_cache.count[c] < kThreadCacheDepth) {
         t_cache.blocks[c][t_cache.count[c]++] = p;

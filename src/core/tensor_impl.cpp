@@ -21,6 +21,7 @@ struct FreeList {
   void* items[kDepth];
   int count;
   bool closed;
+  bool guarded;  // the thread's guard is registered
   void* take() { return count > 0 ? items[--count] : ::operator new(Size); }
   void give(void* p);
   void drain() {
@@ -28,8 +29,8 @@ struct FreeList {
     closed = true;
   }
 };
-constinit thread_local FreeList<sizeof(TensorImpl)> t_tensor_impls{};
-constinit thread_local FreeList<sizeof(StorageImpl)> t_storage_impls{};
+constinit thread_local FreeList<sizeof(TensorImpl)> t_tensor_impls BRISK_TLS_FAST{};
+constinit thread_local FreeList<sizeof(StorageImpl)> t_storage_impls BRISK_TLS_FAST{};
 
 // Note [Free lists at thread exit]: the guard is constructed on the first
 // give() of a thread, which registers its destructor with that thread's exit.
@@ -44,7 +45,10 @@ thread_local FreeListGuard t_guard;
 
 template <size_t Size>
 void FreeList<Size>::give(void* p) {
-  if (count == 0 && !closed) (void)&t_guard;  // odr-use: constructs the guard once per thread
+  if (BRISK_UNLIKELY(!guarded)) {
+    guarded = true;
+    (void)&t_guard;  // odr-use: constructs (registers) the guard once per thread
+  }
   if (count < kDepth && !closed)
     items[count++] = p;
   else

@@ -252,7 +252,6 @@ Tensor& Tensor::div_(const Scalar& o, RoundingMode m) {
 // ---- backward of the plain binary ops --------------------------------------------------
 namespace {
 using autograd::BackwardCtx;
-Tensor as_mask(const Tensor& m, const Tensor& like) { return m.to(like.dtype()); }
 
 // Records r = op(a, b); for an in-place op r is *self and `a` is a copy of
 // self's old value (the edge goes to self's old history).

@@ -158,7 +158,47 @@ int64_t leading_numel(const Tensor& t, int64_t trailing) {
 
 /// PyTorch's matmul cases. Writes into *out when given (already validated
 /// against the result shape), else returns a fresh tensor.
+// Note [Small matmul fast path]
+// A product of at most 8x8x8 float32/float64 matrices costs less than the
+// bookkeeping around the GEMM kernel (3-D views of the operands, the kernel
+// table, BLAS layout checks): it is computed here on the raw strides into a
+// fresh output, which keeps matmul(3x3, 3x3) near the cost of an add.
+template <class T>
+void small_mm_loop(T* c, const T* a, const T* b, int64_t m, int64_t n, int64_t k, int64_t sa0, int64_t sa1,
+                   int64_t sb0, int64_t sb1) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += a[i * sa0 + p * sa1] * b[p * sb0 + j * sb1];
+      c[i * n + j] = acc;
+    }
+}
+bool small_mm(const Tensor& a, const Tensor& b, Tensor& r) {
+  if (!a.defined() || !b.defined() || a.dim() != 2 || b.dim() != 2 || a.dtype() != b.dtype() || !a.is_cpu() ||
+      !b.is_cpu())
+    return false;
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  if (b.size(0) != k || m * n * k > 512 || m * n * k == 0) return false;
+  if (a.dtype() == kFloat) {
+    r = empty({m, n}, a.options());
+    small_mm_loop(r.data_ptr<float>(), a.data_ptr<float>(), b.data_ptr<float>(), m, n, k, a.stride(0), a.stride(1),
+                  b.stride(0), b.stride(1));
+    return true;
+  }
+  if (a.dtype() == kDouble) {
+    r = empty({m, n}, a.options());
+    small_mm_loop(r.data_ptr<double>(), a.data_ptr<double>(), b.data_ptr<double>(), m, n, k, a.stride(0),
+                  a.stride(1), b.stride(0), b.stride(1));
+    return true;
+  }
+  return false;
+}
+
 Tensor matmul_impl(const char* op, const Tensor& a, const Tensor& b, Tensor* out) {
+  if (!out) {
+    Tensor r;
+    if (small_mm(a, b, r)) return r;
+  }
   check_operands(op, a, b, "both arguments");
   const int64_t da = a.dim(), db = b.dim();
   BRISK_CHECK(da >= 1 && db >= 1, op, "both arguments to matmul need to be at least 1D, but they are ", da,
@@ -365,9 +405,11 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  Tensor out;
+  if (BRISK_LIKELY(!autograd::should_record(a, b)) && small_mm(a, b, out)) return out;
   check_operands("mm", a, b);
   check_mm_shapes("mm", a, b);
-  Tensor out = empty({a.size(0), b.size(1)}, a.options());
+  out = empty({a.size(0), b.size(1)}, a.options());
   if (BRISK_LIKELY(!autograd::should_record(a, b))) {
     mm_into("mm", out, a, b);
     return out;
