@@ -23,6 +23,7 @@ packages=(
   libopenblas-dev libdnnl-dev zlib1g-dev  # BLAS, convolution, compression
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3-numpy
+  dataset-fashion-mnist                 # real data for brisk::data tests and examples
 )
 if (( with_torch )); then
   # PyTorch (CPU) as the baseline for parity tests and benchmarks.

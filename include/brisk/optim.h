@@ -1,0 +1,414 @@
+// brisk::optim: optimizers (SGD, Adam, AdamW, RMSprop) with PyTorch's update
+// rules and libtorch's API, and learning-rate schedulers.
+//
+//   optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3).weight_decay(0.01));
+//   for (...) { opt.zero_grad(); loss.backward(); opt.step(); }
+//
+// Each optimizer has three implementations (see docs/design/optim.md):
+// Impl::ForLoop (one tensor at a time with brisk ops: the reference),
+// Impl::Foreach (each step of the update as one foreach op over the list) and
+// Impl::Fused (the default: the whole update in one pass over memory).
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "brisk/tensor.h"
+
+namespace brisk::optim {
+
+/// How an optimizer runs its update.
+enum class Impl : int8_t {
+  ForLoop,  ///< one parameter at a time, one brisk op per arithmetic step
+  Foreach,  ///< one foreach op per arithmetic step over all parameters
+  Fused,    ///< one pass over memory per chunk for the whole update (default)
+};
+const char* impl_name(Impl impl);
+
+/// Declares an option `name` of type T with a chainable setter and a getter,
+/// as libtorch's TORCH_ARG: `AdamOptions(1e-3).eps(1e-6).amsgrad(true)`.
+#define BRISK_OPTIM_ARG(T, name, init)               \
+ public:                                             \
+  auto& name(const T& v) {                           \
+    name##_ = v;                                     \
+    return *this;                                    \
+  }                                                  \
+  const T& name() const { return name##_; }          \
+                                                     \
+ private:                                            \
+  T name##_ = init;                                  \
+                                                     \
+ public:
+
+/// Options of a param group. The numeric options are also exposed by name
+/// (values()/set_value()) for state_dict.
+class OptimizerOptions {
+ public:
+  virtual ~OptimizerOptions() = default;
+  virtual std::unique_ptr<OptimizerOptions> clone() const = 0;
+  virtual double get_lr() const = 0;
+  virtual void set_lr(double lr) = 0;
+  /// (name, value) of every option; bools and enums as numbers.
+  virtual std::vector<std::pair<std::string, double>> values() const = 0;
+  /// Sets the option `name` (an unknown name is an error).
+  virtual void set_value(const std::string& name, double v) = 0;
+};
+
+/// A list of parameters sharing options. A group added without options
+/// takes the optimizer's defaults.
+class OptimizerParamGroup {
+ public:
+  OptimizerParamGroup(std::vector<Tensor> params) : params_(std::move(params)) {}  // NOLINT: implicit as libtorch
+  OptimizerParamGroup(std::vector<Tensor> params, std::unique_ptr<OptimizerOptions> options)
+      : params_(std::move(params)), options_(std::move(options)) {}
+  OptimizerParamGroup(const OptimizerParamGroup& o)
+      : params_(o.params_), options_(o.options_ ? o.options_->clone() : nullptr), initial_lr_(o.initial_lr_) {}
+  OptimizerParamGroup& operator=(const OptimizerParamGroup& o) {
+    params_ = o.params_;
+    options_ = o.options_ ? o.options_->clone() : nullptr;
+    initial_lr_ = o.initial_lr_;
+    return *this;
+  }
+  OptimizerParamGroup(OptimizerParamGroup&&) = default;
+  OptimizerParamGroup& operator=(OptimizerParamGroup&&) = default;
+
+  std::vector<Tensor>& params() { return params_; }
+  const std::vector<Tensor>& params() const { return params_; }
+  bool has_options() const { return options_ != nullptr; }
+  OptimizerOptions& options() { return *options_; }
+  const OptimizerOptions& options() const { return *options_; }
+  void set_options(std::unique_ptr<OptimizerOptions> o) { options_ = std::move(o); }
+  double lr() const { return options_->get_lr(); }
+  void set_lr(double lr) { options_->set_lr(lr); }
+  /// The lr when the first scheduler attached (PyTorch's group["initial_lr"]); < 0 if none yet.
+  double initial_lr() const { return initial_lr_; }
+  void set_initial_lr(double v) { initial_lr_ = v; }
+
+ private:
+  std::vector<Tensor> params_;
+  std::unique_ptr<OptimizerOptions> options_;
+  double initial_lr_ = -1;
+};
+
+/// Per-parameter state. Which tensors are defined depends on the optimizer:
+/// SGD momentum_buffer; Adam/AdamW exp_avg, exp_avg_sq (max_exp_avg_sq with
+/// amsgrad); RMSprop square_avg (momentum_buffer, grad_avg).
+struct ParamState {
+  int64_t step = 0;
+  Tensor exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer, square_avg, grad_avg;
+};
+
+/// A flat, serializable state dict (brisk::io can save it as safetensors):
+///   "state.<i>.step"                   0-dim float64 (i: index of the parameter
+///   "state.<i>.exp_avg" (and the other  over all groups, in order)
+///    ParamState tensors)
+///   "param_groups.<g>.<option>"        0-dim float64
+///   "param_groups.<g>.params"          1-D int64: the indices i of its parameters
+using StateDict = std::map<std::string, Tensor>;
+
+using LossClosure = std::function<Tensor()>;
+
+/// Base of all optimizers.
+class Optimizer {
+ public:
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  virtual ~Optimizer() = default;
+
+  /// Adds a group (options default to the optimizer's); checks its parameters.
+  void add_param_group(const OptimizerParamGroup& group);
+  /// Sets every gradient to none (default) or, with set_to_none = false, to zero.
+  void zero_grad(bool set_to_none = true);
+  /// One update of every parameter with a gradient (under NoGradGuard).
+  /// A closure, if given, is called first with grad mode on; its loss is returned.
+  Tensor step(const LossClosure& closure = nullptr);
+
+  std::vector<OptimizerParamGroup>& param_groups() { return groups_; }
+  const std::vector<OptimizerParamGroup>& param_groups() const { return groups_; }
+  const OptimizerOptions& defaults() const { return *defaults_; }
+  /// All parameters of all groups, in order.
+  std::vector<Tensor> parameters() const;
+  size_t size() const;
+  /// State of a parameter (created empty on first use).
+  ParamState& state(const Tensor& param) { return state_[param.impl()]; }
+  bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+
+  StateDict state_dict() const;
+  /// Restores state and group options saved by state_dict() from an optimizer
+  /// of the same kind with the same group sizes (tensors are copied).
+  void load_state_dict(const StateDict& dict);
+
+  /// "SGD", "Adam", ...: the name errors start with.
+  const char* name() const { return name_; }
+
+ protected:
+  Optimizer(const char* name, std::unique_ptr<OptimizerOptions> defaults)
+      : name_(name), defaults_(std::move(defaults)) {}
+  /// Checks the defaults and adds the groups; called by the derived
+  /// constructor (check_options is virtual).
+  void init(const std::vector<OptimizerParamGroup>& groups);
+  /// Throws brisk::Error for invalid options.
+  virtual void check_options(const OptimizerOptions& o) const = 0;
+  /// Updates one group; params are those with a defined gradient.
+  virtual void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) = 0;
+
+  const char* name_;
+  std::unique_ptr<OptimizerOptions> defaults_;
+  std::vector<OptimizerParamGroup> groups_;
+  std::unordered_map<const TensorImpl*, ParamState> state_;
+};
+
+// ---- SGD ----------------------------------------------------------------------------
+
+class SGDOptions : public OptimizerOptions {
+ public:
+  SGDOptions(double lr) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_OPTIM_ARG(double, lr, 0.0)
+  BRISK_OPTIM_ARG(double, momentum, 0.0)
+  BRISK_OPTIM_ARG(double, dampening, 0.0)
+  BRISK_OPTIM_ARG(double, weight_decay, 0.0)
+  BRISK_OPTIM_ARG(bool, nesterov, false)
+  BRISK_OPTIM_ARG(bool, maximize, false)
+  BRISK_OPTIM_ARG(Impl, impl, Impl::Fused)
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<SGDOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  std::vector<std::pair<std::string, double>> values() const override;
+  void set_value(const std::string& name, double v) override;
+};
+
+/// Stochastic gradient descent with momentum (torch.optim.SGD).
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<OptimizerParamGroup> groups, SGDOptions defaults);
+  SGD(std::vector<Tensor> params, SGDOptions defaults) : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+ protected:
+  void check_options(const OptimizerOptions& o) const override;
+  void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+};
+
+// ---- Adam and AdamW -------------------------------------------------------------------
+
+using Betas = std::tuple<double, double>;
+
+#define BRISK_ADAM_OPTIONS(Name, default_weight_decay)                                              \
+  BRISK_OPTIM_ARG(double, lr, 1e-3)                                                                   \
+  BRISK_OPTIM_ARG(Betas, betas, Betas(0.9, 0.999))                                                    \
+  BRISK_OPTIM_ARG(double, eps, 1e-8)                                                                  \
+  BRISK_OPTIM_ARG(double, weight_decay, default_weight_decay)                                         \
+  BRISK_OPTIM_ARG(bool, amsgrad, false)                                                               \
+  BRISK_OPTIM_ARG(bool, maximize, false)                                                              \
+  BRISK_OPTIM_ARG(Impl, impl, Impl::Fused)                                                            \
+ public:                                                                                              \
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<Name>(*this); } \
+  double get_lr() const override { return lr_; }                                                     \
+  void set_lr(double lr) override { lr_ = lr; }                                                      \
+  std::vector<std::pair<std::string, double>> values() const override;                              \
+  void set_value(const std::string& name, double v) override;
+
+/// Adam's options (weight decay is L2: added to the gradient).
+class AdamOptions : public OptimizerOptions {
+ public:
+  AdamOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_ADAM_OPTIONS(AdamOptions, 0.0)
+};
+
+/// AdamW's options: Adam's, with decoupled weight decay, 1e-2 by default.
+class AdamWOptions : public OptimizerOptions {
+ public:
+  AdamWOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_ADAM_OPTIONS(AdamWOptions, 1e-2)
+};
+#undef BRISK_ADAM_OPTIONS
+
+/// Adam (torch.optim.Adam): weight decay is L2 (added to the gradient).
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<OptimizerParamGroup> groups, AdamOptions defaults = {});
+  Adam(std::vector<Tensor> params, AdamOptions defaults = {})
+      : Adam(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+ protected:
+  Adam(const char* name, std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
+       bool decoupled);
+  void check_options(const OptimizerOptions& o) const override;
+  void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+  bool decoupled_;  ///< AdamW: p *= 1 - lr * weight_decay before the update
+};
+
+/// AdamW (torch.optim.AdamW): decoupled weight decay.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<OptimizerParamGroup> groups, AdamWOptions defaults = {});
+  AdamW(std::vector<Tensor> params, AdamWOptions defaults = {})
+      : AdamW(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+};
+
+// ---- RMSprop ---------------------------------------------------------------------------
+
+class RMSpropOptions : public OptimizerOptions {
+ public:
+  RMSpropOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_OPTIM_ARG(double, lr, 1e-2)
+  BRISK_OPTIM_ARG(double, alpha, 0.99)
+  BRISK_OPTIM_ARG(double, eps, 1e-8)
+  BRISK_OPTIM_ARG(double, weight_decay, 0.0)
+  BRISK_OPTIM_ARG(double, momentum, 0.0)
+  BRISK_OPTIM_ARG(bool, centered, false)
+  BRISK_OPTIM_ARG(bool, maximize, false)
+  BRISK_OPTIM_ARG(Impl, impl, Impl::Fused)
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<RMSpropOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  std::vector<std::pair<std::string, double>> values() const override;
+  void set_value(const std::string& name, double v) override;
+};
+
+/// RMSprop (torch.optim.RMSprop).
+class RMSprop : public Optimizer {
+ public:
+  RMSprop(std::vector<OptimizerParamGroup> groups, RMSpropOptions defaults = {});
+  RMSprop(std::vector<Tensor> params, RMSpropOptions defaults = {})
+      : RMSprop(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+ protected:
+  void check_options(const OptimizerOptions& o) const override;
+  void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+};
+
+// ---- learning-rate schedulers -------------------------------------------------------------
+// Each scheduler computes the lr of step `last_epoch` in closed form from the
+// groups' initial lr (PyTorch's _get_closed_form_lr), so step() and the
+// values after n steps do not depend on floating-point drift. Constructing a
+// scheduler sets the lr of step 0, as PyTorch does.
+
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& optimizer);
+  virtual ~LRScheduler() = default;
+  /// Advances one step and sets every group's lr.
+  void step();
+  /// Jumps to step `epoch` (used by SequentialLR).
+  void step(int64_t epoch);
+  /// The lr of each group set by the last step.
+  std::vector<double> get_last_lr() const { return last_lr_; }
+  int64_t last_epoch() const { return last_epoch_; }
+  const std::vector<double>& base_lrs() const { return base_lrs_; }
+
+ protected:
+  /// The lr of group g at step `epoch`.
+  virtual double lr_at(size_t g, int64_t epoch) const = 0;
+  /// Sets the lr of step 0; called at the end of the derived constructor.
+  void initial_step();
+  void apply();
+  friend class SequentialLR;
+
+  Optimizer& optimizer_;
+  std::vector<double> base_lrs_;
+  std::vector<double> last_lr_;
+  int64_t last_epoch_ = 0;
+};
+
+/// lr = base * gamma^(epoch / step_size)
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  int64_t step_size_;
+  double gamma_;
+};
+
+/// lr = base * gamma^(number of milestones <= epoch)
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<int64_t> milestones_;
+  double gamma_;
+};
+
+/// lr = base * gamma^epoch
+class ExponentialLR : public LRScheduler {
+ public:
+  ExponentialLR(Optimizer& optimizer, double gamma);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  double gamma_;
+};
+
+/// lr = eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  int64_t T_max_;
+  double eta_min_;
+};
+
+/// lr = base * (start + (end - start) * min(epoch, total_iters) / total_iters)
+class LinearLR : public LRScheduler {
+ public:
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  double start_factor_, end_factor_;
+  int64_t total_iters_;
+};
+
+struct OneCycleLROptions {
+  BRISK_OPTIM_ARG(double, pct_start, 0.3)
+  BRISK_OPTIM_ARG(bool, anneal_cos, true)  ///< false: linear annealing
+  BRISK_OPTIM_ARG(double, div_factor, 25.0)
+  BRISK_OPTIM_ARG(double, final_div_factor, 1e4)
+  BRISK_OPTIM_ARG(bool, three_phase, false)
+};
+
+/// The 1cycle policy (torch.optim.lr_scheduler.OneCycleLR) without momentum
+/// cycling: warm up from max_lr / div_factor to max_lr, then anneal to
+/// initial_lr / final_div_factor over total_steps. Stepping past total_steps throws.
+class OneCycleLR : public LRScheduler {
+ public:
+  OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, OneCycleLROptions options = {});
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  struct Phase {
+    double end_step;
+    int start, end;  // 0 initial_lr, 1 max_lr, 2 min_lr
+  };
+  std::vector<Phase> phases_;
+  double max_lr_;
+  int64_t total_steps_;
+  OneCycleLROptions options_;
+};
+
+/// Runs schedulers one after another: schedulers[k] from milestones[k-1] on,
+/// restarted at its own step 0 (e.g. LinearLR warmup then CosineAnnealingLR).
+class SequentialLR : public LRScheduler {
+ public:
+  SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
+               std::vector<int64_t> milestones);
+
+ protected:
+  double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<std::shared_ptr<LRScheduler>> schedulers_;
+  std::vector<int64_t> milestones_;
+};
+
+}  // namespace brisk::optim

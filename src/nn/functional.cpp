@@ -1,0 +1,330 @@
+// nn::functional: layers and losses as compositions of brisk ops. Autograd
+// differentiates them; each is written to stay finite where PyTorch's fused
+// kernels do (log_softmax for cross entropy, softplus for logits).
+#include <cmath>
+#include <sstream>
+
+#include "brisk/autograd.h"
+#include "brisk/nn/functional.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn::functional {
+
+namespace {
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+void check_floating(const char* op, const char* what, const Tensor& t) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(t.is_floating_point(), op, "expected a floating point ", what, ", got ", t.dtype());
+}
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
+  check_floating(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  BRISK_CHECK(input.sizes() == target.sizes(), op, "input shape ", shape_str(input.sizes()), " and target shape ",
+              shape_str(target.sizes()), " differ");
+}
+
+Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Mean: return loss.mean();
+    case Reduction::Sum: return loss.sum();
+    case Reduction::BatchMean: break;
+  }
+  BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
+}
+
+/// Per-element negative log likelihood of `target` under log-probabilities
+/// `logp` (N, C, d...), and the weight of each element (0 where ignored).
+struct Picked {
+  Tensor loss;  // (N, d...)
+  Tensor w;     // (N, d...)
+  Tensor valid; // (N, d...) bool
+};
+
+Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
+                    int64_t ignore_index) {
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
+              "expected class indices of dtype int64 (or int32), got ", target.dtype());
+  BRISK_CHECK(logp.dim() >= 2, op, "expected an input of shape (N, C, ...) or (C), got ", shape_str(logp.sizes()));
+  const int64_t C = logp.size(1);
+  bool shapes_ok = target.dim() == logp.dim() - 1 && target.size(0) == logp.size(0);
+  for (int64_t d = 1; shapes_ok && d < target.dim(); ++d) shapes_ok = target.size(d) == logp.size(d + 1);
+  BRISK_CHECK(shapes_ok, op, "input shape ", shape_str(logp.sizes()), " does not match target shape ",
+              shape_str(target.sizes()), " (expected target (N, d...) for input (N, C, d...))");
+  if (weight.defined())
+    BRISK_CHECK(weight.dim() == 1 && weight.size(0) == C && weight.is_floating_point(), op,
+                "expected a floating point weight of shape [", C, "], got ", shape_str(weight.sizes()), " ",
+                weight.dtype());
+  Tensor t = target.to(kInt64);
+  Tensor valid = t.ne(ignore_index);
+  Tensor safe = where(valid, t, Scalar(int64_t(0)));
+  if (safe.numel() > 0) {
+    const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
+    BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
+  }
+  Tensor picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1);
+  Tensor w = weight.defined() ? weight.to(logp.dtype()).index_select(0, safe.reshape({-1})).view(safe.sizes())
+                              : ones_like(picked);
+  w = where(valid, w, Scalar(0.0));
+  return {picked.neg() * w, w, valid};
+}
+
+Tensor reduce_weighted(const char* op, const Tensor& loss, const Tensor& w, Reduction r) {
+  if (r == Reduction::Mean) return loss.sum() / w.sum();
+  return reduce(op, loss, r);
+}
+
+/// log(x) clamped at -100 (PyTorch's binary_cross_entropy), with a finite
+/// gradient where x = 0.
+Tensor clamped_log(const Tensor& x) {
+  Tensor pos = x.gt(0);
+  return where(pos, where(pos, x, Scalar(1.0)).log(), Scalar(-100.0)).clamp_min(-100.0);
+}
+
+}  // namespace
+
+// ---- layers ----------------------------------------------------------------------
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_floating("linear", "input", x);
+  check_floating("linear", "weight", weight);
+  BRISK_CHECK(weight.dim() == 2, "linear", "expected a 2-D weight (out, in), got ", shape_str(weight.sizes()));
+  BRISK_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input shape ", shape_str(x.sizes()),
+              " does not match weight shape ", shape_str(weight.sizes()), " (last dim ",
+              x.dim() >= 1 ? x.size(-1) : 0, " vs in_features ", weight.size(1), ")");
+  if (bias.defined())
+    BRISK_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear", "expected bias of shape [",
+                weight.size(0), "], got ", shape_str(bias.sizes()));
+  // Keeps the weight's (out, in) layout: its gradient is computed in that layout.
+  if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  Tensor y = x.matmul(weight.t());
+  return bias.defined() ? y + bias : y;
+}
+
+Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  check_floating("bilinear", "input1", x1);
+  check_floating("bilinear", "input2", x2);
+  BRISK_CHECK(weight.dim() == 3, "bilinear", "expected a 3-D weight (out, in1, in2), got ", shape_str(weight.sizes()));
+  const int64_t out = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);
+  BRISK_CHECK(x1.dim() >= 1 && x2.dim() == x1.dim() && x1.size(-1) == in1 && x2.size(-1) == in2 &&
+                  IntArrayRef(x1.sizes().data(), x1.sizes().size() - 1) == IntArrayRef(x2.sizes().data(), x2.sizes().size() - 1),
+              "bilinear", "inputs ", shape_str(x1.sizes()), " and ", shape_str(x2.sizes()),
+              " do not match weight shape ", shape_str(weight.sizes()));
+  std::vector<int64_t> lead(x1.sizes().begin(), x1.sizes().end() - 1);
+  Tensor a = x1.reshape({-1, in1});                                                   // (N, in1)
+  Tensor b = x2.reshape({-1, in2});                                                   // (N, in2)
+  Tensor t = a.matmul(weight.permute({1, 0, 2}).reshape({in1, out * in2}));            // (N, out*in2)
+  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1);                       // (N, out)
+  if (bias.defined()) y = y + bias;
+  lead.push_back(out);
+  return y.reshape(lead);
+}
+
+Tensor relu(const Tensor& x) { return x.relu(); }
+Tensor gelu(const Tensor& x, std::string_view approximate) { return x.gelu(approximate); }
+Tensor silu(const Tensor& x) { return x.silu(); }
+Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return x.log_softmax(dim); }
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  BRISK_CHECK(p >= 0.0 && p <= 1.0, "dropout", "p must be in [0, 1], got ", p);
+  if (!training || p == 0.0) return x;
+  check_floating("dropout", "input", x);
+  if (p == 1.0) return x * 0.0;
+  Tensor mask = empty_like(x).bernoulli_(1.0 - p);
+  mask.mul_(1.0 / (1.0 - p));
+  return x * mask;
+}
+
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  check_floating("layer_norm", "input", x);
+  const int64_t k = static_cast<int64_t>(shape.size());
+  bool ok = k >= 1 && x.dim() >= k;
+  for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == shape[static_cast<size_t>(i)];
+  BRISK_CHECK(ok, "layer_norm", "input shape ", shape_str(x.sizes()), " does not end with normalized_shape ",
+              shape_str(shape));
+  if (weight.defined())
+    BRISK_CHECK(weight.sizes() == IntArrayRef(shape), "layer_norm", "weight shape ", shape_str(weight.sizes()),
+                " differs from normalized_shape ", shape_str(shape));
+  if (bias.defined())
+    BRISK_CHECK(bias.sizes() == IntArrayRef(shape), "layer_norm", "bias shape ", shape_str(bias.sizes()),
+                " differs from normalized_shape ", shape_str(shape));
+  std::vector<int64_t> dims;
+  for (int64_t i = -k; i < 0; ++i) dims.push_back(i);
+  Tensor mu = x.mean(dims, true);
+  Tensor var = x.var(dims, 0, true);
+  Tensor y = (x - mu) * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  BRISK_CHECK(indices.defined() && (indices.dtype() == kInt64 || indices.dtype() == kInt32), "embedding",
+              "expected indices of dtype int64 (or int32), got ", indices.defined() ? indices.dtype() : kInt64);
+  BRISK_CHECK(weight.defined() && weight.dim() == 2, "embedding", "expected a 2-D weight, got ",
+              shape_str(weight.sizes()));
+  const int64_t n = weight.size(0);
+  if (indices.numel() > 0) {
+    const int64_t hi = indices.max().item<int64_t>(), lo = indices.min().item<int64_t>();
+    BRISK_CHECK(lo >= 0 && hi < n, "embedding", "index ", (hi >= n ? hi : lo), " is out of range for ", n,
+                " embeddings");
+  }
+  std::vector<int64_t> out_shape(indices.sizes().begin(), indices.sizes().end());
+  out_shape.push_back(weight.size(1));
+  Tensor flat = indices.reshape({-1});
+  Tensor rows = weight.index_select(0, flat);  // (numel, dim)
+  if (padding_idx) {
+    // Same values; the padding row's gradient is cut by taking it detached.
+    const int64_t pad = *padding_idx < 0 ? *padding_idx + n : *padding_idx;
+    rows = where(flat.ne(pad).unsqueeze(1), rows, rows.detach());
+  }
+  return rows.view(out_shape);
+}
+
+// ---- losses ----------------------------------------------------------------------------
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  check_same_shape("mse_loss", input, target);
+  return reduce("mse_loss", (input - target).square(), o.reduction());
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  check_same_shape("l1_loss", input, target);
+  return reduce("l1_loss", (input - target).abs(), o.reduction());
+}
+
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
+  check_same_shape("smooth_l1_loss", input, target);
+  const double beta = o.beta();
+  BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
+  Tensor d = (input - target).abs();
+  if (beta == 0.0) return reduce("smooth_l1_loss", d, o.reduction());
+  return reduce("smooth_l1_loss", where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
+}
+
+Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
+  check_same_shape("huber_loss", input, target);
+  const double delta = o.delta();
+  BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
+  Tensor d = (input - target).abs();
+  return reduce("huber_loss", where(d.lt(delta), d.square() * 0.5, (d - 0.5 * delta) * delta), o.reduction());
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {
+  check_floating("nll_loss", "input", input);
+  if (input.dim() == 1) {  // unbatched: (C) and ()
+    BRISK_CHECK(target.defined() && target.dim() == 0, "nll_loss", "an input of shape ", shape_str(input.sizes()),
+                " needs a 0-dim target, got ", target.defined() ? shape_str(target.sizes()) : "undefined");
+    Tensor r = nll_loss(input.unsqueeze(0), target.unsqueeze(0), o);
+    return o.reduction() == kNone ? r.squeeze(0) : r;
+  }
+  Picked p = pick_targets("nll_loss", input, target, o.weight(), o.ignore_index());
+  return reduce_weighted("nll_loss", p.loss, p.w, o.reduction());
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  const char* op = "cross_entropy";
+  check_floating(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  const double ls = o.label_smoothing();
+  BRISK_CHECK(ls >= 0.0 && ls <= 1.0, op, "label_smoothing must be in [0, 1], got ", ls);
+  BRISK_CHECK(o.reduction() != kBatchMean, op, "reduction 'batchmean' is only supported by kl_div");
+  if (input.dim() == 1) {  // unbatched: (C) with () indices or (C) probabilities
+    const bool probs = target.is_floating_point();
+    BRISK_CHECK(probs ? target.dim() == 1 : target.dim() == 0, op, "an input of shape ", shape_str(input.sizes()),
+                " needs a 0-dim index target or a probability target of the same shape, got ",
+                shape_str(target.sizes()));
+    Tensor r = cross_entropy(input.unsqueeze(0), target.unsqueeze(0), o);
+    return o.reduction() == kNone ? r.squeeze(0) : r;
+  }
+  BRISK_CHECK(input.dim() >= 2, op, "expected an input of shape (N, C, ...) or (C), got ", shape_str(input.sizes()));
+  const int64_t C = input.size(1);
+  const Tensor& weight = o.weight();
+  Tensor logp = input.log_softmax(1);
+  // weight viewed as (1, C, 1, ...) for broadcasting against logp
+  Tensor wb;
+  if (weight.defined()) {
+    BRISK_CHECK(weight.dim() == 1 && weight.size(0) == C && weight.is_floating_point(), op,
+                "expected a floating point weight of shape [", C, "], got ", shape_str(weight.sizes()), " ",
+                weight.dtype());
+    std::vector<int64_t> s(static_cast<size_t>(input.dim()), 1);
+    s[1] = C;
+    wb = weight.to(logp.dtype()).view(s);
+  }
+
+  if (target.is_floating_point()) {  // class probabilities, same shape as the input
+    BRISK_CHECK(target.sizes() == input.sizes(), op, "probability target shape ", shape_str(target.sizes()),
+                " differs from input shape ", shape_str(input.sizes()));
+    Tensor t = ls > 0 ? target * (1.0 - ls) + ls / static_cast<double>(C) : target;
+    Tensor prod = logp * t;
+    if (wb.defined()) prod = prod * wb;
+    return reduce(op, prod.sum(1).neg(), o.reduction());  // mean: over the N*d... positions
+  }
+
+  Picked p = pick_targets(op, logp, target, weight, o.ignore_index());
+  if (ls == 0.0) return reduce_weighted(op, p.loss, p.w, o.reduction());
+  // Label smoothing: (1 - ls) * nll + ls / C * (-sum_c w_c logp_c), ignored
+  // positions zero; mean divides both by the summed target weights.
+  Tensor smooth = (wb.defined() ? logp * wb : logp).sum(1).neg();
+  smooth = where(p.valid, smooth, Scalar(0.0));
+  return reduce_weighted(op, p.loss, p.w, o.reduction()) * (1.0 - ls) +
+         reduce_weighted(op, smooth, p.w, o.reduction()) * (ls / static_cast<double>(C));
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o) {
+  const char* op = "binary_cross_entropy";
+  check_same_shape(op, input, target);
+  if (input.numel() > 0)
+    BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
+                "all elements of input should be between 0 and 1");
+  Tensor loss = (target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input)).neg();
+  if (o.weight().defined()) loss = loss * o.weight();
+  BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight shape ", shape_str(o.weight().sizes()),
+              " does not broadcast to input shape ", shape_str(input.sizes()));
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
+                                        const BinaryCrossEntropyWithLogitsFuncOptions& o) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_same_shape(op, input, target);
+  // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
+  // finite for any |x| (softplus switches to the identity past 20).
+  Tensor sp = input.neg().softplus();
+  Tensor loss = (1.0 - target) * input;
+  if (o.pos_weight().defined())
+    loss = loss + ((o.pos_weight() - 1.0) * target + 1.0) * sp;
+  else
+    loss = loss + sp;
+  if (o.weight().defined()) loss = loss * o.weight();
+  BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight or pos_weight does not broadcast to input shape ",
+              shape_str(input.sizes()));
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o) {
+  const char* op = "kl_div";
+  check_same_shape(op, input, target);
+  Tensor loss;
+  if (o.log_target()) {
+    loss = target.exp() * (target - input);
+  } else {
+    Tensor pos = target.gt(0);
+    // xlogy(t, t) - t * input: 0 where t = 0, with finite gradients there
+    loss = where(pos, target * where(pos, target, Scalar(1.0)).log(), Scalar(0.0)) - target * input;
+  }
+  if (o.reduction() == kBatchMean) return input.dim() == 0 ? loss.sum() : loss.sum() / static_cast<double>(input.size(0));
+  return reduce(op, loss, o.reduction());
+}
+
+}  // namespace brisk::nn::functional

@@ -1,0 +1,366 @@
+// nn::functional losses against naive per-element references (loops in
+// double), known values, reductions, ignore_index, label smoothing, errors and
+// gradcheck.
+#include <brisk/nn.h>
+
+#include <cmath>
+#include <functional>
+
+#include "autograd/grad_util.h"
+#include "test_util.h"
+
+using namespace brisk;
+using brisk::testing::close;
+using brisk::testing::expect_error;
+using brisk::testing::gradcheck_ok;
+using brisk::testing::leaf;
+namespace nn = brisk::nn;
+namespace F = brisk::nn::functional;
+
+namespace {
+
+std::vector<double> vec(const Tensor& t) { return t.to(kDouble).contiguous().to_vector<double>(); }
+
+/// Applies a per-element reference to two same-shaped tensors (float64 result).
+Tensor pointwise(const Tensor& a, const Tensor& b, const std::function<double(double, double)>& f) {
+  auto x = vec(a), y = vec(b);
+  std::vector<double> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = f(x[i], y[i]);
+  return tensor(out, a.sizes());
+}
+
+/// Checks none / mean / sum of `loss` against a per-element reference.
+template <class Loss, class Opt>
+void check_reductions(Loss loss, const Tensor& x, const Tensor& y, const Tensor& ref) {
+  EXPECT_TRUE(close(loss(x, y, Opt(nn::kNone)), ref, 1e-5, 1e-6));
+  EXPECT_TRUE(close(loss(x, y, Opt(nn::kSum)), ref.sum(), 1e-5, 1e-5));
+  EXPECT_TRUE(close(loss(x, y, Opt(nn::kMean)), ref.mean(), 1e-5, 1e-6));
+  EXPECT_TRUE(close(loss(x, y, Opt()), ref.mean(), 1e-5, 1e-6));  // mean by default
+}
+
+/// Naive log-softmax of row n (classes along dim 1 of an (N, C) tensor).
+std::vector<double> log_softmax_row(const std::vector<double>& x, int64_t n, int64_t C) {
+  double m = -INFINITY;
+  for (int64_t c = 0; c < C; ++c) m = std::max(m, x[n * C + c]);
+  double s = 0;
+  for (int64_t c = 0; c < C; ++c) s += std::exp(x[n * C + c] - m);
+  std::vector<double> r(C);
+  for (int64_t c = 0; c < C; ++c) r[c] = x[n * C + c] - m - std::log(s);
+  return r;
+}
+
+}  // namespace
+
+TEST(Losses, Regression) {
+  manual_seed(0);
+  Tensor x = randn({4, 5}) * 2, y = randn({4, 5}) * 2;
+  check_reductions<decltype(&F::mse_loss), F::MSELossFuncOptions>(
+      &F::mse_loss, x, y, pointwise(x, y, [](double a, double b) { return (a - b) * (a - b); }));
+  check_reductions<decltype(&F::l1_loss), F::L1LossFuncOptions>(
+      &F::l1_loss, x, y, pointwise(x, y, [](double a, double b) { return std::abs(a - b); }));
+  check_reductions<decltype(&F::smooth_l1_loss), F::SmoothL1LossFuncOptions>(
+      &F::smooth_l1_loss, x, y, pointwise(x, y, [](double a, double b) {
+        const double d = std::abs(a - b);
+        return d < 1.0 ? 0.5 * d * d : d - 0.5;
+      }));
+  check_reductions<decltype(&F::huber_loss), F::HuberLossFuncOptions>(
+      &F::huber_loss, x, y, pointwise(x, y, [](double a, double b) {
+        const double d = std::abs(a - b);
+        return d < 1.0 ? 0.5 * d * d : d - 0.5;
+      }));
+  // beta and delta
+  auto sl1 = [](double beta) {
+    return [beta](double a, double b) {
+      const double d = std::abs(a - b);
+      return d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
+    };
+  };
+  EXPECT_TRUE(close(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions(nn::kNone).beta(2.5)),
+                    pointwise(x, y, sl1(2.5)), 1e-5, 1e-6));
+  EXPECT_TRUE(close(F::smooth_l1_loss(x, y, F::SmoothL1LossFuncOptions().beta(0.0)), F::l1_loss(x, y)));
+  EXPECT_TRUE(close(F::huber_loss(x, y, F::HuberLossFuncOptions(nn::kNone).delta(0.5)),
+                    pointwise(x, y, [](double a, double b) {
+                      const double d = std::abs(a - b);
+                      return d < 0.5 ? 0.5 * d * d : 0.5 * (d - 0.25);
+                    }),
+                    1e-5, 1e-6));
+  // known values
+  EXPECT_FLOAT_EQ(F::mse_loss(tensor<float>({1, 2, 3}), tensor<float>({1, 0, 0})).item<float>(), 13.f / 3.f);
+  EXPECT_FLOAT_EQ(F::l1_loss(tensor<float>({1, 2, 3}), tensor<float>({1, 0, 0}), nn::kSum).item<float>(), 5.f);
+}
+
+TEST(Losses, NllLoss) {
+  manual_seed(1);
+  const int64_t N = 6, C = 4;
+  Tensor logp = randn({N, C}).log_softmax(1);
+  Tensor target = tensor<int64_t>({0, 3, 1, 3, 2, 1});
+  Tensor weight = tensor<float>({0.5f, 2.f, 1.f, 3.f});
+  auto lp = vec(logp);
+  auto tg = target.to_vector<int64_t>();
+  auto w = vec(weight);
+  for (int64_t ignore : {-100, 3}) {
+    for (bool weighted : {false, true}) {
+      std::vector<double> per(N);
+      double sum = 0, wsum = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const double wn = tg[n] == ignore ? 0.0 : (weighted ? w[tg[n]] : 1.0);
+        per[n] = -lp[n * C + tg[n]] * wn;
+        sum += per[n];
+        wsum += wn;
+      }
+      auto opt = [&](nn::Reduction r) {
+        F::NLLLossFuncOptions o(r);
+        o.ignore_index(ignore);
+        if (weighted) o.weight(weight);
+        return o;
+      };
+      EXPECT_TRUE(close(F::nll_loss(logp, target, opt(nn::kNone)), tensor(per), 1e-5, 1e-6));
+      EXPECT_NEAR(F::nll_loss(logp, target, opt(nn::kSum)).item<double>(), sum, 1e-5);
+      EXPECT_NEAR(F::nll_loss(logp, target, opt(nn::kMean)).item<double>(), sum / wsum, 1e-5);
+    }
+  }
+  // (N, C, d) layout equals the permuted (N*d, C) one
+  Tensor lp3 = randn({2, C, 3}).log_softmax(1);
+  Tensor t3 = tensor<int64_t>({{0, 1, 2}, {3, 3, 0}});
+  EXPECT_TRUE(close(F::nll_loss(lp3, t3, nn::kNone).reshape({6}),
+                    F::nll_loss(lp3.permute({0, 2, 1}).reshape({6, C}), t3.reshape({6}), nn::kNone)));
+  // unbatched
+  EXPECT_TRUE(close(F::nll_loss(logp[1], target[1]), -logp[1][3]));
+  // errors name the function and the values
+  expect_error([&] { F::nll_loss(logp, tensor<int64_t>({0, 4, 1, 0, 0, 0})); },
+               {"nll_loss", "target 4", "out of bounds", "4 classes"});
+  expect_error([&] { F::nll_loss(logp, target.to(kFloat)); }, {"nll_loss", "int64"});
+  expect_error([&] { F::nll_loss(logp, tensor<int64_t>({0, 1})); }, {"nll_loss", "[6, 4]", "[2]"});
+  expect_error([&] { F::nll_loss(logp, target, F::NLLLossFuncOptions().weight(ones({3}))); },
+               {"nll_loss", "weight", "[4]"});
+}
+
+TEST(Losses, CrossEntropyKnownValue) {
+  Tensor logits = tensor<float>({{1.f, 2.f, 3.f}});
+  const double want = std::log(std::exp(1.0) + std::exp(2.0) + std::exp(3.0)) - 3.0;  // 0.4076059...
+  EXPECT_NEAR(F::cross_entropy(logits, tensor<int64_t>({2})).item<double>(), want, 1e-6);
+  // large logits stay finite (log_softmax, not log(softmax))
+  Tensor big = tensor<float>({{1000.f, -1000.f}});
+  EXPECT_NEAR(F::cross_entropy(big, tensor<int64_t>({1})).item<double>(), 2000.0, 1e-3);
+  EXPECT_NEAR(F::cross_entropy(big, tensor<int64_t>({0})).item<double>(), 0.0, 1e-6);
+}
+
+TEST(Losses, CrossEntropyIndices) {
+  manual_seed(2);
+  const int64_t N = 5, C = 3;
+  Tensor x = randn({N, C}) * 2;
+  Tensor target = tensor<int64_t>({2, 0, 1, 1, 0});
+  Tensor weight = tensor<float>({1.5f, 0.5f, 2.f});
+  auto xs = vec(x);
+  auto tg = target.to_vector<int64_t>();
+  auto w = vec(weight);
+  for (double ls : {0.0, 0.2}) {
+    for (bool weighted : {false, true}) {
+      for (int64_t ignore : {-100, 1}) {
+        // PyTorch's definition: (1-ls) * nll + ls/C * sum_c -w_c logp_c,
+        // mean dividing both by the summed target weights.
+        std::vector<double> nll(N), smooth(N);
+        double wsum = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          auto lp = log_softmax_row(xs, n, C);
+          if (tg[n] == ignore) continue;
+          const double wt = weighted ? w[tg[n]] : 1.0;
+          nll[n] = -lp[tg[n]] * wt;
+          for (int64_t c = 0; c < C; ++c) smooth[n] -= lp[c] * (weighted ? w[c] : 1.0);
+          wsum += wt;
+        }
+        std::vector<double> none(N);
+        double s_nll = 0, s_smooth = 0;
+        for (int64_t n = 0; n < N; ++n) {
+          none[n] = (1 - ls) * nll[n] + ls / C * smooth[n];
+          s_nll += nll[n];
+          s_smooth += smooth[n];
+        }
+        auto opt = [&](nn::Reduction r) {
+          F::CrossEntropyFuncOptions o(r);
+          o.ignore_index(ignore).label_smoothing(ls);
+          if (weighted) o.weight(weight);
+          return o;
+        };
+        SCOPED_TRACE("ls=" + std::to_string(ls) + " weighted=" + std::to_string(weighted) +
+                     " ignore=" + std::to_string(ignore));
+        EXPECT_TRUE(close(F::cross_entropy(x, target, opt(nn::kNone)), tensor(none), 1e-5, 1e-6));
+        EXPECT_NEAR(F::cross_entropy(x, target, opt(nn::kSum)).item<double>(), s_nll * (1 - ls) + ls / C * s_smooth,
+                    1e-5);
+        EXPECT_NEAR(F::cross_entropy(x, target, opt(nn::kMean)).item<double>(),
+                    ((1 - ls) * s_nll + ls / C * s_smooth) / wsum, 1e-5);
+      }
+    }
+  }
+  // cross_entropy = nll_loss(log_softmax) on (N, C, d)
+  Tensor x3 = randn({2, C, 4});
+  Tensor t3 = tensor<int64_t>({{0, 1, 2, 0}, {2, 2, 1, 0}});
+  EXPECT_TRUE(close(F::cross_entropy(x3, t3), F::nll_loss(x3.log_softmax(1), t3)));
+  // unbatched
+  EXPECT_TRUE(close(F::cross_entropy(x[0], target[0]), F::cross_entropy(x.narrow(0, 0, 1), target.narrow(0, 0, 1))));
+  EXPECT_EQ(F::cross_entropy(x[0], target[0], nn::kNone).dim(), 0);
+}
+
+TEST(Losses, CrossEntropyProbabilities) {
+  manual_seed(3);
+  const int64_t N = 4, C = 5;
+  Tensor x = randn({N, C});
+  Tensor p = randn({N, C}).softmax(1);
+  Tensor weight = rand({C}) + 0.5;
+  auto xs = vec(x), ps = vec(p), w = vec(weight);
+  for (double ls : {0.0, 0.1}) {
+    std::vector<double> none(N);
+    for (int64_t n = 0; n < N; ++n) {
+      auto lp = log_softmax_row(xs, n, C);
+      for (int64_t c = 0; c < C; ++c) none[n] -= w[c] * (ps[n * C + c] * (1 - ls) + ls / C) * lp[c];
+    }
+    auto o = F::CrossEntropyFuncOptions(nn::kNone).weight(weight).label_smoothing(ls);
+    EXPECT_TRUE(close(F::cross_entropy(x, p, o), tensor(none), 1e-5, 1e-6));
+    EXPECT_TRUE(close(F::cross_entropy(x, p, o.reduction(nn::kMean)), tensor(none).mean(), 1e-5, 1e-6));
+  }
+  // one-hot probabilities equal index targets
+  Tensor idx = tensor<int64_t>({4, 0, 2, 2});
+  Tensor onehot = zeros({N, C}).scatter(1, idx.unsqueeze(1), 1.0);
+  EXPECT_TRUE(close(F::cross_entropy(x, onehot), F::cross_entropy(x, idx)));
+  expect_error([&] { F::cross_entropy(x, randn({N, C + 1})); }, {"cross_entropy", "[4, 6]", "[4, 5]"});
+  expect_error([&] { F::cross_entropy(x, idx, F::CrossEntropyFuncOptions().label_smoothing(1.5)); },
+               {"cross_entropy", "label_smoothing"});
+}
+
+TEST(Losses, BinaryCrossEntropy) {
+  manual_seed(4);
+  Tensor x = rand({3, 4}) * 0.98 + 0.01, t = rand({3, 4});
+  Tensor ref = pointwise(x, t, [](double a, double b) { return -(b * std::log(a) + (1 - b) * std::log(1 - a)); });
+  check_reductions<decltype(&F::binary_cross_entropy), F::BinaryCrossEntropyFuncOptions>(&F::binary_cross_entropy,
+                                                                                          x, t, ref);
+  Tensor w = rand({4});
+  EXPECT_TRUE(close(F::binary_cross_entropy(x, t, F::BinaryCrossEntropyFuncOptions(nn::kNone).weight(w)), ref * w,
+                    1e-5, 1e-6));
+  // log clamped at -100 at the ends, gradient finite
+  Tensor edge = tensor<float>({0.f, 1.f}).requires_grad_();
+  Tensor l = F::binary_cross_entropy(edge, tensor<float>({1.f, 0.f}), nn::kNone);
+  EXPECT_TRUE(close(l, tensor<float>({100.f, 100.f})));
+  l.sum().backward();
+  EXPECT_TRUE(edge.grad().isfinite().all().item<bool>());
+  expect_error([&] { F::binary_cross_entropy(x + 1, t); }, {"binary_cross_entropy", "between 0 and 1"});
+}
+
+TEST(Losses, BinaryCrossEntropyWithLogits) {
+  manual_seed(5);
+  Tensor x = randn({3, 4}) * 3, t = rand({3, 4});
+  auto naive = [](double a, double b) {
+    const double s = 1 / (1 + std::exp(-a));
+    return -(b * std::log(s) + (1 - b) * std::log(1 - s));
+  };
+  Tensor ref = pointwise(x, t, naive);
+  check_reductions<decltype(&F::binary_cross_entropy_with_logits), F::BinaryCrossEntropyWithLogitsFuncOptions>(
+      &F::binary_cross_entropy_with_logits, x, t, ref);
+  // agrees with binary_cross_entropy(sigmoid)
+  EXPECT_TRUE(close(F::binary_cross_entropy_with_logits(x, t), F::binary_cross_entropy(x.sigmoid(), t), 1e-5));
+  // pos_weight along the last dim
+  Tensor pw = tensor<float>({1.f, 2.f, 0.5f, 3.f});
+  auto pwv = vec(pw), xs = vec(x), ts = vec(t);
+  std::vector<double> want(12);
+  for (size_t i = 0; i < 12; ++i) {
+    const double s = 1 / (1 + std::exp(-xs[i]));
+    want[i] = -(pwv[i % 4] * ts[i] * std::log(s) + (1 - ts[i]) * std::log(1 - s));
+  }
+  EXPECT_TRUE(close(
+      F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions(nn::kNone).pos_weight(pw)),
+      tensor(want, {3, 4}), 1e-5, 1e-6));
+  // stable for huge logits, value and gradient
+  Tensor big = tensor<float>({1000.f, -1000.f, 1000.f, -1000.f, 0.f}).requires_grad_();
+  Tensor tb = tensor<float>({0.f, 1.f, 1.f, 0.f, 1.f});
+  Tensor lb = F::binary_cross_entropy_with_logits(big, tb, nn::kNone);
+  EXPECT_TRUE(close(lb, tensor<float>({1000.f, 1000.f, 0.f, 0.f, std::log(2.f)})));
+  lb.sum().backward();
+  EXPECT_TRUE(close(big.grad(), tensor<float>({1.f, -1.f, 0.f, 0.f, -0.5f})));  // sigmoid(x) - t
+}
+
+TEST(Losses, KlDiv) {
+  manual_seed(6);
+  Tensor input = randn({3, 4}).log_softmax(1);
+  Tensor target = randn({3, 4}).softmax(1);
+  target.index_put_({0, 1}, 0.0);  // a zero target contributes 0
+  Tensor ref = pointwise(input, target, [](double lp, double q) { return q > 0 ? q * (std::log(q) - lp) : 0.0; });
+  EXPECT_TRUE(close(F::kl_div(input, target, nn::kNone), ref, 1e-5, 1e-6));
+  EXPECT_TRUE(close(F::kl_div(input, target), ref.mean(), 1e-5, 1e-6));
+  EXPECT_TRUE(close(F::kl_div(input, target, nn::kSum), ref.sum(), 1e-5, 1e-6));
+  EXPECT_TRUE(close(F::kl_div(input, target, nn::kBatchMean), ref.sum() / 3.0, 1e-5, 1e-6));
+  Tensor lt = randn({3, 4}).log_softmax(1);
+  Tensor ref_log = pointwise(input, lt, [](double lp, double lq) { return std::exp(lq) * (lq - lp); });
+  EXPECT_TRUE(close(F::kl_div(input, lt, F::KLDivFuncOptions(nn::kNone).log_target(true)), ref_log, 1e-5, 1e-6));
+  // KL(p || p) = 0
+  EXPECT_NEAR(F::kl_div(lt, lt, F::KLDivFuncOptions(nn::kSum).log_target(true)).item<double>(), 0.0, 1e-6);
+  expect_error([&] { F::mse_loss(input, target, nn::kBatchMean); }, {"mse_loss", "batchmean"});
+}
+
+TEST(Losses, ShapeAndDtypeErrors) {
+  Tensor a = randn({2, 3});
+  expect_error([&] { F::mse_loss(a, randn({3, 2})); }, {"mse_loss", "[2, 3]", "[3, 2]"});
+  expect_error([&] { F::l1_loss(a, randn({2})); }, {"l1_loss", "[2, 3]", "[2]"});
+  expect_error([&] { F::huber_loss(a, a, F::HuberLossFuncOptions().delta(0)); }, {"huber_loss", "delta"});
+  expect_error([&] { F::smooth_l1_loss(a, a, F::SmoothL1LossFuncOptions().beta(-1)); }, {"smooth_l1_loss", "beta"});
+  expect_error([&] { F::mse_loss(ones({2}, kInt64), ones({2}, kInt64)); }, {"mse_loss", "floating"});
+  expect_error([&] { F::kl_div(a, randn({3})); }, {"kl_div", "[2, 3]"});
+  expect_error([&] { F::binary_cross_entropy_with_logits(a, randn({2, 1})); }, {"binary_cross_entropy_with_logits"});
+  expect_error([&] { F::cross_entropy(a, tensor<int64_t>({0, 3})); }, {"cross_entropy", "target 3", "out of bounds"});
+}
+
+TEST(Losses, Gradcheck) {
+  manual_seed(7);
+  Tensor y = leaf({3, 4}).detach();
+  auto ok = [](const std::function<Tensor(const TensorList&)>& f, const TensorList& in) { return gradcheck_ok(f, in); };
+  EXPECT_TRUE(ok([y](const TensorList& t) { return F::mse_loss(t[0], y); }, {leaf({3, 4})}));
+  EXPECT_TRUE(ok([](const TensorList& t) { return F::mse_loss(t[0], t[1], nn::kSum); }, {leaf({3, 4}), leaf({3, 4})}));
+  EXPECT_TRUE(ok([y](const TensorList& t) { return F::l1_loss(t[0], y, nn::kNone); }, {leaf({3, 4})}));
+  EXPECT_TRUE(ok([y](const TensorList& t) { return F::smooth_l1_loss(t[0], y, F::SmoothL1LossFuncOptions().beta(0.5)); },
+                 {leaf({3, 4})}));
+  EXPECT_TRUE(ok([y](const TensorList& t) { return F::huber_loss(t[0], y, F::HuberLossFuncOptions().delta(0.3)); },
+                 {leaf({3, 4})}));
+  Tensor target = tensor<int64_t>({0, 2, 1, 2, 3});
+  Tensor w = tensor<double>({0.5, 1.0, 2.0, 1.5});
+  EXPECT_TRUE(ok(
+      [&](const TensorList& t) {
+        return F::cross_entropy(t[0], target,
+                                F::CrossEntropyFuncOptions().weight(w).ignore_index(1).label_smoothing(0.1));
+      },
+      {leaf({5, 4})}));
+  EXPECT_TRUE(ok([&](const TensorList& t) { return F::cross_entropy(t[0], t[1].softmax(1)); },
+                 {leaf({5, 4}), leaf({5, 4})}));
+  EXPECT_TRUE(ok([&](const TensorList& t) { return F::nll_loss(t[0], target, F::NLLLossFuncOptions(nn::kSum).weight(w)); },
+                 {leaf({5, 4})}));
+  Tensor tb = rand({3, 4}, kDouble);
+  EXPECT_TRUE(ok([tb](const TensorList& t) { return F::binary_cross_entropy(t[0], tb); }, {leaf({3, 4}, 0.1, 0.9)}));
+  EXPECT_TRUE(ok(
+      [tb](const TensorList& t) {
+        return F::binary_cross_entropy_with_logits(
+            t[0], tb, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(t[1]));
+      },
+      {leaf({3, 4}, -3, 3), leaf({4}, 0.5, 2)}));
+  Tensor q = rand({3, 4}, kDouble).softmax(1);
+  EXPECT_TRUE(ok([q](const TensorList& t) { return F::kl_div(t[0], q, nn::kBatchMean); }, {leaf({3, 4})}));
+  EXPECT_TRUE(ok(
+      [](const TensorList& t) { return F::kl_div(t[0], t[1], F::KLDivFuncOptions(nn::kSum).log_target(true)); },
+      {leaf({3, 4}), leaf({3, 4})}));
+}
+
+TEST(Losses, ModuleTrainingStepReducesLoss) {
+  // A tiny classifier: a few SGD steps on cross entropy lower the loss.
+  manual_seed(8);
+  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::Linear>(4, 16), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(16, 3)});
+  Tensor x = randn({32, 4});
+  Tensor y = x.narrow(1, 0, 3).argmax(1);
+  double first = 0, last = 0;
+  for (int step = 0; step < 50; ++step) {
+    net->zero_grad();
+    Tensor loss = F::cross_entropy(net->forward(x), y);
+    if (step == 0) first = loss.item<double>();
+    last = loss.item<double>();
+    loss.backward();
+    NoGradGuard ng;
+    for (auto& p : net->parameters()) p.add_(p.grad(), -0.5);
+  }
+  EXPECT_LT(last, 0.5 * first);
+}
