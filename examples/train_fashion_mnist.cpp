@@ -7,6 +7,7 @@
 //                       [--checkpoint PATH] [--fresh] [--data DIR]
 #include <brisk/brisk.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,7 +20,7 @@ using namespace brisk;
 namespace {
 
 struct Args {
-  int epochs = 4;
+  int epochs = 5;
   int64_t batch = 128;
   double lr = 1e-3;
   int threads = 2;
@@ -109,6 +110,9 @@ int main(int argc, char** argv) {
       std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 128),
       std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
   optim::AdamW opt(model->parameters(), optim::AdamWOptions(args.lr).weight_decay(1e-4));
+  // The learning rate follows a cosine from lr to 0 over all the steps.
+  const int64_t steps_per_epoch = static_cast<int64_t>(train.size());
+  optim::CosineAnnealingLR schedule(opt, std::max<int64_t>(1, args.epochs * steps_per_epoch));
   std::cout << *model << "\n";
 
   // Resume: the checkpoint holds the model's tensors under "model." and the
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
     opt.load_state_dict(o);
     const Metadata meta = load_metadata(args.checkpoint);
     start_epoch = meta.count("epoch") ? std::stoi(meta.at("epoch")) : 0;
+    schedule.step(start_epoch * steps_per_epoch);
     std::printf("resumed from %s after epoch %d\n", args.checkpoint.c_str(), start_epoch);
   }
 
@@ -141,6 +146,7 @@ int main(int argc, char** argv) {
       opt.zero_grad();  // gradients set to none
       loss.backward();
       opt.step();
+      schedule.step();
       const double l = loss.item<double>();
       running = done == 0 ? l : 0.95 * running + 0.05 * l;
       ++done;

@@ -2,7 +2,7 @@
 # The main program on a fresh machine: installs what is missing, builds the
 # release preset's demo and runs it. Re-runs are fast (no reconfigure, ccache).
 set -euo pipefail
-demo=tensor_tour            # examples/<demo>.cpp
+demo=train_fashion_mnist    # examples/<demo>.cpp
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # All deps, PyTorch included: build/release is configured once, and a
@@ -10,4 +10,6 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # scripts/run-tests.sh runs.
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh" release "$demo"
-exec "$root/build/release/examples/$demo" "$@"
+# The checkpoint lives in build/: a second run resumes from it (--fresh
+# starts over; --help lists the options).
+exec "$root/build/release/examples/$demo" --checkpoint "$root/build/fashion_mlp.safetensors" "$@"
