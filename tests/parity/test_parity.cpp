@@ -13,6 +13,8 @@
 #include "cases_misc.h"
 #include "cases_reduce.h"
 #include "autograd_parity.h"
+#include "nn_parity.h"
+#include "optim_parity.h"
 
 namespace parity {
 namespace {
