@@ -5,7 +5,7 @@ set(BRISK_CPU_ISAS "base;avx2;avx512" CACHE STRING
     "CPU kernel variants to build: a list of base, avx2, avx512, or 'native' for the widest one this machine runs (quick dev and sanitizer builds)")
 set(BRISK_ISA_FLAGS_base "")
 set(BRISK_ISA_FLAGS_avx2 "-mavx2;-mfma;-mf16c;-mbmi2")
-set(BRISK_ISA_FLAGS_avx512 "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;-mbmi2;-mprefer-vector-width=512")
+set(BRISK_ISA_FLAGS_avx512 "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c;-mbmi2;-mprefer-vector-width=256")
 
 # 'native' resolves to the variant register.cpp would pick on this machine,
 # from the same CPU flags (a build made this way runs only on such CPUs).
