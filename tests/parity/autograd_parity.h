@@ -17,34 +17,8 @@ struct Net {
 /// Builds the inputs on both sides, runs `loss_of` (generic over the tensor
 /// type) forward and backward, and compares the loss and every gradient.
 template <class F>
-void check_gradients(const char* name, const Net& net, F loss_of, Tol tol) {
-  std::vector<BT> bp, bd;
-  std::vector<TT> tp, td;
-  uint64_t seed = hash_name(name, 1);
-  for (const In& s : net.params) {
-    BT b;
-    TT t;
-    make_input(s, seed++, b, t);
-    bp.push_back(b.requires_grad_());
-    tp.push_back(t.requires_grad_());
-  }
-  for (const In& s : net.data) {
-    BT b;
-    TT t;
-    make_input(s, seed++, b, t);
-    bd.push_back(b);
-    td.push_back(t);
-  }
-  BT bl = loss_of(bp, bd);
-  TT tl = loss_of(tp, td);
-  EXPECT_TRUE(compare(bl, tl, tol, false, std::string(name) + " loss"));
-  bl.backward();
-  tl.backward();
-  for (size_t i = 0; i < bp.size(); ++i) {
-    ASSERT_TRUE(bp[i].grad().defined()) << name << ": parameter " << i << " got no gradient";
-    EXPECT_TRUE(compare(bp[i].grad(), tp[i].grad(), tol, false, std::string(name) + " grad of parameter " +
-                                                                  std::to_string(i)));
-  }
+void check_net(const std::string& name, const Net& net, F loss_of, Tol tol) {
+  check_gradients(name, net.params, net.data, 1, loss_of, loss_of, tol, "loss");
 }
 
 // Linear -> ReLU -> Linear -> Tanh -> Linear -> log_softmax, negative log
@@ -58,12 +32,12 @@ TEST(ParityAutograd, MlpGradients) {
     auto logits = h2.matmul(p[4].t()) + p[5];
     return -logits.log_softmax(1).gather(1, d[1].unsqueeze(1)).mean();
   };
-  check_gradients("mlp", net, loss, tol(1e-5, 1e-6));
+  check_net("mlp", net, loss, tol(1e-5, 1e-6));
   // the same in float64 with non-contiguous data and weights
   Net net64{{in({32, 20}, brisk::kDouble).T(), in({32}, brisk::kDouble), in({16, 32}, brisk::kDouble),
              in({16}, brisk::kDouble), in({5, 16}, brisk::kDouble).T(), in({5}, brisk::kDouble)},
             {in({8, 20}, brisk::kDouble).S(), range({8}, 0, 5)}};
-  check_gradients("mlp64", net64, loss, tol(1e-10, 1e-12));
+  check_net("mlp64", net64, loss, tol(1e-10, 1e-12));
 }
 
 // A convolution-free block: one attention head with a residual and a layer
@@ -84,7 +58,7 @@ TEST(ParityAutograd, AttentionBlockGradients) {
     auto out = (n + f).reshape({B * T, D});
     return (out - d[1].reshape({B * T, D})).pow(2).sum() / double(B * T);
   };
-  check_gradients("attention", net, loss, tol(1e-4, 1e-5));
+  check_net("attention", net, loss, tol(1e-4, 1e-5));
 }
 
 }  // namespace

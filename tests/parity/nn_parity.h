@@ -32,32 +32,7 @@ struct NnCase {
 /// output and the gradient of every parameter.
 void check_nn(const std::string& name, const NnCase& c, const std::function<BT(const BList&, const BList&)>& fb,
               const std::function<TT(const TList&, const TList&)>& ft, Tol tol) {
-  BList bp, bd;
-  TList tp, td;
-  uint64_t seed = hash_name(name, 7);
-  for (const In& s : c.params) {
-    BT b;
-    TT t;
-    make_input(s, seed++, b, t);
-    bp.push_back(b.requires_grad_());
-    tp.push_back(t.requires_grad_());
-  }
-  for (const In& s : c.data) {
-    BT b;
-    TT t;
-    make_input(s, seed++, b, t);
-    bd.push_back(b);
-    td.push_back(t);
-  }
-  BT bl = fb(bp, bd);
-  TT tl = ft(tp, td);
-  EXPECT_TRUE(compare(bl, tl, tol, false, name + " value"));
-  bl.backward();
-  tl.backward();
-  for (size_t i = 0; i < bp.size(); ++i) {
-    ASSERT_TRUE(bp[i].grad().defined()) << name << ": parameter " << i << " got no gradient";
-    EXPECT_TRUE(compare(bp[i].grad(), tp[i].grad(), tol, false, name + " grad of parameter " + std::to_string(i)));
-  }
+  check_gradients(name, c.params, c.data, 7, fb, ft, tol, "value");
 }
 
 constexpr int64_t kTMean = at::Reduction::Mean, kTSum = at::Reduction::Sum, kTNone = at::Reduction::None;

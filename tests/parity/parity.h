@@ -631,6 +631,42 @@ inline ::testing::AssertionResult compare(const BT& got, const TT& want, Tol tol
   return ::testing::AssertionFailure() << err.str();
 }
 
+/// Gradient parity of a scalar function: makes `params` (leaves that require
+/// grad) and `data` on both sides from one seed sequence (hash_name(name,
+/// salt), +1 per input), runs fb (brisk) and ft (torch), and compares the
+/// results and the gradient of every parameter. fb and ft may be one generic
+/// lambda (brisk mirrors libtorch's names).
+template <class FB, class FT>
+void check_gradients(const std::string& name, const std::vector<In>& params, const std::vector<In>& data,
+                     uint64_t salt, const FB& fb, const FT& ft, Tol tol, const std::string& result_label) {
+  BList bp, bd;
+  TList tp, td;
+  uint64_t seed = hash_name(name, salt);
+  for (const In& s : params) {
+    BT b;
+    TT t;
+    make_input(s, seed++, b, t);
+    bp.push_back(b.requires_grad_());
+    tp.push_back(t.requires_grad_());
+  }
+  for (const In& s : data) {
+    BT b;
+    TT t;
+    make_input(s, seed++, b, t);
+    bd.push_back(b);
+    td.push_back(t);
+  }
+  BT bl = fb(bp, bd);
+  TT tl = ft(tp, td);
+  EXPECT_TRUE(compare(bl, tl, tol, false, name + " " + result_label));
+  bl.backward();
+  tl.backward();
+  for (size_t i = 0; i < bp.size(); ++i) {
+    ASSERT_TRUE(bp[i].grad().defined()) << name << ": parameter " << i << " got no gradient";
+    EXPECT_TRUE(compare(bp[i].grad(), tp[i].grad(), tol, false, name + " grad of parameter " + std::to_string(i)));
+  }
+}
+
 inline std::string describe_inputs(const std::vector<In>& ins, const TList& t) {
   std::ostringstream os;
   for (size_t k = 0; k < ins.size(); ++k) {
