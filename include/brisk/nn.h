@@ -11,3 +11,7 @@
 #include "brisk/nn/init.h"
 #include "brisk/nn/layers.h"
 #include "brisk/nn/module.h"
+#include "brisk/nn/conv.h"
+#include "brisk/nn/pooling.h"
+#include "brisk/nn/normalization.h"
+#include "brisk/nn/attention.h"

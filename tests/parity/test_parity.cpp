@@ -15,6 +15,9 @@
 #include "autograd_parity.h"
 #include "nn_parity.h"
 #include "optim_parity.h"
+#include "conv_parity.h"
+#include "pool_norm_parity.h"
+#include "attention_parity.h"
 
 namespace parity {
 namespace {

@@ -1,0 +1,3 @@
+#pragma once
+#include "brisk/nn/module.h"
+#include "brisk/nn/functional.h"
