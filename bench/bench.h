@@ -59,7 +59,44 @@ enum class Kind {
   AutogradHost,     // y = x * w + b, 3x3, only w requires grad (graph built and dropped)
   AutogradHostBackward,  // w.grad = none; y = x * w + b; y.backward(ones)
   AutogradMlpStep,  // one SGD step of the MLP 1000-5000-10000-10, batch 64 (see mlp_* below)
+  // training, float32
+  AdamFused,        // one Adam step over `count` tensors of n floats: brisk fused (libtorch: torch::optim::Adam)
+  AdamForeach,      // the same, brisk foreach
+  AdamForLoop,      // the same, brisk for-loop
+  AdamPlainLoop,    // reference: the plain loop moving the same bytes (brisk side only)
+  EpochMlp,         // one epoch of the demo's MLP on Fashion-MNIST (see kEpoch* below)
+  EpochCnn,         // one epoch of the demo's CNN
 };
+
+/// Adam cases: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay; every
+/// parameter has a fixed random gradient. A step reads param, grad, exp_avg
+/// and exp_avg_sq and writes param, exp_avg and exp_avg_sq: 7 floats moved
+/// per element.
+constexpr double kAdamFloatsPerElement = 7;
+
+/// The epoch cases train the demo's models (examples/train_fashion_mnist.cpp)
+/// for one epoch over the 60,000 training images: batches of 128 in a fresh
+/// random order, images kept uint8 and normalised per batch ((x / 255 -
+/// 0.2860) / 0.3530), cross-entropy loss, gradients set to none (brisk) or
+/// zeroed (libtorch's default), AdamW (lr 1e-3, weight decay 1e-4), the loss
+/// read back every step.
+///   MLP: Linear(784, 256)-ReLU-Linear(256, 128)-ReLU-Linear(128, 10)
+///   CNN: Conv2d(1, 16, 3, padding 1)-ReLU-MaxPool2d(2)-Conv2d(16, 32, 3,
+///        padding 1)-ReLU-MaxPool2d(2)-Flatten-Linear(1568, 128)-ReLU-Linear(128, 10)
+constexpr int64_t kEpochBatch = 128;
+constexpr double kEpochLr = 1e-3, kEpochWeightDecay = 1e-4;
+constexpr double kEpochMean = 0.2860, kEpochStd = 0.3530;
+
+/// The training images for the epoch cases: Fashion-MNIST's training set
+/// when installed, else random images and labels of the same shape (source
+/// says which). Loaded once, shared by both sides.
+struct TrainingData {
+  const uint8_t* images = nullptr;  ///< n x 28 x 28
+  const int64_t* labels = nullptr;  ///< n, values 0..9
+  int64_t n = 0;
+  std::string source;
+};
+const TrainingData& training_data();
 
 /// The MLP of the training-step case: Linear(1000, 5000)-ReLU-Linear(5000,
 /// 10000)-ReLU-Linear(10000, 10), batch 64, parameters as nn.Linear's
@@ -86,6 +123,7 @@ struct Spec {
   int64_t n = 0;  ///< problem size (elements, or the matrix side)
   int threads = 1;
   Budget budget;
+  int64_t count = 1;  ///< tensors in the list (Adam cases)
 };
 
 /// A prepared case on one side: inputs made, ready to time.

@@ -78,6 +78,79 @@ struct Mlp {
   }
 };
 
+// ---- training -------------------------------------------------------------------
+
+/// `count` parameters of n floats with fixed random gradients, and an Adam
+/// of the given implementation over them.
+struct AdamCase {
+  std::vector<brisk::Tensor> params;
+  std::unique_ptr<brisk::optim::Adam> opt;
+  AdamCase(int64_t count, int64_t n, brisk::optim::Impl impl) {
+    for (int64_t i = 0; i < count; ++i) {
+      brisk::Tensor p = make({n}, static_cast<uint32_t>(2 * i + 1)).requires_grad_();
+      p.mutable_grad() = make({n}, static_cast<uint32_t>(2 * i + 2));
+      params.push_back(p);
+    }
+    opt = std::make_unique<brisk::optim::Adam>(params, brisk::optim::AdamOptions(1e-3).impl(impl));
+  }
+};
+
+namespace bnn = brisk::nn;
+
+std::shared_ptr<bnn::Sequential> epoch_model(bool cnn) {
+  using bnn::ModulePtr;
+  if (!cnn)
+    return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
+        std::make_shared<bnn::Linear>(784, 256), std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(256, 128),
+        std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(128, 10)});
+#ifdef BRISK_BENCH_CNN
+  return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
+      std::make_shared<bnn::Conv2d>(bnn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<bnn::ReLU>(),
+      std::make_shared<bnn::MaxPool2d>(2),
+      std::make_shared<bnn::Conv2d>(bnn::Conv2dOptions(16, 32, 3).padding(1)), std::make_shared<bnn::ReLU>(),
+      std::make_shared<bnn::MaxPool2d>(2), std::make_shared<bnn::Flatten>(),
+      std::make_shared<bnn::Linear>(32 * 7 * 7, 128), std::make_shared<bnn::ReLU>(),
+      std::make_shared<bnn::Linear>(128, 10)});
+#else
+  throw std::runtime_error("no conv yet");
+#endif
+}
+
+// One epoch as the demo runs it: DataLoader (shuffle, one worker, uint8
+// images normalised per batch), fused AdamW, grads set to none.
+struct EpochCase {
+  bool cnn;
+  std::shared_ptr<bnn::Sequential> model;
+  std::unique_ptr<brisk::optim::AdamW> opt;
+  std::unique_ptr<brisk::data::DataLoader> loader;
+  double last_loss = 0;
+  explicit EpochCase(bool c) : cnn(c), model(epoch_model(c)) {
+    const TrainingData& d = training_data();
+    brisk::Tensor images = brisk::from_blob(const_cast<uint8_t*>(d.images), {d.n, 28, 28}, brisk::kUInt8);
+    brisk::Tensor labels = brisk::from_blob(const_cast<int64_t*>(d.labels), {d.n}, brisk::kInt64);
+    auto set = std::make_shared<brisk::data::TensorDataset>(images, labels);
+    loader = std::make_unique<brisk::data::DataLoader>(
+        set, brisk::data::DataLoaderOptions()
+                 .batch_size(static_cast<size_t>(kEpochBatch))
+                 .shuffle(true)
+                 .seed(0)
+                 .num_workers(1)
+                 .transform(brisk::data::Normalize(kEpochMean, kEpochStd)));
+    opt = std::make_unique<brisk::optim::AdamW>(model->parameters(),
+                                                brisk::optim::AdamWOptions(kEpochLr).weight_decay(kEpochWeightDecay));
+  }
+  void run() {
+    for (auto& batch : *loader) {
+      brisk::Tensor x = cnn ? batch.data.unsqueeze(1) : batch.data.flatten(1);
+      brisk::Tensor loss = bnn::functional::cross_entropy(model->forward(x), batch.target);
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      last_loss = loss.item<double>();
+    }
+  }
+};
+
 auto threads(int n) {
   return [n] { brisk::set_num_threads(n); };
 }
@@ -136,6 +209,19 @@ Runner prepare(const Spec& s) {
       });
     case Kind::AutogradMlpStep:
       return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
+    case Kind::AdamFused:
+    case Kind::AdamForeach:
+    case Kind::AdamForLoop: {
+      const auto impl = s.kind == Kind::AdamFused     ? brisk::optim::Impl::Fused
+                        : s.kind == Kind::AdamForeach ? brisk::optim::Impl::Foreach
+                                                      : brisk::optim::Impl::ForLoop;
+      return make_runner(th, [c = std::make_shared<AdamCase>(s.count, s.n, impl)] { c->opt->step(); });
+    }
+    case Kind::AdamPlainLoop:
+      return reference_runner(s);
+    case Kind::EpochMlp:
+    case Kind::EpochCnn:
+      return make_runner(th, [c = std::make_shared<EpochCase>(s.kind == Kind::EpochCnn)] { c->run(); });
   }
   return skip("unknown case");
 }
@@ -150,10 +236,39 @@ Runner brisk_runner(const Spec& s) {
   }
 }
 
+const TrainingData& training_data() {
+  static const TrainingData data = [] {
+    static brisk::Tensor images, labels;
+    TrainingData d;
+    try {
+      const std::string root = brisk::data::FashionMNIST::default_root();
+      brisk::data::FashionMNIST set(root, /*train=*/true);
+      images = set.images().contiguous();
+      labels = set.targets().contiguous();
+      d.source = "Fashion-MNIST training set (" + root + ")";
+    } catch (const std::exception& e) {
+      brisk::manual_seed(0);
+      images = brisk::randint(0, 256, {60000, 28, 28}, brisk::kUInt8);
+      labels = brisk::randint(0, 10, {60000}, brisk::kInt64);
+      d.source = std::string("random images (Fashion-MNIST not found: ") + e.what() + ")";
+    }
+    d.images = images.data_ptr<uint8_t>();
+    d.labels = labels.data_ptr<int64_t>();
+    d.n = images.size(0);
+    return d;
+  }();
+  return data;
+}
+
+// The plain loop z[i] = x[i] + y[i]; for the Adam cases, over arrays sized
+// so that one call moves as many bytes as one Adam step.
 Runner reference_runner(const Spec& s) {
-  brisk::Tensor x = make({s.n}, 1), y = make({s.n}, 2), z = make({s.n}, 3);
+  const bool adam = s.kind == Kind::AdamFused || s.kind == Kind::AdamForeach || s.kind == Kind::AdamForLoop ||
+                    s.kind == Kind::AdamPlainLoop;
+  const int64_t len = adam ? static_cast<int64_t>(static_cast<double>(s.count * s.n) * kAdamFloatsPerElement / 3) : s.n;
+  brisk::Tensor x = make({len}, 1), y = make({len}, 2), z = make({len}, 3);
   return make_runner([] {}, [x, y, z, xp = x.data_ptr<float>(), yp = y.data_ptr<float>(), zp = z.data_ptr<float>(),
-                            n = s.n] { plain_add(zp, xp, yp, n); });
+                            n = len] { plain_add(zp, xp, yp, n); });
 }
 
 }  // namespace bench

@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, Nonzero, Autograd };
+enum class Section { Host, Bandwidth, Matmul, Nonzero, Autograd, Training };
 
 struct Case {
   Section section;
@@ -208,7 +208,8 @@ double median(std::vector<double> v) {
 }
 
 bool has_reference(Kind k) {
-  return k == Kind::BwAdd || k == Kind::BwAddOut || k == Kind::BwAdd_ || k == Kind::BwPlainLoop512;
+  return k == Kind::BwAdd || k == Kind::BwAddOut || k == Kind::BwAdd_ || k == Kind::BwPlainLoop512 ||
+         k == Kind::AdamFused || k == Kind::AdamForeach || k == Kind::AdamForLoop;
 }
 
 // Times one case: warm-up, then `reps` rounds in which every runnable side
@@ -347,6 +348,24 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   step.warmup = quick ? 1 : 2;
   cs.push_back({Section::Autograd, "MLP training step (1000-5000-10000-10, batch 64)",
                 {Kind::AutogradMlpStep, 0, 1, single(step)}});
+
+  // Training: an Adam step over two tensor lists (1 thread), then one epoch
+  // of the demo's models on 2 threads (seconds per side and repetition).
+  for (auto [count, n] : {std::pair<int64_t, int64_t>{200, 10000}, {20, 1000000}}) {
+    const Budget b = single(n <= 10000 ? budget(50, 7, 5) : budget(5, 7, 2));
+    const std::string list = std::to_string(count) + " x " + (n == 10000 ? "10k" : "1M") + " floats";
+    cs.push_back({Section::Training, "Adam step, " + list + ", fused", {Kind::AdamFused, n, 1, b, count}});
+    cs.push_back({Section::Training, "Adam step, " + list + ", foreach", {Kind::AdamForeach, n, 1, b, count}});
+    cs.push_back({Section::Training, "Adam step, " + list + ", for-loop", {Kind::AdamForLoop, n, 1, b, count}});
+  }
+  Budget epoch;  // 1 epoch per repetition
+  epoch.iters = 1;
+  epoch.reps = quick ? 1 : 3;
+  epoch.warmup = 1;
+  cs.push_back({Section::Training, "MLP epoch (Fashion-MNIST, batch 128, AdamW), 2 threads",
+                {Kind::EpochMlp, 0, 2, epoch}});
+  cs.push_back({Section::Training, "CNN epoch (Fashion-MNIST, batch 128, AdamW), 2 threads",
+                {Kind::EpochCnn, 0, 2, epoch}});
   return cs;
 }
 
@@ -357,6 +376,7 @@ const char* section_title(Section s) {
     case Section::Matmul: return "float32 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
+    case Section::Training: return "Training: optimizer step and epoch (float32)";
   }
   return "";
 }
@@ -367,6 +387,7 @@ const char* section_key(Section s) {
     case Section::Matmul: return "matmul";
     case Section::Nonzero: return "nonzero";
     case Section::Autograd: return "autograd";
+    case Section::Training: return "training";
   }
   return "";
 }
@@ -551,6 +572,44 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                         ". The issue's libtorch reference is about 800 ms per step with the machine's default "
                         "thread count.");
     }
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Training); !v.empty()) {
+    Table t{section_title(Section::Training),
+            {"case", "brisk", "libtorch", "brisk / libtorch", "target", "met", "brisk / bandwidth limit"}, {}, {}};
+    for (const Result* r : v) {
+      const Kind k = r->c.spec.kind;
+      const bool epoch = k == Kind::EpochMlp || k == Kind::EpochCnn, fused = k == Kind::AdamFused;
+      auto cell = [&](const Timing& tm) {
+        return !tm.ok ? skip_text(tm) : epoch ? fmt("%.2f s", tm.seconds) : fmt("%.2f ms", tm.seconds * 1e3);
+      };
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double ratio = both ? r->brisk.seconds / r->torch.seconds : 0;
+      std::string target = epoch ? "<= 0.7" : fused ? "<= 0.4 (2.5x faster)" : "(information)";
+      std::string met = "-";
+      if (both && (epoch || fused)) met = ratio <= (epoch ? 0.7 : 0.4) ? "yes" : "NO";
+      // brisk_vs_reference = plain-loop time / brisk time: its inverse is how
+      // many times the bandwidth limit brisk's step takes.
+      const double limit = r->brisk_vs_reference > 0 ? 1 / r->brisk_vs_reference : 0;
+      std::string lim = limit > 0 ? fmt("%.2fx", limit) + (fused ? (limit <= 1.5 ? " (<= 1.5x: yes)" : " (<= 1.5x: NO)") : "")
+                                  : "-";
+      t.rows.push_back({r->c.name, cell(r->brisk), cell(r->torch), both ? fmt("%.2f", ratio) : "-", target, met, lim});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("Adam: lr 1e-3, betas (0.9, 0.999), eps 1e-8, one thread; every parameter has a fixed random "
+                      "gradient; libtorch runs torch::optim::Adam (its C++ Adam, one tensor at a time) in every "
+                      "row. The bandwidth limit is the plain loop z[i] = x[i] + y[i] timed in the same repetitions "
+                      "over arrays that move as many bytes as one step (7 floats per element: read param, grad, "
+                      "exp_avg, exp_avg_sq; write param, exp_avg, exp_avg_sq).");
+    t.notes.push_back("Epochs: " + training_data().source + "; the demo's models (examples/train_fashion_mnist.cpp): "
+                      "MLP 784-256-128-10, CNN Conv2d(1,16,3,p1)-ReLU-MaxPool2d(2)-Conv2d(16,32,3,p1)-ReLU-"
+                      "MaxPool2d(2)-Flatten-Linear(1568,128)-ReLU-Linear(128,10); batch 128 in a random order, "
+                      "uint8 images normalised per batch, cross-entropy, AdamW (lr 1e-3, weight decay 1e-4), the "
+                      "loss read every step. brisk runs the demo's loop (DataLoader with one worker, fused AdamW, "
+                      "grads set to none); libtorch a plain loop (randperm, index_select, torch::optim::AdamW, "
+                      "zero_grad). Median of " + std::to_string(v.back()->c.spec.budget.reps) + " epochs after one "
+                      "warm-up epoch.");
     out.push_back(t);
   }
   return out;

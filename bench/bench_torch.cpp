@@ -61,6 +61,61 @@ struct Mlp {
   }
 };
 
+// Adam over `count` parameters with fixed random gradients.
+struct AdamCase {
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Adam> opt;
+  AdamCase(int64_t count, int64_t n) {
+    for (int64_t i = 0; i < count; ++i) {
+      torch::Tensor p = make({n}, static_cast<uint32_t>(2 * i + 1)).requires_grad_();
+      p.mutable_grad() = make({n}, static_cast<uint32_t>(2 * i + 2));
+      params.push_back(p);
+    }
+    opt = std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(1e-3));
+  }
+};
+
+torch::nn::Sequential epoch_model(bool cnn) {
+  namespace tnn = torch::nn;
+  if (!cnn)
+    return tnn::Sequential(tnn::Linear(784, 256), tnn::ReLU(), tnn::Linear(256, 128), tnn::ReLU(), tnn::Linear(128, 10));
+  return tnn::Sequential(tnn::Conv2d(tnn::Conv2dOptions(1, 16, 3).padding(1)), tnn::ReLU(),
+                         tnn::MaxPool2d(tnn::MaxPool2dOptions(2)), tnn::Conv2d(tnn::Conv2dOptions(16, 32, 3).padding(1)),
+                         tnn::ReLU(), tnn::MaxPool2d(tnn::MaxPool2dOptions(2)), tnn::Flatten(),
+                         tnn::Linear(32 * 7 * 7, 128), tnn::ReLU(), tnn::Linear(128, 10));
+}
+
+// One epoch written as a libtorch user would without a DataLoader: a random
+// permutation, index_select of uint8 images, convert and normalise.
+struct EpochCase {
+  bool cnn;
+  torch::nn::Sequential model;
+  std::unique_ptr<torch::optim::AdamW> opt;
+  torch::Tensor images, labels;
+  double last_loss = 0;
+  explicit EpochCase(bool c) : cnn(c), model(epoch_model(c)) {
+    const TrainingData& d = training_data();
+    images = torch::from_blob(const_cast<uint8_t*>(d.images), {d.n, 28, 28}, torch::kUInt8);
+    labels = torch::from_blob(const_cast<int64_t*>(d.labels), {d.n}, torch::kInt64);
+    opt = std::make_unique<torch::optim::AdamW>(
+        model->parameters(), torch::optim::AdamWOptions(kEpochLr).weight_decay(kEpochWeightDecay));
+  }
+  void run() {
+    const int64_t n = images.size(0);
+    torch::Tensor perm = torch::randperm(n, torch::kInt64);
+    for (int64_t i = 0; i < n; i += kEpochBatch) {
+      torch::Tensor idx = perm.slice(0, i, std::min(i + kEpochBatch, n));
+      torch::Tensor x = images.index_select(0, idx).to(torch::kFloat).div_(255).sub_(kEpochMean).div_(kEpochStd);
+      x = cnn ? x.unsqueeze(1) : x.flatten(1);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model->forward(x), labels.index_select(0, idx));
+      opt->zero_grad();
+      loss.backward();
+      opt->step();
+      last_loss = loss.item<double>();
+    }
+  }
+};
+
 Runner prepare(const Spec& s) {
   using torch::Tensor;
   // at::set_num_threads sizes only libtorch's OpenMP pool; its GEMM runs in
@@ -115,6 +170,15 @@ Runner prepare(const Spec& s) {
       });
     case Kind::AutogradMlpStep:
       return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
+    case Kind::AdamFused:
+    case Kind::AdamForeach:
+    case Kind::AdamForLoop:
+      return make_runner(th, [c = std::make_shared<AdamCase>(s.count, s.n)] { c->opt->step(); });
+    case Kind::AdamPlainLoop:
+      return skip("reference loop: brisk side only");
+    case Kind::EpochMlp:
+    case Kind::EpochCnn:
+      return make_runner(th, [c = std::make_shared<EpochCase>(s.kind == Kind::EpochCnn)] { c->run(); });
   }
   return skip("unknown case");
 }
