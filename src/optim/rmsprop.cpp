@@ -6,6 +6,7 @@
 //   momentum > 0: buf = momentum * buf + g / avg;  p += -lr * buf
 //   else: p += -lr * g / avg
 #include <cmath>
+#include <type_traits>
 
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
@@ -74,6 +75,39 @@ void rmsprop_foreach(const RMSHyper& h, const TensorList& params, const TensorLi
 }
 
 template <class T>
+struct RMSLoopConsts {
+  T lr, alpha, one_m_alpha, eps, wd, mom;
+};
+// One variant per flag combination: a straight-line loop over restrict
+// pointers that the compiler vectorizes (see adam_loop in adam.cpp).
+template <class T, bool kMax, bool kWd, bool kCentered, bool kMom>
+void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga, T* __restrict buf,
+                  int64_t len, const RMSLoopConsts<T> k) {
+  for (int64_t j = 0; j < len; ++j) {
+    const T pj = p[j];
+    T gj = kMax ? -g[j] : g[j];
+    if constexpr (kWd) gj = gj + k.wd * pj;
+    const T sj = sq[j] * k.alpha + k.one_m_alpha * gj * gj;
+    sq[j] = sj;
+    T avg;
+    if constexpr (kCentered) {
+      const T aj = ga[j] * k.alpha + k.one_m_alpha * gj;
+      ga[j] = aj;
+      avg = std::sqrt(sj + T(-1) * aj * aj) + k.eps;
+    } else {
+      avg = std::sqrt(sj) + k.eps;
+    }
+    if constexpr (kMom) {
+      const T bj = buf[j] * k.mom + gj / avg;
+      buf[j] = bj;
+      p[j] = pj + k.lr * bj;
+    } else {
+      p[j] = pj + k.lr * (gj / avg);
+    }
+  }
+}
+
+template <class T>
 void rmsprop_fused_kernel(const RMSHyper& h, const TensorList& params, const TensorList& grads,
                           const std::vector<ParamState*>& states) {
   const size_t n = params.size();
@@ -94,39 +128,26 @@ void rmsprop_fused_kernel(const RMSHyper& h, const TensorList& params, const Ten
                    h.momentum > 0 ? static_cast<T*>(s.momentum_buffer.data_ptr()) : nullptr};
     numels[i] = params[i].numel();
   }
-  const T lr = T(-h.lr), alpha = T(h.alpha), one_m_alpha = T(1 - h.alpha), eps = T(h.eps), wd = T(h.wd),
-          mom = T(h.momentum);
+  const RMSLoopConsts<T> k{T(-h.lr), T(h.alpha), T(1 - h.alpha), T(h.eps), T(h.wd), T(h.momentum)};
   const bool use_wd = h.wd != 0, centered = h.centered, use_mom = h.momentum > 0, maximize = h.maximize;
   detail::multi_tensor_apply(numels, [&](size_t i, int64_t b, int64_t e) {
     const Ptrs& q = ptrs[i];
-    T* __restrict p = q.p + b;
-    const T* __restrict g = q.g + b;
-    T* __restrict sq = q.sq + b;
-    T* __restrict ga = centered ? q.ga + b : nullptr;
-    T* __restrict buf = use_mom ? q.buf + b : nullptr;
+    T* p = q.p + b;
+    const T* g = q.g + b;
+    T* sq = q.sq + b;
+    T* ga = centered ? q.ga + b : nullptr;
+    T* buf = use_mom ? q.buf + b : nullptr;
     const int64_t len = e - b;
-    for (int64_t j = 0; j < len; ++j) {
-      const T pj = p[j];
-      T gj = maximize ? -g[j] : g[j];
-      if (use_wd) gj = gj + wd * pj;
-      const T sj = sq[j] * alpha + one_m_alpha * gj * gj;
-      sq[j] = sj;
-      T avg;
-      if (centered) {
-        const T aj = ga[j] * alpha + one_m_alpha * gj;
-        ga[j] = aj;
-        avg = std::sqrt(sj + T(-1) * aj * aj) + eps;
-      } else {
-        avg = std::sqrt(sj) + eps;
-      }
-      if (use_mom) {
-        const T bj = buf[j] * mom + gj / avg;
-        buf[j] = bj;
-        p[j] = pj + lr * bj;
-      } else {
-        p[j] = pj + lr * (gj / avg);
-      }
-    }
+    using F = std::false_type;
+    using Tr = std::true_type;
+    auto run = [&](auto mx, auto wd, auto c, auto mo) {
+      rmsprop_loop<T, decltype(mx)::value, decltype(wd)::value, decltype(c)::value, decltype(mo)::value>(
+          p, g, sq, ga, buf, len, k);
+    };
+    auto with_mom = [&](auto mx, auto wd, auto c) { use_mom ? run(mx, wd, c, Tr{}) : run(mx, wd, c, F{}); };
+    auto with_c = [&](auto mx, auto wd) { centered ? with_mom(mx, wd, Tr{}) : with_mom(mx, wd, F{}); };
+    auto with_wd = [&](auto mx) { use_wd ? with_c(mx, Tr{}) : with_c(mx, F{}); };
+    maximize ? with_wd(Tr{}) : with_wd(F{});
   });
   for (size_t i = 0; i < n; ++i) {
     params[i].bump_version();
