@@ -190,11 +190,24 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
   kernel<OpId::gemm>(out.device().type, kSdpa)(out, a, b, Scalar(alpha), Scalar(0.0));
 }
 
-/// exp for the softmax pass, written without calls or branches so that the
-/// row loop vectorizes: 2^n * e^r with r = x - n ln2, |r| <= ln2 / 2, and a
-/// degree-6 polynomial for e^r (relative error about 1e-7).
-/// exp(-inf) = 0; results below ~1e-38 flush to 0.
-inline float softmax_exp(float x) {
+// Note [Attention row kernels]
+// The two row loops below are the only arithmetic of attention outside the
+// GEMMs. This file is compiled for the baseline ISA (the per-ISA kernel files
+// are reached through the op table, which has no slot for them), so on x86-64
+// GCC/Clang also build AVX2 and AVX-512 clones of the row functions and pick
+// one at load time (target_clones). The loops are written to vectorize: no
+// calls, no branches, no integer max.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(BRISK_NO_TARGET_CLONES)
+#define BRISK_ROW_KERNEL __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define BRISK_ROW_KERNEL
+#endif
+
+/// exp for the softmax pass: 2^n * e^r with n = round(x / ln2),
+/// r = x - n ln2 (|r| <= ln2 / 2), and a degree-6 polynomial for e^r
+/// (relative error about 1e-7). x is clamped to [-88, 88], so n is in
+/// [-127, 127]: exp(-inf) = 0, results below ~1e-38 flush to 0.
+[[gnu::always_inline]] inline float softmax_exp(float x) {
   const float xc = std::min(std::max(x, -88.0f), 88.0f);
   float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
   n = n == n ? n : 0.0f;  // NaN: keep the int conversion below defined (e stays NaN)
@@ -207,10 +220,71 @@ inline float softmax_exp(float x) {
   e = e * r + 1.6666665459e-1f;
   e = e * r + 5.0000001201e-1f;
   e = e * r * r + r + 1.0f;
-  const int32_t bits = std::max(static_cast<int32_t>(n) + 127, 0) << 23;  // 2^n; n = -127 gives 0
-  return e * std::bit_cast<float>(bits);
+  return e * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);  // 2^n; n = -127 gives 0
 }
-inline double softmax_exp(double x) { return std::exp(x); }
+[[gnu::always_inline]] inline double softmax_exp(double x) { return std::exp(x); }
+
+/// One row of scores x[0, S): adds the mask to the first n (add[j * ss] or
+/// keep[j * ss] == false -> -inf; either may be null), softmax over them,
+/// zeros for the rest. A row with no key left gets zeros (NaN if it holds a
+/// NaN).
+template <class T>
+[[gnu::always_inline]] inline void softmax_row_impl(T* x, int64_t n, int64_t S, const T* add, const bool* keep,
+                                                    int64_t ss) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  if (add && ss == 1) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) x[j] += add[j];
+  } else if (add) {
+    for (int64_t j = 0; j < n; ++j) x[j] += add[j * ss];
+  } else if (keep && ss == 1) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) x[j] = keep[j] ? x[j] : kNegInf;
+  } else if (keep) {
+    for (int64_t j = 0; j < n; ++j) x[j] = keep[j * ss] ? x[j] : kNegInf;
+  }
+  T mx = kNegInf;
+#pragma omp simd reduction(max : mx)
+  for (int64_t j = 0; j < n; ++j) mx = std::max(mx, x[j]);  // NaNs are skipped here, caught by the sum
+  if (mx == kNegInf) {  // every key masked (or NaN)
+    bool nan = false;
+    for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j];
+    const T fill = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    for (int64_t j = 0; j < S; ++j) x[j] = fill;
+    return;
+  }
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    const T e = softmax_exp(x[j] - mx);
+    x[j] = e;
+    sum += e;
+  }
+  const T inv = T(1) / sum;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] *= inv;
+  for (int64_t j = n; j < S; ++j) x[j] = 0;
+}
+BRISK_ROW_KERNEL void softmax_row(float* x, int64_t n, int64_t S, const float* add, const bool* keep, int64_t ss) {
+  softmax_row_impl(x, n, S, add, keep, ss);
+}
+BRISK_ROW_KERNEL void softmax_row(double* x, int64_t n, int64_t S, const double* add, const bool* keep, int64_t ss) {
+  softmax_row_impl(x, n, S, add, keep, ss);
+}
+
+/// One row of dS = P * (dP - sum(dP * P)), in place on d.
+template <class T>
+[[gnu::always_inline]] inline void softmax_backward_row_impl(T* d, const T* p, int64_t S) {
+  T dot = 0;
+#pragma omp simd reduction(+ : dot)
+  for (int64_t j = 0; j < S; ++j) dot += d[j] * p[j];
+#pragma omp simd
+  for (int64_t j = 0; j < S; ++j) d[j] = p[j] * (d[j] - dot);
+}
+BRISK_ROW_KERNEL void softmax_backward_row(float* d, const float* p, int64_t S) { softmax_backward_row_impl(d, p, S); }
+BRISK_ROW_KERNEL void softmax_backward_row(double* d, const double* p, int64_t S) {
+  softmax_backward_row_impl(d, p, S);
+}
 
 /// The mask as the row kernel reads it: element (b, i, j) at
 /// data + offset[b] + i * sl + j * ss.
@@ -244,55 +318,18 @@ MaskRows mask_rows(const Problem& pr, const Tensor& expanded) {
 }
 
 /// In place on the contiguous scores s (B, L, S), already scaled: adds the
-/// mask, then softmax over each row. Masked keys get probability 0; a row
-/// whose keys are all masked gets zeros (NaN if it holds a NaN).
+/// mask (and the causal mask), then softmax over each row.
 template <class T>
 void masked_softmax_rows(T* s, int64_t B, int64_t L, int64_t S, const MaskRows& m, bool causal) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(S, 1));
   parallel_for(0, B * L, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t b = r / L, i = r % L;
-      T* x = s + r * S;
       const int64_t n = causal ? std::min(i + 1, S) : S;  // keys that may take part
-      if (m.kind == MaskRows::Additive) {
-        const T* mr = static_cast<const T*>(m.data) + m.offset[static_cast<size_t>(b)] + i * m.sl;
-        if (m.ss == 1) {
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) x[j] += mr[j];
-        } else {
-          for (int64_t j = 0; j < n; ++j) x[j] += mr[j * m.ss];
-        }
-      } else if (m.kind == MaskRows::Bool) {
-        const bool* mr = static_cast<const bool*>(m.data) + m.offset[static_cast<size_t>(b)] + i * m.sl;
-        if (m.ss == 1) {
-#pragma omp simd
-          for (int64_t j = 0; j < n; ++j) x[j] = mr[j] ? x[j] : kNegInf;
-        } else {
-          for (int64_t j = 0; j < n; ++j) x[j] = mr[j * m.ss] ? x[j] : kNegInf;
-        }
-      }
-      T mx = kNegInf;
-#pragma omp simd reduction(max : mx)
-      for (int64_t j = 0; j < n; ++j) mx = x[j] > mx ? x[j] : mx;  // NaNs are skipped here, caught by the sum
-      if (mx == kNegInf) {  // every key masked (or NaN)
-        bool nan = false;
-        for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j];
-        const T fill = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
-        for (int64_t j = 0; j < S; ++j) x[j] = fill;
-        continue;
-      }
-      T sum = 0;
-#pragma omp simd reduction(+ : sum)
-      for (int64_t j = 0; j < n; ++j) {
-        const T e = softmax_exp(x[j] - mx);
-        x[j] = e;
-        sum += e;
-      }
-      const T inv = T(1) / sum;
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) x[j] *= inv;
-      for (int64_t j = n; j < S; ++j) x[j] = 0;
+      const int64_t at = m.kind == MaskRows::None ? 0 : m.offset[static_cast<size_t>(b)] + i * m.sl;
+      const T* add = m.kind == MaskRows::Additive ? static_cast<const T*>(m.data) + at : nullptr;
+      const bool* keep = m.kind == MaskRows::Bool ? static_cast<const bool*>(m.data) + at : nullptr;
+      softmax_row(s + r * S, n, S, add, keep, m.ss);
     }
   });
 }
@@ -303,15 +340,7 @@ template <class T>
 void softmax_backward_rows(T* dp, const T* p, int64_t rows, int64_t S) {
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(S, 1));
   parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      T* d = dp + r * S;
-      const T* pr = p + r * S;
-      T dot = 0;
-#pragma omp simd reduction(+ : dot)
-      for (int64_t j = 0; j < S; ++j) dot += d[j] * pr[j];
-#pragma omp simd
-      for (int64_t j = 0; j < S; ++j) d[j] = pr[j] * (d[j] - dot);
-    }
+    for (int64_t r = r0; r < r1; ++r) softmax_backward_row(dp + r * S, p + r * S, S);
   });
 }
 
