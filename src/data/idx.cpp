@@ -96,22 +96,27 @@ Tensor read_idx(const std::string& path) {
               dims_raw.size(), " bytes, found ", got);
   std::vector<int64_t> sizes(ndim);
   uint64_t count = 1;
+  int64_t span = 1;  // the product with zeros counted as 1: the tensor's strides must fit in int64 too
+  bool span_overflows = false;
   for (int d = 0; d < ndim; ++d) {
     sizes[d] = load_be32(&dims_raw[4 * d]);
     BRISK_CHECK(!__builtin_mul_overflow(count, static_cast<uint64_t>(sizes[d]), &count), "read_idx", path,
                 ": dimensions ", IntArrayRef(sizes.data(), d + 1), "... overflow");
+    span_overflows |= __builtin_mul_overflow(span, std::max<int64_t>(sizes[d], 1), &span);
   }
   uint64_t nbytes = 0;
-  BRISK_CHECK(!__builtin_mul_overflow(count, type->file_bytes, &nbytes) && nbytes < (uint64_t{1} << 46),
+  BRISK_CHECK(!__builtin_mul_overflow(count, type->file_bytes, &nbytes) && nbytes < (uint64_t{1} << 46) &&
+                  !span_overflows,
               "read_idx", path, ": dimensions ", IntArrayRef(sizes), " are too large");
 
-  // Read in chunks so that a header claiming a huge size cannot make us
-  // allocate more than the file actually holds.
+  // Read in chunks that grow with what has been read (64 KiB, then doubling
+  // up to 16 MiB), so that a header claiming a huge size cannot make us
+  // allocate, or zero, much more than the file actually holds.
   std::vector<unsigned char> raw;
-  raw.reserve(std::min<uint64_t>(nbytes, uint64_t{1} << 28));
-  constexpr size_t kChunk = size_t{1} << 24;
+  constexpr size_t kMinChunk = size_t{1} << 16, kChunk = size_t{1} << 24;
   while (raw.size() < nbytes) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, nbytes - raw.size()));
+    const size_t step = std::min(kChunk, std::max(kMinChunk, raw.size()));
+    size_t want = static_cast<size_t>(std::min<uint64_t>(step, nbytes - raw.size()));
     size_t old = raw.size();
     raw.resize(old + want);
     size_t n = gz_read_some(f.get(), path, raw.data() + old, want);
@@ -128,7 +133,9 @@ Tensor read_idx(const std::string& path) {
   Tensor out = empty(sizes, type->dtype);
   const unsigned char* p = raw.data();
   switch (type->code) {
-    case 0x08: std::memcpy(out.data_ptr(), p, nbytes); break;
+    case 0x08:
+      if (nbytes > 0) std::memcpy(out.data_ptr(), p, nbytes);  // an empty vector's data() may be null
+      break;
     case 0x09: {
       auto* o = out.data_ptr<int32_t>();
       for (uint64_t i = 0; i < count; ++i) o[i] = static_cast<int8_t>(p[i]);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -219,9 +220,11 @@ Tensor load_npy(const std::string& path) {
   const bool fortran = *parser.fortran_order;
 
   uint64_t count = 1;
+  int64_t span = 1;  // the product with zeros counted as 1: the tensor's strides must fit in int64 too
   for (int64_t d : shape)
-    BRISK_CHECK(!__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count), "load_npy", path, ": shape ",
-                IntArrayRef(shape), " overflows");
+    BRISK_CHECK(!__builtin_mul_overflow(count, static_cast<uint64_t>(d), &count) &&
+                    !__builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span),
+                "load_npy", path, ": shape ", IntArrayRef(shape), " overflows");
   uint64_t nbytes = 0;
   BRISK_CHECK(!__builtin_mul_overflow(count, element_size(dtype), &nbytes), "load_npy", path, ": shape ",
               IntArrayRef(shape), " overflows");
