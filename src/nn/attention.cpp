@@ -11,8 +11,8 @@
 // The node (ScaledDotProductAttentionBackward0) saves q, k, v, P and the
 // dropout mask; its backward is three GEMMs and one fused pass
 // dS = P * (dP - rowsum(dP * P)). Written with brisk ops instead, the same
-// function records six nodes and makes four more passes over the scores
-// (scale, mask, softmax backward's product and sum).
+// function records about six nodes and makes several more passes over the
+// scores (scale, mask, the masked-row guard, softmax backward's product and sum).
 //
 // Under create_graph the backward switches to the formulas written with
 // brisk ops, with P recomputed from q and k by differentiable ops, so double
@@ -23,7 +23,6 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
-#include <type_traits>
 #include <vector>
 
 #include "brisk/autograd.h"
@@ -389,10 +388,10 @@ TensorList attention_backward(const Tensor& gO, const Tensor& gW, const Tensor& 
     if (gW.defined()) dS.add_(gW);
     if (D.defined()) dS.mul_(D);
     if (dS.numel() > 0) {
-      BRISK_DISPATCH_FLOAT(P.dtype(), kSdpa, [&] {
-        if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>)
-          softmax_backward_rows<scalar_t>(dS.data_ptr<scalar_t>(), P.data_ptr<scalar_t>(), B * L, S);
-      });
+      if (P.dtype() == kFloat)
+        softmax_backward_rows<float>(dS.data_ptr<float>(), P.data_ptr<float>(), B * L, S);
+      else
+        softmax_backward_rows<double>(dS.data_ptr<double>(), P.data_ptr<double>(), B * L, S);
     }
     if (needs[0]) {
       g[0] = empty({B, L, q.size(2)}, q.options());
