@@ -204,7 +204,9 @@ enum class Rule : uint8_t {
   GradModeInference,  ///< 6. forward ops recording a graph that no backward consumes
   AllocatingOps,      ///< 7. out-of-place ops allocating in a hot loop; allocator cache misses
   DataLoaderStall,    ///< 8. compute waiting for the next batch
-  UnpinnedCopy,       ///< 9. (CUDA) non-blocking copies from unpinned memory, ...
+  UnpinnedCopy,       ///< 9. (CUDA) non-blocking copies from unpinned memory
+  TensorCoreMath,     ///< 9. (CUDA) float32 matmuls/convolutions autocast would run on tensor
+                      ///<    cores; half-precision matrix dimensions not multiple of 8
 };
 const char* rule_name(Rule r);
 
