@@ -86,7 +86,10 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   int64_t acc = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     s[i] = acc;
-    acc *= std::max<int64_t>(sizes[i], 1);
+    // A size-0 dim makes numel 0 but the strides still multiply the other
+    // sizes: refuse shapes whose strides do not fit in int64.
+    BRISK_CHECK(!__builtin_mul_overflow(acc, std::max<int64_t>(sizes[i], 1), &acc), "tensor", "shape ", sizes,
+                " is too large: its strides overflow int64");
   }
   return s;
 }
@@ -130,7 +133,9 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
       const int64_t s = sizes[i];
       BRISK_CHECK(s >= 0, "empty", "negative dimension ", s, " in shape ", sizes);
       impl->strides[i] = acc;
-      acc *= s == 0 ? 1 : s;
+      // A size-0 dim makes numel 0, but the strides still multiply the other sizes.
+      BRISK_CHECK(!__builtin_mul_overflow(acc, s == 0 ? 1 : s, &acc), "empty", "shape ", sizes,
+                  " is too large: its strides overflow int64");
     }
     impl->numel = multiply(sizes);
     impl->is_contiguous = true;

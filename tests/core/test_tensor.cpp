@@ -274,6 +274,9 @@ TEST(Factories, EmptyZerosOnesFull) {
   EXPECT_EQ(scalar_tensor(2.5).dim(), 0);
   EXPECT_EQ(scalar_tensor(2.5).item<double>(), 2.5);
   expect_error([] { empty({2, -1}); }, {"[empty]", "negative dimension -1"});
+  // numel 0, but the strides would overflow int64
+  const int64_t big = int64_t(1) << 32;
+  expect_error([&] { empty({0, big, big, big}); }, {"too large", "overflow"});
   expect_error([] { zeros({2}, TensorOptions(kInt64).requires_grad()); }, {"floating point"});
 }
 
