@@ -1,3 +1,152 @@
+// Normalization layers of brisk::nn: batch normalization (with running
+// statistics) and group normalization, as functions and modules.
+//
+//   auto bn = std::make_shared<brisk::nn::BatchNorm2d>(32);   // weight, bias, running stats
+//   brisk::Tensor y = bn->forward(x);                          // batch statistics in train()
+//   bn->eval();                                                // running statistics in eval()
+//   brisk::Tensor z = brisk::nn::F::group_norm(x, 4, w, b);
+//
+// Inputs are (N, C, *) with C at dim 1; a channels_last input gives a
+// channels_last output. See docs/design/pooling_norm.md.
 #pragma once
-#include "brisk/nn/module.h"
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "brisk/nn/functional.h"
+#include "brisk/nn/module.h"
+
+namespace brisk::nn {
+
+struct BatchNormOptions {
+  BatchNormOptions(int64_t num_features) : num_features_(num_features) {}
+  BRISK_ARG(int64_t, num_features);
+  BRISK_ARG(double, eps) = 1e-5;
+  /// running = (1 - momentum) * running + momentum * batch statistic;
+  /// nullopt: cumulative moving average (momentum 1 / num_batches_tracked).
+  BRISK_ARG(std::optional<double>, momentum) = 0.1;
+  /// Learnable per-channel weight (ones) and bias (zeros).
+  BRISK_ARG(bool, affine) = true;
+  /// Keep running_mean, running_var and num_batches_tracked (used in eval);
+  /// without them batch statistics are used in both modes.
+  BRISK_ARG(bool, track_running_stats) = true;
+};
+
+struct GroupNormOptions {
+  GroupNormOptions(int64_t num_groups, int64_t num_channels) : num_groups_(num_groups), num_channels_(num_channels) {}
+  BRISK_ARG(int64_t, num_groups);
+  BRISK_ARG(int64_t, num_channels);
+  BRISK_ARG(double, eps) = 1e-5;
+  BRISK_ARG(bool, affine) = true;
+};
+
+namespace functional {
+
+struct BatchNormFuncOptions {
+  BRISK_ARG(Tensor, weight);
+  BRISK_ARG(Tensor, bias);
+  BRISK_ARG(bool, training) = false;
+  /// Must be set when training updates running statistics (the cumulative
+  /// average needs a batch count: nn::BatchNorm* keep one).
+  BRISK_ARG(std::optional<double>, momentum) = 0.1;
+  BRISK_ARG(double, eps) = 1e-5;
+};
+
+struct GroupNormFuncOptions {
+  GroupNormFuncOptions(int64_t num_groups) : num_groups_(num_groups) {}
+  BRISK_ARG(int64_t, num_groups);
+  BRISK_ARG(Tensor, weight);
+  BRISK_ARG(Tensor, bias);
+  BRISK_ARG(double, eps) = 1e-5;
+};
+
+/// Batch normalization of an (N, C, *) input over every dim but C.
+/// training: normalizes with the batch mean and biased variance and, when
+/// running_mean / running_var are given, updates them in place with
+/// `momentum` (the variance with the unbiased estimate, n / (n - 1)).
+/// Otherwise (eval): normalizes with running_mean / running_var.
+/// weight, bias: (C) or undefined; running stats: (C) or both undefined
+/// (then training must be true).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                  std::optional<double> momentum = 0.1, double eps = 1e-5);
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const BatchNormFuncOptions& o);
+
+/// Group normalization of an (N, C, *) input: the C channels form
+/// num_groups groups, each (sample, group) normalized over its channels and
+/// positions (biased variance), then weight (C) * x + bias (C).
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& o);
+
+}  // namespace functional
+
+/// The shared state of BatchNorm1d/2d/3d: parameters weight and bias
+/// (affine), buffers running_mean, running_var and num_batches_tracked
+/// (int64 scalar) when track_running_stats, so that state_dict() has
+/// PyTorch's keys.
+class BatchNormBase : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /// running_mean = 0, running_var = 1, num_batches_tracked = 0.
+  void reset_running_stats();
+  /// reset_running_stats(), weight = 1, bias = 0.
+  void reset_parameters();
+
+  BatchNormOptions options;
+  Tensor weight, bias;                                    ///< (C), undefined unless affine
+  Tensor running_mean, running_var, num_batches_tracked;  ///< undefined unless track_running_stats
+
+ protected:
+  BatchNormBase(std::string type_name, const BatchNormOptions& options, TensorOptions opts);
+  /// Throws unless x has a dim count this module accepts.
+  virtual void check_input_dim(const Tensor& x) const = 0;
+};
+
+/// Input (N, C) or (N, C, L).
+class BatchNorm1d : public BatchNormBase {
+ public:
+  explicit BatchNorm1d(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNormOptions(num_features)) {}
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+/// Input (N, C, H, W), contiguous or channels_last.
+class BatchNorm2d : public BatchNormBase {
+ public:
+  explicit BatchNorm2d(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNormOptions(num_features)) {}
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+/// Input (N, C, D, H, W).
+class BatchNorm3d : public BatchNormBase {
+ public:
+  explicit BatchNorm3d(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm3d(int64_t num_features) : BatchNorm3d(BatchNormOptions(num_features)) {}
+
+ protected:
+  void check_input_dim(const Tensor& x) const override;
+};
+
+/// GroupNorm(num_groups, num_channels): weight (ones) and bias (zeros) of
+/// shape (C) when affine.
+class GroupNorm : public Module {
+ public:
+  explicit GroupNorm(const GroupNormOptions& options, TensorOptions opts = {});
+  GroupNorm(int64_t num_groups, int64_t num_channels) : GroupNorm(GroupNormOptions(num_groups, num_channels)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+
+  GroupNormOptions options;
+  Tensor weight, bias;
+};
+
+}  // namespace brisk::nn

@@ -1,0 +1,376 @@
+// batch_norm / group_norm and BatchNorm1d/2d/3d / GroupNorm: values against
+// naive loops, running statistics over several steps against hand-computed
+// values, train/eval behaviour, state_dict keys, both memory layouts,
+// gradcheck in float64 (first and second order) and error messages.
+#include <brisk/nn.h>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "autograd/grad_util.h"
+#include "test_util.h"
+
+using namespace brisk;
+using brisk::testing::close;
+using brisk::testing::expect_error;
+using brisk::testing::gradcheck_ok;
+using brisk::testing::leaf;
+namespace nn = brisk::nn;
+namespace F = brisk::nn::functional;
+
+namespace {
+
+std::vector<double> values(const Tensor& x) { return x.to(kDouble).contiguous().to_vector<double>(); }
+
+/// Per-channel statistics of x (N, C, *) in float64 loops: mean and biased
+/// variance (two passes).
+struct Stats {
+  std::vector<double> mean, var;
+  int64_t count;
+};
+Stats channel_stats(const Tensor& x) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / (N * C);
+  const std::vector<double> v = values(x);
+  Stats s{std::vector<double>(C, 0.0), std::vector<double>(C, 0.0), N * S};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < S; ++i) s.mean[c] += v[(n * C + c) * S + i];
+  for (double& m : s.mean) m /= double(N * S);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < S; ++i) {
+        const double d = v[(n * C + c) * S + i] - s.mean[c];
+        s.var[c] += d * d;
+      }
+  for (double& q : s.var) q /= double(N * S);
+  return s;
+}
+
+/// (x - mean[c]) / sqrt(var[c] + eps) * w[c] + b[c], NCHW order.
+std::vector<double> ref_normalize(const Tensor& x, const std::vector<double>& mean, const std::vector<double>& var,
+                                  const std::vector<double>& w, const std::vector<double>& b, double eps) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / (N * C);
+  const std::vector<double> v = values(x);
+  std::vector<double> out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t k = (n * C + c) * S + i;
+        out[k] = (v[k] - mean[c]) / std::sqrt(var[c] + eps) * w[c] + b[c];
+      }
+  return out;
+}
+
+/// group_norm in float64 loops: each (n, group) over its channels and positions.
+std::vector<double> ref_group_norm(const Tensor& x, int64_t G, const std::vector<double>& w,
+                                   const std::vector<double>& b, double eps) {
+  const int64_t N = x.size(0), C = x.size(1), S = x.numel() / (N * C), D = C / G;
+  const std::vector<double> v = values(x);
+  std::vector<double> out(v.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t base = (n * C + g * D) * S, cnt = D * S;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < cnt; ++i) mean += v[base + i];
+      mean /= double(cnt);
+      for (int64_t i = 0; i < cnt; ++i) var += (v[base + i] - mean) * (v[base + i] - mean);
+      var /= double(cnt);
+      for (int64_t i = 0; i < cnt; ++i) {
+        const int64_t c = g * D + i / S;
+        out[base + i] = (v[base + i] - mean) / std::sqrt(var + eps) * w[c] + b[c];
+      }
+    }
+  return out;
+}
+
+::testing::AssertionResult near(const Tensor& got, const std::vector<double>& want, double tol) {
+  const std::vector<double> g = values(got);
+  if (g.size() != want.size()) return ::testing::AssertionFailure() << "size " << g.size() << " vs " << want.size();
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(std::abs(g[i] - want[i]) <= tol * (1 + std::abs(want[i]))))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", expected " << want[i];
+  return ::testing::AssertionSuccess();
+}
+
+bool is_cl(const Tensor& t) { return t.is_contiguous(kChannelsLast) && !t.is_contiguous(); }
+
+}  // namespace
+
+// ---- batch_norm (functional) --------------------------------------------------------------
+
+TEST(BatchNorm, TrainingNormalizesWithBatchStatisticsInEveryLayout) {
+  manual_seed(1);
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{6, 5}, {4, 3, 7}, {3, 4, 5, 6}, {2, 3, 2, 3, 4}}) {
+    const Tensor x = randn(shape, kDouble) * 3 + 1;
+    const int64_t C = shape[1];
+    const Tensor w = randn({C}, kDouble), b = randn({C}, kDouble);
+    const Stats s = channel_stats(x);
+    const std::vector<double> want = ref_normalize(x, s.mean, s.var, values(w), values(b), 1e-5);
+    Tensor rm = zeros({C}, kDouble), rv = ones({C}, kDouble);
+    EXPECT_TRUE(near(F::batch_norm(x, rm, rv, w, b, true, 0.1, 1e-5), want, 1e-12));
+    EXPECT_TRUE(near(F::batch_norm(x, {}, {}, w, b, true), want, 1e-12));  // no running stats
+    if (shape.size() == 4) {
+      const Tensor y = F::batch_norm(x.contiguous(kChannelsLast), rm, rv, w, b, true);
+      EXPECT_TRUE(is_cl(y));
+      EXPECT_TRUE(near(y, want, 1e-12));
+      // neither contiguous nor channels_last: computed on a contiguous copy
+      const Tensor t = x.transpose(2, 3).contiguous().transpose(2, 3);
+      EXPECT_TRUE(near(F::batch_norm(t, rm, rv, w, b, true), want, 1e-12));
+    }
+  }
+}
+
+// Several steps of training: running_mean and running_var follow
+// (1 - m) * running + m * stat, the variance with the unbiased estimate,
+// computed here by hand from the batches.
+TEST(BatchNorm, RunningStatisticsOverSeveralSteps) {
+  manual_seed(2);
+  const int64_t C = 3;
+  Tensor rm = zeros({C}), rv = ones({C});
+  std::vector<double> em(C, 0.0), ev(C, 1.0);
+  for (int step = 0; step < 4; ++step) {
+    const Tensor x = randn({5, C, 4}) * (step + 1) + step;
+    F::batch_norm(x, rm, rv, {}, {}, true, 0.3, 1e-5);
+    const Stats s = channel_stats(x);
+    for (int64_t c = 0; c < C; ++c) {
+      em[c] = 0.7 * em[c] + 0.3 * s.mean[c];
+      ev[c] = 0.7 * ev[c] + 0.3 * s.var[c] * double(s.count) / double(s.count - 1);
+    }
+    EXPECT_TRUE(near(rm, em, 1e-6)) << "step " << step;
+    EXPECT_TRUE(near(rv, ev, 1e-6)) << "step " << step;
+  }
+  // eval normalizes with the running statistics and leaves them alone
+  const Tensor x = randn({4, C, 2});
+  const Tensor before = rm.clone();
+  const Tensor y = F::batch_norm(x, rm, rv, {}, {}, false, 0.3, 1e-5);
+  EXPECT_TRUE(near(y, ref_normalize(x, em, ev, {1, 1, 1}, {0, 0, 0}, 1e-5), 1e-5));
+  EXPECT_TRUE(rm.equal(before));
+}
+
+TEST(BatchNorm, Float32ChannelsLastAndLargeOffsets) {
+  manual_seed(3);
+  // a mean 10^4 standard deviations from zero: the shifted sums and the
+  // two-pass variance keep float32 accurate
+  const Tensor x = randn({8, 16, 9, 9}) * 0.01 + 100;
+  const Tensor w = rand({16}) + 0.5, b = randn({16});
+  const Stats s = channel_stats(x);
+  const std::vector<double> want = ref_normalize(x, s.mean, s.var, values(w), values(b), 1e-5);
+  Tensor rm = zeros({16}), rv = ones({16});
+  EXPECT_TRUE(near(F::batch_norm(x, rm, rv, w, b, true), want, 2e-3));
+  EXPECT_TRUE(near(F::batch_norm(x.contiguous(kChannelsLast), rm, rv, w, b, true), want, 2e-3));
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    const Tensor xr = randn({4, 6, 5, 5}).to(dt);
+    const Stats sr = channel_stats(xr);
+    const Tensor y = F::batch_norm(xr, {}, {}, {}, {}, true);
+    EXPECT_EQ(y.dtype(), dt);
+    EXPECT_TRUE(near(y, ref_normalize(xr, sr.mean, sr.var, std::vector<double>(6, 1), std::vector<double>(6, 0), 1e-5),
+                     3e-2));
+  }
+}
+
+// Statistics are summed in fixed chunks in a fixed order: results do not
+// depend on the number of threads.
+TEST(BatchNorm, SameBitsForAnyThreadCount) {
+  manual_seed(4);
+  const int old = get_num_threads();
+  const Tensor x = randn({64, 8, 20, 20}).requires_grad_();
+  const Tensor w = rand({8}).requires_grad_();
+  const Tensor g = randn({64, 8, 20, 20});
+  std::vector<Tensor> outs, grads;
+  for (int nt : {1, 2, 3}) {
+    set_num_threads(nt);
+    for (bool cl : {false, true}) {
+      const Tensor xi = cl ? x.detach().contiguous(kChannelsLast).requires_grad_() : x;
+      const Tensor y = F::batch_norm(xi, {}, {}, w, {}, true);
+      const TensorList gs = autograd::grad({y}, {xi, w}, {g});
+      outs.push_back(y.contiguous());
+      grads.push_back(gs[0].contiguous());
+      grads.push_back(gs[1]);
+    }
+  }
+  set_num_threads(old);
+  for (size_t i = 2; i < outs.size(); ++i) EXPECT_TRUE(outs[i].equal(outs[i % 2])) << i;
+  for (size_t i = 4; i < grads.size(); ++i) EXPECT_TRUE(grads[i].equal(grads[i % 4])) << i;
+}
+
+TEST(BatchNorm, GradcheckTrainEvalAffineLayouts) {
+  manual_seed(5);
+  for (bool training : {true, false})
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{5, 3}, {3, 2, 4}, {2, 3, 3, 2}}) {
+      const int64_t C = shape[1];
+      const Tensor rm = randn({C}, kDouble), rv = rand({C}, kDouble) + 0.5;
+      auto fn = [&](const TensorList& in) { return F::batch_norm(in[0], rm, rv, in[1], in[2], training, 0.1, 1e-5); };
+      EXPECT_TRUE(gradcheck_ok(fn, {leaf(shape), leaf({C}), leaf({C})}, /*grad_grad=*/true))
+          << "training=" << training << " dims=" << shape.size();
+      auto fn_plain = [&](const TensorList& in) { return F::batch_norm(in[0], rm, rv, {}, {}, training); };
+      EXPECT_TRUE(gradcheck_ok(fn_plain, {leaf(shape)}, true));
+      if (shape.size() == 4) {
+        const Tensor xcl = leaf(shape).detach().contiguous(kChannelsLast).requires_grad_();
+        EXPECT_TRUE(gradcheck_ok(fn, {xcl, leaf({C}), leaf({C})}, true));
+      }
+    }
+}
+
+TEST(BatchNorm, GradientsOnlyWhereNeeded) {
+  const Tensor x = randn({4, 3, 5});
+  const Tensor w = ones({3}).requires_grad_(), b = zeros({3}).requires_grad_();
+  const Tensor y = F::batch_norm(x, {}, {}, w, b, true);
+  EXPECT_EQ(y.grad_fn()->name(), "NativeBatchNormBackward0");
+  (y * y).sum().backward();
+  EXPECT_TRUE(w.grad().defined() && b.grad().defined());
+  // with frozen weight the input gradient alone is computed
+  const Tensor xg = randn({4, 3, 5}).requires_grad_();
+  F::batch_norm(xg, {}, {}, ones({3}), zeros({3}), true).pow(3).sum().backward();
+  EXPECT_EQ(xg.grad().sizes(), xg.sizes());
+}
+
+// ---- BatchNorm modules ---------------------------------------------------------------------------
+
+TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
+  manual_seed(6);
+  nn::BatchNorm2d bn(4);
+  EXPECT_EQ(bn.state_dict().keys(),
+            (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
+  EXPECT_EQ(bn.num_batches_tracked.dtype(), kInt64);
+  EXPECT_EQ(bn.num_batches_tracked.dim(), 0);
+  EXPECT_EQ(bn.parameters().size(), 2u);
+  EXPECT_EQ(nn::to_string(bn), "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)  # 8 parameters");
+
+  // cumulative moving average: after k steps the running mean is the mean of the k batch means
+  nn::BatchNorm2d cma(nn::BatchNormOptions(4).momentum(std::nullopt));
+  std::vector<double> sum_means(4, 0.0);
+  for (int step = 1; step <= 3; ++step) {
+    const Tensor x = randn({3, 4, 2, 2}) + step;
+    cma.forward(x);
+    const Stats s = channel_stats(x);
+    for (int c = 0; c < 4; ++c) sum_means[c] += s.mean[c];
+    EXPECT_EQ(cma.num_batches_tracked.item<int64_t>(), step);
+  }
+  for (double& m : sum_means) m /= 3;
+  EXPECT_TRUE(near(cma.running_mean, sum_means, 1e-5));
+  EXPECT_EQ(nn::to_string(cma), "BatchNorm2d(4, eps=1e-05, momentum=None, affine=true, track_running_stats=true)  # 8 parameters");
+
+  // train uses batch statistics, eval the running ones (and counts nothing)
+  const Tensor x = randn({3, 4, 2, 2}) * 2 + 1;
+  bn.train();
+  const Tensor yt = bn.forward(x);
+  const Stats s = channel_stats(x);
+  EXPECT_TRUE(near(yt, ref_normalize(x, s.mean, s.var, std::vector<double>(4, 1), std::vector<double>(4, 0), 1e-5), 1e-5));
+  bn.eval();
+  const Tensor ye = bn.forward(x);
+  EXPECT_TRUE(near(ye, ref_normalize(x, values(bn.running_mean), values(bn.running_var), std::vector<double>(4, 1),
+                                     std::vector<double>(4, 0), 1e-5),
+                   1e-5));
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_FALSE(ye.equal(yt));
+}
+
+TEST(BatchNormModule, NoRunningStatsUsesBatchStatisticsInEval) {
+  manual_seed(7);
+  nn::BatchNorm1d bn(nn::BatchNormOptions(3).track_running_stats(false).affine(false));
+  EXPECT_TRUE(bn.state_dict().empty());
+  EXPECT_FALSE(bn.running_mean.defined());
+  bn.eval();
+  const Tensor x = randn({6, 3});
+  const Stats s = channel_stats(x);
+  EXPECT_TRUE(near(bn.forward(x), ref_normalize(x, s.mean, s.var, {1, 1, 1}, {0, 0, 0}, 1e-5), 1e-5));
+  EXPECT_EQ(nn::to_string(bn), "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=false, track_running_stats=false)");
+}
+
+TEST(BatchNormModule, Inputs1d2d3dAndGradients) {
+  manual_seed(8);
+  nn::BatchNorm1d b1(5);
+  EXPECT_EQ(b1.forward(randn({4, 5})).sizes(), IntArrayRef({4, 5}));
+  EXPECT_EQ(b1.forward(randn({4, 5, 7})).sizes(), IntArrayRef({4, 5, 7}));
+  nn::BatchNorm3d b3(2);
+  EXPECT_EQ(b3.forward(randn({2, 2, 3, 3, 3})).sizes(), IntArrayRef({2, 2, 3, 3, 3}));
+  nn::BatchNorm2d b2(nn::BatchNormOptions(3).eps(1e-3).momentum(0.5));
+  const Tensor x = randn({4, 3, 5, 5}).contiguous(kChannelsLast);
+  const Tensor y = b2.forward(x);
+  EXPECT_TRUE(is_cl(y));
+  (y * randn({4, 3, 5, 5})).sum().backward();
+  EXPECT_TRUE(b2.weight.grad().defined() && b2.bias.grad().defined());
+  // to(kDouble) converts parameters and running stats, not the batch count
+  b2.to(kDouble);
+  EXPECT_EQ(b2.running_mean.dtype(), kDouble);
+  EXPECT_EQ(b2.num_batches_tracked.dtype(), kInt64);
+  EXPECT_EQ(b2.forward(randn({2, 3, 4, 4}, kDouble)).dtype(), kDouble);
+  // load_state_dict round trip
+  nn::BatchNorm2d other(3);
+  other.to(kDouble);
+  other.load_state_dict(b2.state_dict());
+  EXPECT_TRUE(other.running_var.equal(b2.running_var));
+  EXPECT_EQ(other.num_batches_tracked.item<int64_t>(), 2);
+}
+
+// ---- group_norm -------------------------------------------------------------------------------------
+
+TEST(GroupNorm, AgainstNaiveLoopInEveryLayout) {
+  manual_seed(9);
+  for (auto [shape, G] : {std::pair{std::vector<int64_t>{3, 6, 5, 4}, int64_t(3)}, {{2, 8, 7}, 2}, {{4, 6}, 6},
+                          {{2, 4, 3, 3}, 1}, {{2, 4, 3, 3}, 4}}) {
+    const int64_t C = shape[1];
+    const Tensor x = randn(shape, kDouble) * 2 + 3;
+    const Tensor w = randn({C}, kDouble), b = randn({C}, kDouble);
+    const std::vector<double> want = ref_group_norm(x, G, values(w), values(b), 1e-5);
+    EXPECT_TRUE(near(F::group_norm(x, G, w, b), want, 1e-12));
+    EXPECT_TRUE(near(F::group_norm(x.to(kFloat), G, w.to(kFloat), b.to(kFloat)), want, 1e-5));
+    if (shape.size() == 4) {
+      const Tensor y = F::group_norm(x.contiguous(kChannelsLast), G, w, b);
+      EXPECT_TRUE(is_cl(y));
+      EXPECT_TRUE(near(y, want, 1e-12));
+    }
+  }
+  // without affine
+  const Tensor x = randn({2, 4, 3});
+  EXPECT_TRUE(near(F::group_norm(x, 2), ref_group_norm(x, 2, {1, 1, 1, 1}, {0, 0, 0, 0}, 1e-5), 1e-5));
+}
+
+TEST(GroupNorm, GradcheckAndModule) {
+  manual_seed(10);
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 4, 3, 2}, {3, 6, 2}}) {
+    const int64_t C = shape[1];
+    auto fn = [](const TensorList& in) { return F::group_norm(in[0], 2, in[1], in[2], 1e-5); };
+    EXPECT_TRUE(gradcheck_ok(fn, {leaf(shape), leaf({C}), leaf({C})}, true));
+    if (shape.size() == 4) {
+      const Tensor xcl = leaf(shape).detach().contiguous(kChannelsLast).requires_grad_();
+      EXPECT_TRUE(gradcheck_ok(fn, {xcl, leaf({C}), leaf({C})}, true));
+    }
+    EXPECT_TRUE(gradcheck_ok([](const TensorList& in) { return F::group_norm(in[0], 1); }, {leaf(shape)}, true));
+  }
+  nn::GroupNorm gn(2, 6);
+  EXPECT_EQ(nn::to_string(gn), "GroupNorm(2, 6, eps=1e-05, affine=true)  # 12 parameters");
+  EXPECT_EQ(gn.state_dict().keys(), (std::vector<std::string>{"weight", "bias"}));
+  const Tensor x = randn({3, 6, 4, 4});
+  const Tensor y = gn.forward(x);
+  EXPECT_EQ(y.grad_fn()->name(), "NativeGroupNormBackward0");
+  EXPECT_TRUE(near(y, ref_group_norm(x, 2, std::vector<double>(6, 1), std::vector<double>(6, 0), 1e-5), 1e-5));
+  y.sum().backward();
+  EXPECT_TRUE(gn.weight.grad().defined());
+}
+
+// ---- errors -----------------------------------------------------------------------------------------
+
+TEST(NormErrors, NameTheOpAndTheProblem) {
+  const Tensor x = randn({4, 3, 5});
+  expect_error([&] { F::group_norm(x, 2); }, {"[group_norm]", "channels 3", "not divisible by num_groups 2"});
+  expect_error([&] { F::group_norm(x, 0); }, {"[group_norm]", "num_groups must be positive"});
+  expect_error([&] { F::group_norm(randn({4}), 1); }, {"[group_norm]", "(N, C, *)"});
+  expect_error([&] { F::group_norm(x, 3, ones({4})); }, {"[group_norm]", "weight of shape [3]"});
+  expect_error([&] { nn::GroupNorm(4, 6); }, {"[GroupNorm]", "divisible"});
+  expect_error([&] { F::batch_norm(x, {}, {}, {}, {}, false); }, {"[batch_norm]", "required in eval mode"});
+  expect_error([&] { F::batch_norm(x, zeros({3}), {}, {}, {}, true); }, {"[batch_norm]", "both"});
+  expect_error([&] { F::batch_norm(x, zeros({4}), ones({4})); }, {"[batch_norm]", "running_mean of shape [3]"});
+  expect_error([&] { F::batch_norm(randn({1, 3}), {}, {}, {}, {}, true); }, {"[batch_norm]", "more than 1 value per channel"});
+  expect_error([&] { F::batch_norm(x, zeros({3}), ones({3}), {}, {}, true, std::nullopt); },
+               {"[batch_norm]", "momentum=nullopt"});
+  expect_error([&] { F::batch_norm(randn({3}), {}, {}, {}, {}, true); }, {"[batch_norm]", "(N, C, *)"});
+  expect_error([&] { F::batch_norm(ones({4, 3}, kInt64), {}, {}, {}, {}, true); }, {"[batch_norm]", "floating point"});
+  nn::BatchNorm2d bn(3);
+  expect_error([&] { bn.forward(randn({4, 3, 5})); }, {"[BatchNorm2d]", "expected 4D"});
+  expect_error([&] { bn.forward(randn({4, 5, 2, 2})); }, {"[BatchNorm2d]", "3 channels"});
+  nn::BatchNorm1d b1(3);
+  expect_error([&] { b1.forward(randn({4, 3, 2, 2})); }, {"[BatchNorm1d]", "expected 2D"});
+  expect_error([&] { nn::BatchNorm2d(0); }, {"[BatchNorm2d]", "num_features must be positive"});
+}
