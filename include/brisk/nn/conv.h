@@ -1,3 +1,205 @@
+// Convolutions of brisk::nn: conv1d, conv2d and conv_transpose2d as
+// functions (nn::functional) and modules (Conv1d, Conv2d, ConvTranspose2d).
+//
+//   namespace F = brisk::nn::functional;
+//   brisk::Tensor y = F::conv2d(x, w, b, /*stride=*/1, /*padding=*/1);
+//   brisk::Tensor z = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).padding("same").groups(2));
+//   auto conv = std::make_shared<brisk::nn::Conv2d>(brisk::nn::Conv2dOptions(1, 32, 3).padding(1).bias(false));
+//
+// Inputs are (N, C, H, W) or unbatched (C, H, W) for 2-D convolutions,
+// (N, C, L) or (C, L) for 1-D ones; weights are (out, in / groups, kH, kW)
+// and, for transposed convolutions, (in, out / groups, kH, kW), as PyTorch.
+// float32 runs on oneDNN (when brisk is built with it); a channels_last input
+// gives a channels_last output (and gradient), computed in that layout.
+// float64 (and float32 without oneDNN) use im2col + GEMM; float16/bfloat16
+// compute in float32. See docs/design/conv.md.
 #pragma once
-#include "brisk/nn/module.h"
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
 #include "brisk/nn/functional.h"
+#include "brisk/nn/module.h"
+#include "brisk/nn/pooling.h"  // ExpandingInts
+
+namespace brisk::nn {
+
+/// Zero padding of a convolution: D integers (one integer for all dims, as
+/// ExpandingInts) or PyTorch's strings "valid" (none) and "same" (output
+/// size = input size; stride 1 only; an odd total goes one more to the
+/// right/bottom, as PyTorch).
+template <size_t D>
+class ConvPadding {
+ public:
+  ConvPadding(int64_t v) : ints_(v) {}
+  ConvPadding(std::initializer_list<int64_t> l) : ints_(l) {}
+  ConvPadding(ExpandingInts<D> v) : ints_(v) {}
+  ConvPadding(const std::array<int64_t, D>& a) : ints_(a) {}
+  template <size_t N>
+  ConvPadding(const char (&s)[N]) : ints_(0), mode_(s) {}
+  ConvPadding(std::string mode) : ints_(0), mode_(std::move(mode)) {}
+
+  /// "" when given as integers, else the string ("same", "valid", or a
+  /// wrong one that the op refuses).
+  const std::string& mode() const { return mode_; }
+  bool is_same() const { return mode_ == "same"; }
+  bool is_valid() const { return mode_ == "valid"; }
+  const ExpandingInts<D>& ints() const { return ints_; }
+  /// PyTorch's printing: "(1, 1)" (always D integers) or "same".
+  std::string str() const {
+    if (!mode_.empty()) return mode_;
+    std::string s = "(";
+    for (size_t i = 0; i < D; ++i) s += (i ? ", " : "") + std::to_string(ints_[i]);
+    return s + (D == 1 ? ",)" : ")");
+  }
+
+ private:
+  ExpandingInts<D> ints_;
+  std::string mode_;
+};
+
+// ---- options --------------------------------------------------------------------------
+
+/// Options of the Conv1d/Conv2d modules: Conv2dOptions(1, 32, 3).padding(1).bias(false).
+template <size_t D>
+struct ConvOptions {
+  ConvOptions(int64_t in_channels, int64_t out_channels, ExpandingInts<D> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  BRISK_ARG(int64_t, in_channels);
+  BRISK_ARG(int64_t, out_channels);
+  BRISK_ARG(ExpandingInts<D>, kernel_size);
+  BRISK_ARG(ExpandingInts<D>, stride) = 1;
+  BRISK_ARG(ConvPadding<D>, padding) = 0;
+  BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+  BRISK_ARG(int64_t, groups) = 1;
+  BRISK_ARG(bool, bias) = true;
+};
+using Conv1dOptions = ConvOptions<1>;
+using Conv2dOptions = ConvOptions<2>;
+
+/// Options of the ConvTranspose2d module (padding is integers only).
+template <size_t D>
+struct ConvTransposeOptions {
+  ConvTransposeOptions(int64_t in_channels, int64_t out_channels, ExpandingInts<D> kernel_size)
+      : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
+  BRISK_ARG(int64_t, in_channels);
+  BRISK_ARG(int64_t, out_channels);
+  BRISK_ARG(ExpandingInts<D>, kernel_size);
+  BRISK_ARG(ExpandingInts<D>, stride) = 1;
+  /// Rows/columns cut from each side of the full transposed output:
+  /// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
+  BRISK_ARG(ExpandingInts<D>, padding) = 0;
+  /// Extra rows/columns on the bottom/right of the output (smaller than
+  /// stride or dilation): picks one of the input sizes a strided
+  /// convolution maps to the same output size.
+  BRISK_ARG(ExpandingInts<D>, output_padding) = 0;
+  BRISK_ARG(int64_t, groups) = 1;
+  BRISK_ARG(bool, bias) = true;
+  BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+};
+using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+
+/// Options of functional::conv1d/conv2d (the bias travels here, as in libtorch).
+template <size_t D>
+struct ConvFuncOptions {
+  BRISK_ARG(Tensor, bias);
+  BRISK_ARG(ExpandingInts<D>, stride) = 1;
+  BRISK_ARG(ConvPadding<D>, padding) = 0;
+  BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+  BRISK_ARG(int64_t, groups) = 1;
+};
+using Conv1dFuncOptions = ConvFuncOptions<1>;
+using Conv2dFuncOptions = ConvFuncOptions<2>;
+
+template <size_t D>
+struct ConvTransposeFuncOptions {
+  BRISK_ARG(Tensor, bias);
+  BRISK_ARG(ExpandingInts<D>, stride) = 1;
+  BRISK_ARG(ExpandingInts<D>, padding) = 0;
+  BRISK_ARG(ExpandingInts<D>, output_padding) = 0;
+  BRISK_ARG(int64_t, groups) = 1;
+  BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+};
+using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions<2>;
+
+namespace functional {
+
+using nn::Conv1dFuncOptions;
+using nn::Conv2dFuncOptions;
+using nn::ConvTranspose2dFuncOptions;
+
+/// 2-D cross-correlation (PyTorch's conv2d). x: (N, C, H, W) or (C, H, W);
+/// weight: (O, C / groups, kH, kW); bias: (O) or undefined. Output
+/// (N, O, OH, OW) with OH = (H + 2 * padding - dilation * (kH - 1) - 1) / stride + 1.
+/// Records ConvolutionBackward0 (gradients of input, weight and bias; no
+/// double backward).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<2> stride = 1,
+              ConvPadding<2> padding = 0, ExpandingInts<2> dilation = 1, int64_t groups = 1);
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o);
+
+/// 1-D cross-correlation. x: (N, C, L) or (C, L); weight: (O, C / groups, k).
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<1> stride = 1,
+              ConvPadding<1> padding = 0, ExpandingInts<1> dilation = 1, int64_t groups = 1);
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o);
+
+/// The gradient of conv2d with respect to its input, as an op (PyTorch's
+/// conv_transpose2d). x: (N, C, H, W) or (C, H, W); weight: (C, O / groups,
+/// kH, kW). Output (N, O, OH, OW) with
+/// OH = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1.
+/// Note the argument order of PyTorch: groups before dilation.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<2> stride = 1,
+                        ExpandingInts<2> padding = 0, ExpandingInts<2> output_padding = 0, int64_t groups = 1,
+                        ExpandingInts<2> dilation = 1);
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspose2dFuncOptions& o);
+
+}  // namespace functional
+
+// ---- modules ------------------------------------------------------------------------
+// PyTorch's init: kaiming_uniform_(weight, a = sqrt(5)), i.e. U(+-1/sqrt(fan_in)),
+// and bias ~ U(+-1/sqrt(fan_in)), fan_in = weight.size(1) * kH * kW.
+
+/// Conv2d(Conv2dOptions(1, 32, 3).padding(1)): weight (32, 1, 3, 3), bias (32).
+class Conv2d : public Module {
+ public:
+  explicit Conv2d(const Conv2dOptions& options, TensorOptions opts = {});
+  Conv2d(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
+      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  Conv2dOptions options;
+  Tensor weight;  ///< (out, in / groups, kH, kW)
+  Tensor bias;    ///< (out), undefined without bias
+};
+
+/// Conv1d(Conv1dOptions(16, 32, 5).stride(2)): weight (32, 16, 5).
+class Conv1d : public Module {
+ public:
+  explicit Conv1d(const Conv1dOptions& options, TensorOptions opts = {});
+  Conv1d(int64_t in_channels, int64_t out_channels, ExpandingInts<1> kernel_size)
+      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  Conv1dOptions options;
+  Tensor weight;  ///< (out, in / groups, k)
+  Tensor bias;    ///< (out)
+};
+
+/// ConvTranspose2d(ConvTranspose2dOptions(32, 16, 4).stride(2).padding(1)):
+/// weight (32, 16, 4, 4) (in, out / groups, kH, kW), doubling H and W.
+class ConvTranspose2d : public Module {
+ public:
+  explicit ConvTranspose2d(const ConvTranspose2dOptions& options, TensorOptions opts = {});
+  ConvTranspose2d(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
+      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  ConvTranspose2dOptions options;
+  Tensor weight;  ///< (in, out / groups, kH, kW)
+  Tensor bias;    ///< (out)
+};
+
+}  // namespace brisk::nn

@@ -1,0 +1,511 @@
+// Front ends of conv1d, conv2d and conv_transpose2d (argument checks, output
+// shapes, layouts, the recorded backward) and the Conv1d / Conv2d /
+// ConvTranspose2d modules. The kernels are in conv_onednn.cpp and
+// conv_im2col.cpp (see nn/conv_kernels.h and docs/design/conv.md).
+#include "brisk/nn/conv.h"
+
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "autograd/function.h"
+#include "brisk/nn/init.h"
+#include "brisk/ops.h"
+#include "nn/conv_kernels.h"
+
+namespace brisk::nn {
+
+// ---- kernel dispatch ---------------------------------------------------------------------
+
+namespace conv {
+namespace {
+bool empty_problem(const ConvGeom& g) {
+  return g.n == 0 || g.ic == 0 || g.oc == 0 || g.ih == 0 || g.iw == 0 || g.oh == 0 || g.ow == 0;
+}
+void count_im2col() { conv_stats().im2col_calls.fetch_add(1, std::memory_order_relaxed); }
+}  // namespace
+
+void conv_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst,
+                  ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (empty_problem(g)) {
+    Tensor(dst).zero_();
+    if (bias.defined()) Tensor(dst).add_(bias.view({1, g.oc, 1, 1}));
+    return;
+  }
+  if (src.dtype() == kFloat && onednn_forward(g, src, w, bias, dst, scratch)) return;
+  count_im2col();
+  im2col_forward(g, src, w, bias, dst);
+}
+
+void conv_backward_data(const ConvGeom& g, const Tensor& grad_dst, const Tensor& w, const Tensor& grad_src,
+                        ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (empty_problem(g)) {
+    Tensor(grad_src).zero_();
+    return;
+  }
+  if (grad_dst.dtype() == kFloat && onednn_backward_data(g, grad_dst, w, grad_src, scratch)) return;
+  count_im2col();
+  im2col_backward_data(g, grad_dst, w, grad_src);
+}
+
+void conv_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& grad_dst, const Tensor& grad_w,
+                           const Tensor& grad_bias, ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (!grad_w.defined()) {
+    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
+    return;
+  }
+  if (empty_problem(g)) {
+    Tensor(grad_w).zero_();
+    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
+    return;
+  }
+  if (src.dtype() == kFloat && onednn_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch)) return;
+  count_im2col();
+  im2col_backward_weights(g, src, grad_dst, grad_w, grad_bias);
+}
+
+}  // namespace conv
+
+namespace {
+
+using conv::ConvGeom;
+
+/// One call's parameters, expanded to 2-D (a 1-D convolution has a neutral
+/// first dim: kernel 1, stride 1, dilation 1, no padding).
+struct ConvArgs {
+  const char* op = "conv2d";
+  int64_t spatial = 2;
+  bool transposed = false;
+  std::array<int64_t, 2> stride{1, 1}, dilation{1, 1}, pad_before{0, 0}, pad_after{0, 0}, output_padding{0, 0};
+  int64_t groups = 1;
+  bool same = false;  // padding="same": resolved once the kernel size is known
+};
+
+std::string pair_str(const std::array<int64_t, 2>& v, int64_t spatial) {
+  return spatial == 1 ? std::to_string(v[1]) : "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")";
+}
+
+template <size_t D>
+std::array<int64_t, 2> expand(const char* op, const char* what, const ExpandingInts<D>& v, int64_t neutral) {
+  BRISK_CHECK(v.given() == 1 || v.given() == int(D), op, what, " must be one integer or ", D, " integers, got ",
+              v.given());
+  std::array<int64_t, 2> r{neutral, neutral};
+  for (size_t i = 0; i < D; ++i) r[2 - D + i] = v[i];
+  return r;
+}
+
+template <size_t D>
+ConvArgs direct_args(const char* op, const ExpandingInts<D>& stride, const ConvPadding<D>& padding,
+                     const ExpandingInts<D>& dilation, int64_t groups) {
+  ConvArgs a;
+  a.op = op;
+  a.spatial = D;
+  a.stride = expand(op, "stride", stride, 1);
+  a.dilation = expand(op, "dilation", dilation, 1);
+  a.groups = groups;
+  if (!padding.mode().empty()) {
+    BRISK_CHECK(padding.is_same() || padding.is_valid(), op, "padding must be 'same', 'valid' or integers, got '",
+                padding.mode(), "'");
+    if (padding.is_same()) {
+      BRISK_CHECK(a.stride[0] == 1 && a.stride[1] == 1, op,
+                  "padding='same' is not supported for strided convolutions (stride ", pair_str(a.stride, D), ")");
+      a.same = true;
+    }
+  } else {
+    a.pad_before = a.pad_after = expand(op, "padding", padding.ints(), 0);
+  }
+  return a;
+}
+
+template <size_t D>
+ConvArgs transposed_args(const char* op, const ExpandingInts<D>& stride, const ExpandingInts<D>& padding,
+                         const ExpandingInts<D>& output_padding, int64_t groups, const ExpandingInts<D>& dilation) {
+  ConvArgs a;
+  a.op = op;
+  a.spatial = D;
+  a.transposed = true;
+  a.stride = expand(op, "stride", stride, 1);
+  a.dilation = expand(op, "dilation", dilation, 1);
+  a.pad_before = a.pad_after = expand(op, "padding", padding, 0);
+  a.output_padding = expand(op, "output_padding", output_padding, 0);
+  a.groups = groups;
+  return a;
+}
+
+/// Whether a 4-D tensor's strides order its dims as channels_last (PyTorch's
+/// suggest_memory_format): C innermost, then W, H, N, judged by strides even
+/// for dims of size 1, so that an (N, 1, H, W) tensor made channels_last by
+/// its producer stays channels_last. Strides only decide the layout choice;
+/// the kernels still get a tensor that is_contiguous() in that layout.
+bool is_channels_last(const Tensor& t) {
+  if (t.dim() != 4 || t.numel() == 0) return false;
+  int64_t min = 0;
+  for (int64_t d : {1, 3, 2, 0}) {
+    if (t.stride(d) < min) return false;
+    if (d == 0 && min == t.stride(1)) return false;  // N and C tie: contiguous (N, 1, ...) or (1, C, 1, 1)
+    min = t.stride(d);
+    if (t.size(d) > 1) min *= t.size(d);
+  }
+  return true;
+}
+
+/// (N, C, H, W) view of an input: unbatched inputs get N = 1, 1-D ones H = 1.
+Tensor to_4d(const Tensor& t, bool batched, int64_t spatial) {
+  Tensor r = batched ? t : t.unsqueeze(0);
+  return spatial == 1 ? r.unsqueeze(2) : r;
+}
+Tensor from_4d(const Tensor& t, bool batched, int64_t spatial) {
+  Tensor r = spatial == 1 ? t.squeeze(2) : t;
+  return batched ? r : r.squeeze(0);
+}
+/// Activations go to the kernels contiguous or channels_last (oneDNN reorders
+/// one into the other in a single pass; other strides are copied to `fmt`).
+Tensor kernel_activation(const Tensor& t4, ScalarType ct, MemoryFormat fmt) {
+  Tensor t = t4.to(ct);
+  return t.is_contiguous() || t.is_contiguous(kChannelsLast) ? t : t.contiguous(fmt);
+}
+/// Weights go to the kernels contiguous or channels_last.
+Tensor kernel_weight(const Tensor& w4, ScalarType ct) {
+  Tensor w = w4.to(ct);
+  return w.is_contiguous() || is_channels_last(w) ? w : w.contiguous();
+}
+
+void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const char* op = a.op;
+  BRISK_CHECK(x.defined() && w.defined(), op, "input and weight must be defined");
+  const int64_t D = a.spatial;
+  BRISK_CHECK(x.dim() == D + 1 || x.dim() == D + 2, op, "expected a ", D + 1, "-D (unbatched) or ", D + 2,
+              "-D (batched) input, got input of shape ", x.sizes());
+  BRISK_CHECK(w.dim() == D + 2, op, "expected a ", D + 2, "-D weight (",
+              a.transposed ? "in_channels, out_channels / groups" : "out_channels, in_channels / groups",
+              D == 1 ? ", kernel_size" : ", kH, kW", "), got weight of shape ", w.sizes());
+  BRISK_CHECK(x.is_cpu() && w.is_cpu() && (!b.defined() || b.is_cpu()), op,
+              "only CPU tensors are supported, got input on ", x.device(), " and weight on ", w.device());
+  BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
+  BRISK_CHECK(w.dtype() == x.dtype(), op, "input (", x.dtype(), ") and weight (", w.dtype(),
+              ") must have the same dtype");
+  if (b.defined())
+    BRISK_CHECK(b.dtype() == x.dtype(), op, "input (", x.dtype(), ") and bias (", b.dtype(),
+                ") must have the same dtype");
+  BRISK_CHECK(a.groups > 0, op, "groups must be positive, got ", a.groups);
+  for (int i = 0; i < 2; ++i) {
+    BRISK_CHECK(a.stride[i] > 0, op, "stride must be positive, got ", pair_str(a.stride, D));
+    BRISK_CHECK(a.dilation[i] > 0, op, "dilation must be positive, got ", pair_str(a.dilation, D));
+    BRISK_CHECK(a.pad_before[i] >= 0, op, "padding must be non-negative, got ", pair_str(a.pad_before, D));
+    BRISK_CHECK(a.output_padding[i] >= 0, op, "output_padding must be non-negative, got ",
+                pair_str(a.output_padding, D));
+  }
+}
+
+/// Checks shapes and computes the geometry of the direct convolution that
+/// runs the op (for a transposed op: its dual, see nn/conv_kernels.h), plus
+/// the op's output shape (N, C, H, W).
+ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Tensor& b, const Tensor& x,
+                       const Tensor& w, std::array<int64_t, 4>& out_shape) {
+  const char* op = a.op;
+  const int64_t D = a.spatial, G = a.groups;
+  const int64_t n = x4.size(0), c = x4.size(1), h = x4.size(2), wd = x4.size(3);
+  const int64_t kh = w4.size(2), kw = w4.size(3);
+  BRISK_CHECK(w4.size(0) % G == 0, op, "weight of shape ", w.sizes(), " with groups=", G, ": ",
+              a.transposed ? "in_channels " : "out_channels ", w4.size(0), " is not divisible by groups");
+  int64_t out_c;
+  if (!a.transposed) {
+    BRISK_CHECK(c == w4.size(1) * G, op, "input of shape ", x.sizes(), " has ", c, " channels, but weight of shape ",
+                w.sizes(), " with groups=", G, " expects ", w4.size(1) * G);
+    out_c = w4.size(0);
+  } else {
+    BRISK_CHECK(c == w4.size(0), op, "input of shape ", x.sizes(), " has ", c, " channels, but weight of shape ",
+                w.sizes(), " expects ", w4.size(0), " (weight.size(0) = in_channels)");
+    out_c = w4.size(1) * G;
+  }
+  if (b.defined())
+    BRISK_CHECK(b.dim() == 1 && b.size(0) == out_c, op, "bias must be a 1-D tensor of ", out_c,
+                " elements (out_channels), got shape ", b.sizes());
+  BRISK_CHECK(c > 0 && h > 0 && wd > 0, op, "input of shape ", x.sizes(), " has a zero-size non-batch dim");
+  const std::array<int64_t, 2> in{h, wd}, k{kh, kw};
+  if (a.same) {
+    // PyTorch: total = dilation * (k - 1), the odd one on the bottom/right.
+    for (int i = 0; i < 2; ++i) {
+      const int64_t total = a.dilation[i] * (k[i] - 1);
+      a.pad_before[i] = total / 2;
+      a.pad_after[i] = total - total / 2;
+    }
+  }
+  std::array<int64_t, 2> out{};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t extent = a.dilation[i] * (k[i] - 1) + 1;
+    if (!a.transposed) {
+      const int64_t padded = in[i] + a.pad_before[i] + a.pad_after[i];
+      if (padded < extent) {
+        std::array<int64_t, 2> pin{}, kext{};
+        for (int j = 0; j < 2; ++j) {
+          pin[j] = in[j] + a.pad_before[j] + a.pad_after[j];
+          kext[j] = a.dilation[j] * (k[j] - 1) + 1;
+        }
+        BRISK_FAIL(op, "kernel size ", pair_str(kext, D), " (dilated) is larger than the padded input size ",
+                   pair_str(pin, D), " of input of shape ", x.sizes());
+      }
+      out[i] = (padded - extent) / a.stride[i] + 1;
+    } else {
+      BRISK_CHECK(a.output_padding[i] < a.stride[i] || a.output_padding[i] < a.dilation[i], op,
+                  "output_padding ", pair_str(a.output_padding, D), " must be smaller than either stride ",
+                  pair_str(a.stride, D), " or dilation ", pair_str(a.dilation, D));
+      out[i] = (in[i] - 1) * a.stride[i] - 2 * a.pad_before[i] + extent + a.output_padding[i];
+      BRISK_CHECK(out[i] > 0, op, "input of shape ", x.sizes(), " gives an output size ", out[i],
+                  " < 1 (too much padding)");
+    }
+  }
+  out_shape = {n, out_c, out[0], out[1]};
+
+  ConvGeom g;
+  g.n = n;
+  if (!a.transposed) {
+    g.ic = c, g.ih = h, g.iw = wd;
+    g.oc = out_c, g.oh = out[0], g.ow = out[1];
+  } else {  // the dual: src is the op's output, dst its input
+    g.ic = out_c, g.ih = out[0], g.iw = out[1];
+    g.oc = c, g.oh = h, g.ow = wd;
+  }
+  g.kh = kh, g.kw = kw;
+  g.sh = a.stride[0], g.sw = a.stride[1];
+  g.dh = a.dilation[0], g.dw = a.dilation[1];
+  g.pt = a.pad_before[0], g.pl = a.pad_before[1];
+  g.pb = a.pad_after[0], g.pr = a.pad_after[1];
+  g.groups = G;
+  return g;
+}
+
+Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  check_inputs(a, input, weight, bias);
+  const bool batched = input.dim() == a.spatial + 2;
+  const bool recording = autograd::should_record(input, weight, bias);
+  const ScalarType ct = is_reduced_float(input.dtype()) ? kFloat : input.dtype();
+
+  Tensor x4, w4, xk, wk, bk, y;
+  ConvGeom g;
+  // The input converted to oneDNN's layout is kept for the weight gradient.
+  std::shared_ptr<conv::ConvScratch> scratch;
+  if (recording && autograd::needs_grad(weight)) scratch = std::make_shared<conv::ConvScratch>();
+  std::array<int64_t, 4> out_shape{};
+  {
+    NoGradGuard no_grad;  // views and casts for the kernels; the graph is recorded below
+    x4 = to_4d(input, batched, a.spatial);
+    w4 = a.spatial == 1 ? weight.unsqueeze(2) : weight;
+    g = make_geometry(a, x4, w4, bias, input, weight, out_shape);
+    g.channels_last = a.spatial == 2 && (is_channels_last(x4) || is_channels_last(w4));
+    const MemoryFormat fmt = g.channels_last ? kChannelsLast : kContiguous;
+    xk = kernel_activation(x4, ct, fmt);
+    wk = kernel_weight(w4, ct);
+    if (bias.defined()) bk = bias.to(ct).contiguous();
+    y = empty(IntArrayRef(out_shape.data(), 4), TensorOptions(ct), fmt);
+    if (!a.transposed) {
+      conv::conv_forward(g, xk, wk, bk, y, scratch.get());
+    } else {
+      conv::conv_backward_data(g, xk, wk, y, scratch.get());
+      if (bk.defined()) y.add_(bk.view({1, out_shape[1], 1, 1}));
+    }
+    y = from_4d(y, batched, a.spatial);
+    if (ct != input.dtype()) y = y.to(input.dtype());
+  }
+  if (!recording) return y;
+
+  using namespace autograd;
+  const int64_t spatial = a.spatial;
+  const bool transposed = a.transposed;
+  record("ConvolutionBackward0", {y}, {input, weight, bias}, {save(input), save(weight)},
+         [g, batched, spatial, transposed, ct, scratch](BackwardCtx& c) -> TensorList {
+           NoGradGuard no_grad;  // the gradients carry no history: no double backward
+           const Tensor x = c.saved(0), w = c.saved(1);
+           const MemoryFormat fmt = g.channels_last ? kChannelsLast : kContiguous;
+           const Tensor gy = kernel_activation(to_4d(c.grad(), batched, spatial), ct, fmt);
+           const Tensor xk = kernel_activation(to_4d(x, batched, spatial), ct, fmt);
+           const Tensor wk = kernel_weight(spatial == 1 ? w.unsqueeze(2) : w, ct);
+           const MemoryFormat wfmt = is_channels_last(wk) ? kChannelsLast : kContiguous;
+           // grad_dst is converted once for both gradients; the forward's
+           // converted input (if any) is used and then dropped
+           conv::ConvScratch local;
+           conv::ConvScratch& sc = scratch ? *scratch : local;
+           Tensor gx, gw, gb;
+           if (c.needs(0)) {
+             gx = empty(xk.sizes(), TensorOptions(ct), fmt);
+             if (!transposed)
+               conv::conv_backward_data(g, gy, wk, gx, &sc);
+             else
+               conv::conv_forward(g, gy, wk, Tensor(), gx, &sc);
+             gx = from_4d(gx, batched, spatial);
+           }
+           if (c.needs(1)) gw = empty(wk.sizes(), TensorOptions(ct), wfmt);
+           if (c.needs(2)) gb = empty({transposed ? g.ic : g.oc}, TensorOptions(ct));
+           if (!transposed) {
+             conv::conv_backward_weights(g, xk, gy, gw, gb, &sc);
+           } else {
+             conv::conv_backward_weights(g, gy, xk, gw, Tensor(), &sc);
+             if (gb.defined()) gb.copy_(gy.sum({0, 2, 3}));
+           }
+           sc.converted.clear();
+           if (gw.defined() && spatial == 1) gw = gw.squeeze(2);
+           return {gx, gw, gb};
+         });
+  return y;
+}
+
+}  // namespace
+
+// ---- functional ---------------------------------------------------------------------------
+
+namespace functional {
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<2> stride,
+              ConvPadding<2> padding, ExpandingInts<2> dilation, int64_t groups) {
+  return convolution(direct_args<2>("conv2d", stride, padding, dilation, groups), x, weight, bias);
+}
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o) {
+  return conv2d(x, weight, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups());
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<1> stride,
+              ConvPadding<1> padding, ExpandingInts<1> dilation, int64_t groups) {
+  return convolution(direct_args<1>("conv1d", stride, padding, dilation, groups), x, weight, bias);
+}
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o) {
+  return conv1d(x, weight, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups());
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<2> stride,
+                        ExpandingInts<2> padding, ExpandingInts<2> output_padding, int64_t groups,
+                        ExpandingInts<2> dilation) {
+  return convolution(transposed_args<2>("conv_transpose2d", stride, padding, output_padding, groups, dilation), x,
+                     weight, bias);
+}
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspose2dFuncOptions& o) {
+  return conv_transpose2d(x, weight, o.bias(), o.stride(), o.padding(), o.output_padding(), o.groups(),
+                          o.dilation());
+}
+
+}  // namespace functional
+
+// ---- modules -------------------------------------------------------------------------------
+
+namespace {
+
+template <size_t D>
+std::string tuple_str(const ExpandingInts<D>& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < D; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + (D == 1 ? ",)" : ")");
+}
+template <size_t D>
+bool all_equal(const ExpandingInts<D>& v, int64_t x) {
+  for (size_t i = 0; i < D; ++i)
+    if (v[i] != x) return false;
+  return true;
+}
+
+void check_channels(const char* name, int64_t in, int64_t out, int64_t groups) {
+  BRISK_CHECK(in > 0 && out > 0, name, "in_channels and out_channels must be positive, got ", in, " and ", out);
+  BRISK_CHECK(groups > 0, name, "groups must be positive, got ", groups);
+  BRISK_CHECK(in % groups == 0, name, "in_channels ", in, " must be divisible by groups ", groups);
+  BRISK_CHECK(out % groups == 0, name, "out_channels ", out, " must be divisible by groups ", groups);
+}
+
+template <size_t D>
+void check_kernel(const char* name, const ExpandingInts<D>& k) {
+  BRISK_CHECK(k.given() == 1 || k.given() == int(D), name, "kernel_size must be one integer or ", D,
+              " integers, got ", k.given());
+  for (size_t i = 0; i < D; ++i)
+    BRISK_CHECK(k[i] > 0, name, "kernel_size must be positive, got ", tuple_str(k));
+}
+
+/// kaiming_uniform_(a = sqrt(5)) on the weight, U(+-1/sqrt(fan_in)) on the bias.
+void init_conv(Tensor& weight, Tensor& bias) {
+  init::kaiming_uniform_(weight, std::sqrt(5.0));
+  if (bias.defined()) {
+    const int64_t fan_in = init::calculate_fan_in_and_fan_out(weight).first;
+    const double bound = fan_in > 0 ? 1.0 / std::sqrt(static_cast<double>(fan_in)) : 0.0;
+    init::uniform_(bias, -bound, bound);
+  }
+}
+
+template <class Options, size_t D>
+std::string direct_repr(const Options& o, bool has_bias) {
+  std::ostringstream os;
+  os << o.in_channels() << ", " << o.out_channels() << ", kernel_size=" << tuple_str(o.kernel_size())
+     << ", stride=" << tuple_str(o.stride());
+  const auto& p = o.padding();
+  if (!p.mode().empty() || !all_equal(p.ints(), 0)) os << ", padding=" << p.str();
+  if (!all_equal(o.dilation(), 1)) os << ", dilation=" << tuple_str(o.dilation());
+  if (o.groups() != 1) os << ", groups=" << o.groups();
+  if (!has_bias) os << ", bias=false";
+  return os.str();
+}
+
+template <size_t D>
+std::vector<int64_t> weight_shape(int64_t first, int64_t second, const ExpandingInts<D>& k) {
+  std::vector<int64_t> s{first, second};
+  for (size_t i = 0; i < D; ++i) s.push_back(k[i]);
+  return s;
+}
+
+}  // namespace
+
+Conv2d::Conv2d(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), options(o) {
+  check_channels("Conv2d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("Conv2d", o.kernel_size());
+  (void)direct_args<2>("Conv2d", o.stride(), o.padding(), o.dilation(), o.groups());  // validates padding
+  weight = register_parameter(
+      "weight", empty(weight_shape<2>(o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void Conv2d::reset_parameters() { init_conv(weight, bias); }
+Tensor Conv2d::forward(const Tensor& x) {
+  return F::conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+}
+std::string Conv2d::extra_repr() const { return direct_repr<Conv2dOptions, 2>(options, bias.defined()); }
+
+Conv1d::Conv1d(const Conv1dOptions& o, TensorOptions opts) : Module("Conv1d"), options(o) {
+  check_channels("Conv1d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("Conv1d", o.kernel_size());
+  (void)direct_args<1>("Conv1d", o.stride(), o.padding(), o.dilation(), o.groups());
+  weight = register_parameter(
+      "weight", empty(weight_shape<1>(o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void Conv1d::reset_parameters() { init_conv(weight, bias); }
+Tensor Conv1d::forward(const Tensor& x) {
+  return F::conv1d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+}
+std::string Conv1d::extra_repr() const { return direct_repr<Conv1dOptions, 1>(options, bias.defined()); }
+
+ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, TensorOptions opts)
+    : Module("ConvTranspose2d"), options(o) {
+  check_channels("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("ConvTranspose2d", o.kernel_size());
+  weight = register_parameter(
+      "weight", empty(weight_shape<2>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void ConvTranspose2d::reset_parameters() { init_conv(weight, bias); }
+Tensor ConvTranspose2d::forward(const Tensor& x) {
+  return F::conv_transpose2d(x, weight, bias, options.stride(), options.padding(), options.output_padding(),
+                             options.groups(), options.dilation());
+}
+std::string ConvTranspose2d::extra_repr() const {
+  const auto& o = options;
+  std::ostringstream os;
+  os << o.in_channels() << ", " << o.out_channels() << ", kernel_size=" << tuple_str(o.kernel_size())
+     << ", stride=" << tuple_str(o.stride());
+  if (!all_equal(o.padding(), 0)) os << ", padding=" << tuple_str(o.padding());
+  if (!all_equal(o.dilation(), 1)) os << ", dilation=" << tuple_str(o.dilation());
+  if (!all_equal(o.output_padding(), 0)) os << ", output_padding=" << tuple_str(o.output_padding());
+  if (o.groups() != 1) os << ", groups=" << o.groups();
+  if (!bias.defined()) os << ", bias=false";
+  return os.str();
+}
+
+}  // namespace brisk::nn
