@@ -234,6 +234,20 @@ void Reader::read_null() {
   pos_ += 4;
 }
 
+bool Reader::read_bool() {
+  if (peek_kind() == Kind::Bool) {
+    if (s_.substr(pos_, 4) == "true") {
+      pos_ += 4;
+      return true;
+    }
+    if (s_.substr(pos_, 5) == "false") {
+      pos_ += 5;
+      return false;
+    }
+  }
+  fail("expected true or false");
+}
+
 void Reader::finish() {
   skip_ws();
   if (!at_end()) fail("unexpected data after the JSON value");

@@ -32,6 +32,8 @@ class Reader {
   std::string read_number();
   /// Consumes a `null`.
   void read_null();
+  /// Consumes `true` or `false`.
+  bool read_bool();
   /// Checks that only whitespace follows the document.
   void finish();
   /// Fails at the current position.
