@@ -14,6 +14,7 @@
 #include "brisk/ops.h"
 #include "brisk/optim.h"
 #include "brisk/options.h"
+#include "brisk/profiler.h"
 #include "brisk/scalar.h"
 #include "brisk/shape.h"
 #include "brisk/tensor.h"

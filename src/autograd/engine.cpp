@@ -6,6 +6,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/function.h"
+#include "profiler/record.h"
 
 namespace brisk::autograd {
 
@@ -165,6 +166,9 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
       for (const Edge& e : edges) run = run || (e.valid() && t.needed.count(e.function.get()));
     }
     if (run) {
+      // The node's event covers its backward formula and the accumulation of
+      // its outputs into the next nodes' buffers.
+      auto event = profiler::detail::ScopedEvent::lazy(profiler::EventKind::Backward, [n] { return n->name(); });
       for (size_t k = 0; k < grads.size(); ++k)
         if (!grads[k].defined()) {
           const OutputMeta& m = n->output_meta(k);

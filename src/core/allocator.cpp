@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "brisk/error.h"
+#include "profiler/record.h"
 
 namespace brisk {
 namespace {
@@ -166,6 +167,7 @@ class CachingCpuAllocator final : public Allocator {
     if (!p) p = global_pool().take(n);
     if (p) {
       bump(s.hits);
+      if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, false);
       return p;
     }
     bump(s.misses);
@@ -180,12 +182,14 @@ class CachingCpuAllocator final : public Allocator {
       BRISK_FAIL("cpu_allocator", "out of memory: tried to allocate ", nbytes, " bytes (", memory_summary_line(),
                  ")");
     }
+    if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, true);
     return p;
   }
   void free(void* p, size_t nbytes) override {
     if (!p) return;
     const size_t n = round_size(nbytes == 0 ? 1 : nbytes);
     stats().allocated.fetch_sub(static_cast<int64_t>(n), std::memory_order_relaxed);
+    if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_free(nbytes);
     if (n <= kThreadCacheMax && !t_cache.closed) {
       if (BRISK_UNLIKELY(!t_cache.guarded)) {
         t_cache.guarded = true;
@@ -198,6 +202,15 @@ class CachingCpuAllocator final : public Allocator {
       }
     }
     global_pool().put(p, n);
+  }
+  // The profiler's hooks (profile_memory): bytes as requested; totals as counted.
+  [[gnu::noinline, gnu::cold]] static void profile_alloc(size_t nbytes, bool miss) {
+    profiler::detail::on_alloc(static_cast<int64_t>(nbytes), miss, stats().allocated.load(std::memory_order_relaxed),
+                               stats().reserved.load(std::memory_order_relaxed));
+  }
+  [[gnu::noinline, gnu::cold]] static void profile_free(size_t nbytes) {
+    profiler::detail::on_free(static_cast<int64_t>(nbytes), stats().allocated.load(std::memory_order_relaxed),
+                              stats().reserved.load(std::memory_order_relaxed));
   }
   static std::string memory_summary_line() {
     return "allocated " + std::to_string(stats().allocated.load()) + " bytes, reserved " +

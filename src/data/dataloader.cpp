@@ -10,6 +10,7 @@
 #include "brisk/data.h"
 #include "brisk/error.h"
 #include "brisk/ops.h"
+#include "profiler/record.h"
 
 namespace brisk::data {
 
@@ -206,6 +207,7 @@ struct Epoch {
   }
 
   void work(size_t w) {
+    profiler::detail::set_thread_name("dataloader " + std::to_string(w));
     const size_t stride = queues.size();
     const size_t depth = std::max<size_t>(1, options->prefetch_factor());
     for (size_t k = w; k < batches.size(); k += stride) {
@@ -230,8 +232,11 @@ struct Epoch {
     }
   }
 
-  // Loads batch `next` into `current`, or marks the epoch done.
+  // Loads batch `next` into `current`, or marks the epoch done. The
+  // profiler sees the caller's wait: building the batch without workers, or
+  // waiting for a worker's batch.
   void advance() {
+    profiler::detail::ScopedEvent event(profiler::EventKind::DataLoaderWait, "DataLoader.next");
     current = {};
     if (done || next >= batches.size()) {
       done = true;

@@ -7,6 +7,7 @@
 #include "brisk/autograd.h"
 #include "brisk/nn/functional.h"
 #include "brisk/ops.h"
+#include "profiler/record.h"
 
 namespace brisk::nn::functional {
 
@@ -67,6 +68,7 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
   Tensor valid = t.ne(ignore_index);
   Tensor safe = where(valid, t, Scalar(int64_t(0)));
   if (safe.numel() > 0) {
+    brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
     BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
   }
@@ -94,6 +96,7 @@ Tensor clamped_log(const Tensor& x) {
 // ---- layers ----------------------------------------------------------------------
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  BRISK_PROFILE_OP("linear", x, weight, bias);
   check_floating("linear", "input", x);
   check_floating("linear", "weight", weight);
   BRISK_CHECK(weight.dim() == 2, "linear", "expected a 2-D weight (out, in), got ", shape_str(weight.sizes()));
@@ -110,6 +113,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  BRISK_PROFILE_OP("bilinear", x1, x2, weight, bias);
   check_floating("bilinear", "input1", x1);
   check_floating("bilinear", "input2", x2);
   BRISK_CHECK(weight.dim() == 3, "bilinear", "expected a 3-D weight (out, in1, in2), got ", shape_str(weight.sizes()));
@@ -135,6 +139,7 @@ Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return x.log_softmax(dim); }
 
 Tensor dropout(const Tensor& x, double p, bool training) {
+  BRISK_PROFILE_OP("dropout", x);
   BRISK_CHECK(p >= 0.0 && p <= 1.0, "dropout", "p must be in [0, 1], got ", p);
   if (!training || p == 0.0) return x;
   check_floating("dropout", "input", x);
@@ -146,6 +151,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
 
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  BRISK_PROFILE_OP("layer_norm", x, weight, bias);
   check_floating("layer_norm", "input", x);
   const int64_t k = static_cast<int64_t>(shape.size());
   bool ok = k >= 1 && x.dim() >= k;
@@ -169,12 +175,14 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
+  BRISK_PROFILE_OP("embedding", indices, weight);
   BRISK_CHECK(indices.defined() && (indices.dtype() == kInt64 || indices.dtype() == kInt32), "embedding",
               "expected indices of dtype int64 (or int32), got ", indices.defined() ? indices.dtype() : kInt64);
   BRISK_CHECK(weight.defined() && weight.dim() == 2, "embedding", "expected a 2-D weight, got ",
               shape_str(weight.sizes()));
   const int64_t n = weight.size(0);
   if (indices.numel() > 0) {
+    brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     const int64_t hi = indices.max().item<int64_t>(), lo = indices.min().item<int64_t>();
     BRISK_CHECK(lo >= 0 && hi < n, "embedding", "index ", (hi >= n ? hi : lo), " is out of range for ", n,
                 " embeddings");
@@ -194,16 +202,19 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 // ---- losses ----------------------------------------------------------------------------
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  BRISK_PROFILE_OP("mse_loss", input, target);
   check_same_shape("mse_loss", input, target);
   return reduce("mse_loss", (input - target).square(), o.reduction());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  BRISK_PROFILE_OP("l1_loss", input, target);
   check_same_shape("l1_loss", input, target);
   return reduce("l1_loss", (input - target).abs(), o.reduction());
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
+  BRISK_PROFILE_OP("smooth_l1_loss", input, target);
   check_same_shape("smooth_l1_loss", input, target);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
@@ -213,6 +224,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
+  BRISK_PROFILE_OP("huber_loss", input, target);
   check_same_shape("huber_loss", input, target);
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
@@ -221,6 +233,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {
+  BRISK_PROFILE_OP("nll_loss", input, target);
   check_floating("nll_loss", "input", input);
   if (input.dim() == 1) {  // unbatched: (C) and ()
     BRISK_CHECK(target.defined() && target.dim() == 0, "nll_loss", "an input of shape ", shape_str(input.sizes()),
@@ -233,6 +246,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  BRISK_PROFILE_OP("cross_entropy", input, target);
   const char* op = "cross_entropy";
   check_floating(op, "input", input);
   BRISK_CHECK(target.defined(), op, "target is undefined");
@@ -282,11 +296,14 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o) {
+  BRISK_PROFILE_OP("binary_cross_entropy", input, target);
   const char* op = "binary_cross_entropy";
   check_same_shape(op, input, target);
-  if (input.numel() > 0)
+  if (input.numel() > 0) {
+    brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
                 "all elements of input should be between 0 and 1");
+  }
   Tensor loss = (target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input)).neg();
   if (o.weight().defined()) loss = loss * o.weight();
   BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight shape ", shape_str(o.weight().sizes()),
@@ -296,6 +313,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& o) {
+  BRISK_PROFILE_OP("binary_cross_entropy_with_logits", input, target);
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(op, input, target);
   // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
@@ -313,6 +331,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o) {
+  BRISK_PROFILE_OP("kl_div", input, target);
   const char* op = "kl_div";
   check_same_shape(op, input, target);
   Tensor loss;

@@ -7,6 +7,7 @@
 #include "brisk/nn/module.h"
 #include "brisk/ops.h"
 #include "core/autograd_meta.h"
+#include "profiler/record.h"
 
 namespace brisk::nn {
 
@@ -181,6 +182,8 @@ void Module::to(Device device, ScalarType dtype) {
 }
 
 void Module::zero_grad(bool set_to_none) {
+  profiler::detail::ScopedEvent event(profiler::EventKind::UserScope, "Module.zero_grad",
+                                      set_to_none ? "set_to_none=true" : "set_to_none=false");
   for (Tensor& p : parameters()) {
     if (!p.grad().defined()) continue;
     if (set_to_none) {

@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -61,6 +62,7 @@ ScalarType dtype_of_operand(const Scalar& s) { return s.dtype(); }
 // Integer division by zero is an error (floats give inf/nan).
 void check_int_divisor(const char* op, ScalarType compute, const Tensor& b) {
   if (is_floating_point(compute)) return;
+  detail::DeviceCheckScope device_check;
   BRISK_CHECK(!b.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
 }
 void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
@@ -75,6 +77,7 @@ void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
 namespace {
 template <class Other>
 Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
+  BRISK_PROFILE_OP(nm, a, b);
   IterBuilder it(nm);
   if (self) {
     autograd::check_inplace(*self, nm);
@@ -152,6 +155,7 @@ Tensor& sub_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alp
 }
 /// b - alpha * a
 Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
+  BRISK_PROFILE_OP("rsub", a, b);
   IterBuilder it("rsub");
   it.input(b).input(a);
   check_sub_dtypes("rsub", a.dtype(), b.dtype());
@@ -177,6 +181,7 @@ Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
 namespace {
 template <class Other>
 Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, const Other& b, RoundingMode mode) {
+  BRISK_PROFILE_OP(name, a, b);
   IterBuilder it(name);
   if (self)
     it.inplace(*self);
@@ -347,6 +352,7 @@ constexpr bool differentiable(OpId op) {
   namespace {                                                                            \
   template <class Other>                                                                 \
   Tensor name##_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b) { \
+    BRISK_PROFILE_OP(nm, a, b);                                                          \
     constexpr bool diff = differentiable(OpId::opid);                                    \
     const bool rec = diff && autograd::should_record(a, b);                             \
     IterBuilder it(nm);                                                                  \
@@ -407,6 +413,7 @@ BRISK_BINARY_OP(bitwise_xor, bitwise, (check_bitwise(nm, result_type(a, b)), arg
 #undef BRISK_BINARY_OP
 
 Tensor pow(const Scalar& base, const Tensor& exponent) {
+  BRISK_PROFILE_OP("pow", base, exponent);
   IterBuilder it("pow");
   it.input(base).input(exponent);
   Tensor r = run<OpId::pow>("pow", it, KernelArgs{});
@@ -423,6 +430,7 @@ Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
 Tensor operator/(const Scalar& a, const Tensor& b) {
+  BRISK_PROFILE_OP("div", a, b);
   IterBuilder it("div");
   it.input(a).input(b).promote_int_to_float();
   Tensor r = run<OpId::div>("div", it, KernelArgs{});
@@ -439,6 +447,7 @@ Tensor operator>(const Scalar& a, const Tensor& b) { return lt(b, a); }
 namespace {
 template <class W>
 Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
+  BRISK_PROFILE_OP(nm, a, b, w);
   BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
   BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
   IterBuilder it(nm);
@@ -507,6 +516,7 @@ namespace {
 template <OpId op>
 Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1, const Tensor& t2,
                  const Scalar& v) {
+  BRISK_PROFILE_OP(nm, s, t1, t2, v);
   IterBuilder it(nm);
   if (self) {
     autograd::check_inplace(*self, nm);
@@ -569,6 +579,7 @@ Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& v) {
 namespace {
 Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, std::optional<Scalar> lo,
                   std::optional<Scalar> hi) {
+  BRISK_PROFILE_OP(nm, x, lo, hi);
   BRISK_CHECK(lo || hi, nm, "at least one of 'min' or 'max' must not be None");
   IterBuilder it(nm);
   if (self) {
@@ -619,6 +630,7 @@ Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::o
   return out;
 }
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
+  BRISK_PROFILE_OP("clamp", x, lo, hi);
   IterBuilder it("clamp");
   it.input(x).input(lo).input(hi);
   Tensor r = run<OpId::clamp_tensor>("clamp", it, KernelArgs{});
@@ -647,6 +659,7 @@ Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
 namespace {
 template <class A, class B>
 Tensor where_impl(const Tensor& cond, const A& a, const B& b) {
+  BRISK_PROFILE_OP("where", cond, a, b);
   BRISK_CHECK(cond.dtype() == kBool || cond.dtype() == kUInt8, "where",
               "expected condition to be a boolean tensor, but got a tensor with dtype ", cond.dtype());
   Tensor c = cond.dtype() == kBool ? cond : cond.ne(0);
@@ -678,8 +691,12 @@ Tensor where(const Tensor& c, const Scalar& a, const Tensor& b) { return where_i
 Tensor where(const Tensor& c, const Tensor& a, const Scalar& b) { return where_impl(c, a, b); }
 Tensor where(const Tensor& c, const Scalar& a, const Scalar& b) { return where_impl(c, a, b); }
 
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const { return clone().masked_fill_(mask, v); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
+  BRISK_PROFILE_OP("masked_fill", *this, mask, v);
+  return clone().masked_fill_(mask, v);
+}
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+  BRISK_PROFILE_OP("masked_fill_", *this, mask, v);
   BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
   autograd::check_inplace(*this, "masked_fill_");
   IterBuilder it("masked_fill_");

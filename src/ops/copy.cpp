@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -57,6 +58,7 @@ bool Tensor::is_contiguous(MemoryFormat fmt) const {
 }
 
 Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
+  BRISK_PROFILE_OP("copy_", *this, src);
   BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
   if (is_same(src) || numel() == 0) return *this;
   autograd::check_inplace(*this, "copy_");
@@ -86,6 +88,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
 }
 
 Tensor& Tensor::fill_(const Scalar& v) {
+  BRISK_PROFILE_OP("fill_", *this, v);
   if (numel() == 0) return *this;
   autograd::check_inplace(*this, "fill_");
   check_no_internal_overlap("fill_", *this);
@@ -100,40 +103,57 @@ Tensor& Tensor::fill_(const Scalar& v) {
                              [](autograd::BackwardCtx&) -> TensorList { return {Tensor()}; });
   return *this;
 }
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() {
+  BRISK_PROFILE_OP("zero_", *this);
+  return fill_(0);
+}
 
-Tensor Tensor::to(TensorOptions o, bool non_blocking, bool copy) const {
-  Tensor r = *this;
-  const ScalarType dt = o.dtype_ ? *o.dtype_ : dtype();
-  if (dt != dtype() || o.device_ != device() || copy) {
+namespace {
+// `to_host`: the caller asked for the CPU explicitly (to(kCPU), cpu()): on a
+// GPU that is a device-to-host copy, a synchronizing call.
+Tensor to_impl(const Tensor& self, TensorOptions o, bool non_blocking, bool copy, bool to_host) {
+  BRISK_PROFILE_OP("to", self);
+  if (to_host) detail::sync_point("to", self);
+  Tensor r = self;
+  const ScalarType dt = o.dtype_ ? *o.dtype_ : self.dtype();
+  if (dt != self.dtype() || o.device_ != self.device() || copy) {
     detail::check_device_available(o.device_, "to");
-    r = detail::make_tensor(sizes(), detail::preserved_strides(*this), dt, o.device_);
+    r = detail::make_tensor(self.sizes(), detail::preserved_strides(self), dt, o.device_);
     {
       AutoGradMode no_grad(false);
-      r.copy_(*this, non_blocking);
+      r.copy_(self, non_blocking);
     }
-    if (BRISK_UNLIKELY(autograd::should_record(*this)) && r.is_floating_point())
-      autograd::record("ToCopyBackward0", {r}, {*this}, {}, [](autograd::BackwardCtx& c) -> TensorList {
+    if (BRISK_UNLIKELY(autograd::should_record(self)) && r.is_floating_point())
+      autograd::record("ToCopyBackward0", {r}, {self}, {}, [](autograd::BackwardCtx& c) -> TensorList {
         return {c.grad()};  // the engine casts it back to the input's dtype
       });
   }
   if (o.requires_grad_) r.requires_grad_(true);
   return r;
 }
-Tensor Tensor::to(ScalarType t, bool nb, bool copy) const { return to(TensorOptions(t).device(device()), nb, copy); }
-Tensor Tensor::to(Device d, bool nb, bool copy) const { return to(TensorOptions(dtype()).device(d), nb, copy); }
+}  // namespace
+
+Tensor Tensor::to(TensorOptions o, bool nb, bool copy) const { return to_impl(*this, o, nb, copy, false); }
+Tensor Tensor::to(ScalarType t, bool nb, bool copy) const {
+  return to_impl(*this, TensorOptions(t).device(device()), nb, copy, false);
+}
+Tensor Tensor::to(Device d, bool nb, bool copy) const {
+  return to_impl(*this, TensorOptions(dtype()).device(d), nb, copy, d.is_cpu());
+}
 Tensor Tensor::to(Device d, ScalarType t, bool nb, bool copy) const {
-  return to(TensorOptions(t).device(d), nb, copy);
+  return to_impl(*this, TensorOptions(t).device(d), nb, copy, d.is_cpu());
 }
 Tensor Tensor::to(MemoryFormat fmt) const { return contiguous(fmt); }
 
 Tensor Tensor::contiguous(MemoryFormat fmt) const {
   if (fmt == kPreserve) return *this;
   if (is_contiguous(fmt)) return *this;
+  BRISK_PROFILE_OP("contiguous", *this);
   return clone(fmt);
 }
 
 Tensor Tensor::clone(MemoryFormat fmt) const {
+  BRISK_PROFILE_OP("clone", *this);
   DimVector strides;
   if (fmt == kChannelsLast)
     strides = detail::channels_last_strides(sizes());
@@ -153,6 +173,8 @@ Tensor Tensor::clone(MemoryFormat fmt) const {
 }
 
 Scalar Tensor::item() const {
+  BRISK_PROFILE_OP("item", *this);
+  detail::sync_point("item", *this);
   BRISK_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a Scalar");
   Tensor c = is_cpu() ? *this : to(Device(kCPU));
   return BRISK_DISPATCH_ALL(dtype(), "item", [&]() -> Scalar {
@@ -167,6 +189,7 @@ Scalar Tensor::item() const {
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  BRISK_PROFILE_OP("isclose", a, b);
   BRISK_CHECK(a.dtype() == b.dtype(), "isclose", "expected both tensors to have the same dtype, got ", a.dtype(),
               " and ", b.dtype());
   TensorIter it;
@@ -180,6 +203,7 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
 }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  BRISK_PROFILE_OP("allclose", a, b);
   return isclose(a, b, rtol, atol, equal_nan).all().item<bool>();
 }
 bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
@@ -187,6 +211,7 @@ bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan)
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("equal", a, b);
   if (!(a.sizes() == b.sizes())) return false;
   if (a.numel() == 0) return true;
   return a.eq(b).all().item<bool>();

@@ -5,6 +5,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -20,18 +21,22 @@ Tensor finish_factory(Tensor t, const TensorOptions& opts) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("empty");
   Tensor t = detail::make_tensor(sizes, {}, opts.dtype_or_default(), opts.device_);
   return opts.requires_grad_ ? finish_factory(t, opts) : t;
 }
 
 Tensor empty(IntArrayRef sizes, TensorOptions opts, MemoryFormat fmt) {
-  if (fmt == kChannelsLast)
+  if (fmt == kChannelsLast) {
+    BRISK_PROFILE_OP("empty");
     return finish_factory(
         detail::make_tensor(sizes, detail::channels_last_strides(sizes), opts.dtype_or_default(), opts.device_), opts);
+  }
   return empty(sizes, opts);
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts) {
+  BRISK_PROFILE_OP("empty_strided");
   BRISK_CHECK(sizes.size() == strides.size(), "empty_strided", "sizes ", sizes, " and strides ", strides,
               " have different lengths");
   for (int64_t s : strides) BRISK_CHECK(s >= 0, "empty_strided", "negative stride ", s);
@@ -39,15 +44,25 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts)
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
+  BRISK_PROFILE_OP("full", value);
   if (!opts.dtype_) opts = opts.dtype(value.dtype());
   Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
   t.fill_(value);
   return finish_factory(t, opts);
 }
-Tensor zeros(IntArrayRef sizes, TensorOptions opts) { return full(sizes, 0, opts.dtype(opts.dtype_or_default())); }
-Tensor ones(IntArrayRef sizes, TensorOptions opts) { return full(sizes, 1, opts.dtype(opts.dtype_or_default())); }
+Tensor zeros(IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("zeros");
+  return full(sizes, 0, opts.dtype(opts.dtype_or_default()));
+}
+Tensor ones(IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("ones");
+  return full(sizes, 1, opts.dtype(opts.dtype_or_default()));
+}
 
-Tensor scalar_tensor(const Scalar& v, TensorOptions opts) { return full({}, v, opts); }
+Tensor scalar_tensor(const Scalar& v, TensorOptions opts) {
+  BRISK_PROFILE_OP("scalar_tensor", v);
+  return full({}, v, opts);
+}
 
 namespace {
 TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& opts) {
@@ -59,23 +74,38 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
 }  // namespace
 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("empty_like", t);
   TensorOptions o = like_options(t, opts);
   // Keep the layout of dense inputs (channels_last stays channels_last).
   if (t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(kChannelsLast))
     return empty(t.sizes(), o, kChannelsLast);
   return empty(t.sizes(), o);
 }
-Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).zero_(); }
-Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).fill_(1); }
+Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("zeros_like", t);
+  return empty_like(t, opts).zero_();
+}
+Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("ones_like", t);
+  return empty_like(t, opts).fill_(1);
+}
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("full_like", t, v);
   return empty_like(t, opts).fill_(v);
 }
-Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).uniform_(0, 1); }
-Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) { return empty_like(t, opts).normal_(0, 1); }
+Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("rand_like", t);
+  return empty_like(t, opts).uniform_(0, 1);
+}
+Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) {
+  BRISK_PROFILE_OP("randn_like", t);
+  return empty_like(t, opts).normal_(0, 1);
+}
 
 Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, opts); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts) {
+  BRISK_PROFILE_OP("arange", start, end, step);
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const ScalarType dt = opts.dtype_ ? *opts.dtype_ : all_int ? kInt64 : default_dtype();
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
@@ -105,6 +135,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts) {
+  BRISK_PROFILE_OP("linspace", start, end);
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
   Tensor dbl = detail::make_tensor({steps}, {}, kDouble, kCPU);
@@ -123,6 +154,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
 
 Tensor eye(int64_t n, TensorOptions opts) { return eye(n, n, opts); }
 Tensor eye(int64_t n, int64_t m, TensorOptions opts) {
+  BRISK_PROFILE_OP("eye");
   BRISK_CHECK(n >= 0 && m >= 0, "eye", "n and m must be non-negative, got ", n, " and ", m);
   Tensor t = zeros({n, m}, opts.requires_grad(false));
   t.diagonal().fill_(1);
@@ -158,14 +190,17 @@ Tensor wrap_blob(void* data, IntArrayRef sizes, IntArrayRef strides, StorageImpl
 }  // namespace
 
 Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("from_blob");
   return wrap_blob(data, sizes, {}, nullptr, nullptr, opts);
 }
 Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, TensorOptions opts) {
+  BRISK_PROFILE_OP("from_blob");
   BRISK_CHECK(sizes.size() == strides.size(), "from_blob", "sizes ", sizes, " and strides ", strides,
               " have different lengths");
   return wrap_blob(data, sizes, strides, nullptr, nullptr, opts);
 }
 Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> deleter, TensorOptions opts) {
+  BRISK_PROFILE_OP("from_blob");
   auto* ctx = new std::function<void(void*)>(std::move(deleter));
   return wrap_blob(
       data, sizes, {},

@@ -28,6 +28,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -377,6 +378,7 @@ Tensor kept_mask(const Tensor& index, const PlanGeom& g, TensorOptions opts) {
 }
 
 Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
+  BRISK_PROFILE_OP("index", self);
   Parsed p = parse_indices(self, ix, n, "index");
   if (p.adv.empty()) {
     if (p.identity && BRISK_UNLIKELY(autograd::should_record(self))) {
@@ -392,6 +394,7 @@ Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
 
 /// value: a tensor (converted to self's dtype) or, when undefined, `scalar`.
 Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tensor* value, const Scalar& scalar) {
+  BRISK_PROFILE_OP("index_put_", self);
   const char* op = "index_put_";
   const bool rec = autograd::should_record(self) || (value && autograd::should_record(*value));
   autograd::check_inplace(self, op);
@@ -608,6 +611,7 @@ Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Scalar&
 // ---- index_select / gather -------------------------------------------------------------
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
+  BRISK_PROFILE_OP("index_select", x, index);
   const char* op = "index_select";
   BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
   BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
@@ -636,6 +640,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return brisk::index_select(*this, dim, index); }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  BRISK_PROFILE_OP("gather", x, index);
   const char* op = "gather";
   dim = wrap_dim(dim, x.dim(), op);
   BRISK_CHECK(index.dtype() == kInt64, op, "expected dtype int64 for index, got ", index.dtype());
@@ -664,10 +669,12 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return brisk::ga
 // ---- scatter / scatter_add / index_add_ -------------------------------------------------
 
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  BRISK_PROFILE_OP("scatter", x, index, src);
   Tensor out = fresh_copy(x);
   return scatter_into(out, dim, index, &src, Scalar(), false, "scatter", &x);
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  BRISK_PROFILE_OP("scatter_add", x, index, src);
   Tensor out = fresh_copy(x);
   return scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add", &x);
 }
@@ -675,23 +682,28 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) cons
   return brisk::scatter(*this, dim, index, src);
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
+  BRISK_PROFILE_OP("scatter", *this, index, value);
   Tensor out = fresh_copy(*this);
   return scatter_into(out, dim, index, nullptr, value, false, "scatter", this);
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+  BRISK_PROFILE_OP("scatter_", *this, index, src);
   return scatter_into(*this, dim, index, &src, Scalar(), false, "scatter_");
 }
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+  BRISK_PROFILE_OP("scatter_", *this, index, value);
   return scatter_into(*this, dim, index, nullptr, value, false, "scatter_");
 }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return brisk::scatter_add(*this, dim, index, src);
 }
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+  BRISK_PROFILE_OP("scatter_add_", *this, index, src);
   return scatter_into(*this, dim, index, &src, Scalar(), true, "scatter_add_");
 }
 
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) {
+  BRISK_PROFILE_OP("index_add_", *this, index, src);
   const char* op = "index_add_";
   dim = wrap_dim(dim, this->dim(), op);
   BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
@@ -741,6 +753,7 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
 // ---- masked_select / nonzero / where(cond) ------------------------------------------------
 
 Tensor masked_select(const Tensor& x, const Tensor& mask) {
+  BRISK_PROFILE_OP("masked_select", x, mask);
   const char* op = "masked_select";
   BRISK_CHECK(is_mask_dtype(mask.dtype()), op, "expected a bool (or uint8) mask, got ", mask.dtype());
   DimVector shape = broadcast_shapes(x.sizes(), mask.sizes(), op);
@@ -774,12 +787,15 @@ Tensor masked_select(const Tensor& x, const Tensor& mask) {
 Tensor Tensor::masked_select(const Tensor& mask) const { return brisk::masked_select(*this, mask); }
 
 Tensor nonzero(const Tensor& x) {
+  BRISK_PROFILE_OP("nonzero", x);
   BRISK_CHECK(x.defined(), "nonzero", "input is an undefined tensor");
+  detail::sync_point("nonzero", x);  // the output's size depends on the data
   return kernel<OpId::nonzero>(x.device().type, "nonzero")(x);
 }
 Tensor Tensor::nonzero() const { return brisk::nonzero(*this); }
 
 std::vector<Tensor> where(const Tensor& cond) {
+  BRISK_PROFILE_OP("where", cond);
   BRISK_CHECK(cond.defined(), "where", "condition is an undefined tensor");
   return nonzero(as_1d(cond)).unbind(1);
 }

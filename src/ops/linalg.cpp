@@ -10,6 +10,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -389,6 +390,7 @@ Term contract(Term a, Term b, const std::array<bool, 128>& needed_later) {
 // ---- public front ends ------------------------------------------------------------
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("matmul", a, b);
   if (BRISK_LIKELY(!autograd::should_record(a, b))) return matmul_impl("matmul", a, b, nullptr);
   Tensor r;
   {
@@ -399,12 +401,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return r;
 }
 Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("matmul_out", a, b);
   autograd::check_out("matmul_out", a, b);
   matmul_impl("matmul_out", a, b, &out);
   return out;
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("mm", a, b);
   Tensor out;
   if (BRISK_LIKELY(!autograd::should_record(a, b)) && small_mm(a, b, out)) return out;
   check_operands("mm", a, b);
@@ -422,6 +426,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return out;
 }
 Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("mm_out", a, b);
   check_operands("mm_out", a, b);
   check_mm_shapes("mm_out", a, b);
   autograd::check_out("mm_out", a, b);
@@ -431,6 +436,7 @@ Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("bmm", a, b);
   check_operands("bmm", a, b, "batch1 and batch2");
   BRISK_CHECK(a.dim() == 3, "bmm", "batch1 must be a 3D tensor, but got shape ", a.sizes());
   BRISK_CHECK(b.dim() == 3, "bmm", "batch2 must be a 3D tensor, but got shape ", b.sizes());
@@ -442,6 +448,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scalar& beta, const Scalar& alpha) {
+  BRISK_PROFILE_OP("addmm", self, m1, m2);
   check_operands("addmm", m1, m2);
   check_mm_shapes("addmm", m1, m2);
   BRISK_CHECK(self.defined(), "addmm", "self is an undefined tensor");
@@ -486,6 +493,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
 }
 
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  BRISK_PROFILE_OP("mv", mat, vec);
   check_operands("mv", mat, vec, "mat and vec");
   BRISK_CHECK(mat.dim() == 2 && vec.dim() == 1, "mv", "expected a matrix and a vector, but got shapes ", mat.sizes(),
               " and ", vec.sizes());
@@ -510,6 +518,7 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("dot", a, b);
   BRISK_CHECK(a.defined() && b.defined(), "dot", "expected defined tensors");
   BRISK_CHECK(a.dim() == 1 && b.dim() == 1, "dot", "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
               "D tensors");
@@ -535,6 +544,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
+  BRISK_PROFILE_OP("outer", a, b);
   BRISK_CHECK(a.defined() && b.defined(), "outer", "expected defined tensors");
   BRISK_CHECK(a.dim() == 1, "outer", "expected 1-D argument self, but got ", a.dim(), "-D");
   BRISK_CHECK(b.dim() == 1, "outer", "expected 1-D argument vec2, but got ", b.dim(), "-D");
@@ -543,6 +553,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
+  BRISK_PROFILE_OP("einsum", operands);
   const char* op = "einsum";
   BRISK_CHECK(!operands.empty(), op, "must provide at least one operand");
   for (size_t i = 0; i < operands.size(); ++i) {

@@ -15,6 +15,7 @@
 
 #include "brisk/ops.h"
 #include "core/autograd_meta.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -254,6 +255,7 @@ std::string to_string(const Tensor& t) {
     const ScalarType dt = t.dtype();
     if (dt != default_dtype() && dt != kInt64 && dt != kBool) suffixes.push_back(dtype_suffix);
     // Printing synchronizes with the device: read from a host copy.
+    detail::sync_point("print", t);
     const Tensor host = t.is_cpu() ? t : t.to(Device(kCPU));
     HostView v;
     v.base = static_cast<const char*>(host.data_ptr());

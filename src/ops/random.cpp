@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "brisk/ops.h"
+#include "profiler/record.h"
 #include "core/dispatch.h"
 #include "core/generator.h"
 #include "core/parallel.h"
@@ -146,10 +147,20 @@ class DrawStream {
 }  // namespace
 
 // ---- in-place fills ------------------------------------------------------------
-Tensor& Tensor::uniform_(double from, double to) { return uniform_impl("uniform_", *this, from, to); }
-Tensor& Tensor::normal_(double mean, double std) { return normal_impl("normal_", *this, mean, std); }
-Tensor& Tensor::random_(int64_t from, int64_t to) { return random_impl("random_", *this, from, to); }
+Tensor& Tensor::uniform_(double from, double to) {
+  BRISK_PROFILE_OP("uniform_", *this);
+  return uniform_impl("uniform_", *this, from, to);
+}
+Tensor& Tensor::normal_(double mean, double std) {
+  BRISK_PROFILE_OP("normal_", *this);
+  return normal_impl("normal_", *this, mean, std);
+}
+Tensor& Tensor::random_(int64_t from, int64_t to) {
+  BRISK_PROFILE_OP("random_", *this);
+  return random_impl("random_", *this, from, to);
+}
 Tensor& Tensor::bernoulli_(double p) {
+  BRISK_PROFILE_OP("bernoulli_", *this);
   BRISK_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_", "expected p to be in [0, 1], but got p=", p);
   KernelArgs a;
   a.s0 = p;
@@ -158,6 +169,7 @@ Tensor& Tensor::bernoulli_(double p) {
 
 // ---- factories -------------------------------------------------------------------
 Tensor rand(IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("rand");
   const ScalarType dt = opts.dtype_or_default();
   check_floating("rand", dt);
   Tensor t = empty(sizes, without_grad(opts.dtype(dt)));
@@ -166,6 +178,7 @@ Tensor rand(IntArrayRef sizes, TensorOptions opts) {
 }
 
 Tensor randn(IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("randn");
   const ScalarType dt = opts.dtype_or_default();
   check_floating("randn", dt);
   Tensor t = empty(sizes, without_grad(opts.dtype(dt)));
@@ -174,6 +187,7 @@ Tensor randn(IntArrayRef sizes, TensorOptions opts) {
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, TensorOptions opts) {
+  BRISK_PROFILE_OP("randint");
   // An options object without a dtype still means int64 here (not the float default).
   const ScalarType dt = opts.dtype_ ? *opts.dtype_ : kInt64;
   Tensor t = empty(sizes, without_grad(opts.dtype(dt)));
@@ -186,6 +200,7 @@ Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions opts) { return ran
 // with j = draw_k % (i + 1), draw_k being draw k of the op's counter range
 // (64-bit draws when n exceeds 2^32). Then converted to the requested dtype.
 Tensor randperm(int64_t n, TensorOptions opts) {
+  BRISK_PROFILE_OP("randperm");
   const ScalarType dt = opts.dtype_ ? *opts.dtype_ : kInt64;
   BRISK_CHECK(n >= 0, "randperm", "n must be non-negative, got ", n);
   BRISK_CHECK(dt != kBool, "randperm", "not implemented for ", dt);
@@ -222,10 +237,12 @@ Tensor randperm(int64_t n, TensorOptions opts) {
 // out[i] = 1 with probability p[i] (same shape and dtype as p): a float64
 // uniform compared with p.
 Tensor bernoulli(const Tensor& p) {
+  BRISK_PROFILE_OP("bernoulli", p);
   BRISK_CHECK(p.defined(), "bernoulli", "p is an undefined tensor");
   BRISK_CHECK(p.is_floating_point(), "bernoulli", "expected a floating point tensor of probabilities, got ",
               p.dtype());
   if (p.numel() > 0) {
+    detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     Tensor pd = p.to(Device(kCPU), kDouble).contiguous();
     const double* v = pd.data_ptr<double>();
     for (int64_t i = 0; i < pd.numel(); ++i)
@@ -246,6 +263,7 @@ Tensor bernoulli(const Tensor& p) {
 // Both use 64-bit draws.
 // Runs on the host; rows are independent, so parallel over rows.
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
+  BRISK_PROFILE_OP("multinomial", probs);
   const char* name = "multinomial";
   BRISK_CHECK(probs.defined(), name, "probs is an undefined tensor");
   BRISK_CHECK(probs.dim() == 1 || probs.dim() == 2, name, "prob_dist must be 1 or 2 dim, got ", probs.dim(),

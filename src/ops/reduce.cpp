@@ -10,6 +10,7 @@
 #include "core/reduce_plan.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -420,6 +421,7 @@ Tensor all_any_impl(const char* name, const Tensor& x, uint64_t mask, bool keepd
 namespace {
 // d sum / dx: the gradient expanded back over the reduced dims.
 Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  BRISK_PROFILE_OP("sum", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype);
   Tensor r = without_grad([&] { return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype); });
   if (!r.is_floating_point()) return r;  // sum to an integer dtype is not differentiable
@@ -431,6 +433,7 @@ Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim,
 }
 // d mean / dx: the gradient expanded back, divided by the number of elements reduced.
 Tensor mean_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  BRISK_PROFILE_OP("mean", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return mean_impl(x, mask, keepdim, dtype);
   Tensor r = without_grad([&] { return mean_impl(x, mask, keepdim, dtype); });
   autograd::record(node, {r}, {x}, {},
@@ -445,6 +448,7 @@ Tensor mean_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim
 // nonzero elements at the zero's position and 0 elsewhere; with two or more
 // zeros, 0.
 Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  BRISK_PROFILE_OP("prod", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
   Tensor r = without_grad([&] { return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype); });
   if (!r.is_floating_point()) return r;
@@ -474,6 +478,7 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<Scalar
   return sum_front("SumBackward1", x, dims_mask("sum", x, dims), keepdim, dtype);
 }
 Tensor& sum_out(Tensor& out, const Tensor& x, IntArrayRef dims, bool keepdim) {
+  BRISK_PROFILE_OP("sum_out", x);
   autograd::check_out("sum_out", x);
   const uint64_t mask = dims_mask("sum_out", x, dims);
   check_out("sum_out", out, reduced_shape(x, mask, keepdim));
@@ -520,6 +525,7 @@ namespace {
 // to the result (ties share it; a NaN result sends it to the NaNs).
 template <OpId op>
 Tensor amax_front(const char* name, const char* node, const Tensor& x, IntArrayRef dims, bool keepdim) {
+  BRISK_PROFILE_OP(name, x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return amax_impl<op>(name, x, dims, keepdim);
   Tensor r = without_grad([&] { return amax_impl<op>(name, x, dims, keepdim); });
   const uint64_t mask = dims_mask(name, x, dims);
@@ -535,6 +541,7 @@ Tensor amax_front(const char* name, const char* node, const Tensor& x, IntArrayR
 template <OpId op>
 std::tuple<Tensor, Tensor> max_dim_front(const char* name, const char* node, const Tensor& x, int64_t dim,
                                          bool keepdim) {
+  BRISK_PROFILE_OP(name, x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return max_dim_impl<op>(name, x, dim, keepdim);
   auto [values, indices] = without_grad([&] { return max_dim_impl<op>(name, x, dim, keepdim); });
   const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
@@ -566,9 +573,11 @@ Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
   return amax_front<OpId::amin>("amin", "AminBackward0", x, dims, keepdim);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  BRISK_PROFILE_OP("argmax", x);
   return argmax_impl<OpId::argmax>("argmax", x, dim, keepdim);
 }
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  BRISK_PROFILE_OP("argmin", x);
   return argmax_impl<OpId::argmin>("argmin", x, dim, keepdim);
 }
 Tensor Tensor::max() const { return brisk::max(*this); }
@@ -586,6 +595,7 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const { return b
 // d var / dx = 2 (x - mean) / (N - correction); d std = d var / (2 std), 0
 // where std is 0 (torch's std_backward).
 Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scalar& correction, bool keepdim) {
+  BRISK_PROFILE_OP("var", x);
   if (BRISK_LIKELY(!autograd::should_record(x)))
     return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false));
   Tensor r = without_grad([&] { return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false)); });
@@ -598,6 +608,7 @@ Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
   return r;
 }
 Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scalar& correction, bool keepdim) {
+  BRISK_PROFILE_OP("std", x);
   if (BRISK_LIKELY(!autograd::should_record(x)))
     return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false));
   Tensor r = without_grad([&] { return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false)); });
@@ -614,6 +625,7 @@ Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
 }
 std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::optional<std::vector<int64_t>> dims,
                                     const Scalar& correction, bool keepdim) {
+  BRISK_PROFILE_OP("var_mean", x);
   if (BRISK_LIKELY(!autograd::should_record(x)))
     return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true);
   auto [v, m] = without_grad([&] { return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true); });
@@ -690,6 +702,7 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
 }  // namespace
 
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  BRISK_PROFILE_OP("norm", x, p);
   if (BRISK_LIKELY(!autograd::should_record(x))) return norm_impl(x, p, dims, keepdim);
   Tensor r = without_grad([&] { return norm_impl(x, p, dims, keepdim); });
   const uint64_t mask = dims_mask("norm", x, dims);
@@ -727,6 +740,7 @@ Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }  // namespace
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  BRISK_PROFILE_OP("logsumexp", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return logsumexp_impl(x, dims, keepdim);
   Tensor r = without_grad([&] { return logsumexp_impl(x, dims, keepdim); });
   const uint64_t mask = dims_mask("logsumexp", x, dims);
@@ -744,12 +758,20 @@ Tensor Tensor::logsumexp(int64_t dim, bool keepdim) const {
 }
 
 // ---- all / any ----------------------------------------------------------------------------
-Tensor all(const Tensor& x) { return all_any_impl<OpId::all>("all", x, dims_mask("all", x, {}), false); }
-Tensor any(const Tensor& x) { return all_any_impl<OpId::any>("any", x, dims_mask("any", x, {}), false); }
+Tensor all(const Tensor& x) {
+  BRISK_PROFILE_OP("all", x);
+  return all_any_impl<OpId::all>("all", x, dims_mask("all", x, {}), false);
+}
+Tensor any(const Tensor& x) {
+  BRISK_PROFILE_OP("any", x);
+  return all_any_impl<OpId::any>("any", x, dims_mask("any", x, {}), false);
+}
 Tensor all(const Tensor& x, int64_t dim, bool keepdim) {
+  BRISK_PROFILE_OP("all", x);
   return all_any_impl<OpId::all>("all", x, one_dim_mask("all", x, dim), keepdim);
 }
 Tensor any(const Tensor& x, int64_t dim, bool keepdim) {
+  BRISK_PROFILE_OP("any", x);
   return all_any_impl<OpId::any>("any", x, one_dim_mask("any", x, dim), keepdim);
 }
 Tensor Tensor::all() const { return brisk::all(*this); }

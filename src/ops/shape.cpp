@@ -13,6 +13,7 @@
 #include "autograd/function.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -145,6 +146,7 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
 // ---- cat and stacking ------------------------------------------------------------
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  BRISK_PROFILE_OP("cat", tensors);
   CatPlan p = plan_cat("cat", tensors, dim);
   Tensor out = empty(p.shape, TensorOptions(p.dtype).device(tensors[0].device()));
   if (BRISK_LIKELY(!autograd::should_record(tensors))) {
@@ -178,6 +180,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor& cat_out(Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
+  BRISK_PROFILE_OP("cat_out", tensors);
   CatPlan p = plan_cat("cat_out", tensors, dim);
   BRISK_CHECK(out.defined(), "cat_out", "out is an undefined tensor");
   autograd::check_out("cat_out", tensors, out);
@@ -197,6 +200,7 @@ Tensor& cat_out(Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  BRISK_PROFILE_OP("stack", tensors);
   BRISK_CHECK(!tensors.empty(), "stack", "expects a non-empty TensorList");
   for (size_t i = 0; i < tensors.size(); ++i) {
     BRISK_CHECK(tensors[i].defined(), "stack", "tensor number ", i, " in the list is undefined");
@@ -225,15 +229,23 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor hstack(const std::vector<Tensor>& tensors) {
+  BRISK_PROFILE_OP("hstack", tensors);
   std::vector<Tensor> ts = atleast_all("hstack", tensors, 1);
   return cat(ts, ts[0].dim() == 1 ? 0 : 1);
 }
-Tensor vstack(const std::vector<Tensor>& tensors) { return cat(atleast_all("vstack", tensors, 2), 0); }
-Tensor dstack(const std::vector<Tensor>& tensors) { return cat(atleast_all("dstack", tensors, 3), 2); }
+Tensor vstack(const std::vector<Tensor>& tensors) {
+  BRISK_PROFILE_OP("vstack", tensors);
+  return cat(atleast_all("vstack", tensors, 2), 0);
+}
+Tensor dstack(const std::vector<Tensor>& tensors) {
+  BRISK_PROFILE_OP("dstack", tensors);
+  return cat(atleast_all("dstack", tensors, 3), 2);
+}
 
 // ---- repeat / tile -------------------------------------------------------------------
 
 Tensor Tensor::repeat(IntArrayRef repeats) const {
+  BRISK_PROFILE_OP("repeat", *this);
   const int64_t nd = static_cast<int64_t>(repeats.size());
   BRISK_CHECK(nd >= dim(), "repeat", "number of dimensions of repeat dims (", nd,
               ") can not be smaller than number of dimensions of tensor (", dim(), ")");
@@ -278,6 +290,7 @@ Tensor Tensor::repeat(IntArrayRef repeats) const {
 }
 
 Tensor Tensor::tile(IntArrayRef reps) const {
+  BRISK_PROFILE_OP("tile", *this);
   if (static_cast<int64_t>(reps.size()) >= dim()) return repeat(reps);
   DimVector full(static_cast<size_t>(dim() - static_cast<int64_t>(reps.size())), 1);
   for (int64_t r : reps) full.push_back(r);
@@ -287,6 +300,7 @@ Tensor Tensor::tile(IntArrayRef reps) const {
 // ---- flip / roll -------------------------------------------------------------------
 
 Tensor flip(const Tensor& x, IntArrayRef dims) {
+  BRISK_PROFILE_OP("flip", x);
   BRISK_CHECK(x.defined(), "flip", "input is an undefined tensor");
   std::vector<int64_t> ds = wrap_dims_unique("flip", dims, std::max<int64_t>(x.dim(), 1));
   Tensor out = empty(x.sizes(), x.options());
@@ -377,6 +391,7 @@ Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
 }  // namespace
 
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
+  BRISK_PROFILE_OP("roll", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return roll_impl(x, shifts, dims);
   Tensor out;
   {
@@ -404,6 +419,7 @@ TensorList triangle_backward(int64_t diagonal, autograd::BackwardCtx& c) {
 }
 template <bool Lower>
 Tensor triangle_op(const char* op, const char* node, const Tensor& x, int64_t diagonal) {
+  BRISK_PROFILE_OP(op, x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return triangle(op, x, diagonal, Lower);
   Tensor r;
   {
@@ -416,6 +432,7 @@ Tensor triangle_op(const char* op, const char* node, const Tensor& x, int64_t di
 }
 template <bool Lower>
 Tensor& triangle_inplace(const char* op, const char* node, Tensor& self, int64_t diagonal) {
+  BRISK_PROFILE_OP(op, self);
   check_no_internal_overlap(op, self);
   autograd::check_inplace(self, op);
   const bool rec = autograd::should_record(self);
@@ -472,6 +489,7 @@ Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
 }  // namespace
 
 Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
+  BRISK_PROFILE_OP("pad", x, value);
   if (BRISK_LIKELY(!autograd::should_record(x))) return pad_impl(x, pad, value);
   Tensor out;
   {
@@ -489,6 +507,7 @@ Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value) {
 // ---- meshgrid --------------------------------------------------------------------------
 
 std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, std::string_view indexing) {
+  BRISK_PROFILE_OP("meshgrid", tensors);
   BRISK_CHECK(!tensors.empty(), "meshgrid", "expects a non-empty TensorList");
   BRISK_CHECK(indexing == "ij" || indexing == "xy", "meshgrid", "indexing must be one of \"xy\" or \"ij\", but got: ",
               std::string(indexing));

@@ -5,6 +5,7 @@
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
+#include "profiler/record.h"
 #include "core/tensor_create.h"
 
 namespace brisk {
@@ -26,6 +27,7 @@ Tensor run_dim_op(const char* name, const Tensor& x, int64_t dim, ScalarType com
 // or else already be, floating point.
 template <OpId op>
 Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  BRISK_PROFILE_OP(name, x);
   const ScalarType t = dtype ? *dtype : x.dtype();
   BRISK_CHECK(is_floating_point(t), name, "expected a floating point dtype, got ", t,
               " (pass dtype= to compute an integer input in a floating dtype)");
@@ -103,6 +105,7 @@ Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64
 
 template <OpId op>
 Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  BRISK_PROFILE_OP(name, x);
   const ScalarType result = dtype ? *dtype : (is_integral(x.dtype(), true) ? kInt64 : x.dtype());
   if (BRISK_LIKELY(!autograd::should_record(x)) || !is_floating_point(result)) return scan_run<op>(name, x, dim, result);
   Tensor r;

@@ -5,6 +5,7 @@
 #include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/dispatch.h"
+#include "profiler/record.h"
 #include "core/tensor_create.h"
 
 namespace brisk {
@@ -30,6 +31,7 @@ void record_select(const char* node, const Tensor& x, const Tensor& values, cons
 
 // x: any shape; values and indices: x's shape, sorted along dim.
 std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
+  BRISK_PROFILE_OP("sort", x);
   BRISK_CHECK(x.defined(), "sort", "input is an undefined tensor");
   const int64_t d = detail::wrap_dim(dim, x.dim(), "sort");
   auto fn = kernel<OpId::sort>(x.device().type, "sort");
@@ -46,6 +48,7 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending) {
 
 // Indices only: no node for the values.
 Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
+  BRISK_PROFILE_OP("argsort", x);
   if (BRISK_UNLIKELY(autograd::should_record(x))) {
     NoGradGuard g;
     return std::get<1>(sort(x, dim, descending));
@@ -56,6 +59,7 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
 // x: any shape; values and indices: x's shape with k along dim. `sorted`
 // orders the k results best first; otherwise their order is unspecified.
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+  BRISK_PROFILE_OP("topk", x);
   BRISK_CHECK(x.defined(), "topk", "input is an undefined tensor");
   const int64_t d = detail::wrap_dim(dim, x.dim(), "topk");
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);

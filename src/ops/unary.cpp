@@ -6,6 +6,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -256,6 +257,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
 }
 
 Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
+  BRISK_PROFILE_OP(name, x);
   BRISK_CHECK(x.defined(), name, "input 0 is an undefined tensor");
   if (inplace)
     autograd::check_inplace(x, name);
@@ -364,6 +366,7 @@ Tensor gelu_derivative(const Tensor& x, bool tanh_approx) {
 }
 
 Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
+  BRISK_PROFILE_OP(inplace ? "gelu_" : "gelu", x);
   BRISK_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
               approximate, "'");
   BRISK_CHECK(x.is_floating_point(), "gelu", "expected a floating point tensor, got ", x.dtype());
@@ -410,6 +413,7 @@ Tensor softplus_run(const Tensor& x, const Scalar& beta, const Scalar& threshold
 }  // namespace
 
 Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  BRISK_PROFILE_OP("softplus", x, beta, threshold);
   BRISK_CHECK(x.is_floating_point(), "softplus", "expected a floating point tensor, got ", x.dtype());
   if (BRISK_LIKELY(!autograd::should_record(x))) return softplus_run(x, beta, threshold);
   Tensor r;

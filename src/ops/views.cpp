@@ -13,6 +13,7 @@
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/tensor_create.h"
+#include "profiler/record.h"
 
 namespace brisk {
 
@@ -227,6 +228,7 @@ using autograd::BackwardCtx;
 using autograd::to_dims;
 
 Tensor Tensor::view(IntArrayRef shape) const {
+  BRISK_PROFILE_OP("view", *this);
   DimVector sz = infer_size(shape, numel(), "view");
   DimVector st;
   BRISK_CHECK(view_strides(sizes(), strides(), sz, st), "view",
@@ -241,6 +243,7 @@ Tensor Tensor::view(IntArrayRef shape) const {
 }
 
 Tensor Tensor::reshape(IntArrayRef shape) const {
+  BRISK_PROFILE_OP("reshape", *this);
   DimVector sz = infer_size(shape, numel(), "reshape");
   DimVector st;
   if (view_strides(sizes(), strides(), sz, st)) {
@@ -265,6 +268,7 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
+  BRISK_PROFILE_OP("flatten", *this);
   if (dim() == 0) return reshape({1});
   start = wrap_dim(start, dim(), "flatten");
   end = wrap_dim(end, dim(), "flatten");
@@ -280,6 +284,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 }
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
+  BRISK_PROFILE_OP("unflatten", *this);
   d = wrap_dim(d, dim(), "unflatten");
   BRISK_CHECK(!parts.empty(), "unflatten", "sizes must be non-empty");
   DimVector inner = infer_size(parts, size(d), "unflatten");
@@ -291,6 +296,7 @@ Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
 }
 
 Tensor Tensor::squeeze() const {
+  BRISK_PROFILE_OP("squeeze", *this);
   DimVector sz, st;
   for (int64_t d = 0; d < dim(); ++d)
     if (size(d) != 1) {
@@ -312,6 +318,7 @@ Tensor Tensor::squeeze() const {
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  BRISK_PROFILE_OP("squeeze", *this);
   Tensor r;
   bool squeezed = false;
   if (dim() == 0) {
@@ -336,6 +343,7 @@ Tensor Tensor::squeeze(int64_t d) const {
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  BRISK_PROFILE_OP("unsqueeze", *this);
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   DimVector sz(sizes().begin(), sizes().end()), st(strides().begin(), strides().end());
   const int64_t s = d < dim() ? stride(d) * size(d) : 1;
@@ -349,6 +357,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 }
 
 Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
+  BRISK_PROFILE_OP("transpose", *this);
   Tensor r;
   if (dim() == 0) {
     r = make_view(*this, sizes(), strides(), storage_offset());
@@ -370,6 +379,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
+  BRISK_PROFILE_OP("permute", *this);
   BRISK_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute", "number of dims don't match: tensor has ",
               dim(), " dims but ", dims.size(), " were given (", dims, ")");
   DimVector sz(dim()), st(dim());
@@ -392,6 +402,7 @@ Tensor Tensor::permute(IntArrayRef dims) const {
 }
 
 Tensor Tensor::movedim(int64_t src, int64_t dst) const {
+  BRISK_PROFILE_OP("movedim", *this);
   src = wrap_dim(src, dim(), "movedim");
   dst = wrap_dim(dst, dim(), "movedim");
   std::vector<int64_t> order;
@@ -402,6 +413,7 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
 }
 
 Tensor Tensor::t() const {
+  BRISK_PROFILE_OP("t", *this);
   BRISK_CHECK(dim() <= 2, "t", "expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
   Tensor r;
   if (dim() < 2) {
@@ -416,12 +428,14 @@ Tensor Tensor::t() const {
 }
 
 Tensor Tensor::mT() const {
+  BRISK_PROFILE_OP("mT", *this);
   BRISK_CHECK(dim() >= 2, "mT", "tensor.mT is only supported on matrices or batches of matrices. Got ", dim(),
               "-D tensor.");
   return transpose(-2, -1);
 }
 
 Tensor Tensor::expand(IntArrayRef shape) const {
+  BRISK_PROFILE_OP("expand", *this);
   BRISK_CHECK(static_cast<int64_t>(shape.size()) >= dim(), "expand", "the number of sizes provided (",
               shape.size(), ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
   const int64_t nd = static_cast<int64_t>(shape.size()), off = nd - dim();
@@ -459,6 +473,7 @@ Tensor Tensor::expand(IntArrayRef shape) const {
 Tensor broadcast_to(const Tensor& x, IntArrayRef sizes) { return x.expand(sizes); }
 
 std::vector<Tensor> broadcast_tensors(const std::vector<Tensor>& ts) {
+  BRISK_PROFILE_OP("broadcast_tensors", ts);
   DimVector shape;
   for (auto& t : ts) shape = broadcast_shapes(shape, t.sizes(), "broadcast_tensors");
   std::vector<Tensor> out;
@@ -486,6 +501,7 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
 // tensor) each aliased element gets the whole gradient of its location,
 // where PyTorch divides it among the aliases.
 Tensor Tensor::as_strided(IntArrayRef sz, IntArrayRef st, std::optional<int64_t> offset) const {
+  BRISK_PROFILE_OP("as_strided", *this);
   BRISK_CHECK(sz.size() == st.size(), "as_strided", "mismatch in length of strides and shape (", sz, " vs ", st,
               ")");
   const int64_t off = offset ? *offset : storage_offset();
@@ -529,6 +545,7 @@ inline Tensor select_nr(const Tensor& x, int64_t d, int64_t index) {
 }  // namespace
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  BRISK_PROFILE_OP("narrow", *this);
   BRISK_CHECK(dim() > 0, "narrow", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
   const int64_t n = size(d);
@@ -545,6 +562,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  BRISK_PROFILE_OP("select", *this);
   BRISK_CHECK(dim() > 0, "select", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = size(d);
@@ -559,6 +577,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_o, std::optional<int64_t> end_o, int64_t step) const {
+  BRISK_PROFILE_OP("slice", *this);
   BRISK_CHECK(dim() > 0, "slice", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "slice");
   BRISK_CHECK(step > 0, "slice", "step must be greater than zero, got ", step);
@@ -608,6 +627,7 @@ void record_split(const char* name, const std::vector<Tensor>& outs, const Tenso
 }  // namespace
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  BRISK_PROFILE_OP("split", *this);
   BRISK_CHECK(dim() > 0, "split", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split");
   BRISK_CHECK(split_size >= 0, "split", "split_size must be non-negative, got ", split_size);
@@ -624,6 +644,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
+  BRISK_PROFILE_OP("split_with_sizes", *this);
   d = wrap_dim(d, dim(), "split_with_sizes");
   int64_t total = 0;
   for (int64_t s : sizes_) {
@@ -644,6 +665,7 @@ std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  BRISK_PROFILE_OP("chunk", *this);
   BRISK_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
   d = wrap_dim(d, dim(), "chunk");
   const int64_t n = size(d);
@@ -651,6 +673,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  BRISK_PROFILE_OP("unbind", *this);
   d = wrap_dim(d, dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < size(d); ++i) out.push_back(select_nr(*this, d, i));
@@ -671,6 +694,7 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
+  BRISK_PROFILE_OP("diagonal", *this);
   BRISK_CHECK(dim() >= 2, "diagonal", "expects a tensor with at least 2 dims, got ", dim());
   d1 = wrap_dim(d1, dim(), "diagonal");
   d2 = wrap_dim(d2, dim(), "diagonal");
@@ -683,6 +707,7 @@ Tensor Tensor::diagonal(int64_t offset, int64_t d1, int64_t d2) const {
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t sz_, int64_t step) const {
+  BRISK_PROFILE_OP("unfold", *this);
   d = wrap_dim(d, dim(), "unfold");
   const int64_t n = dim() == 0 ? 1 : size(d);
   BRISK_CHECK(sz_ >= 0 && sz_ <= n, "unfold", "maximum size for tensor at dimension ", d, " is ", n,

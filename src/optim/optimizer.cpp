@@ -6,6 +6,7 @@
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "profiler/record.h"
 
 namespace brisk::optim {
 
@@ -126,6 +127,8 @@ size_t Optimizer::size() const {
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
+  profiler::detail::ScopedEvent event(profiler::EventKind::UserScope, "Optimizer.zero_grad",
+                                      set_to_none ? "set_to_none=true" : "set_to_none=false");
   for (OptimizerParamGroup& g : groups_)
     for (const Tensor& p : g.params()) {
       Tensor& grad = p.mutable_grad();
@@ -140,7 +143,26 @@ void Optimizer::zero_grad(bool set_to_none) {
     }
 }
 
+namespace {
+// The implementation an optimizer step runs (the event's detail): the first
+// group's, or "mixed" when the groups differ.
+const char* step_impl_detail(const std::vector<OptimizerParamGroup>& groups) {
+  const char* r = nullptr;
+  for (const OptimizerParamGroup& g : groups) {
+    const char* d = "for-loop";
+    for (const auto& [k, v] : g.options().values())
+      if (k == "impl") d = v == double(int(Impl::Fused)) ? "fused" : v == double(int(Impl::Foreach)) ? "foreach" : "for-loop";
+    if (r && std::string_view(r) != d) return "mixed";
+    r = d;
+  }
+  return r ? r : "";
+}
+}  // namespace
+
 Tensor Optimizer::step(const LossClosure& closure) {
+  auto event = profiler::detail::ScopedEvent::lazy(
+      profiler::EventKind::OptimizerStep, [this] { return std::string(name_) + ".step"; },
+      [this] { return step_impl_detail(groups_); });
   Tensor loss;
   if (closure) {
     EnableGradGuard eg;
