@@ -100,6 +100,7 @@ struct Context {
   std::vector<uint8_t> in_op, in_backward, in_optimizer, in_sync, op_ancestor_recorded;
   std::vector<int32_t> nearest_op;  // innermost enclosing Op event, or -1
   std::unordered_map<std::string, int64_t> scope_count;  // UserScope name -> times entered
+  std::unordered_map<std::string, int32_t> first_scope;  // UserScope name -> its earliest instance
 
   explicit Context(const ProfileResult& res) : r(res) {
     const size_t n = r.events.size();
@@ -130,8 +131,29 @@ struct Context {
           default: break;
         }
       }
-      if (r.events[i].kind == EventKind::UserScope) ++scope_count[r.events[i].name];
+      if (r.events[i].kind == EventKind::UserScope) {
+        ++scope_count[r.events[i].name];
+        auto [it, fresh] = first_scope.emplace(r.events[i].name, static_cast<int32_t>(i));
+        if (!fresh && r.events[i].start_ns < r.events[it->second].start_ns) it->second = static_cast<int32_t>(i);
+      }
     }
+  }
+
+  // Whether event i runs in a later iteration of a loop: inside an instance
+  // of a repeated record_function scope other than its first.
+  bool in_later_iteration(size_t i) const {
+    const size_t n = r.events.size();
+    int32_t outer = -1;  // the outermost repeated UserScope around i
+    size_t steps = 0;
+    for (int32_t p = parent[i]; p >= 0 && steps < n; p = parent[p], ++steps) {
+      const Event& a = r.events[p];
+      if (a.kind != EventKind::UserScope) continue;
+      auto it = scope_count.find(a.name);
+      if (it != scope_count.end() && it->second >= kScopeMinRepeats) outer = p;
+    }
+    if (outer < 0) return false;
+    auto first = first_scope.find(r.events[outer].name);
+    return first != first_scope.end() && first->second != outer;
   }
 
   bool in_repeated_scope(size_t i) const {
@@ -442,24 +464,34 @@ void rule_grad_mode_inference(const Context& c, std::vector<Finding>& out) {
 
 // ---- 7. allocating ops in a hot loop; allocator cache misses -----------------------
 
-// Ops with an in-place (x.op_()) or out= (op_out) form in brisk.
+// Elementwise ops with an in-place form (x.op_()) in brisk, most with an
+// out= form (op_out) too.
 bool has_in_place_form(const std::string& name) {
   static const std::set<std::string_view> names = {
-      "add",     "sub",       "mul",        "div",      "neg",     "abs",     "sign",     "exp",     "exp2",
-      "log",     "log2",      "log10",      "log1p",    "expm1",   "sqrt",    "rsqrt",    "square",  "reciprocal",
-      "sin",     "cos",       "tan",        "asin",     "acos",    "atan",    "sinh",     "cosh",    "tanh",
-      "sigmoid", "erf",       "erfc",       "relu",     "silu",    "gelu",    "floor",    "ceil",    "round",
-      "trunc",   "frac",      "clamp",      "clamp_min", "clamp_max", "pow",  "remainder", "fmod",   "minimum",
-      "maximum", "atan2",     "lerp",       "addcmul",  "addcdiv", "masked_fill", "sum",  "matmul",  "mm",
-      "cat",     "leaky_relu", "hardtanh"};
+      "add",     "sub",       "mul",       "div",        "neg",       "abs",       "sign",   "exp",     "exp2",
+      "log",     "log2",      "log10",     "log1p",      "expm1",     "sqrt",      "rsqrt",  "square",  "reciprocal",
+      "sin",     "cos",       "tan",       "asin",       "acos",      "atan",      "sinh",   "cosh",    "tanh",
+      "sigmoid", "erf",       "erfc",      "relu",       "silu",      "gelu",      "floor",  "ceil",    "round",
+      "trunc",   "frac",      "clamp",     "clamp_min",  "clamp_max", "pow",       "remainder", "fmod", "lerp",
+      "addcmul", "addcdiv",   "masked_fill", "leaky_relu", "hardtanh"};
   return names.count(name) != 0;
+}
+
+// What an event's allocations cost, estimated (the allocator's time is not
+// measured apart from the op's): a round trip per allocation, plus first
+// touch of every page when the allocation missed the cache; at most the
+// event's own time.
+int64_t allocation_cost_estimate(const Event& e) {
+  int64_t cost = std::max<int64_t>(e.self_allocs, 1) * kAllocationCostNs;
+  if (e.self_cache_misses > 0) cost += (e.self_alloc_bytes + 4095) / 4096 * kFirstTouchNsPerPage;
+  return std::min(cost, std::max<int64_t>(e.duration_ns(), 0));
 }
 
 void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
   const auto& ev = c.r.events;
   // Ops the user called (autograd needs the outputs of recording ops, and
   // library internals are not the user's to change).
-  std::map<std::string, std::pair<int64_t, int64_t>> per_site;  // where -> (count, ns)
+  std::map<std::string, std::pair<int64_t, int64_t>> per_site;  // where -> (count, estimated ns)
   for (size_t i = 0; i < ev.size(); ++i) {
     const Event& e = ev[i];
     if (e.kind != EventKind::Op || e.self_alloc_bytes <= 0 || e.recorded_graph || c.in_op[i] || c.in_backward[i] ||
@@ -467,7 +499,7 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
       continue;
     auto& s = per_site[where_of(c.r, i)];
     s.first += 1;
-    s.second += e.duration_ns();
+    s.second += allocation_cost_estimate(e);
   }
   Finding f{Rule::AllocatingOps, "Out-of-place ops allocating their output in a loop", 0, 0, {}, {}};
   Sites sites;
@@ -482,18 +514,28 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
     f.fix =
         "Write into memory you already have: the in-place form (x.add_(y), x.relu_()) when nothing else needs "
         "the old value, or the out= form (brisk::add_out(out, a, b)) into a buffer allocated once before the "
-        "loop. Each allocation costs an allocator round trip and touches fresh memory.";
+        "loop. (The time is an estimate of the allocations' share.)";
     out.push_back(std::move(f));
   }
 
-  // Allocations the cache could not serve, repeatedly at one call site.
-  std::map<std::string, std::pair<int64_t, int64_t>> misses;  // where -> (events, ns)
-  for (size_t i = 0; i < ev.size(); ++i) {
+  // Allocations the cache could not serve, repeatedly at one call site. The
+  // first allocation of a size always misses (warm-up); a miss counts when
+  // the site already allocated that many bytes before, or when it happens in
+  // a later iteration of a repeated record_function scope.
+  std::map<std::string, std::pair<int64_t, int64_t>> misses;  // where -> (events, estimated ns)
+  std::set<std::pair<std::string, int64_t>> seen;               // (where, bytes) allocated before
+  std::vector<size_t> order(ev.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; });
+  for (size_t i : order) {
     const Event& e = ev[i];
-    if (e.self_cache_misses <= 0) continue;
-    auto& s = misses[where_of(c.r, i)];
+    if (e.self_allocs <= 0 && e.self_cache_misses <= 0) continue;
+    std::string where = where_of(c.r, i);
+    bool repeat = !seen.insert({where, e.self_alloc_bytes}).second;
+    if (e.self_cache_misses <= 0 || !(repeat || c.in_later_iteration(i))) continue;
+    auto& s = misses[where];
     s.first += 1;
-    s.second += e.duration_ns();
+    s.second += allocation_cost_estimate(e);
   }
   Finding m{Rule::AllocatingOps, "Allocator cache misses in a loop", 0, 0, {}, {}};
   Sites miss_sites;
@@ -509,7 +551,7 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
       "These allocations went past the allocator's cache to the operating system, which hands out fresh pages "
       "that fault on first touch: keep tensor sizes the same from one iteration to the next so freed blocks are "
       "reused, allocate buffers once and reuse them (out= forms), and do not call brisk::cpu::empty_cache() "
-      "inside the loop.";
+      "inside the loop. (The time is an estimate: the allocations and the first touch of their pages.)";
   out.push_back(std::move(m));
 }
 

@@ -36,8 +36,16 @@ inline constexpr int64_t kSmallOpNs = 5000;
 /// times is in a hot loop.
 inline constexpr int64_t kAllocatingOpMinCount = 10;
 /// AllocatingOps: events of one call site missing the allocator cache this
-/// many times.
+/// many times after warm-up (see rule_allocating_ops).
 inline constexpr int64_t kCacheMissMinCount = kLoopMinRepeats;
+/// AllocatingOps, the estimated cost of an allocation the in-place or out=
+/// form would avoid: an allocator round trip and a TensorImpl (the time is
+/// not measured separately from the op's).
+inline constexpr int64_t kAllocationCostNs = 200;
+/// AllocatingOps, the estimated cost of first touching a fresh 4 KiB page
+/// (a page fault and the kernel zeroing it), paid by allocations that miss
+/// the cache.
+inline constexpr int64_t kFirstTouchNsPerPage = 250;
 /// GradModeInference: ops that recorded a graph no backward consumed, at
 /// least this many.
 inline constexpr int64_t kGradModeMinOps = kLoopMinRepeats;
