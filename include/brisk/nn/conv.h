@@ -33,11 +33,11 @@ template <size_t D>
 class ConvPadding {
  public:
   ConvPadding(int64_t v) : ints_(v) {}
+  ConvPadding(int v) : ints_(int64_t(v)) {}  // exact match for a literal 0 (else ambiguous with const char*)
   ConvPadding(std::initializer_list<int64_t> l) : ints_(l) {}
   ConvPadding(ExpandingInts<D> v) : ints_(v) {}
   ConvPadding(const std::array<int64_t, D>& a) : ints_(a) {}
-  template <size_t N>
-  ConvPadding(const char (&s)[N]) : ints_(0), mode_(s) {}
+  ConvPadding(const char* mode) : ints_(0), mode_(mode ? mode : "") {}
   ConvPadding(std::string mode) : ints_(0), mode_(std::move(mode)) {}
 
   /// "" when given as integers, else the string ("same", "valid", or a
