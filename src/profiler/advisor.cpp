@@ -344,13 +344,25 @@ bool is_small_op(const Event& e) {
   return e.duration_ns() < kSmallOpNs;  // no recorded shapes (or no tensor input)
 }
 
+// Views and shape ops change metadata only: on a GPU they launch nothing.
+bool is_view_op(const std::string& name) {
+  static const std::set<std::string_view> names = {
+      "view",      "reshape", "t",       "transpose", "permute",    "select",  "slice",   "narrow",
+      "expand",    "squeeze", "unsqueeze", "as_strided", "diagonal", "unfold", "flatten", "unflatten",
+      "movedim",   "split",   "split_with_sizes", "chunk", "unbind", "detach", "alias",   "view_as",
+      "expand_as", "broadcast_tensors"};
+  return names.count(name) != 0;
+}
+
 void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
   const auto& ev = c.r.events;
   // Ops a user dispatched (not inside another op or an optimizer step, which
-  // rule 5 covers), per thread in start order.
+  // rule 5 covers), per thread in start order. Views neither count nor break
+  // a stretch.
   std::map<uint32_t, std::vector<size_t>> per_thread;
   for (size_t i = 0; i < ev.size(); ++i)
-    if (ev[i].kind == EventKind::Op && !c.in_op[i] && !c.in_optimizer[i]) per_thread[ev[i].thread].push_back(i);
+    if (ev[i].kind == EventKind::Op && !c.in_op[i] && !c.in_optimizer[i] && !is_view_op(ev[i].name))
+      per_thread[ev[i].thread].push_back(i);
   Finding f{Rule::LaunchBound, "Launch-bound stretches of small ops", 0, 0, {}, {}};
   Sites sites;
   int64_t stretches = 0;

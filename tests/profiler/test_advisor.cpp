@@ -286,6 +286,18 @@ TEST(AdvisorSynthetic, LaunchBound) {
   for (int i = 0; i < kLaunchBoundMinOps - 1; ++i) b.op("mul", {{4}, {4}});
   EXPECT_TRUE(of_rule(prof::advise(b.r), Rule::LaunchBound).empty());
 
+  // Views launch nothing: they neither count nor break a stretch.
+  Builder views, with_views;
+  for (int i = 0; i < kLaunchBoundMinOps; ++i) views.op("unsqueeze", {{4}});
+  EXPECT_TRUE(of_rule(prof::advise(views.r), Rule::LaunchBound).empty());
+  for (int i = 0; i < kLaunchBoundMinOps; ++i) {
+    with_views.op("add", {{4}, {4}});
+    with_views.op("view", {{1 << 20}});
+  }
+  fs = of_rule(prof::advise(with_views.r), Rule::LaunchBound);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].count, kLaunchBoundMinOps);
+
   // Without shapes, short ops are small and long ones are not.
   Builder fast, slow;
   for (int i = 0; i < kLaunchBoundMinOps; ++i) {
