@@ -131,6 +131,8 @@ struct Context {
           default: break;
         }
       }
+      optimizer_steps += r.events[i].kind == EventKind::OptimizerStep;
+      dataloader_waits += r.events[i].kind == EventKind::DataLoaderWait;
       if (r.events[i].kind == EventKind::UserScope) {
         ++scope_count[r.events[i].name];
         auto [it, fresh] = first_scope.emplace(r.events[i].name, static_cast<int32_t>(i));
@@ -155,6 +157,19 @@ struct Context {
     auto first = first_scope.find(r.events[outer].name);
     return first != first_scope.end() && first->second != outer;
   }
+
+  // The number of iterations of the loop around event i: the instances of
+  // the innermost repeated scope around it, else the optimizer steps or the
+  // data-loader waits (whichever there are more of), else 0 (unknown).
+  int64_t loop_iterations(size_t i) const {
+    std::vector<std::string> scopes = scopes_of(r, i);
+    for (size_t k = scopes.size(); k-- > 0;) {
+      auto it = scope_count.find(scopes[k]);
+      if (it != scope_count.end() && it->second >= kScopeMinRepeats) return it->second;
+    }
+    return std::max(optimizer_steps, dataloader_waits);
+  }
+  int64_t optimizer_steps = 0, dataloader_waits = 0;
 
   bool in_repeated_scope(size_t i) const {
     for (const std::string& s : scopes_of(r, i)) {
@@ -214,6 +229,7 @@ void rule_sync_in_loop(const Context& c, std::vector<Finding>& out) {
     std::vector<size_t> events;  // the op around each sync, or the sync
     std::string call;            // the sync's detail: "item", "nonzero", ...
     bool in_repeated_scope = false;
+    int64_t iterations = 0;      // of the loop around it, 0 when unknown
   };
   std::map<std::string, Group> groups;
   for (size_t i = 0; i < ev.size(); ++i) {
@@ -223,12 +239,17 @@ void rule_sync_in_loop(const Context& c, std::vector<Finding>& out) {
     g.events.push_back(call);
     g.call = ev[i].detail.empty() ? ev[i].name : ev[i].detail;
     g.in_repeated_scope = g.in_repeated_scope || c.in_repeated_scope(i);
+    g.iterations = std::max(g.iterations, c.loop_iterations(i));
   }
   Finding f{Rule::SyncInLoop, "Host-device synchronisation inside a loop", 0, 0, {}, {}};
   Sites sites;
   std::set<std::string> calls;
   for (const auto& [key, g] : groups) {
-    if (static_cast<int64_t>(g.events.size()) < kLoopMinRepeats && !g.in_repeated_scope) continue;
+    const auto n = static_cast<int64_t>(g.events.size());
+    if (n < kLoopMinRepeats && !g.in_repeated_scope) continue;
+    // Read every N steps: already the fix.
+    if (g.iterations > 0 && static_cast<double>(n) <= kSyncMinIterationShare * static_cast<double>(g.iterations))
+      continue;
     calls.insert(g.call);
     for (size_t i : g.events) {
       f.count += 1;
@@ -535,6 +556,7 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
   // the site already allocated that many bytes before, or when it happens in
   // a later iteration of a repeated record_function scope.
   std::map<std::string, std::pair<int64_t, int64_t>> misses;  // where -> (events, estimated ns)
+  std::map<std::string, int64_t> allocating;                   // where -> events that allocated
   std::set<std::pair<std::string, int64_t>> seen;               // (where, bytes) allocated before
   std::vector<size_t> order(ev.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -543,6 +565,7 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
     const Event& e = ev[i];
     if (e.self_allocs <= 0 && e.self_cache_misses <= 0) continue;
     std::string where = where_of(c.r, i);
+    ++allocating[where];
     bool repeat = !seen.insert({where, e.self_alloc_bytes}).second;
     if (e.self_cache_misses <= 0 || !(repeat || c.in_later_iteration(i))) continue;
     auto& s = misses[where];
@@ -552,7 +575,9 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
   Finding m{Rule::AllocatingOps, "Allocator cache misses in a loop", 0, 0, {}, {}};
   Sites miss_sites;
   for (const auto& [where, s] : misses) {
-    if (s.first < kCacheMissMinCount) continue;
+    if (s.first < kCacheMissMinCount ||
+        static_cast<double>(s.first) < kCacheMissMinShare * static_cast<double>(allocating[where]))
+      continue;
     m.count += s.first;
     m.time_ns += s.second;
     miss_sites.add(where, s.second, s.first);

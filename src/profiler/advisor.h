@@ -23,6 +23,11 @@ inline constexpr int64_t kLoopMinRepeats = 3;
 /// inside it is in a loop even if the profile saw the sync fewer than
 /// kLoopMinRepeats times.
 inline constexpr int64_t kScopeMinRepeats = 2;
+/// SyncInLoop: a call site is flagged only when it reads in more than this
+/// share of the loop's iterations (reading every N >= 2 steps is the fix).
+/// The iterations are the instances of the innermost repeated scope around
+/// the call, else the optimizer steps or data-loader waits of the profile.
+inline constexpr double kSyncMinIterationShare = 0.5;
 /// LaunchBound: this many consecutive small ops on one thread make a stretch.
 inline constexpr int64_t kLaunchBoundMinOps = 20;
 /// LaunchBound, with record_shapes: an op is small when no tensor input has
@@ -38,6 +43,10 @@ inline constexpr int64_t kAllocatingOpMinCount = 10;
 /// AllocatingOps: events of one call site missing the allocator cache this
 /// many times after warm-up (see rule_allocating_ops).
 inline constexpr int64_t kCacheMissMinCount = kLoopMinRepeats;
+/// AllocatingOps: ... and those misses are at least this share of the call
+/// site's allocating events (a rare miss is the cache being trimmed, not a
+/// pattern).
+inline constexpr double kCacheMissMinShare = 0.25;
 /// AllocatingOps, the estimated cost of an allocation the in-place or out=
 /// form would avoid: an allocator round trip and a TensorImpl (the time is
 /// not measured separately from the op's).

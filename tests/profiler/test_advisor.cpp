@@ -189,6 +189,44 @@ TEST(AdvisorSynthetic, SyncOutsideLoopIsFine) {
   EXPECT_TRUE(of_rule(prof::advise(sync_loop(2, false)), Rule::SyncInLoop).empty());
 }
 
+// Reading every N steps is the fix: a sync in at most half of the loop's
+// iterations (scope instances, else optimizer steps) is not flagged.
+TEST(AdvisorSynthetic, SyncEveryNStepsIsFine) {
+  auto scoped = [](int every) {
+    Builder b;
+    for (int i = 0; i < 12; ++i) {
+      b.begin(EventKind::UserScope, "step");
+      b.op("linear", {{64, 32}});
+      if (i % every == 0) {
+        b.begin(EventKind::Op, "item");
+        b.leaf(EventKind::Sync, "Sync.item", 0, "item");
+        b.end();
+      }
+      b.end();
+    }
+    return of_rule(prof::advise(b.r), Rule::SyncInLoop);
+  };
+  EXPECT_EQ(scoped(1).size(), 1u);
+  EXPECT_TRUE(scoped(2).empty());
+  EXPECT_TRUE(scoped(4).empty());
+  auto unscoped = [](int every) {
+    Builder b;
+    for (int i = 0; i < 12; ++i) {
+      b.op("linear", {{64, 32}});
+      b.leaf(EventKind::OptimizerStep, "SGD.step", 100, "fused");
+      if (i % every == 0) {
+        b.begin(EventKind::Op, "item");
+        b.leaf(EventKind::Sync, "Sync.item", 0, "item");
+        b.end();
+      }
+    }
+    return of_rule(prof::advise(b.r), Rule::SyncInLoop);
+  };
+  ASSERT_EQ(unscoped(1).size(), 1u);
+  EXPECT_EQ(unscoped(1)[0].count, 12);
+  EXPECT_TRUE(unscoped(3).empty());
+}
+
 // factory, then to() with a Copy inside, `n` times.
 prof::ProfileResult copies(int n, const std::string& factory, const std::string& copy_detail) {
   Builder b;
@@ -416,6 +454,15 @@ TEST(AdvisorSynthetic, AllocatingOps) {
   fs = layers(2);
   ASSERT_EQ(fs.size(), 1u);
   EXPECT_EQ(fs[0].count, 4);
+  // A few misses among many hits at a site are not a pattern.
+  Builder rare;
+  for (int i = 0; i < 40; ++i) {
+    prof::Event& e = rare.op("clone", {{256}});
+    e.self_alloc_bytes = 1024;
+    e.self_allocs = 1;
+    e.self_cache_misses = i % 10 == 5;
+  }
+  EXPECT_TRUE(of_rule(prof::advise(rare.r), Rule::AllocatingOps).empty());
 }
 
 TEST(AdvisorSynthetic, DataLoaderStall) {
@@ -497,6 +544,17 @@ TEST(AdvisorProgram, SyncInLoop) {
     p.stop();
     EXPECT_TRUE(rule_in(p, Rule::SyncInLoop).empty()) << describe(prof::advise(p.result()));
     EXPECT_TRUE(std::isfinite(t));
+  }
+  {
+    // Logging every 5 steps.
+    prof::profile p(all_options());
+    for (int i = 0; i < 20; ++i) {
+      prof::record_function step("step");
+      Tensor loss = (w * x).sum();
+      if (i % 5 == 0) EXPECT_TRUE(std::isfinite(loss.item<double>()));
+    }
+    p.stop();
+    EXPECT_TRUE(rule_in(p, Rule::SyncInLoop).empty()) << describe(prof::advise(p.result()));
   }
 }
 
