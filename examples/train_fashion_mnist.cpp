@@ -1,10 +1,11 @@
-// The brisk demo: trains an MLP on Fashion-MNIST (Debian's
+// The brisk demo: trains an MLP and a small CNN on Fashion-MNIST (Debian's
 // dataset-fashion-mnist) with AdamW, shows progress, reports test accuracy
 // after every epoch, checkpoints model and optimizer (safetensors, written
-// atomically) and resumes from the checkpoint when run again.
+// atomically) and resumes from the checkpoints when run again, then prints
+// a summary.
 //
-//   train_fashion_mnist [--epochs N] [--batch B] [--lr LR] [--threads T]
-//                       [--checkpoint PATH] [--fresh] [--data DIR]
+//   train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR]
+//                       [--threads T] [--checkpoint-dir DIR] [--fresh] [--data DIR]
 #include <brisk/brisk.h>
 
 #include <algorithm>
@@ -14,20 +15,26 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <vector>
 
 using namespace brisk;
 
 namespace {
 
 struct Args {
+  std::string model = "both";
   int epochs = 5;
   int64_t batch = 128;
-  double lr = 1e-3;
+  double lr = 2e-3;
   int threads = 2;
-  std::string checkpoint = "fashion_mlp.safetensors";
+  std::string checkpoint_dir = ".";  // fashion_<model>.safetensors in it
   std::string data;
   bool fresh = false;
 };
+
+const char* kUsage =
+    "usage: train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR] [--threads T]\n"
+    "                           [--checkpoint-dir DIR] [--fresh] [--data DIR]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -40,18 +47,26 @@ Args parse(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (k == "--epochs") a.epochs = std::atoi(value().c_str());
+    if (k == "--model") a.model = value();
+    else if (k == "--epochs") a.epochs = std::atoi(value().c_str());
     else if (k == "--batch") a.batch = std::atoll(value().c_str());
     else if (k == "--lr") a.lr = std::atof(value().c_str());
     else if (k == "--threads") a.threads = std::atoi(value().c_str());
-    else if (k == "--checkpoint") a.checkpoint = value();
+    else if (k == "--checkpoint-dir") a.checkpoint_dir = value();
     else if (k == "--data") a.data = value();
     else if (k == "--fresh") a.fresh = true;
     else {
-      std::cerr << "usage: train_fashion_mnist [--epochs N] [--batch B] [--lr LR] [--threads T] "
-                   "[--checkpoint PATH] [--fresh] [--data DIR]\n";
+      (k == "--help" || k == "-h" ? std::cout : std::cerr) << kUsage;
       std::exit(k == "--help" || k == "-h" ? 0 : 2);
     }
+  }
+  if (a.model != "mlp" && a.model != "cnn" && a.model != "both") {
+    std::cerr << "--model must be mlp, cnn or both (got " << a.model << ")\n" << kUsage;
+    std::exit(2);
+  }
+  if (a.epochs < 1 || a.batch < 1 || a.threads < 1 || !(a.lr > 0)) {
+    std::cerr << "--epochs, --batch, --threads and --lr must be positive\n" << kUsage;
+    std::exit(2);
   }
   return a;
 }
@@ -69,12 +84,32 @@ void progress(int epoch, size_t done, size_t total, double samples_per_s, double
   std::fflush(stdout);
 }
 
-double evaluate(nn::Module& model, data::DataLoader& loader) {
+// The models see batches of uint8 images normalised to float [B, 28, 28]:
+// the MLP flattens them, the CNN adds a channel dim.
+Tensor model_input(const std::string& kind, const Tensor& images) {
+  return kind == "mlp" ? images.flatten(1) : images.unsqueeze(1);
+}
+
+std::shared_ptr<nn::Sequential> make_model(const std::string& kind) {
+  using nn::ModulePtr;
+  if (kind == "mlp")
+    return std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
+        std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 128),
+        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+  // 28x28 -> conv 16 -> pool -> 14x14 -> conv 32 -> pool -> 7x7 -> 128 -> 10
+  return std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
+      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(nn::Conv2dOptions(16, 32, 3).padding(1)),
+      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
+      std::make_shared<nn::Linear>(32 * 7 * 7, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+}
+
+double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader) {
   InferenceMode guard;  // no graph, no version counting
   model.eval();
   int64_t correct = 0, seen = 0;
   for (auto& batch : loader) {
-    Tensor logits = model.forward(batch.data.flatten(1));
+    Tensor logits = model.forward(model_input(kind, batch.data));
     correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
     seen += batch.target.size(0);
   }
@@ -106,63 +141,84 @@ int main(int argc, char** argv) {
   std::printf("train %zu images, test %zu images, %zu batches of %lld per epoch\n", train_set->size(),
               test_set->size(), train.size(), static_cast<long long>(args.batch));
 
-  auto model = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 128),
-      std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
-  optim::AdamW opt(model->parameters(), optim::AdamWOptions(args.lr).weight_decay(1e-4));
-  // The learning rate follows a cosine from lr to 0 over all the steps.
-  const int64_t steps_per_epoch = static_cast<int64_t>(train.size());
-  optim::CosineAnnealingLR schedule(opt, std::max<int64_t>(1, args.epochs * steps_per_epoch));
-  std::cout << *model << "\n";
+  struct Summary {
+    std::string model;
+    int64_t params;
+    int epochs;
+    double accuracy, seconds;
+  };
+  std::vector<Summary> summary;
+  const std::vector<std::string> kinds =
+      args.model == "both" ? std::vector<std::string>{"mlp", "cnn"} : std::vector<std::string>{args.model};
+  for (const std::string& kind : kinds) {
+    manual_seed(0);
+    const std::string checkpoint = args.checkpoint_dir + "/fashion_" + kind + ".safetensors";
+    auto model = make_model(kind);
+    optim::AdamW opt(model->parameters(), optim::AdamWOptions(args.lr).weight_decay(1e-4));
+    // The learning rate follows a cosine from lr to 0 over all the steps.
+    const int64_t steps_per_epoch = static_cast<int64_t>(train.size());
+    optim::CosineAnnealingLR schedule(opt, std::max<int64_t>(1, args.epochs * steps_per_epoch));
+    int64_t n_params = 0;
+    for (const Tensor& p : model->parameters()) n_params += p.numel();
+    std::cout << "\n== " << kind << " (" << n_params << " parameters) ==\n" << *model << "\n";
 
-  // Resume: the checkpoint holds the model's tensors under "model." and the
-  // optimizer's under "optim.", plus the finished epoch count as metadata.
-  int start_epoch = 0;
-  if (!args.fresh && std::filesystem::exists(args.checkpoint)) {
-    StateDict all = load(args.checkpoint);
-    StateDict m;
-    optim::StateDict o;
-    for (const auto& [name, t] : all) {
-      if (name.rfind("model.", 0) == 0) m.insert(name.substr(6), t);
-      if (name.rfind("optim.", 0) == 0) o[name.substr(6)] = t;
+    // Resume: the checkpoint holds the model's tensors under "model." and the
+    // optimizer's under "optim.", plus the finished epoch count as metadata.
+    int start_epoch = 0;
+    if (!args.fresh && std::filesystem::exists(checkpoint)) {
+      StateDict all = load(checkpoint);
+      StateDict m;
+      optim::StateDict o;
+      for (const auto& [name, t] : all) {
+        if (name.rfind("model.", 0) == 0) m.insert(name.substr(6), t);
+        if (name.rfind("optim.", 0) == 0) o[name.substr(6)] = t;
+      }
+      model->load_state_dict(m);
+      opt.load_state_dict(o);
+      const Metadata meta = load_metadata(checkpoint);
+      start_epoch = meta.count("epoch") ? std::stoi(meta.at("epoch")) : 0;
+      schedule.step(std::min(start_epoch, args.epochs) * steps_per_epoch);
+      std::printf("resumed from %s after epoch %d\n", checkpoint.c_str(), start_epoch);
     }
-    model->load_state_dict(m);
-    opt.load_state_dict(o);
-    const Metadata meta = load_metadata(args.checkpoint);
-    start_epoch = meta.count("epoch") ? std::stoi(meta.at("epoch")) : 0;
-    schedule.step(start_epoch * steps_per_epoch);
-    std::printf("resumed from %s after epoch %d\n", args.checkpoint.c_str(), start_epoch);
+
+    const auto t_start = std::chrono::steady_clock::now();
+    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test) : 0.0;
+    for (int epoch = start_epoch + 1; epoch <= args.epochs; ++epoch) {
+      const auto t0 = std::chrono::steady_clock::now();
+      double running = 0;
+      size_t done = 0, samples = 0;
+      for (auto& batch : train) {
+        Tensor logits = model->forward(model_input(kind, batch.data));
+        Tensor loss = nn::functional::cross_entropy(logits, batch.target);
+        opt.zero_grad();  // gradients set to none
+        loss.backward();
+        opt.step();
+        schedule.step();
+        const double l = loss.item<double>();
+        running = done == 0 ? l : 0.95 * running + 0.05 * l;
+        ++done;
+        samples += static_cast<size_t>(batch.target.size(0));
+        if (done % 20 == 0 || done == train.size())
+          progress(epoch, done, train.size(), samples / seconds_since(t0), running);
+      }
+      accuracy = evaluate(kind, *model, test);
+      std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
+
+      StateDict all;
+      for (const auto& [name, t] : model->state_dict()) all.insert("model." + name, t);
+      for (const auto& [name, t] : opt.state_dict()) all.insert("optim." + name, t);
+      save(all, checkpoint, {{"epoch", std::to_string(epoch)}});
+    }
+    summary.push_back({kind, n_params, args.epochs, accuracy, seconds_since(t_start)});
+    std::printf("%s: checkpoint %s\n", kind.c_str(), checkpoint.c_str());
   }
 
-  const auto t_start = std::chrono::steady_clock::now();
-  double accuracy = start_epoch > 0 ? evaluate(*model, test) : 0.0;
-  for (int epoch = start_epoch + 1; epoch <= args.epochs; ++epoch) {
-    const auto t0 = std::chrono::steady_clock::now();
-    double running = 0;
-    size_t done = 0, samples = 0;
-    for (auto& batch : train) {
-      Tensor logits = model->forward(batch.data.flatten(1));
-      Tensor loss = nn::functional::cross_entropy(logits, batch.target);
-      opt.zero_grad();  // gradients set to none
-      loss.backward();
-      opt.step();
-      schedule.step();
-      const double l = loss.item<double>();
-      running = done == 0 ? l : 0.95 * running + 0.05 * l;
-      ++done;
-      samples += static_cast<size_t>(batch.target.size(0));
-      if (done % 20 == 0 || done == train.size()) progress(epoch, done, train.size(), samples / seconds_since(t0), running);
-    }
-    accuracy = evaluate(*model, test);
-    std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
-
-    StateDict all;
-    for (const auto& [name, t] : model->state_dict()) all.insert("model." + name, t);
-    for (const auto& [name, t] : opt.state_dict()) all.insert("optim." + name, t);
-    save(all, args.checkpoint, {{"epoch", std::to_string(epoch)}});
-  }
-  std::printf("done: %d epochs, test accuracy %.2f%%, %.1f s; checkpoint %s (run again to resume, --fresh to "
-              "start over)\n",
-              args.epochs, 100 * accuracy, seconds_since(t_start), args.checkpoint.c_str());
+  std::printf("\nsummary (%d threads, batch %lld, AdamW lr %g with cosine decay):\n", args.threads,
+              static_cast<long long>(args.batch), args.lr);
+  std::printf("  %-5s %10s %7s %14s %10s\n", "model", "parameters", "epochs", "test accuracy", "time");
+  for (const Summary& r : summary)
+    std::printf("  %-5s %10lld %7d %13.2f%% %9.1fs\n", r.model.c_str(), static_cast<long long>(r.params), r.epochs,
+                100 * r.accuracy, r.seconds);
+  std::printf("run again to resume from the checkpoints (--fresh to start over)\n");
   return 0;
 }

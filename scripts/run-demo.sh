@@ -12,4 +12,4 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 "$root/scripts/build.sh" release "$demo"
 # The checkpoint lives in build/: a second run resumes from it (--fresh
 # starts over; --help lists the options).
-exec "$root/build/release/examples/$demo" --checkpoint "$root/build/fashion_mlp.safetensors" "$@"
+exec "$root/build/release/examples/$demo" --checkpoint-dir "$root/build" "$@"
