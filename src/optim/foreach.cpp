@@ -10,6 +10,7 @@
 #include "brisk/ops.h"
 #include "kernels/math.h"
 #include "optim/multi_tensor.h"
+#include "profiler/record.h"
 
 namespace brisk {
 namespace {
@@ -86,6 +87,7 @@ TensorList empty_like_list(const TensorList& l) {
 // ---- add ---------------------------------------------------------------------------
 
 void foreach_add_(const TensorList& self, const Scalar& scalar) {
+  BRISK_PROFILE_OP("_foreach_add_", self);
   check_lists("foreach_add_", {&self});
   if (!fast_path({&self})) {
     NoGradGuard g;
@@ -103,6 +105,7 @@ void foreach_add_(const TensorList& self, const Scalar& scalar) {
 }
 
 void foreach_add_(const TensorList& self, const ScalarList& scalars) {
+  BRISK_PROFILE_OP("_foreach_add_", self);
   check_lists("foreach_add_", {&self});
   check_scalars("foreach_add_", self, scalars);
   if (!fast_path({&self})) {
@@ -138,6 +141,7 @@ void add_list(const char* op, const TensorList& out, const TensorList& self, con
 }  // namespace
 
 void foreach_add_(const TensorList& self, const TensorList& other, const Scalar& alpha) {
+  BRISK_PROFILE_OP("_foreach_add_", self);
   check_lists("foreach_add_", {&self, &other});
   if (!fast_path({&self, &other})) {
     NoGradGuard g;
@@ -149,6 +153,7 @@ void foreach_add_(const TensorList& self, const TensorList& other, const Scalar&
 }
 
 TensorList foreach_add(const TensorList& self, const TensorList& other, const Scalar& alpha) {
+  BRISK_PROFILE_OP("_foreach_add", self);
   check_lists("foreach_add", {&self, &other});
   NoGradGuard g;
   if (!fast_path({&self, &other})) {
@@ -178,6 +183,7 @@ void scale_list(const TensorList& out, const TensorList& self, const S& scalar_o
 }  // namespace
 
 void foreach_mul_(const TensorList& self, const Scalar& scalar) {
+  BRISK_PROFILE_OP("_foreach_mul_", self);
   check_lists("foreach_mul_", {&self});
   if (!fast_path({&self})) {
     NoGradGuard g;
@@ -190,6 +196,7 @@ void foreach_mul_(const TensorList& self, const Scalar& scalar) {
 }
 
 void foreach_mul_(const TensorList& self, const ScalarList& scalars) {
+  BRISK_PROFILE_OP("_foreach_mul_", self);
   check_lists("foreach_mul_", {&self});
   check_scalars("foreach_mul_", self, scalars);
   if (!fast_path({&self})) {
@@ -202,6 +209,7 @@ void foreach_mul_(const TensorList& self, const ScalarList& scalars) {
 }
 
 TensorList foreach_mul(const TensorList& self, const Scalar& scalar) {
+  BRISK_PROFILE_OP("_foreach_mul", self);
   check_lists("foreach_mul", {&self});
   NoGradGuard g;
   if (!fast_path({&self})) {
@@ -216,6 +224,7 @@ TensorList foreach_mul(const TensorList& self, const Scalar& scalar) {
 }
 
 void foreach_mul_(const TensorList& self, const TensorList& other) {
+  BRISK_PROFILE_OP("_foreach_mul_", self);
   check_lists("foreach_mul_", {&self, &other});
   if (!fast_path({&self, &other})) {
     NoGradGuard g;
@@ -232,6 +241,7 @@ void foreach_mul_(const TensorList& self, const TensorList& other) {
 }
 
 void foreach_div_(const TensorList& self, const ScalarList& scalars) {
+  BRISK_PROFILE_OP("_foreach_div_", self);
   check_lists("foreach_div_", {&self});
   check_scalars("foreach_div_", self, scalars);
   if (!fast_path({&self})) {
@@ -252,6 +262,7 @@ void foreach_div_(const TensorList& self, const ScalarList& scalars) {
 // ---- addcmul / addcdiv / lerp / maximum --------------------------------------------
 
 void foreach_addcmul_(const TensorList& self, const TensorList& t1, const TensorList& t2, const Scalar& value) {
+  BRISK_PROFILE_OP("_foreach_addcmul_", self);
   check_lists("foreach_addcmul_", {&self, &t1, &t2});
   if (!fast_path({&self, &t1, &t2})) {
     NoGradGuard g;
@@ -283,6 +294,7 @@ void addcdiv_list(const TensorList& self, const TensorList& t1, const TensorList
 }  // namespace
 
 void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const TensorList& t2, const Scalar& value) {
+  BRISK_PROFILE_OP("_foreach_addcdiv_", self);
   check_lists("foreach_addcdiv_", {&self, &t1, &t2});
   if (!fast_path({&self, &t1, &t2})) {
     NoGradGuard g;
@@ -294,6 +306,7 @@ void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const Tensor
 }
 
 void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const TensorList& t2, const ScalarList& values) {
+  BRISK_PROFILE_OP("_foreach_addcdiv_", self);
   check_lists("foreach_addcdiv_", {&self, &t1, &t2});
   check_scalars("foreach_addcdiv_", self, values);
   if (!fast_path({&self, &t1, &t2})) {
@@ -305,6 +318,7 @@ void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const Tensor
 }
 
 void foreach_lerp_(const TensorList& self, const TensorList& end, const Scalar& weight) {
+  BRISK_PROFILE_OP("_foreach_lerp_", self);
   check_lists("foreach_lerp_", {&self, &end});
   if (!fast_path({&self, &end})) {
     NoGradGuard g;
@@ -322,6 +336,7 @@ void foreach_lerp_(const TensorList& self, const TensorList& end, const Scalar& 
 }
 
 void foreach_maximum_(const TensorList& self, const TensorList& other) {
+  BRISK_PROFILE_OP("_foreach_maximum_", self);
   check_lists("foreach_maximum_", {&self, &other});
   if (!fast_path({&self, &other})) {
     NoGradGuard g;
@@ -351,6 +366,7 @@ void sqrt_list(const TensorList& out, const TensorList& self) {
 }  // namespace
 
 TensorList foreach_sqrt(const TensorList& self) {
+  BRISK_PROFILE_OP("_foreach_sqrt", self);
   check_lists("foreach_sqrt", {&self});
   NoGradGuard g;
   if (!fast_path({&self})) {
@@ -364,6 +380,7 @@ TensorList foreach_sqrt(const TensorList& self) {
 }
 
 void foreach_sqrt_(const TensorList& self) {
+  BRISK_PROFILE_OP("_foreach_sqrt_", self);
   check_lists("foreach_sqrt_", {&self});
   if (!fast_path({&self})) {
     NoGradGuard g;
@@ -375,6 +392,7 @@ void foreach_sqrt_(const TensorList& self) {
 }
 
 void foreach_zero_(const TensorList& self) {
+  BRISK_PROFILE_OP("_foreach_zero_", self);
   check_lists("foreach_zero_", {&self});
   if (!fast_path({&self})) {
     NoGradGuard g;
@@ -391,6 +409,7 @@ void foreach_zero_(const TensorList& self) {
 }
 
 TensorList foreach_norm(const TensorList& self, const Scalar& ord) {
+  BRISK_PROFILE_OP("_foreach_norm", self);
   check_lists("foreach_norm", {&self});
   NoGradGuard g;
   const double p = ord.to_double();

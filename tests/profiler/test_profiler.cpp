@@ -381,10 +381,18 @@ TEST(Profiler, OptimizerStepNamesItsImplementation) {
     ASSERT_EQ(steps.size(), 1u) << detail;
     EXPECT_EQ(steps[0]->kind, EventKind::OptimizerStep);
     EXPECT_EQ(steps[0]->detail, detail);
+    int children = 0, foreach_children = 0;
+    for (const Event& e : r.events) {
+      if (parent_of(r, e) != steps[0] || e.kind != EventKind::Op) continue;
+      ++children;
+      foreach_children += e.name.rfind("_foreach_", 0) == 0;
+    }
     if (impl == optim::Impl::ForLoop) {
-      int children = 0;
-      for (const Event& e : r.events) children += parent_of(r, e) == steps[0] && e.kind == EventKind::Op;
       EXPECT_GT(children, 3) << "a for-loop step runs one op per arithmetic step";
+      EXPECT_EQ(foreach_children, 0);
+    }
+    if (impl == optim::Impl::Foreach) {
+      EXPECT_GT(foreach_children, 1) << "a foreach step runs foreach ops";
     }
     auto zg = named(r, "Optimizer.zero_grad");
     ASSERT_EQ(zg.size(), 1u);
