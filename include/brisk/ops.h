@@ -166,6 +166,9 @@ BRISK_DECLARE_UNARY(isfinite)
 #undef BRISK_DECLARE_UNARY
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
+/// grad where self > threshold (or nan), else 0, in one pass (ReLU's
+/// backward; not differentiable itself).
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
 
 // ---- reductions -----------------------------------------------------------------
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);

@@ -64,6 +64,7 @@ using NonzeroFn = Tensor (*)(const Tensor& in);
   _(gelu, ElementwiseFn)                            \
   _(softplus, ElementwiseFn)                        \
   _(isclose, ElementwiseFn)                         \
+  _(threshold_backward, ElementwiseFn)              \
   _(sum, ReduceFn)                                  \
   _(prod, ReduceFn)                                 \
   _(amax, ReduceFn)                                 \

@@ -709,4 +709,16 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   return *this;
 }
 
+Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  BRISK_PROFILE_OP("threshold_backward", grad, self);
+  BRISK_CHECK(is_floating_point(grad.dtype()) && is_floating_point(self.dtype()), "threshold_backward",
+              "expected floating point tensors, got ", grad.dtype(), " and ", self.dtype());
+  IterBuilder it("threshold_backward");
+  it.input(grad).input(self);
+  KernelArgs args;
+  args.s0 = threshold;
+  args.has_s0 = true;
+  return run<OpId::threshold_backward>("threshold_backward", it, args);
+}
+
 }  // namespace brisk

@@ -241,7 +241,10 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       // torch's threshold_backward: zero where result <= 0 (nan passes the gradient).
       rec("ReluBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
-        return {g * (c.saved(0) <= 0).logical_not().to(g.dtype())};
+        // Twice differentiable: under create_graph the gradient must be a
+        // function of g (the mask is constant), which the fused op is not.
+        if (GradMode::is_enabled()) return {g * (c.saved(0) <= 0).logical_not().to(g.dtype())};
+        return {threshold_backward(g, c.saved(0), 0)};
       });
       break;
     case UnaryMode::silu:

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -268,6 +269,20 @@ TEST(GradUnary, ExplicitValues) {
   Tensor gs = autograd::grad({x.sigmoid()}, {x}, {ones_like(x)})[0];
   Tensor s = x.detach().sigmoid();
   EXPECT_TRUE(brisk::testing::close(gs, s * (1 - s), 1e-15, 1e-15));
+}
+
+TEST(GradUnary, ReluBackwardIsThresholdBackward) {
+  // zero where the result is <= 0, the gradient where it is > 0 or nan
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor g = tensor({1.f, 2.f, 3.f, 4.f, 5.f});
+  Tensor r = tensor({-1.f, 0.f, 0.5f, nan, 2.f});
+  EXPECT_EQ(threshold_backward(g, r, 0).to_vector<float>(), (std::vector<float>{0, 0, 3, 4, 5}));
+  EXPECT_EQ(threshold_backward(g, r, 1).to_vector<float>(), (std::vector<float>{0, 0, 0, 4, 5}));
+  // ReLU's gradient through it, nan inputs pass the gradient as in torch
+  Tensor x = tensor({-1.f, 0.f, 0.5f, nan}).requires_grad_();
+  x.relu().backward(tensor({1.f, 1.f, 1.f, 1.f}));
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{0, 0, 1, 1}));
+  expect_error([&] { threshold_backward(tensor({1, 2}), tensor({1, 2}), 0); }, {"[threshold_backward]"});
 }
 
 TEST(GradUnary, Float32InputGetsFloat32Grad) {

@@ -209,6 +209,15 @@ void where_kernel(TensorIter& it, const KernelArgs&) {
   });
 }
 
+// grad where self > threshold (or self is nan), else 0: ReLU's backward in one pass.
+void threshold_backward_kernel(TensorIter& it, const KernelArgs& a) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[0], "threshold_backward", [&] {
+    using M = opmath_t<scalar_t>;
+    const M th = a.s0.to<M>();
+    binary_kernel<scalar_t>(it, [th](M g, M x) { return x <= th ? M(0) : g; });
+  });
+}
+
 // |a - b| <= atol + rtol * |b|, with inf == inf and optional nan == nan.
 void isclose_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_ALL(it.dtypes[1], "isclose", [&] {
@@ -255,6 +264,7 @@ void register_elementwise_kernels() {
   register_kernel<OpId::clamp_tensor>(kCPU, clamp_tensor_kernel);
   register_kernel<OpId::where>(kCPU, where_kernel);
   register_kernel<OpId::isclose>(kCPU, isclose_kernel);
+  register_kernel<OpId::threshold_backward>(kCPU, threshold_backward_kernel);
 }
 
 }  // namespace BRISK_CPU_ISA
