@@ -110,6 +110,21 @@ Tensor SavedTensor::unpack(Node& owner, size_t index) const {
 // gradient of a transposed weight as a transposed product); otherwise the
 // first gradient is copied into the leaf's layout instead of stolen.
 namespace {
+/// True when nothing but `g` reaches its memory. A view keeps the root of
+/// its chain of views alive (Note [View tracking]): that root counts as
+/// part of g when g holds the only reference to it.
+bool exclusively_owned(const Tensor& g) {
+  if (g.use_count() != 1) return false;
+  const TensorImpl* impl = g.impl();
+  const int32_t owners = impl->storage.use_count();
+  if (owners == 1) return true;
+  // ... and when g spans that memory: a slice of a bigger buffer is copied
+  // rather than kept alive as a gradient.
+  const TensorImpl* base = impl->view_base.get();
+  return owners == 2 && base && impl->view_base.use_count() == 1 && base->storage.get() == impl->storage.get() &&
+         static_cast<size_t>(g.numel()) * element_size(g.dtype()) == impl->storage->nbytes;
+}
+
 /// The node that accumulates a leaf's gradient into its .grad().
 class AccumulateGrad final : public Node {
  public:
@@ -138,14 +153,15 @@ class AccumulateGrad final : public Node {
     if (!dst.defined()) {
       const bool same_layout = like ? g.strides() == like->strides() || (g.is_contiguous() && like->is_contiguous())
                                     : g.is_contiguous();
-      const bool stealable = !recording && same_layout && g.use_count() == 1 &&
-                             g.impl()->storage.use_count() == 1 && !g.is_inference();
-      if (stealable || (recording && g.requires_grad()))
+      const bool stealable = !recording && same_layout && exclusively_owned(g) && !g.is_inference();
+      if (stealable || (recording && g.requires_grad())) {
         dst = std::move(g);
-      else if (like && like->is_contiguous())
-        dst = g.contiguous().is_same(g) ? g.clone() : g.contiguous();
-      else
+      } else if (like && like->is_contiguous()) {
+        Tensor c = g.contiguous();
+        dst = c.is_same(g) ? g.clone() : std::move(c);
+      } else {
         dst = g.clone();
+      }
     } else if (!recording) {
       dst.add_(g);
     } else {

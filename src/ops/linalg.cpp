@@ -479,11 +479,13 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
       Tensor gs, g1, g2;
       if (c.needs(0)) gs = b == 1.0 ? g : g * b;
       if (c.needs(1)) {
-        g1 = g.mm(c.saved(1).t());
+        g1 = mm_in_layout_of(g, c.saved(1).t(), c.saved(0));
         if (al != 1.0) g1 = g1 * al;
       }
       if (c.needs(2)) {
-        g2 = c.saved(0).t().mm(g);
+        // linear passes w.t() as mat2: its gradient comes out transposed, so
+        // that w's gradient (after TBackward0) is contiguous and stolen.
+        g2 = mm_in_layout_of(c.saved(0).t(), g, c.saved(1));
         if (al != 1.0) g2 = g2 * al;
       }
       return {gs, g1, g2};

@@ -376,3 +376,29 @@ TEST(Engine, InPlaceOnViewOfPlainTensor) {
   EXPECT_FALSE(p.detach()._is_view());
   EXPECT_FALSE(p._is_view());
 }
+
+// Note [Gradient layout]: the first gradient of a leaf is stolen, not
+// copied, when it has the leaf's layout and nothing else holds it — also
+// when it is a view (the bias gradient is sum(...).view(...)) and when the
+// weight enters linear transposed.
+TEST(Engine, FirstGradientsAreStolenNotCopied) {
+  Tensor w = randn({4, 3}).requires_grad_(), b = randn({4}).requires_grad_();
+  Tensor x = randn({5, 3});
+  profiler::profile p;
+  nn::functional::linear(x, w, b).relu().sum().backward();
+  p.stop();
+  const auto& ev = p.result().events;
+  int accumulate = 0;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    if (ev[i].name != "AccumulateGrad") continue;
+    ++accumulate;
+    for (const auto& e : ev)
+      if (e.parent == static_cast<int32_t>(i)) ADD_FAILURE() << "AccumulateGrad ran " << e.name;
+  }
+  EXPECT_EQ(accumulate, 2);
+  EXPECT_TRUE(w.grad().is_contiguous());
+  // the values are still right: d/dw sum(relu(x w^T + b)) = mask^T x
+  Tensor mask = (x.matmul(w.detach().t()) + b.detach()).gt(0).to(kFloat);
+  EXPECT_TRUE(brisk::testing::close(w.grad(), mask.t().matmul(x), 1e-5, 1e-5));
+  EXPECT_TRUE(brisk::testing::close(b.grad(), mask.sum(0), 1e-5, 1e-5));
+}
