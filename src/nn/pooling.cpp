@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "brisk/autograd.h"
@@ -189,16 +190,41 @@ constexpr Tap kNoTap = std::numeric_limits<Tap>::max();
 // uint8 Tap* may alias anything, so sizes read from MaxGeom inside a loop
 // would be reloaded after every store (and the loop not vectorized).
 
-// One output row of 2x2 / stride 2 windows over input rows r0, r1: taps
-// 0 1 / 2 3 in row-major order. Branch-free so that it vectorizes; the taps
-// go to an int32 row buffer (a uint8 store would make the compiler pick 16
-// outputs per vector iteration, more than a 14-wide row has).
+// Note [2x2 staging]
+// The 2x2 / stride 2 NCHW kernels are the hot path of small CNNs, whose rows
+// are short (14 or 7 outputs): a loop per row spends most of its time in the
+// compiler's scalar remainder, which branches on the comparisons. So a chunk
+// of output rows is staged first: the even input rows of the chunk copied
+// one after the other into `top`, the odd ones into `bot`. Output i of the
+// chunk then reads top[2i], top[2i + 1], bot[2i], bot[2i + 1] (W = 2 OW), and
+// one branch-free loop over the chunk, rounded up to 16 outputs (no scalar
+// remainder), does the work. The copies stay in L1.
+constexpr int64_t kStageOutputs = 1024;
+constexpr int64_t pad16(int64_t n) { return (n + 15) & ~int64_t(15); }
+
+template <class T>
+struct Stage2x2 {
+  std::vector<T> top, bot, val;  // staged input rows (2 per output) and values
+  std::vector<int32_t> taps;     // staged taps (int32: a uint8 store would not vectorize)
+  explicit Stage2x2(int64_t OW) {
+    const int64_t n = pad16(std::max(kStageOutputs, OW));
+    top.resize(static_cast<size_t>(2 * n));
+    bot.resize(static_cast<size_t>(2 * n));
+    val.resize(static_cast<size_t>(n));
+    taps.resize(static_cast<size_t>(n));
+  }
+  /// Output rows per chunk.
+  static int64_t rows(int64_t OW) { return std::max<int64_t>(1, kStageOutputs / OW); }
+};
+
+// n outputs (a multiple of 16) of staged 2x2 windows: taps 0 1 / 2 3 in
+// row-major order; a value wins when greater or NaN (PyTorch's rule).
 template <class T, bool kTaps>
-inline void max2x2_row(const T* __restrict r0, const T* __restrict r1, T* __restrict yo, int32_t* __restrict to,
-                       int64_t OW) {
+void max2x2_staged(const T* __restrict top, const T* __restrict bot, T* __restrict val, int32_t* __restrict taps,
+                   int64_t n) {
   using acc_t = opmath_t<T>;
-  for (int64_t ow = 0; ow < OW; ++ow) {
-    const acc_t a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+  for (int64_t i = 0; i < n; ++i) {
+    const acc_t a = top[2 * i], b = top[2 * i + 1], c = bot[2 * i], d = bot[2 * i + 1];
     acc_t m = a;
     int32_t t = 0;
     bool take = (b > m) | (b != b);
@@ -210,8 +236,27 @@ inline void max2x2_row(const T* __restrict r0, const T* __restrict r1, T* __rest
     take = (d > m) | (d != d);
     m = take ? d : m;
     t = take ? 3 : t;
-    yo[ow] = T(m);
-    if constexpr (kTaps) to[ow] = t;
+    val[i] = T(m);
+    if constexpr (kTaps) taps[i] = t;
+  }
+}
+
+// The gradient of n staged outputs (a multiple of 16) into the staged input
+// rows: every position gets the gradient or zero.
+template <class T>
+void max2x2_backward_staged(const T* __restrict g, const int32_t* __restrict taps, T* __restrict top,
+                            T* __restrict bot, int64_t n) {
+  using acc_t = opmath_t<T>;
+  for (int64_t i = 0; i < n; ++i) {
+    const acc_t v = g[i], zero = 0;
+    const int32_t t = taps[i];
+    // selects of values into locals: a select feeding a store directly
+    // becomes a branch
+    const acc_t a = t == 0 ? v : zero, b = t == 1 ? v : zero, c = t == 2 ? v : zero, d = t == 3 ? v : zero;
+    top[2 * i] = T(a);
+    top[2 * i + 1] = T(b);
+    bot[2 * i] = T(c);
+    bot[2 * i + 1] = T(d);
   }
 }
 
@@ -226,17 +271,26 @@ void max_forward_nchw(const MaxGeom& g, const T* x, T* y, Tap* taps) {
     const Span* hs = g.hs.data();
     const Span* ws = g.ws.data();
     const bool fast2 = g.fast2;
-    std::vector<int32_t> row_taps(fast2 ? static_cast<size_t>(OW) : 0);
+    std::optional<Stage2x2<T>> st;
+    if (fast2) st.emplace(OW);
     for (int64_t p = b; p < e; ++p) {
       const T* xp = x + p * in_plane;
       T* yp = y + p * out_plane;
       Tap* tp = kTaps ? taps + p * out_plane : nullptr;
       if (fast2) {
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          const T* r0 = xp + 2 * oh * W;
-          max2x2_row<T, kTaps>(r0, r0 + W, yp + oh * OW, row_taps.data(), OW);
+        // Note [2x2 staging]
+        const int64_t rows = Stage2x2<T>::rows(OW);
+        for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
+          const int64_t nr = std::min(rows, OH - oh0), n = nr * OW;
+          for (int64_t r = 0; r < nr; ++r) {
+            const T* src = xp + 2 * (oh0 + r) * W;
+            std::memcpy(st->top.data() + r * W, src, sizeof(T) * W);
+            std::memcpy(st->bot.data() + r * W, src + W, sizeof(T) * W);
+          }
+          max2x2_staged<T, kTaps>(st->top.data(), st->bot.data(), st->val.data(), st->taps.data(), pad16(n));
+          std::memcpy(yp + oh0 * OW, st->val.data(), sizeof(T) * n);
           if constexpr (kTaps)
-            for (int64_t ow = 0; ow < OW; ++ow) tp[oh * OW + ow] = static_cast<Tap>(row_taps[ow]);
+            for (int64_t i = 0; i < n; ++i) tp[oh0 * OW + i] = static_cast<Tap>(st->taps[i]);
         }
         continue;
       }
@@ -327,25 +381,6 @@ std::vector<int64_t> tap_offsets(const MaxGeom& g) {
   return off;
 }
 
-// Gradient of one output row of 2x2 / stride 2 windows: every input
-// position gets the gradient or zero, so no zero fill is needed. Taps come
-// widened to int32 (see max2x2_row).
-template <class T>
-inline void max2x2_backward_row(const T* __restrict go, const int32_t* __restrict to, T* __restrict r0,
-                                T* __restrict r1, int64_t OW) {
-  using acc_t = opmath_t<T>;
-  for (int64_t ow = 0; ow < OW; ++ow) {
-    const acc_t v = go[ow];
-    const int32_t t = to[ow];
-    const acc_t zero = 0;
-    const acc_t a = t == 0 ? v : zero, b = t == 1 ? v : zero, c = t == 2 ? v : zero, d = t == 3 ? v : zero;
-    r0[2 * ow] = T(a);
-    r0[2 * ow + 1] = T(b);
-    r1[2 * ow] = T(c);
-    r1[2 * ow + 1] = T(d);
-  }
-}
-
 // gy, taps: (N*C planes of OH x OW) -> gx: (N*C planes of H x W). NCHW.
 template <class T, class Tap>
 void max_backward_nchw(const MaxGeom& g, const T* gy, const Tap* taps, T* gx) {
@@ -358,16 +393,26 @@ void max_backward_nchw(const MaxGeom& g, const T* gy, const Tap* taps, T* gx) {
     const Span* ws = g.ws.data();
     const int64_t* off = off_v.data();
     const bool fast2 = g.fast2, disjoint = g.disjoint;
-    std::vector<int32_t> row_taps(fast2 ? static_cast<size_t>(OW) : 0);
+    std::optional<Stage2x2<T>> st;
+    if (fast2) st.emplace(OW);
     for (int64_t p = b; p < e; ++p) {
       const T* gp = gy + p * out_plane;
       const Tap* tp = taps + p * out_plane;
       T* xp = gx + p * in_plane;
       if (fast2) {
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          for (int64_t ow = 0; ow < OW; ++ow) row_taps[ow] = tp[oh * OW + ow];
-          T* r0 = xp + 2 * oh * W;
-          max2x2_backward_row<T>(gp + oh * OW, row_taps.data(), r0, r0 + W, OW);
+        // Note [2x2 staging], in reverse: every input position is written
+        // (the gradient or zero), so no zero fill is needed.
+        const int64_t rows = Stage2x2<T>::rows(OW);
+        for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
+          const int64_t nr = std::min(rows, OH - oh0), n = nr * OW;
+          std::memcpy(st->val.data(), gp + oh0 * OW, sizeof(T) * n);
+          for (int64_t i = 0; i < n; ++i) st->taps[i] = tp[oh0 * OW + i];
+          max2x2_backward_staged<T>(st->val.data(), st->taps.data(), st->top.data(), st->bot.data(), pad16(n));
+          for (int64_t r = 0; r < nr; ++r) {
+            T* dst = xp + 2 * (oh0 + r) * W;
+            std::memcpy(dst, st->top.data() + r * W, sizeof(T) * W);
+            std::memcpy(dst + W, st->bot.data() + r * W, sizeof(T) * W);
+          }
         }
         continue;
       }

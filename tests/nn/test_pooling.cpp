@@ -246,6 +246,28 @@ TEST(MaxPool2d, AllOptionsAgainstNaiveLoop) {
   EXPECT_GT(refused, 0);
 }
 
+// The 2x2 / stride 2 kernels stage chunks of output rows (planes larger
+// than a chunk, rows longer than a chunk, odd row lengths).
+TEST(MaxPool2d, TwoByTwoPlanesOfManySizes) {
+  manual_seed(13);
+  const Cfg c{2, 2, 2, 2, 0, 0, 1, 1, false};
+  for (auto [H, W] : {std::pair<int64_t, int64_t>{2, 2}, {14, 14}, {28, 28}, {6, 30}, {70, 80}, {4, 2100}}) {
+    SCOPED_TRACE(std::to_string(H) + "x" + std::to_string(W));
+    const Tensor x = randn({2, 3, H, W});
+    const MaxRef r = ref_max_pool(x, c);
+    for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+      const Tensor xd = x.to(dt).detach().requires_grad_();
+      const MaxRef rd = dt == kBFloat16 ? ref_max_pool(xd, c) : r;
+      auto [y, idx] = F::max_pool2d_with_indices(xd, 2);
+      EXPECT_TRUE(same_values(y, rd.out));
+      EXPECT_EQ(idx.to_vector<int64_t>(), rd.idx);
+      const Tensor gy = randn(y.sizes()).to(dt);
+      y.backward(gy);
+      EXPECT_TRUE(same_values(xd.grad(), ref_max_grad(xd, rd, values(gy))));
+    }
+  }
+}
+
 TEST(MaxPool2d, DefaultStrideIsKernelAndPositionalForm) {
   manual_seed(2);
   const Tensor x = randn({2, 4, 9, 10});
@@ -322,7 +344,7 @@ TEST(MaxPool2d, Gradcheck) {
                        Cfg{3, 2, 2, 1, 1, 0, 2, 1, true}}) {
     SCOPED_TRACE(describe(c));
     for (bool cl : {false, true}) {
-      Tensor x = leaf({2, 3, 6, 5});
+      Tensor x = leaf({2, 3, 6, 4});  // 2x2 windows tile it: the fast path
       if (cl) x = x.detach().contiguous(kChannelsLast).requires_grad_();
       EXPECT_TRUE(gradcheck_ok([&](const TensorList& in) { return F::max_pool2d(in[0], max_opts(c)); }, {x},
                                /*grad_grad=*/true));
