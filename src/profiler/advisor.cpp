@@ -388,7 +388,8 @@ void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
   Sites sites;
   int64_t stretches = 0;
   for (auto& [thread, ops] : per_thread) {
-    std::stable_sort(ops.begin(), ops.end(), [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; });
+    auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
+    if (!std::is_sorted(ops.begin(), ops.end(), by_start)) std::stable_sort(ops.begin(), ops.end(), by_start);
     size_t k = 0;
     while (k < ops.size()) {
       size_t end = k;
@@ -560,7 +561,8 @@ void rule_allocating_ops(const Context& c, std::vector<Finding>& out) {
   std::set<std::pair<std::string, int64_t>> seen;               // (where, bytes) allocated before
   std::vector<size_t> order(ev.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; });
+  auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
+  if (!std::is_sorted(order.begin(), order.end(), by_start)) std::stable_sort(order.begin(), order.end(), by_start);
   for (size_t i : order) {
     const Event& e = ev[i];
     if (e.self_allocs <= 0 && e.self_cache_misses <= 0) continue;

@@ -1,14 +1,17 @@
 // load_chrome_trace: reads a trace written by export_chrome_trace back into a
-// ProfileResult (the schema is in docs/design/profiler.md, "Trace file").
+// ProfileResult (the schema is in docs/design/profiler.md, "The Chrome trace").
 // The file is untrusted input: anything malformed is a brisk::Error naming
 // the file and the event, never a crash. Events the schema does not know
 // (other phases, other counters, other metadata) are skipped, so a trace
 // edited by another tool still loads.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <fstream>
-#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -75,6 +78,7 @@ class TraceReader {
 
   static std::string quoted(const std::string& s) { return "'" + s + "'"; }
   [[noreturn]] void fail_event(const std::string& what) const {
+    if (in_header_) BRISK_FAIL(kOp, quoted(path_), ": the \"brisk\" header: ", what);
     BRISK_FAIL(kOp, quoted(path_), ": event ", index_, ": ", what);
   }
   void expect(Kind k, const char* field) {
@@ -98,7 +102,8 @@ class TraceReader {
 
   json::Reader rd_;
   std::string path_;
-  size_t index_ = 0;  // of the event being read, for messages
+  size_t index_ = 0;        // of the event being read, for messages
+  bool in_header_ = false;  // reading the "brisk" object
   std::vector<std::string> meta_names_;  // thread_name metadata by tid
 };
 
@@ -276,7 +281,7 @@ void TraceReader::add_event(Raw& raw, ProfileResult& r) {
 }
 
 void TraceReader::read_brisk(ProfileResult& r, bool* has_duration) {
-  index_ = 0;
+  in_header_ = true;
   expect(Kind::Object, "brisk");
   rd_.begin_object();
   std::string key;
@@ -310,6 +315,7 @@ void TraceReader::read_brisk(ProfileResult& r, bool* has_duration) {
       skip_value(rd_);
     }
   }
+  in_header_ = false;
 }
 
 ProfileResult TraceReader::read() {
@@ -350,26 +356,32 @@ ProfileResult TraceReader::read() {
   if (!has_duration)
     for (const Event& e : r.events) r.duration_ns = std::max(r.duration_ns, e.end_ns);
 
-  // Events by start time (file order among equal starts), then the nesting
-  // on each thread: an event's parent is the innermost one enclosing it.
-  std::stable_sort(r.events.begin(), r.events.end(),
-                   [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; });
-  std::vector<int32_t> order(r.events.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    const Event &x = r.events[a], &y = r.events[b];
-    if (x.thread != y.thread) return x.thread < y.thread;
-    if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
-    return x.end_ns > y.end_ns;  // the enclosing one first
-  });
+  // Events by start time (file order among equal starts; the exporter
+  // writes them in that order already), then the nesting on each thread: an
+  // event's parent is the innermost one enclosing it.
+  auto by_start = [](const Event& a, const Event& b) { return a.start_ns < b.start_ns; };
+  if (!std::is_sorted(r.events.begin(), r.events.end(), by_start))
+    std::stable_sort(r.events.begin(), r.events.end(), by_start);
+  std::vector<std::vector<int32_t>> per_thread(r.threads.size());
+  for (size_t i = 0; i < r.events.size(); ++i) per_thread[r.events[i].thread].push_back(static_cast<int32_t>(i));
   std::vector<int32_t> open;
-  for (size_t k = 0; k < order.size(); ++k) {
-    Event& e = r.events[order[k]];
-    if (k > 0 && r.events[order[k - 1]].thread != e.thread) open.clear();
-    while (!open.empty() && r.events[open.back()].end_ns < e.end_ns) open.pop_back();
-    e.parent = open.empty() ? -1 : open.back();
-    e.depth = static_cast<int32_t>(open.size());
-    open.push_back(order[k]);
+  for (std::vector<int32_t>& order : per_thread) {
+    // At equal starts the enclosing (longer) event comes first.
+    auto encloser_first = [&](int32_t a, int32_t b) {
+      const Event &x = r.events[a], &y = r.events[b];
+      if (x.start_ns != y.start_ns) return x.start_ns < y.start_ns;
+      return x.end_ns > y.end_ns;
+    };
+    if (!std::is_sorted(order.begin(), order.end(), encloser_first))
+      std::stable_sort(order.begin(), order.end(), encloser_first);
+    open.clear();
+    for (int32_t i : order) {
+      Event& e = r.events[i];
+      while (!open.empty() && r.events[open.back()].end_ns < e.end_ns) open.pop_back();
+      e.parent = open.empty() ? -1 : open.back();
+      e.depth = static_cast<int32_t>(open.size());
+      open.push_back(i);
+    }
   }
   return r;
 }
@@ -377,12 +389,24 @@ ProfileResult TraceReader::read() {
 }  // namespace
 
 ProfileResult load_chrome_trace(const std::string& path) {
+  struct stat st;
+  BRISK_CHECK(::stat(path.c_str(), &st) == 0, kOp, "cannot open '", path, "': ", std::strerror(errno));
+  BRISK_CHECK(!S_ISDIR(st.st_mode), kOp, "'", path, "' is a directory, not a trace");
   std::ifstream in(path, std::ios::binary);
   BRISK_CHECK(in.good(), kOp, "cannot open '", path, "'");
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  std::string text;
+  if (S_ISREG(st.st_mode)) {
+    // One read into a string of the file's size (traces run to hundreds of MB).
+    text.resize(static_cast<size_t>(st.st_size));
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  } else {
+    // A pipe or a device: read to the end.
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    text = buf.str();
+  }
   BRISK_CHECK(!in.bad(), kOp, "reading '", path, "' failed");
-  std::string text = buf.str();
   return TraceReader(text, path).read();
 }
 

@@ -1015,7 +1015,7 @@ TEST(TraceLoad, MalformedTracesThrow) {
       {with(R"(, "name": "")"), "without a name"},
       {std::string(R"({"traceEvents": [], "brisk": {"version": 2}})"), "version 2"},
       {std::string(R"({"traceEvents": [], "brisk": {"duration_ns": -1}})"), "negative"},
-      {std::string(R"({"traceEvents": [], "brisk": {"threads": [1]}})"), "'threads' must be a string"},
+      {std::string(R"({"traceEvents": [], "brisk": {"threads": [1]}})"), "the \"brisk\" header: 'threads' must be a string"},
       {std::string(R"({"traceEvents": [], "brisk": {"options": {"with_stack": "yes"}}})"), "'with_stack'"},
       {std::string(R"({"traceEvents": []} trailing)"), "unexpected data"},
       {std::string(R"({"traceEvents": [], "x": tru})"), "invalid JSON"},
@@ -1029,6 +1029,8 @@ TEST(TraceLoad, MalformedTracesThrow) {
   }
   brisk::testing::expect_error([&] { prof::load_chrome_trace(temp_path("missing.json")); },
                         {"[load_chrome_trace]", "cannot open"});
+  brisk::testing::expect_error([&] { prof::load_chrome_trace(::testing::TempDir()); },
+                               {"[load_chrome_trace]", "is a directory"});
 }
 
 // Every truncation of a real trace, and every single-byte corruption of a
