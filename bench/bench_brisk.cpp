@@ -103,7 +103,6 @@ std::shared_ptr<bnn::Sequential> epoch_model(bool cnn) {
     return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
         std::make_shared<bnn::Linear>(784, 256), std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(256, 128),
         std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(128, 10)});
-#ifdef BRISK_BENCH_CNN
   return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
       std::make_shared<bnn::Conv2d>(bnn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<bnn::ReLU>(),
       std::make_shared<bnn::MaxPool2d>(2),
@@ -111,9 +110,6 @@ std::shared_ptr<bnn::Sequential> epoch_model(bool cnn) {
       std::make_shared<bnn::MaxPool2d>(2), std::make_shared<bnn::Flatten>(),
       std::make_shared<bnn::Linear>(32 * 7 * 7, 128), std::make_shared<bnn::ReLU>(),
       std::make_shared<bnn::Linear>(128, 10)});
-#else
-  throw std::runtime_error("no conv yet");
-#endif
 }
 
 // One epoch as the demo runs it: DataLoader (shuffle, one worker, uint8
@@ -222,6 +218,30 @@ Runner prepare(const Spec& s) {
     case Kind::EpochMlp:
     case Kind::EpochCnn:
       return make_runner(th, [c = std::make_shared<EpochCase>(s.kind == Kind::EpochCnn)] { c->run(); });
+    case Kind::ProfilerOff:
+      return make_runner(th, [x = make({3, 3}, 1), y = Tensor()]() mutable { y = x + x; });
+    case Kind::ProfilerOn:
+    case Kind::ProfilerOnShapes:
+    case Kind::ProfilerOnMemory: {
+      namespace prof = brisk::profiler;
+      const prof::ProfileOptions opts = prof::ProfileOptions()
+                                            .record_shapes(s.kind != Kind::ProfilerOn)
+                                            .profile_memory(s.kind == Kind::ProfilerOnMemory);
+      // The profile starts before and stops after the timed loop: the time
+      // is what recording adds to each op; merging the buffers at stop() is
+      // post-processing and is not counted.
+      Runner r;
+      r.run = [th, opts, x = make({3, 3}, 1), y = Tensor()](int64_t calls, bool cpu) mutable {
+        th();
+        prof::profile p(opts);
+        const double t0 = now_seconds(cpu);
+        for (int64_t i = 0; i < calls; ++i) y = x + x;
+        const double t = now_seconds(cpu) - t0;
+        p.stop();
+        return t;
+      };
+      return r;
+    }
   }
   return skip("unknown case");
 }

@@ -179,6 +179,11 @@ Runner prepare(const Spec& s) {
     case Kind::EpochMlp:
     case Kind::EpochCnn:
       return make_runner(th, [c = std::make_shared<EpochCase>(s.kind == Kind::EpochCnn)] { c->run(); });
+    case Kind::ProfilerOff:
+    case Kind::ProfilerOn:
+    case Kind::ProfilerOnShapes:
+    case Kind::ProfilerOnMemory:
+      return skip("brisk's profiler: brisk side only");
   }
   return skip("unknown case");
 }

@@ -165,13 +165,20 @@ class CachingCpuAllocator final : public Allocator {
       if (t_cache.count[c] > 0) p = t_cache.blocks[c][--t_cache.count[c]];
     }
     if (!p) p = global_pool().take(n);
-    if (p) {
+    const bool miss = p == nullptr;
+    if (BRISK_LIKELY(!miss))
       bump(s.hits);
-      if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, false);
-      return p;
-    }
+    else
+      p = allocate_miss(n, nbytes);
+    if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, miss);
+    return p;
+  }
+  // A request the cache could not serve: from the OS (after emptying the
+  // cache if the OS refuses once).
+  [[gnu::noinline]] void* allocate_miss(size_t n, size_t nbytes) {
+    Stats& s = stats();
     bump(s.misses);
-    p = os_alloc(n);
+    void* p = os_alloc(n);
     if (!p) {
       // Give the cache back to the OS and try once more.
       cpu::empty_cache();
@@ -182,7 +189,6 @@ class CachingCpuAllocator final : public Allocator {
       BRISK_FAIL("cpu_allocator", "out of memory: tried to allocate ", nbytes, " bytes (", memory_summary_line(),
                  ")");
     }
-    if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, true);
     return p;
   }
   void free(void* p, size_t nbytes) override {

@@ -35,8 +35,8 @@ const char* kind_name(EventKind k) {
 
 namespace detail {
 
-std::atomic<bool> g_active{false};
-std::atomic<bool> g_memory{false};
+BRISK_PROFILER_INTERNAL std::atomic<bool> g_active{false};
+BRISK_PROFILER_INTERNAL std::atomic<bool> g_memory{false};
 
 namespace {
 
@@ -561,7 +561,7 @@ bool is_enabled() { return detail::active(); }
 namespace brisk {
 namespace detail {
 
-std::atomic<uint8_t> g_sync_debug_mode{0};
+BRISK_PROFILER_INTERNAL std::atomic<uint8_t> g_sync_debug_mode{0};
 
 namespace {
 std::mutex& warned_mu() {

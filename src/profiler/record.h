@@ -25,10 +25,13 @@
 
 namespace brisk::profiler::detail {
 
+// Hidden: read inside libbrisk only, so each read is one RIP-relative load
+// (not a load of its address from the GOT first).
+#define BRISK_PROFILER_INTERNAL __attribute__((visibility("hidden")))
 /// A profile is recording.
-extern std::atomic<bool> g_active;
+extern std::atomic<bool> g_active BRISK_PROFILER_INTERNAL;
 /// A profile is recording with profile_memory (read by the allocator).
-extern std::atomic<bool> g_memory;
+extern std::atomic<bool> g_memory BRISK_PROFILER_INTERNAL;
 
 inline bool active() { return g_active.load(std::memory_order_relaxed); }
 
@@ -132,7 +135,7 @@ void set_thread_name(const std::string& name);
 namespace brisk::detail {
 
 /// Sync debug mode (set_sync_debug_mode) as an atomic, read on each sync point.
-extern std::atomic<uint8_t> g_sync_debug_mode;
+extern std::atomic<uint8_t> g_sync_debug_mode BRISK_PROFILER_INTERNAL;
 void sync_point_slow(const char* call, const Tensor& t);
 
 /// Every call that would wait for a device on a GPU (item, nonzero, copies to
