@@ -194,13 +194,8 @@ std::string thread_name(const State& st) {
   return "thread " + std::to_string(st.buffers.size());
 }
 
-// Registers the calling thread with the active profile; null when none.
-[[gnu::noinline]] ThreadBuffer* register_thread() {
-  if (t_slot.closed) return nullptr;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> g(r.mu);
-  State* st = r.state;
-  if (!st) return nullptr;
+// Registers the calling thread with the profile `st` (r.mu held).
+ThreadBuffer* register_thread_locked(Registry& r, State* st) {
   ThreadBuffer* b = t_slot.buffer;
   if (!b) {
     if (!r.free_buffers.empty()) {
@@ -222,6 +217,15 @@ std::string thread_name(const State& st) {
   st->names.push_back(thread_name(*st));
   st->buffers.push_back(b);
   return b;
+}
+
+// Registers the calling thread with the active profile; null when none.
+[[gnu::noinline]] ThreadBuffer* register_thread() {
+  if (t_slot.closed) return nullptr;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> g(r.mu);
+  if (!r.state) return nullptr;
+  return register_thread_locked(r, r.state);
 }
 
 // The calling thread's buffer with `busy` raised, or null when no profile
@@ -490,11 +494,11 @@ profile::profile(ProfileOptions options) {
     r.state = st;
     g_record_shapes = st->options.record_shapes();
     g_generation.store(st->generation, std::memory_order_release);
+    if (!t_slot.closed) register_thread_locked(r, st);  // the starting thread is thread 0, "main"
     st->t0 = now_ns();
     g_memory.store(st->options.profile_memory(), std::memory_order_release);
     g_active.store(true, std::memory_order_seq_cst);
   }
-  register_thread();  // the starting thread is thread 0, "main"
   active_ = true;
 }
 
@@ -512,18 +516,22 @@ void profile::stop() {
   Registry& r = registry();
   std::lock_guard<std::mutex> g(r.mu);
   State* st = r.state;
-  const int64_t t_end = now_ns();
   g_memory.store(false, std::memory_order_relaxed);
   g_active.store(false, std::memory_order_seq_cst);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (ThreadBuffer* b : st->buffers)
     while (b->busy.load(std::memory_order_acquire)) std::this_thread::yield();
+  // After the wait: every recorded time is earlier.
+  const int64_t t_end = now_ns();
   std::unique_ptr<State> owned(st);
   r.state = nullptr;
   merge(*st, t_end, result_);
+  // Give the events' memory back now (a thread may never record again);
+  // buffers of threads that exited go to the free list.
   for (ThreadBuffer* b : st->buffers) {
-    if (b->orphan) {
-      b->reset();
+    const bool orphan = b->orphan;
+    b->reset();
+    if (orphan) {
       b->generation = 0;
       r.free_buffers.push_back(b);
     }
@@ -546,10 +554,17 @@ record_function::record_function(std::string name) {
 record_function::~record_function() {
   if (BRISK_LIKELY(index_ < 0)) return;
   using namespace detail;
-  ThreadBuffer* b = t_slot.buffer;
   // Close only the event this scope opened: the innermost open one of the
-  // current profile on this thread.
-  if (b && b->current == index_) close_event({b, index_, b->generation});
+  // active profile on this thread.
+  const int64_t t = now_ns();
+  ThreadBuffer* b = acquire();
+  if (!b) return;
+  if (b->current == index_) {
+    RawEvent& e = b->at(static_cast<uint32_t>(index_));
+    e.end = t;
+    b->current = e.parent;
+  }
+  release(b);
 }
 
 bool is_enabled() { return detail::active(); }

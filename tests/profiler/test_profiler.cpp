@@ -331,6 +331,65 @@ TEST(Profiler, OpsInsideParallelRegionsAreRecordedPerWorker) {
 #endif
 }
 
+// A thread that keeps running ops while profiles start and stop around it.
+TEST(Profiler, StopWhileAnotherThreadRecords) {
+  std::atomic<bool> quit{false};
+  std::atomic<int64_t> iterations{0};
+  std::thread worker([&] {
+    Tensor x = ones({4});
+    while (!quit.load()) {
+      prof::record_function scope("iteration");
+      Tensor y = x.exp().neg();
+      iterations.fetch_add(1);
+    }
+  });
+  auto wait_for_more = [&](int64_t n) {
+    const int64_t target = iterations.load() + n;
+    while (iterations.load() < target) std::this_thread::yield();
+  };
+  for (int round = 0; round < 3; ++round) {
+    prof::profile p;
+    wait_for_more(200);
+    p.stop();  // the worker is in the middle of some event
+    const auto& r = p.result();
+    check_structure(r);
+    ASSERT_EQ(r.threads.size(), 2u);
+    EXPECT_EQ(r.threads[1].rfind("thread ", 0), 0u);
+    EXPECT_GE(named(r, "exp").size(), 150u);
+    for (const Event* e : named(r, "exp")) EXPECT_EQ(e->thread, 1u);
+    wait_for_more(200);  // unprofiled iterations in between
+  }
+  quit = true;
+  worker.join();
+}
+
+TEST(Profiler, ScopesSpanningStopAreHarmless) {
+  Tensor x = ones({2});
+  auto p = std::make_unique<prof::profile>();
+  {
+    prof::record_function scope("outer");
+    Tensor y = x.exp();
+    p->stop();  // closes "outer" at the stop time
+    prof::profile q;  // a new profile while the old scope is still open
+    Tensor z = x.neg();
+    // leaving the scope must not close anything of q's
+    {
+      prof::record_function inner("inner");
+    }
+    const auto& rq = q.result();
+    check_structure(rq);
+    ASSERT_EQ(named(rq, "neg").size(), 1u);
+    EXPECT_EQ(named(rq, "neg")[0]->parent, -1);
+    EXPECT_TRUE(named(rq, "outer").empty());
+    EXPECT_EQ(named(rq, "inner").size(), 1u);
+  }
+  const auto& r = p->result();
+  check_structure(r);
+  ASSERT_EQ(named(r, "outer").size(), 1u);
+  EXPECT_EQ(named(r, "outer")[0]->end_ns, r.duration_ns);
+  EXPECT_EQ(parent_of(r, *named(r, "exp")[0]), named(r, "outer")[0]);
+}
+
 TEST(Profiler, ManyEventsAcrossChunks) {
   Tensor x = ones({2});
   prof::profile p;
