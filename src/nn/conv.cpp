@@ -170,7 +170,8 @@ Tensor kernel_activation(const Tensor& t4, ScalarType ct, MemoryFormat fmt) {
 /// Weights go to the kernels contiguous or channels_last.
 Tensor kernel_weight(const Tensor& w4, ScalarType ct) {
   Tensor w = w4.to(ct);
-  return w.is_contiguous() || is_channels_last(w) ? w : w.contiguous();
+  if (w.is_contiguous() || w.is_contiguous(kChannelsLast)) return w;
+  return w.contiguous(is_channels_last(w) ? kChannelsLast : kContiguous);
 }
 
 void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -323,7 +324,8 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
            const Tensor gy = kernel_activation(to_4d(c.grad(), batched, spatial), ct, fmt);
            const Tensor xk = kernel_activation(to_4d(x, batched, spatial), ct, fmt);
            const Tensor wk = kernel_weight(spatial == 1 ? w.unsqueeze(2) : w, ct);
-           const MemoryFormat wfmt = is_channels_last(wk) ? kChannelsLast : kContiguous;
+           // the weight gradient in the layout the weight went to the kernels in
+           const MemoryFormat wfmt = wk.is_contiguous() ? kContiguous : kChannelsLast;
            // grad_dst is converted once for both gradients; the forward's
            // converted input (if any) is used and then dropped
            conv::ConvScratch local;

@@ -75,9 +75,10 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using DType = memory::data_type;
 
+// Never destroyed, like the cache: cached primitives refer to the engine.
 dnnl::engine& cpu_engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
+  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *e;
 }
 
 dnnl::stream& thread_stream() {

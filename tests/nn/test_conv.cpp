@@ -10,6 +10,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autograd/grad_util.h"
@@ -609,6 +610,25 @@ TEST(ConvLayout, PrimitiveCacheAndThreadCount) {
   set_num_threads(threads);
   nn::conv::clear_primitive_cache();
   EXPECT_TRUE(close(F::conv2d(x, w, b, 1, 1), y1, 1e-5, 1e-5));
+}
+
+TEST(ConvLayout, ConcurrentCallsFromSeveralThreads) {
+  // Threads share cached primitives (each call brings its own scratchpad).
+  manual_seed(22);
+  const Tensor w = randn({16, 8, 3, 3}), b = randn({16});
+  std::vector<Tensor> xs, want;
+  for (int i = 0; i < 4; ++i) {
+    xs.push_back(randn({4, 8, 9, 9}));
+    want.push_back(F::conv2d(xs.back(), w, b, 1, 1));
+  }
+  std::vector<Tensor> got(4);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      for (int rep = 0; rep < 20; ++rep) got[i] = F::conv2d(xs[i], w, b, 1, 1);
+    });
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(close(got[i], want[i], 1e-6, 1e-6)) << i;
 }
 
 // ---- errors -----------------------------------------------------------------------------------
