@@ -188,10 +188,6 @@ class Sites {
     s.count += count;
     s.time_ns += ns;
   }
-  int64_t count(const std::string& where) const {
-    auto it = sites_.find(where);
-    return it == sites_.end() ? 0 : it->second.count;
-  }
   /// The call sites, most costly first (ties: more frequent, then by name).
   std::vector<std::string> top(size_t limit = kMaxWhere) const {
     std::vector<std::pair<std::string, Site>> v(sites_.begin(), sites_.end());
@@ -205,7 +201,6 @@ class Sites {
     if (v.size() > limit) out.push_back("... and " + std::to_string(v.size() - limit) + " more call sites");
     return out;
   }
-  bool empty() const { return sites_.empty(); }
 
  private:
   struct Site {
