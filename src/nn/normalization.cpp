@@ -166,48 +166,24 @@ inline void lane_sum2(int64_t n, const F& f, const G& g, double& out_f, double& 
   out_g = tg;
 }
 
-/// Interleaved reduction: `elem(nb, off, c, v)` gives the K contributions
-/// v[k] of element `off` (offset in elements) of block nb, channel c. Per block of rows,
-/// channels go in tiles of kTile whose accumulators stay in registers while
-/// the rows stream past (the compiler vectorizes the tile loop); the
-/// partials of a block are stored in double. Blocks are summed in a fixed
-/// order: out[k * Nb * C + nb * C + c].
-constexpr int kTile = 16;
-
-template <class acc_t, int K, class Elem>
-void interleaved_reduce(const NormLayout& L, const Elem& elem, std::vector<double>& out) {
+/// Interleaved reduction: `rows(nb, s0, s1, acc)` adds rows [s0, s1) of
+/// block nb into K per-channel accumulators acc[k * C + c]. Rows are summed
+/// in fixed blocks (partials in double), blocks in a fixed order:
+/// out[k * Nb * C + nb * C + c].
+template <class acc_t, int K, class Rows>
+void interleaved_reduce(const NormLayout& L, const Rows& rows, std::vector<double>& out) {
   const int64_t C = L.C, Nb = L.Nb, S = L.S;
   const int64_t bs = std::clamp<int64_t>(8192 / std::max<int64_t>(C, 1), 8, 1024);
   const int64_t nblk = (S + bs - 1) / bs;
   std::vector<double> part(static_cast<size_t>(K * Nb * nblk * C));
   parallel_for(0, Nb * nblk, grain_for(bs * C), [&](int64_t b, int64_t e) {
+    std::vector<acc_t> acc(static_cast<size_t>(K * C));
     for (int64_t it = b; it < e; ++it) {
       const int64_t nb = it / nblk, blk = it % nblk;
-      const int64_t s0 = blk * bs, s1 = std::min(S, s0 + bs);
-      auto store = [&](int k, int64_t c, acc_t v) { part[((k * Nb + nb) * nblk + blk) * C + c] = double(v); };
-      int64_t c0 = 0;
-      for (; c0 + kTile <= C; c0 += kTile) {
-        acc_t a[K][kTile] = {};
-        for (int64_t s = s0; s < s1; ++s) {
-          const int64_t off = (nb * S + s) * C + c0;
-          for (int j = 0; j < kTile; ++j) {
-            acc_t v[K];
-            elem(nb, off + j, c0 + j, v);
-            for (int k = 0; k < K; ++k) a[k][j] += v[k];
-          }
-        }
-        for (int k = 0; k < K; ++k)
-          for (int j = 0; j < kTile; ++j) store(k, c0 + j, a[k][j]);
-      }
-      for (int64_t c = c0; c < C; ++c) {  // channels left over from the tiles
-        acc_t a[K] = {};
-        for (int64_t s = s0; s < s1; ++s) {
-          acc_t v[K];
-          elem(nb, (nb * S + s) * C + c, c, v);
-          for (int k = 0; k < K; ++k) a[k] += v[k];
-        }
-        for (int k = 0; k < K; ++k) store(k, c, a[k]);
-      }
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      rows(nb, blk * bs, std::min(S, (blk + 1) * bs), acc.data());
+      for (int k = 0; k < K; ++k)
+        for (int64_t c = 0; c < C; ++c) part[((k * Nb + nb) * nblk + blk) * C + c] = double(acc[k * C + c]);
     }
   });
   out.assign(static_cast<size_t>(K * Nb * C), 0.0);
@@ -229,13 +205,17 @@ std::vector<double> sum_shifted(const NormLayout& L, const T* x, const std::vect
   using acc_t = opmath_t<T>;
   std::vector<double> out;
   if (L.interleaved) {
-    // k per (block, channel); in the interleaved layout batch_norm has one block
-    const acc_t* kp = k.data();
-    const int64_t C = L.C;
     interleaved_reduce<acc_t, 1>(
         L,
-        [x, kp, C](int64_t nb, int64_t off, int64_t c, acc_t* v) {
-          v[0] = acc_t(x[off]) - kp[nb * C + c];
+        [&](int64_t nb, int64_t s0, int64_t s1, acc_t* __restrict acc) {
+          const int64_t C = L.C;
+          const T* __restrict xr = x + (nb * L.S + s0) * C;
+          const acc_t* __restrict kr = k.data() + nb * C;
+          int64_t s = s0;
+          for (; s + 2 <= s1; s += 2, xr += 2 * C)
+            for (int64_t c = 0; c < C; ++c) acc[c] += (acc_t(xr[c]) - kr[c]) + (acc_t(xr[C + c]) - kr[c]);
+          for (; s < s1; ++s, xr += C)
+            for (int64_t c = 0; c < C; ++c) acc[c] += acc_t(xr[c]) - kr[c];
         },
         out);
     return out;
@@ -257,13 +237,23 @@ std::vector<double> sum_sq_dev(const NormLayout& L, const T* x, const std::vecto
   using acc_t = opmath_t<T>;
   std::vector<double> out;
   if (L.interleaved) {
-    const acc_t* mp = m.data();
-    const int64_t C = L.C;
     interleaved_reduce<acc_t, 1>(
         L,
-        [x, mp, C](int64_t nb, int64_t off, int64_t c, acc_t* v) {
-          const acc_t d = acc_t(x[off]) - mp[nb * C + c];
-          v[0] = d * d;
+        [&](int64_t nb, int64_t s0, int64_t s1, acc_t* __restrict acc) {
+          const int64_t C = L.C;
+          const T* __restrict xr = x + (nb * L.S + s0) * C;
+          const acc_t* __restrict mr = m.data() + nb * C;
+          int64_t s = s0;
+          for (; s + 2 <= s1; s += 2, xr += 2 * C)
+            for (int64_t c = 0; c < C; ++c) {
+              const acc_t d0 = acc_t(xr[c]) - mr[c], d1 = acc_t(xr[C + c]) - mr[c];
+              acc[c] += d0 * d0 + d1 * d1;
+            }
+          for (; s < s1; ++s, xr += C)
+            for (int64_t c = 0; c < C; ++c) {
+              const acc_t d = acc_t(xr[c]) - mr[c];
+              acc[c] += d * d;
+            }
         },
         out);
     return out;
@@ -289,14 +279,22 @@ std::vector<double> sum_grad(const NormLayout& L, const T* dy, const T* x, const
   using acc_t = opmath_t<T>;
   std::vector<double> out;
   if (L.interleaved) {
-    const acc_t* mp = m.data();
-    const int64_t C = L.C;
     interleaved_reduce<acc_t, 2>(
         L,
-        [x, dy, mp, C](int64_t nb, int64_t off, int64_t c, acc_t* v) {
-          const acc_t g = acc_t(dy[off]);
-          v[0] = g;
-          v[1] = g * (acc_t(x[off]) - mp[nb * C + c]);
+        [&](int64_t nb, int64_t s0, int64_t s1, acc_t* __restrict acc) {
+          const int64_t C = L.C;
+          const int64_t off = (nb * L.S + s0) * C;
+          const T* __restrict xr = x + off;
+          const T* __restrict gr = dy + off;
+          const acc_t* __restrict mr = m.data() + nb * C;
+          acc_t* __restrict a0 = acc;
+          acc_t* __restrict a1 = acc + C;
+          for (int64_t s = s0; s < s1; ++s, xr += C, gr += C)
+            for (int64_t c = 0; c < C; ++c) {
+              const acc_t g = acc_t(gr[c]);
+              a0[c] += g;
+              a1[c] += g * (acc_t(xr[c]) - mr[c]);
+            }
         },
         out);
     return out;
