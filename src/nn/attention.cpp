@@ -32,6 +32,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
+#include "profiler/record.h"
 
 namespace brisk::nn {
 namespace {
@@ -495,6 +496,7 @@ namespace functional {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  BRISK_PROFILE_OP("scaled_dot_product_attention", query, key, value, attn_mask);
   check_not_both(attn_mask, is_causal);
   const Problem pr = check_args(kSdpa, query, key, value, attn_mask, dropout_p, scale);
   return attention(pr, query, key, value, dropout_p, is_causal, false).out;

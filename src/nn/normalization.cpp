@@ -26,6 +26,7 @@
 #include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/tensor_create.h"
+#include "profiler/record.h"
 
 namespace brisk::nn {
 
@@ -511,6 +512,7 @@ namespace functional {
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps) {
   const char* op = "batch_norm";
+  BRISK_PROFILE_OP(op, input, running_mean, running_var, weight, bias);
   check_norm_input(op, input);
   check_channel_vec(op, "weight", weight, input);
   check_channel_vec(op, "bias", bias, input);
@@ -696,6 +698,7 @@ TensorList gn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
 namespace functional {
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  BRISK_PROFILE_OP("group_norm", input, weight, bias);
   const char* op = "group_norm";
   check_norm_input(op, input);
   const int64_t N = input.size(0), C = input.size(1), G = num_groups;
