@@ -377,7 +377,8 @@ void execute(const Entry& e, std::initializer_list<const Tensor*> tensors, ConvS
       outputs.push_back({&a, {im, um}});
     } else {
       a.reorder.execute(s, um, im);
-      if (sc && a.activation) sc->converted.push_back({user, user._version(), md_bytes(a.user), md_bytes(a.inner), buffers.back()});
+      if (sc && a.activation)
+        sc->converted.push_back({user, user._version(), md_bytes(a.user), md_bytes(a.inner), buffers.back()});
     }
     args.emplace(a.id, im);
   }
