@@ -2,6 +2,7 @@
 #pragma once
 #include "brisk/allocator.h"
 #include "brisk/autograd.h"
+#include "brisk/cuda.h"
 #include "brisk/data.h"
 #include "brisk/device.h"
 #include "brisk/dtype.h"

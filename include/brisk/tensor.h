@@ -91,6 +91,11 @@ class Tensor {
   Tensor to(MemoryFormat fmt) const;
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda() const { return to(Device(kCUDA)); }
+  /// A copy in page-locked (pinned) host memory, from which copies to a GPU
+  /// can be non-blocking; `*this` when it is pinned already. CPU tensors only.
+  Tensor pin_memory() const;
+  /// True for CPU tensors whose memory is pinned (pin_memory, DataLoader's pin_memory).
+  bool is_pinned() const;
   Tensor contiguous(MemoryFormat fmt = kContiguous) const;
   Tensor clone(MemoryFormat fmt = kPreserve) const;
   /// Copies src into this tensor, broadcasting and converting dtype.

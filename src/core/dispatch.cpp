@@ -12,7 +12,12 @@ void kernel_missing(OpId op, DeviceType dev, const char* caller) {
 namespace {
 // Fills the CPU slots before main() runs (and before any static tensor).
 struct RegisterBackends {
-  RegisterBackends() { register_cpu_kernels(); }
+  RegisterBackends() {
+    register_cpu_kernels();
+#ifdef BRISK_HAVE_CUDA
+    register_cuda_kernels();
+#endif
+  }
 } g_register_backends;
 }  // namespace
 

@@ -154,5 +154,8 @@ enum class UnaryMode : int {
 
 /// Registers every CPU kernel (picks the ISA variant for this CPU).
 void register_cpu_kernels();
+/// Registers every CUDA kernel (builds with the CUDA backend only). Fills
+/// table slots; touches no driver.
+void register_cuda_kernels();
 
 }  // namespace brisk

@@ -20,6 +20,9 @@ DimVector channels_last_strides(IntArrayRef sizes);
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 /// Throws the "not available" error for devices without a backend.
 void check_device_available(Device d, const char* op);
+/// A contiguous CPU copy of a tensor on a device, for callers that passed a
+/// sync point already (item, printing): records no second Sync event.
+Tensor to_host_after_sync_point(const Tensor& t);
 /// Whether grad mode records (set by autograd; false until then).
 bool is_inference_mode();
 

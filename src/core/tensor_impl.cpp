@@ -2,6 +2,7 @@
 
 #include "brisk/ops.h"
 #include "core/autograd_meta.h"
+#include "core/device_backend.h"
 #include "core/tensor_create.h"
 
 namespace brisk {
@@ -107,16 +108,39 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + n : dim;
 }
 
-void check_device_available(Device d, const char* op) {
-  if (d.is_cpu()) return;
-  BRISK_FAIL(op, "device ", d, " is not available: this build of brisk has no CUDA backend or no CUDA device ",
-             "was found (use the cpu device, or a machine with an NVIDIA GPU)");
+namespace {
+DeviceBackend* g_backends[kNumDeviceTypes] = {};
 }
+
+void set_device_backend(DeviceType type, DeviceBackend* backend) { g_backends[static_cast<int>(type)] = backend; }
+DeviceBackend* device_backend(DeviceType type) { return g_backends[static_cast<int>(type)]; }
+
+int resolve_device(Device d, const char* op) {
+  if (d.is_cpu()) return 0;
+  DeviceBackend* b = device_backend(d.type);
+  if (b == nullptr)
+    BRISK_FAIL(op, "device ", d, " is not available: this build of brisk has no CUDA backend ",
+               "(configure with the CUDA toolkit installed, or use the cpu device)");
+  if (!b->available())
+    BRISK_FAIL(op, "device ", d, " is not available: ", b->unavailable_reason(),
+               " (use the cpu device, or a machine with an NVIDIA GPU)");
+  if (d.index < 0) return b->current_device();
+  const int n = b->device_count();
+  BRISK_CHECK(d.index < n, op, "device ", d, " is out of range: ", n, n == 1 ? " device is" : " devices are",
+              " visible");
+  return d.index;
+}
+
+void check_device_available(Device d, const char* op) { (void)resolve_device(d, op); }
 
 bool is_inference_mode() { return autograd::tls::t_inference_mode; }
 
 Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
-  if (BRISK_UNLIKELY(!device.is_cpu())) check_device_available(device, "empty");
+  Allocator* alloc = cpu_allocator();
+  if (BRISK_UNLIKELY(!device.is_cpu())) {
+    device.index = static_cast<int8_t>(resolve_device(device, "empty"));
+    alloc = device_backend(device.type)->allocator(device.index);
+  }
   // Owned from the start: a bad shape or a failed allocation below throws.
   Ref<TensorImpl> owner = Ref<TensorImpl>::adopt(new TensorImpl);
   TensorImpl* impl = owner.get();
@@ -152,7 +176,6 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
   StorageImpl* st = impl->storage.get();
   st->nbytes = static_cast<size_t>(extent) * element_size(dtype);
   st->device = device;
-  Allocator* alloc = cpu_allocator();
   st->data = alloc->allocate(st->nbytes);
   st->allocator = alloc;  // set once the block exists: the destructor frees through it
   impl->is_inference = autograd::tls::t_inference_mode;

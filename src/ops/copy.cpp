@@ -6,6 +6,7 @@
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/autograd_meta.h"
+#include "core/device_backend.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
@@ -57,7 +58,57 @@ bool Tensor::is_contiguous(MemoryFormat fmt) const {
   return true;
 }
 
-Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
+namespace {
+// Note [Copies between devices]
+// The bytes cross between devices as one dense block of the destination's
+// dtype: the source is cast and made dense on its own device first (a
+// kernel there), the block moves with one copy_bytes, and a destination that
+// is not dense receives it through a temporary and a copy kernel on its
+// device. Device-to-host copies are synchronising calls. A host-to-device
+// copy is non-blocking only from pinned memory; from pageable memory the
+// driver stages it and the call returns when the copy is done, as in PyTorch.
+const char* copy_detail(const Device& src, const Device& dst, bool non_blocking, bool pinned) {
+  if (src.is_cpu() && !dst.is_cpu()) {
+    if (non_blocking) return pinned ? "cpu->cuda non_blocking pinned" : "cpu->cuda non_blocking";
+    return pinned ? "cpu->cuda pinned" : "cpu->cuda";
+  }
+  if (!src.is_cpu() && dst.is_cpu()) {
+    if (non_blocking) return pinned ? "cuda->cpu non_blocking pinned" : "cuda->cpu non_blocking";
+    return pinned ? "cuda->cpu pinned" : "cuda->cpu";
+  }
+  return non_blocking ? "cuda->cuda non_blocking" : "cuda->cuda";
+}
+
+bool is_dense_contiguous(const Tensor& t) { return t.is_contiguous(); }
+
+void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking) {
+  const Device dd = dst.device(), sd = src.device();
+  detail::DeviceBackend* b = detail::device_backend(dd.is_cpu() ? sd.type : dd.type);
+  (void)detail::resolve_device(dd.is_cpu() ? sd : dd, "copy_");
+  if (!sd.is_cpu() && dd.is_cpu()) detail::sync_point("to", src);
+  // The source as one dense block of the destination's dtype, on its device.
+  Tensor s = src;
+  if (s.dtype() != dst.dtype() || !is_dense_contiguous(s)) {
+    Tensor t = detail::make_tensor(s.sizes(), {}, dst.dtype(), sd);
+    t.copy_(s);
+    s = t;
+  }
+  const bool pinned = (sd.is_cpu() && b->is_pinned(s.data_ptr())) || (dd.is_cpu() && b->is_pinned(dst.data_ptr()));
+  auto ev = profiler::detail::ScopedEvent::lazy(
+      profiler::EventKind::Copy,
+      [&] { return std::string(sd.is_cpu() ? "Memcpy HtoD" : dd.is_cpu() ? "Memcpy DtoH" : "Memcpy DtoD"); },
+      [&] { return copy_detail(sd, dd, non_blocking, pinned); });
+  if (is_dense_contiguous(dst)) {
+    b->copy_bytes(dst.data_ptr(), dd, s.data_ptr(), sd, s.nbytes(), non_blocking && pinned);
+    return;
+  }
+  Tensor t = detail::make_tensor(dst.sizes(), {}, dst.dtype(), dd);
+  b->copy_bytes(t.data_ptr(), dd, s.data_ptr(), sd, s.nbytes(), non_blocking && pinned);
+  Tensor(dst).copy_(t);
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   BRISK_PROFILE_OP("copy_", *this, src);
   BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
   if (is_same(src) || numel() == 0) return *this;
@@ -72,9 +123,15 @@ Tensor& Tensor::copy_(const Tensor& src, bool /*non_blocking*/) {
                 " cannot be broadcast to the destination shape ", sizes());
     s = s.expand(sizes());
   }
-  TensorIter it;
-  IterBuilder("copy_").output(*this).input(s).no_cast_inputs().build(it);
-  kernel<OpId::copy>(device().type, "copy_")(it, KernelArgs{});
+  if (BRISK_UNLIKELY(s.device().type != device().type ||
+                     (!is_cpu() && s.device().index != device().index))) {
+    check_no_internal_overlap("copy_", *this);
+    copy_across_devices(*this, s, non_blocking);
+  } else {
+    TensorIter it;
+    IterBuilder("copy_").output(*this).input(s).no_cast_inputs().build(it);
+    kernel<OpId::copy>(device().type, "copy_")(it, KernelArgs{});
+  }
   bump_version();
   if (BRISK_UNLIKELY(rec)) {
     no_grad.reset();
@@ -113,7 +170,8 @@ namespace {
 // GPU that is a device-to-host copy, a synchronizing call.
 Tensor to_impl(const Tensor& self, TensorOptions o, bool non_blocking, bool copy, bool to_host) {
   BRISK_PROFILE_OP("to", self);
-  if (to_host) detail::sync_point("to", self);
+  // A tensor on a GPU passes the sync point in copy_ (Note [Copies between devices]).
+  if (to_host && self.is_cpu()) detail::sync_point("to", self);
   Tensor r = self;
   const ScalarType dt = o.dtype_ ? *o.dtype_ : self.dtype();
   if (dt != self.dtype() || o.device_ != self.device() || copy) {
@@ -172,11 +230,53 @@ Tensor Tensor::clone(MemoryFormat fmt) const {
   return r;
 }
 
+namespace detail {
+Tensor to_host_after_sync_point(const Tensor& t) {
+  if (t.is_cpu()) return t;
+  Tensor s = t.is_contiguous() ? t : t.contiguous();
+  Tensor r = make_tensor(t.sizes(), {}, t.dtype(), Device(kCPU));
+  if (r.numel() > 0)
+    device_backend(t.device().type)->copy_bytes(r.data_ptr(), Device(kCPU), s.data_ptr(), s.device(), s.nbytes(), false);
+  return r;
+}
+}  // namespace detail
+
+Tensor Tensor::pin_memory() const {
+  BRISK_PROFILE_OP("pin_memory", *this);
+  BRISK_CHECK(is_cpu(), "pin_memory", "only CPU tensors can be pinned, got a tensor on ", device());
+  if (is_pinned()) return *this;
+  detail::DeviceBackend* b = detail::device_backend(kCUDA);
+  (void)detail::resolve_device(Device(kCUDA), "pin_memory");
+  Tensor r = detail::make_tensor(sizes(), detail::preserved_strides(*this), dtype(), device());
+  // Re-home the fresh tensor's storage in pinned memory.
+  StorageImpl* st = r.impl()->storage.get();
+  st->allocator->free(st->data, st->nbytes);
+  st->data = nullptr;
+  st->allocator = nullptr;
+  Allocator* pinned = b->host_allocator();
+  st->data = pinned->allocate(st->nbytes);
+  st->allocator = pinned;
+  {
+    AutoGradMode no_grad(false);
+    r.copy_(*this);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(*this)))
+    autograd::record("PinMemoryBackward0", {r}, {*this}, {},
+                     [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
+  return r;
+}
+
+bool Tensor::is_pinned() const {
+  if (!is_cpu() || !defined()) return false;
+  detail::DeviceBackend* b = detail::device_backend(kCUDA);
+  return b != nullptr && impl()->storage->data != nullptr && b->is_pinned(impl()->storage->data);
+}
+
 Scalar Tensor::item() const {
   BRISK_PROFILE_OP("item", *this);
   detail::sync_point("item", *this);
   BRISK_CHECK(numel() == 1, "item", "a Tensor with ", numel(), " elements cannot be converted to a Scalar");
-  Tensor c = is_cpu() ? *this : to(Device(kCPU));
+  Tensor c = is_cpu() ? *this : detail::to_host_after_sync_point(*this);
   return BRISK_DISPATCH_ALL(dtype(), "item", [&]() -> Scalar {
     scalar_t v = *static_cast<const scalar_t*>(c.data_ptr());
     if constexpr (std::is_same_v<scalar_t, bool>)

@@ -15,6 +15,7 @@
 
 #include "brisk/ops.h"
 #include "core/autograd_meta.h"
+#include "core/tensor_create.h"
 #include "profiler/record.h"
 
 namespace brisk {
@@ -256,7 +257,7 @@ std::string to_string(const Tensor& t) {
     if (dt != default_dtype() && dt != kInt64 && dt != kBool) suffixes.push_back(dtype_suffix);
     // Printing synchronizes with the device: read from a host copy.
     detail::sync_point("print", t);
-    const Tensor host = t.is_cpu() ? t : t.to(Device(kCPU));
+    const Tensor host = t.is_cpu() ? t : detail::to_host_after_sync_point(t);
     HostView v;
     v.base = static_cast<const char*>(host.data_ptr());
     v.read = reader_for(dt);

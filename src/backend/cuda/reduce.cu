@@ -1,0 +1,7 @@
+// CUDA kernels: reduce family (placeholder: registers nothing yet).
+#include "backend/cuda/cuda_common.h"
+#include "core/dispatch.h"
+
+namespace brisk::cuda::detail {
+void register_reduce_kernels() {}
+}  // namespace brisk::cuda::detail
