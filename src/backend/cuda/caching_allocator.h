@@ -1,5 +1,7 @@
 // The CUDA caching allocators (device and pinned host), as used by the rest
-// of the backend. See docs/design/cuda.md and caching_allocator.cpp.
+// of the backend. The bookkeeping lives in block_allocator.h (plain C++,
+// tested on the CPU); caching_allocator.cpp connects it to the CUDA runtime.
+// See docs/design/cuda_allocator.md.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -12,12 +14,16 @@ namespace brisk::cuda::detail {
 Allocator* device_allocator(int device);
 /// The caching pinned-host allocator (cudaHostAlloc).
 Allocator* pinned_host_allocator();
-/// Whether `p` points into a block of the pinned-host allocator.
+/// Whether `p` points into a block of the pinned-host allocator (anywhere
+/// inside it, cached blocks included).
 bool is_pinned_ptr(const void* p);
-/// The block holding `ptr` is also used by `stream` (record_stream).
-void record_stream_ptr(void* ptr, int device, cudaStream_t stream);
-/// A pinned host block used by an async copy on `stream`: it is not reused
-/// before the copy is done.
+/// The block holding `ptr` (a block start, as in StorageImpl::data) is also
+/// used by `stream`, a stream of `stream_device` (-1: the same device). Throws
+/// when `ptr` is not a live block of the device's caching allocator.
+void record_stream_ptr(void* ptr, int device, cudaStream_t stream, int stream_device = -1);
+/// A pinned host block used by an async copy on `stream` (a stream of the
+/// current device): it is not reused before the copy is done. `host_ptr` may
+/// point anywhere inside the block; a pointer outside pinned memory is ignored.
 void record_host_use(const void* host_ptr, cudaStream_t stream);
 
 }  // namespace brisk::cuda::detail
