@@ -6,6 +6,7 @@
 //
 //   train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR]
 //                       [--threads T] [--checkpoint-dir DIR] [--fresh] [--data DIR]
+//                       [--device cpu|cuda]
 #include <brisk/brisk.h>
 
 #include <algorithm>
@@ -30,11 +31,12 @@ struct Args {
   std::string checkpoint_dir = ".";  // fashion_<model>.safetensors in it
   std::string data;
   bool fresh = false;
+  std::string device = "cpu";
 };
 
 const char* kUsage =
     "usage: train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR] [--threads T]\n"
-    "                           [--checkpoint-dir DIR] [--fresh] [--data DIR]\n";
+    "                           [--checkpoint-dir DIR] [--fresh] [--data DIR] [--device cpu|cuda]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -55,6 +57,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--checkpoint-dir") a.checkpoint_dir = value();
     else if (k == "--data") a.data = value();
     else if (k == "--fresh") a.fresh = true;
+    else if (k == "--device") a.device = value();
     else {
       (k == "--help" || k == "-h" ? std::cout : std::cerr) << kUsage;
       std::exit(k == "--help" || k == "-h" ? 0 : 2);
@@ -62,6 +65,10 @@ Args parse(int argc, char** argv) {
   }
   if (a.model != "mlp" && a.model != "cnn" && a.model != "both") {
     std::cerr << "--model must be mlp, cnn or both (got " << a.model << ")\n" << kUsage;
+    std::exit(2);
+  }
+  if (a.device != "cpu" && a.device.rfind("cuda", 0) != 0) {
+    std::cerr << "--device must be cpu or cuda[:N] (got " << a.device << ")\n" << kUsage;
     std::exit(2);
   }
   if (a.epochs < 1 || a.batch < 1 || a.threads < 1 || !(a.lr > 0)) {
@@ -104,13 +111,13 @@ std::shared_ptr<nn::Sequential> make_model(const std::string& kind) {
       std::make_shared<nn::Linear>(32 * 7 * 7, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
 }
 
-double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader) {
+double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader, Device device) {
   InferenceMode guard;  // no graph, no version counting
   model.eval();
   int64_t correct = 0, seen = 0;
   for (auto& batch : loader) {
-    Tensor logits = model.forward(model_input(kind, batch.data));
-    correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
+    Tensor logits = model.forward(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
+    correct += logits.argmax(1).eq(batch.target.to(device, /*non_blocking=*/true)).sum().item<int64_t>();
     seen += batch.target.size(0);
   }
   model.train();
@@ -119,8 +126,12 @@ double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& lo
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const Args args = parse(argc, argv);
+int run(const Args& args) {
+  const Device device(args.device);
+  if (device.is_cuda() && !cuda::is_available()) {
+    std::fprintf(stderr, "--device %s: %s\n", args.device.c_str(), cuda::unavailable_reason().c_str());
+    return 1;
+  }
   set_num_threads(args.threads);
   manual_seed(0);
 
@@ -136,8 +147,10 @@ int main(int argc, char** argv) {
                                         .shuffle(true)
                                         .seed(0)
                                         .num_workers(1)
+                                        .pin_memory(device.is_cuda())
                                         .transform(normalize));
-  data::DataLoader test(test_set, data::DataLoaderOptions().batch_size(1000).transform(normalize));
+  data::DataLoader test(test_set,
+                        data::DataLoaderOptions().batch_size(1000).pin_memory(device.is_cuda()).transform(normalize));
   std::printf("train %zu images, test %zu images, %zu batches of %lld per epoch\n", train_set->size(),
               test_set->size(), train.size(), static_cast<long long>(args.batch));
 
@@ -154,6 +167,7 @@ int main(int argc, char** argv) {
     manual_seed(0);
     const std::string checkpoint = args.checkpoint_dir + "/fashion_" + kind + ".safetensors";
     auto model = make_model(kind);
+    model->to(device);
     optim::AdamW opt(model->parameters(), optim::AdamWOptions(args.lr).weight_decay(1e-4));
     // The learning rate follows a cosine from lr to 0 over all the steps.
     const int64_t steps_per_epoch = static_cast<int64_t>(train.size());
@@ -182,14 +196,15 @@ int main(int argc, char** argv) {
     }
 
     const auto t_start = std::chrono::steady_clock::now();
-    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test) : 0.0;
+    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test, device) : 0.0;
     for (int epoch = start_epoch + 1; epoch <= args.epochs; ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
       double running = 0;
       size_t done = 0, samples = 0;
       for (auto& batch : train) {
-        Tensor logits = model->forward(model_input(kind, batch.data));
-        Tensor loss = nn::functional::cross_entropy(logits, batch.target);
+        // Pinned batches: the copies to a GPU do not block the host.
+        Tensor logits = model->forward(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
+        Tensor loss = nn::functional::cross_entropy(logits, batch.target.to(device, /*non_blocking=*/true));
         opt.zero_grad();  // gradients set to none
         loss.backward();
         opt.step();
@@ -201,7 +216,7 @@ int main(int argc, char** argv) {
         if (done % 20 == 0 || done == train.size())
           progress(epoch, done, train.size(), samples / seconds_since(t0), running);
       }
-      accuracy = evaluate(kind, *model, test);
+      accuracy = evaluate(kind, *model, test, device);
       std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
 
       StateDict all;
@@ -213,12 +228,22 @@ int main(int argc, char** argv) {
     std::printf("%s: checkpoint %s\n", kind.c_str(), checkpoint.c_str());
   }
 
-  std::printf("\nsummary (%d threads, batch %lld, AdamW lr %g with cosine decay):\n", args.threads,
-              static_cast<long long>(args.batch), args.lr);
+  std::printf("\nsummary (%s, %d threads, batch %lld, AdamW lr %g with cosine decay):\n", device.str().c_str(),
+              args.threads, static_cast<long long>(args.batch), args.lr);
   std::printf("  %-5s %10s %7s %14s %10s\n", "model", "parameters", "epochs", "test accuracy", "time");
   for (const Summary& r : summary)
     std::printf("  %-5s %10lld %7d %13.2f%% %9.1fs\n", r.model.c_str(), static_cast<long long>(r.params), r.epochs,
                 100 * r.accuracy, r.seconds);
   std::printf("run again to resume from the checkpoints (--fresh to start over)\n");
   return 0;
+}
+
+int main(int argc, char** argv) {
+  const Args args = parse(argc, argv);
+  try {
+    return run(args);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 1;
+  }
 }

@@ -146,8 +146,9 @@ struct DataLoaderOptions {
   BRISK_DATA_OPTION(size_t, prefetch_factor, 2)
   /// Seed of the shuffling sampler (epoch e uses permutation (seed, e)).
   BRISK_DATA_OPTION(uint64_t, seed, 0)
-  /// Accepted for libtorch/PyTorch compatibility; a no-op until the CUDA
-  /// backend exists (batches are ordinary CPU tensors).
+  /// Batches in pinned (page-locked) host memory, so that copying them to a
+  /// GPU with `to(kCUDA, /*non_blocking=*/true)` overlaps with compute.
+  /// Ignored when no CUDA device is available.
   BRISK_DATA_OPTION(bool, pin_memory, false)
   /// Turns a vector of samples into a batch; default_collate when empty.
   BRISK_DATA_OPTION(CollateFn, collate, nullptr)

@@ -23,6 +23,10 @@ void check_device_available(Device d, const char* op);
 /// A contiguous CPU copy of a tensor on a device, for callers that passed a
 /// sync point already (item, printing): records no second Sync event.
 Tensor to_host_after_sync_point(const Tensor& t);
+/// For ops that have no kernel for t's device yet: throws "[op] not
+/// implemented on cuda: ..." naming the op, instead of reading device memory
+/// on the host.
+void check_cpu_kernel(const Tensor& t, const char* op);
 /// Whether grad mode records (set by autograd; false until then).
 bool is_inference_mode();
 

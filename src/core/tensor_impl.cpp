@@ -133,6 +133,12 @@ int resolve_device(Device d, const char* op) {
 
 void check_device_available(Device d, const char* op) { (void)resolve_device(d, op); }
 
+void check_cpu_kernel(const Tensor& t, const char* op) {
+  if (BRISK_LIKELY(!t.defined() || t.is_cpu())) return;
+  BRISK_FAIL(op, "not implemented on ", t.device().type, ": brisk has no ", t.device().type, " kernel for ", op,
+             " yet; run it on the cpu (x.cpu()) and move the result back");
+}
+
 bool is_inference_mode() { return autograd::tls::t_inference_mode; }
 
 Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <thread>
 
+#include "brisk/cuda.h"
 #include "brisk/data.h"
 #include "brisk/error.h"
 #include "brisk/ops.h"
@@ -203,6 +204,13 @@ struct Epoch {
     for (size_t i : ids) samples.push_back(dataset->get(i));
     Example batch = options->collate() ? options->collate()(std::move(samples)) : default_collate(std::move(samples));
     if (options->transform()) batch = options->transform()(std::move(batch));
+    // Pinned batches make `batch.data.to(kCUDA, /*non_blocking=*/true)`
+    // asynchronous. Without a GPU the option does nothing (as in PyTorch,
+    // which warns and carries on).
+    if (options->pin_memory() && cuda::is_available()) {
+      if (batch.data.defined() && batch.data.is_cpu()) batch.data = batch.data.pin_memory();
+      if (batch.target.defined() && batch.target.is_cpu()) batch.target = batch.target.pin_memory();
+    }
     return batch;
   }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "autograd/function.h"
+#include "core/tensor_create.h"
 #include "brisk/nn/init.h"
 #include "brisk/ops.h"
 #include "nn/conv_kernels.h"
@@ -282,6 +283,7 @@ ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Te
 
 Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP(a.op, input, weight, bias);
+  detail::check_cpu_kernel(input, a.op);
   check_inputs(a, input, weight, bias);
   const bool batched = input.dim() == a.spatial + 2;
   const bool recording = autograd::should_record(input, weight, bias);

@@ -513,6 +513,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps) {
   const char* op = "batch_norm";
   BRISK_PROFILE_OP(op, input, running_mean, running_var, weight, bias);
+  detail::check_cpu_kernel(input, op);
   check_norm_input(op, input);
   check_channel_vec(op, "weight", weight, input);
   check_channel_vec(op, "bias", bias, input);
@@ -700,6 +701,7 @@ namespace functional {
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   BRISK_PROFILE_OP("group_norm", input, weight, bias);
   const char* op = "group_norm";
+  detail::check_cpu_kernel(input, op);
   check_norm_input(op, input);
   const int64_t N = input.size(0), C = input.size(1), G = num_groups;
   BRISK_CHECK(G > 0, op, "num_groups must be positive, got ", G);

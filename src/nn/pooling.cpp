@@ -628,6 +628,7 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& taps, const MaxGeom& g)
 std::tuple<Tensor, Tensor> max_pool_impl(const char* op, const Tensor& x, const MaxPool2dOptions& o, bool one_d,
                                          bool want_indices) {
   BRISK_PROFILE_OP(op, x);
+  detail::check_cpu_kernel(x, op);
   const MaxGeom g = max_geom(op, x, o, one_d);
   const bool rec = autograd::should_record(x);
   Tensor y, taps, idx;
@@ -916,6 +917,7 @@ Tensor avg_backward(const Tensor& gy, const AvgGeom& g) {
 
 Tensor avg_pool_impl(const char* op, const Tensor& x, const AvgPool2dOptions& o, bool one_d) {
   BRISK_PROFILE_OP(op, x);
+  detail::check_cpu_kernel(x, op);
   check_pool_input(op, x, one_d);
   const auto k = resolve(op, "kernel_size", o.kernel_size(), 1), st = resolve(op, "stride", o.stride(), 1),
              p = resolve(op, "padding", o.padding(), 0);
@@ -1025,6 +1027,7 @@ Tensor avg_pool2d(const Tensor& x, ExpandingInts<2> kernel_size, std::optional<E
 Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOptions& o) {
   const char* op = "adaptive_avg_pool2d";
   BRISK_PROFILE_OP(op, x);
+  detail::check_cpu_kernel(x, op);
   check_pool_input(op, x, false);
   const auto os = resolve(op, "output_size", o.output_size(), 1);
   BRISK_CHECK(os[0] > 0 && os[1] > 0, op, "output_size must be positive, got ", pair_str(os[0], os[1], false));
