@@ -187,13 +187,18 @@ void IterBuilder::build(TensorIter& it) {
   // 2. Broadcast shape of the tensor inputs.
   Device dev = has_out() ? out_->device() : Device(kCPU);
   bool have_dev = has_out();
+  // A 0-dim CPU tensor does not decide the device when another tensor is on
+  // a GPU (cpu_scalar + cuda_tensor runs on the GPU, as in PyTorch).
+  bool dev_from_cpu_scalar = false;
   DimVector shape;
   for (int i = 0; i < ninputs_; ++i) {
     if (is_scalar_[i]) continue;
     const Tensor& t = in(i);
-    if (!have_dev) {
+    const bool cpu_scalar = t.dim() == 0 && t.is_cpu();
+    if (!have_dev || (dev_from_cpu_scalar && !cpu_scalar)) {
       dev = t.device();
       have_dev = true;
+      dev_from_cpu_scalar = cpu_scalar;
     } else {
       // A 0-dim CPU tensor may meet a tensor on another device (as in PyTorch).
       BRISK_CHECK(t.device() == dev || (t.dim() == 0 && t.is_cpu()), op_,

@@ -298,7 +298,7 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   k.s0 = rtol;
   k.s1 = atol;
   k.mode = equal_nan;
-  kernel<OpId::isclose>(a.device().type, "isclose")(it, k);
+  kernel<OpId::isclose>(it.result.device().type, "isclose")(it, k);
   return it.result;
 }
 
