@@ -4,6 +4,7 @@
 
 #include "backend/cuda/caching_allocator.h"
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_errors.h"
 #include "core/device_backend.h"
 #include "core/dispatch.h"
 
@@ -53,6 +54,7 @@ class CudaBackend final : public brisk::detail::DeviceBackend {
       return;
     }
     BRISK_CUDA_CHECK(cudaStreamSynchronize(s), "copy_");
+    check_device_errors(dev);
   }
 };
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_errors.h"
 #include "core/device_backend.h"
 #include "profiler/record.h"
 
@@ -159,6 +160,7 @@ void synchronize(int device) {
   brisk::detail::sync_point("synchronize", Tensor());
   DeviceGuard g(d);
   BRISK_CUDA_CHECK(cudaDeviceSynchronize(), "cuda::synchronize");
+  check_device_errors(d);
 }
 
 DeviceGuard::DeviceGuard(int device) : prev_(current_device_index()) { set_device(device); }
@@ -202,6 +204,7 @@ void Stream::synchronize() const {
   brisk::detail::sync_point("synchronize", Tensor());
   DeviceGuard g(device_);
   BRISK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), "cuda::Stream::synchronize");
+  check_device_errors(device_);
 }
 
 void Stream::wait(const Event& e) const {
@@ -305,6 +308,7 @@ void Event::synchronize() const {
   if (handle_ == nullptr) return;
   brisk::detail::sync_point("synchronize", Tensor());
   BRISK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)), "cuda::Event::synchronize");
+  check_device_errors(device_);
 }
 
 float Event::elapsed_time(const Event& end) const {
