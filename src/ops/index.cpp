@@ -495,6 +495,13 @@ Tensor index_arg(const Tensor& index, const Tensor& written) {
   return written.defined() && i.is_alias_of(written) ? i.clone() : i;
 }
 
+/// Index and source tensors of index_select/gather/scatter/index_add must be
+/// on the indexed tensor's device (a kernel reads them there).
+void check_same_device(const char* op, const Tensor& self, const Tensor& t, const char* what) {
+  BRISK_CHECK(!t.defined() || t.device() == self.device(), op, "expected ", what, " on ", self.device(),
+              " (the device of self), but got it on ", t.device());
+}
+
 /// 0-dim tensors are handled as 1-element 1-dim ones (views).
 Tensor as_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
 
@@ -540,6 +547,8 @@ Tensor& scatter_into(Tensor& self, int64_t dim, const Tensor& index, const Tenso
                      bool add, const char* op, const Tensor* orig = nullptr) {
   dim = wrap_dim(dim, self.dim(), op);
   check_scatter_args(op, self, dim, index, src);
+  check_same_device(op, self, index, "index");
+  if (src) check_same_device(op, self, *src, "src");
   check_no_internal_overlap(op, self);
   const bool rec = autograd::should_record(orig ? *orig : self) || (src && autograd::should_record(*src));
   if (!orig) autograd::check_inplace(self, op);
@@ -616,6 +625,7 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
   BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
   BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
               "expected dtype int32 or int64 for index, got ", index.dtype());
+  check_same_device(op, x, index, "index");
   dim = wrap_dim(dim, x.dim(), op);
   if (x.dim() == 0) {
     BRISK_CHECK(index.numel() == 1, op, "index to scalar can have only 1 value, got ", index.numel(), " value(s)");
@@ -642,6 +652,7 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return bri
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   BRISK_PROFILE_OP("gather", x, index);
   const char* op = "gather";
+  check_same_device(op, x, index, "index");
   dim = wrap_dim(dim, x.dim(), op);
   BRISK_CHECK(index.dtype() == kInt64, op, "expected dtype int64 for index, got ", index.dtype());
   BRISK_CHECK(index_dim_of(index) == index_dim_of(x), op,
@@ -710,6 +721,8 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
   BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
               "expected dtype int32 or int64 for index, got ", index.dtype());
   BRISK_CHECK(src.defined(), op, "source is an undefined tensor");
+  check_same_device(op, *this, index, "index");
+  check_same_device(op, *this, src, "source");
   BRISK_CHECK(src.dtype() == dtype(), op, "self (", dtype(), ") and source (", src.dtype(),
               ") must have the same scalar type");
   BRISK_CHECK(index_dim_of(src) == index_dim_of(*this), op,

@@ -65,7 +65,7 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
   KernelArgs a;
   a.mode = static_cast<int>(mode);
   // bool abs/relu compute on uint8 semantics: identical values.
-  kernel<OpId::unary>(x.device().type, name)(iter, a);
+  kernel<OpId::unary>(iter.result.device().type, name)(iter, a);
   iter.finish();
   if (inplace) x.bump_version();
   if (out) out->bump_version();
@@ -347,7 +347,7 @@ Tensor gelu_run(const Tensor& x, bool tanh_approx, bool inplace) {
   it.build(iter);
   KernelArgs a;
   a.mode = tanh_approx;
-  kernel<OpId::gelu>(x.device().type, "gelu")(iter, a);
+  kernel<OpId::gelu>(iter.result.device().type, "gelu")(iter, a);
   iter.finish();
   if (inplace) x.bump_version();
   return std::move(iter.result);
@@ -409,7 +409,7 @@ Tensor softplus_run(const Tensor& x, const Scalar& beta, const Scalar& threshold
   KernelArgs a;
   a.s0 = beta;
   a.s1 = threshold;
-  kernel<OpId::softplus>(x.device().type, "softplus")(iter, a);
+  kernel<OpId::softplus>(iter.result.device().type, "softplus")(iter, a);
   iter.finish();
   return std::move(iter.result);
 }

@@ -191,3 +191,17 @@ TEST(CudaRuntime, SyncDebugModeSeesDeviceToHostCopies) {
   set_sync_debug_mode(SyncDebugMode::Off);
   EXPECT_EQ(g.sum().item<float>(), 4.0f);
 }
+
+TEST(CudaRuntime, IndexOpsRequireTheirIndicesOnTheSameDevice) {
+  REQUIRE_CUDA();
+  Tensor x = arange(12, kFloat).reshape({3, 4});
+  Tensor g = x.cuda();
+  Tensor idx = zeros({3, 1}, kInt64);
+  expect_error([&] { g.gather(1, idx); }, {"[gather]", "index", "cuda:0", "cpu"});
+  expect_error([&] { x.gather(1, idx.cuda()); }, {"[gather]", "index", "cuda:0"});
+  expect_error([&] { g.index_select(0, arange(2)); }, {"[index_select]", "index"});
+  expect_error([&] { Tensor(g).scatter_add_(1, idx, x.narrow(1, 0, 1)); }, {"[scatter_add_]", "index"});
+  expect_error([&] { Tensor(g).index_add_(0, arange(3).cuda(), x); }, {"[index_add_]", "source"});
+  // On the same device they run and agree with the CPU.
+  EXPECT_TRUE(equal(g.gather(1, idx.cuda()).cpu(), x.gather(1, idx)));
+}
