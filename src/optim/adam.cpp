@@ -11,6 +11,7 @@
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "optim/cuda_hooks.h"
 #include "optim/multi_tensor.h"
 
 namespace brisk::optim {
@@ -176,6 +177,32 @@ void adam_fused_kernel(const AdamHyper& h, const TensorList& params, const Tenso
   }
 }
 
+/// The fused step of CUDA parameters: one multi-tensor kernel per device and
+/// dtype (backend/cuda/optim.cu); the step counts stay here and reach the
+/// kernel as bias corrections.
+void adam_fused_cuda(const AdamHyper& h, const TensorList& params, const TensorList& grads,
+                     const std::vector<ParamState*>& states) {
+#ifdef BRISK_HAVE_CUDA
+  TensorList m, v, vmax;
+  std::vector<double> step_sizes, bc2_sqrts;
+  int64_t last_step = -1;
+  AdamStep st{};
+  for (ParamState* s : states) {
+    m.push_back(s->exp_avg);
+    v.push_back(s->exp_avg_sq);
+    if (h.amsgrad) vmax.push_back(s->max_exp_avg_sq);
+    if (s->step != last_step) st = adam_step(h, s->step), last_step = s->step;  // usually one step count
+    step_sizes.push_back(st.step_size);
+    bc2_sqrts.push_back(st.bc2_sqrt);
+  }
+  cuda::detail::fused_adam_cuda({h.lr, h.beta1, h.beta2, h.eps, h.wd, h.amsgrad, h.maximize, h.decoupled}, params,
+                                grads, m, v, vmax, step_sizes, bc2_sqrts);
+#else
+  (void)h, (void)params, (void)grads, (void)states;
+  BRISK_FAIL("Adam", "CUDA parameters in a build without the CUDA backend");
+#endif
+}
+
 }  // namespace
 
 Adam::Adam(std::vector<OptimizerParamGroup> groups, AdamOptions defaults)
@@ -240,8 +267,8 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
     return;
   }
   // Fused for eligible tensors, the reference for the rest (and for ForLoop).
-  TensorList fp, fg;
-  std::vector<ParamState*> fs;
+  TensorList fp, fg, cp, cg;  // c*: CUDA tensors for the CUDA fused kernel
+  std::vector<ParamState*> fs, cs;
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
     if (impl == Impl::Fused &&
@@ -249,10 +276,16 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
       fp.push_back(params[i]);
       fg.push_back(grads[i]);
       fs.push_back(&s);
+    } else if (impl == Impl::Fused && cuda::detail::fusable_cuda(params[i], {&grads[i], &s.exp_avg, &s.exp_avg_sq,
+                                                                               &s.max_exp_avg_sq})) {
+      cp.push_back(params[i]);
+      cg.push_back(grads[i]);
+      cs.push_back(&s);
     } else {
       adam_for_loop(h, params[i], grads[i], s);
     }
   }
+  if (!cp.empty()) adam_fused_cuda(h, cp, cg, cs);
   // One kernel per dtype: a group may mix float32 and float64 parameters.
   for (ScalarType dt : {kFloat, kDouble}) {
     TensorList dp, dg;

@@ -9,6 +9,7 @@
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "kernels/math.h"
+#include "optim/cuda_hooks.h"
 #include "optim/multi_tensor.h"
 #include "profiler/record.h"
 
@@ -82,6 +83,41 @@ TensorList empty_like_list(const TensorList& l) {
   return r;
 }
 
+// CUDA lists (one device, one float dtype, contiguous, equal sizes) go to the
+// multi-tensor kernels of backend/cuda/foreach.cu instead of the per-tensor
+// fallback; everything else is unchanged.
+using CudaOp = cuda::detail::ForeachOp;
+
+/// self[i] = op(self[i], y[i], z[i]) on CUDA; false when the lists do not qualify.
+bool cuda_inplace(CudaOp op, const TensorList& self, const TensorList* y, const TensorList* z, double scalar,
+                  const ScalarList* scalars = nullptr) {
+#ifdef BRISK_HAVE_CUDA
+  const bool ok = y ? (z ? cuda::detail::foreach_cuda_eligible({&self, y, z})
+                         : cuda::detail::foreach_cuda_eligible({&self, y}))
+                    : cuda::detail::foreach_cuda_eligible({&self});
+  if (!ok) return false;
+  cuda::detail::foreach_cuda(op, self, op == CudaOp::Zero ? nullptr : &self, y, z, scalar, scalars);
+  bump(self);
+  return true;
+#else
+  (void)op, (void)self, (void)y, (void)z, (void)scalar, (void)scalars;
+  return false;
+#endif
+}
+
+/// out[i] = op(x[i], y[i]) into new tensors on CUDA; false when the lists do not qualify.
+bool cuda_outplace(CudaOp op, TensorList& out, const TensorList& x, const TensorList* y, double scalar) {
+#ifdef BRISK_HAVE_CUDA
+  if (!(y ? cuda::detail::foreach_cuda_eligible({&x, y}) : cuda::detail::foreach_cuda_eligible({&x}))) return false;
+  out = empty_like_list(x);
+  cuda::detail::foreach_cuda(op, out, &x, y, nullptr, scalar, nullptr);
+  return true;
+#else
+  (void)op, (void)out, (void)x, (void)y, (void)scalar;
+  return false;
+#endif
+}
+
 }  // namespace
 
 // ---- add ---------------------------------------------------------------------------
@@ -90,6 +126,7 @@ void foreach_add_(const TensorList& self, const Scalar& scalar) {
   BRISK_PROFILE_OP("_foreach_add_", self);
   check_lists("foreach_add_", {&self});
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::AddScalar, self, nullptr, nullptr, scalar.to_double())) return;
     NoGradGuard g;
     for (const Tensor& t : self) const_cast<Tensor&>(t).add_(scalar);
     return;
@@ -109,6 +146,7 @@ void foreach_add_(const TensorList& self, const ScalarList& scalars) {
   check_lists("foreach_add_", {&self});
   check_scalars("foreach_add_", self, scalars);
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::AddScalar, self, nullptr, nullptr, 0.0, &scalars)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).add_(scalars[i]);
     return;
@@ -144,6 +182,7 @@ void foreach_add_(const TensorList& self, const TensorList& other, const Scalar&
   BRISK_PROFILE_OP("_foreach_add_", self);
   check_lists("foreach_add_", {&self, &other});
   if (!fast_path({&self, &other})) {
+    if (cuda_inplace(CudaOp::AddList, self, &other, nullptr, alpha.to_double())) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).add_(other[i], alpha);
     return;
@@ -158,6 +197,7 @@ TensorList foreach_add(const TensorList& self, const TensorList& other, const Sc
   NoGradGuard g;
   if (!fast_path({&self, &other})) {
     TensorList r;
+    if (cuda_outplace(CudaOp::AddList, r, self, &other, alpha.to_double())) return r;
     for (size_t i = 0; i < self.size(); ++i) r.push_back(self[i].add(other[i], alpha));
     return r;
   }
@@ -186,6 +226,7 @@ void foreach_mul_(const TensorList& self, const Scalar& scalar) {
   BRISK_PROFILE_OP("_foreach_mul_", self);
   check_lists("foreach_mul_", {&self});
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::MulScalar, self, nullptr, nullptr, scalar.to_double())) return;
     NoGradGuard g;
     for (const Tensor& t : self) const_cast<Tensor&>(t).mul_(scalar);
     return;
@@ -200,6 +241,7 @@ void foreach_mul_(const TensorList& self, const ScalarList& scalars) {
   check_lists("foreach_mul_", {&self});
   check_scalars("foreach_mul_", self, scalars);
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::MulScalar, self, nullptr, nullptr, 0.0, &scalars)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).mul_(scalars[i]);
     return;
@@ -214,6 +256,7 @@ TensorList foreach_mul(const TensorList& self, const Scalar& scalar) {
   NoGradGuard g;
   if (!fast_path({&self})) {
     TensorList r;
+    if (cuda_outplace(CudaOp::MulScalar, r, self, nullptr, scalar.to_double())) return r;
     for (const Tensor& t : self) r.push_back(t.mul(scalar));
     return r;
   }
@@ -227,6 +270,7 @@ void foreach_mul_(const TensorList& self, const TensorList& other) {
   BRISK_PROFILE_OP("_foreach_mul_", self);
   check_lists("foreach_mul_", {&self, &other});
   if (!fast_path({&self, &other})) {
+    if (cuda_inplace(CudaOp::MulList, self, &other, nullptr, 0.0)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).mul_(other[i]);
     return;
@@ -245,6 +289,7 @@ void foreach_div_(const TensorList& self, const ScalarList& scalars) {
   check_lists("foreach_div_", {&self});
   check_scalars("foreach_div_", self, scalars);
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::DivScalar, self, nullptr, nullptr, 0.0, &scalars)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).div_(scalars[i]);
     return;
@@ -265,6 +310,7 @@ void foreach_addcmul_(const TensorList& self, const TensorList& t1, const Tensor
   BRISK_PROFILE_OP("_foreach_addcmul_", self);
   check_lists("foreach_addcmul_", {&self, &t1, &t2});
   if (!fast_path({&self, &t1, &t2})) {
+    if (cuda_inplace(CudaOp::Addcmul, self, &t1, &t2, value.to_double())) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).addcmul_(t1[i], t2[i], value);
     return;
@@ -297,6 +343,7 @@ void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const Tensor
   BRISK_PROFILE_OP("_foreach_addcdiv_", self);
   check_lists("foreach_addcdiv_", {&self, &t1, &t2});
   if (!fast_path({&self, &t1, &t2})) {
+    if (cuda_inplace(CudaOp::Addcdiv, self, &t1, &t2, value.to_double())) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).addcdiv_(t1[i], t2[i], value);
     return;
@@ -310,6 +357,7 @@ void foreach_addcdiv_(const TensorList& self, const TensorList& t1, const Tensor
   check_lists("foreach_addcdiv_", {&self, &t1, &t2});
   check_scalars("foreach_addcdiv_", self, values);
   if (!fast_path({&self, &t1, &t2})) {
+    if (cuda_inplace(CudaOp::Addcdiv, self, &t1, &t2, 0.0, &values)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).addcdiv_(t1[i], t2[i], values[i]);
     return;
@@ -321,6 +369,7 @@ void foreach_lerp_(const TensorList& self, const TensorList& end, const Scalar& 
   BRISK_PROFILE_OP("_foreach_lerp_", self);
   check_lists("foreach_lerp_", {&self, &end});
   if (!fast_path({&self, &end})) {
+    if (cuda_inplace(CudaOp::Lerp, self, &end, nullptr, weight.to_double())) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).lerp_(end[i], weight);
     return;
@@ -339,6 +388,7 @@ void foreach_maximum_(const TensorList& self, const TensorList& other) {
   BRISK_PROFILE_OP("_foreach_maximum_", self);
   check_lists("foreach_maximum_", {&self, &other});
   if (!fast_path({&self, &other})) {
+    if (cuda_inplace(CudaOp::Maximum, self, &other, nullptr, 0.0)) return;
     NoGradGuard g;
     for (size_t i = 0; i < self.size(); ++i) const_cast<Tensor&>(self[i]).copy_(maximum(self[i], other[i]));
     return;
@@ -371,6 +421,7 @@ TensorList foreach_sqrt(const TensorList& self) {
   NoGradGuard g;
   if (!fast_path({&self})) {
     TensorList r;
+    if (cuda_outplace(CudaOp::Sqrt, r, self, nullptr, 0.0)) return r;
     for (const Tensor& t : self) r.push_back(t.sqrt());
     return r;
   }
@@ -383,6 +434,7 @@ void foreach_sqrt_(const TensorList& self) {
   BRISK_PROFILE_OP("_foreach_sqrt_", self);
   check_lists("foreach_sqrt_", {&self});
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::Sqrt, self, nullptr, nullptr, 0.0)) return;
     NoGradGuard g;
     for (const Tensor& t : self) const_cast<Tensor&>(t).sqrt_();
     return;
@@ -395,6 +447,7 @@ void foreach_zero_(const TensorList& self) {
   BRISK_PROFILE_OP("_foreach_zero_", self);
   check_lists("foreach_zero_", {&self});
   if (!fast_path({&self})) {
+    if (cuda_inplace(CudaOp::Zero, self, nullptr, nullptr, 0.0)) return;
     NoGradGuard g;
     for (const Tensor& t : self) const_cast<Tensor&>(t).zero_();
     return;
@@ -415,6 +468,10 @@ TensorList foreach_norm(const TensorList& self, const Scalar& ord) {
   const double p = ord.to_double();
   const bool inf = std::isinf(p) && p > 0;
   if (!fast_path({&self}) || !(p == 1 || p == 2 || inf)) {
+#ifdef BRISK_HAVE_CUDA
+    if ((p == 1 || p == 2 || inf) && cuda::detail::foreach_cuda_eligible({&self}))
+      return cuda::detail::foreach_norm_cuda(self, p);
+#endif
     TensorList r;
     for (const Tensor& t : self) r.push_back(t.norm(ord));
     return r;

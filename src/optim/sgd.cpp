@@ -6,6 +6,7 @@
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "optim/cuda_hooks.h"
 #include "optim/multi_tensor.h"
 
 namespace brisk::optim {
@@ -145,6 +146,9 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
     sgd_foreach(h, params, grads, states);
     return;
   }
+  // CUDA parameters: one multi-tensor kernel per device and dtype (backend/cuda/optim.cu).
+  TensorList cp, cg, cbufs;
+  std::vector<char> cfirst;
   for (ScalarType dt : {kFloat, kDouble}) {
     TensorList fp, fg;
     std::vector<ParamState*> fs;
@@ -154,7 +158,16 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
       const bool fused =
           o.impl() == Impl::Fused && detail::fusable(params[i], {&grads[i], &s.momentum_buffer});
       if (!fused) {
-        if (dt == kFloat) sgd_for_loop(h, params[i], grads[i], s);  // once, in the first pass
+        if (dt != kFloat) continue;  // the rest is handled once, in the first pass
+        if (o.impl() == Impl::Fused && cuda::detail::fusable_cuda(params[i], {&grads[i], &s.momentum_buffer})) {
+          cfirst.push_back(h.momentum != 0 && !s.momentum_buffer.defined());
+          if (cfirst.back()) s.momentum_buffer = empty_like(params[i], params[i].options());
+          cp.push_back(params[i]);
+          cg.push_back(grads[i]);
+          if (h.momentum != 0) cbufs.push_back(s.momentum_buffer);
+        } else {
+          sgd_for_loop(h, params[i], grads[i], s);
+        }
         continue;
       }
       if (params[i].dtype() != dt) continue;
@@ -167,6 +180,14 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
     if (fp.empty()) continue;
     if (dt == kFloat) sgd_fused_kernel<float>(h, fp, fg, fs, first);
     else sgd_fused_kernel<double>(h, fp, fg, fs, first);
+  }
+  if (!cp.empty()) {
+#ifdef BRISK_HAVE_CUDA
+    cuda::detail::fused_sgd_cuda({h.lr, h.momentum, h.dampening, h.wd, h.nesterov, h.maximize}, cp, cg, cbufs,
+                                 cfirst);
+#else
+    BRISK_FAIL("SGD", "CUDA parameters in a build without the CUDA backend");
+#endif
   }
 }
 

@@ -1,0 +1,208 @@
+// Loading cuBLAS and handing out handles.
+//
+// Note [Lazy CUDA libraries]
+// brisk links the CUDA runtime statically and does NOT link cuBLAS: mapping
+// libcublas/libcublasLt (about 600 MB) and running their initialisers costs
+// every process about 180 ms at start-up, whether or not it multiplies a
+// matrix on a GPU, and the test suite starts some 2000 processes. The first
+// GEMM on a CUDA tensor opens libcublas.so.13 with dlopen (its own RUNPATH
+// finds libcublasLt next to it) and resolves the few functions brisk calls
+// into a table (CublasApi); the cuBLAS headers provide the types and
+// prototypes. If the soname is not on the loader's path, the toolkit's
+// default folders are tried ($CUDA_HOME/lib64, $CUDA_PATH/lib64,
+// /usr/local/cuda/lib64). A missing library is an error of the op that
+// needed it ("[matmul] cuBLAS could not be loaded: ..."), not of start-up.
+// The library is never closed: cuBLAS keeps threads and device state that
+// must not outlive its code.
+//
+// Handles: one per (device, thread), created on first use and bound to the
+// thread's current stream at each call (cublasSetStream only when it
+// changed). cublasSetStream resets the workspace, so each (handle, stream)
+// pair gets its own workspace tensor from the caching allocator, allocated on
+// that stream (two streams never share scratch memory), and it is set again
+// after every stream change. When a thread exits its handles return to a
+// per-device pool for the next thread; handles and workspaces are never
+// destroyed (the pool outlives every thread, including at process exit,
+// when destroying them could race the CUDA runtime's own teardown).
+#include "backend/cuda/cublas.h"
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda/cuda_common.h"
+#include "brisk/ops.h"
+#include "brisk/tensor.h"
+
+namespace brisk::cuda::detail {
+namespace {
+
+constexpr const char* kCublasSoname = "libcublas.so.13";
+
+struct Loaded {
+  CublasLibrary info;
+  CublasApi api{};
+};
+
+template <class Fn>
+void resolve(void* lib, const char* name, Fn& fn, CublasLibrary& info) {
+  dlerror();
+  fn = reinterpret_cast<Fn>(dlsym(lib, name));
+  if (fn) {
+    info.symbols.push_back(name);
+  } else {
+    if (!info.error.empty()) info.error += "; ";
+    info.error += std::string("symbol ") + name + " not found";
+  }
+}
+
+Loaded load() {
+  Loaded l;
+  void* lib = nullptr;
+  std::string errors;
+  for (const std::string& path : cublas_search_paths()) {
+    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib) {
+      l.info.path = path;
+      break;
+    }
+    const char* e = dlerror();
+    if (!errors.empty()) errors += "; ";
+    errors += e ? e : (path + ": unknown error");
+  }
+  if (!lib) {
+    l.info.error = errors;
+    return l;
+  }
+  CublasApi& a = l.api;
+  resolve(lib, "cublasCreate_v2", a.create, l.info);
+  resolve(lib, "cublasSetStream_v2", a.set_stream, l.info);
+  resolve(lib, "cublasSetWorkspace_v2", a.set_workspace, l.info);
+  resolve(lib, "cublasSetMathMode", a.set_math_mode, l.info);
+  resolve(lib, "cublasGetStatusString", a.status_string, l.info);
+  resolve(lib, "cublasGemmStridedBatchedEx", a.gemm_strided_batched_ex, l.info);
+  resolve(lib, "cublasGemmStridedBatchedEx_64", a.gemm_strided_batched_ex_64, l.info);
+  l.info.loaded = l.info.error.empty();
+  if (!l.info.loaded) l.info.error = l.info.path + ": " + l.info.error;
+  return l;
+}
+
+const Loaded& loaded() {
+  static const Loaded* l = new Loaded(load());  // never freed: the library stays mapped
+  return *l;
+}
+
+// ---- handles ------------------------------------------------------------------------
+
+constexpr int kMaxDevices = 64;
+
+struct HandleState {
+  cublasHandle_t handle = nullptr;
+  cudaStream_t bound = nullptr;
+  bool bound_once = false;
+  std::vector<std::pair<cudaStream_t, Tensor>> workspaces;  // one per stream it has run on
+};
+
+/// Handles of threads that have exited, per device (never destroyed).
+struct Pool {
+  std::mutex mu;
+  std::array<std::vector<HandleState*>, kMaxDevices> free;
+};
+Pool& pool() {
+  static Pool* p = new Pool;
+  return *p;
+}
+
+/// This thread's handles; returned to the pool when the thread exits.
+struct Lease {
+  std::array<HandleState*, kMaxDevices> states{};
+  ~Lease() {
+    Pool& p = pool();
+    std::lock_guard<std::mutex> g(p.mu);
+    for (int d = 0; d < kMaxDevices; ++d)
+      if (states[d]) p.free[d].push_back(states[d]);
+  }
+};
+thread_local Lease t_lease;
+
+/// cuBLAS's recommended workspace: 32 MiB from Hopper on, 4 MiB before.
+size_t workspace_bytes(int device) {
+  return device_properties(device).major >= 9 ? size_t(32) << 20 : size_t(4) << 20;
+}
+
+}  // namespace
+
+std::vector<std::string> cublas_search_paths() {
+  std::vector<std::string> r{kCublasSoname};
+  auto add = [&](std::string p) {
+    for (const std::string& q : r)
+      if (q == p) return;
+    r.push_back(std::move(p));
+  };
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(var); v && *v) add(std::string(v) + "/lib64/" + kCublasSoname);
+  add(std::string("/usr/local/cuda/lib64/") + kCublasSoname);
+  return r;
+}
+
+const CublasLibrary& cublas_library() { return loaded().info; }
+
+const CublasApi& cublas_api(const char* op) {
+  const Loaded& l = loaded();
+  if (BRISK_UNLIKELY(!l.info.loaded)) BRISK_FAIL(op, "cuBLAS could not be loaded: ", l.info.error);
+  return l.api;
+}
+
+void cublas_check(cublasStatus_t s, const char* op, const char* what) {
+  if (BRISK_LIKELY(s == CUBLAS_STATUS_SUCCESS)) return;
+  const CublasApi& a = cublas_api(op);
+  BRISK_FAIL(op, "cuBLAS error: ", a.status_string ? a.status_string(s) : "unknown", " (status ", int(s), ") in ",
+             what);
+}
+
+cublasHandle_t cublas_handle(const char* op) {
+  const CublasApi& api = cublas_api(op);
+  const int dev = current_device_index();
+  BRISK_CHECK(dev >= 0 && dev < kMaxDevices, op, "device index ", dev, " out of range for cuBLAS handles");
+  HandleState*& st = t_lease.states[dev];
+  if (!st) {
+    {
+      Pool& p = pool();
+      std::lock_guard<std::mutex> g(p.mu);
+      if (!p.free[dev].empty()) {
+        st = p.free[dev].back();
+        p.free[dev].pop_back();
+      }
+    }
+    if (!st) {
+      auto fresh = std::make_unique<HandleState>();
+      cublas_check(api.create(&fresh->handle), op, "cublasCreate");
+      // TF32 is chosen per call through the compute type (Note [TF32] in gemm.cpp).
+      cublas_check(api.set_math_mode(fresh->handle, CUBLAS_DEFAULT_MATH), op, "cublasSetMathMode");
+      st = fresh.release();
+    }
+  }
+  cudaStream_t stream = current_stream_handle(dev);
+  if (!st->bound_once || st->bound != stream) {
+    cublas_check(api.set_stream(st->handle, stream), op, "cublasSetStream");
+    Tensor* ws = nullptr;
+    for (auto& [s, t] : st->workspaces)
+      if (s == stream) ws = &t;
+    if (!ws) {
+      const int64_t bytes = int64_t(workspace_bytes(dev));
+      st->workspaces.emplace_back(stream, empty({bytes}, TensorOptions(kUInt8).device(Device(kCUDA, dev))));
+      ws = &st->workspaces.back().second;
+    }
+    cublas_check(api.set_workspace(st->handle, ws->data_ptr(), size_t(ws->numel())), op, "cublasSetWorkspace");
+    st->bound = stream;
+    st->bound_once = true;
+  }
+  return st->handle;
+}
+
+}  // namespace brisk::cuda::detail
