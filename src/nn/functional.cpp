@@ -67,8 +67,12 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
   Tensor t = target.to(kInt64);
   Tensor valid = t.ne(ignore_index);
   Tensor safe = where(valid, t, Scalar(int64_t(0)));
-  if (safe.numel() > 0) {
-    brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
+  // On the CPU the range is checked here. On a GPU a host check would make
+  // every loss a synchronising call: the gather below skips out-of-range
+  // targets and the error is raised at the next sync instead (Note [Deferred
+  // index errors], docs/design/cuda_index_random.md).
+  if (safe.numel() > 0 && safe.is_cpu()) {
+    brisk::detail::DeviceCheckScope device_check;
     const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
     BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
   }
@@ -181,8 +185,10 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
   BRISK_CHECK(weight.defined() && weight.dim() == 2, "embedding", "expected a 2-D weight, got ",
               shape_str(weight.sizes()));
   const int64_t n = weight.size(0);
-  if (indices.numel() > 0) {
-    brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
+  // On a GPU index_select's deferred error reports an index out of range at
+  // the next sync (as for nll_loss's targets above).
+  if (indices.numel() > 0 && indices.is_cpu()) {
+    brisk::detail::DeviceCheckScope device_check;
     const int64_t hi = indices.max().item<int64_t>(), lo = indices.min().item<int64_t>();
     BRISK_CHECK(lo >= 0 && hi < n, "embedding", "index ", (hi >= n ? hi : lo), " is out of range for ", n,
                 " embeddings");

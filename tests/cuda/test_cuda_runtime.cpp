@@ -205,3 +205,16 @@ TEST(CudaRuntime, IndexOpsRequireTheirIndicesOnTheSameDevice) {
   // On the same device they run and agree with the CPU.
   EXPECT_TRUE(equal(g.gather(1, idx.cuda()).cpu(), x.gather(1, idx)));
 }
+
+TEST(CudaRuntime, CrossEntropyTargetOutOfRangeIsRaisedAtTheNextSync) {
+  REQUIRE_CUDA();
+  Tensor logits = randn({4, 3}, Device(kCUDA));
+  Tensor bad = tensor({0, 1, 5, 2}, kInt64).cuda();
+  Tensor loss = nn::functional::cross_entropy(logits, bad);  // no host round trip here
+  expect_error([&] { (void)loss.item<float>(); }, {"out of bounds", "5"});
+  // The context stays usable and a correct call works.
+  Tensor good = tensor({0, 1, 2, 2}, kInt64);
+  Tensor ref = nn::functional::cross_entropy(logits.cpu(), good);
+  Tensor got = nn::functional::cross_entropy(logits, good.cuda());
+  EXPECT_NEAR(got.item<float>(), ref.item<float>(), 1e-5);
+}

@@ -1,0 +1,120 @@
+// brisk's side of the GPU benchmarks (issue figures for the CUDA backend).
+// bench/cuda/run.sh builds the libtorch side (torch_cuda_bench.cpp) against
+// the PyTorch installed on the GPU machine, runs both and prints one table.
+//
+// Each line printed is "name value unit", read by run.sh:
+//   host_add_3x3_ns        host time per `z = x + y` on 3x3 float32 (launch included)
+//   add_2p26_gbs           z = x + y on 2^26 float32, bytes moved (3 x 256 MiB) per second
+//   d2d_copy_gbs           cudaMemcpy device-to-device of 256 MiB, bytes read + written per second
+//   matmul_bf16_8192_tflops
+//   adamw_200x1m_{fused,foreach,forloop}_ms
+#include <brisk/brisk.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+using namespace brisk;
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Median of `reps` timings (ms) of f() measured with CUDA events on the current stream.
+template <class F>
+double time_ms(int reps, const F& f) {
+  std::vector<float> t;
+  for (int i = 0; i < reps; ++i) {
+    cuda::Event a(true), b(true);
+    a.record();
+    f();
+    b.record();
+    b.synchronize();
+    t.push_back(a.elapsed_time(b));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void host_cost() {
+  Tensor x = randn({3, 3}, Device(kCUDA)), y = randn({3, 3}, Device(kCUDA));
+  for (int i = 0; i < 1000; ++i) (void)(x + y);
+  cuda::synchronize();
+  const int n = 20000;
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const double t0 = now_s();
+    for (int i = 0; i < n; ++i) {
+      Tensor z = x + y;
+      (void)z;
+    }
+    const double t1 = now_s();
+    cuda::synchronize();
+    best = std::min(best, (t1 - t0) / n * 1e9);
+  }
+  std::printf("host_add_3x3_ns %.1f ns\n", best);
+}
+
+void bandwidth() {
+  const int64_t n = int64_t(1) << 26;
+  Tensor x = randn({n}, Device(kCUDA)), y = randn({n}, Device(kCUDA));
+  Tensor z = empty({n}, Device(kCUDA));
+  const double bytes = 4.0 * n;
+  const double add_ms = time_ms(20, [&] { Tensor r = x + y; });
+  std::printf("add_2p26_gbs %.1f GB/s\n", 3 * bytes / (add_ms * 1e-3) / 1e9);
+  const double out_ms = time_ms(20, [&] { add_out(z, x, y); });
+  std::printf("add_out_2p26_gbs %.1f GB/s\n", 3 * bytes / (out_ms * 1e-3) / 1e9);
+  const double copy_ms = time_ms(20, [&] {
+    cudaMemcpyAsync(z.data_ptr(), x.data_ptr(), size_t(bytes), cudaMemcpyDeviceToDevice,
+                    static_cast<cudaStream_t>(cuda::current_stream().handle()));
+  });
+  std::printf("d2d_copy_gbs %.1f GB/s\n", 2 * bytes / (copy_ms * 1e-3) / 1e9);
+}
+
+void matmul() {
+  const int64_t n = 8192;
+  Tensor a = randn({n, n}, Device(kCUDA)).to(kBFloat16), b = randn({n, n}, Device(kCUDA)).to(kBFloat16);
+  for (int i = 0; i < 3; ++i) (void)a.matmul(b);
+  const double ms = time_ms(10, [&] { Tensor c = a.matmul(b); });
+  std::printf("matmul_bf16_8192_tflops %.1f TFLOP/s\n", 2.0 * n * n * n / (ms * 1e-3) / 1e12);
+}
+
+void adamw() {
+  for (optim::Impl impl : {optim::Impl::Fused, optim::Impl::Foreach, optim::Impl::ForLoop}) {
+    std::vector<Tensor> params;
+    for (int i = 0; i < 200; ++i) {
+      Tensor p = randn({1 << 20}, Device(kCUDA)).requires_grad_();
+      p.mutable_grad() = randn({1 << 20}, Device(kCUDA));
+      params.push_back(p);
+    }
+    optim::AdamW opt(params, optim::AdamWOptions(1e-3).impl(impl));
+    for (int i = 0; i < 3; ++i) opt.step();
+    const double ms = time_ms(10, [&] { opt.step(); });
+    std::printf("adamw_200x1m_%s_ms %.3f ms\n", optim::impl_name(impl), ms);
+  }
+}
+
+}  // namespace
+
+int main() {
+  if (!cuda::is_available()) {
+    std::fprintf(stderr, "brisk_cuda_bench: %s\n", cuda::unavailable_reason().c_str());
+    return 1;
+  }
+  try {
+    auto p = cuda::get_device_properties();
+    std::printf("device %s\n", p.name.c_str());
+    host_cost();
+    bandwidth();
+    matmul();
+    adamw();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "brisk_cuda_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
