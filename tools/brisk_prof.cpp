@@ -25,7 +25,8 @@ const char* kUsage =
     "\n"
     "  --html PATH         also write a self-contained HTML report (timeline, chart, table, advice)\n"
     "  --sort KEY          sort the table by cpu_time_total (default), self_cpu_time_total,\n"
-    "                      cpu_time_avg, count, cpu_memory_usage or self_cpu_memory_usage\n"
+    "                      cpu_time_avg, cuda_time_total, self_cuda_time_total, cuda_time_avg,\n"
+    "                      count, cpu_memory_usage or self_cpu_memory_usage\n"
     "  --limit N           print at most N rows (default 30; 0: all)\n"
     "  --group-by-shape    one row per op name and input shapes (needs record_shapes)\n";
 
@@ -76,6 +77,8 @@ int main(int argc, char** argv) {
   try {
     prof::ProfileResult r = prof::load_chrome_trace(trace);
     std::cout << prof::key_averages(r, by_shape).table(sort, limit) << "\n";
+    for (const std::string& w : r.warnings) std::cout << "warning: " << w << "\n";
+    if (!r.warnings.empty()) std::cout << "\n";
     std::cout << prof::advice_text(prof::advise(r));
     if (!html.empty()) {
       prof::export_html_report(r, html);

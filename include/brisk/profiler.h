@@ -43,6 +43,9 @@ struct ProfileOptions {
                                           \
  private:                                 \
   T name##_ = init
+  /// Activity::CUDA also records the kernels, copies and memsets the GPU
+  /// runs (through CUPTI), linked to the ops that launched them; where that
+  /// is impossible (no GPU, no CUPTI) ProfileResult::warnings says why.
   BRISK_PROFILER_ARG(std::vector<Activity>, activities, {Activity::CPU});
   /// Record each op's input shapes and dtypes.
   BRISK_PROFILER_ARG(bool, record_shapes, false);
@@ -62,6 +65,11 @@ enum class EventKind : uint8_t {
   DataLoaderWait,  ///< the caller waiting for the next batch
   Sync,            ///< a read of tensor data by the host (item, nonzero, to(cpu), printing)
   Copy,            ///< a copy between devices, or to/from pinned memory
+  // GPU activity (Activity::CUDA, recorded through CUPTI): on a track per
+  // (device, stream), linked to the host event that launched it.
+  Kernel,          ///< a kernel that ran on a GPU
+  Memcpy,          ///< a copy the GPU performed (host<->device, device<->device)
+  Memset,          ///< a memset the GPU performed
 };
 const char* kind_name(EventKind k);
 
@@ -93,7 +101,20 @@ struct Event {
   std::string detail;
   /// with_stack: enclosing record_function names, outermost first.
   std::vector<std::string> stack;
+  /// GPU events (Kernel, Memcpy, Memset): the device index, the CUDA stream
+  /// id, CUPTI's correlation id of the launch, the bytes copied or set, and
+  /// the index in ProfileResult::events of the host event (the innermost op,
+  /// or other event, open on the launching thread) that launched it; -1 when
+  /// unknown. `detail` of a kernel: "grid [x, y, z] block [x, y, z] registers
+  /// R shared memory B". Host events keep the defaults.
+  int32_t device = -1;
+  int64_t stream = -1;
+  uint64_t correlation_id = 0;
+  int64_t bytes = 0;
+  int32_t correlated_op = -1;
   int64_t duration_ns() const { return end_ns - start_ns; }
+  /// Kernel, Memcpy or Memset.
+  bool is_gpu() const { return kind == EventKind::Kernel || kind == EventKind::Memcpy || kind == EventKind::Memset; }
 };
 
 /// A point on the memory timeline (profile_memory): totals after an
@@ -110,8 +131,11 @@ struct ProfileResult {
   ProfileOptions options;
   std::vector<Event> events;               ///< ordered by start time per thread
   std::vector<MemorySample> memory;
-  std::vector<std::string> threads;        ///< names, indexed by Event::thread
+  std::vector<std::string> threads;        ///< names, indexed by Event::thread; GPU tracks: "cuda:0 stream 7"
   int64_t duration_ns = 0;
+  /// What the profile could not record, e.g. Activity::CUDA requested where
+  /// CUPTI could not be loaded or no GPU is present; empty when all went well.
+  std::vector<std::string> warnings;
 };
 
 /// One row of key_averages(): the events of one name (and input shapes, when
@@ -124,30 +148,48 @@ struct KeyAverage {
   int64_t self_cpu_time_total_ns = 0;  ///< minus time in child events
   int64_t cpu_memory_bytes = 0;        ///< allocated in the events and their children
   int64_t self_cpu_memory_bytes = 0;
+  /// GPU time (Activity::CUDA): for host events, the durations of the
+  /// kernels, copies and memsets they launched themselves (self) and with
+  /// their descendants (total); for GPU events, their own durations.
+  int64_t cuda_time_total_ns = 0;
+  int64_t self_cuda_time_total_ns = 0;
 };
 
 class KeyAverages {
  public:
   KeyAverages(std::vector<KeyAverage> rows, int64_t total_self_ns) : rows_(std::move(rows)), total_self_ns_(total_self_ns) {}
+  /// With GPU activity: `total_self_cuda_ns` is the sum of the GPU events'
+  /// durations, and the table gets the CUDA columns.
+  KeyAverages(std::vector<KeyAverage> rows, int64_t total_self_ns, int64_t total_self_cuda_ns, bool has_cuda)
+      : rows_(std::move(rows)), total_self_ns_(total_self_ns), total_self_cuda_ns_(total_self_cuda_ns),
+        has_cuda_(has_cuda) {}
   const std::vector<KeyAverage>& rows() const { return rows_; }
+  /// The profile had GPU events (the table shows the CUDA columns).
+  bool has_cuda() const { return has_cuda_; }
   /// PyTorch's table: Name, Self CPU %, Self CPU, CPU total %, CPU total,
-  /// CPU time avg, CPU Mem, Self CPU Mem, # of Calls (Input Shapes when
-  /// grouped by shape), then "Self CPU time total: ...". sort_by is one of
-  /// cpu_time_total, self_cpu_time_total, cpu_time_avg, count,
-  /// cpu_memory_usage, self_cpu_memory_usage; row_limit <= 0 prints all rows.
+  /// CPU time avg, (with GPU activity: Self CUDA, Self CUDA %, CUDA total,
+  /// CUDA time avg,) CPU Mem, Self CPU Mem, # of Calls (Input Shapes when
+  /// grouped by shape), then "Self CPU time total: ..." (and "Self CUDA time
+  /// total: ..."). sort_by is one of cpu_time_total, self_cpu_time_total,
+  /// cpu_time_avg, cuda_time_total, self_cuda_time_total, cuda_time_avg,
+  /// count, cpu_memory_usage, self_cpu_memory_usage; row_limit <= 0 prints
+  /// all rows.
   std::string table(const std::string& sort_by = "cpu_time_total", int row_limit = 100) const;
 
  private:
   std::vector<KeyAverage> rows_;
   int64_t total_self_ns_ = 0;
+  int64_t total_self_cuda_ns_ = 0;
+  bool has_cuda_ = false;
 };
 
 /// Averages per event name (and input shapes with group_by_input_shape).
 KeyAverages key_averages(const ProfileResult& r, bool group_by_input_shape = false);
 
 /// Chrome trace-event JSON (Perfetto, chrome://tracing): complete events with
-/// args (input dims, types), memory counters, thread names. Written
-/// atomically.
+/// args (input dims, types), memory counters, thread names; GPU events on a
+/// process per device and a thread per stream, with flow arrows from the
+/// launching op to each kernel or copy. Written atomically.
 void export_chrome_trace(const ProfileResult& r, const std::string& path);
 /// Reads a trace written by export_chrome_trace back (for the command-line
 /// summariser); throws brisk::Error on a malformed file.
@@ -188,6 +230,7 @@ class record_function {
 
  private:
   int32_t index_ = -1;  ///< the open event, -1 when not profiling
+  bool pushed_ = false; ///< pushed a CUDA correlation id (Activity::CUDA)
 };
 
 /// True while a profile is active (one relaxed atomic load).

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -16,6 +17,7 @@
 #include "brisk/autograd.h"
 #include "brisk/profiler.h"
 #include "core/parallel.h"
+#include "profiler/gpu_activity.h"
 #include "profiler/record.h"
 
 namespace brisk::profiler {
@@ -29,6 +31,9 @@ const char* kind_name(EventKind k) {
     case EventKind::DataLoaderWait: return "dataloader_wait";
     case EventKind::Sync: return "sync";
     case EventKind::Copy: return "copy";
+    case EventKind::Kernel: return "kernel";
+    case EventKind::Memcpy: return "memcpy";
+    case EventKind::Memset: return "memset";
   }
   return "?";
 }
@@ -37,6 +42,17 @@ namespace detail {
 
 BRISK_PROFILER_INTERNAL std::atomic<bool> g_active{false};
 BRISK_PROFILER_INTERNAL std::atomic<bool> g_memory{false};
+
+namespace {
+// The GPU activity recorder (Note [GPU activity hooks]); set before main().
+const GpuActivityBackend* g_gpu_backend = nullptr;
+// A profile records GPU activity: events push correlation ids. Written before
+// g_active is set and cleared after it is, read in the cold open path only.
+std::atomic<bool> g_gpu{false};
+}  // namespace
+
+void set_gpu_activity_backend(const GpuActivityBackend* backend) { g_gpu_backend = backend; }
+const GpuActivityBackend* gpu_activity_backend() { return g_gpu_backend; }
 
 namespace {
 
@@ -135,6 +151,9 @@ struct State {
   ProfileOptions options;
   uint32_t generation = 0;
   int64_t t0 = 0;
+  bool gpu = false;                   // recording GPU activity
+  std::vector<std::string> warnings;  // for ProfileResult::warnings
+  std::vector<GpuRecord> gpu_records;
   std::thread::id main_thread;
   std::vector<ThreadBuffer*> buffers;  // index: thread id
   std::vector<std::string> names;
@@ -323,9 +342,15 @@ OpenEvent open_common(EventKind kind, const char* name, const std::string* dyn_n
   }
   b->current = idx;
   const uint32_t gen = b->generation;
+  OpenEvent oe{b, idx, gen};
+  if (g_gpu.load(std::memory_order_relaxed)) {
+    // Kernels launched until this event closes are tagged with it.
+    g_gpu_backend->push(external_id(gen, b->thread_id, static_cast<uint32_t>(idx)));
+    oe.pushed = true;
+  }
   e.start = now_ns();
   release(b);
-  return {b, idx, gen};
+  return oe;
 }
 
 void sample(ThreadBuffer* b, int64_t bytes, int64_t allocated, int64_t reserved) {
@@ -345,6 +370,9 @@ OpenEvent open_event_str(EventKind kind, const std::string& name, const char* de
 }
 
 void close_event(const OpenEvent& oe) {
+  // Pop even when the profile has stopped meanwhile: the thread's stack of
+  // correlation ids stays balanced.
+  if (oe.pushed) g_gpu_backend->pop();
   const int64_t t = now_ns();
   auto* b = static_cast<ThreadBuffer*>(oe.buffer);
   if (b != t_slot.buffer) return;
@@ -401,6 +429,65 @@ const char* dtype_string(int64_t code) {
     case kDouble: return "float64";
     default: return "undefined";
   }
+}
+
+// Adds the GPU records to a merged result: one track ("thread") per (device,
+// stream) after the host threads, each event linked to the host event whose
+// correlation id was on top of the launching thread's stack, then merged
+// into the host events by start time (host events first at equal starts),
+// parent and correlated_op indices remapped.
+void add_gpu_events(State& st, int64_t t_end, const std::vector<std::vector<int32_t>>& global,
+                    ProfileResult& out) {
+  std::map<std::pair<int32_t, uint32_t>, uint32_t> tracks;
+  for (const GpuRecord& g : st.gpu_records) tracks.emplace(std::make_pair(g.device, g.stream), 0u);
+  for (auto& [key, id] : tracks) {
+    id = static_cast<uint32_t>(out.threads.size());
+    out.threads.push_back("cuda:" + std::to_string(key.first) + " stream " + std::to_string(key.second));
+  }
+  const int64_t duration = std::max<int64_t>(0, t_end - st.t0);
+  std::vector<Event> gpu;
+  gpu.reserve(st.gpu_records.size());
+  for (GpuRecord& g : st.gpu_records) {
+    Event e;
+    e.name = std::move(g.name);
+    e.kind = g.kind;
+    e.detail = std::move(g.detail);
+    // Clamped into the profile: a kernel queued before it started, or a
+    // clock conversion a few hundred ns off at either end.
+    e.start_ns = std::clamp<int64_t>(g.start_ns - st.t0, 0, duration);
+    e.end_ns = std::clamp<int64_t>(g.end_ns - st.t0, e.start_ns, duration);
+    e.thread = tracks[{g.device, g.stream}];
+    e.device = g.device;
+    e.stream = g.stream;
+    e.correlation_id = g.correlation;
+    e.bytes = g.bytes;
+    uint32_t t = 0, i = 0;
+    if (g.external_id && decode_external_id(g.external_id, st.generation, &t, &i) && t < global.size() &&
+        i < global[t].size())
+      e.correlated_op = global[t][i];
+    gpu.push_back(std::move(e));
+  }
+  st.gpu_records.clear();
+  std::stable_sort(gpu.begin(), gpu.end(), [](const Event& a, const Event& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.thread < b.thread;
+  });
+  const size_t nh = out.events.size();
+  std::vector<int32_t> host_new(nh);
+  std::vector<Event> all;
+  all.reserve(nh + gpu.size());
+  for (size_t h = 0, k = 0; h < nh || k < gpu.size();) {
+    if (k == gpu.size() || (h < nh && out.events[h].start_ns <= gpu[k].start_ns)) {
+      host_new[h] = static_cast<int32_t>(all.size());
+      all.push_back(std::move(out.events[h++]));
+    } else {
+      all.push_back(std::move(gpu[k++]));
+    }
+  }
+  for (Event& e : all) {
+    if (e.parent >= 0) e.parent = host_new[static_cast<size_t>(e.parent)];
+    if (e.correlated_op >= 0) e.correlated_op = host_new[static_cast<size_t>(e.correlated_op)];
+  }
+  out.events = std::move(all);
 }
 
 // Builds the result from the buffers (all owners stopped writing).
@@ -473,6 +560,8 @@ void merge(State& st, int64_t t_end, ProfileResult& out) {
       out.memory.push_back({s.time - st.t0, s.bytes, s.allocated, s.reserved, b->thread_id});
   std::stable_sort(out.memory.begin(), out.memory.end(),
                    [](const MemorySample& a, const MemorySample& b) { return a.time_ns < b.time_ns; });
+  out.warnings = st.warnings;
+  if (!st.gpu_records.empty()) add_gpu_events(st, t_end, global, out);
 }
 
 }  // namespace
@@ -495,6 +584,21 @@ profile::profile(ProfileOptions options) {
     g_record_shapes = st->options.record_shapes();
     g_generation.store(st->generation, std::memory_order_release);
     if (!t_slot.closed) register_thread_locked(r, st);  // the starting thread is thread 0, "main"
+    bool cuda = false;
+    for (Activity a : st->options.activities()) cuda = cuda || a == Activity::CUDA;
+    if (cuda) {
+      if (!g_gpu_backend) {
+        st->warnings.push_back(
+            "Activity::CUDA: this build of brisk has no CUDA backend; no GPU activity was recorded");
+      } else {
+        const std::string why = g_gpu_backend->start();
+        if (why.empty())
+          st->gpu = true;
+        else
+          st->warnings.push_back("Activity::CUDA: no GPU activity was recorded: " + why);
+      }
+    }
+    g_gpu.store(st->gpu, std::memory_order_relaxed);
     st->t0 = now_ns();
     g_memory.store(st->options.profile_memory(), std::memory_order_release);
     g_active.store(true, std::memory_order_seq_cst);
@@ -521,6 +625,11 @@ void profile::stop() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   for (ThreadBuffer* b : st->buffers)
     while (b->busy.load(std::memory_order_acquire)) std::this_thread::yield();
+  if (st->gpu) {
+    // Waits for the devices, so the GPU events end before t_end.
+    g_gpu.store(false, std::memory_order_relaxed);
+    g_gpu_backend->stop(st->gpu_records, st->warnings);
+  }
   // After the wait: every recorded time is earlier.
   const int64_t t_end = now_ns();
   std::unique_ptr<State> owned(st);
@@ -546,14 +655,23 @@ const ProfileResult& profile::result() {
 // ---- record_function ------------------------------------------------------------
 
 record_function::record_function(const char* name) {
-  if (BRISK_UNLIKELY(detail::active())) index_ = detail::open_event(EventKind::UserScope, name).index;
+  if (BRISK_UNLIKELY(detail::active())) {
+    const detail::OpenEvent e = detail::open_event(EventKind::UserScope, name);
+    index_ = e.index;
+    pushed_ = e.pushed;
+  }
 }
 record_function::record_function(std::string name) {
-  if (BRISK_UNLIKELY(detail::active())) index_ = detail::open_event_str(EventKind::UserScope, name).index;
+  if (BRISK_UNLIKELY(detail::active())) {
+    const detail::OpenEvent e = detail::open_event_str(EventKind::UserScope, name);
+    index_ = e.index;
+    pushed_ = e.pushed;
+  }
 }
 record_function::~record_function() {
   if (BRISK_LIKELY(index_ < 0)) return;
   using namespace detail;
+  if (pushed_) g_gpu_backend->pop();
   // Close only the event this scope opened: the innermost open one of the
   // active profile on this thread.
   const int64_t t = now_ns();

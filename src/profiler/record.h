@@ -57,6 +57,7 @@ struct OpenEvent {
   void* buffer = nullptr;
   int32_t index = -1;
   uint32_t generation = 0;
+  bool pushed = false;  ///< pushed a GPU correlation id: close_event pops it (Note [GPU activity hooks])
 };
 
 /// Opens an event on this thread (kind Op with inputs; other kinds with a

@@ -119,10 +119,12 @@ svg text { font: 11px system-ui, sans-serif; fill: #1d2330; }
 )CSS";
 
 // Kind colours, in EventKind order (the legend and the canvas share them).
-const char* kKindColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#c0392b", "#76b7b2"};
-constexpr EventKind kKinds[] = {EventKind::Op,            EventKind::Backward,       EventKind::UserScope,
+const char* kKindColours[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759",
+                              "#c0392b", "#76b7b2", "#edc948", "#9c755f", "#bab0ac"};
+constexpr EventKind kKinds[] = {EventKind::Op,     EventKind::Backward,       EventKind::UserScope,
                                 EventKind::OptimizerStep, EventKind::DataLoaderWait, EventKind::Sync,
-                                EventKind::Copy};
+                                EventKind::Copy,   EventKind::Kernel,         EventKind::Memcpy,
+                                EventKind::Memset};
 
 const char* kTimelineJs = R"JS(
 (function () {
@@ -308,6 +310,8 @@ void append_timeline(std::string& h, const ProfileResult& r) {
     }
     if (e.self_alloc_bytes > 0) extra += (extra.empty() ? "" : "\n") + std::string("allocated: ") + format_bytes(e.self_alloc_bytes);
     if (e.recorded_graph) extra += extra.empty() ? "recorded an autograd node" : "\nrecorded an autograd node";
+    if (e.is_gpu() && e.correlated_op >= 0 && static_cast<size_t>(e.correlated_op) < r.events.size())
+      extra += (extra.empty() ? "" : "\n") + std::string("launched by: ") + r.events[e.correlated_op].name;
     if (!evs.empty()) evs += ',';
     evs += '[' + std::to_string(e.thread) + ',' + std::to_string(std::max(e.depth, 0)) + ',' +
            std::to_string(e.start_ns) + ',' + std::to_string(e.duration_ns()) + ',' + std::to_string(it->second) + ',' +

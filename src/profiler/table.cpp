@@ -78,6 +78,30 @@ KeyAverages key_averages(const ProfileResult& r, bool group_by_input_shape) {
     const int32_t p = r.events[i].parent;
     if (p >= 0) tree_mem[static_cast<size_t>(p)] += tree_mem[i];
   }
+  // GPU time: each GPU event's duration goes to the host event that launched
+  // it (self), then up its ancestors (total). GPU events have no parent.
+  bool has_cuda = false;
+  int64_t total_self_cuda = 0;
+  std::vector<int64_t> self_cuda, tree_cuda;
+  for (size_t i = 0; i < n; ++i) {
+    const Event& e = r.events[i];
+    if (!e.is_gpu()) continue;
+    if (!has_cuda) {
+      has_cuda = true;
+      self_cuda.assign(n, 0);
+    }
+    total_self_cuda += e.duration_ns();
+    const int32_t op = e.correlated_op;
+    if (op >= 0 && static_cast<size_t>(op) < n && !r.events[static_cast<size_t>(op)].is_gpu())
+      self_cuda[static_cast<size_t>(op)] += e.duration_ns();
+  }
+  if (has_cuda) {
+    tree_cuda = self_cuda;
+    for (size_t i = n; i-- > 0;) {
+      const int32_t p = r.events[i].parent;
+      if (p >= 0 && static_cast<size_t>(p) < i) tree_cuda[static_cast<size_t>(p)] += tree_cuda[i];
+    }
+  }
   std::vector<KeyAverage> rows;
   std::unordered_map<std::string, size_t> index;
   int64_t total_self = 0;
@@ -96,15 +120,25 @@ KeyAverages key_averages(const ProfileResult& r, bool group_by_input_shape) {
       rows.back().input_shapes = std::move(shapes);
     }
     KeyAverage& k = rows[it->second];
-    const int64_t self = std::max<int64_t>(0, e.duration_ns() - child_ns[i]);
     ++k.count;
+    if (e.is_gpu()) {
+      // A GPU event has no CPU time: its duration is its (self) CUDA time.
+      k.cuda_time_total_ns += e.duration_ns();
+      k.self_cuda_time_total_ns += e.duration_ns();
+      continue;
+    }
+    if (has_cuda) {
+      k.cuda_time_total_ns += tree_cuda[i];
+      k.self_cuda_time_total_ns += self_cuda[i];
+    }
+    const int64_t self = std::max<int64_t>(0, e.duration_ns() - child_ns[i]);
     k.cpu_time_total_ns += e.duration_ns();
     k.self_cpu_time_total_ns += self;
     k.cpu_memory_bytes += tree_mem[i];
     k.self_cpu_memory_bytes += e.self_alloc_bytes - e.self_free_bytes;
     total_self += self;
   }
-  return KeyAverages(std::move(rows), total_self);
+  return KeyAverages(std::move(rows), total_self, total_self_cuda, has_cuda);
 }
 
 std::string KeyAverages::table(const std::string& sort_by, int row_limit) const {
@@ -113,6 +147,13 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
       {"cpu_time_total", [](const KeyAverage& k) { return k.cpu_time_total_ns; }},
       {"self_cpu_time_total", [](const KeyAverage& k) { return k.self_cpu_time_total_ns; }},
       {"cpu_time_avg", [](const KeyAverage& k) { return k.count ? k.cpu_time_total_ns / k.count : int64_t(0); }},
+      {"cuda_time_total", [](const KeyAverage& k) { return k.cuda_time_total_ns; }},
+      {"self_cuda_time_total", [](const KeyAverage& k) { return k.self_cuda_time_total_ns; }},
+      {"cuda_time_avg", [](const KeyAverage& k) { return k.count ? k.cuda_time_total_ns / k.count : int64_t(0); }},
+      // PyTorch 2.4 renamed the cuda keys device_*; both are accepted.
+      {"device_time_total", [](const KeyAverage& k) { return k.cuda_time_total_ns; }},
+      {"self_device_time_total", [](const KeyAverage& k) { return k.self_cuda_time_total_ns; }},
+      {"device_time_avg", [](const KeyAverage& k) { return k.count ? k.cuda_time_total_ns / k.count : int64_t(0); }},
       {"count", [](const KeyAverage& k) { return k.count; }},
       {"cpu_memory_usage", [](const KeyAverage& k) { return k.cpu_memory_bytes; }},
       {"self_cpu_memory_usage", [](const KeyAverage& k) { return k.self_cpu_memory_bytes; }},
@@ -121,8 +162,8 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
   for (const auto& [name, fn] : kKeys)
     if (sort_by == name) key = fn;
   BRISK_CHECK(key != nullptr, "table", "unknown sort_by '", sort_by,
-              "': expected one of cpu_time_total, self_cpu_time_total, cpu_time_avg, count, cpu_memory_usage, "
-              "self_cpu_memory_usage");
+              "': expected one of cpu_time_total, self_cpu_time_total, cpu_time_avg, cuda_time_total, "
+              "self_cuda_time_total, cuda_time_avg, count, cpu_memory_usage, self_cpu_memory_usage");
   std::vector<const KeyAverage*> rows;
   rows.reserve(rows_.size());
   for (const KeyAverage& k : rows_) rows.push_back(&k);
@@ -144,6 +185,9 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
   name_w = std::min(name_w, kMaxName);
   shapes_w = std::min(shapes_w, kMaxShapes);
   std::vector<std::string> headers = {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total", "CPU time avg"};
+  if (has_cuda_) {
+    for (const char* h : {"Self CUDA", "Self CUDA %", "CUDA total", "CUDA time avg"}) headers.push_back(h);
+  }
   if (memory) {
     headers.push_back("CPU Mem");
     headers.push_back("Self CPU Mem");
@@ -178,6 +222,12 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
                                       format_share(k->cpu_time_total_ns, total_self_ns_),
                                       format_time(k->cpu_time_total_ns),
                                       format_time(k->count ? k->cpu_time_total_ns / k->count : 0)};
+    if (has_cuda_) {
+      cells.push_back(format_time(k->self_cuda_time_total_ns));
+      cells.push_back(format_share(k->self_cuda_time_total_ns, total_self_cuda_ns_));
+      cells.push_back(format_time(k->cuda_time_total_ns));
+      cells.push_back(format_time(k->count ? k->cuda_time_total_ns / k->count : 0));
+    }
     if (memory) {
       cells.push_back(format_memory(k->cpu_memory_bytes));
       cells.push_back(format_memory(k->self_cpu_memory_bytes));
@@ -188,6 +238,7 @@ std::string KeyAverages::table(const std::string& sort_by, int row_limit) const 
   }
   out += sep;
   out += "Self CPU time total: " + format_time(total_self_ns_) + "\n";
+  if (has_cuda_) out += "Self CUDA time total: " + format_time(total_self_cuda_ns_) + "\n";
   return out;
 }
 

@@ -28,12 +28,16 @@ void append_us(std::string& out, int64_t ns) {
 
 void append_bool(std::string& out, bool v) { out += v ? "true" : "false"; }
 
+// The process of a track: 0 for the host's threads, 1 + device for a GPU's
+// streams (Perfetto groups a process's threads).
+int64_t pid_of(const Event& e) { return e.is_gpu() && e.device >= 0 ? int64_t(e.device) + 1 : 0; }
+
 void append_event(std::string& out, const Event& e, const ProfileOptions& o) {
   out += "{\"ph\": \"X\", \"name\": ";
   json::append_quoted(out, e.name);
   out += ", \"cat\": \"";
   out += kind_name(e.kind);
-  out += "\", \"pid\": 0, \"tid\": " + std::to_string(e.thread) + ", \"ts\": ";
+  out += "\", \"pid\": " + std::to_string(pid_of(e)) + ", \"tid\": " + std::to_string(e.thread) + ", \"ts\": ";
   append_us(out, e.start_ns);
   out += ", \"dur\": ";
   append_us(out, e.duration_ns());
@@ -62,6 +66,11 @@ void append_event(std::string& out, const Event& e, const ProfileOptions& o) {
            ", \"self_allocs\": " + std::to_string(e.self_allocs) +
            ", \"self_cache_misses\": " + std::to_string(e.self_cache_misses) + ", ";
   }
+  if (e.is_gpu()) {
+    out += "\"device\": " + std::to_string(e.device) + ", \"stream\": " + std::to_string(e.stream) +
+           ", \"correlation\": " + std::to_string(e.correlation_id) + ", ";
+    if (e.kind != EventKind::Kernel) out += "\"bytes\": " + std::to_string(e.bytes) + ", ";
+  }
   out += "\"recorded_graph\": ";
   append_bool(out, e.recorded_graph);
   if (!e.detail.empty()) {
@@ -87,6 +96,23 @@ void append_sample(std::string& out, const MemorySample& m) {
          ", \"bytes\": " + std::to_string(m.bytes) + "}}";
 }
 
+// A flow arrow from the host event that launched a GPU event to it: "s" at
+// the launching event's start on its thread (Perfetto binds it to the
+// deepest slice there: the launching event, which starts after its parents
+// and before its children), "f" at the GPU event's start with "bp": "e"
+// (bound to the enclosing slice: the GPU event itself).
+void append_flow(std::string& out, const Event& op, const Event& g, size_t id) {
+  const std::string sid = std::to_string(id);
+  out += "{\"ph\": \"s\", \"id\": " + sid + ", \"name\": \"launch\", \"cat\": \"flow\", \"pid\": " +
+         std::to_string(pid_of(op)) + ", \"tid\": " + std::to_string(op.thread) + ", \"ts\": ";
+  append_us(out, op.start_ns);
+  out += "},\n{\"ph\": \"f\", \"bp\": \"e\", \"id\": " + sid +
+         ", \"name\": \"launch\", \"cat\": \"flow\", \"pid\": " + std::to_string(pid_of(g)) +
+         ", \"tid\": " + std::to_string(g.thread) + ", \"ts\": ";
+  append_us(out, g.start_ns);
+  out += "}";
+}
+
 }  // namespace
 
 void export_chrome_trace(const ProfileResult& r, const std::string& path) {
@@ -96,10 +122,33 @@ void export_chrome_trace(const ProfileResult& r, const std::string& path) {
     if (!first) out += ",\n";
     first = false;
   };
+  // The process of each thread: GPU tracks belong to their device's.
+  std::vector<int64_t> thread_pid(r.threads.size(), 0);
+  std::vector<int64_t> gpu_pids;
+  for (const Event& e : r.events)
+    if (e.is_gpu() && e.thread < thread_pid.size()) {
+      thread_pid[e.thread] = pid_of(e);
+      if (std::find(gpu_pids.begin(), gpu_pids.end(), pid_of(e)) == gpu_pids.end()) gpu_pids.push_back(pid_of(e));
+    }
+  std::sort(gpu_pids.begin(), gpu_pids.end());
+  if (!gpu_pids.empty()) {
+    auto process = [&](int64_t pid, const std::string& name) {
+      next();
+      out += "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": " + std::to_string(pid) +
+             ", \"tid\": 0, \"args\": {\"name\": ";
+      json::append_quoted(out, name);
+      out += "}}";
+      next();
+      out += "{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": " + std::to_string(pid) +
+             ", \"tid\": 0, \"args\": {\"sort_index\": " + std::to_string(pid) + "}}";
+    };
+    process(0, "host");
+    for (int64_t pid : gpu_pids) process(pid, "cuda:" + std::to_string(pid - 1));
+  }
   for (size_t t = 0; t < r.threads.size(); ++t) {
     next();
-    out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": " + std::to_string(t) +
-           ", \"args\": {\"name\": ";
+    out += "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": " + std::to_string(thread_pid[t]) +
+           ", \"tid\": " + std::to_string(t) + ", \"args\": {\"name\": ";
     json::append_quoted(out, r.threads[t]);
     out += "}}";
   }
@@ -117,6 +166,11 @@ void export_chrome_trace(const ProfileResult& r, const std::string& path) {
     }
     next();
     append_event(out, e, r.options);
+    const int32_t op = e.correlated_op;
+    if (e.is_gpu() && op >= 0 && static_cast<size_t>(op) < r.events.size() && !r.events[op].is_gpu()) {
+      next();
+      append_flow(out, r.events[static_cast<size_t>(op)], e, i + 1);
+    }
   }
   for (; m < r.memory.size(); ++m) {
     next();
@@ -129,12 +183,26 @@ void export_chrome_trace(const ProfileResult& r, const std::string& path) {
   append_bool(out, r.options.profile_memory());
   out += ", \"with_stack\": ";
   append_bool(out, r.options.with_stack());
-  out += "}, \"threads\": [";
+  out += ", \"activities\": [";
+  for (size_t a = 0; a < r.options.activities().size(); ++a) {
+    if (a) out += ", ";
+    out += r.options.activities()[a] == Activity::CUDA ? "\"cuda\"" : "\"cpu\"";
+  }
+  out += "]}, \"threads\": [";
   for (size_t t = 0; t < r.threads.size(); ++t) {
     if (t) out += ", ";
     json::append_quoted(out, r.threads[t]);
   }
-  out += "]}}\n";
+  out += "]";
+  if (!r.warnings.empty()) {
+    out += ", \"warnings\": [";
+    for (size_t w = 0; w < r.warnings.size(); ++w) {
+      if (w) out += ", ";
+      json::append_quoted(out, r.warnings[w]);
+    }
+    out += "]";
+  }
+  out += "}}\n";
   io::write_file_atomic(path, out, "export_chrome_trace");
 }
 

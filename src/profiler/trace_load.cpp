@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -74,6 +75,12 @@ class TraceReader {
     bool has_start_ns = false, has_end_ns = false;
     std::optional<int64_t> allocated, reserved, time_ns, bytes;  // counter args
     std::optional<std::string> thread_name;                        // metadata args
+    std::optional<std::string> flow_id;                            // "s"/"f": the id, as text
+  };
+  // One end of a flow arrow.
+  struct FlowEnd {
+    uint32_t tid = 0;
+    int64_t ts_ns = 0;
   };
 
   static std::string quoted(const std::string& s) { return "'" + s + "'"; }
@@ -105,6 +112,8 @@ class TraceReader {
   size_t index_ = 0;        // of the event being read, for messages
   bool in_header_ = false;  // reading the "brisk" object
   std::vector<std::string> meta_names_;  // thread_name metadata by tid
+  std::map<std::string, FlowEnd> flow_starts_, flow_ends_;  // by flow id
+  void link_flows(ProfileResult& r, const std::vector<std::vector<int32_t>>& per_thread);
 };
 
 int64_t TraceReader::read_int(const char* field) {
@@ -184,6 +193,16 @@ void TraceReader::read_args(Raw& raw) {
     } else if (key == "name") {
       if (rd_.peek_kind() == Kind::String) raw.thread_name = rd_.read_string();
       else skip_value(rd_);
+    } else if (key == "device") {
+      int64_t d = read_int("device");
+      if (d < -1 || d > INT32_MAX) fail_event("'device' out of range");
+      e.device = static_cast<int32_t>(d);
+    } else if (key == "stream") {
+      e.stream = read_int("stream");
+    } else if (key == "correlation") {
+      int64_t c = read_int("correlation");
+      if (c < 0) fail_event("negative 'correlation'");
+      e.correlation_id = static_cast<uint64_t>(c);
     } else {
       skip_value(rd_);
     }
@@ -202,13 +221,16 @@ void TraceReader::read_event(Raw& raw) {
     else if (key == "ts") raw.ts = read_double("ts");
     else if (key == "dur") raw.dur = read_double("dur");
     else if (key == "args") read_args(raw);
+    else if (key == "id" && rd_.peek_kind() == Kind::Number) raw.flow_id = rd_.read_number();
+    else if (key == "id" && rd_.peek_kind() == Kind::String) raw.flow_id = rd_.read_string();
     else skip_value(rd_);
   }
 }
 
 std::optional<EventKind> kind_from_name(const std::string& cat) {
   for (EventKind k : {EventKind::Op, EventKind::Backward, EventKind::UserScope, EventKind::OptimizerStep,
-                      EventKind::DataLoaderWait, EventKind::Sync, EventKind::Copy})
+                      EventKind::DataLoaderWait, EventKind::Sync, EventKind::Copy, EventKind::Kernel,
+                      EventKind::Memcpy, EventKind::Memset})
     if (cat == kind_name(k)) return k;
   return std::nullopt;
 }
@@ -222,11 +244,21 @@ std::optional<int64_t> us_to_ns(double us) {
 
 void TraceReader::add_event(Raw& raw, ProfileResult& r) {
   if (raw.ph.empty()) fail_event("no 'ph' (phase)");
-  if (raw.ph != "X" && raw.ph != "C" && raw.ph != "M") return;  // other phases: not brisk's
+  const bool flow = raw.ph == "s" || raw.ph == "f";
+  if (raw.ph != "X" && raw.ph != "C" && raw.ph != "M" && !flow) return;  // other phases: not brisk's
+  if (flow && !raw.flow_id) return;  // a flow without an id cannot be matched
   if (!raw.tid) fail_event("no 'tid'");
   if (*raw.tid < 0 || *raw.tid >= kMaxThreads)
     fail_event("thread id " + std::to_string(*raw.tid) + " is outside [0, " + std::to_string(kMaxThreads) + ")");
   const auto tid = static_cast<uint32_t>(*raw.tid);
+
+  if (flow) {
+    if (!raw.ts) fail_event("a flow event without 'ts'");
+    auto t = us_to_ns(*raw.ts);
+    if (!t) fail_event("'ts' out of range");
+    (raw.ph == "s" ? flow_starts_ : flow_ends_)[*raw.flow_id] = FlowEnd{tid, *t};
+    return;
+  }
 
   if (raw.ph == "M") {
     if (raw.name == "thread_name" && raw.thread_name) {
@@ -277,6 +309,12 @@ void TraceReader::add_event(Raw& raw, ProfileResult& r) {
   if (e.end_ns < e.start_ns) fail_event("ends before it starts");
   if (!e.dtypes.empty() && !e.shapes.empty() && e.dtypes.size() != e.shapes.size())
     fail_event("'Input Dims' and 'Input type' have different lengths");
+  if (e.is_gpu()) {
+    e.bytes = raw.bytes.value_or(0);
+  } else {
+    e.device = -1;  // device/stream describe GPU events only
+    e.stream = -1;
+  }
   r.events.push_back(std::move(e));
 }
 
@@ -301,7 +339,18 @@ void TraceReader::read_brisk(ProfileResult& r, bool* has_duration) {
         if (opt == "record_shapes") r.options.record_shapes(read_bool("record_shapes"));
         else if (opt == "profile_memory") r.options.profile_memory(read_bool("profile_memory"));
         else if (opt == "with_stack") r.options.with_stack(read_bool("with_stack"));
-        else skip_value(rd_);
+        else if (opt == "activities") {
+          expect(Kind::Array, "activities");
+          rd_.begin_array();
+          std::vector<Activity> acts;
+          while (rd_.next_item()) {
+            std::string a = read_string("activities");
+            if (a == "cpu") acts.push_back(Activity::CPU);
+            else if (a == "cuda") acts.push_back(Activity::CUDA);
+            else fail_event("unknown activity '" + a + "' (expected cpu or cuda)");
+          }
+          r.options.activities(acts);
+        } else skip_value(rd_);
       }
     } else if (key == "threads") {
       expect(Kind::Array, "threads");
@@ -311,6 +360,10 @@ void TraceReader::read_brisk(ProfileResult& r, bool* has_duration) {
                     kMaxThreads, " threads");
         r.threads.push_back(read_string("threads"));
       }
+    } else if (key == "warnings") {
+      expect(Kind::Array, "warnings");
+      rd_.begin_array();
+      while (rd_.next_item()) r.warnings.push_back(read_string("warnings"));
     } else {
       skip_value(rd_);
     }
@@ -383,7 +436,37 @@ ProfileResult TraceReader::read() {
       open.push_back(i);
     }
   }
+  link_flows(r, per_thread);
   return r;
+}
+
+// Flow arrows back to links: the "f" end's GPU event (the one starting at its
+// ts on its thread) was launched by the event the "s" end binds to (the
+// innermost event enclosing its ts on its thread). Flows whose ends match
+// nothing are ignored.
+void TraceReader::link_flows(ProfileResult& r, const std::vector<std::vector<int32_t>>& per_thread) {
+  if (flow_ends_.empty()) return;
+  // per_thread[t]: indices by start, enclosing events first at equal starts.
+  auto last_starting_by = [&](uint32_t t, int64_t ts) -> int32_t {
+    if (t >= per_thread.size()) return -1;
+    const std::vector<int32_t>& v = per_thread[t];
+    auto it = std::upper_bound(v.begin(), v.end(), ts, [&](int64_t x, int32_t i) { return x < r.events[i].start_ns; });
+    return it == v.begin() ? -1 : *(it - 1);
+  };
+  for (const auto& [id, f] : flow_ends_) {
+    auto s = flow_starts_.find(id);
+    if (s == flow_starts_.end()) continue;
+    // The GPU event: starts at f's ts (the innermost of those that do).
+    int32_t g = last_starting_by(f.tid, f.ts_ns);
+    if (g < 0 || r.events[g].start_ns != f.ts_ns || !r.events[g].is_gpu()) continue;
+    // The launching event: the innermost enclosing s's ts. It is the last
+    // event starting by then or one of its ancestors (events nest).
+    int32_t op = last_starting_by(s->second.tid, s->second.ts_ns);
+    size_t steps = 0;
+    while (op >= 0 && r.events[op].end_ns < s->second.ts_ns && steps++ < r.events.size()) op = r.events[op].parent;
+    if (op < 0 || r.events[op].is_gpu()) continue;
+    r.events[g].correlated_op = op;
+  }
 }
 
 }  // namespace
