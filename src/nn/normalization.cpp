@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <tuple>
 #include <vector>
 
 #include "brisk/autograd.h"
@@ -27,10 +28,25 @@
 #include "core/parallel.h"
 #include "core/tensor_create.h"
 #include "profiler/record.h"
+#ifdef BRISK_HAVE_CUDA
+#include "backend/cuda/nn_kernels.h"
+#endif
 
 namespace brisk::nn {
 
 namespace {
+
+/// Whether x runs on the CUDA kernels (src/backend/cuda/normalization.cu).
+/// They take the memory and view prepared here; the statistics they return
+/// stay on the device (BnSaved / GnSaved tensors).
+bool on_cuda(const Tensor& x) {
+#ifdef BRISK_HAVE_CUDA
+  return x.is_cuda();
+#else
+  (void)x;
+  return false;
+#endif
+}
 
 int64_t grain_for(int64_t work_per_item) { return std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, work_per_item)); }
 
@@ -418,7 +434,7 @@ void check_channel_vec(const char* op, const char* what, const Tensor& t, const 
 
 void check_norm_input(const char* op, const Tensor& x) {
   BRISK_CHECK(x.defined(), op, "input is undefined");
-  BRISK_CHECK(x.is_cpu(), op, "not implemented on ", x.device());
+  BRISK_CHECK(x.is_cpu() || on_cuda(x), op, "not implemented on ", x.device());
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
   BRISK_CHECK(x.dim() >= 2, op, "expected an input of shape (N, C, *), got ", x.sizes());
 }
@@ -428,9 +444,20 @@ void check_norm_input(const char* op, const Tensor& x) {
 /// What the backward needs besides x, weight and the gradient.
 struct BnSaved {
   std::vector<double> mean, invstd;  // the statistics used (batch or running)
+  Tensor mean_t, invstd_t;           // the same on a CUDA device (float64, (C))
   bool training;
   double eps;
 };
+
+#ifdef BRISK_HAVE_CUDA
+cuda::detail::NormView cuda_view(const NormLayout& L) { return {L.Nb, L.C, L.S, L.interleaved}; }
+
+/// A (C) parameter gradient on the device, or undefined when not needed.
+Tensor param_grad(bool need, const Tensor& w, const Tensor& x, int64_t C) {
+  if (!need) return Tensor();
+  return empty({C}, TensorOptions(w.defined() ? w.dtype() : x.dtype()).device(x.device()));
+}
+#endif
 
 /// Composite backward from brisk ops (differentiable: used under create_graph).
 TensorList bn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, const BnSaved& s) {
@@ -442,6 +469,9 @@ TensorList bn_backward_composite(const Tensor& g, const Tensor& x, const Tensor&
   if (s.training) {
     mu = x.mean(dims, true);
     inv = (x.var(dims, 0, true) + s.eps).rsqrt();
+  } else if (s.mean_t.defined()) {
+    mu = s.mean_t.to(x.dtype()).view(cshape);
+    inv = s.invstd_t.to(x.dtype()).view(cshape);
   } else {
     mu = tensor(s.mean, kDouble).to(x.dtype()).view(cshape);
     inv = tensor(s.invstd, kDouble).to(x.dtype()).view(cshape);
@@ -462,6 +492,14 @@ TensorList bn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
   const NormLayout L = bn_layout(p);
   const Tensor gin = same_layout(g, p);
   const int64_t C = p.C;
+#ifdef BRISK_HAVE_CUDA
+  if (on_cuda(x)) {
+    Tensor dx = need_dx ? alloc_like(p, x.sizes(), x.dtype()) : Tensor();
+    Tensor dw = param_grad(need_dw, w, x, C), db = param_grad(need_db, w, x, C);
+    cuda::detail::batch_norm_backward(gin, p.x, cuda_view(L), w, s.mean_t, s.invstd_t, s.training, dx, dw, db);
+    return {dx, dw, db};
+  }
+#endif
   const double n = double(p.N * p.S);
   const std::vector<double> wv = w.defined() ? read_vec(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
   Tensor dx;
@@ -513,7 +551,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                   const Tensor& bias, bool training, std::optional<double> momentum, double eps) {
   const char* op = "batch_norm";
   BRISK_PROFILE_OP(op, input, running_mean, running_var, weight, bias);
-  detail::check_cpu_kernel(input, op);
+  if (!on_cuda(input)) detail::check_cpu_kernel(input, op);
   check_norm_input(op, input);
   check_channel_vec(op, "weight", weight, input);
   check_channel_vec(op, "bias", bias, input);
@@ -546,16 +584,32 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     const Prepared p = prepare(input);
     const NormLayout L = bn_layout(p);
     y = alloc_like(p, input.sizes(), input.dtype());
-    const std::vector<double> wv = weight.defined() ? read_vec(weight) : std::vector<double>(static_cast<size_t>(C), 1.0);
-    const std::vector<double> bv = bias.defined() ? read_vec(bias) : std::vector<double>(static_cast<size_t>(C), 0.0);
+#ifdef BRISK_HAVE_CUDA
+    if (on_cuda(input)) {
+      std::tie(s.mean_t, s.invstd_t) =
+          cuda::detail::batch_norm_forward(p.x, y, cuda_view(L), weight, bias, running_mean, running_var, training,
+                                           update, momentum.value_or(0.0), eps);
+      if (update && input.numel() != 0) {
+        running_mean.bump_version();
+        running_var.bump_version();
+      }
+    }
+#endif
+    const bool cpu = !on_cuda(input);
+    const std::vector<double> wv = !cpu ? std::vector<double>()
+                                   : weight.defined() ? read_vec(weight)
+                                                      : std::vector<double>(static_cast<size_t>(C), 1.0);
+    const std::vector<double> bv = !cpu ? std::vector<double>()
+                                   : bias.defined() ? read_vec(bias)
+                                                    : std::vector<double>(static_cast<size_t>(C), 0.0);
     s.mean.assign(static_cast<size_t>(C), 0.0);
     s.invstd.assign(static_cast<size_t>(C), 0.0);
-    if (!training) {
+    if (!training && cpu) {
       s.mean = read_vec(running_mean);
       const std::vector<double> rv = read_vec(running_var);
       for (int64_t c = 0; c < C; ++c) s.invstd[c] = 1.0 / std::sqrt(rv[c] + eps);
     }
-    if (input.numel() != 0) {
+    if (input.numel() != 0 && cpu) {
       BRISK_DISPATCH_FLOAT(input.dtype(), op, [&] {
         using acc_t = opmath_t<scalar_t>;
         const scalar_t* xp = p.x.data_ptr<scalar_t>();
@@ -615,6 +669,7 @@ namespace {
 
 struct GnSaved {
   std::vector<double> mean, rstd;  // (N * G)
+  Tensor mean_t, rstd_t;           // the same on a CUDA device (float64)
   int64_t G;
   double eps;
 };
@@ -640,6 +695,14 @@ TensorList gn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
   const NormLayout L = gn_layout(p);
   const Tensor gin = same_layout(g, p);
   const int64_t N = p.N, C = p.C, G = s.G, D = C / G;
+#ifdef BRISK_HAVE_CUDA
+  if (on_cuda(x)) {
+    Tensor dx = need_dx ? alloc_like(p, x.sizes(), x.dtype()) : Tensor();
+    Tensor dw = param_grad(need_dw, w, x, C), db = param_grad(need_db, w, x, C);
+    cuda::detail::group_norm_backward(gin, p.x, cuda_view(L), G, w, s.mean_t, s.rstd_t, dx, dw, db);
+    return {dx, dw, db};
+  }
+#endif
   const double cnt = double(D * p.S);
   const std::vector<double> wv = w.defined() ? read_vec(w) : std::vector<double>(static_cast<size_t>(C), 1.0);
   std::vector<double> sums(static_cast<size_t>(2 * N * C), 0.0);  // [sum dy | sum dy*(x-mean)] per (n, c)
@@ -701,7 +764,7 @@ namespace functional {
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   BRISK_PROFILE_OP("group_norm", input, weight, bias);
   const char* op = "group_norm";
-  detail::check_cpu_kernel(input, op);
+  if (!on_cuda(input)) detail::check_cpu_kernel(input, op);
   check_norm_input(op, input);
   const int64_t N = input.size(0), C = input.size(1), G = num_groups;
   BRISK_CHECK(G > 0, op, "num_groups must be positive, got ", G);
@@ -721,11 +784,20 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
     const NormLayout L = gn_layout(p);
     const int64_t D = C / G;
     y = alloc_like(p, input.sizes(), input.dtype());
-    const std::vector<double> wv = weight.defined() ? read_vec(weight) : std::vector<double>(static_cast<size_t>(C), 1.0);
-    const std::vector<double> bv = bias.defined() ? read_vec(bias) : std::vector<double>(static_cast<size_t>(C), 0.0);
+#ifdef BRISK_HAVE_CUDA
+    if (on_cuda(input))
+      std::tie(s.mean_t, s.rstd_t) = cuda::detail::group_norm_forward(p.x, y, cuda_view(L), G, weight, bias, eps);
+#endif
+    const bool cpu = !on_cuda(input);
+    const std::vector<double> wv = !cpu ? std::vector<double>()
+                                   : weight.defined() ? read_vec(weight)
+                                                      : std::vector<double>(static_cast<size_t>(C), 1.0);
+    const std::vector<double> bv = !cpu ? std::vector<double>()
+                                   : bias.defined() ? read_vec(bias)
+                                                    : std::vector<double>(static_cast<size_t>(C), 0.0);
     s.mean.assign(static_cast<size_t>(N * G), 0.0);
     s.rstd.assign(static_cast<size_t>(N * G), 0.0);
-    if (input.numel() != 0) {
+    if (input.numel() != 0 && cpu) {
       BRISK_DISPATCH_FLOAT(input.dtype(), op, [&] {
         using acc_t = opmath_t<scalar_t>;
         const scalar_t* xp = p.x.data_ptr<scalar_t>();

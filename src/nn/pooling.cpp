@@ -28,6 +28,9 @@
 #include "core/parallel.h"
 #include "core/tensor_create.h"
 #include "profiler/record.h"
+#ifdef BRISK_HAVE_CUDA
+#include "backend/cuda/nn_kernels.h"
+#endif
 
 namespace brisk::nn {
 
@@ -47,6 +50,18 @@ int64_t pooled_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool
   return out;
 }
 
+/// Whether x runs on the CUDA kernels (src/backend/cuda/pooling.cu): they
+/// take the memory, sizes and windows the front end computed here, so
+/// checks, layouts and autograd are shared with the CPU path.
+bool on_cuda(const Tensor& x) {
+#ifdef BRISK_HAVE_CUDA
+  return x.is_cuda();
+#else
+  (void)x;
+  return false;
+#endif
+}
+
 /// Whether x is pooled in channels_last layout (Note [Pooling layouts]).
 bool use_channels_last(const Tensor& x) { return x.dim() == 4 && !x.is_contiguous() && x.is_contiguous(kChannelsLast); }
 
@@ -64,7 +79,7 @@ Tensor in_layout(const Tensor& t, bool cl) { return cl ? t.contiguous(kChannelsL
 /// CPU input with non-empty C, H, W. `one_d` words the message for 1-D ops.
 void check_pool_input(const char* op, const Tensor& x, bool one_d) {
   BRISK_CHECK(x.defined(), op, "input is undefined");
-  BRISK_CHECK(x.is_cpu(), op, "not implemented on ", x.device());
+  BRISK_CHECK(x.is_cpu() || on_cuda(x), op, "not implemented on ", x.device());
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
   if (one_d) {
     // x is the (.., 1, L) view of the 1-D input
@@ -543,11 +558,35 @@ void dispatch_tap(const MaxGeom& g, F&& f) {
     f(uint8_t{});
 }
 
-/// Forward kernel: output (and taps when `taps` is non-null).
+#ifdef BRISK_HAVE_CUDA
+cuda::detail::PoolDims cuda_dims(const Shape& s) {
+  cuda::detail::PoolDims d;
+  d.N = s.N, d.C = s.C, d.H = s.H, d.W = s.W, d.OH = s.OH, d.OW = s.OW;
+  d.channels_last = s.cl;
+  return d;
+}
+
+cuda::detail::MaxPoolParams cuda_params(const MaxGeom& g) {
+  cuda::detail::MaxPoolParams p;
+  p.d = cuda_dims(g.sh);
+  p.kH = g.kH, p.kW = g.kW, p.sH = g.sH, p.sW = g.sW, p.pH = g.pH, p.pW = g.pW, p.dH = g.dH, p.dW = g.dW;
+  return p;
+}
+#endif
+
+/// Forward kernel: output (and taps when `taps` is non-null). On CUDA the
+/// taps are PyTorch's int64 flat indices (the backward gathers with them).
 Tensor max_forward(const MaxGeom& g, const Tensor& x, Tensor* taps) {
   const Shape& s = g.sh;
   const Tensor xin = in_layout(x, s.cl);
   Tensor y = alloc(s.out_sizes, s.cl, x.dtype(), x.device());
+#ifdef BRISK_HAVE_CUDA
+  if (x.is_cuda()) {
+    if (taps) *taps = alloc(s.out_sizes, s.cl, kInt64, x.device());
+    cuda::detail::max_pool2d_forward(xin, y, taps ? *taps : Tensor(), cuda_params(g));
+    return y;
+  }
+#endif
   if (taps) *taps = alloc(s.out_sizes, s.cl, g.wide ? kInt32 : kUInt8, x.device());
   if (y.numel() == 0) return y;
   BRISK_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] {
@@ -568,6 +607,7 @@ Tensor max_forward(const MaxGeom& g, const Tensor& x, Tensor* taps) {
 }
 
 Tensor max_indices(const MaxGeom& g, const Tensor& taps) {
+  if (on_cuda(taps)) return taps;  // already flat indices
   Tensor idx = alloc(g.sh.out_sizes, g.sh.cl, kInt64, taps.device());
   if (idx.numel() == 0) return idx;
   dispatch_tap(g, [&](auto tap0) {
@@ -604,7 +644,10 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& taps, const MaxGeom& g)
     NoGradGuard ng;
     const Tensor gin = in_layout(gy, s.cl);
     gx = alloc(s.in_sizes, s.cl, gy.dtype(), gy.device());
-    if (gx.numel() != 0) {
+#ifdef BRISK_HAVE_CUDA
+    if (gy.is_cuda()) cuda::detail::max_pool2d_backward(gin, taps, gx, cuda_params(g));
+#endif
+    if (gx.numel() != 0 && !on_cuda(gy)) {
       BRISK_DISPATCH_FLOAT(gy.dtype(), "max_pool2d_backward", [&] {
         dispatch_tap(g, [&](auto tap0) {
           using Tap = decltype(tap0);
@@ -628,7 +671,7 @@ Tensor max_pool_backward(const Tensor& gy, const Tensor& taps, const MaxGeom& g)
 std::tuple<Tensor, Tensor> max_pool_impl(const char* op, const Tensor& x, const MaxPool2dOptions& o, bool one_d,
                                          bool want_indices) {
   BRISK_PROFILE_OP(op, x);
-  detail::check_cpu_kernel(x, op);
+  if (!on_cuda(x)) detail::check_cpu_kernel(x, op);
   const MaxGeom g = max_geom(op, x, o, one_d);
   const bool rec = autograd::should_record(x);
   Tensor y, taps, idx;
@@ -656,6 +699,10 @@ struct AvgGeom {
   std::vector<Range> hs, ws;
   std::optional<int64_t> divisor;  // divisor_override
   bool adaptive;
+  // avg_pool2d's kernel, stride, padding, count_include_pad (the CUDA kernels
+  // compute the windows themselves)
+  int64_t kH = 1, kW = 1, sH = 1, sW = 1, pH = 0, pW = 0;
+  bool count_pad = true;
   bool disjoint, tiles, fast2;
 };
 
@@ -868,6 +915,18 @@ void avg_backward_cl(const AvgGeom& g, const T* gy, T* gx) {
   });
 }
 
+#ifdef BRISK_HAVE_CUDA
+cuda::detail::AvgPoolParams cuda_params(const AvgGeom& g) {
+  cuda::detail::AvgPoolParams p;
+  p.d = cuda_dims(g.sh);
+  p.adaptive = g.adaptive;
+  p.kH = g.kH, p.kW = g.kW, p.sH = g.sH, p.sW = g.sW, p.pH = g.pH, p.pW = g.pW;
+  p.count_include_pad = g.count_pad;
+  p.divisor_override = g.divisor.value_or(0);
+  return p;
+}
+#endif
+
 const char* avg_node(const AvgGeom& g) { return g.adaptive ? "AdaptiveAvgPool2DBackward0" : "AvgPool2DBackward0"; }
 const char* avg_node2(const AvgGeom& g) {
   return g.adaptive ? "AdaptiveAvgPool2DBackwardBackward0" : "AvgPool2DBackwardBackward0";
@@ -884,7 +943,10 @@ Tensor avg_forward(const Tensor& x, const AvgGeom& g) {
     NoGradGuard ng;
     const Tensor xin = in_layout(x, s.cl);
     y = alloc(s.out_sizes, s.cl, x.dtype(), x.device());
-    if (y.numel() != 0)
+#ifdef BRISK_HAVE_CUDA
+    if (x.is_cuda()) cuda::detail::avg_pool2d_forward(xin, y, cuda_params(g));
+#endif
+    if (y.numel() != 0 && !on_cuda(x))
       BRISK_DISPATCH_FLOAT(x.dtype(), g.adaptive ? "adaptive_avg_pool2d" : "avg_pool2d", [&] {
         s.cl ? avg_forward_cl<scalar_t>(g, xin.data_ptr<scalar_t>(), y.data_ptr<scalar_t>())
              : avg_forward_nchw<scalar_t>(g, xin.data_ptr<scalar_t>(), y.data_ptr<scalar_t>());
@@ -903,7 +965,10 @@ Tensor avg_backward(const Tensor& gy, const AvgGeom& g) {
     NoGradGuard ng;
     const Tensor gin = in_layout(gy, s.cl);
     gx = alloc(s.in_sizes, s.cl, gy.dtype(), gy.device());
-    if (gx.numel() != 0)
+#ifdef BRISK_HAVE_CUDA
+    if (gy.is_cuda()) cuda::detail::avg_pool2d_backward(gin, gx, cuda_params(g));
+#endif
+    if (gx.numel() != 0 && !on_cuda(gy))
       BRISK_DISPATCH_FLOAT(gy.dtype(), g.adaptive ? "adaptive_avg_pool2d_backward" : "avg_pool2d_backward", [&] {
         s.cl ? avg_backward_cl<scalar_t>(g, gin.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>())
              : avg_backward_nchw<scalar_t>(g, gin.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>());
@@ -917,7 +982,7 @@ Tensor avg_backward(const Tensor& gy, const AvgGeom& g) {
 
 Tensor avg_pool_impl(const char* op, const Tensor& x, const AvgPool2dOptions& o, bool one_d) {
   BRISK_PROFILE_OP(op, x);
-  detail::check_cpu_kernel(x, op);
+  if (!on_cuda(x)) detail::check_cpu_kernel(x, op);
   check_pool_input(op, x, one_d);
   const auto k = resolve(op, "kernel_size", o.kernel_size(), 1), st = resolve(op, "stride", o.stride(), 1),
              p = resolve(op, "padding", o.padding(), 0);
@@ -939,6 +1004,8 @@ Tensor avg_pool_impl(const char* op, const Tensor& x, const AvgPool2dOptions& o,
   g.ws = avg_ranges(OW, W, k[1], st[1], p[1], o.count_include_pad());
   g.divisor = o.divisor_override();
   g.adaptive = false;
+  g.kH = k[0], g.kW = k[1], g.sH = st[0], g.sW = st[1], g.pH = p[0], g.pW = p[1];
+  g.count_pad = o.count_include_pad();
   finish_avg_geom(g);
   return avg_forward(x, g);
 }
@@ -1027,7 +1094,7 @@ Tensor avg_pool2d(const Tensor& x, ExpandingInts<2> kernel_size, std::optional<E
 Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOptions& o) {
   const char* op = "adaptive_avg_pool2d";
   BRISK_PROFILE_OP(op, x);
-  detail::check_cpu_kernel(x, op);
+  if (!on_cuda(x)) detail::check_cpu_kernel(x, op);
   check_pool_input(op, x, false);
   const auto os = resolve(op, "output_size", o.output_size(), 1);
   BRISK_CHECK(os[0] > 0 && os[1] > 0, op, "output_size must be positive, got ", pair_str(os[0], os[1], false));

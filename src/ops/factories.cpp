@@ -6,6 +6,9 @@
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
 #include "profiler/record.h"
+#ifdef BRISK_HAVE_CUDA
+#include "backend/cuda/nn_kernels.h"
+#endif
 
 namespace brisk {
 
@@ -121,6 +124,13 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
     n = static_cast<int64_t>(std::ceil((e - s) / st));
   }
   Tensor t = detail::make_tensor({n}, {}, dt, opts.device_);
+#ifdef BRISK_HAVE_CUDA
+  if (t.is_cuda()) {
+    // filled on the device with the same values (src/backend/cuda/factories.cu)
+    cuda::detail::arange_fill(t, all_int, all_int ? start.to_long() : 0, all_int ? step.to_long() : 0, s, st);
+    return finish_factory(t, opts);
+  }
+#endif
   Tensor dbl = detail::make_tensor({n}, {}, all_int ? kInt64 : kDouble, kCPU);
   if (all_int) {
     int64_t* p = dbl.data_ptr<int64_t>();
@@ -138,13 +148,21 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   BRISK_PROFILE_OP("linspace", start, end);
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
-  Tensor dbl = detail::make_tensor({steps}, {}, kDouble, kCPU);
-  double* p = dbl.data_ptr<double>();
   const double a = start.to_double(), b = end.to_double();
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
   // steps == 1 gives [start] (torch.linspace), so a single step counts from the front.
   const int64_t half = steps == 1 ? 1 : steps / 2;
+#ifdef BRISK_HAVE_CUDA
+  if (opts.device_.is_cuda()) {
+    // filled on the device with the same values (src/backend/cuda/factories.cu)
+    Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);
+    cuda::detail::linspace_fill(t, a, b, step, half);
+    return finish_factory(t, opts);
+  }
+#endif
+  Tensor dbl = detail::make_tensor({steps}, {}, kDouble, kCPU);
+  double* p = dbl.data_ptr<double>();
   for (int64_t i = 0; i < steps; ++i)
     p[i] = i < half ? a + step * static_cast<double>(i) : b - step * static_cast<double>(steps - 1 - i);
   Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);
