@@ -1,7 +1,8 @@
 // Front ends of conv1d, conv2d and conv_transpose2d (argument checks, output
 // shapes, layouts, the recorded backward) and the Conv1d / Conv2d /
 // ConvTranspose2d modules. The kernels are in conv_onednn.cpp and
-// conv_im2col.cpp (see nn/conv_kernels.h and docs/design/conv.md).
+// conv_im2col.cpp (see nn/conv_kernels.h and docs/design/conv.md); CUDA
+// tensors go to cuDNN (backend/cuda/conv_cudnn.cpp, docs/design/cuda_conv.md).
 #include "brisk/nn/conv.h"
 
 #include <cmath>
@@ -14,6 +15,9 @@
 #include "brisk/ops.h"
 #include "nn/conv_kernels.h"
 #include "profiler/record.h"
+#ifdef BRISK_HAVE_CUDA
+#include "backend/cuda/conv_cudnn.h"
+#endif
 
 namespace brisk::nn {
 
@@ -74,6 +78,33 @@ void conv_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& g
 namespace {
 
 using conv::ConvGeom;
+
+// The kernels of one call: cuDNN for CUDA tensors, the CPU kernels of
+// nn/conv_kernels.h otherwise (`scratch` serves the CPU kernels only).
+void kernel_forward(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias,
+                    const Tensor& dst, conv::ConvScratch* scratch) {
+#ifdef BRISK_HAVE_CUDA
+  if (src.is_cuda()) return cuda::detail::cudnn_conv_forward(op, g, src, w, bias, dst);
+#endif
+  (void)op;
+  conv::conv_forward(g, src, w, bias, dst, scratch);
+}
+void kernel_backward_data(const char* op, const ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+                          const Tensor& grad_src, conv::ConvScratch* scratch) {
+#ifdef BRISK_HAVE_CUDA
+  if (grad_dst.is_cuda()) return cuda::detail::cudnn_conv_backward_data(op, g, grad_dst, w, grad_src);
+#endif
+  (void)op;
+  conv::conv_backward_data(g, grad_dst, w, grad_src, scratch);
+}
+void kernel_backward_weights(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
+                             const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch) {
+#ifdef BRISK_HAVE_CUDA
+  if (src.is_cuda()) return cuda::detail::cudnn_conv_backward_weights(op, g, src, grad_dst, grad_w, grad_bias);
+#endif
+  (void)op;
+  conv::conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch);
+}
 
 /// One call's parameters, expanded to 2-D (a 1-D convolution has a neutral
 /// first dim: kernel 1, stride 1, dilation 1, no padding).
@@ -185,8 +216,12 @@ void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Ten
   BRISK_CHECK(w.dim() == D + 2, op, "expected a ", D + 2, "-D weight (",
               a.transposed ? "in_channels, out_channels / groups" : "out_channels, in_channels / groups",
               D == 1 ? ", kernel_size" : ", kH, kW", "), got weight of shape ", w.sizes());
-  BRISK_CHECK(x.is_cpu() && w.is_cpu() && (!b.defined() || b.is_cpu()), op,
-              "only CPU tensors are supported, got input on ", x.device(), " and weight on ", w.device());
+  BRISK_CHECK(w.device() == x.device(), op, "input and weight must be on the same device, got input on ",
+              x.device(), " and weight on ", w.device());
+  if (b.defined())
+    BRISK_CHECK(b.device() == x.device(), op, "input and bias must be on the same device, got input on ",
+                x.device(), " and bias on ", b.device());
+  BRISK_CHECK(x.is_cpu() || x.is_cuda(), op, "not implemented on ", x.device().type);
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
   BRISK_CHECK(w.dtype() == x.dtype(), op, "input (", x.dtype(), ") and weight (", w.dtype(),
               ") must have the same dtype");
@@ -283,11 +318,13 @@ ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Te
 
 Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP(a.op, input, weight, bias);
-  detail::check_cpu_kernel(input, a.op);
   check_inputs(a, input, weight, bias);
   const bool batched = input.dim() == a.spatial + 2;
   const bool recording = autograd::should_record(input, weight, bias);
-  const ScalarType ct = is_reduced_float(input.dtype()) ? kFloat : input.dtype();
+  // The CPU computes float16/bfloat16 in float32; cuDNN takes them as they are.
+  const ScalarType ct = is_reduced_float(input.dtype()) && input.is_cpu() ? kFloat : input.dtype();
+  const TensorOptions copts = TensorOptions(ct).device(input.device());
+  const char* op = a.op;
 
   Tensor x4, w4, xk, wk, bk, y;
   ConvGeom g;
@@ -305,11 +342,11 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
     xk = kernel_activation(x4, ct, fmt);
     wk = kernel_weight(w4, ct);
     if (bias.defined()) bk = bias.to(ct).contiguous();
-    y = empty(IntArrayRef(out_shape.data(), 4), TensorOptions(ct), fmt);
+    y = empty(IntArrayRef(out_shape.data(), 4), copts, fmt);
     if (!a.transposed) {
-      conv::conv_forward(g, xk, wk, bk, y, scratch.get());
+      kernel_forward(op, g, xk, wk, bk, y, scratch.get());
     } else {
-      conv::conv_backward_data(g, xk, wk, y, scratch.get());
+      kernel_backward_data(op, g, xk, wk, y, scratch.get());
       if (bk.defined()) y.add_(bk.view({1, out_shape[1], 1, 1}));
     }
     y = from_4d(y, batched, a.spatial);
@@ -321,7 +358,7 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
   const int64_t spatial = a.spatial;
   const bool transposed = a.transposed;
   record("ConvolutionBackward0", {y}, {input, weight, bias}, {save(input), save(weight)},
-         [g, batched, spatial, transposed, ct, scratch](BackwardCtx& c) -> TensorList {
+         [g, batched, spatial, transposed, ct, copts, op, scratch](BackwardCtx& c) -> TensorList {
            NoGradGuard no_grad;  // the gradients carry no history: no double backward
            const Tensor x = c.saved(0), w = c.saved(1);
            const MemoryFormat fmt = g.channels_last ? kChannelsLast : kContiguous;
@@ -336,19 +373,19 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
            conv::ConvScratch& sc = scratch ? *scratch : local;
            Tensor gx, gw, gb;
            if (c.needs(0)) {
-             gx = empty(xk.sizes(), TensorOptions(ct), fmt);
+             gx = empty(xk.sizes(), copts, fmt);
              if (!transposed)
-               conv::conv_backward_data(g, gy, wk, gx, &sc);
+               kernel_backward_data(op, g, gy, wk, gx, &sc);
              else
-               conv::conv_forward(g, gy, wk, Tensor(), gx, &sc);
+               kernel_forward(op, g, gy, wk, Tensor(), gx, &sc);
              gx = from_4d(gx, batched, spatial);
            }
-           if (c.needs(1)) gw = empty(wk.sizes(), TensorOptions(ct), wfmt);
-           if (c.needs(2)) gb = empty({transposed ? g.ic : g.oc}, TensorOptions(ct));
+           if (c.needs(1)) gw = empty(wk.sizes(), copts, wfmt);
+           if (c.needs(2)) gb = empty({transposed ? g.ic : g.oc}, copts);
            if (!transposed) {
-             conv::conv_backward_weights(g, xk, gy, gw, gb, &sc);
+             kernel_backward_weights(op, g, xk, gy, gw, gb, &sc);
            } else {
-             conv::conv_backward_weights(g, gy, xk, gw, Tensor(), &sc);
+             kernel_backward_weights(op, g, gy, xk, gw, Tensor(), &sc);
              if (gb.defined()) gb.copy_(gy.sum({0, 2, 3}));
            }
            sc.converted.clear();
