@@ -37,7 +37,7 @@ std::vector<GradCase> cases() {
       {"exp_tanh_sigmoid", {{2, 7}}, [](const V& x) { return x[0].exp() * x[0].tanh() + x[0].sigmoid(); }},
       {"relu_gelu_silu", {{5, 5}}, [](const V& x) { return x[0].relu() + F::gelu(x[0]) + F::silu(x[0]); }},
       {"clamp_where", {{9}}, [](const V& x) { return where(x[0].gt(0), x[0], x[0] * 0.1).clamp(-0.5, 0.7); }},
-      {"sum_mean_dims", {{3, 4, 5}}, [](const V& x) { return x[0].sum({0, 2}) + x[0].mean(1).sum(1); }},
+      {"sum_mean_dims", {{3, 4, 5}}, [](const V& x) { return x[0].sum({0, 2}).unsqueeze(0) + x[0].mean(1).sum(1).unsqueeze(1); }},
       {"var_std", {{4, 6}}, [](const V& x) { return x[0].var(1) + x[0].std(0).sum(); }},
       {"amax_logsumexp", {{5, 7}}, [](const V& x) { return x[0].amax(1) + logsumexp(x[0], {1}); }},
       {"norm", {{3, 8}}, [](const V& x) { return x[0].norm(); }},
