@@ -49,46 +49,19 @@ struct Loaded {
   CublasApi api{};
 };
 
-template <class Fn>
-void resolve(void* lib, const char* name, Fn& fn, CublasLibrary& info) {
-  dlerror();
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn) {
-    info.symbols.push_back(name);
-  } else {
-    if (!info.error.empty()) info.error += "; ";
-    info.error += std::string("symbol ") + name + " not found";
-  }
-}
-
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
-  std::string errors;
-  for (const std::string& path : cublas_search_paths()) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.info.path = path;
-      break;
-    }
-    const char* e = dlerror();
-    if (!errors.empty()) errors += "; ";
-    errors += e ? e : (path + ": unknown error");
-  }
-  if (!lib) {
-    l.info.error = errors;
-    return l;
-  }
+  l.info = open_first(cublas_search_paths());
+  if (!l.info.handle) return l;
   CublasApi& a = l.api;
-  resolve(lib, "cublasCreate_v2", a.create, l.info);
-  resolve(lib, "cublasSetStream_v2", a.set_stream, l.info);
-  resolve(lib, "cublasSetWorkspace_v2", a.set_workspace, l.info);
-  resolve(lib, "cublasSetMathMode", a.set_math_mode, l.info);
-  resolve(lib, "cublasGetStatusString", a.status_string, l.info);
-  resolve(lib, "cublasGemmStridedBatchedEx", a.gemm_strided_batched_ex, l.info);
-  resolve(lib, "cublasGemmStridedBatchedEx_64", a.gemm_strided_batched_ex_64, l.info);
-  l.info.loaded = l.info.error.empty();
-  if (!l.info.loaded) l.info.error = l.info.path + ": " + l.info.error;
+  resolve(l.info, "cublasCreate_v2", a.create);
+  resolve(l.info, "cublasSetStream_v2", a.set_stream);
+  resolve(l.info, "cublasSetWorkspace_v2", a.set_workspace);
+  resolve(l.info, "cublasSetMathMode", a.set_math_mode);
+  resolve(l.info, "cublasGetStatusString", a.status_string);
+  resolve(l.info, "cublasGemmStridedBatchedEx", a.gemm_strided_batched_ex);
+  resolve(l.info, "cublasGemmStridedBatchedEx_64", a.gemm_strided_batched_ex_64);
+  finish(l.info);
   return l;
 }
 
@@ -137,18 +110,7 @@ size_t workspace_bytes(int device) {
 
 }  // namespace
 
-std::vector<std::string> cublas_search_paths() {
-  std::vector<std::string> r{kCublasSoname};
-  auto add = [&](std::string p) {
-    for (const std::string& q : r)
-      if (q == p) return;
-    r.push_back(std::move(p));
-  };
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) add(std::string(v) + "/lib64/" + kCublasSoname);
-  add(std::string("/usr/local/cuda/lib64/") + kCublasSoname);
-  return r;
-}
+std::vector<std::string> cublas_search_paths() { return cuda_library_search_paths(kCublasSoname); }
 
 const CublasLibrary& cublas_library() { return loaded().info; }
 

@@ -7,15 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/dl_library.h"
+
 namespace brisk::cuda::detail {
 
 /// The outcome of opening cuBLAS (Note [Lazy CUDA libraries] in cublas.cpp).
-struct CublasLibrary {
-  bool loaded = false;
-  std::string path;                  ///< what dlopen accepted: "libcublas.so.13" or a full path
-  std::string error;                 ///< why not, when !loaded (dlerror() text, missing symbols)
-  std::vector<std::string> symbols;  ///< the functions resolved, when loaded
-};
+using CublasLibrary = DlLibrary;
 
 /// Opens cuBLAS on the first call (once per process, thread-safe) and
 /// resolves the functions brisk calls. Never throws and needs no GPU; the

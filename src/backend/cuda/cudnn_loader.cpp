@@ -29,19 +29,6 @@ struct Loaded {
   CudnnApi api{};
 };
 
-/// One entry per function: its name and where its pointer goes.
-template <class Fn>
-void resolve(void* lib, const char* name, Fn& fn, CudnnLibrary& info) {
-  dlerror();
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn) {
-    info.symbols.push_back(name);
-  } else {
-    if (!info.error.empty()) info.error += "; ";
-    info.error += std::string("symbol ") + name + " not found";
-  }
-}
-
 /// Calls `f(name, member)` for every function of the table, in one place so
 /// that the loader and cudnn_required_symbols() cannot disagree.
 template <class F>
@@ -80,28 +67,11 @@ void for_each_symbol(CudnnApi& a, F&& f) {
 
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
-  std::string errors;
-  for (const std::string& path : cudnn_search_paths()) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.info.path = path;
-      break;
-    }
-    const char* e = dlerror();
-    if (!errors.empty()) errors += "; ";
-    errors += e ? e : (path + ": unknown error");
-  }
-  if (!lib) {
-    l.info.error = errors;
-    return l;
-  }
-  for_each_symbol(l.api, [&](const char* name, auto& fn) { resolve(lib, name, fn, l.info); });
-  l.info.loaded = l.info.error.empty();
-  if (!l.info.loaded) {
-    l.info.error = l.info.path + ": " + l.info.error;
-    return l;
-  }
+  static_cast<DlLibrary&>(l.info) = open_first(cudnn_search_paths());
+  if (!l.info.handle) return l;
+  for_each_symbol(l.api, [&](const char* name, auto& fn) { resolve(l.info, name, fn); });
+  finish(l.info);
+  if (!l.info.loaded) return l;
   l.info.version = l.api.get_version();  // host only: no device, no sub-library
   if (l.info.version / 10000 != 9) {
     l.info.loaded = false;
@@ -117,18 +87,7 @@ const Loaded& loaded() {
 
 }  // namespace
 
-std::vector<std::string> cudnn_search_paths() {
-  std::vector<std::string> r{kCudnnSoname};
-  auto add = [&](std::string p) {
-    for (const std::string& q : r)
-      if (q == p) return;
-    r.push_back(std::move(p));
-  };
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) add(std::string(v) + "/lib64/" + kCudnnSoname);
-  add(std::string("/usr/local/cuda/lib64/") + kCudnnSoname);
-  return r;
-}
+std::vector<std::string> cudnn_search_paths() { return cuda_library_search_paths(kCudnnSoname); }
 
 std::vector<std::string> cudnn_required_symbols() {
   std::vector<std::string> r;

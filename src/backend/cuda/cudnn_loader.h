@@ -12,15 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/dl_library.h"
+
 namespace brisk::cuda::detail {
 
 /// The outcome of opening cuDNN.
-struct CudnnLibrary {
-  bool loaded = false;
-  std::string path;                  ///< what dlopen accepted: "libcudnn.so.9" or a full path
-  std::string error;                 ///< why not, when !loaded (dlerror() text, missing symbols)
-  std::vector<std::string> symbols;  ///< the functions resolved, when loaded
-  size_t version = 0;                ///< cudnnGetVersion(), e.g. 91900 for 9.19.0, when loaded
+struct CudnnLibrary : DlLibrary {
+  size_t version = 0;  ///< cudnnGetVersion(), e.g. 91900 for 9.19.0, when loaded
 };
 
 /// Opens cuDNN on the first call (once per process, thread-safe) and

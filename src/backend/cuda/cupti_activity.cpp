@@ -84,49 +84,22 @@ struct Loaded {
   CuptiApi api{};
 };
 
-template <class Fn>
-void resolve(void* lib, const char* name, Fn& fn, CuptiLibrary& info) {
-  dlerror();
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn) {
-    info.symbols.push_back(name);
-  } else {
-    if (!info.error.empty()) info.error += "; ";
-    info.error += std::string("symbol ") + name + " not found";
-  }
-}
-
 Loaded load() {
   Loaded l;
-  void* lib = nullptr;
-  std::string errors;
-  for (const std::string& path : cupti_search_paths()) {
-    lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      l.info.path = path;
-      break;
-    }
-    const char* e = dlerror();
-    if (!errors.empty()) errors += "; ";
-    errors += e ? e : (path + ": unknown error");
-  }
-  if (!lib) {
-    l.info.error = errors;
-    return l;
-  }
+  l.info = open_first(cupti_search_paths());
+  if (!l.info.handle) return l;
   CuptiApi& a = l.api;
-  resolve(lib, "cuptiActivityRegisterCallbacks", a.register_callbacks, l.info);
-  resolve(lib, "cuptiActivityEnable", a.enable, l.info);
-  resolve(lib, "cuptiActivityDisable", a.disable, l.info);
-  resolve(lib, "cuptiActivityFlushAll", a.flush_all, l.info);
-  resolve(lib, "cuptiActivityGetNextRecord", a.next_record, l.info);
-  resolve(lib, "cuptiActivityGetNumDroppedRecords", a.dropped_records, l.info);
-  resolve(lib, "cuptiActivityPushExternalCorrelationId", a.push, l.info);
-  resolve(lib, "cuptiActivityPopExternalCorrelationId", a.pop, l.info);
-  resolve(lib, "cuptiGetTimestamp", a.timestamp, l.info);
-  resolve(lib, "cuptiGetResultString", a.result_string, l.info);
-  l.info.loaded = l.info.error.empty();
-  if (!l.info.loaded) l.info.error = l.info.path + ": " + l.info.error;
+  resolve(l.info, "cuptiActivityRegisterCallbacks", a.register_callbacks);
+  resolve(l.info, "cuptiActivityEnable", a.enable);
+  resolve(l.info, "cuptiActivityDisable", a.disable);
+  resolve(l.info, "cuptiActivityFlushAll", a.flush_all);
+  resolve(l.info, "cuptiActivityGetNextRecord", a.next_record);
+  resolve(l.info, "cuptiActivityGetNumDroppedRecords", a.dropped_records);
+  resolve(l.info, "cuptiActivityPushExternalCorrelationId", a.push);
+  resolve(l.info, "cuptiActivityPopExternalCorrelationId", a.pop);
+  resolve(l.info, "cuptiGetTimestamp", a.timestamp);
+  resolve(l.info, "cuptiGetResultString", a.result_string);
+  finish(l.info);
   return l;
 }
 
@@ -380,20 +353,7 @@ struct Register {
 }  // namespace
 
 std::vector<std::string> cupti_search_paths() {
-  std::vector<std::string> r{kCuptiSoname};
-  auto add = [&](std::string p) {
-    for (const std::string& q : r)
-      if (q == p) return;
-    r.push_back(std::move(p));
-  };
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(var); v && *v) {
-      add(std::string(v) + "/lib64/" + kCuptiSoname);
-      add(std::string(v) + "/extras/CUPTI/lib64/" + kCuptiSoname);
-    }
-  add(std::string("/usr/local/cuda/lib64/") + kCuptiSoname);
-  add(std::string("/usr/local/cuda/extras/CUPTI/lib64/") + kCuptiSoname);
-  return r;
+  return cuda_library_search_paths(kCuptiSoname, {"lib64", "extras/CUPTI/lib64"});
 }
 
 const CuptiLibrary& cupti_library() { return loaded().info; }

@@ -15,15 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/dl_library.h"
+
 namespace brisk::cuda::detail {
 
 /// The outcome of opening CUPTI (Note [CUPTI] in cupti_activity.cpp).
-struct CuptiLibrary {
-  bool loaded = false;
-  std::string path;                  ///< what dlopen accepted: "libcupti.so.13" or a full path
-  std::string error;                 ///< why not, when !loaded (dlerror() text, missing symbols)
-  std::vector<std::string> symbols;  ///< the functions resolved, when loaded
-};
+using CuptiLibrary = DlLibrary;
 
 /// Opens CUPTI on the first call (once per process, thread-safe) and
 /// resolves the functions the profiler calls. Never throws and needs no GPU;
