@@ -70,6 +70,7 @@
 
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cudnn_loader.h"
+#include "backend/cuda/thread_handles.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 
@@ -86,55 +87,19 @@ using nn::conv::ConvGeom;
 
 // ---- handles ------------------------------------------------------------------------
 
-constexpr int kMaxDevices = 64;
-
 struct HandleState {
   cudnnHandle_t handle = nullptr;
   cudaStream_t bound = nullptr;
   bool bound_once = false;
 };
 
-/// Handles of threads that have exited, per device (never destroyed).
-struct Pool {
-  std::mutex mu;
-  std::array<std::vector<HandleState*>, kMaxDevices> free;
-};
-Pool& pool() {
-  static Pool* p = new Pool;
-  return *p;
-}
-
-/// This thread's handles; returned to the pool when the thread exits.
-struct Lease {
-  std::array<HandleState*, kMaxDevices> states{};
-  ~Lease() {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> g(p.mu);
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (states[d]) p.free[d].push_back(states[d]);
-  }
-};
-thread_local Lease t_lease;
-
 /// This thread's handle for `dev` (the current device), bound to the current stream.
 cudnnHandle_t handle_for(const char* op, const CudnnApi& api, int dev) {
-  BRISK_CHECK(dev >= 0 && dev < kMaxDevices, op, "device index ", dev, " out of range for cuDNN handles");
-  HandleState*& st = t_lease.states[dev];
-  if (!st) {
-    {
-      Pool& p = pool();
-      std::lock_guard<std::mutex> g(p.mu);
-      if (!p.free[dev].empty()) {
-        st = p.free[dev].back();
-        p.free[dev].pop_back();
-      }
-    }
-    if (!st) {
-      auto fresh = std::make_unique<HandleState>();
-      cudnn_check(api.create(&fresh->handle), op, "cudnnCreate");
-      st = fresh.release();
-    }
-  }
+  HandleState* st = &ThreadStates<HandleState>::get(dev, op, "cuDNN", [&] {
+    auto fresh = std::make_unique<HandleState>();
+    cudnn_check(api.create(&fresh->handle), op, "cudnnCreate");
+    return fresh.release();
+  });
   cudaStream_t stream = current_stream_handle(dev);
   if (!st->bound_once || st->bound != stream) {
     cudnn_check(api.set_stream(st->handle, stream), op, "cudnnSetStream");

@@ -30,12 +30,14 @@
 
 #include <array>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/thread_handles.h"
 #include "brisk/ops.h"
 #include "brisk/tensor.h"
 
@@ -72,36 +74,12 @@ const Loaded& loaded() {
 
 // ---- handles ------------------------------------------------------------------------
 
-constexpr int kMaxDevices = 64;
-
 struct HandleState {
   cublasHandle_t handle = nullptr;
   cudaStream_t bound = nullptr;
   bool bound_once = false;
   std::vector<std::pair<cudaStream_t, Tensor>> workspaces;  // one per stream it has run on
 };
-
-/// Handles of threads that have exited, per device (never destroyed).
-struct Pool {
-  std::mutex mu;
-  std::array<std::vector<HandleState*>, kMaxDevices> free;
-};
-Pool& pool() {
-  static Pool* p = new Pool;
-  return *p;
-}
-
-/// This thread's handles; returned to the pool when the thread exits.
-struct Lease {
-  std::array<HandleState*, kMaxDevices> states{};
-  ~Lease() {
-    Pool& p = pool();
-    std::lock_guard<std::mutex> g(p.mu);
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (states[d]) p.free[d].push_back(states[d]);
-  }
-};
-thread_local Lease t_lease;
 
 /// cuBLAS's recommended workspace: 32 MiB from Hopper on, 4 MiB before.
 size_t workspace_bytes(int device) {
@@ -130,25 +108,13 @@ void cublas_check(cublasStatus_t s, const char* op, const char* what) {
 cublasHandle_t cublas_handle(const char* op) {
   const CublasApi& api = cublas_api(op);
   const int dev = current_device_index();
-  BRISK_CHECK(dev >= 0 && dev < kMaxDevices, op, "device index ", dev, " out of range for cuBLAS handles");
-  HandleState*& st = t_lease.states[dev];
-  if (!st) {
-    {
-      Pool& p = pool();
-      std::lock_guard<std::mutex> g(p.mu);
-      if (!p.free[dev].empty()) {
-        st = p.free[dev].back();
-        p.free[dev].pop_back();
-      }
-    }
-    if (!st) {
-      auto fresh = std::make_unique<HandleState>();
-      cublas_check(api.create(&fresh->handle), op, "cublasCreate");
-      // TF32 is chosen per call through the compute type (Note [TF32] in gemm.cpp).
-      cublas_check(api.set_math_mode(fresh->handle, CUBLAS_DEFAULT_MATH), op, "cublasSetMathMode");
-      st = fresh.release();
-    }
-  }
+  HandleState* st = &ThreadStates<HandleState>::get(dev, op, "cuBLAS", [&] {
+    auto fresh = std::make_unique<HandleState>();
+    cublas_check(api.create(&fresh->handle), op, "cublasCreate");
+    // TF32 is chosen per call through the compute type (Note [TF32] in gemm.cpp).
+    cublas_check(api.set_math_mode(fresh->handle, CUBLAS_DEFAULT_MATH), op, "cublasSetMathMode");
+    return fresh.release();
+  });
   cudaStream_t stream = current_stream_handle(dev);
   if (!st->bound_once || st->bound != stream) {
     cublas_check(api.set_stream(st->handle, stream), op, "cublasSetStream");
