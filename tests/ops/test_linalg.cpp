@@ -298,6 +298,36 @@ TEST(Matmul, ThreadCountsGiveTheSameResult) {
   set_num_threads(saved);
 }
 
+// float32 products from 256^3 run as one oneDNN GEMM per thread on a panel of
+// C (Note [GEMM panels per thread]): rows or columns, every layout, ragged
+// panel sizes, alpha and beta.
+TEST(Matmul, Float32PanelsPerThreadMatchTheReference) {
+  const int saved = get_num_threads();
+  Tensor tall_a = rnd({601, 300}, kFloat, 21), tall_b = rnd({300, 120}, kFloat, 22);
+  Tensor wide_a = rnd({130, 300}, kFloat, 23), wide_b = rnd({300, 517}, kFloat, 24);
+  Tensor tall_c = rnd({601, 120}, kFloat, 25), wide_c = rnd({130, 517}, kFloat, 26);
+  auto ref = [](const Tensor& a, const Tensor& b) { return ref_matmul(a.to(kDouble), b.to(kDouble)); };
+  const Tensor want_tall = ref(tall_a, tall_b), want_wide = ref(wide_a, wide_b);
+  // addmm: 0.5 * c + 2 * a @ b
+  const Tensor want_tall_addmm = tall_c.to(kDouble) * 0.5 + want_tall * 2.0;
+  const Tensor want_wide_addmm = wide_c.to(kDouble) * 0.5 + want_wide * 2.0;
+  auto tr = [](const Tensor& t) { return t.t().contiguous().t(); };
+  for (int nt : {1, 2, 3}) {
+    set_num_threads(nt);
+    for (int mask = 0; mask < 4; ++mask) {
+      Tensor ta = mask & 1 ? tr(tall_a) : tall_a, tb = mask & 2 ? tr(tall_b) : tall_b;
+      Tensor wa = mask & 1 ? tr(wide_a) : wide_a, wb = mask & 2 ? tr(wide_b) : wide_b;
+      EXPECT_TRUE(close(mm(ta, tb).to(kDouble), want_tall, 1e-3, 1e-4)) << nt << " threads, mask " << mask;
+      EXPECT_TRUE(close(mm(wa, wb).to(kDouble), want_wide, 1e-3, 1e-4)) << nt << " threads, mask " << mask;
+      EXPECT_TRUE(close(addmm(tall_c, ta, tb, 0.5, 2.0).to(kDouble), want_tall_addmm, 1e-3, 1e-4))
+          << nt << " threads, mask " << mask;
+      EXPECT_TRUE(close(addmm(wide_c, wa, wb, 0.5, 2.0).to(kDouble), want_wide_addmm, 1e-3, 1e-4))
+          << nt << " threads, mask " << mask;
+    }
+  }
+  set_num_threads(saved);
+}
+
 // ---- mm, bmm, mv, dot, outer, addmm --------------------------------------------------------
 
 TEST(Matmul, NamedProducts) {

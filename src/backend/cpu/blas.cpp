@@ -125,6 +125,20 @@ void openblas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alp
               int(ldb), beta, C, int(ldc));
 }
 
+/// Cuts C (m, n) along its longer side (rows on a tie) into `parts` panels
+/// of a multiple of 16 rows/columns and calls f(rows, s, l) for each in
+/// parallel: panel rows [s, s + l) when `rows`, columns otherwise.
+template <class F>
+void for_each_panel(int64_t m, int64_t n, int parts, const F& f) {
+  const bool rows = m >= n;
+  const int64_t len = rows ? m : n;
+  const int64_t panel = std::max<int64_t>(16, (len / parts + 15) / 16 * 16);
+  const int64_t panels = (len + panel - 1) / panel;
+  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) f(rows, p * panel, std::min(panel, len - p * panel));
+  });
+}
+
 /// OpenBLAS GEMM over brisk's threads: C is cut along its longer side into
 /// one panel per thread (multiples of 16 rows/columns).
 template <class T>
@@ -135,18 +149,11 @@ void openblas_gemm_threaded(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T
     openblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  const bool split_rows = m >= n;
-  const int64_t len = split_rows ? m : n;
-  const int64_t panel = std::max<int64_t>(16, (len / nt + 15) / 16 * 16);
-  const int64_t panels = (len + panel - 1) / panel;
-  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t s = p * panel, l = std::min(panel, len - s);
-      if (split_rows)  // rows s.. of op(A) and C
-        openblas_gemm(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc);
-      else  // columns s.. of op(B) and C
-        openblas_gemm(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc);
-    }
+  for_each_panel(m, n, nt, [&](bool rows, int64_t s, int64_t l) {
+    if (rows)  // rows s.. of op(A) and C
+      openblas_gemm(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc);
+    else  // columns s.. of op(B) and C
+      openblas_gemm(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc);
   });
 }
 
@@ -165,21 +172,54 @@ void tiny_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
     }
 }
 
-// Row-major C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C, k >= 1.
-void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
-                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
-  if (m * n * k <= kTinyGemmWork) return tiny_gemm<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+// Note [GEMM panels per thread]
+// On two threads a big float32 product runs as one single-threaded oneDNN
+// GEMM per thread on its own panel of C (cut along the longer side), not as
+// one oneDNN call threaded inside: oneDNN's decomposition shares packed
+// blocks between the threads, and on these VMs that sharing costs 5-10% in
+// the phases (seconds to minutes long) when the two vCPUs land on cores
+// that share less, while independent panels only repeat the packing of the
+// operand both threads read. Measured with 20-call rounds, median of 7,
+// GFLOP/s oneDNN-threaded vs panels: 1024^3 201 vs 212 (NN), 201 vs 206
+// (NT), 197 vs 208 (TN), 512^3 196 vs 206, 1024x1024x64 193 vs 214,
+// 256x1024x4096 NT 135 vs 184; in the quiet phases both reach 216-220 on
+// 1024^3. Below kPanelMinWork oneDNN's own threading is kept (128^3: 200 vs
+// 191-202).
+constexpr int64_t kPanelMinWork = 256 * 256 * 256;
+
+// One float32 GEMM on the calling thread (or oneDNN's threads when called
+// outside a parallel region with several threads).
+void sgemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
+                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, bool serial) {
 #ifdef BRISK_HAVE_DNNL
   // oneDNN's single-threaded A @ B^T with few rows (the forward of a Linear
   // layer, x @ w.t(), at small batch) runs at half of OpenBLAS's speed:
   // 64x10000x5000 takes 52 GFLOP/s in oneDNN, 71 in OpenBLAS (1024^3: 106 vs 99).
-  const bool skinny_nt = !ta && tb && m <= 128 && (in_parallel_region() || get_num_threads() == 1);
-  if (m * n * k >= kDnnlMinWork && !skinny_nt) {
-    if (dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == dnnl_success)
-      return;
-  }
+  const bool skinny_nt = !ta && tb && m <= 128 && serial;
+  if (m * n * k >= kDnnlMinWork && !skinny_nt &&
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == dnnl_success)
+    return;
 #endif
-  openblas_gemm_threaded<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (serial)
+    openblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    openblas_gemm_threaded<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// Row-major C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C, k >= 1.
+void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
+                   const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  if (m * n * k <= kTinyGemmWork) return tiny_gemm<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  const int nt = in_parallel_region() ? 1 : get_num_threads();
+  if (nt == 1) return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, /*serial=*/true);
+  if (m * n * k < kPanelMinWork || std::max(m, n) < 32 * nt)
+    return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, /*serial=*/false);
+  for_each_panel(m, n, nt, [&](bool rows, int64_t s, int64_t l) {
+    if (rows)  // rows s.. of op(A) and C
+      sgemm_call(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc, true);
+    else  // columns s.. of op(B) and C
+      sgemm_call(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc, true);
+  });
 }
 void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* A, int64_t lda,
                    const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
