@@ -55,6 +55,7 @@ enum class Kind {
   // compute
   Matmul,           // (n, n) @ (n, n), float32
   Nonzero,          // nonzero of n float32 elements, about half nonzero
+  Transpose,        // z.copy_(x.t()), (n, n) float32
   // autograd, float32, single thread
   AutogradHost,     // y = x * w + b, 3x3, only w requires grad (graph built and dropped)
   AutogradHostBackward,  // w.grad = none; y = x * w + b; y.backward(ones)

@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, Nonzero, Autograd, Training, Profiler };
+enum class Section { Host, Bandwidth, Matmul, Nonzero, Copy, Autograd, Training, Profiler };
 
 struct Case {
   Section section;
@@ -347,6 +347,14 @@ std::vector<Case> make_cases(bool quick, bool wall) {
     }
   cs.push_back({Section::Nonzero, "nonzero, 1e6 float32, ~50% nonzero", {Kind::Nonzero, 1000000, 1,
                                                                          single(budget(20, 5, 3))}});
+  // Transposing copies (Note [Tiled transposed copy]): no target in the
+  // issue, measured against libtorch.
+  for (int t : {1, 2}) {
+    Budget b = budget(20, 7, 4);
+    if (t == 1) b = single(b);
+    cs.push_back({Section::Copy, std::string("z.copy_(x.t()), 2048x2048, ") + (t == 1 ? "1 thread" : "2 threads"),
+                  {Kind::Transpose, 2048, t, b}});
+  }
 
   // Autograd: the host cost of recording (3x3, the graph built and dropped
   // every call), then one training step of an MLP (a few seconds per side).
@@ -394,6 +402,7 @@ const char* section_title(Section s) {
     case Section::Bandwidth: return "Bandwidth (2^24 float32 per array, 1 thread)";
     case Section::Matmul: return "float32 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
+    case Section::Copy: return "Transposing copy (float32)";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
@@ -406,6 +415,7 @@ const char* section_key(Section s) {
     case Section::Bandwidth: return "bandwidth";
     case Section::Matmul: return "matmul";
     case Section::Nonzero: return "nonzero";
+    case Section::Copy: return "copy";
     case Section::Autograd: return "autograd";
     case Section::Training: return "training";
     case Section::Profiler: return "profiler";
@@ -539,6 +549,23 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                         both ? fmt("%.1fx", sp) : "-", ">= 3x", both ? (sp >= 3 ? "yes" : "NO") : "-"});
       add_skips(t, *r);
     }
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Copy); !v.empty()) {
+    Table t{section_title(Section::Copy), {"case", "brisk GB/s", "libtorch GB/s", "speedup", "brisk ms", "libtorch ms"},
+            {}, {}};
+    for (const Result* r : v) {
+      const double bytes = 2.0 * 4.0 * double(r->c.spec.n) * double(r->c.spec.n);
+      const bool both = r->brisk.ok && r->torch.ok;
+      auto gbs = [&](const Timing& tm) { return tm.ok ? fmt("%.1f", bytes / tm.seconds * 1e-9) : skip_text(tm); };
+      auto ms = [&](const Timing& tm) { return tm.ok ? fmt("%.2f", tm.seconds * 1e3) : "-"; };
+      t.rows.push_back({r->c.name, gbs(r->brisk), gbs(r->torch),
+                        both ? fmt("%.1fx", r->torch.seconds / r->brisk.seconds) : "-", ms(r->brisk), ms(r->torch)});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("GB/s counts the bytes read and written (2 x 4 bytes per element); z is allocated once (what "
+                      "x.t().contiguous() costs beyond this is the allocation). No target in the issue.");
     out.push_back(t);
   }
 

@@ -777,6 +777,65 @@ TEST(Copy, ContiguousCloneCopy) {
   empty_dst.copy_(empty({0, 2}));
 }
 
+// The value of `t` at a multi-index, read through its strides (the naive
+// reference for the copy kernels), as raw bytes.
+std::vector<unsigned char> bytes_at(const Tensor& t, const std::vector<int64_t>& idx) {
+  const auto* p = static_cast<const unsigned char*>(t.data_ptr());
+  const int64_t es = static_cast<int64_t>(element_size(t.dtype()));
+  int64_t off = 0;
+  for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * t.stride(static_cast<int64_t>(d));
+  return {p + off * es, p + off * es + es};
+}
+// Every element of `got` equals `want` at the same index, byte for byte.
+::testing::AssertionResult same_bytes(const Tensor& got, const Tensor& want) {
+  if (got.sizes().vec() != want.sizes().vec()) return ::testing::AssertionFailure() << "shapes differ";
+  std::vector<int64_t> idx(static_cast<size_t>(got.dim()), 0);
+  for (int64_t n = 0; n < got.numel(); ++n) {
+    if (bytes_at(got, idx) != bytes_at(want, idx)) {
+      auto f = ::testing::AssertionFailure() << "differs at [";
+      for (int64_t i : idx) f << i << ",";
+      return f << "]";
+    }
+    for (int64_t d = got.dim() - 1; d >= 0; --d)
+      if (++idx[static_cast<size_t>(d)] < got.size(d)) break;
+      else idx[static_cast<size_t>(d)] = 0;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Copies that transpose (destination contiguous where the source is strided
+// and the other way round) run tiled (Note [Tiled transposed copy]): every
+// element size, ragged tile edges, outer dims, threads, strided destinations.
+TEST(Copy, TransposingCopiesMatchTheReference) {
+  const int saved = get_num_threads();
+  for (ScalarType dt : {kUInt8, kBool, kHalf, kBFloat16, kFloat, kInt32, kDouble, kInt64}) {
+    for (int nt : {1, 2}) {
+      set_num_threads(nt);
+      const std::string what = std::string(dtype_name(dt)) + ", " + std::to_string(nt) + " threads";
+      Tensor x = (arange(203.0 * 131.0).view({203, 131}) * 0.5).to(dt);  // distinct values (mod 256 for bytes)
+      EXPECT_TRUE(same_bytes(x.t().contiguous(), x.t())) << what;
+      Tensor big = (arange(300.0 * 520.0).view({300, 520})).to(dt);
+      EXPECT_TRUE(same_bytes(big.t().contiguous(), big.t())) << what;
+      // 3-D: the source's contiguous dim is not the iterator's second dim
+      Tensor c = arange(5.0 * 70.0 * 66.0).view({5, 70, 66}).to(dt);
+      for (auto perm : {std::vector<int64_t>{0, 2, 1}, {2, 0, 1}, {2, 1, 0}, {1, 2, 0}})
+        EXPECT_TRUE(same_bytes(c.permute(perm).contiguous(), c.permute(perm))) << what;
+      // NCHW -> channels_last and back
+      Tensor img = arange(2.0 * 19.0 * 33.0 * 17.0).view({2, 19, 33, 17}).to(dt);
+      Tensor cl = img.contiguous(kChannelsLast);
+      EXPECT_TRUE(same_bytes(cl, img)) << what;
+      EXPECT_TRUE(same_bytes(cl.contiguous(), img)) << what;
+      // a strided destination: a column block of a wider tensor
+      Tensor wide = zeros({131, 250}, dt);
+      Tensor part = wide.narrow(1, 20, 203);
+      part.copy_(x.t());
+      EXPECT_TRUE(same_bytes(part, x.t())) << what;
+      EXPECT_TRUE(same_bytes(wide.narrow(1, 0, 20), zeros({131, 20}, dt))) << what;
+    }
+  }
+  set_num_threads(saved);
+}
+
 TEST(Copy, FillAndZero) {
   Tensor x = zeros({2, 3}, kInt32);
   x.fill_(7);

@@ -2,6 +2,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include "backend/cpu/loops.h"
 #include "kernels/math.h"
@@ -11,10 +14,139 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace {
 
+// Note [Tiled transposed copy]
+// A copy whose destination is contiguous along the iterator's inner dim while
+// the source is contiguous along another dim `d` (x.t().contiguous(),
+// x.permute(...).contiguous(), channels_last conversions) walks the source
+// one element per cache line: row by row that is 1-2 GB/s on big matrices.
+// Tiling alone helps little when the row stride is a power of two (the rows
+// of a tile share one L1 set), so the plane (inner dim, d) is cut into
+// kTile x kTile tiles walked as 8 x 8 blocks, each moved through registers
+// (AVX2 shuffles for 4- and 8-byte types; a fixed 8 x 8 loop the compiler
+// unrolls otherwise). Measured single-threaded on a 2048^2 float32 transpose:
+// 1.4 GB/s row by row, 2.2 with 32 x 32 scalar tiles, 4.5 with scalar 8 x 8
+// blocks, 11 with register blocks in 64 x 64 tiles. Tiles are split across
+// threads together with the other dims.
+constexpr int64_t kTile = 64;
+
+/// The source dim that is contiguous (stride = element size) when the
+/// destination is contiguous in dim 0 and the source is not: -1 otherwise.
+int transposed_dim(const TensorIter& it, int64_t es) {
+  if (it.ndim < 2 || it.strides[0][0] != es || it.strides[1][0] == es || it.shape[0] < 8) return -1;
+  for (int d = 1; d < it.ndim; ++d)
+    if (it.strides[1][d] == es && it.shape[d] >= 8) return d;
+  return -1;
+}
+
+#ifdef __AVX2__
+/// dst[r * ld + c] = src[c * ls + r] for an 8 x 8 block of 4-byte values
+/// (strides in elements).
+inline void transpose8x8(uint32_t* dst, int64_t ld, const uint32_t* src, int64_t ls) {
+  auto in = [&](int r) { return _mm256_loadu_ps(reinterpret_cast<const float*>(src + r * ls)); };
+  const __m256 r0 = in(0), r1 = in(1), r2 = in(2), r3 = in(3), r4 = in(4), r5 = in(5), r6 = in(6), r7 = in(7);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  auto out = [&](int r, __m256 v) { _mm256_storeu_ps(reinterpret_cast<float*>(dst + r * ld), v); };
+  out(0, _mm256_permute2f128_ps(u0, u4, 0x20));
+  out(1, _mm256_permute2f128_ps(u1, u5, 0x20));
+  out(2, _mm256_permute2f128_ps(u2, u6, 0x20));
+  out(3, _mm256_permute2f128_ps(u3, u7, 0x20));
+  out(4, _mm256_permute2f128_ps(u0, u4, 0x31));
+  out(5, _mm256_permute2f128_ps(u1, u5, 0x31));
+  out(6, _mm256_permute2f128_ps(u2, u6, 0x31));
+  out(7, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+/// The same for 8-byte values: four 4 x 4 blocks.
+inline void transpose8x8(uint64_t* dst, int64_t ld, const uint64_t* src, int64_t ls) {
+  for (int bi = 0; bi < 8; bi += 4)
+    for (int bj = 0; bj < 8; bj += 4) {
+      const uint64_t* s = src + bj * ls + bi;
+      auto in = [&](int r) { return _mm256_loadu_pd(reinterpret_cast<const double*>(s + r * ls)); };
+      const __m256d r0 = in(0), r1 = in(1), r2 = in(2), r3 = in(3);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      uint64_t* d = dst + bi * ld + bj;
+      auto out = [&](int r, __m256d v) { _mm256_storeu_pd(reinterpret_cast<double*>(d + r * ld), v); };
+      out(0, _mm256_permute2f128_pd(t0, t2, 0x20));
+      out(1, _mm256_permute2f128_pd(t1, t3, 0x20));
+      out(2, _mm256_permute2f128_pd(t0, t2, 0x31));
+      out(3, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+}
+#endif
+
+/// dst[r * ld + c] = src[c * ls + r] for a whole 8 x 8 block.
+template <class U>
+inline void transpose_block8(U* dst, int64_t ld, const U* src, int64_t ls) {
+#ifdef __AVX2__
+  if constexpr (sizeof(U) == 4 || sizeof(U) == 8) return transpose8x8(dst, ld, src, ls);
+#endif
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) dst[a * ld + b] = src[b * ls + a];
+}
+
+template <class U>
+void copy_tiles(const TensorIter& it, int d) {
+  const int nd = it.ndim;
+  const int64_t J = it.shape[0], I = it.shape[d];
+  // Destination contiguous along j (dim 0), source along i (dim d); the
+  // other strides in elements (tensor strides are whole elements).
+  const int64_t di = it.strides[0][d] / int64_t(sizeof(U)), sj = it.strides[1][0] / int64_t(sizeof(U));
+  const int64_t tj = (J + kTile - 1) / kTile, ti = (I + kTile - 1) / kTile;
+  const int64_t outer = it.numel / (I * J);
+  // work item w = ((o * ti) + tile_i) * tj + tile_j; grain: about kGrainSize elements
+  parallel_for(0, outer * ti * tj, std::max<int64_t>(1, kGrainSize / (kTile * kTile)), [&](int64_t w0, int64_t w1) {
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t jt = w % tj, it_ = (w / tj) % ti;
+      int64_t o = w / (tj * ti);
+      char* dbase = it.data[0];
+      const char* sbase = it.data[1];
+      for (int k = 1; k < nd; ++k) {  // the other dims, in order
+        if (k == d) continue;
+        const int64_t idx = o % it.shape[k];
+        o /= it.shape[k];
+        dbase += idx * it.strides[0][k];
+        sbase += idx * it.strides[1][k];
+      }
+      U* dst = reinterpret_cast<U*>(dbase);
+      const U* src = reinterpret_cast<const U*>(sbase);
+      const int64_t i0 = it_ * kTile, i1 = std::min(I, i0 + kTile);
+      const int64_t j0 = jt * kTile, j1 = std::min(J, j0 + kTile);
+      for (int64_t i = i0; i < i1; i += 8)
+        for (int64_t j = j0; j < j1; j += 8) {
+          U* out = dst + i * di + j;
+          const U* in = src + j * sj + i;
+          if (i + 8 <= i1 && j + 8 <= j1) {
+            transpose_block8(out, di, in, sj);
+            continue;
+          }
+          const int64_t ni = std::min<int64_t>(8, i1 - i), nj = std::min<int64_t>(8, j1 - j);
+          for (int64_t a = 0; a < ni; ++a)
+            for (int64_t b = 0; b < nj; ++b) std::memcpy(out + a * di + b, in + b * sj + a, sizeof(U));
+        }
+    }
+  });
+}
+
 void copy_kernel(TensorIter& it, const KernelArgs&) {
   const ScalarType out = it.dtypes[0], in = it.dtypes[1];
   if (out == in) {
     const int64_t es = static_cast<int64_t>(element_size(out));
+    if (const int d = transposed_dim(it, es); d > 0) {
+      switch (es) {
+        case 1: return copy_tiles<uint8_t>(it, d);
+        case 2: return copy_tiles<uint16_t>(it, d);
+        case 4: return copy_tiles<uint32_t>(it, d);
+        case 8: return copy_tiles<uint64_t>(it, d);
+        default: break;
+      }
+    }
     run_parallel(it, [&](char** p, const int64_t* s, int64_t n) {
       if (s[0] == es && s[1] == es) {
         std::memcpy(p[0], p[1], static_cast<size_t>(n * es));
