@@ -161,6 +161,15 @@ int run(const Args& args) {
     double accuracy, seconds;
   };
   std::vector<Summary> summary;
+  // A missing checkpoint directory is created now, not found missing after
+  // the first epoch.
+  std::error_code dir_error;
+  std::filesystem::create_directories(args.checkpoint_dir, dir_error);
+  if (dir_error) {
+    std::fprintf(stderr, "error: cannot create the checkpoint directory '%s': %s\n", args.checkpoint_dir.c_str(),
+                 dir_error.message().c_str());
+    return 1;
+  }
   const std::vector<std::string> kinds =
       args.model == "both" ? std::vector<std::string>{"mlp", "cnn"} : std::vector<std::string>{args.model};
   for (const std::string& kind : kinds) {
