@@ -173,18 +173,18 @@ void tiny_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 }
 
 // Note [GEMM panels per thread]
-// On two threads a big float32 product runs as one single-threaded oneDNN
-// GEMM per thread on its own panel of C (cut along the longer side), not as
-// one oneDNN call threaded inside: oneDNN's decomposition shares packed
-// blocks between the threads, and on these VMs that sharing costs 5-10% in
-// the phases (seconds to minutes long) when the two vCPUs land on cores
-// that share less, while independent panels only repeat the packing of the
-// operand both threads read. Measured with 20-call rounds, median of 7,
-// GFLOP/s oneDNN-threaded vs panels: 1024^3 201 vs 212 (NN), 201 vs 206
-// (NT), 197 vs 208 (TN), 512^3 196 vs 206, 1024x1024x64 193 vs 214,
-// 256x1024x4096 NT 135 vs 184; in the quiet phases both reach 216-220 on
-// 1024^3. Below kPanelMinWork oneDNN's own threading is kept (128^3: 200 vs
-// 191-202).
+// On two threads a big float32 product runs as one single-threaded GEMM per
+// thread on its own panel of C (cut along the longer side), not as one
+// oneDNN call threaded inside. oneDNN's decomposition shares packed blocks
+// between its threads; independent panels only repeat the packing of the
+// operand both threads read. Measured on the 2-core dev VM (20-call rounds,
+// median of 7, GFLOP/s, oneDNN-threaded vs panels): 1024^3 201 vs 212 (NN),
+// 201 vs 206 (NT), 197 vs 208 (TN), 512^3 196 vs 206, 1024x1024x64 193 vs
+// 214; in quiet phases of the machine both reach 216-220 on 1024^3. The
+// skinny A @ B^T of a Linear layer gains most, its panels going to OpenBLAS
+// (the skinny_nt rule below): 64x10000x5000 116 vs 141, 128x4096x4096 103
+// vs 160, 64x4096x1024 66 vs 133. Below kPanelMinWork oneDNN's own
+// threading is kept (128^3: 200 vs 191-202).
 constexpr int64_t kPanelMinWork = 256 * 256 * 256;
 
 // One float32 GEMM on the calling thread (or oneDNN's threads when called
