@@ -298,14 +298,15 @@ TEST(Matmul, ThreadCountsGiveTheSameResult) {
   set_num_threads(saved);
 }
 
-// float32 products from 256^3 run as one oneDNN GEMM per thread on a panel of
-// C (Note [GEMM panels per thread]): rows or columns, every layout, ragged
-// panel sizes, alpha and beta.
+// float32 products from 2^26 multiply-adds run as one oneDNN GEMM per thread
+// on a panel of C (Note [GEMM panels per thread]): rows or columns, every
+// layout, ragged panel sizes, alpha and beta.
 TEST(Matmul, Float32PanelsPerThreadMatchTheReference) {
   const int saved = get_num_threads();
-  Tensor tall_a = rnd({601, 300}, kFloat, 21), tall_b = rnd({300, 120}, kFloat, 22);
-  Tensor wide_a = rnd({130, 300}, kFloat, 23), wide_b = rnd({300, 517}, kFloat, 24);
-  Tensor tall_c = rnd({601, 120}, kFloat, 25), wide_c = rnd({130, 517}, kFloat, 26);
+  // 1040 x 250 x 260 and 250 x 1041 x 260: just over 2^26
+  Tensor tall_a = rnd({1040, 260}, kFloat, 21), tall_b = rnd({260, 250}, kFloat, 22);
+  Tensor wide_a = rnd({250, 260}, kFloat, 23), wide_b = rnd({260, 1041}, kFloat, 24);
+  Tensor tall_c = rnd({1040, 250}, kFloat, 25), wide_c = rnd({250, 1041}, kFloat, 26);
   auto ref = [](const Tensor& a, const Tensor& b) { return ref_matmul(a.to(kDouble), b.to(kDouble)); };
   const Tensor want_tall = ref(tall_a, tall_b), want_wide = ref(wide_a, wide_b);
   // addmm: 0.5 * c + 2 * a @ b

@@ -173,37 +173,43 @@ void tiny_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 }
 
 // Note [GEMM panels per thread]
-// On two threads a big float32 product runs as one single-threaded GEMM per
-// thread on its own panel of C (cut along the longer side), not as one
-// oneDNN call threaded inside. oneDNN's decomposition shares packed blocks
-// between its threads; independent panels only repeat the packing of the
-// operand both threads read. Measured on the 2-core dev VM (20-call rounds,
-// median of 7, GFLOP/s, oneDNN-threaded vs panels): 1024^3 201 vs 212 (NN),
-// 201 vs 206 (NT), 197 vs 208 (TN), 512^3 196 vs 206, 1024x1024x64 193 vs
-// 214; in quiet phases of the machine both reach 216-220 on 1024^3. The
-// skinny A @ B^T of a Linear layer gains most, its panels going to OpenBLAS
-// (the skinny_nt rule below): 64x10000x5000 116 vs 141, 128x4096x4096 103
-// vs 160, 64x4096x1024 66 vs 133. Below kPanelMinWork oneDNN's own
-// threading is kept (128^3: 200 vs 191-202).
-constexpr int64_t kPanelMinWork = 256 * 256 * 256;
+// On two threads a big float32 product runs as one single-threaded oneDNN
+// GEMM per thread on its own panel of C (cut along the longer side), not as
+// one oneDNN call threaded inside. oneDNN's decomposition shares packed
+// blocks between its threads; independent panels only repeat the packing of
+// the operand both threads read. Measured on the 2-core dev VM (20-call
+// rounds, median of 7, GFLOP/s, oneDNN-threaded vs panels): 1024^3 201 vs
+// 212 (NN), 201 vs 206 (NT), 197 vs 208 (TN), 512^3 196 vs 206,
+// 1024x1024x64 193 vs 214, skinny A @ B^T 128x4096x4096 103 vs 173; in
+// quiet phases of the machine both reach 216-220 on 1024^3. Within a panel
+// oneDNN is used even for skinny A @ B^T (the skinny_nt rule is for a lone
+// single-threaded call): OpenBLAS panels were slower there (128x4096x4096
+// 160, 128x256x784 156 vs 193) except at 64 rows and long k (64x10000x5000:
+// 141 vs 116). Products under kPanelMinWork keep oneDNN's own threading:
+// they gain little in a loop of one shape, and the demo's MLP epoch (all
+// its GEMMs about 26M multiply-adds) ran 7% slower with panels.
+constexpr int64_t kPanelMinWork = int64_t(1) << 26;  // 64 x 1024 x 1024
 
-// One float32 GEMM on the calling thread (or oneDNN's threads when called
-// outside a parallel region with several threads).
+/// How one float32 GEMM call runs: threaded over brisk's pool (by oneDNN,
+/// or as OpenBLAS panels), alone on the calling thread, or as one panel of
+/// a product split across threads (Note [GEMM panels per thread]).
+enum class GemmRun { Pool, Serial, Panel };
+
 void sgemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
-                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, bool serial) {
+                const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmRun run) {
 #ifdef BRISK_HAVE_DNNL
   // oneDNN's single-threaded A @ B^T with few rows (the forward of a Linear
   // layer, x @ w.t(), at small batch) runs at half of OpenBLAS's speed:
   // 64x10000x5000 takes 52 GFLOP/s in oneDNN, 71 in OpenBLAS (1024^3: 106 vs 99).
-  const bool skinny_nt = !ta && tb && m <= 128 && serial;
+  const bool skinny_nt = !ta && tb && m <= 128 && run == GemmRun::Serial;
   if (m * n * k >= kDnnlMinWork && !skinny_nt &&
       dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == dnnl_success)
     return;
 #endif
-  if (serial)
-    openblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
-  else
+  if (run == GemmRun::Pool)
     openblas_gemm_threaded<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+  else
+    openblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 // Row-major C (m, n) = alpha * op(A) (m, k) @ op(B) (k, n) + beta * C, k >= 1.
@@ -211,14 +217,14 @@ void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   if (m * n * k <= kTinyGemmWork) return tiny_gemm<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
   const int nt = in_parallel_region() ? 1 : get_num_threads();
-  if (nt == 1) return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, /*serial=*/true);
+  if (nt == 1) return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, GemmRun::Serial);
   if (m * n * k < kPanelMinWork || std::max(m, n) < 32 * nt)
-    return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, /*serial=*/false);
+    return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, GemmRun::Pool);
   for_each_panel(m, n, nt, [&](bool rows, int64_t s, int64_t l) {
     if (rows)  // rows s.. of op(A) and C
-      sgemm_call(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc, true);
+      sgemm_call(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc, GemmRun::Panel);
     else  // columns s.. of op(B) and C
-      sgemm_call(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc, true);
+      sgemm_call(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc, GemmRun::Panel);
   });
 }
 void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* A, int64_t lda,
