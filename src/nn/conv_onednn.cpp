@@ -43,6 +43,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include "backend/cpu/onednn.h"
 #include "brisk/ops.h"
 #include "core/parallel.h"
 #include "nn/conv_kernels.h"
@@ -75,16 +76,8 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using DType = memory::data_type;
 
-// Never destroyed, like the cache: cached primitives refer to the engine.
-dnnl::engine& cpu_engine() {
-  static dnnl::engine* e = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *e;
-}
-
-dnnl::stream& thread_stream() {
-  thread_local dnnl::stream s(cpu_engine());
-  return s;
-}
+dnnl::engine& cpu_engine() { return cpu::onednn_engine(); }
+dnnl::stream& thread_stream() { return cpu::onednn_stream(); }
 
 int effective_threads() { return in_parallel_region() ? 1 : get_num_threads(); }
 

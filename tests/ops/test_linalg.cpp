@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "backend/cpu/onednn.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -598,4 +599,52 @@ TEST(Einsum, MatchesTorch) {
     EXPECT_TRUE(close(einsum(c.eq, f), tensor(c.values, c.shape, kDouble), 1e-6, 1e-5));
     EXPECT_TRUE(close(einsum(c.eq, i), tensor(c.values, c.shape, kDouble), 0, 0));
   }
+}
+
+// bfloat16 products run on a oneDNN bf16 matmul primitive where the CPU has
+// AVX512_BF16 (Note [bfloat16 GEMM on oneDNN]), on converted float32
+// otherwise. Either way the result is the exact product of the bf16 inputs
+// summed in float32, rounded once to bf16: within one bf16 rounding (2^-8
+// relative) of a float64 reference, in every layout, with broadcast batches,
+// alpha/beta, strided outputs and 1 or 2 threads.
+TEST(Matmul, Bfloat16MatchesTheFloat64Reference) {
+  const int saved = get_num_threads();
+  auto& st = cpu::gemm_stats();
+  const uint64_t onednn_before = st.bf16_onednn.load();
+  auto tr = [](const Tensor& t) { return t.transpose(-1, -2).contiguous().transpose(-1, -2); };
+  auto ref = [](const Tensor& a, const Tensor& b) { return ref_matmul(a.to(kDouble), b.to(kDouble)); };
+  // one bf16 rounding of the result (half an ulp is 2^-9 relative), plus
+  // float32 summation error for results that cancel to near zero
+  auto near = [](const Tensor& got, const Tensor& want, double k) {
+    return close(got.to(kDouble), want, 1.0 / 256, 1e-5 * k);
+  };
+  for (int nt : {1, 2}) {
+    set_num_threads(nt);
+    for (int mask = 0; mask < 4; ++mask) {
+      Tensor a = rnd({3, 70, 300}, kBFloat16, 31), b = rnd({3, 300, 90}, kBFloat16, 32);
+      Tensor ua = mask & 1 ? tr(a) : a, ub = mask & 2 ? tr(b) : b;
+      EXPECT_TRUE(near(matmul(ua, ub), ref(a, b), 300)) << nt << " threads, mask " << mask;
+      // one matrix broadcast over the batch (batch stride 0)
+      Tensor w = rnd({300, 90}, kBFloat16, 33);
+      EXPECT_TRUE(near(matmul(ua, mask & 2 ? tr(w) : w), ref(a, w.expand({3, 300, 90})), 300)) << nt;
+      // 2-D, big enough to be threaded inside
+      Tensor x = rnd({256, 512}, kBFloat16, 34), y = rnd({512, 384}, kBFloat16, 35);
+      Tensor ux = mask & 1 ? tr(x) : x, uy = mask & 2 ? tr(y) : y;
+      EXPECT_TRUE(near(mm(ux, uy), ref(x, y), 512)) << nt << " threads, mask " << mask;
+      // addmm: 0.5 * c + 2 * x @ y, into a column-major output
+      Tensor c = rnd({256, 384}, kBFloat16, 36);
+      Tensor want = c.to(kDouble) * 0.5 + ref(x, y) * 2.0;
+      EXPECT_TRUE(near(addmm(c, ux, uy, 0.5, 2.0), want, 512)) << nt << " threads, mask " << mask;
+      Tensor out = empty({384, 256}, kBFloat16).t();
+      mm_out(out, ux, uy);
+      EXPECT_TRUE(near(out, ref(x, y), 512)) << nt << " threads, mask " << mask;
+    }
+  }
+  set_num_threads(saved);
+  // a doubly strided view (neither rows nor columns contiguous) is copied first
+  Tensor big = rnd({40, 60}, kBFloat16, 37), v = big.slice(0, 0, 40, 2).slice(1, 0, 60, 3);
+  Tensor r = rnd({20, 30}, kBFloat16, 38);
+  EXPECT_TRUE(near(mm(v, r), ref(v.contiguous(), r), 20));
+  if (__builtin_cpu_supports("avx512bf16"))
+    EXPECT_GT(st.bf16_onednn.load(), onednn_before) << "this CPU has AVX512_BF16: oneDNN should run bf16 GEMMs";
 }

@@ -1,0 +1,28 @@
+// What brisk's oneDNN users share: the CPU engine and a stream per thread
+// (the bfloat16 GEMM in blas.cpp, the convolutions in nn/conv_onednn.cpp),
+// and the GEMM path counters tests read.
+#pragma once
+#include <atomic>
+#include <cstdint>
+
+#ifdef BRISK_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace brisk::cpu {
+
+#ifdef BRISK_HAVE_DNNL
+/// Never destroyed: cached primitives refer to it.
+dnnl::engine& onednn_engine();
+/// One stream per thread on onednn_engine().
+dnnl::stream& onednn_stream();
+#endif
+
+/// How bfloat16 GEMMs ran (Note [bfloat16 GEMM on oneDNN] in blas.cpp).
+struct GemmStats {
+  std::atomic<uint64_t> bf16_onednn{0};     ///< calls run by a oneDNN bf16 matmul primitive
+  std::atomic<uint64_t> reduced_convert{0};  ///< 16-bit calls converted to float32 and run on sgemm
+};
+GemmStats& gemm_stats();
+
+}  // namespace brisk::cpu
