@@ -54,6 +54,7 @@ enum class Kind {
   BwPlainLoop512,   // the same loop built like brisk's AVX-512 kernels (information)
   // compute
   Matmul,           // (n, n) @ (n, n), float32
+  MatmulBf16,       // (n, n) @ (n, n), bfloat16
   Nonzero,          // nonzero of n float32 elements, about half nonzero
   Transpose,        // z.copy_(x.t()), (n, n) float32
   // autograd, float32, single thread

@@ -189,6 +189,9 @@ Runner prepare(const Spec& s) {
       return make_runner(th, [x = make({s.n, s.n}, 1), y = make({s.n, s.n}, 2), z = Tensor()]() mutable {
         z = brisk::matmul(x, y);
       });
+    case Kind::MatmulBf16:
+      return make_runner(th, [x = make({s.n, s.n}, 1).to(brisk::kBFloat16), y = make({s.n, s.n}, 2).to(brisk::kBFloat16),
+                              z = Tensor()]() mutable { z = brisk::matmul(x, y); });
     case Kind::Nonzero:
       return make_runner(th, [x = make({s.n}, 1, /*half_zero=*/true), z = Tensor()]() mutable {
         z = brisk::nonzero(x);

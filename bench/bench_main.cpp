@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, Nonzero, Copy, Autograd, Training, Profiler };
+enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, Profiler };
 
 struct Case {
   Section section;
@@ -345,6 +345,13 @@ std::vector<Case> make_cases(bool quick, bool wall) {
                                          std::to_string(t) + (t == 1 ? " thread" : " threads"),
                     {Kind::Matmul, n, t, b}});
     }
+  // bfloat16 matmul (Note [bfloat16 GEMM on oneDNN]): no target in the issue.
+  for (int t : {1, 2}) {
+    Budget b = budget(20, 7, 4);
+    if (t == 1) b = single(b);
+    cs.push_back({Section::MatmulBf16, std::string("bfloat16 matmul 1024x1024, ") + (t == 1 ? "1 thread" : "2 threads"),
+                  {Kind::MatmulBf16, 1024, t, b}});
+  }
   cs.push_back({Section::Nonzero, "nonzero, 1e6 float32, ~50% nonzero", {Kind::Nonzero, 1000000, 1,
                                                                          single(budget(20, 5, 3))}});
   // Transposing copies (Note [Tiled transposed copy]): no target in the
@@ -401,6 +408,7 @@ const char* section_title(Section s) {
     case Section::Host: return "Host cost per op (3x3 float32, 1 thread)";
     case Section::Bandwidth: return "Bandwidth (2^24 float32 per array, 1 thread)";
     case Section::Matmul: return "float32 matmul";
+    case Section::MatmulBf16: return "bfloat16 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
     case Section::Copy: return "Transposing copy (float32)";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
@@ -414,6 +422,7 @@ const char* section_key(Section s) {
     case Section::Host: return "host";
     case Section::Bandwidth: return "bandwidth";
     case Section::Matmul: return "matmul";
+    case Section::MatmulBf16: return "bf16";
     case Section::Nonzero: return "nonzero";
     case Section::Copy: return "copy";
     case Section::Autograd: return "autograd";
@@ -536,6 +545,21 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                         " MHz (\"cpu MHz\" in /proc/cpuinfo) = " + fmt("%.1f", per_core) + " GFLOP/s per core.");
     else
       t.notes.push_back("/proc/cpuinfo has no \"cpu MHz\": peak assumes the issue's 220 GFLOP/s per core.");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::MatmulBf16); !v.empty()) {
+    Table t{section_title(Section::MatmulBf16), {"case", "brisk GFLOP/s", "libtorch GFLOP/s", "brisk / libtorch"}, {}, {}};
+    for (const Result* r : v) {
+      const double flops = 2.0 * double(r->c.spec.n) * double(r->c.spec.n) * double(r->c.spec.n);
+      const bool both = r->brisk.ok && r->torch.ok;
+      auto g = [&](const Timing& tm) { return tm.ok ? fmt("%.1f", flops / tm.seconds * 1e-9) : skip_text(tm); };
+      t.rows.push_back({r->c.name, g(r->brisk), g(r->torch), both ? fmt("%.2f", r->torch.seconds / r->brisk.seconds) : "-"});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("Both multiply bf16 inputs and return bf16; brisk runs oneDNN's bf16 matmul where the CPU has "
+                      "AVX512_BF16 (2 bf16 products per float32 lane), float32 sgemm on converted inputs otherwise. "
+                      "No target in the issue.");
     out.push_back(t);
   }
 
