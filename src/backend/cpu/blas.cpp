@@ -17,8 +17,10 @@
 // Layouts are passed through BLAS's transpose flags: a matrix whose rows or
 // columns are contiguous is read in place (lda = its other stride); only a
 // matrix with neither (e.g. an expanded or doubly-strided view) is copied.
-// float16/bfloat16 are converted to float32 in batch chunks, multiplied with
-// sgemm (float32 accumulation) and converted back. Integers use a blocked
+// bfloat16 runs on oneDNN's bf16 matmul where the CPU has AVX512_BF16 (Note
+// [bfloat16 GEMM on oneDNN]); float16, and bfloat16 elsewhere, are converted
+// to float32 in batch chunks, multiplied with sgemm (float32 accumulation)
+// and converted back. Integers use a blocked
 // loop that accumulates in 64 bits (see Note [Integer GEMM]).
 #include <cblas.h>
 
