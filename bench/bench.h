@@ -57,6 +57,7 @@ enum class Kind {
   MatmulBf16,       // (n, n) @ (n, n), bfloat16
   Nonzero,          // nonzero of n float32 elements, about half nonzero
   Transpose,        // z.copy_(x.t()), (n, n) float32
+  ToHalf,           // h.copy_(x): n float32 -> float16
   // autograd, float32, single thread
   AutogradHost,     // y = x * w + b, 3x3, only w requires grad (graph built and dropped)
   AutogradHostBackward,  // w.grad = none; y = x * w + b; y.backward(ones)

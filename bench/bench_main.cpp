@@ -362,6 +362,8 @@ std::vector<Case> make_cases(bool quick, bool wall) {
     cs.push_back({Section::Copy, std::string("z.copy_(x.t()), 2048x2048, ") + (t == 1 ? "1 thread" : "2 threads"),
                   {Kind::Transpose, 2048, t, b}});
   }
+  cs.push_back({Section::Copy, "h.copy_(x), 2^24 float32 -> float16, 1 thread",
+                {Kind::ToHalf, int64_t(1) << 24, 1, single(budget(10, 7, 3))}});
 
   // Autograd: the host cost of recording (3x3, the graph built and dropped
   // every call), then one training step of an MLP (a few seconds per side).
@@ -410,7 +412,7 @@ const char* section_title(Section s) {
     case Section::Matmul: return "float32 matmul";
     case Section::MatmulBf16: return "bfloat16 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
-    case Section::Copy: return "Transposing copy (float32)";
+    case Section::Copy: return "Copies: transposing, converting";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
@@ -580,7 +582,8 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
     Table t{section_title(Section::Copy), {"case", "brisk GB/s", "libtorch GB/s", "speedup", "brisk ms", "libtorch ms"},
             {}, {}};
     for (const Result* r : v) {
-      const double bytes = 2.0 * 4.0 * double(r->c.spec.n) * double(r->c.spec.n);
+      const double bytes = r->c.spec.kind == Kind::ToHalf ? 6.0 * double(r->c.spec.n)  // read 4, write 2
+                                                          : 2.0 * 4.0 * double(r->c.spec.n) * double(r->c.spec.n);
       const bool both = r->brisk.ok && r->torch.ok;
       auto gbs = [&](const Timing& tm) { return tm.ok ? fmt("%.1f", bytes / tm.seconds * 1e-9) : skip_text(tm); };
       auto ms = [&](const Timing& tm) { return tm.ok ? fmt("%.2f", tm.seconds * 1e3) : "-"; };
@@ -588,8 +591,9 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                         both ? fmt("%.1fx", r->torch.seconds / r->brisk.seconds) : "-", ms(r->brisk), ms(r->torch)});
       add_skips(t, *r);
     }
-    t.notes.push_back("GB/s counts the bytes read and written (2 x 4 bytes per element); z is allocated once (what "
-                      "x.t().contiguous() costs beyond this is the allocation). No target in the issue.");
+    t.notes.push_back("GB/s counts the bytes read and written (2 x 4 bytes per element; 4 + 2 for float16); the "
+                      "destination is allocated once (what x.t().contiguous() or x.to(kHalf) cost beyond this is the "
+                      "allocation). No target in the issue.");
     out.push_back(t);
   }
 

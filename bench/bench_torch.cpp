@@ -163,6 +163,8 @@ Runner prepare(const Spec& s) {
       });
     case Kind::Transpose:
       return make_runner(th, [x = make({s.n, s.n}, 1), z = make({s.n, s.n}, 2)]() mutable { z.copy_(x.t()); });
+    case Kind::ToHalf:
+      return make_runner(th, [x = make({s.n}, 1), h = make({s.n}, 2).to(torch::kHalf)]() mutable { h.copy_(x); });
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });
