@@ -95,13 +95,7 @@ enum class Pass : int64_t { Forward, BackwardData, BackwardWeights };
 
 constexpr size_t kKeyLen = 24;
 using Key = std::array<int64_t, kKeyLen>;
-struct KeyHash {
-  size_t operator()(const Key& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
+using KeyHash = cpu::PrimitiveKeyHash;
 
 /// The user tensors' layouts: src-side and dst-side activations NCHW or
 /// NHWC, weights OIHW or OHWI (channels_last).

@@ -330,13 +330,6 @@ namespace {
 
 constexpr size_t kMatmulKeyLen = 18;
 using MatmulKey = std::array<int64_t, kMatmulKeyLen>;
-struct MatmulKeyHash {
-  size_t operator()(const MatmulKey& k) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int64_t v : k) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
-    return static_cast<size_t>(h);
-  }
-};
 struct MatmulEntry {
   bool ok = false;
   dnnl::matmul prim;
@@ -372,7 +365,7 @@ bool onednn_bf16_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const
                       a.stride(2), b0,          b.stride(1), b.stride(2), out.stride(0), out.stride(1),
                       out.stride(2), bits(alpha), bits(beta),  threads,     0,           0};
   static std::mutex mu;
-  static auto* cache = new std::unordered_map<MatmulKey, MatmulEntry, MatmulKeyHash>();
+  static auto* cache = new std::unordered_map<MatmulKey, MatmulEntry, PrimitiveKeyHash>();
   MatmulEntry entry;
   bool found = false;
   {
