@@ -551,12 +551,14 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
   }
 
   if (auto v = find_section(Section::MatmulBf16); !v.empty()) {
-    Table t{section_title(Section::MatmulBf16), {"case", "brisk GFLOP/s", "libtorch GFLOP/s", "brisk / libtorch"}, {}, {}};
+    Table t{section_title(Section::MatmulBf16),
+            {"case", "brisk GFLOP/s", "libtorch GFLOP/s", "brisk / libtorch"}, {}, {}};
     for (const Result* r : v) {
       const double flops = 2.0 * double(r->c.spec.n) * double(r->c.spec.n) * double(r->c.spec.n);
       const bool both = r->brisk.ok && r->torch.ok;
       auto g = [&](const Timing& tm) { return tm.ok ? fmt("%.1f", flops / tm.seconds * 1e-9) : skip_text(tm); };
-      t.rows.push_back({r->c.name, g(r->brisk), g(r->torch), both ? fmt("%.2f", r->torch.seconds / r->brisk.seconds) : "-"});
+      t.rows.push_back(
+          {r->c.name, g(r->brisk), g(r->torch), both ? fmt("%.2f", r->torch.seconds / r->brisk.seconds) : "-"});
       add_skips(t, *r);
     }
     t.notes.push_back("Both multiply bf16 inputs and return bf16; brisk runs oneDNN's bf16 matmul where the CPU has "

@@ -20,20 +20,19 @@
 // bfloat16 runs on oneDNN's bf16 matmul where the CPU has AVX512_BF16 (Note
 // [bfloat16 GEMM on oneDNN]); float16, and bfloat16 elsewhere, are converted
 // to float32 in batch chunks, multiplied with sgemm (float32 accumulation)
-// and converted back. Integers use a blocked
-// loop that accumulates in 64 bits (see Note [Integer GEMM]).
+// and converted back. Integers use a blocked loop that accumulates in 64
+// bits (see Note [Integer GEMM]).
 #include <cblas.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #ifdef BRISK_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -151,17 +150,24 @@ void openblas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alp
               int(ldb), beta, C, int(ldc));
 }
 
-/// Cuts C (m, n) along its longer side (rows on a tie) into `parts` panels
-/// of a multiple of 16 rows/columns and calls f(rows, s, l) for each in
-/// parallel: panel rows [s, s + l) when `rows`, columns otherwise.
-template <class F>
-void for_each_panel(int64_t m, int64_t n, int parts, const F& f) {
+/// Cuts row-major C (m, n) = op(A) @ op(B) along its longer side (rows on a
+/// tie) into `parts` panels of a multiple of 16 rows/columns and calls
+/// f(rows, cols, A', B', C') with each panel's sub-product, in parallel.
+template <class T, class F>
+void for_each_panel(bool ta, bool tb, int64_t m, int64_t n, const T* A, int64_t lda, const T* B, int64_t ldb, T* C,
+                    int64_t ldc, int parts, const F& f) {
   const bool rows = m >= n;
   const int64_t len = rows ? m : n;
   const int64_t panel = std::max<int64_t>(16, (len / parts + 15) / 16 * 16);
   const int64_t panels = (len + panel - 1) / panel;
   parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) f(rows, p * panel, std::min(panel, len - p * panel));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t s = p * panel, l = std::min(panel, len - s);
+      if (rows)  // rows s.. of op(A) and C
+        f(l, n, ta ? A + s : A + s * lda, B, C + s * ldc);
+      else  // columns s.. of op(B) and C
+        f(m, l, A, tb ? B + s * ldb : B + s, C + s);
+    }
   });
 }
 
@@ -175,12 +181,10 @@ void openblas_gemm_threaded(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T
     openblas_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  for_each_panel(m, n, nt, [&](bool rows, int64_t s, int64_t l) {
-    if (rows)  // rows s.. of op(A) and C
-      openblas_gemm(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc);
-    else  // columns s.. of op(B) and C
-      openblas_gemm(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc);
-  });
+  for_each_panel(ta, tb, m, n, A, lda, B, ldb, C, ldc, nt,
+                 [&](int64_t pm, int64_t pn, const T* pa, const T* pb, T* pc) {
+                   openblas_gemm(ta, tb, pm, pn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc);
+                 });
 }
 
 // Products this small cost less than a library call's overhead: a plain
@@ -246,12 +250,10 @@ void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alph
   if (nt == 1) return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, GemmRun::Serial);
   if (m * n * k < kPanelMinWork || std::max(m, n) < 32 * nt)
     return sgemm_call(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc, GemmRun::Pool);
-  for_each_panel(m, n, nt, [&](bool rows, int64_t s, int64_t l) {
-    if (rows)  // rows s.. of op(A) and C
-      sgemm_call(ta, tb, l, n, k, alpha, ta ? A + s : A + s * lda, lda, B, ldb, beta, C + s * ldc, ldc, GemmRun::Panel);
-    else  // columns s.. of op(B) and C
-      sgemm_call(ta, tb, m, l, k, alpha, A, lda, tb ? B + s * ldb : B + s, ldb, beta, C + s, ldc, GemmRun::Panel);
-  });
+  for_each_panel(ta, tb, m, n, A, lda, B, ldb, C, ldc, nt,
+                 [&](int64_t pm, int64_t pn, const float* pa, const float* pb, float* pc) {
+                   sgemm_call(ta, tb, pm, pn, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, GemmRun::Panel);
+                 });
 }
 void gemm_rowmajor(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* A, int64_t lda,
                    const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {
@@ -328,7 +330,7 @@ void blas_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const 
 // "unsupported" and take the converting path.
 namespace {
 
-constexpr size_t kMatmulKeyLen = 18;
+constexpr size_t kMatmulKeyLen = 16;
 using MatmulKey = std::array<int64_t, kMatmulKeyLen>;
 struct MatmulEntry {
   bool ok = false;
@@ -363,7 +365,8 @@ bool onednn_bf16_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const
   const int64_t a0 = a.size(0) == 1 ? 0 : a.stride(0), b0 = b.size(0) == 1 ? 0 : b.stride(0);
   const MatmulKey key{batch,       m,           n,           k,           a0,          a.stride(1),
                       a.stride(2), b0,          b.stride(1), b.stride(2), out.stride(0), out.stride(1),
-                      out.stride(2), bits(alpha), bits(beta),  threads,     0,           0};
+                      out.stride(2), bits(alpha), bits(beta),  threads};
+  sync_threads();  // oneDNN reads the thread count when a primitive is created and when it runs
   static std::mutex mu;
   static auto* cache = new std::unordered_map<MatmulKey, MatmulEntry, PrimitiveKeyHash>();
   MatmulEntry entry;
@@ -373,7 +376,6 @@ bool onednn_bf16_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const
     if (auto it = cache->find(key); it != cache->end()) entry = it->second, found = true;
   }
   if (!found) {
-    sync_threads();  // oneDNN sizes its kernels by the thread count seen here
     try {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -401,7 +403,6 @@ bool onednn_bf16_gemm(const Tensor& out, const Tensor& a, const Tensor& b, const
     cache->emplace(key, entry);
   }
   if (!entry.ok) return false;
-  sync_threads();
   auto& eng = onednn_engine();
   auto mem = [&](const Tensor& t, int64_t s0, int64_t rows, int64_t cols) {
     return dnnl::memory(bf16_desc(t.size(0), rows, cols, s0, t.stride(1), t.stride(2)), eng,
