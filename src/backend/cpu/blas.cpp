@@ -433,7 +433,6 @@ void reduced_float_gemm(const Tensor& out, const Tensor& a, const Tensor& b, con
 #ifdef BRISK_HAVE_DNNL
   if (out.dtype() == kBFloat16 && onednn_bf16_gemm(out, a, b, alpha, beta)) return;
 #endif
-  ++gemm_stats().reduced_convert;
   const int64_t batch = out.size(0), m = out.size(1), n = out.size(2), k = a.size(2);
   const int64_t per = std::max<int64_t>(1, m * k + k * n + m * n);
   const int64_t chunk = std::max<int64_t>(1, kConvertChunkElems / per);

@@ -1,6 +1,6 @@
 // What brisk's oneDNN users share: the CPU engine and a stream per thread
 // (the bfloat16 GEMM in blas.cpp, the convolutions in nn/conv_onednn.cpp),
-// and the GEMM path counters tests read.
+// and the GEMM path counter tests read.
 #pragma once
 #include <array>
 #include <atomic>
@@ -32,8 +32,7 @@ struct PrimitiveKeyHash {
 
 /// How bfloat16 GEMMs ran (Note [bfloat16 GEMM on oneDNN] in blas.cpp).
 struct GemmStats {
-  std::atomic<uint64_t> bf16_onednn{0};     ///< calls run by a oneDNN bf16 matmul primitive
-  std::atomic<uint64_t> reduced_convert{0};  ///< 16-bit calls converted to float32 and run on sgemm
+  std::atomic<uint64_t> bf16_onednn{0};  ///< calls run by a oneDNN bf16 matmul primitive
 };
 GemmStats& gemm_stats();
 
