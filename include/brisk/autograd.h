@@ -128,6 +128,8 @@ class Node : public std::enable_shared_from_this<Node> {
   /// Hooks run on the gradient of output `nr` before apply (tensor hooks of non-leaf tensors).
   void add_pre_hook(uint32_t nr, GradHook h, uint32_t id) { pre_hooks_.push_back({nr, id, std::move(h)}); }
   bool remove_pre_hook(uint32_t id);
+  /// Removes the hook `id` of output `nr` and returns it (empty if none).
+  GradHook take_pre_hook(uint32_t nr, uint32_t id);
   /// Runs the pre-hooks of each output on `grads`.
   void run_pre_hooks(TensorList& grads) const;
   bool has_pre_hooks() const { return !pre_hooks_.empty(); }

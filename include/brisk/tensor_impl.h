@@ -98,6 +98,13 @@ struct StorageImpl {
 
 struct AutogradMeta;
 
+/// How a view was made (TensorImpl::view_creation), as PyTorch's CreationMeta.
+enum class ViewCreation : uint8_t {
+  Default = 0,      ///< in grad mode by a single-output view op
+  NoGradMode = 1,   ///< with grad mode off
+  MultiOutput = 2,  ///< one of several views made by one op (split, chunk, unbind)
+};
+
 /// Sizes, strides, offset and dtype over a storage.
 struct TensorImpl {
   std::atomic<int32_t> refcount_{1};
@@ -111,6 +118,13 @@ struct TensorImpl {
   bool is_contiguous = true;
   bool is_inference = false;     ///< made under InferenceMode: no version tracking
   bool requires_grad = false;    ///< leaf that requires grad, or output of a recorded op
+  /// For a view: how it was made (ViewCreation), which decides whether an
+  /// in-place op may rewrite its history (Note [View + in-place]).
+  uint8_t view_creation = 0;
+  /// For a view: the storage version when its history was last set; a
+  /// different version means the base (or another view of it) was changed
+  /// in place since, and the history is regenerated on next use.
+  uint32_t view_version = 0;
   AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
   /// For a view: the tensor at the root of its chain of views (see Note
   /// [View tracking]); null for non-views, detached aliases and inference tensors.

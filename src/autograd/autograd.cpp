@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "core/tensor_create.h"
+#include "ops/strided.h"
 
 namespace brisk {
 namespace autograd {
@@ -30,6 +31,15 @@ bool Node::remove_pre_hook(uint32_t id) {
   if (it == pre_hooks_.end()) return false;
   pre_hooks_.erase(it);
   return true;
+}
+
+GradHook Node::take_pre_hook(uint32_t nr, uint32_t id) {
+  auto it = std::find_if(pre_hooks_.begin(), pre_hooks_.end(),
+                         [nr, id](const PreHook& h) { return h.id == id && h.output_nr == nr; });
+  if (it == pre_hooks_.end()) return {};
+  GradHook h = std::move(it->fn);
+  pre_hooks_.erase(it);
+  return h;
 }
 
 void Node::run_pre_hooks(TensorList& grads) const {
@@ -186,6 +196,7 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 void accumulate_into(Tensor& dst, Tensor&& g) { AccumulateGrad::accumulate(dst, std::move(g)); }
 
 Edge gradient_edge(const Tensor& t) {
+  if (BRISK_UNLIKELY(t.impl()->view_base)) refresh_view(t);
   AutogradMeta* m = t.impl()->autograd;
   if (!m || !t.impl()->requires_grad) return {};
   if (m->grad_fn) return {m->grad_fn, m->output_nr};
@@ -193,57 +204,86 @@ Edge gradient_edge(const Tensor& t) {
 }
 
 // ---- history ----------------------------------------------------------------------
+// Note [View + in-place]
+// PyTorch's semantics for views and in-place ops, in three rules.
+// 1. An in-place op that records on a view rewrites the history of the
+//    view's root (CopySlices: the root's gradient with the view's window
+//    replaced by what the op's backward makes of it) and gives the view a
+//    fresh history from the root (AsStridedBackward0).
+// 2. A view remembers the storage version its history matches
+//    (TensorImpl::view_version). All views of a storage share its version
+//    counter, so an in-place op on the root or on any view of it leaves the
+//    other views' histories stale; a stale history is regenerated, as rule
+//    1's AsStridedBackward0 from the root's current history, when the view
+//    is next used by a recording op, asked for grad_fn()/requires_grad(), or
+//    changed in place. The test sits behind `requires_grad` or the root's
+//    `requires_grad`, so ops outside autograd never pay for it.
+// 3. Where PyTorch refuses to rewrite a history, so does brisk: a view made
+//    with grad mode off, or one of several views made by one op (split,
+//    chunk, unbind), may not be changed in place by a recording op, nor
+//    used in autograd after its root was changed in place.
+// Gradients move between a view's geometry and its root's through
+// strided_transfer (src/ops/strided.h): any strides, non-contiguous roots,
+// overlapping views (expand). The root itself must not overlap itself.
 namespace {
+using detail::Geom;
+using detail::geom_of;
+
 void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
   AutogradMeta& m = meta_of(out);
+  if (BRISK_UNLIKELY(m.retains_grad) && m.grad_fn && (m.grad_fn != node || m.output_nr != nr)) {
+    // A retained gradient is the gradient of the tensor's current value
+    // (PyTorch 2's rule): the hook follows the tensor to its new node.
+    if (GradHook h = m.grad_fn->take_pre_hook(m.output_nr, 0)) node->add_pre_hook(nr, std::move(h), 0);
+  }
   m.grad_fn = node;
   m.output_nr = nr;
-  out.impl()->requires_grad = true;
+  TensorImpl* impl = out.impl();
+  impl->requires_grad = true;
+  if (impl->view_base) {
+    impl->view_version = impl->storage->version.load(std::memory_order_relaxed);
+    impl->view_creation = static_cast<uint8_t>(ViewCreation::Default);
+  }
 }
 
-struct Geometry {
-  DimVector sizes, strides;
-  int64_t offset;
-  explicit Geometry(const Tensor& t) : sizes(to_dims(t.sizes())), strides(to_dims(t.strides())), offset(t.storage_offset()) {}
-};
-
-/// Gradient of a view (as a strided window of its base) to the base:
-/// zeros of the base's shape with the window set to the gradient.
-class ViewOfBaseBackward final : public Node {
+/// A view's history from its root's (regenerated or after an in-place op on
+/// the view): the gradient of the window, placed in the root's geometry.
+class AsStridedBackward final : public Node {
  public:
-  ViewOfBaseBackward(Geometry base, Geometry view) : base_(std::move(base)), view_(std::move(view)) {}
+  AsStridedBackward(Geom root, Geom view) : root_(std::move(root)), view_(std::move(view)) {}
   std::string name() const override { return "AsStridedBackward0"; }
   TensorList apply(TensorList&& grads) override {
-    // The base is contiguous (checked when the history was rewritten), so
-    // the view's strides and relative offset address a fresh zero tensor.
-    const Tensor& g = grads[0];
-    Tensor r = brisk::zeros(base_.sizes, TensorOptions(g.dtype()).device(g.device()));
-    r.as_strided(view_.sizes, view_.strides, view_.offset - base_.offset).copy_(g);
-    return {r};
+    return {detail::strided_transfer("AsStridedBackwardBackward0", grads[0], view_, root_)};
   }
 
  private:
-  Geometry base_, view_;
+  Geom root_, view_;
 };
 
-/// The history of a base after an in-place op on one of its views
-/// (PyTorch's CopySlices): the base's gradient, with the view's window
+/// The history of a root after an in-place op on one of its views
+/// (PyTorch's CopySlices): the root's gradient, with the view's window
 /// replaced by what the op's backward makes of it.
 class CopySlices final : public Node {
  public:
-  CopySlices(Geometry base, Geometry view, std::shared_ptr<Node> fn)
-      : base_(std::move(base)), view_(std::move(view)), fn_(std::move(fn)) {}
+  CopySlices(Geom root, Geom view, std::shared_ptr<Node> fn)
+      : root_(std::move(root)), view_(std::move(view)), fn_(std::move(fn)) {}
   std::string name() const override { return "CopySlices"; }
   TensorList apply(TensorList&& grads) override {
+    // root_ and view_ over one buffer laid out as the root's storage (the
+    // root does not overlap itself, so writing g through it is exact; under
+    // create_graph these in-place ops record like any other).
     const Tensor& g = grads[0];
-    Tensor result = g.contiguous().clone();
-    Tensor slice = result.as_strided(view_.sizes, view_.strides, view_.offset - base_.offset);
-    TensorList fg = fn_->apply({slice.clone()});
-    TensorList out(next_edges_.size());
+    const int64_t extent = detail::geom_numel(root_) ? detail::geom_extent(root_) + 1 : 0;
+    Tensor buf = zeros({extent}, g.options());
+    Tensor result = buf.as_strided(root_.sizes, root_.strides, 0);
+    result.copy_(g);
+    Tensor window = buf.as_strided(view_.sizes, view_.strides, view_.offset - root_.offset);
+    TensorList fg = fn_->apply({window.clone()});
     if (!fg.empty() && fg[0].defined())
-      slice.copy_(fg[0]);
+      window.copy_(fg[0]);
     else
-      slice.zero_();
+      window.zero_();
+    TensorList out(next_edges_.size());
     out[0] = std::move(result);
     for (size_t i = 1; i < out.size() && i < fg.size(); ++i) out[i] = std::move(fg[i]);
     return out;
@@ -251,12 +291,79 @@ class CopySlices final : public Node {
   void release_variables() override { fn_->release_variables(); }
 
  private:
-  Geometry base_, view_;
+  Geom root_, view_;
   std::shared_ptr<Node> fn_;
 };
 
-bool dense_contiguous(const Tensor& t) { return t.is_contiguous(); }
+std::string view_description(const Tensor& view) {
+  const AutogradMeta* m = view.impl()->autograd;
+  if (m && m->grad_fn) return "output " + std::to_string(m->output_nr) + " of " + m->grad_fn->name();
+  return describe(view);
+}
+
+/// Refuses to rewrite the history of a view made in no-grad mode or by a
+/// multi-output op (rule 3). `op`: the in-place op changing the view, or
+/// null when the view is used after its root was changed (`indirect`).
+void check_rebase(const Tensor& view, const char* op) {
+  const auto how = static_cast<ViewCreation>(view.impl()->view_creation);
+  if (BRISK_LIKELY(how == ViewCreation::Default)) return;
+  const char* where = op ? op : "autograd";
+  const char* what = op ? "is being modified in place with grad mode enabled"
+                        : "is used after its base or another view of its base was modified in place";
+  if (how == ViewCreation::NoGradMode)
+    BRISK_FAIL(where, "a view (", view_description(view), ") was created in no_grad mode and ", what,
+               ". This is ambiguous and forbidden: make the view and the in-place op either both inside the "
+               "no_grad block (if the update must not be recorded) or both outside it (if it must)");
+  BRISK_FAIL(where, "a view (", view_description(view), ") made by a function that returns several views (split, ",
+             "chunk, unbind) ", what, ". Such views cannot be modified in place while autograd records: use the "
+             "out-of-place op, or clone() the outputs of that function");
+}
+
+/// Checks that an in-place op on `view` can rewrite its root's history.
+Geom checked_root_geometry(const Tensor& root, const Tensor& view, const char* node) {
+  Geom rg = geom_of(root);
+  BRISK_CHECK(detail::geom_non_overlapping(rg), node,
+              "an in-place op on a view of a tensor whose elements overlap in memory (sizes ", root.sizes(),
+              ", strides ", root.strides(), ") cannot be differentiated; clone() that tensor first");
+  const bool inside = view.numel() == 0 ||
+                      (view.storage_offset() >= root.storage_offset() &&
+                       view.storage_offset() + detail::geom_extent(geom_of(view)) <=
+                           root.storage_offset() + (root.numel() ? detail::geom_extent(rg) : -1));
+  BRISK_CHECK(inside, node, "an in-place op on a view (sizes ", view.sizes(), ", strides ", view.strides(),
+              ", offset ", view.storage_offset(), ") that reaches outside its base (sizes ", root.sizes(),
+              ", strides ", root.strides(), ", offset ", root.storage_offset(), ") cannot be differentiated");
+  BRISK_CHECK(!root.requires_grad() || !root.is_leaf(), node,
+              "a view of a leaf tensor that requires grad is being used in an in-place operation (", describe(view),
+              "); wrap the update in a NoGradGuard, or clone() the leaf first");
+  return rg;
+}
 }  // namespace
+
+bool refresh_view(const Tensor& view) {
+  TensorImpl* impl = view.impl();
+  TensorImpl* root = impl->view_base.get();
+  if (!root) return impl->requires_grad;
+  AutogradMeta* m = impl->autograd;
+  const bool has_history = m && m->grad_fn;
+  if (!has_history && (!root->requires_grad || (m && m->leaf_requires_grad))) return impl->requires_grad;
+  const uint32_t now = impl->storage->version.load(std::memory_order_relaxed);
+  if (now == impl->view_version) return impl->requires_grad;
+  check_rebase(view, nullptr);
+  if (!root->requires_grad) {
+    // The root left the graph (detach_()): so does the view.
+    m->grad_fn.reset();
+    m->output_nr = 0;
+    impl->requires_grad = false;
+    impl->view_version = now;
+    return false;
+  }
+  const Tensor base(impl->view_base);
+  auto node = std::make_shared<AsStridedBackward>(geom_of(base), geom_of(view));
+  node->mutable_next_edges().push_back(gradient_edge(base));
+  node->mutable_output_meta().push_back({to_dims(view.sizes()), view.dtype(), view.device()});
+  set_history(view, node, 0);
+  return true;
+}
 
 template <class List>
 static void attach_impl(const std::shared_ptr<Node>& node, const List& outputs, const List& inputs, bool inplace) {
@@ -269,18 +376,18 @@ static void attach_impl(const std::shared_ptr<Node>& node, const List& outputs, 
   if (inplace) {
     const Tensor& self = *outputs.begin();
     if (self.impl()->view_base) {
-      const Tensor base(self.impl()->view_base);
-      BRISK_CHECK(dense_contiguous(base), "backward",
-                  "an in-place op that records on a view of a non-contiguous tensor is not supported; "
-                  "make the base contiguous first or use the out-of-place op");
-      auto cs = std::make_shared<CopySlices>(Geometry(base), Geometry(self), node);
+      // Rule 1 of Note [View + in-place].
+      check_rebase(self, node->name().c_str());
+      const Tensor root(self.impl()->view_base);
+      Geom rg = checked_root_geometry(root, self, node->name().c_str());
+      auto cs = std::make_shared<CopySlices>(rg, geom_of(self), node);
       auto& ce = cs->mutable_next_edges();
-      ce.push_back(needs_grad(base) ? gradient_edge(base) : Edge{});
+      ce.push_back(needs_grad(root) ? gradient_edge(root) : Edge{});
       for (size_t i = 1; i < edges.size(); ++i) ce.push_back(edges[i]);
       // The op's backward gets the view's old history as input 0 (needed or not).
-      cs->mutable_output_meta().push_back({to_dims(base.sizes()), base.dtype(), base.device()});
-      set_history(base, cs, 0);
-      auto vb = std::make_shared<ViewOfBaseBackward>(Geometry(base), Geometry(self));
+      cs->mutable_output_meta().push_back({to_dims(root.sizes()), root.dtype(), root.device()});
+      set_history(root, cs, 0);
+      auto vb = std::make_shared<AsStridedBackward>(std::move(rg), geom_of(self));
       vb->mutable_next_edges().push_back({cs, 0});
       vb->mutable_output_meta().push_back({to_dims(self.sizes()), self.dtype(), self.device()});
       set_history(self, vb, 0);
@@ -303,6 +410,15 @@ void mark_view(const Tensor& view, const Tensor& base) {
   // make_view already links every view to its root (Note [View tracking]);
   // this checks that a recorded view op really produced a view of `base`.
   BRISK_ASSERT(base.is_inference() || view.impl()->view_base);
+  // A view an op made under its own NoGradGuard is the op's, not the user's
+  // no-grad view (Note [View + in-place], rule 3).
+  view.impl()->view_creation = static_cast<uint8_t>(ViewCreation::Default);
+}
+
+void mark_multi_output_views(const std::vector<Tensor>& views) {
+  if (!GradMode::is_enabled()) return;  // made in no-grad mode: marked so already
+  for (const Tensor& v : views)
+    if (v.impl()->view_base) v.impl()->view_creation = static_cast<uint8_t>(ViewCreation::MultiOutput);
 }
 
 void check_inplace_slow(const Tensor& self, const char* op) {
@@ -310,12 +426,19 @@ void check_inplace_slow(const Tensor& self, const char* op) {
     BRISK_FAIL(op, "Inplace update to inference tensor outside InferenceMode is not allowed. You can make a clone "
                    "to get a normal tensor before doing inplace update (",
                describe(self), ")");
-  if (!GradMode::is_enabled() || !self.requires_grad()) return;
+  if (!GradMode::is_enabled()) return;
+  const TensorImpl* base = self.impl()->view_base.get();
+  if (base) {
+    refresh_view(self);
+    // As in PyTorch, a view made in no-grad mode of a root that requires grad
+    // counts as requiring grad here.
+    if (self.impl()->requires_grad || base->requires_grad) check_rebase(self, op);
+  }
+  if (!self.impl()->requires_grad) return;
   AutogradMeta* m = self.impl()->autograd;
   if (m && !m->grad_fn && m->leaf_requires_grad)
     BRISK_FAIL(op, "a leaf tensor that requires grad is being used in an in-place operation (", describe(self),
                "); wrap the update in a NoGradGuard, or clone() the leaf first");
-  const TensorImpl* base = self.impl()->view_base.get();
   if (base && base->requires_grad && (!base->autograd || !base->autograd->grad_fn))
     BRISK_FAIL(op, "a view of a leaf tensor that requires grad is being used in an in-place operation (",
                describe(self), "); wrap the update in a NoGradGuard, or clone() the leaf first");
@@ -392,16 +515,21 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
 
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   static const std::shared_ptr<autograd::Node> none;
+  if (impl_->view_base) autograd::refresh_view(*this);  // Note [View + in-place]
   const AutogradMeta* m = impl_->autograd;
   return m ? m->grad_fn : none;
 }
 
-bool Tensor::is_leaf() const { return !impl_->autograd || !impl_->autograd->grad_fn; }
-uint32_t Tensor::output_nr() const { return impl_->autograd ? impl_->autograd->output_nr : 0; }
+bool Tensor::is_leaf() const { return !grad_fn(); }
+uint32_t Tensor::output_nr() const {
+  if (impl_->view_base) autograd::refresh_view(*this);
+  return impl_->autograd ? impl_->autograd->output_nr : 0;
+}
+bool Tensor::view_requires_grad_slow() const { return autograd::refresh_view(*this); }
 
 void Tensor::retain_grad() const {
   BRISK_CHECK(requires_grad(), "retain_grad", "can't retain_grad on a tensor that has requires_grad=false");
-  if (is_leaf()) return;  // leaves keep their gradient anyway
+  if (is_leaf()) return;  // leaves keep their gradient anyway (is_leaf refreshed a view's history)
   AutogradMeta& m = meta_of(*this);
   if (m.retains_grad) return;
   m.retains_grad = true;

@@ -25,7 +25,18 @@ namespace brisk::autograd {
 inline DimVector to_dims(IntArrayRef a) { return DimVector(a.begin(), a.end()); }
 
 // ---- deciding -------------------------------------------------------------
-inline bool needs_grad(const Tensor& t) { return t.defined() && t.impl()->requires_grad; }
+/// For a view whose root requires grad: regenerates the view's history if
+/// the root (or another view of it) was changed in place since the history
+/// was set (Note [View + in-place]); returns whether the view requires grad.
+bool refresh_view(const Tensor& view);
+inline bool needs_grad(const Tensor& t) {
+  if (!t.defined()) return false;
+  const TensorImpl* impl = t.impl();
+  if (impl->requires_grad) return true;
+  // A view made before its root required grad joins the graph once the root
+  // was changed in place (buf.narrow(...).copy_(x) with x requiring grad).
+  return BRISK_UNLIKELY(impl->view_base && impl->view_base->requires_grad) && refresh_view(t);
+}
 inline bool needs_grad(const Scalar&) { return false; }
 inline bool needs_grad(const std::optional<Tensor>& t) { return t && needs_grad(*t); }
 inline bool needs_grad(const TensorList& ts) {
@@ -40,10 +51,12 @@ inline bool should_record(const Ts&... ts) {
 }
 
 /// Before an in-place op on `self`: refuses leaves that require grad (in
-/// grad mode) and inference tensors outside inference mode.
+/// grad mode), views whose history cannot be rewritten (made in no-grad mode
+/// or by a multi-output op) and inference tensors outside inference mode.
 void check_inplace_slow(const Tensor& self, const char* op);
 inline void check_inplace(const Tensor& self, const char* op) {
-  if (BRISK_UNLIKELY(self.impl()->requires_grad || self.impl()->is_inference)) check_inplace_slow(self, op);
+  const TensorImpl* impl = self.impl();
+  if (BRISK_UNLIKELY(impl->requires_grad || impl->is_inference || impl->view_base)) check_inplace_slow(self, op);
 }
 /// out= variants do not record: refuse when an input requires grad (in grad mode).
 template <class... Ts>
@@ -167,6 +180,10 @@ std::shared_ptr<Node> record_inplace(const char* name, const Tensor& self, std::
 /// Marks `view` (a new view of `base` made by a recorded view op) as a view
 /// for in-place handling. Call after record().
 void mark_view(const Tensor& view, const Tensor& base);
+/// Marks the outputs of an op that returns several views of one input
+/// (split, chunk, unbind): in grad mode they may not be changed in place
+/// while their history is recorded, as in PyTorch. Call after record().
+void mark_multi_output_views(const std::vector<Tensor>& views);
 
 // ---- helpers for formulas ------------------------------------------------------
 /// Sums `g` down to `sizes` (undoes broadcasting).

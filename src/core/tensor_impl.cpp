@@ -204,7 +204,14 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
   // history (CopySlices, src/autograd/autograd.cpp) even when the root did
   // not require grad before. One refcount increment per view op; inference
   // tensors are not tracked.
-  if (!b->is_inference) impl->view_base = b->view_base ? b->view_base : Ref<TensorImpl>::borrow(const_cast<TensorImpl*>(b));
+  if (!b->is_inference) {
+    impl->view_base = b->view_base ? b->view_base : Ref<TensorImpl>::borrow(const_cast<TensorImpl*>(b));
+    // Note [View + in-place] (src/autograd/autograd.cpp): the version the
+    // view's history matches, and whether it was made with grad mode off.
+    impl->view_version = b->storage->version.load(std::memory_order_relaxed);
+    impl->view_creation = static_cast<uint8_t>(autograd::tls::t_grad_enabled ? ViewCreation::Default
+                                                                             : ViewCreation::NoGradMode);
+  }
   return Tensor(Ref<TensorImpl>::adopt(impl));
 }
 

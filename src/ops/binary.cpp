@@ -198,7 +198,7 @@ Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, co
   const bool rec = autograd::should_record(a, b);
   if (self) autograd::check_inplace(*self, name);
   if (out) autograd::check_out(name, a, b);
-  Tensor old = rec && self && autograd::needs_grad(b) ? a.detach().clone() : Tensor();
+  Tensor old = rec && self && autograd::needs_grad(b) ? a.clone() : Tensor();
   Tensor r = run<OpId::div>(name, it, mode_args(static_cast<int>(mode)));
   if (self) self->bump_version();
   if (out) out->bump_version();
@@ -366,7 +366,7 @@ constexpr bool differentiable(OpId op) {
     it.input(a).input(b);                                                                \
     KernelArgs args;                                                                     \
     setup;                                                                               \
-    Tensor old = rec && self ? a.detach().clone() : Tensor();                            \
+    Tensor old = rec && self ? a.clone() : Tensor();                                      \
     Tensor r = run<OpId::opid>(nm, it, args);                                            \
     if (self) self->bump_version();                                                      \
     if (out) out->bump_version();                                                        \
@@ -456,7 +456,7 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
     it.inplace(*self);
   }
   const bool rec = autograd::should_record(a, b, w);
-  Tensor old = rec && self ? a.detach().clone() : Tensor();
+  Tensor old = rec && self ? a.clone() : Tensor();
   KernelArgs args;
   if constexpr (std::is_same_v<W, Scalar>) {
     // A scalar weight stays in the kernel's opmath type (float for half and
@@ -590,7 +590,7 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
     it.output(*out).resize_out();
   }
   const bool rec = autograd::should_record(x);
-  Tensor old = rec && self ? x.detach().clone() : Tensor();
+  Tensor old = rec && self ? x.clone() : Tensor();
   it.input(x);
   // The bounds take part in type promotion like scalar operands.
   ResultTypeState st;

@@ -269,10 +269,11 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
   if (BRISK_LIKELY(!autograd::should_record(x)) || out || !differentiable(mode))
     return unary_run(name, mode, x, out, inplace);
   // Recording: the kernel runs without building a graph of its own.
-  Tensor old, r;
+  // The old value keeps its history (clone records): double backward needs it.
+  Tensor old = inplace && reads_input(mode) ? x.clone() : Tensor();
+  Tensor r;
   {
     NoGradGuard ng;
-    if (inplace && reads_input(mode)) old = x.detach().clone();
     r = unary_run(name, mode, x, nullptr, inplace);
   }
   if (r.is_floating_point()) record_unary(mode, inplace ? x : r, inplace ? old : x, inplace);
@@ -376,10 +377,10 @@ Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
   const bool tanh_approx = approximate == "tanh";
   if (inplace) autograd::check_inplace(x, "gelu_");
   if (BRISK_LIKELY(!autograd::should_record(x))) return gelu_run(x, tanh_approx, inplace);
-  Tensor old, r;
+  Tensor old = inplace ? x.clone() : Tensor();  // with its history, for double backward
+  Tensor r;
   {
     NoGradGuard ng;
-    if (inplace) old = x.detach().clone();
     r = gelu_run(x, tanh_approx, inplace);
   }
   using namespace autograd;

@@ -13,6 +13,7 @@
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/tensor_create.h"
+#include "ops/strided.h"
 #include "profiler/record.h"
 
 namespace brisk {
@@ -20,15 +21,8 @@ namespace brisk {
 using detail::make_view;
 using detail::wrap_dim;
 
-namespace {
-
+namespace detail {
 // ---- strided geometry ---------------------------------------------------------
-/// Sizes, strides and storage offset of a strided tensor.
-struct Geom {
-  DimVector sizes, strides;
-  int64_t offset = 0;
-};
-
 Geom geom_of(const Tensor& t) {
   return {DimVector(t.sizes().begin(), t.sizes().end()), DimVector(t.strides().begin(), t.strides().end()),
           t.storage_offset()};
@@ -63,6 +57,47 @@ bool geom_non_overlapping(const Geom& g) {
   }
   return true;
 }
+
+// strided_transfer: see src/ops/strided.h.
+Tensor strided_transfer(const char* name, const Tensor& g, const Geom& src, const Geom& dst) {
+  Tensor r;
+  {
+    NoGradGuard ng;
+    if (geom_numel(dst) == 0 || geom_numel(src) == 0) {
+      r = zeros(dst.sizes, g.options());
+    } else {
+      const int64_t lo = std::min(src.offset, dst.offset);
+      const int64_t hi = std::max(src.offset + geom_extent(src), dst.offset + geom_extent(dst));
+      Tensor buf = zeros({hi - lo + 1}, g.options());
+      if (geom_non_overlapping(src)) {
+        buf.as_strided(src.sizes, src.strides, src.offset - lo).copy_(g);
+      } else {
+        Tensor idx = arange(hi - lo + 1, TensorOptions(kLong).device(g.device()))
+                         .as_strided(src.sizes, src.strides, src.offset - lo)
+                         .reshape({-1});
+        buf.index_add_(0, idx, g.reshape({-1}));
+      }
+      r = buf.as_strided(dst.sizes, dst.strides, dst.offset - lo);
+    }
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(g)))
+    autograd::record(name, {r}, {g}, {}, [name, src, dst](autograd::BackwardCtx& c) -> TensorList {
+      return {strided_transfer(name, c.grad(), dst, src)};
+    });
+  return r;
+}
+
+}  // namespace detail
+
+using detail::contiguous_geom;
+using detail::Geom;
+using detail::geom_extent;
+using detail::geom_numel;
+using detail::geom_non_overlapping;
+using detail::geom_of;
+using detail::strided_transfer;
+
+namespace {
 
 // Geometry of each windowing view (arguments already checked and wrapped).
 Geom geom_narrow(Geom g, int64_t d, int64_t start, int64_t length) {
@@ -117,39 +152,6 @@ Geom geom_unfold(Geom g, int64_t d, int64_t size, int64_t step) {
   return g;
 }
 Tensor view_with(const Tensor& x, const Geom& g) { return make_view(x, g.sizes, g.strides, g.offset); }
-
-/// The linear map "place g's elements at the memory locations of `src`
-/// (adding where src overlaps itself), then read the locations of `dst`",
-/// on a zero buffer covering both. With src a view's geometry and dst its
-/// input's, this is the view's backward; its own backward swaps src and dst
-/// (recorded when g requires grad, giving double backward).
-Tensor strided_transfer(const char* name, const Tensor& g, const Geom& src, const Geom& dst) {
-  Tensor r;
-  {
-    NoGradGuard ng;
-    if (geom_numel(dst) == 0 || geom_numel(src) == 0) {
-      r = zeros(dst.sizes, g.options());
-    } else {
-      const int64_t lo = std::min(src.offset, dst.offset);
-      const int64_t hi = std::max(src.offset + geom_extent(src), dst.offset + geom_extent(dst));
-      Tensor buf = zeros({hi - lo + 1}, g.options());
-      if (geom_non_overlapping(src)) {
-        buf.as_strided(src.sizes, src.strides, src.offset - lo).copy_(g);
-      } else {
-        Tensor idx = arange(hi - lo + 1, TensorOptions(kLong).device(g.device()))
-                         .as_strided(src.sizes, src.strides, src.offset - lo)
-                         .reshape({-1});
-        buf.index_add_(0, idx, g.reshape({-1}));
-      }
-      r = buf.as_strided(dst.sizes, dst.strides, dst.offset - lo);
-    }
-  }
-  if (BRISK_UNLIKELY(autograd::should_record(g)))
-    autograd::record(name, {r}, {g}, {}, [name, src, dst](autograd::BackwardCtx& c) -> TensorList {
-      return {strided_transfer(name, c.grad(), dst, src)};
-    });
-  return r;
-}
 
 /// Records view op `name` producing r from x, and marks r as a view of x.
 template <class F>
@@ -640,6 +642,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
     for (int64_t s = 0; s < n; s += split_size) out.push_back(narrow_nr(*this, d, s, std::min(split_size, n - s)));
   }
   if (BRISK_UNLIKELY(autograd::should_record(*this))) record_split("SplitBackward0", out, *this, d);
+  autograd::mark_multi_output_views(out);
   return out;
 }
 
@@ -661,6 +664,7 @@ std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
   }
   if (BRISK_UNLIKELY(autograd::should_record(*this)) && !out.empty())
     record_split("SplitWithSizesBackward0", out, *this, d);
+  autograd::mark_multi_output_views(out);
   return out;
 }
 
@@ -690,6 +694,7 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
                      });
     for (const Tensor& o : out) autograd::mark_view(o, *this);
   }
+  autograd::mark_multi_output_views(out);
   return out;
 }
 
