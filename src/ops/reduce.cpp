@@ -84,13 +84,19 @@ int64_t reduced_numel(IntArrayRef sizes, uint64_t mask) {
     if (reduced(mask, static_cast<int64_t>(d))) n *= sizes[d];
   return n;
 }
-// Where x equals its reduction r (keepdim shape); NaN matches a NaN result.
-Tensor selected(const Tensor& x, const Tensor& r) { return (x == r) | (x.isnan() & r.isnan()); }
+// What the gradient of a max-like reduction does where the result is NaN;
+// PyTorch has three rules and users see all three.
+enum class NanGrad {
+  ToNans,  ///< max()/min(): split among the NaNs (torch's evenly_distribute_backward)
+  Nan,     ///< amax/amin: NaN for every element of that slice (no element equals NaN: g / 0 * 0)
+  Zero,    ///< the inf norms: zero for every element of that slice
+};
 // The gradient of max/min/amax/amin (and of the inf norms, given |x|): g split
-// evenly among the elements equal to the result (torch's evenly_distribute_backward).
-Tensor distribute_evenly(const Tensor& g, const Tensor& x, const Tensor& r, int64_t nd, uint64_t mask) {
-  Tensor sel = selected(x, r);
+// evenly among the elements equal to the result r (keepdim shape).
+Tensor distribute_evenly(const Tensor& g, const Tensor& x, const Tensor& r, int64_t nd, uint64_t mask, NanGrad nan) {
+  Tensor sel = nan == NanGrad::ToNans ? (x == r) | (x.isnan() & r.isnan()) : x == r;
   Tensor count = sel.sum(IntArrayRef(mask_dims(nd, mask)), true);
+  if (nan == NanGrad::Zero) count = count.clamp_min(1);
   return (g / count) * sel.to(g.dtype());
 }
 // Gradient of the values of sort/topk/max(dim)/min(dim): g scattered to the
@@ -443,6 +449,26 @@ Tensor mean_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim
                    });
   return r;
 }
+// For each element, the product of the other elements along d: exclusive
+// cumulative products from the left and from the right, multiplied.
+Tensor product_of_others(const Tensor& x, int64_t d) {
+  const int64_t n = x.size(d);
+  if (n <= 1) return ones_like(x);
+  const Tensor one = ones_like(x.narrow(d, 0, 1));
+  const Tensor left = cat({one, x.narrow(d, 0, n - 1)}, d).cumprod(d);
+  const Tensor right = cat({x.narrow(d, 1, n - 1), one}, d).flip({d}).cumprod(d).flip({d});
+  return left * right;
+}
+int dims_in(uint64_t mask, int64_t nd) {
+  int k = 0;
+  for (int64_t i = 0; i < nd; ++i) k += (mask >> i) & 1;
+  return k;
+}
+int64_t lowest_dim(uint64_t mask) {
+  int64_t d = 0;
+  while (!((mask >> d) & 1)) ++d;
+  return d;
+}
 // d prod / dx_i = the product of the other elements (torch's prod_backward):
 // r / x_i without zeros; with one zero in a slice, the product of the
 // nonzero elements at the zero's position and 0 elsewhere; with two or more
@@ -459,6 +485,14 @@ Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim
     const Tensor r = unreduce(c.saved(1), nd, mask, keepdim);
     const Tensor is_zero = x == 0;
     if (!is_zero.any().item<bool>()) return {g * r / x};
+    if (GradMode::is_enabled()) {
+      // create_graph: the product of the others as exclusive products from
+      // both sides, whose own derivative is right at any number of zeros
+      // (the masked form below has the right values but a zero derivative
+      // with two or more zeros in a slice).
+      if (dims_in(mask, nd) == 1 && nd > 0) return {g * product_of_others(x, lowest_dim(mask))};
+      return {g * product_of_others(x.reshape({-1}), 0).view(x.sizes())};
+    }
     const DimVector dims = mask_dims(nd, mask);
     const Tensor x_safe = where(is_zero, 1.0, x);
     // Product of the nonzero elements of each slice, keepdim shape.
@@ -524,16 +558,16 @@ namespace {
 // max()/min()/amax/amin: the gradient split evenly among the elements equal
 // to the result (ties share it; a NaN result sends it to the NaNs).
 template <OpId op>
-Tensor amax_front(const char* name, const char* node, const Tensor& x, IntArrayRef dims, bool keepdim) {
+Tensor amax_front(const char* name, const char* node, const Tensor& x, IntArrayRef dims, bool keepdim, NanGrad nan) {
   BRISK_PROFILE_OP(name, x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return amax_impl<op>(name, x, dims, keepdim);
   Tensor r = without_grad([&] { return amax_impl<op>(name, x, dims, keepdim); });
   const uint64_t mask = dims_mask(name, x, dims);
-  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim](BackwardCtx& c) -> TensorList {
+  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim, nan](BackwardCtx& c) -> TensorList {
     const Tensor x = c.saved(0);
     const int64_t nd = x.dim();
     return {distribute_evenly(unreduce(c.grad(), nd, mask, keepdim), x, unreduce(c.saved(1), nd, mask, keepdim), nd,
-                              mask)};
+                              mask, nan)};
   });
   return r;
 }
@@ -558,8 +592,8 @@ std::tuple<Tensor, Tensor> max_dim_front(const char* name, const char* node, con
 }
 }  // namespace
 
-Tensor max(const Tensor& x) { return amax_front<OpId::amax>("max", "MaxBackward1", x, {}, false); }
-Tensor min(const Tensor& x) { return amax_front<OpId::amin>("min", "MinBackward1", x, {}, false); }
+Tensor max(const Tensor& x) { return amax_front<OpId::amax>("max", "MaxBackward1", x, {}, false, NanGrad::ToNans); }
+Tensor min(const Tensor& x) { return amax_front<OpId::amin>("min", "MinBackward1", x, {}, false, NanGrad::ToNans); }
 std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
   return max_dim_front<OpId::argmax>("max", "MaxBackward0", x, dim, keepdim);
 }
@@ -567,10 +601,10 @@ std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim) {
   return max_dim_front<OpId::argmin>("min", "MinBackward0", x, dim, keepdim);
 }
 Tensor amax(const Tensor& x, IntArrayRef dims, bool keepdim) {
-  return amax_front<OpId::amax>("amax", "AmaxBackward0", x, dims, keepdim);
+  return amax_front<OpId::amax>("amax", "AmaxBackward0", x, dims, keepdim, NanGrad::Nan);
 }
 Tensor amin(const Tensor& x, IntArrayRef dims, bool keepdim) {
-  return amax_front<OpId::amin>("amin", "AminBackward0", x, dims, keepdim);
+  return amax_front<OpId::amin>("amin", "AminBackward0", x, dims, keepdim, NanGrad::Nan);
 }
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   BRISK_PROFILE_OP("argmax", x);
@@ -689,7 +723,7 @@ Tensor norm_impl(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdi
 Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p, int64_t nd, uint64_t mask) {
   if (p == 0) return zeros_like(x, g.options());
   if (p == 1) return x.sign() * g;
-  if (std::isinf(p)) return x.sign() * distribute_evenly(g, x.abs(), n, nd, mask);
+  if (std::isinf(p)) return x.sign() * distribute_evenly(g, x.abs(), n, nd, mask, NanGrad::Zero);
   if (p == 2) return x * where(n == 0, 0.0, g / n);
   if (p < 1) {
     // |x|^(p-1) is infinite at 0: those elements get 0.

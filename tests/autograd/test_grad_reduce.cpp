@@ -511,3 +511,74 @@ TEST(GradReduce, EmptyInputs) {
   v.backward(ones_like(v));
   EXPECT_EQ(z.grad().sizes(), (IntArrayRef{2, 0}));
 }
+
+// Ties and NaN in max-like reductions: PyTorch (1.13 and 2.15 agree) has
+// three rules: max()/min() send the gradient to the NaNs, amax/amin give NaN
+// for the whole slice, the inf norms give zeros; ties share evenly
+// (amax, max()) or go to the index (max(dim)).
+TEST(GradReduce, MaxLikeGradientsWithTiesAndNan) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto grad_for = [&](const std::function<Tensor(const Tensor&)>& f) {
+    Tensor x = tensor({1.0, 3.0, 3.0, 2.0, nan, 2.0}).view({2, 3}).clone().requires_grad_();
+    Tensor y = f(x);
+    y.backward(ones_like(y));
+    return x.grad().view({-1});
+  };
+  using V = std::vector<double>;
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&)> f;
+    V want;  // torch's x.grad
+  };
+  const std::vector<Case> cases = {
+      {"amax(1)", [](const Tensor& x) { return x.amax(1); }, {0, 0.5, 0.5, nan, nan, nan}},
+      {"amin(1)", [](const Tensor& x) { return x.amin(1); }, {1, 0, 0, nan, nan, nan}},
+      {"amax()", [](const Tensor& x) { return x.amax(); }, {nan, nan, nan, nan, nan, nan}},
+      {"amax(0)", [](const Tensor& x) { return x.amax(0); }, {0, nan, 1, 1, nan, 0}},
+      {"max()", [](const Tensor& x) { return x.max(); }, {0, 0, 0, 0, 1, 0}},
+      {"min()", [](const Tensor& x) { return x.min(); }, {0, 0, 0, 0, 1, 0}},
+      {"max(1)", [](const Tensor& x) { return std::get<0>(x.max(1)); }, {0, 1, 0, 0, 1, 0}},
+      {"min(1)", [](const Tensor& x) { return std::get<0>(x.min(1)); }, {1, 0, 0, 0, 1, 0}},
+      {"max(0)", [](const Tensor& x) { return std::get<0>(x.max(0)); }, {0, 0, 1, 1, 1, 0}},
+      {"row 0 amax()", [](const Tensor& x) { return x[0].amax(); }, {0, 0.5, 0.5, 0, 0, 0}},
+      {"row 0 max()", [](const Tensor& x) { return x[0].max(); }, {0, 0.5, 0.5, 0, 0, 0}},
+      {"max() of two NaNs", [](const Tensor& x) { return stack({x[1], x[1]}).max(); }, {0, 0, 0, 0, 1, 0}},
+      {"amax() of two NaNs", [](const Tensor& x) { return cat({x[1], x[1]}).amax(); }, {0, 0, 0, nan, nan, nan}},
+      {"inf norm(1)", [](const Tensor& x) { return x.norm(INFINITY, IntArrayRef{1}); }, {0, 0.5, 0.5, 0, 0, 0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_TRUE(close(grad_for(c.f), tensor(c.want)));
+  }
+}
+
+// prod's gradient and second derivative with zeros (PyTorch 2.15's values;
+// 1.13 cannot differentiate the gradient with a zero).
+TEST(GradReduce, ProdDoubleBackwardWithZeros) {
+  struct Case {
+    std::vector<double> x, grad, hessian;  // hessian row-major 3x3
+  };
+  const std::vector<Case> cases = {
+      {{2, 0, 3}, {0, 6, 0}, {0, 3, 0, 3, 0, 2, 0, 2, 0}},
+      {{0, 0, 3}, {0, 0, 0}, {0, 3, 0, 3, 0, 0, 0, 0, 0}},
+      {{0, 0, 0}, {0, 0, 0}, {0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{1, 2, 3}, {6, 3, 2}, {0, 3, 2, 3, 0, 1, 2, 1, 0}},
+  };
+  for (const Case& c : cases) {
+    Tensor x = tensor(c.x).requires_grad_();
+    Tensor g = autograd::grad({x.prod()}, {x}, {}, true, true)[0];
+    EXPECT_EQ(g.detach().to_vector<double>(), c.grad);
+    std::vector<double> h;
+    for (int64_t i = 0; i < 3; ++i) {
+      Tensor row = autograd::grad({g[i]}, {x}, {}, true, false, true)[0];
+      for (double v : (row.defined() ? row.to_vector<double>() : std::vector<double>(3, 0.0))) h.push_back(v);
+    }
+    EXPECT_EQ(h, c.hessian);
+    // along a dim, and the same against finite differences
+    std::vector<double> both = c.x;
+    both.insert(both.end(), c.x.rbegin(), c.x.rend());
+    Tensor m = tensor(both).to(kDouble).view({2, 3}).clone().requires_grad_();
+    EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(1); }, {m}, /*grad_grad=*/true));
+    EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(); }, {m}, /*grad_grad=*/true));
+  }
+}
