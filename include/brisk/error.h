@@ -29,6 +29,9 @@ template <class... Args>
 
 #define BRISK_LIKELY(x) __builtin_expect(!!(x), 1)
 #define BRISK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+/// For the few-instruction checks every op runs (grad mode, requires grad,
+/// version bumps): a call there costs more than the check.
+#define BRISK_ALWAYS_INLINE inline __attribute__((always_inline))
 /// Thread-locals on the per-op path: the initial-exec model makes an access
 /// one %fs-relative load instead of a call to __tls_get_addr (which took 15%
 /// of `empty({3,3})`). brisk is linked at program start, not dlopen'ed.

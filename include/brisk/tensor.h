@@ -68,7 +68,7 @@ class Tensor {
   uint32_t _version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
   /// Called by every in-place op. A relaxed load+store, not a locked
   /// increment: two threads writing one tensor in place race anyway.
-  void bump_version() const {
+  BRISK_ALWAYS_INLINE void bump_version() const {
     if (!impl_->is_inference) {
       auto& v = impl_->storage->version;
       v.store(v.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -354,7 +354,7 @@ class Tensor {
 
   // ---- autograd (src/autograd; see include/brisk/autograd.h) ---------------
   /// True for a leaf that requires grad and for any result of a recorded op.
-  bool requires_grad() const {
+  BRISK_ALWAYS_INLINE bool requires_grad() const {
     // A view whose root requires grad may have to regenerate its history
     // first (Note [View + in-place]).
     return impl_->requires_grad || (impl_->view_base && impl_->view_base->requires_grad && view_requires_grad_slow());

@@ -108,6 +108,11 @@ enum class ViewCreation : uint8_t {
 /// Sizes, strides, offset and dtype over a storage.
 struct TensorImpl {
   std::atomic<int32_t> refcount_{1};
+  /// For a view: the storage version when its history was last set; a
+  /// different version means the base (or another view of it) was changed
+  /// in place since, and the history is regenerated on next use (Note [View
+  /// + in-place]). Here, in the refcount's padding, TensorImpl keeps its size.
+  uint32_t view_version = 0;
   Ref<StorageImpl> storage;
   int64_t storage_offset = 0;
   DimVector sizes;
@@ -121,10 +126,6 @@ struct TensorImpl {
   /// For a view: how it was made (ViewCreation), which decides whether an
   /// in-place op may rewrite its history (Note [View + in-place]).
   uint8_t view_creation = 0;
-  /// For a view: the storage version when its history was last set; a
-  /// different version means the base (or another view of it) was changed
-  /// in place since, and the history is regenerated on next use.
-  uint32_t view_version = 0;
   AutogradMeta* autograd = nullptr;  ///< null unless the tensor takes part in autograd
   /// For a view: the tensor at the root of its chain of views (see Note
   /// [View tracking]); null for non-views, detached aliases and inference tensors.

@@ -29,7 +29,7 @@ inline DimVector to_dims(IntArrayRef a) { return DimVector(a.begin(), a.end()); 
 /// the root (or another view of it) was changed in place since the history
 /// was set (Note [View + in-place]); returns whether the view requires grad.
 bool refresh_view(const Tensor& view);
-inline bool needs_grad(const Tensor& t) {
+BRISK_ALWAYS_INLINE bool needs_grad(const Tensor& t) {
   if (!t.defined()) return false;
   const TensorImpl* impl = t.impl();
   if (impl->requires_grad) return true;
@@ -37,7 +37,7 @@ inline bool needs_grad(const Tensor& t) {
   // was changed in place (buf.narrow(...).copy_(x) with x requiring grad).
   return BRISK_UNLIKELY(impl->view_base && impl->view_base->requires_grad) && refresh_view(t);
 }
-inline bool needs_grad(const Scalar&) { return false; }
+BRISK_ALWAYS_INLINE bool needs_grad(const Scalar&) { return false; }
 inline bool needs_grad(const std::optional<Tensor>& t) { return t && needs_grad(*t); }
 inline bool needs_grad(const TensorList& ts) {
   for (const Tensor& t : ts)
@@ -46,7 +46,7 @@ inline bool needs_grad(const TensorList& ts) {
 }
 /// True when grad mode is on and an argument requires grad.
 template <class... Ts>
-inline bool should_record(const Ts&... ts) {
+BRISK_ALWAYS_INLINE bool should_record(const Ts&... ts) {
   return GradMode::is_enabled() && (needs_grad(ts) || ...);
 }
 
@@ -54,7 +54,7 @@ inline bool should_record(const Ts&... ts) {
 /// grad mode), views whose history cannot be rewritten (made in no-grad mode
 /// or by a multi-output op) and inference tensors outside inference mode.
 void check_inplace_slow(const Tensor& self, const char* op);
-inline void check_inplace(const Tensor& self, const char* op) {
+BRISK_ALWAYS_INLINE void check_inplace(const Tensor& self, const char* op) {
   const TensorImpl* impl = self.impl();
   if (BRISK_UNLIKELY(impl->requires_grad || impl->is_inference || impl->view_base)) check_inplace_slow(self, op);
 }
