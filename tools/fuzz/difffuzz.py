@@ -50,8 +50,13 @@ class Runner:
     def __init__(self, path, timeout):
         self.path, self.timeout = path, timeout
         self.proc = None
-        self.err = tempfile.TemporaryFile()
+        # O_APPEND, so that truncating it under the running child keeps its writes at the start.
+        fd, path = tempfile.mkstemp(prefix="difffuzz-runner-")
+        os.close(fd)
+        self.err = open(path, "a+b")
+        os.unlink(path)
         self.restarts = 0
+        self.calls = 0
 
     def start(self):
         env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -71,6 +76,9 @@ class Runner:
         """The runner's result for one program, or {"crash": why}."""
         if self.proc is None:
             self.start()
+        self.calls += 1
+        if self.calls % 500 == 0:  # the runner's progress lines: only the last ones matter
+            self.err.truncate(0)
         line = (json.dumps(program, separators=(",", ":"), allow_nan=False) + "\n").encode()
         try:
             self.proc.stdin.write(line)
@@ -127,21 +135,31 @@ def run_case(runner, seed, case, family=None):
     if family and b.family not in family:
         return None, None, None, []
     if ref is None:
-        return b, None, None, []
+        if not b.crash_only:
+            return b, None, None, []
+        got = runner.run(b.program(case))
+        divs = crash_divergences(b, got)
+        if not divs and got.get("status") == "exception":
+            divs = [Divergence("non-brisk-exception", got.get("failed_op"), got.get("msg", ""))]
+        return b, None, got, divs
     if ref.get("status") == "error" and REF_SKIP.search(ref.get("msg", "")):
         b.skip_reason = "torch cannot run it: " + ref["msg"]
         return b, None, None, []
     prog = b.program(case)
     got = runner.run(prog)
-    if "crash" in got:
-        # Blame the op the runner was in (its last progress line), or the focus
-        # op for a crash in a backward pass.
-        where = got.get("where") or ""
-        if where.startswith("op "):
-            return b, ref, got, [Divergence("crash", int(where[3:]), got["crash"])]
-        kind = {"bw": "grad-crash", "bw2": "grad2-crash"}.get(where, "crash")
-        return b, ref, got, [Divergence(kind, b.focus, got["crash"])]
-    return b, ref, got, compare(b, ref, got)
+    return b, ref, got, crash_divergences(b, got) or compare(b, ref, got)
+
+
+def crash_divergences(b, got):
+    """A crash, blamed on the op the runner was in (its last progress line),
+    or on the focus op for a crash in a backward pass."""
+    if "crash" not in got:
+        return []
+    where = got.get("where") or ""
+    if where.startswith("op "):
+        return [Divergence("crash", int(where[3:]), got["crash"])]
+    kind = {"bw": "grad-crash", "bw2": "grad2-crash"}.get(where, "crash")
+    return [Divergence(kind, b.focus, got["crash"])]
 
 
 def load_allowlist(path):
@@ -174,9 +192,11 @@ def summarize(groups, allow, out=sys.stdout):
 def repro(runner, seed, case):
     b, ref, got, divs = run_case(runner, seed, case)
     print("# family %s, case %d (seed %d), torch %s" % (b.family, case, seed, torch.__version__))
-    if ref is None:
+    if ref is None and not b.crash_only:
         print("# skipped: %s" % getattr(b, "skip_reason", "?"))
         return 0
+    if ref is None:
+        print("# torch cannot run the last op (%s): brisk is only checked for crashes" % b.skip_reason)
     print("# ---- program (runner input) ----")
     print(json.dumps(b.program(case), allow_nan=False))
     print("# ---- C++ (brisk) ----")
@@ -229,7 +249,7 @@ def fuzz(runner, args):
     end_time = t0 + args.minutes * 60 if args.minutes else None
     ncases = args.cases if args.cases is not None else (10 ** 12 if end_time else 3000)
     groups = {}
-    stats = {"run": 0, "skipped": 0, "ref_error": 0, "divergent": 0}
+    stats = {"run": 0, "skipped": 0, "ref_error": 0, "divergent": 0, "crash_only": 0}
     fams = {}
     jf = open(args.json, "w") if args.json else None
     case = args.start
@@ -239,13 +259,15 @@ def fuzz(runner, args):
         if b is None:
             case += 1
             continue
-        if ref is None:
+        if ref is None and not b.crash_only:
             stats["skipped"] += 1
             case += 1
             continue
+        if ref is None:
+            stats["crash_only"] += 1
         stats["run"] += 1
         fams[b.family] = fams.get(b.family, 0) + 1
-        if ref.get("status") == "error":
+        if ref and ref.get("status") == "error":
             stats["ref_error"] += 1
         if divs:
             stats["divergent"] += 1
@@ -267,10 +289,10 @@ def fuzz(runner, args):
                 stats["run"], stats["divergent"], len(groups), time.time() - t0), flush=True)
         case += 1
     elapsed = time.time() - t0
-    print("difffuzz: seed %d, cases %d..%d, torch %s, %.1fs: %d run (%d where torch raises), %d skipped "
-          "(reference lacks the op), %d divergent, %d runner restarts" % (
+    print("difffuzz: seed %d, cases %d..%d, torch %s, %.1fs: %d run (%d where torch raises, %d that crash torch: "
+          "brisk checked for crashes only), %d skipped (torch cannot run them), %d divergent, %d runner restarts" % (
               args.seed, args.start, case - 1, torch.__version__, elapsed, stats["run"], stats["ref_error"],
-              stats["skipped"], stats["divergent"], runner.restarts))
+              stats["crash_only"], stats["skipped"], stats["divergent"], runner.restarts))
     print("families: " + ", ".join("%s %d" % kv for kv in sorted(fams.items())))
     new = summarize(groups, allow)
     if allow:

@@ -30,6 +30,9 @@ REFERENCE_QUIRKS = [
 ]
 
 
+INT_DIVISION = {"div", "div_", "remainder", "remainder_", "fmod", "fmod_"}
+
+
 class StopProgram(Exception):
     """Raised inside a generator when torch refused an op (the program ends)."""
 
@@ -110,6 +113,7 @@ class Builder:
         self.focus = None      # op index blamed for gradient divergences
         self.grad = rng.random() < 0.55
         self.grad2 = False
+        self.crash_only = False  # torch cannot run the program: only check that brisk does not crash
         self.leaves = []       # value ids of inputs requiring grad
         self.input_snapshot = {}
         self.aliased_inplace = None  # first in-place op on a tensor that other live values (requiring grad) alias  # op index -> copy of the input whose indices the op returns
@@ -259,6 +263,13 @@ class Builder:
         op = OPS[name]
         if op.min_torch and TORCH_VERSION < op.min_torch:
             raise SkipCase("torch %s lacks %s" % (torch.__version__, name))
+        if name in INT_DIVISION and self._int_division_hazard(name, args, kw):
+            # torch dies of SIGFPE here: run the program in brisk only, to check that it does not.
+            self.ops.append((name, list(args), kw))
+            self.op_first.append(len(self.vals))
+            self.op_dtypes.append(self.dtype_sig(args, kw))
+            self.crash_only = True
+            raise SkipCase("torch crashes on integer division of the minimum by -1")
         for quirk_op, before, applies, why in REFERENCE_QUIRKS:
             if name == quirk_op and TORCH_VERSION < before and applies(self.decode(list(args))):
                 raise SkipCase("torch %s: %s" % (torch.__version__, why))
@@ -298,6 +309,17 @@ class Builder:
             if k != target.k and u is not t and u.numel() and _storage_ptr(u) == key:
                 self.aliased_inplace = index
                 return
+
+    def _int_division_hazard(self, name, args, kw):
+        """Integer division of INT_MIN by -1 (a SIGFPE in torch's kernels)."""
+        if name.startswith("div") and kw.get("rounding_mode") is None:
+            return False
+        a, b = self.decode(args[0]), self.decode(args[1])
+        if not isinstance(a, torch.Tensor) or a.is_floating_point() or \
+                (isinstance(b, torch.Tensor) and b.is_floating_point()) or isinstance(b, float):
+            return False
+        minus_one = bool((b == -1).any()) if isinstance(b, torch.Tensor) else b == -1
+        return minus_one and bool(((a == -2 ** 63) | (a == -2 ** 31)).any())
 
     # ---- after the program: final values and gradients ---------------------------------------
 

@@ -22,8 +22,11 @@ TOLERANCES = {
 GRAD_FACTOR = 8.0  # backward formulas sum more terms than the forward
 
 # Backward errors of torch that are its bugs or gaps, not checks brisk lacks.
-REF_BW_SKIP = re.compile(r"returned an invalid gradient|INTERNAL ASSERT FAILED|not implemented for '(Half|BFloat16)'")
-UNSUPPORTED = re.compile(r"not implemented|not supported|unsupported dtype|is not supported by brisk")
+REF_BW_SKIP = re.compile(r"returned an invalid gradient|INTERNAL ASSERT FAILED|not implemented for '(Half|BFloat16)'|"
+                         r"Expected a proper Tensor but got None|derivative for .* is not implemented|"
+                         r"Negation, the `-` operator, on a bool tensor|can't be cast to the desired output type")
+UNSUPPORTED = re.compile(r"not implemented|not supported|unsupported dtype|is not supported by brisk|"
+                         r"expected a floating point input")
 
 
 class Divergence:
@@ -245,9 +248,27 @@ ERROR_CLASSES = [
     # in-place on (a view of) an output of split/unbind/chunk, or on its base
     (re.compile(r"function that returns multiple views"), "multi-output-view-inplace",
      lambda m: "<multi-output-view>"),
-    (re.compile(r"cannot be converted to type \S+ without overflow"), "scalar-overflow", None),
+    (re.compile(r"cannot be converted to type \S+ without overflow|is outside the representable range of"),
+     "scalar-overflow", None),
     (re.compile(r"a leaf Variable that requires grad"), "leaf-inplace", None),
 ]
+# The same for brisk's errors (kinds ending in extra-error): (pattern, class).
+BRISK_ERROR_CLASSES = [
+    (re.compile(r"returned \d+ gradients but has \d+ inputs"), "backward-arity"),
+]
+
+
+def _sig_class_of_cpp_type(msg):
+    m = re.search(r"to type (\S+) without|representable range of (\w+)", msg)
+    if m and m.group(2):
+        return {"Byte": "u8", "Char": "int", "Int": "int", "Long": "int", "Half": "half", "BFloat16": "half",
+                "Float": "float", "Double": "float", "Bool": "bool"}.get(m.group(2), m.group(2))
+    t = m.group(1) if m else "?"
+    for key, cls in (("Half", "half"), ("BFloat16", "half"), ("uint8", "u8"), ("int", "int"), ("long", "int"),
+                     ("float", "float"), ("double", "float"), ("bool", "bool")):
+        if key in t:
+            return cls
+    return t
 
 
 def signature(builder, div):
@@ -273,7 +294,14 @@ def signature(builder, div):
                 kind += "@" + cls
                 if opf:
                     name, dts = opf(m), "-"
+                if cls == "scalar-overflow":  # the dtype the scalar must fit
+                    dts = "->" + _sig_class_of_cpp_type(div.detail)
                 classified = True
+                break
+    if kind.endswith("extra-error"):
+        for rx, cls in BRISK_ERROR_CLASSES:
+            if rx.search(div.detail):
+                kind, dts, classified = kind + "@" + cls, "-", True
                 break
     if not classified and builder.aliased_inplace is not None and \
             (kind.startswith(("grad", "final-")) or kind == "requires_grad"):
