@@ -228,72 +228,124 @@ def main():
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case before the runner is killed")
     ap.add_argument("--json", default=None, help="write every divergence as JSON lines here")
     ap.add_argument("--verbose", "-v", action="store_true", help="print each divergence as it happens")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     runner_path = args.runner or default_runner()
     if not runner_path or not os.path.exists(runner_path):
         sys.exit("difffuzz: brisk_fuzz_runner not found (build the target, or pass --runner)")
+    args.runner = runner_path
+    if args.case is None and not args.worker:
+        return supervise(args)
     torch.set_num_threads(1)
     runner = Runner(runner_path, args.timeout)
     try:
         if args.case is not None:
             return repro(runner, args.seed, args.case)
-        return fuzz(runner, args)
+        return work(runner, args)
     finally:
         runner.stop()
 
 
-def fuzz(runner, args):
+def work(runner, args):
+    """The worker: runs cases from --start on and writes one JSON line per
+    case to stdout (the supervisor aggregates them)."""
+    case, stop = args.start, args.start + args.cases
+    while case < stop and (args.deadline is None or time.time() < args.deadline):
+        b, ref, got, divs = run_case(runner, args.seed, case, args.family)
+        rec = {"case": case}
+        if b is None:
+            rec["filtered"] = True
+        elif ref is None and not b.crash_only:
+            rec["skipped"] = True
+        else:
+            rec.update(family=b.family, crash_only=ref is None,
+                       ref_error=bool(ref and ref.get("status") == "error"))
+            if divs:
+                rec["divs"] = [[signature(b, d), str(d)] for d in divs]
+                rec["size"] = program_size(b)
+        print(json.dumps(rec), flush=True)
+        case += 1
+    print(json.dumps({"done": True, "restarts": runner.restarts}), flush=True)
+    return 0
+
+
+def supervise(args):
+    """Runs the cases in a worker process, restarted after the case it dies
+    in: torch itself crashes on a few programs (a SIGSEGV or SIGFPE in its
+    kernels), which must not end a long run."""
     allow = load_allowlist(args.allowlist)
     t0 = time.time()
-    end_time = t0 + args.minutes * 60 if args.minutes else None
-    ncases = args.cases if args.cases is not None else (10 ** 12 if end_time else 3000)
+    deadline = t0 + args.minutes * 60 if args.minutes else None
+    ncases = args.cases if args.cases is not None else (10 ** 12 if deadline else 3000)
+    stop = args.start + ncases
     groups = {}
-    stats = {"run": 0, "skipped": 0, "ref_error": 0, "divergent": 0, "crash_only": 0}
+    stats = {"run": 0, "skipped": 0, "ref_error": 0, "divergent": 0, "crash_only": 0, "restarts": 0}
     fams = {}
+    torch_crashes = []
     jf = open(args.json, "w") if args.json else None
     case = args.start
     last_report = t0
-    while case < args.start + ncases and (end_time is None or time.time() < end_time):
-        b, ref, got, divs = run_case(runner, args.seed, case, args.family)
-        if b is None:
-            case += 1
-            continue
-        if ref is None and not b.crash_only:
-            stats["skipped"] += 1
-            case += 1
-            continue
-        if ref is None:
-            stats["crash_only"] += 1
-        stats["run"] += 1
-        fams[b.family] = fams.get(b.family, 0) + 1
-        if ref and ref.get("status") == "error":
-            stats["ref_error"] += 1
-        if divs:
-            stats["divergent"] += 1
-            d = divs[0]
-            sig = signature(b, d)
-            size = program_size(b)
-            g = groups.setdefault(sig, {"count": 0, "case": case, "size": size, "detail": str(d)})
-            g["count"] += 1
-            if size < g["size"]:
-                g.update(case=case, size=size, detail=str(d))
-            if args.verbose:
-                print("case %d: %s  %s" % (case, sig, d), flush=True)
-            if jf:
-                jf.write(json.dumps({"seed": args.seed, "case": case, "signature": sig, "detail": str(d),
-                                     "all": [str(x) for x in divs]}) + "\n")
-        if time.time() - last_report > 60:
-            last_report = time.time()
-            print("... %d cases, %d divergent, %d signatures, %.0fs" % (
-                stats["run"], stats["divergent"], len(groups), time.time() - t0), flush=True)
+    while case < stop and (deadline is None or time.time() < deadline):
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--runner", args.runner, "--seed",
+               str(args.seed), "--start", str(case), "--cases", str(stop - case), "--timeout", str(args.timeout)]
+        if deadline:
+            cmd += ["--deadline", str(deadline)]
+        for f in args.family or []:
+            cmd += ["--family", f]
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        done = False
+        for line in child.stdout:
+            rec = json.loads(line)
+            if rec.get("done"):
+                stats["restarts"] += rec["restarts"]
+                done = True
+                continue
+            case = rec["case"] + 1
+            if rec.get("filtered"):
+                continue
+            if rec.get("skipped"):
+                stats["skipped"] += 1
+                continue
+            stats["run"] += 1
+            stats["crash_only"] += rec["crash_only"]
+            stats["ref_error"] += rec["ref_error"]
+            fams[rec["family"]] = fams.get(rec["family"], 0) + 1
+            if "divs" in rec:
+                stats["divergent"] += 1
+                sig, detail = rec["divs"][0]
+                g = groups.setdefault(sig, {"count": 0, "case": rec["case"], "size": rec["size"], "detail": detail})
+                g["count"] += 1
+                if rec["size"] < g["size"]:
+                    g.update(case=rec["case"], size=rec["size"], detail=detail)
+                if args.verbose:
+                    print("case %d: %s  %s" % (rec["case"], sig, detail), flush=True)
+                if jf:
+                    jf.write(json.dumps({"seed": args.seed, "case": rec["case"], "signature": sig, "detail": detail,
+                                         "all": [d for _, d in rec["divs"]]}) + "\n")
+            if time.time() - last_report > 60:
+                last_report = time.time()
+                print("... %d cases, %d divergent, %d signatures, %.0fs" % (
+                    stats["run"], stats["divergent"], len(groups), time.time() - t0), flush=True)
+        rc = child.wait()
+        if done:
+            break
+        if rc == 0 or case >= stop:
+            break
+        # The worker died in `case` (in torch: the brisk runner is a process of its own).
+        torch_crashes.append((case, rc))
         case += 1
     elapsed = time.time() - t0
     print("difffuzz: seed %d, cases %d..%d, torch %s, %.1fs: %d run (%d where torch raises, %d that crash torch: "
           "brisk checked for crashes only), %d skipped (torch cannot run them), %d divergent, %d runner restarts" % (
               args.seed, args.start, case - 1, torch.__version__, elapsed, stats["run"], stats["ref_error"],
-              stats["crash_only"], stats["skipped"], stats["divergent"], runner.restarts))
+              stats["crash_only"], stats["skipped"], stats["divergent"], stats["restarts"]))
     print("families: " + ", ".join("%s %d" % kv for kv in sorted(fams.items())))
+    if torch_crashes:
+        print("torch itself crashed (not compared; repro with --case): " + ", ".join(
+            "case %d (%s)" % (c, ("signal %s" % signal.Signals(-rc).name) if rc < 0 else "exit %d" % rc)
+            for c, rc in torch_crashes))
     new = summarize(groups, allow)
     if allow:
         unseen = [s for s in allow if s not in groups]

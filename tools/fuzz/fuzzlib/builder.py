@@ -46,6 +46,9 @@ def weights(salt, v, numel):
     return [float((i * 37 + v * 17 + salt * 5) % 19 - 9) / 8.0 for i in range(numel)]
 
 
+_IS_ZEROTENSOR = getattr(torch, "_is_zerotensor", lambda t: False)
+
+
 def record(t):
     """A tensor as the plain data the comparison reads (as the runner prints it)."""
     if t is None:
@@ -53,10 +56,10 @@ def record(t):
     if not isinstance(t, torch.Tensor):
         raise TypeError("op returned %s" % type(t).__name__)
     d = t.detach()
-    try:
+    if _IS_ZEROTENSOR(d):  # torch's lazy zeros (second-order gradients): no storage to read
+        data = [0.0] * d.numel()
+    else:
         data = d.reshape(-1).tolist() if d.numel() else []
-    except RuntimeError:  # torch's lazily materialized zero tensors have no storage
-        data = [0] * d.numel()
     if d.dtype == torch.bool:
         data = [int(x) for x in data]
     return {"dtype": DTYPE_NAME[d.dtype], "shape": list(d.shape), "rg": bool(t.requires_grad), "data": data}
@@ -68,29 +71,25 @@ SPECIAL_FLOATS = [math.nan, math.inf, -math.inf, -0.0, 0.0, 1e30, -1e-30, 65504.
 
 def with_layout(t, layout):
     """t with the strides of `layout` ("t": reversed, "step": every other
-    element of dim 0, "offset": storage offset 3), as a tensor that is not a
-    view (a view made under no_grad would carry that into later checks)."""
+    element of dim 0, "offset": storage offset 3), detached. Not a view made
+    under no_grad (torch would carry that into later in-place checks)."""
     shape = list(t.shape)
     if layout == "t" and t.dim() >= 2:
         strides, n = [0] * t.dim(), 1
         for d in range(t.dim()):
             strides[d] = n
             n *= max(shape[d], 1)
-        size, offset = n, 0
-    elif layout == "step" and t.dim() >= 1:
-        strides = list(torch.empty(shape).stride())
-        strides = [s * 2 if d == 0 else s for d, s in enumerate(strides)] if shape[0] else strides
-        size, offset = max(1, 2 * t.numel()), 0
+        out = torch.empty_strided(shape, strides, dtype=t.dtype)
+    elif layout == "step" and t.dim() >= 1 and shape[0]:
+        strides = [s * 2 if d == 0 else s for d, s in enumerate(torch.empty(shape).stride())]
+        out = torch.empty_strided(shape, strides, dtype=t.dtype)
     elif layout == "offset":
-        strides, size, offset = list(torch.empty(shape).stride()), t.numel() + 3, 3
+        out = torch.zeros(t.numel() + 3, dtype=t.dtype)[3:].view(shape)
     else:
         return t.detach()
-    buf = torch.zeros(size, dtype=t.dtype)
-    out = torch.tensor([], dtype=t.dtype)
-    out.set_(buf.untyped_storage() if hasattr(buf, "untyped_storage") else buf.storage(), offset, shape, strides)
     with torch.no_grad():
         out.copy_(t)
-    return out
+    return out.detach()
 
 
 def _storage_ptr(t):
