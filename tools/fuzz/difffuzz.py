@@ -228,6 +228,8 @@ def main():
     ap.add_argument("--timeout", type=float, default=30.0, help="seconds per case before the runner is killed")
     ap.add_argument("--json", default=None, help="write every divergence as JSON lines here")
     ap.add_argument("--verbose", "-v", action="store_true", help="print each divergence as it happens")
+    ap.add_argument("--print-new", action="store_true",
+                    help="print the new signatures as allowlist lines (reason TODO) to triage")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -353,6 +355,10 @@ def supervise(args):
             print("\nallowlisted signatures not seen in this run (fixed, or not drawn by this sample): %d" % len(unseen))
     if jf:
         jf.close()
+    if new and args.print_new:
+        print("\n# allowlist lines for the new signatures (write the reasons):")
+        for sig, g in sorted(new.items()):
+            print("%s TODO (--seed %d --case %d: %s)" % (sig, args.seed, g["case"], g["detail"][:120]))
     if new:
         print("\ndifffuzz: %d NEW divergence signature(s); reproduce with: difffuzz.py --seed %d --case N" % (
             len(new), args.seed))

@@ -202,6 +202,11 @@ class Builder:
     def numel(self, v):
         return self.vals[v.k].numel()
 
+    def overlap_unknown(self, v):
+        """Whether torch cannot tell if v's elements overlap in memory."""
+        check = getattr(torch, "_debug_has_internal_overlap", None)
+        return bool(check) and check(self.vals[v.k]) == 2
+
     def requires_grad(self, v):
         return self.vals[v.k].requires_grad
 
