@@ -115,6 +115,7 @@ class Builder:
         self.crash_only = False  # torch cannot run the program: only check that brisk does not crash
         self.leaves = []       # value ids of inputs requiring grad
         self.input_snapshot = {}
+        self.bool_index = None  # first x[..., True, ...]: torch copies, brisk returns a view
         self.aliased_inplace = None  # first in-place op on a tensor that other live values (requiring grad) alias  # op index -> copy of the input whose indices the op returns
 
     # ---- inputs -------------------------------------------------------------------------
@@ -279,6 +280,8 @@ class Builder:
                 raise SkipCase("torch %s: %s" % (torch.__version__, why))
         kw = {k: v for k, v in kw.items() if v is not None}
         index = len(self.ops)
+        if name == "index" and self.bool_index is None and any(isinstance(x, bool) for x in args[1]):
+            self.bool_index = index
         self.ops.append((name, list(args), kw))
         self.op_first.append(len(self.vals))
         self.op_dtypes.append(self.dtype_sig(args, kw))

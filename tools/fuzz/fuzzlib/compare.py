@@ -287,6 +287,12 @@ def signature(builder, div):
         name += "[%s]" % rounding
     dts = builder.op_dtypes[div.op_index]
     classified = False
+    bi = builder.bool_index
+    if bi is not None and div.op_index is not None and "error" not in kind and \
+            (div.op_index > bi or kind.startswith(("grad", "final-"))):
+        # x[True] is a copy in torch and a view in brisk: later writes through
+        # either side show up anywhere downstream.
+        return "%s:index[bool]:%s@bool-index-view:-" % (builder.family, kind)
     if kind.endswith("missing-error"):
         for rx, cls, opf in ERROR_CLASSES:
             m = rx.search(div.detail)
