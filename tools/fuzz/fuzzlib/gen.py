@@ -1,0 +1,1043 @@
+"""Generator families: random small programs, one family per area of brisk.
+
+Each family is a function of a Builder; it makes inputs and calls ops,
+marking the op under test with focus=True (gradient divergences are blamed
+on it). A program is a pure function of (seed, case): the random stream
+comes from random.Random("seed:case"), and generators look at shapes and
+dtypes only.
+"""
+import random
+
+from .builder import Builder, StopProgram, SkipCase
+from .ops import BINARY, BINARY_SCALAR_OK, COMPARISONS, UNARY
+from .program import V, S, I, B, DT, DTYPES, FLOATS, INTS
+
+ALL = DTYPES
+NON_DIFFERENTIABLE = COMPARISONS | {"logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                                    "bitwise_xor", "logical_not", "bitwise_not"}
+# brisk extensions without a torch method to compare with.
+NO_TORCH_INPLACE = {"minimum", "maximum"}
+FLOAT_WEIGHTS = [4, 3, 2, 2]  # float32, float64, float16, bfloat16
+
+
+# ---- small helpers ----------------------------------------------------------------------------
+
+def pick_float(r):
+    return r.choices(FLOATS, FLOAT_WEIGHTS)[0]
+
+
+def pick_dtype(r):
+    return r.choices(ALL, [4, 3, 2, 2, 3, 2, 2, 2])[0]
+
+
+def rand_shape(r, ndim=None, lo=1, hi=4, zero=0.06):
+    if ndim is None:
+        ndim = r.choices([0, 1, 2, 3, 4], [2, 4, 5, 3, 1])[0]
+    shape = [r.randint(lo, hi) for _ in range(ndim)]
+    if ndim and r.random() < zero:
+        shape[r.randrange(ndim)] = 0
+    return shape
+
+
+def broadcast_partner(r, shape):
+    """A shape that broadcasts with `shape` (or, rarely, one that does not)."""
+    if r.random() < 0.05 and shape:
+        s = list(shape)
+        i = r.randrange(len(s))
+        s[i] = s[i] + 1
+        return s
+    if r.random() < 0.15:
+        return []
+    k = r.randint(0, len(shape))  # drop leading dims
+    s = list(shape[k:]) if r.random() < 0.5 else list(shape)
+    s = [1 if r.random() < 0.3 else d for d in s]
+    if r.random() < 0.15:
+        s = [r.randint(1, 2)] + s if len(s) < 4 else s
+    return s
+
+
+def rand_scalar(r, kind=None):
+    kind = kind or r.choice(["sfloat", "sint", "sbool", "sint", "sfloat"])
+    if kind == "sbool":
+        return B(r.random() < 0.5)
+    if kind == "sint":
+        return I(r.choice([0, 1, -1, 2, 3, -3, 7, 255, 256, -129, 300, 2 ** 31, -2 ** 40]))
+    return S(r.choice([0.0, -0.0, 0.5, -1.5, 2.0, 3.25, 1e-3, 1e10, 1e40, float("nan"), float("inf"),
+                       -float("inf"), 100000.0]))
+
+
+def rand_dim(r, nd, allow_bad=0.03):
+    if r.random() < allow_bad:
+        return r.choice([nd, -nd - 1, 5])
+    if nd == 0:
+        return r.choice([0, -1])
+    d = r.randrange(nd)
+    return d - nd if r.random() < 0.3 else d
+
+
+def float_input(b, shape=None, dtype=None, kind=None, rg=None, layout=None):
+    r = b.rng
+    return b.inp(dtype or pick_float(r), rand_shape(r) if shape is None else shape, rg=rg, kind=kind, layout=layout)
+
+
+def maybe_post(b, x, p=0.35):
+    """Sometimes feeds the focus op's result to a second op, so that its
+    gradient arrives through something other than the loss."""
+    r = b.rng
+    if not isinstance(x, V) or r.random() > p:
+        return
+    dt = b.dtype(x)
+    if dt in FLOATS:
+        op = r.choice(["sum", "mul", "exp", "tanh", "abs", "sigmoid", "square"])
+        if op == "sum":
+            b.call("sum", x, None, False)
+        elif op == "mul":
+            b.call("mul", x, S(r.choice([2.0, -0.5])))
+        else:
+            b.call(op, x)
+    elif dt != "bool":
+        b.call("mul", x, I(3))
+
+
+# ---- families ---------------------------------------------------------------------------------
+
+def fam_promotion(b):
+    """Binary ops over every dtype pair and scalar kind; in-place result casts."""
+    r = b.rng
+    op = r.choice(BINARY)
+    da, db = pick_dtype(r), pick_dtype(r)
+    if op.startswith("bitwise") and r.random() < 0.7:
+        da, db = r.choice(INTS + ["bool"]), r.choice(INTS + ["bool"])
+    sa = rand_shape(r)
+    form = r.choices(["tt", "ts", "st", "t0"], [5, 3, 1, 1])[0]
+    kw = {}
+    if op in ("add", "sub") and r.random() < 0.3:
+        kw["alpha"] = rand_scalar(r, r.choice(["sint", "sfloat", "sbool"]))
+    if op == "div" and r.random() < 0.4:
+        kw["rounding_mode"] = r.choice(["trunc", "floor"])
+    kind = r.choice([None, "special", "intlike"])
+    if form == "st":
+        rop = {"add": "radd", "sub": "rsub", "mul": "rmul", "div": "rdiv", "pow": "rpow"}.get(op, "radd")
+        x = b.inp(da, sa, kind=kind)
+        out = b.call(rop, rand_scalar(r), x, focus=True)
+    else:
+        x = b.inp(da, sa, kind=kind)
+        if form == "ts" and op in BINARY_SCALAR_OK:
+            y = rand_scalar(r)
+        elif form == "t0":
+            y = b.inp(db, [], kind=kind)
+        else:
+            y = b.inp(db, broadcast_partner(r, sa), kind=kind)
+        if r.random() < 0.25 and op not in NO_TORCH_INPLACE:
+            if b.requires_grad(x) and r.random() < 0.8:
+                x = b.call("mul", x, I(1))  # in-place on a leaf that requires grad is an error: mostly use a copy
+            if op in NON_DIFFERENTIABLE:
+                # torch lets gradients pass through in-place non-differentiable ops
+                # (x.eq_(y) keeps x's history, and requires grad if y does): not a behaviour to copy
+                x = b.call("detach", x) if b.requires_grad(x) else x
+                y = b.call("detach", y) if isinstance(y, V) and b.requires_grad(y) else y
+            out = b.call(op + "_", x, y, focus=True, **kw)
+        else:
+            out = b.call(op, x, y, focus=True, **kw)
+    maybe_post(b, out)
+
+
+def fam_unary(b):
+    r = b.rng
+    op = r.choice(UNARY + ["isnan", "isinf", "isfinite", "gelu", "softplus", "sigmoid", "tanh", "exp", "log"])
+    dt = pick_dtype(r) if r.random() < 0.35 else pick_float(r)
+    x = b.inp(dt, rand_shape(r), kind=r.choice(["special", "normal", "positive", "intlike", "unit"]))
+    kw = {}
+    if op == "gelu" and r.random() < 0.5:
+        kw["approximate"] = "tanh"
+    if op == "softplus" and r.random() < 0.6:
+        kw["beta"] = r.choice([I(2), S(0.5), S(3.0)])
+        kw["threshold"] = r.choice([I(1), S(5.0), I(20)])
+    if r.random() < 0.2 and op in UNARY:
+        if b.requires_grad(x):
+            x = b.call("detach" if op in NON_DIFFERENTIABLE else "mul", x, *([] if op in NON_DIFFERENTIABLE else [I(1)]))
+        out = b.call(op + "_", x, focus=True)
+    else:
+        out = b.call(op, x, focus=True, **kw)
+    maybe_post(b, out)
+
+
+def fam_ternary(b):
+    """where, clamp, lerp, addcmul, addcdiv: three operands, promotion among them."""
+    r = b.rng
+    op = r.choice(["where", "clamp", "clamp", "clamp_", "lerp", "lerp_", "addcmul", "addcdiv", "addcmul_",
+                   "addcdiv_"])
+    shape = rand_shape(r)
+    kind = r.choice([None, "special", "intlike"])
+    if op == "where":
+        c = b.inp("bool", broadcast_partner(r, shape), rg=False)
+        args = [b.inp(pick_dtype(r), broadcast_partner(r, shape), kind=kind) if r.random() < 0.75 else rand_scalar(r)
+                for _ in range(2)]
+        out = b.call("where", c, *args, focus=True)
+    elif op in ("clamp", "clamp_"):
+        dt = pick_dtype(r)
+        x = b.inp(dt, shape, kind=kind)
+        if op == "clamp" and r.random() < 0.4:
+            lo = b.inp(r.choice([dt, pick_dtype(r)]), broadcast_partner(r, shape), kind=kind)
+            hi = b.inp(r.choice([dt, pick_dtype(r)]), broadcast_partner(r, shape), kind=kind)
+            out = b.call(op, x, lo, hi, focus=True)
+        else:
+            lo = r.choice([None, rand_scalar(r, "sfloat"), rand_scalar(r, "sint"), S(-0.0), I(0)])
+            hi = r.choice([None, rand_scalar(r, "sfloat"), rand_scalar(r, "sint"), S(0.0)]) if lo is not None \
+                else r.choice([rand_scalar(r, "sfloat"), I(1)])
+            if op == "clamp_" and b.requires_grad(x):
+                x = b.call("mul", x, I(1))
+            out = b.call(op, x, lo, hi, focus=True)
+    else:
+        dt = pick_float(r) if r.random() < 0.85 else pick_dtype(r)
+        x = b.inp(dt, shape, kind=kind)
+        if op.endswith("_") and b.requires_grad(x):
+            x = b.call("mul", x, I(1))
+        y = b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape), kind=kind)
+        if op.startswith("lerp"):
+            w = S(r.choice([0.0, 0.25, 1.0, 1.5, -0.5])) if r.random() < 0.5 else \
+                b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape), kind="unit")
+            out = b.call(op, x, y, w, focus=True)
+        else:
+            z = b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape), kind=kind)
+            kw = {"value": r.choice([I(2), S(-0.5), S(0.0), B(True)])} if r.random() < 0.4 else {}
+            out = b.call(op, x, y, z, focus=True, **kw)
+    maybe_post(b, out)
+
+
+def fam_intdiv(b):
+    """Integer division, rounding modes, remainder, fmod, pow: signs, zeros,
+    NaN/inf, empty tensors."""
+    r = b.rng
+    op = r.choice(["div", "div", "remainder", "fmod", "pow", "pow", "rpow", "rdiv", "floor", "trunc", "round",
+                   "frac", "ceil"])
+    da = r.choice(["int64", "int32", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
+    db = r.choice(["int64", "int32", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
+    shape = rand_shape(r, zero=0.1)
+    kind = r.choice(["special", "intlike", "normal"])
+    x = b.inp(da, shape, kind=kind)
+    if op in ("floor", "trunc", "round", "frac", "ceil"):
+        out = b.call(op, x, focus=True)
+        maybe_post(b, out)
+        return
+    if op in ("rpow", "rdiv"):
+        s = r.choice([I(0), I(2), I(-2), S(0.0), S(-0.0), S(2.5), S(-1.5), B(True), S(float("nan")), I(-1)])
+        out = b.call(op, s, x, focus=True)
+        maybe_post(b, out)
+        return
+    if r.random() < 0.4:
+        y = r.choice([I(0), I(2), I(-3), S(0.0), S(-0.0), S(2.5), S(-1.5), S(float("inf")), B(True), I(-1),
+                      S(float("nan")), I(7)])
+    else:
+        y = b.inp(db, broadcast_partner(r, shape), kind=kind)
+    kw = {}
+    if op == "div":
+        kw["rounding_mode"] = r.choice([None, "trunc", "floor", "floor", "trunc"])
+    if r.random() < 0.2:
+        if b.requires_grad(x):
+            x = b.call("mul", x, I(1))
+        out = b.call(op + "_", x, y, focus=True, **kw)
+    else:
+        out = b.call(op, x, y, focus=True, **kw)
+    maybe_post(b, out)
+
+
+def rand_dims(r, nd):
+    if nd == 0:
+        return r.choice([[0], [-1], []])
+    k = r.randint(1, nd)
+    dims = r.sample(range(nd), k)
+    dims = [d - nd if r.random() < 0.3 else d for d in dims]
+    if r.random() < 0.03:
+        dims.append(dims[0])  # a repeated dim: an error
+    return dims
+
+
+def fam_reduce(b):
+    r = b.rng
+    op = r.choice(["sum", "sum", "mean", "prod", "max", "min", "max_dim", "min_dim", "amax", "amin", "argmax",
+                   "argmin", "var", "std", "var_mean", "norm", "logsumexp", "softmax", "log_softmax", "cumsum",
+                   "cumprod", "all", "any", "sort", "argsort", "topk", "softmax"])
+    if op in ("all", "any", "sum", "prod", "cumsum", "max", "min", "amax", "argmax", "sort", "max_dim"):
+        dt = pick_dtype(r) if r.random() < 0.5 else pick_float(r)
+    else:
+        dt = pick_float(r) if r.random() < 0.9 else pick_dtype(r)
+    shape = rand_shape(r, zero=0.1)
+    kind = r.choice(["normal", "special", "intlike", "normal"])
+    if op in ("sort", "argsort", "topk") and b.grad and dt in FLOATS:
+        kind = "distinct"  # tied values may come in any order, and their gradients with them
+    x = b.inp(dt, shape, kind=kind)
+    nd = len(shape)
+    keep = r.random() < 0.4
+    dtk = {}
+    if op in ("sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod") and r.random() < 0.25:
+        dtk["dtype"] = DT(r.choice(["float64", "float32", "int64", "float16", "bfloat16"]))
+    if op in ("sum", "mean"):
+        out = b.call(op, x, None if r.random() < 0.3 else rand_dims(r, nd), keep, focus=True, **dtk)
+    elif op == "prod":
+        out = b.call(op, x, None if r.random() < 0.3 else rand_dim(r, nd), keep, focus=True, **dtk)
+    elif op in ("max", "min"):
+        out = b.call(op, x, focus=True)
+    elif op in ("max_dim", "min_dim"):
+        out = b.call(op, x, rand_dim(r, nd), keep, focus=True)
+    elif op in ("amax", "amin"):
+        out = b.call(op, x, rand_dims(r, nd), keep, focus=True)
+    elif op in ("argmax", "argmin"):
+        out = b.call(op, x, None if r.random() < 0.3 else rand_dim(r, nd), keep, focus=True)
+    elif op in ("var", "std", "var_mean"):
+        kw = {"keepdim": keep}
+        if r.random() < 0.5:
+            kw["correction"] = r.choice([I(0), I(1), I(2)])  # a float correction: torch >= 2.0 only
+        out = b.call(op, x, None if r.random() < 0.3 else rand_dims(r, nd), focus=True, **kw)
+    elif op == "norm":
+        p = r.choice([I(2), I(1), S(3.0), S(float("inf")), S(-float("inf")), I(0), S(0.5)])
+        if r.random() < 0.4:
+            out = b.call(op, x, p, None, False, focus=True)
+        else:
+            out = b.call(op, x, p, rand_dims(r, nd), keep, focus=True)
+    elif op == "logsumexp":
+        out = b.call(op, x, rand_dims(r, nd) or [0], keep, focus=True)
+    elif op in ("softmax", "log_softmax", "cumsum", "cumprod"):
+        out = b.call(op, x, rand_dim(r, nd), focus=True, **dtk)
+    elif op in ("all", "any"):
+        if r.random() < 0.4:
+            out = b.call(op, x, None, False, focus=True)
+        else:
+            out = b.call(op, x, rand_dim(r, nd), keep, focus=True)
+    elif op in ("sort", "argsort"):
+        out = b.call(op, x, rand_dim(r, nd), r.random() < 0.5, focus=True)
+    else:  # topk
+        d = rand_dim(r, nd)
+        size = shape[d] if nd and -nd <= d < nd else 1
+        k = r.randint(0, size) if r.random() < 0.95 else size + 1
+        out = b.call(op, x, k, d, r.random() < 0.7, True, focus=True)
+    maybe_post(b, out if isinstance(out, V) else out[0])
+
+
+def rand_index_tensor(b, size, shape, allow_neg=True, bad=0.03):
+    r = b.rng
+    n = 1
+    for s in shape:
+        n *= s
+    hi = max(size, 1)
+    data = []
+    for _ in range(n):
+        if r.random() < bad or size == 0:
+            data.append(r.choice([size, -size - 1, 100]) if size else 0)
+        else:
+            i = r.randrange(hi)
+            data.append(i - size if allow_neg and r.random() < 0.3 else i)
+    return b.inp("int64", shape, data=data, rg=False)
+
+
+def rand_basic_index(r, shape):
+    idx = []
+    d = 0
+    used_ellipsis = False
+    while d < len(shape) and r.random() < 0.85:
+        c = r.choices(["int", "slice", "none", "ellipsis", "bool"], [3, 5, 1, 1, 0.3])[0]
+        if c == "int":
+            n = shape[d]
+            idx.append(r.randrange(-n, n) if n and r.random() < 0.97 else n)
+            d += 1
+        elif c == "slice":
+            n = shape[d]
+            start = r.choice([None, 0, 1, -1, -2, n, n + 2])
+            stop = r.choice([None, n, 1, -1, 2, 0, n + 5])
+            step = r.choice([None, 1, 2, 3]) if r.random() < 0.97 else r.choice([0, -1])
+            idx.append(slice(start, stop, step))
+            d += 1
+        elif c == "none":
+            idx.append(None)
+        elif c == "bool":
+            idx.append(r.random() < 0.5)
+        elif not used_ellipsis:
+            idx.append(Ellipsis)
+            used_ellipsis = True
+            d = len(shape) - r.randint(0, len(shape) - d)
+    return idx
+
+
+def fam_index(b):
+    r = b.rng
+    op = r.choice(["index", "index", "index_adv", "index_put_", "index_put_", "index_select", "gather", "scatter",
+                   "scatter_", "scatter_add", "index_add_", "masked_fill", "masked_fill_", "masked_select",
+                   "nonzero", "where", "where_scalar"])
+    dt = pick_float(r) if r.random() < 0.7 else pick_dtype(r)
+    shape = rand_shape(r, ndim=r.choice([1, 2, 2, 3]), zero=0.05)
+    x = b.inp(dt, shape, kind=r.choice(["normal", "special", "intlike"]))
+    nd = len(shape)
+    if op == "index":
+        out = b.call("index", x, rand_basic_index(r, shape), focus=True)
+    elif op == "index_adv":
+        idx = rand_basic_index(r, shape)[:1]
+        d = len([i for i in idx if isinstance(i, (int, slice)) and not isinstance(i, bool)])
+        if d < nd:
+            if r.random() < 0.7:
+                idx.append(rand_index_tensor(b, shape[d], rand_shape(r, ndim=r.choice([1, 1, 2]), hi=3)))
+            else:
+                mshape = shape[d:d + r.randint(1, nd - d)]
+                idx.append(b.inp("bool", mshape, rg=False))
+            if r.random() < 0.3 and d + 1 < nd:
+                idx.append(r.choice([slice(None), slice(None, None, 2),
+                                     rand_index_tensor(b, shape[d + 1] if d + 1 < nd else 1, [1])]))
+        out = b.call("index", x, idx, focus=True)
+    elif op == "index_put_":
+        base = x
+        if b.requires_grad(x) and r.random() < 0.85:
+            base = b.call("mul", x, I(1))
+        if r.random() < 0.5:
+            idx = rand_basic_index(r, shape)
+        else:
+            d = 0
+            if r.random() < 0.7:
+                idx = [rand_index_tensor(b, shape[d], rand_shape(r, ndim=1, hi=3))]
+            else:
+                idx = [b.inp("bool", shape[:r.randint(1, nd)], rg=False)]
+        if r.random() < 0.5:
+            val = rand_scalar(r)
+        else:
+            val = b.inp(r.choice([dt, dt, pick_dtype(r)]), r.choice([[], [1], shape[-1:]]))
+        out = b.call("index_put_", base, idx, val, focus=True)
+    elif op == "index_select":
+        d = rand_dim(r, nd)
+        size = shape[d] if -nd <= d < nd else 1
+        out = b.call("index_select", x, d, rand_index_tensor(b, size, [r.randint(0, 4)], allow_neg=False), focus=True)
+    elif op in ("gather", "scatter", "scatter_", "scatter_add", "index_add_"):
+        d = rand_dim(r, nd)
+        size = shape[d] if -nd <= d < nd else 1
+        ishape = [r.randint(0, s) if i != (d % nd if nd else 0) else r.randint(0, 4) for i, s in enumerate(shape)]
+        if op == "index_add_":
+            ishape = [r.randint(0, 4)]
+        idx = rand_index_tensor(b, size, ishape, allow_neg=False)
+        base = x
+        if op.endswith("_") and b.requires_grad(x) and r.random() < 0.85:
+            base = b.call("mul", x, I(1))
+        if op == "gather":
+            out = b.call("gather", x, d, idx, focus=True)
+        elif op == "index_add_":
+            sshape = list(shape)
+            if nd:
+                sshape[d % nd] = ishape[0]
+            src = b.inp(r.choice([dt, dt, pick_dtype(r)]), sshape)
+            kw = {"alpha": r.choice([I(2), S(0.5)])} if r.random() < 0.3 else {}
+            out = b.call("index_add_", base, d, idx, src, focus=True, **kw)
+        else:
+            src = b.inp(r.choice([dt, dt, pick_dtype(r)]), [s + r.randint(0, 1) for s in ishape])
+            if op in ("scatter", "scatter_") and r.random() < 0.3:
+                src = rand_scalar(r)
+            out = b.call(op, base, d, idx, src, focus=True)
+    elif op in ("masked_fill", "masked_fill_"):
+        m = b.inp("bool", broadcast_partner(r, shape), rg=False)
+        base = x
+        if op.endswith("_") and b.requires_grad(x) and r.random() < 0.85:
+            base = b.call("mul", x, I(1))
+        out = b.call(op, base, m, rand_scalar(r), focus=True)
+    elif op == "masked_select":
+        m = b.inp("bool", broadcast_partner(r, shape), rg=False)
+        out = b.call(op, x, m, focus=True)
+    elif op == "nonzero":
+        out = b.call(op, x, focus=True)
+    else:
+        c = b.inp("bool", broadcast_partner(r, shape), rg=False)
+        if op == "where":
+            y = b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape))
+            args = [x, y] if r.random() < 0.5 else [y, x]
+        else:
+            args = [x, rand_scalar(r)] if r.random() < 0.5 else [rand_scalar(r), x]
+        out = b.call("where", c, *args, focus=True)
+    maybe_post(b, out)
+
+
+VIEW_OPS = ["narrow", "select", "slice", "transpose", "permute", "unsqueeze", "squeeze", "diagonal", "unfold",
+            "view", "reshape", "t", "flatten", "index", "expand", "split", "chunk", "unbind", "mT", "movedim",
+            "detach"]
+INPLACE_OPS = ["add_", "mul_", "sub_", "div_", "copy_", "fill_", "zero_", "clamp_", "index_put_", "masked_fill_",
+               "neg_", "exp_", "sigmoid_", "pow_", "tanh_", "abs_", "addcmul_", "lerp_", "tril_"]
+
+
+def view_of(b, x):
+    """One random view op on x; returns the new value (or None if none fits)."""
+    r = b.rng
+    shape = b.shape(x)
+    nd = len(shape)
+    op = r.choice(VIEW_OPS)
+    if nd == 0 and op not in ("unsqueeze", "view", "reshape", "squeeze", "index", "expand", "detach", "flatten"):
+        op = "unsqueeze"
+    if op == "narrow":
+        d = r.randrange(nd)
+        start = r.randint(0, shape[d])
+        return b.call("narrow", x, d, start, r.randint(0, shape[d] - start))
+    if op == "select":
+        d = r.randrange(nd)
+        if shape[d] == 0:
+            return b.call("unsqueeze", x, 0)
+        return b.call("select", x, d, r.randrange(-shape[d], shape[d]))
+    if op == "slice":
+        d = r.randrange(nd)
+        return b.call("slice", x, d, r.choice([None, 0, 1]), r.choice([None, shape[d], -1]), r.choice([1, 2, 3]))
+    if op == "transpose":
+        return b.call("transpose", x, r.randrange(nd), r.randrange(nd))
+    if op == "permute":
+        p = list(range(nd))
+        r.shuffle(p)
+        return b.call("permute", x, p)
+    if op == "unsqueeze":
+        return b.call("unsqueeze", x, r.randint(-nd - 1, nd))
+    if op == "squeeze":
+        return b.call("squeeze", x, None if nd == 0 or r.random() < 0.4 else r.randrange(nd))
+    if op == "diagonal":
+        if nd < 2:
+            return b.call("unsqueeze", x, 0)
+        d1, d2 = r.sample(range(nd), 2)
+        return b.call("diagonal", x, r.randint(-1, 1), d1, d2)
+    if op == "unfold":
+        d = r.randrange(nd)
+        return b.call("unfold", x, d, r.randint(1, max(1, shape[d])), r.randint(1, 2))
+    if op in ("view", "reshape"):
+        n = b.numel(x)
+        cands = [[n], [-1], [1, n], [n, 1]] + ([[2, n // 2]] if n % 2 == 0 and n else []) + [shape[::-1]]
+        return b.call(op, x, r.choice(cands))
+    if op == "t":
+        return b.call("t", x) if nd <= 2 else b.call("transpose", x, 0, 1)
+    if op == "mT":
+        return b.call("mT", x) if nd >= 2 else b.call("unsqueeze", x, -1)
+    if op == "flatten":
+        return b.call("flatten", x, 0, -1) if nd < 2 else b.call("flatten", x, r.randrange(nd - 1), -1)
+    if op == "index":
+        return b.call("index", x, rand_basic_index(r, shape))
+    if op == "expand":
+        return b.call("expand", x, [r.randint(1, 2)] + [s if r.random() < 0.8 else -1 for s in shape])
+    if op == "movedim":
+        return b.call("movedim", x, r.randrange(nd), r.randrange(nd))
+    if op == "detach":
+        return b.call("detach", x)
+    d = r.randrange(nd)
+    if op == "split":
+        return r.choice(b.call("split", x, r.randint(1, max(1, shape[d])), d) or [x])
+    if op == "chunk":
+        return r.choice(b.call("chunk", x, r.randint(1, 3), d) or [x])
+    outs = b.call("unbind", x, d)
+    return r.choice(outs) if outs else b.call("unsqueeze", x, 0)
+
+
+def inplace_on(b, t):
+    r = b.rng
+    op = r.choice(INPLACE_OPS)
+    if b.overlap_unknown(t):
+        # Writing through a view whose elements share memory in ways torch does not
+        # check (unfold with step < size): the result depends on the order of writes.
+        return b.call("mul", t, S(2.0))
+    shape = b.shape(t)
+    dt = b.dtype(t)
+    if op in ("add_", "mul_", "sub_", "div_", "pow_"):
+        other = rand_scalar(r, r.choice(["sfloat", "sint"])) if r.random() < 0.5 else \
+            b.inp(r.choice([dt, dt, pick_float(r)]), broadcast_partner(r, shape), kind="intlike")
+        return b.call(op, t, other, focus=True)
+    if op == "copy_":
+        return b.call(op, t, b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape)), focus=True)
+    if op == "fill_":  # fill_(0-dim tensor): brisk has the Scalar form only
+        return b.call(op, t, rand_scalar(r), focus=True)
+    if op == "clamp_":
+        lo = r.choice([None, S(-0.5), I(0), S(-0.0)])
+        return b.call(op, t, lo, r.choice([None, S(0.5), I(1)]) if lo is not None else S(0.25), focus=True)
+    if op == "index_put_":
+        return b.call(op, t, rand_basic_index(r, shape), rand_scalar(r, "sfloat"), focus=True)
+    if op == "masked_fill_":
+        return b.call(op, t, b.inp("bool", broadcast_partner(r, shape), rg=False), rand_scalar(r), focus=True)
+    if op == "addcmul_":
+        return b.call(op, t, b.inp(dt, shape), b.inp(dt, broadcast_partner(r, shape)), focus=True,
+                      value=r.choice([None, S(0.5), I(2)]))
+    if op == "lerp_":
+        return b.call(op, t, b.inp(dt, shape), S(r.choice([0.25, 0.5, 2.0])), focus=True)
+    if op == "tril_":
+        return b.call(op, t, r.randint(-1, 1), focus=True)
+    return b.call(op, t, focus=True)
+
+
+def fam_views(b):
+    """View chains, in-place ops on bases and views, then old views used again."""
+    r = b.rng
+    dt = pick_float(r) if r.random() < 0.85 else pick_dtype(r)
+    shape = rand_shape(r, ndim=r.choice([1, 2, 2, 3, 3, 4]), lo=1, hi=4, zero=0.03)
+    x = b.inp(dt, shape, kind=r.choice(["normal", "intlike"]))
+    base = x
+    if b.requires_grad(x) and r.random() < 0.9:
+        base = b.call(r.choice(["mul", "add"]), x, I(r.choice([1, 0])) if r.random() < 0.5 else S(1.0))
+    chain = [base]
+    for _ in range(r.randint(1, 3)):
+        v = view_of(b, chain[-1] if r.random() < 0.7 else r.choice(chain))
+        if isinstance(v, list):
+            v = v[0] if v else chain[-1]
+        chain.append(v)
+    target = r.choice(chain)
+    inplace_on(b, target)
+    for _ in range(r.randint(0, 2)):
+        old = r.choice(chain)
+        c = r.random()
+        if c < 0.4:
+            b.call("mul", old, S(r.choice([2.0, -1.0])))
+        elif c < 0.6:
+            view_of(b, old)
+        elif c < 0.8:
+            inplace_on(b, r.choice(chain))
+        else:
+            b.call("sum", old, None, False)
+
+
+def fam_shape(b):
+    r = b.rng
+    op = r.choice(["cat", "cat", "stack", "hstack", "vstack", "dstack", "split", "chunk", "unbind", "flatten",
+                   "unflatten", "repeat", "tile", "flip", "roll", "tril", "triu", "movedim", "pad", "broadcast_to",
+                   "expand", "squeeze", "permute", "contiguous", "clone", "to", "reshape", "tril_", "triu_"])
+    dt = pick_float(r) if r.random() < 0.75 else pick_dtype(r)
+    shape = rand_shape(r, ndim=r.choice([0, 1, 2, 2, 3, 3, 4]), zero=0.06)
+    nd = len(shape)
+    x = b.inp(dt, shape)
+    if op in ("cat", "stack", "hstack", "vstack", "dstack"):
+        xs = [x]
+        d = rand_dim(r, nd + (1 if op == "stack" else 0))
+        for _ in range(r.randint(0, 2)):
+            s = list(shape)
+            if op == "cat" and nd and -nd <= d < nd and r.random() < 0.7:
+                s[d] = r.randint(0, 3)
+            if r.random() < 0.05 and s:
+                s[-1] += 1
+            if op == "cat" and r.random() < 0.05:
+                s = [0]  # the legacy empty 1-D tensor
+            xs.append(b.inp(r.choice([dt, dt, pick_dtype(r)]), s))
+        out = b.call(op, xs, d, focus=True) if op in ("cat", "stack") else b.call(op, xs, focus=True)
+    elif op in ("split", "chunk", "unbind"):
+        d = rand_dim(r, nd)
+        size = shape[d] if nd and -nd <= d < nd else 1
+        if op == "split":
+            if r.random() < 0.5:
+                arg = r.randint(1, max(1, size)) if r.random() < 0.97 else 0
+            else:
+                parts, left = [], size
+                while left > 0:
+                    p = r.randint(0, left)
+                    parts.append(p)
+                    left -= p
+                arg = parts + ([1] if r.random() < 0.05 else [])
+            outs = b.call("split", x, arg, d, focus=True)
+        elif op == "chunk":
+            outs = b.call("chunk", x, r.randint(1, 4) if r.random() < 0.97 else 0, d, focus=True)
+        else:
+            outs = b.call("unbind", x, d, focus=True)
+        if outs:
+            maybe_post(b, outs[-1])
+        return
+    elif op == "flatten":
+        s = rand_dim(r, nd)
+        out = b.call(op, x, s, r.choice([-1, s]), focus=True)
+    elif op == "unflatten":
+        d = rand_dim(r, nd)
+        size = shape[d] if nd and -nd <= d < nd else 1
+        sizes = [size] if size < 2 else ([2, size // 2] if size % 2 == 0 else [1, size])
+        if r.random() < 0.3:
+            sizes = [-1] + sizes[1:]
+        out = b.call(op, x, d, sizes, focus=True)
+    elif op in ("repeat", "tile"):
+        reps = [r.randint(0, 2) if r.random() < 0.1 else r.randint(1, 2) for _ in range(r.randint(max(0, nd - 1), nd + 1))]
+        out = b.call(op, x, reps, focus=True)
+    elif op == "flip":
+        out = b.call(op, x, rand_dims(r, nd), focus=True)
+    elif op == "roll":
+        if r.random() < 0.3:
+            out = b.call(op, x, [r.randint(-5, 5)], [], focus=True)
+        else:
+            dims = rand_dims(r, nd)
+            out = b.call(op, x, [r.randint(-5, 5) for _ in dims], dims, focus=True)
+    elif op in ("tril", "triu", "tril_", "triu_"):
+        if op.endswith("_") and b.requires_grad(x):
+            x = b.call("mul", x, I(1))
+        out = b.call(op, x, r.randint(-2, 2), focus=True)
+    elif op == "movedim":
+        out = b.call(op, x, rand_dim(r, nd), rand_dim(r, nd), focus=True)
+    elif op == "pad":
+        k = r.randint(1, max(1, nd))
+        pads = [r.randint(-1, 2) for _ in range(2 * k)]
+        kw = {"value": rand_scalar(r, "sfloat")} if r.random() < 0.5 else {}
+        out = b.call(r.choice(["pad", "F.pad"]), x, pads, focus=True, **kw)
+    elif op in ("broadcast_to", "expand"):
+        target = [r.randint(1, 3)] * r.randint(0, 1) + [s if s != 1 or r.random() < 0.5 else r.randint(1, 3)
+                                                        for s in shape]
+        if op == "expand" and target and r.random() < 0.3:
+            target[-1] = -1
+        out = b.call(op, x, target, focus=True)
+    elif op == "squeeze":
+        out = b.call(op, x, None if r.random() < 0.4 else rand_dim(r, nd), focus=True)
+    elif op == "permute":
+        p = list(range(nd))
+        r.shuffle(p)
+        if r.random() < 0.05 and p:
+            p[0] = p[-1]
+        out = b.call(op, x, p, focus=True)
+    elif op == "to":
+        out = b.call(op, x, DT(pick_dtype(r)), focus=True)
+    elif op == "reshape":
+        n = b.numel(x)
+        out = b.call(op, x, r.choice([[-1], [n, 1], [1, -1], [n + 1], shape[::-1]]), focus=True)
+    else:
+        out = b.call(op, x, focus=True)
+    maybe_post(b, out)
+
+
+def fam_matmul(b):
+    r = b.rng
+    op = r.choice(["matmul", "matmul", "matmul", "mm", "bmm", "mv", "dot", "outer", "addmm", "einsum", "F.linear",
+                   "F.bilinear"])
+    dt = pick_float(r) if r.random() < 0.9 else pick_dtype(r)
+    dt2 = dt if r.random() < 0.9 else pick_dtype(r)
+    n, k, m = r.randint(0, 3) if r.random() < 0.1 else r.randint(1, 4), r.randint(1, 5), r.randint(1, 4)
+    if r.random() < 0.05:
+        k = 0
+    bad = r.random() < 0.05
+    kind = "small" if r.random() < 0.7 else "special"
+    if op == "matmul":
+        da, db_ = r.choice([1, 2, 3, 4]), r.choice([1, 2, 3, 4])
+        batch = [r.randint(1, 3) for _ in range(2)]
+        sa = ([k] if da == 1 else batch[:da - 2] + [n, k])
+        sb = ([k + bad] if db_ == 1 else [1 if r.random() < 0.5 else x for x in batch[:db_ - 2]] + [k + bad, m])
+        out = b.call(op, b.inp(dt, sa, kind=kind), b.inp(dt2, sb, kind=kind), focus=True)
+    elif op in ("mm", "bmm"):
+        pre = [] if op == "mm" else [r.randint(1, 3)]
+        out = b.call(op, b.inp(dt, pre + [n, k], kind=kind), b.inp(dt2, pre + [k + bad, m], kind=kind), focus=True)
+    elif op == "mv":
+        out = b.call(op, b.inp(dt, [n, k], kind=kind), b.inp(dt2, [k + bad], kind=kind), focus=True)
+    elif op in ("dot", "outer"):
+        out = b.call(op, b.inp(dt, [k], kind=kind), b.inp(dt2, [k + bad if op == "dot" else m], kind=kind),
+                     focus=True)
+    elif op == "addmm":
+        kw = {}
+        if r.random() < 0.4:
+            kw["beta"] = r.choice([I(0), S(0.5), I(2)])
+        if r.random() < 0.4:
+            kw["alpha"] = r.choice([I(0), S(-1.5), I(2)])
+        s = b.inp(dt, r.choice([[n, m], [m], [1, m], [n, 1], []]), kind=kind)
+        out = b.call(op, s, b.inp(dt, [n, k], kind=kind), b.inp(dt2, [k + bad, m], kind=kind), focus=True, **kw)
+    elif op == "einsum":
+        eq, shapes = r.choice([("ij,jk->ik", [[n, k], [k, m]]), ("bij,bjk->bik", [[2, n, k], [2, k, m]]),
+                               ("i,i->", [[k], [k]]), ("ij->ji", [[n, k]]), ("ii->i", [[k, k]]),
+                               ("ij,j->i", [[n, k], [k]]), ("i,j->ij", [[n], [m]]), ("ij->", [[n, k]]),
+                               ("bij->bj", [[2, n, k]]), ("ij,ij->i", [[n, k], [n, k]]),
+                               ("...ij,...jk->...ik", [[2, n, k], [k, m]]), ("ijk->kji", [[n, k, m]])])
+        out = b.call(op, eq, [b.inp(dt, s, kind=kind) for s in shapes], focus=True)
+    elif op == "F.linear":
+        x = b.inp(dt, rand_shape(r, ndim=r.choice([1, 2, 3]))[:-1] + [k], kind=kind)
+        w = b.inp(dt2, [m, k + bad], kind=kind)
+        bias = b.inp(dt, [m], kind=kind) if r.random() < 0.6 else None
+        out = b.call(op, x, w, bias, focus=True)
+    else:
+        x1 = b.inp(dt, [n, k], kind=kind)
+        x2 = b.inp(dt, [n, m], kind=kind)
+        w = b.inp(dt2, [2, k, m + bad], kind=kind)
+        out = b.call(op, x1, x2, w, b.inp(dt, [2], kind=kind) if r.random() < 0.5 else None, focus=True)
+    maybe_post(b, out)
+
+
+def fam_nn(b):
+    r = b.rng
+    op = r.choice(["act", "act", "F.layer_norm", "F.dropout", "F.embedding", "loss", "loss", "loss", "F.conv1d",
+                   "F.conv2d", "F.conv_transpose2d", "pool", "pool", "F.batch_norm", "F.group_norm",
+                   "F.scaled_dot_product_attention", "F.softmax", "F.log_softmax"])
+    dt = pick_float(r) if r.random() < 0.93 else pick_dtype(r)
+    kind = r.choice(["normal", "normal", "special", "small"])
+    if op == "act":
+        name = r.choice(["F.relu", "F.gelu", "F.silu", "sigmoid", "tanh", "softplus", "relu", "gelu", "silu"])
+        x = b.inp(dt, rand_shape(r), kind=kind)
+        kw = {"approximate": "tanh"} if "gelu" in name and r.random() < 0.5 else {}
+        out = b.call(name, x, focus=True, **kw)
+    elif op in ("F.softmax", "F.log_softmax"):
+        shape = rand_shape(r, ndim=r.choice([1, 2, 3]))
+        out = b.call(op, b.inp(dt, shape, kind=kind), rand_dim(r, len(shape)), focus=True)
+    elif op == "F.layer_norm":
+        shape = rand_shape(r, ndim=r.choice([1, 2, 3]), zero=0.03)
+        k = r.randint(1, len(shape))
+        ns = shape[-k:] if r.random() < 0.95 else [s + 1 for s in shape[-k:]]
+        w = b.inp(dt, ns, kind="normal") if r.random() < 0.6 else None
+        bias = b.inp(dt, ns, kind="normal") if r.random() < 0.5 else None
+        kw = {"eps": r.choice([1e-5, 1e-3, 0.0])} if r.random() < 0.3 else {}
+        out = b.call(op, b.inp(dt, shape, kind=kind), ns, w, bias, focus=True, **kw)
+    elif op == "F.dropout":
+        p, training = r.choice([(0.0, True), (0.5, False), (0.0, False), (1.0, False)])
+        out = b.call(op, b.inp(dt, rand_shape(r), kind=kind), p, training, focus=True)
+    elif op == "F.embedding":
+        nemb, d = r.randint(1, 5), r.randint(1, 3)
+        w = b.inp(dt, [nemb, d], kind="normal")
+        idx = rand_index_tensor(b, nemb, rand_shape(r, ndim=r.choice([0, 1, 2])), allow_neg=False, bad=0.02)
+        kw = {"padding_idx": r.randrange(-nemb, nemb)} if r.random() < 0.4 else {}
+        out = b.call(op, idx, w, focus=True, **kw)
+    elif op == "loss":
+        out = gen_loss(b, dt, kind)
+    elif op in ("F.conv1d", "F.conv2d", "F.conv_transpose2d"):
+        out = gen_conv(b, op, dt, kind)
+    elif op == "pool":
+        out = gen_pool(b, dt, kind)
+    elif op == "F.batch_norm":
+        n, c = r.randint(1, 3), r.randint(1, 3)
+        shape = [n, c] + rand_shape(r, ndim=r.choice([0, 1, 2]))
+        x = b.inp(dt, shape, kind=kind)
+        training = r.random() < 0.5
+        rm = rv = None
+        if not training or r.random() < 0.5:
+            rm = b.inp(dt, [c], kind="normal", rg=False)
+            rv = b.inp(dt, [c], kind="positive", rg=False)
+        kw = {"training": training}
+        if r.random() < 0.6:
+            kw["weight"] = b.inp(dt, [c], kind="normal")
+        if r.random() < 0.5:
+            kw["bias"] = b.inp(dt, [c], kind="normal")
+        if r.random() < 0.3:
+            kw["momentum"] = r.choice([0.5, 0.0, 1.0])
+        out = b.call(op, x, rm, rv, focus=True, **kw)
+    elif op == "F.group_norm":
+        g = r.randint(1, 3)
+        c = g * r.randint(1, 2) if r.random() < 0.95 else g + 1
+        shape = [r.randint(1, 2), c] + rand_shape(r, ndim=r.choice([0, 1, 2]))
+        kw = {}
+        if r.random() < 0.5:
+            kw["weight"] = b.inp(dt, [c], kind="normal")
+            kw["bias"] = b.inp(dt, [c], kind="normal")
+        out = b.call(op, b.inp(dt, shape, kind=kind), g, focus=True, **kw)
+    else:
+        bs, L, S_, E = [r.randint(1, 2)], r.randint(1, 4), r.randint(1, 4), r.randint(1, 4)
+        q = b.inp(dt, bs + [L, E], kind="small")
+        k_ = b.inp(dt, bs + [S_, E], kind="small")
+        v = b.inp(dt, bs + [S_, r.randint(1, 3)], kind="small")
+        kw = {}
+        c = r.random()
+        if c < 0.3:
+            kw["is_causal"] = True
+        elif c < 0.6:
+            data = [True] * (L * S_)
+            for i in range(L * S_):
+                if i % S_ != 0 and r.random() < 0.4:
+                    data[i] = False  # column 0 stays visible: no row fully masked
+            kw["attn_mask"] = b.inp("bool", [L, S_], data=data, rg=False) if r.random() < 0.6 else \
+                b.inp(dt, [L, S_], kind="small")
+        if r.random() < 0.3:
+            kw["scale"] = r.choice([0.5, 2.0])
+        out = b.call(op, q, k_, v, focus=True, **kw)
+    maybe_post(b, out if isinstance(out, V) else out[0])
+
+
+def gen_loss(b, dt, kind):
+    r = b.rng
+    name = r.choice(["F.mse_loss", "F.l1_loss", "F.smooth_l1_loss", "F.huber_loss", "F.nll_loss", "F.cross_entropy",
+                     "F.cross_entropy", "F.binary_cross_entropy", "F.binary_cross_entropy_with_logits", "F.kl_div"])
+    red = r.choice(["mean", "sum", "none", "mean"])
+    kw = {"reduction": red}
+    if name in ("F.nll_loss", "F.cross_entropy"):
+        n, c = r.randint(0 if r.random() < 0.05 else 1, 4), r.randint(1, 4)
+        extra = rand_shape(r, ndim=r.choice([0, 0, 1, 2]), hi=2)
+        shape = [n, c] + extra if r.random() < 0.85 else [c]
+        tshape = [n] + extra if len(shape) > 1 else []
+        x = b.inp(dt, shape, kind=kind if name == "F.cross_entropy" else "normal")
+        if name == "F.cross_entropy" and r.random() < 0.3:
+            t = b.inp(dt, shape, kind="unit", rg=False)  # class probabilities
+        else:
+            data = [r.randrange(c) if r.random() < 0.9 else r.choice([-100, c, 1]) for _ in range(_prod(tshape))]
+            t = b.inp("int64", tshape, data=data, rg=False)
+            if r.random() < 0.3:
+                kw["ignore_index"] = r.choice([-100, 0, 1])
+        if r.random() < 0.3:
+            kw["weight"] = b.inp(dt, [c], kind="positive", rg=False)
+        if name == "F.cross_entropy" and r.random() < 0.35:
+            kw["label_smoothing"] = r.choice([0.1, 0.5, 0.0])
+        return b.call(name, x, t, focus=True, **kw)
+    shape = rand_shape(r, zero=0.05)
+    if name == "F.binary_cross_entropy":
+        x = b.inp(dt, shape, kind="unit")
+        t = b.inp(dt, shape if r.random() < 0.95 else shape + [2], kind="unit", rg=False)
+        if r.random() < 0.3:
+            kw["weight"] = b.inp(dt, broadcast_partner(r, shape), kind="positive", rg=False)
+        return b.call(name, x, t, focus=True, **kw)
+    if name == "F.binary_cross_entropy_with_logits":
+        x = b.inp(dt, shape, kind=kind)
+        t = b.inp(dt, shape, kind="unit", rg=r.random() < 0.3)
+        if r.random() < 0.3:
+            kw["weight"] = b.inp(dt, broadcast_partner(r, shape), kind="positive", rg=False)
+        if r.random() < 0.3 and shape:
+            kw["pos_weight"] = b.inp(dt, shape[-1:], kind="positive", rg=False)
+        return b.call(name, x, t, focus=True, **kw)
+    if name == "F.kl_div":
+        if red == "mean" and r.random() < 0.5:
+            kw["reduction"] = "batchmean"
+        lt = r.random() < 0.3
+        if lt:
+            kw["log_target"] = True
+        x = b.inp(dt, shape, kind="normal")
+        t = b.inp(dt, shape, kind="normal" if lt else "unit", rg=r.random() < 0.3)
+        return b.call(name, x, t, focus=True, **kw)
+    if name == "F.smooth_l1_loss" and r.random() < 0.5:
+        kw["beta"] = r.choice([0.5, 2.0, 0.0])
+    if name == "F.huber_loss" and r.random() < 0.5:
+        kw["delta"] = r.choice([0.5, 2.0])
+    x = b.inp(dt, shape, kind=kind)
+    t = b.inp(dt if r.random() < 0.9 else pick_float(r), shape, kind=kind, rg=r.random() < 0.3)
+    return b.call(name, x, t, focus=True, **kw)
+
+
+def _prod(s):
+    n = 1
+    for x in s:
+        n *= x
+    return n
+
+
+def gen_conv(b, op, dt, kind):
+    r = b.rng
+    d = 1 if op == "F.conv1d" else 2
+    groups = r.choice([1, 1, 1, 2])
+    cin = groups * r.randint(1, 2)
+    cout = groups * r.randint(1, 2)
+    ks = [r.randint(1, 3) for _ in range(d)]
+    sp = [r.randint(max(1, k), k + 3) for k in ks]
+    batch = [r.randint(1, 2)] if r.random() < 0.8 else []
+    x = b.inp(dt, batch + [cin] + sp, kind=kind)
+    kw = {}
+    if r.random() < 0.4:
+        kw["stride"] = r.choice([1, 2, [1, 2][:d] if d == 2 else 2])
+    if r.random() < 0.4:
+        kw["padding"] = r.choice([0, 1, [1, 0][:d] if d == 2 else 1] + (["same", "valid"] if op != "F.conv_transpose2d"
+                                                                        and "stride" not in kw else []))
+    if r.random() < 0.25:
+        kw["dilation"] = r.choice([1, 2])
+    if groups > 1:
+        kw["groups"] = groups
+    if op == "F.conv_transpose2d":
+        w = b.inp(dt, [cin, cout // groups] + ks, kind="small")
+        if r.random() < 0.2 and kw.get("stride", 1) == 2:
+            kw["output_padding"] = 1
+    else:
+        w = b.inp(dt, [cout, cin // groups + (1 if r.random() < 0.03 else 0)] + ks, kind="small")
+    bias = b.inp(dt, [cout], kind="small") if r.random() < 0.5 else None
+    return b.call(op, x, w, bias, focus=True, **kw)
+
+
+def gen_pool(b, dt, kind):
+    r = b.rng
+    name = r.choice(["F.max_pool1d", "F.max_pool2d", "F.max_pool2d_with_indices", "F.avg_pool1d", "F.avg_pool2d",
+                     "F.adaptive_avg_pool2d"])
+    d = 1 if name.endswith("1d") else 2
+    batch = [r.randint(1, 2)] if r.random() < 0.7 else []
+    sp = [r.randint(1, 5) for _ in range(d)]
+    x = b.inp(dt, batch + [r.randint(1, 2)] + sp, kind=kind)
+    if name == "F.adaptive_avg_pool2d":
+        return b.call(name, x, [r.randint(1, 3), r.randint(1, 3)] if r.random() < 0.7 else r.randint(1, 3),
+                      focus=True)
+    k = r.randint(1, 3) if r.random() < 0.6 else [r.randint(1, 3) for _ in range(d)]
+    kw = {}
+    if r.random() < 0.5:
+        kw["stride"] = r.randint(1, 2)
+    if r.random() < 0.3:
+        kw["padding"] = r.randint(0, 1)
+    if r.random() < 0.3:
+        kw["ceil_mode"] = True
+    if "max" in name and r.random() < 0.2:
+        kw["dilation"] = 2
+    if "avg" in name and r.random() < 0.3:
+        kw["count_include_pad"] = False
+    if name == "F.avg_pool2d" and r.random() < 0.15:
+        kw["divisor_override"] = r.choice([1, 3])
+    return b.call(name, x, k, focus=True, **kw)
+
+
+def fam_factory(b):
+    r = b.rng
+    op = r.choice(["arange", "arange", "linspace", "full", "scalar_tensor", "full_like", "eye"])
+    dt = r.choice([None, None] + ALL)
+    if op in ("arange", "linspace") and dt == "bool":
+        dt = None  # torch has no bool arange/linspace
+    kw = {"dtype": DT(dt)} if dt else {}
+    if op == "arange":
+        c = r.random()
+        if c < 0.4:
+            args = [I(r.randint(-3, 2)), I(r.randint(-2, 6)), I(r.choice([1, 2, 3, -1]))]
+        else:
+            args = [r.choice([S(-2.5), S(0.0), I(0), S(0.5), S(1.25)]), r.choice([S(2.5), I(5), S(3.7), S(-1.0)]),
+                    r.choice([I(1), S(0.5), S(0.3), I(2), S(-0.5)])]
+        if r.random() < 0.03:
+            args[2] = I(0)
+        out = b.call(op, *args, focus=True, **kw)
+    elif op == "linspace":
+        out = b.call(op, rand_scalar(r, r.choice(["sint", "sfloat"])), r.choice([I(5), S(2.5), I(-3), S(1.0)]),
+                     r.choice([0, 1, 2, 5, 7]), focus=True, **kw)
+    elif op == "full":
+        out = b.call(op, rand_shape(r), rand_scalar(r), focus=True, **kw)
+    elif op == "scalar_tensor":
+        out = b.call(op, rand_scalar(r), focus=True, **{"dtype": DT(dt or "float32")})
+    elif op == "full_like":
+        out = b.call(op, b.inp(pick_dtype(r), rand_shape(r), rg=False), rand_scalar(r), focus=True, **kw)
+    else:
+        out = b.call(op, r.randint(0, 4), r.randint(0, 4), focus=True, **kw)
+    maybe_post(b, out)
+
+
+def fam_chain(b):
+    """A few ops in a row on float tensors with gradients (composition of
+    backward formulas)."""
+    r = b.rng
+    b.grad = True
+    dt = pick_float(r) if r.random() < 0.5 else "float64"
+    shape = rand_shape(r, ndim=r.choice([1, 2, 3]), lo=1, hi=3, zero=0.0)
+    x = b.inp(dt, shape, kind=r.choice(["small", "normal", "positive"]))
+    cur = x
+    for _ in range(r.randint(2, 4)):
+        c = r.random()
+        nd = b.ndim(cur)
+        if c < 0.3:
+            cur = b.call(r.choice(["exp", "tanh", "sigmoid", "sin", "square", "abs", "relu", "silu", "gelu", "neg",
+                                   "log1p", "sqrt", "erf", "softplus"]), cur)
+        elif c < 0.55:
+            y = b.inp(dt, broadcast_partner(r, b.shape(cur)), kind="small")
+            cur = b.call(r.choice(["add", "mul", "sub", "div", "maximum", "minimum", "atan2", "pow"]), cur, y)
+        elif c < 0.7 and nd:
+            cur = b.call(r.choice(["sum", "mean", "amax", "logsumexp"]), cur, [rand_dim(r, nd, 0)], r.random() < 0.5) \
+                if r.random() < 0.7 else b.call(r.choice(["softmax", "log_softmax", "cumsum", "cumprod"]), cur,
+                                                 rand_dim(r, nd, 0))
+        elif c < 0.85:
+            v = view_of(b, cur)
+            cur = v[0] if isinstance(v, list) and v else (v if isinstance(v, V) else cur)
+        else:
+            cur = b.call("where", b.inp("bool", broadcast_partner(r, b.shape(cur)), rg=False), cur,
+                         rand_scalar(r, "sfloat"))
+    b.focus = len(b.ops) - 1
+
+
+FAMILIES = [  # name, function, weight
+    ("promotion", fam_promotion, 14),
+    ("unary", fam_unary, 8),
+    ("ternary", fam_ternary, 5),
+    ("intdiv", fam_intdiv, 9),
+    ("reduce", fam_reduce, 12),
+    ("index", fam_index, 12),
+    ("views", fam_views, 12),
+    ("shape", fam_shape, 9),
+    ("matmul", fam_matmul, 7),
+    ("nn", fam_nn, 12),
+    ("factory", fam_factory, 3),
+    ("chain", fam_chain, 6),
+]
+
+
+def generate(seed, case):
+    """The program of (seed, case) with its PyTorch result: (builder, result)
+    or (builder, None) when the reference cannot run it."""
+    r = random.Random("%d:%d" % (seed, case))
+    names = [f[0] for f in FAMILIES]
+    weights = [f[2] for f in FAMILIES]
+    fam = r.choices(names, weights)[0]
+    fn = dict((f[0], f[1]) for f in FAMILIES)[fam]
+    b = Builder(r, fam)
+    b.grad2 = r.random() < 0.25
+    try:
+        fn(b)
+    except StopProgram:
+        pass
+    except SkipCase as e:
+        b.skip_reason = str(e)
+        return b, None
+    return b, b.finish()
