@@ -354,12 +354,10 @@ class Tensor {
 
   // ---- autograd (src/autograd; see include/brisk/autograd.h) ---------------
   /// True for a leaf that requires grad and for any result of a recorded op.
+  /// (A view requires grad when its root does, as in PyTorch: Note [View + in-place].)
   BRISK_ALWAYS_INLINE bool requires_grad() const {
-    // A view whose root requires grad may have to regenerate its history
-    // first (Note [View + in-place]).
-    return impl_->requires_grad || (impl_->view_base && impl_->view_base->requires_grad && view_requires_grad_slow());
+    return impl_->requires_grad || (impl_->view_base && impl_->view_base->requires_grad);
   }
-  bool view_requires_grad_slow() const;
   /// Makes a floating point leaf require (or stop requiring) gradients.
   Tensor& requires_grad_(bool r = true);
   Tensor& set_requires_grad(bool r) { return requires_grad_(r); }

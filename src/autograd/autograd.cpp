@@ -411,8 +411,11 @@ void mark_view(const Tensor& view, const Tensor& base) {
   // this checks that a recorded view op really produced a view of `base`.
   BRISK_ASSERT(base.is_inference() || view.impl()->view_base);
   // A view an op made under its own NoGradGuard is the op's, not the user's
-  // no-grad view (Note [View + in-place], rule 3).
-  view.impl()->view_creation = static_cast<uint8_t>(ViewCreation::Default);
+  // no-grad view (Note [View + in-place], rule 3); it inherits what its base
+  // was made as (a view of an output of split is one too).
+  const TensorImpl* b = base.impl();
+  view.impl()->view_creation =
+      b->view_base ? b->view_creation : static_cast<uint8_t>(ViewCreation::Default);
 }
 
 void mark_multi_output_views(const std::vector<Tensor>& views) {
@@ -525,7 +528,6 @@ uint32_t Tensor::output_nr() const {
   if (impl_->view_base) autograd::refresh_view(*this);
   return impl_->autograd ? impl_->autograd->output_nr : 0;
 }
-bool Tensor::view_requires_grad_slow() const { return autograd::refresh_view(*this); }
 
 void Tensor::retain_grad() const {
   BRISK_CHECK(requires_grad(), "retain_grad", "can't retain_grad on a tensor that has requires_grad=false");

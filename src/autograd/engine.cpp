@@ -204,7 +204,8 @@ std::vector<Edge> make_roots(const char* op, const TensorList& outputs, const Te
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& o = outputs[i];
     BRISK_CHECK(o.defined(), op, "output ", i, " is an undefined tensor");
-    BRISK_CHECK(o.requires_grad(), op, "element ", i, " of tensors does not require grad and does not have a grad_fn");
+    Edge root = gradient_edge(o);  // (regenerates a stale view's history first)
+    BRISK_CHECK(root.valid(), op, "element ", i, " of tensors does not require grad and does not have a grad_fn");
     Tensor g = i < grad_outputs.size() ? grad_outputs[i] : Tensor();
     if (!g.defined()) {
       BRISK_CHECK(o.numel() == 1, op, "grad can be implicitly created only for scalar outputs (output ", i,
@@ -215,7 +216,7 @@ std::vector<Edge> make_roots(const char* op, const TensorList& outputs, const Te
                   " and output[", i, "] has a shape of ", o.sizes());
       if (g.dtype() != o.dtype()) g = g.to(o.dtype());
     }
-    roots.push_back(gradient_edge(o));
+    roots.push_back(std::move(root));
     root_grads.push_back(std::move(g));
   }
   return roots;

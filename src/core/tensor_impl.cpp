@@ -209,8 +209,12 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
     // Note [View + in-place] (src/autograd/autograd.cpp): the version the
     // view's history matches, and whether it was made with grad mode off.
     impl->view_version = b->storage->version.load(std::memory_order_relaxed);
-    impl->view_creation = static_cast<uint8_t>(autograd::tls::t_grad_enabled ? ViewCreation::Default
-                                                                             : ViewCreation::NoGradMode);
+    // A view of a view made in no-grad mode or by a multi-output op inherits
+    // that (PyTorch's propagate_creation_meta).
+    impl->view_creation =
+        b->view_base && b->view_creation != static_cast<uint8_t>(ViewCreation::Default)
+            ? b->view_creation
+            : static_cast<uint8_t>(autograd::tls::t_grad_enabled ? ViewCreation::Default : ViewCreation::NoGradMode);
   }
   return Tensor(Ref<TensorImpl>::adopt(impl));
 }

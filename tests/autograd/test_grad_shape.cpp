@@ -287,12 +287,15 @@ TEST(GradShape, ViewTracking) {
     }
   }
 
-  // no graph and no view tracking without grad mode or without requires_grad
+  // no graph without grad mode or without requires_grad; a view made in
+  // no-grad mode still says it requires grad when its base does (as in
+  // PyTorch), yet has no history
   {
     NoGradGuard ng;
     Tensor r = x.view({12});
-    EXPECT_FALSE(r.requires_grad());
+    EXPECT_TRUE(r.requires_grad());
     EXPECT_FALSE(r.grad_fn());
+    EXPECT_FALSE((r * 2).requires_grad());
   }
   Tensor plain = ones({3, 4});
   EXPECT_FALSE(plain.transpose(0, 1).requires_grad());

@@ -146,6 +146,10 @@ TEST(ViewInplace, MultiOutputViewsAreRefused) {
   Tensor b = a * 1;
   auto c = b.chunk(2);
   expect_error([&] { c[0].mul_(2); }, {"[mul_]", "several views"});
+  // a view of such a view inherits it (torch raises on the add_ too)
+  Tensor y = ones({}, kDouble).requires_grad_();
+  Tensor part = zeros({2, 3, 1}).split(1, 2)[0].squeeze(1);
+  expect_error([&] { part.add_(y); }, {"several views", "modified in place"});
   auto u = (a * 1).unbind();
   Tensor d = a * 1;
   auto parts = d.split(2);

@@ -79,6 +79,38 @@ std::vector<GradCase> cases() {
       {"mse_loss", {{3, 4}, {3, 4}}, [](const V& x) { return F::mse_loss(x[0], x[1]); }},
       {"sdpa_causal", {{2, 4, 6, 8}, {2, 4, 6, 8}, {2, 4, 6, 8}},
        [](const V& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true); }},
+      // Note [View + in-place]: stale views regenerated, CopySlices on a
+      // transposed root, an expanded (overlapping) view, a buffer filled
+      // through views
+      {"view_inplace_stale_view", {{4, 6}, {6}},
+       [](const V& x) {
+         Tensor b = x[0] * 1;
+         Tensor v = b.narrow(0, 1, 2);
+         b.mul_(x[1]);
+         return v * 2 + b.sum(0);
+       }},
+      {"view_inplace_transposed_root", {{3, 4}, {3}},
+       [](const V& x) {
+         Tensor b = (x[0] * 1).t();
+         b.select(0, 1).mul_(x[1]);
+         b.slice(1, 0, 3, 2).add_(x[0].t().slice(1, 0, 3, 2) * 2);
+         return b;
+       }},
+      {"view_inplace_expanded", {{5}},
+       [](const V& x) {
+         Tensor b = x[0] * 1;
+         Tensor e = b.unsqueeze(0).expand({3, 5});
+         b.mul_(x[0]);
+         return e * e;
+       }},
+      {"view_inplace_buffer", {{2, 3}, {3}},
+       [](const V& x) {
+         Tensor buf = zeros({3, 3}, x[0].options());
+         Tensor row0 = buf.select(0, 0);
+         buf.narrow(0, 1, 2).copy_(x[0].sin());
+         row0.copy_(x[1] * x[1]);
+         return buf * row0;
+       }},
   };
 }
 
