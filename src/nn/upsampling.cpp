@@ -23,6 +23,7 @@
 // computes scale * (i + 0.5) - 0.5 with, and the nearest modes' float floor
 // (a float64 input's positions are rounded to float before flooring).
 // Each dim becomes index_select (one per tap) times a weight column, summed.
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -174,6 +175,13 @@ Tensor resample_dim(const Tensor& x, int64_t axis, const DimPlan& p) {
 
 /// Area mode: adaptive average pooling, per rank.
 Tensor area(const Tensor& x, const std::vector<int64_t>& out) {
+  // An empty output, or no channels: torch gives the empty result (brisk's
+  // adaptive_avg_pool2d refuses an empty C).
+  if (std::find(out.begin(), out.end(), int64_t(0)) != out.end() || x.size(1) == 0) {
+    DimVector shape{x.size(0), x.size(1)};
+    for (int64_t o : out) shape.push_back(o);
+    return x.flatten(2).narrow(2, 0, 0).reshape(shape).clone();
+  }
   if (x.dim() == 3) return adaptive_avg_pool2d(x.unsqueeze(2), {1, out[0]}).squeeze(2);
   if (x.dim() == 4) return adaptive_avg_pool2d(x, {out[0], out[1]});
   // 5-D: pool (H, W) of every depth slice, then D (the pooling is separable).
