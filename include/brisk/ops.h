@@ -174,8 +174,8 @@ Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
 /// NaN -> nan (0 by default), +inf -> posinf, -inf -> neginf (by default the
 /// dtype's largest and lowest finite values). Integer inputs are copied.
-Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
-                  std::optional<double> neginf = std::nullopt);
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
+                  std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt);
 /// grad where self > threshold (or nan), else 0, in one pass (ReLU's
 /// backward; not differentiable itself).
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);

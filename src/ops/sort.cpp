@@ -195,7 +195,9 @@ std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim)
 }
 Tensor Tensor::median() const { return brisk::median(*this); }
 Tensor Tensor::nanmedian() const { return brisk::nanmedian(*this); }
-std::tuple<Tensor, Tensor> Tensor::median(int64_t dim, bool keepdim) const { return brisk::median(*this, dim, keepdim); }
+std::tuple<Tensor, Tensor> Tensor::median(int64_t dim, bool keepdim) const {
+  return brisk::median(*this, dim, keepdim);
+}
 std::tuple<Tensor, Tensor> Tensor::nanmedian(int64_t dim, bool keepdim) const {
   return brisk::nanmedian(*this, dim, keepdim);
 }
