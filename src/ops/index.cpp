@@ -474,7 +474,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
     const bool has_value = value != nullptr;
     const bool acc = mode.accumulate;
     const DimVector vsizes = has_value ? to_dims(value->sizes()) : DimVector();
-    const DimVector ssizes = has_value ? to_dims(val.sizes()) : DimVector();  // without leading ones
+    const DimVector ssizes = has_value ? to_dims(val.sizes()) : DimVector();  // Python forms: leading ones dropped
     // The old value passes through where it was kept (everywhere when adding).
     if (p.adv.empty()) {
       auto fn = [has_value, vsizes, ssizes, self_needs, acc](BackwardCtx& c) -> TensorList {
