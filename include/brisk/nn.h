@@ -15,3 +15,4 @@
 #include "brisk/nn/pooling.h"
 #include "brisk/nn/normalization.h"
 #include "brisk/nn/attention.h"
+#include "brisk/nn/upsampling.h"

@@ -106,6 +106,12 @@ BRISK_DECLARE_BINARY(logical_xor)
 BRISK_DECLARE_BINARY(bitwise_and)
 BRISK_DECLARE_BINARY(bitwise_or)
 BRISK_DECLARE_BINARY(bitwise_xor)
+/// Integer shifts (PyTorch 2's rules): a count outside [0, bit width) gives 0,
+/// or -1 for a right shift of a negative value; left shifts wrap.
+BRISK_DECLARE_BINARY(bitwise_left_shift)
+BRISK_DECLARE_BINARY(bitwise_right_shift)
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b);
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b);
 #undef BRISK_DECLARE_BINARY
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight);
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
@@ -166,6 +172,10 @@ BRISK_DECLARE_UNARY(isfinite)
 #undef BRISK_DECLARE_UNARY
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
+/// NaN -> nan (0 by default), +inf -> posinf, -inf -> neginf (by default the
+/// dtype's largest and lowest finite values). Integer inputs are copied.
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
+                  std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt);
 /// grad where self > threshold (or nan), else 0, in one pass (ReLU's
 /// backward; not differentiable itself).
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
@@ -207,6 +217,15 @@ std::tuple<Tensor, Tensor> sort(const Tensor& x, int64_t dim = -1, bool descendi
 Tensor argsort(const Tensor& x, int64_t dim = -1, bool descending = false);
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
                                 bool sorted = true);
+/// The lower of the two middle values (NaN if any element is NaN; NaN for an
+/// empty input). The gradient is split among the elements equal to it.
+Tensor median(const Tensor& x);
+/// (values, indices) along dim, as max(dim): the lower middle value of each
+/// row (NaN and the index of the first NaN for a row holding NaN).
+std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim = false);
+/// median ignoring NaN (NaN only where every element is NaN).
+Tensor nanmedian(const Tensor& x);
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim = false);
 
 // ---- linear algebra ----------------------------------------------------------------
 /// numpy/PyTorch matmul: dot, mv, mm, and batched with broadcasting.
@@ -252,6 +271,12 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
+/// self with values written (accumulate: added) at the indices; see
+/// Tensor::index_put_(indices, values, accumulate).
+Tensor index_put(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values,
+                 bool accumulate = false);
+Tensor& index_put_(Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values,
+                   bool accumulate = false);
 Tensor nonzero(const Tensor& x);
 
 // ---- copies and comparisons ------------------------------------------------------------

@@ -151,6 +151,15 @@ class Tensor {
   Tensor& index_put_(const std::vector<TensorIndex>& idx, const Scalar& value);
   Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value);
   Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value);
+  /// libtorch's index_put_(indices, values, accumulate): values must have
+  /// this tensor's dtype and broadcast to the indexed shape (no leading size-1
+  /// dims dropped); with accumulate they are added, duplicate indices
+  /// accumulating (PyTorch's x.index_put_((i,), v, accumulate=True)).
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate);
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate);
+  /// Out of place: a copy of this tensor with index_put_ applied.
+  Tensor index_put(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate = false) const;
+  Tensor index_put(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate = false) const;
   Tensor operator[](int64_t i) const { return select(0, i); }
 
   // ---- indexing that allocates -------------------------------------------
@@ -205,6 +214,8 @@ class Tensor {
   BRISK_BINARY_METHODS(bitwise_and)
   BRISK_BINARY_METHODS(bitwise_or)
   BRISK_BINARY_METHODS(bitwise_xor)
+  BRISK_BINARY_METHODS(bitwise_left_shift)
+  BRISK_BINARY_METHODS(bitwise_right_shift)
 #undef BRISK_BINARY_METHODS
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
@@ -265,6 +276,11 @@ class Tensor {
   Tensor gelu(std::string_view approximate = "none") const;
   Tensor& gelu_(std::string_view approximate = "none");
   Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
+  /// NaN, +inf and -inf replaced (see brisk::nan_to_num).
+  Tensor nan_to_num(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
+  Tensor& nan_to_num_(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt);
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
@@ -311,6 +327,11 @@ class Tensor {
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
   Tensor argsort(int64_t dim = -1, bool descending = false) const;
   std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  /// Lower median of all elements, or (values, indices) along dim (see brisk::median).
+  Tensor median() const;
+  std::tuple<Tensor, Tensor> median(int64_t dim, bool keepdim = false) const;
+  Tensor nanmedian() const;
+  std::tuple<Tensor, Tensor> nanmedian(int64_t dim, bool keepdim = false) const;
 
   // ---- linear algebra and shape ------------------------------------------
   Tensor matmul(const Tensor& other) const;
@@ -348,6 +369,16 @@ class Tensor {
   Tensor& operator*=(const Scalar& o) { return mul_(o); }
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor& operator&=(const Tensor& o) { return bitwise_and_(o); }
+  Tensor& operator&=(const Scalar& o) { return bitwise_and_(o); }
+  Tensor& operator|=(const Tensor& o) { return bitwise_or_(o); }
+  Tensor& operator|=(const Scalar& o) { return bitwise_or_(o); }
+  Tensor& operator^=(const Tensor& o) { return bitwise_xor_(o); }
+  Tensor& operator^=(const Scalar& o) { return bitwise_xor_(o); }
+  Tensor& operator<<=(const Tensor& o) { return bitwise_left_shift_(o); }
+  Tensor& operator<<=(const Scalar& o) { return bitwise_left_shift_(o); }
+  Tensor& operator>>=(const Tensor& o) { return bitwise_right_shift_(o); }
+  Tensor& operator>>=(const Scalar& o) { return bitwise_right_shift_(o); }
   Tensor operator-() const { return neg(); }
   Tensor operator~() const { return bitwise_not(); }
   Tensor operator!() const { return logical_not(); }
@@ -425,6 +456,8 @@ BRISK_OPERATOR(>=, ge)
 BRISK_OPERATOR(&, bitwise_and)
 BRISK_OPERATOR(|, bitwise_or)
 BRISK_OPERATOR(^, bitwise_xor)
+BRISK_OPERATOR(<<, bitwise_left_shift)
+BRISK_OPERATOR(>>, bitwise_right_shift)
 #undef BRISK_OPERATOR
 Tensor operator+(const Scalar& a, const Tensor& b);
 Tensor operator-(const Scalar& a, const Tensor& b);

@@ -139,7 +139,7 @@ inline void register_kernel(DeviceType dev, typename OpSignature<op>::type fn) {
 // Modes of the shared elementwise kernels (KernelArgs::mode).
 enum class CompareMode : int { Eq, Ne, Lt, Le, Gt, Ge };
 enum class LogicalMode : int { And, Or, Xor };
-enum class BitwiseMode : int { And, Or, Xor };
+enum class BitwiseMode : int { And, Or, Xor, LeftShift, RightShift };
 // Unary ops: X(name, float_only?) — the int ones work on integers too.
 #define BRISK_FORALL_UNARY(_) \
   _(neg) _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) \

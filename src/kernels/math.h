@@ -179,6 +179,37 @@ BRISK_HOST_DEVICE inline T minimum(T a, T b) {
     if (a != a || b != b) return a + b;
   return a < b ? a : b;
 }
+/// x << s and x >> s on integers as PyTorch 2 defines them, without UB: a
+/// count outside [0, bit width of T) shifts everything out (0, or -1 for a
+/// right shift of a negative x); left shifts wrap (two's complement).
+/// PyTorch 1.13 masked the count instead (x << 65 == x << 1 for int64).
+template <class T>
+BRISK_HOST_DEVICE inline T shift_left(T x, T s) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return x;  // not an op on bool (the front end refuses it)
+  } else {
+    using U = std::make_unsigned_t<T>;
+    constexpr int bits = int(sizeof(T) * 8);
+    if constexpr (std::is_signed_v<T>)
+      if (s < 0) return T(0);
+    if (s >= T(bits)) return T(0);
+    return T(U(U(x) << int(s)));
+  }
+}
+template <class T>
+BRISK_HOST_DEVICE inline T shift_right(T x, T s) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return x;
+  } else {
+    constexpr int bits = int(sizeof(T) * 8);
+    if constexpr (std::is_signed_v<T>) {
+      if (s < 0 || s >= T(bits)) return x < 0 ? T(-1) : T(0);  // the sign bit fills the result
+    } else {
+      if (s >= T(bits)) return T(0);
+    }
+    return T(x >> int(s));
+  }
+}
 /// lerp as PyTorch computes it (exact at both ends).
 template <class T>
 BRISK_HOST_DEVICE inline T lerp(T a, T b, T w) {

@@ -56,6 +56,10 @@ void check_pow_exponent(const char* op, const Tensor& base, const Scalar& exp) {
 void check_bitwise(const char* op, ScalarType t) {
   BRISK_CHECK(!is_floating_point(t), op, "only integer and bool tensors are supported, got ", t);
 }
+// Shifts take integers only (PyTorch: "lshift_cpu" not implemented for 'Float' / 'Bool').
+void check_shift(const char* op, ScalarType t) {
+  BRISK_CHECK(!is_floating_point(t) && t != kBool, op, "not implemented for ", t, ": shifts take integer tensors");
+}
 ScalarType dtype_of_operand(const Tensor& t) { return t.defined() ? t.dtype() : ScalarType::Undefined; }
 ScalarType dtype_of_operand(const Scalar& s) { return s.dtype(); }
 
@@ -410,6 +414,10 @@ BRISK_BINARY_OP(logical_xor, logical, (it.output_dtype(kBool), args.mode = int(L
 BRISK_BINARY_OP(bitwise_and, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::And)))
 BRISK_BINARY_OP(bitwise_or, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::Or)))
 BRISK_BINARY_OP(bitwise_xor, bitwise, (check_bitwise(nm, result_type(a, b)), args.mode = int(BitwiseMode::Xor)))
+BRISK_BINARY_OP(bitwise_left_shift, bitwise,
+                (check_shift(nm, result_type(a, b)), args.mode = int(BitwiseMode::LeftShift)))
+BRISK_BINARY_OP(bitwise_right_shift, bitwise,
+                (check_shift(nm, result_type(a, b)), args.mode = int(BitwiseMode::RightShift)))
 #undef BRISK_BINARY_OP
 
 Tensor pow(const Scalar& base, const Tensor& exponent) {
@@ -440,6 +448,10 @@ Tensor operator/(const Scalar& a, const Tensor& b) {
   return r;
 }
 Tensor operator==(const Scalar& a, const Tensor& b) { return eq(b, a); }
+// A scalar shifted by tensor counts: the scalar takes part in promotion as a
+// 0-dim tensor of its own dtype does (it does not widen the counts' dtype).
+Tensor bitwise_left_shift(const Scalar& a, const Tensor& b) { return bitwise_left_shift(scalar_tensor(a), b); }
+Tensor bitwise_right_shift(const Scalar& a, const Tensor& b) { return bitwise_right_shift(scalar_tensor(a), b); }
 Tensor operator<(const Scalar& a, const Tensor& b) { return gt(b, a); }
 Tensor operator>(const Scalar& a, const Tensor& b) { return lt(b, a); }
 

@@ -392,10 +392,25 @@ Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
   return index_plan(p.view, p.identity ? self : p.view, a.index, a);
 }
 
-/// value: a tensor (converted to self's dtype) or, when undefined, `scalar`.
-Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tensor* value, const Scalar& scalar) {
+/// How index_put_ writes. The Python-style forms (x.index_put_({i}, v),
+/// PyTorch's x[i] = v) convert the value to self's dtype and drop its leading
+/// size-1 dims; the libtorch/ATen form with `accumulate` (index_put_(indices,
+/// values, accumulate)) takes values of self's dtype broadcast to the indexed
+/// shape as they are, and with accumulate adds them (duplicates accumulate).
+struct PutMode {
+  bool accumulate = false;
+  bool strict = false;  ///< the ATen form's checks
+};
+
+/// value: a tensor or, when null, `scalar`.
+Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tensor* value, const Scalar& scalar,
+                       PutMode mode = {}) {
   BRISK_PROFILE_OP("index_put_", self);
   const char* op = "index_put_";
+  if (value) BRISK_CHECK(value->defined(), op, "the value tensor is undefined");
+  if (mode.strict)
+    BRISK_CHECK(value->dtype() == self.dtype(), op, "Index put requires the source and destination dtypes match, got ",
+                self.dtype(), " for the destination and ", value->dtype(), " for the source.");
   const bool rec = autograd::should_record(self) || (value && autograd::should_record(*value));
   autograd::check_inplace(self, op);
   const uint32_t version = self._version();
@@ -407,8 +422,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   const Tensor& v = p.view;
   Tensor val;
   if (value) {
-    BRISK_CHECK(value->defined(), op, "the value tensor is undefined");
-    val = strip_leading_ones(*value);
+    val = mode.strict ? *value : strip_leading_ones(*value);
     // Reading and writing the same memory: work from a copy.
     if (val.is_alias_of(self)) val = val.clone();
   }
@@ -416,14 +430,17 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   if (p.adv.empty()) {
     if (value) {
       check_value_shape(val, v.sizes(), op);
-      Tensor(v).copy_(val);
+      if (mode.accumulate)
+        Tensor(v).add_(val);
+      else
+        Tensor(v).copy_(val);
     } else {
       Tensor(v).fill_(scalar);
     }
   } else {
     check_no_internal_overlap(op, v);
     const bool one_value = !value || val.dim() == 0;
-    if (one_value && p.adv.size() == 1 && p.adv[0].is_mask) {
+    if (one_value && !mode.accumulate && p.adv.size() == 1 && p.adv[0].is_mask) {
       // x[mask] = scalar is masked_fill_ with the mask aligned to its dims.
       const AdvancedIndex& m = p.adv[0];
       Tensor mask = m.t.dtype() == kBool ? m.t : m.t.ne(0);
@@ -438,7 +455,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       if (val.dtype() != self.dtype()) val = val.to(self.dtype());
       Tensor index = a.index.is_alias_of(self) ? a.index.clone() : a.index;
       KernelArgs args;
-      args.mode = 1;
+      args.mode = 1 | (mode.accumulate ? 2 : 0);  // negative indices wrap; accumulate
       kernel<OpId::index_put>(self.device().type, op)(v, a.mask_bits, index, as_rows(val.expand(a.result), a, false),
                                                     args);
     }
@@ -455,12 +472,14 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
     // self's gradient (the view's old value) is needed when self requires grad.
     const bool self_needs = needs_grad(self);
     const bool has_value = value != nullptr;
+    const bool acc = mode.accumulate;
     const DimVector vsizes = has_value ? to_dims(value->sizes()) : DimVector();
-    const DimVector ssizes = has_value ? to_dims(val.sizes()) : DimVector();  // without leading ones
+    const DimVector ssizes = has_value ? to_dims(val.sizes()) : DimVector();  // Python forms: leading ones dropped
+    // The old value passes through where it was kept (everywhere when adding).
     if (p.adv.empty()) {
-      auto fn = [has_value, vsizes, ssizes, self_needs](BackwardCtx& c) -> TensorList {
+      auto fn = [has_value, vsizes, ssizes, self_needs, acc](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
-        TensorList r{c.needs(0) || self_needs ? zeros_like(g) : Tensor()};
+        TensorList r{c.needs(0) || self_needs ? (acc ? g : zeros_like(g)) : Tensor()};
         if (has_value) r.push_back(c.needs(1) ? sum_to(g, ssizes).view(vsizes) : Tensor());
         return r;
       };
@@ -470,10 +489,10 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
         record_inplace("IndexPutBackward0", target, {target}, {}, fn);
     } else {
       PlanGeom geo = a;
-      auto fn = [has_value, vsizes, ssizes, geo, self_needs](BackwardCtx& c) -> TensorList {
+      auto fn = [has_value, vsizes, ssizes, geo, self_needs, acc](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
         Tensor idx = c.saved(0);
-        TensorList r{c.needs(0) || self_needs ? g * kept_mask(idx, geo, g.options()) : Tensor()};
+        TensorList r{c.needs(0) || self_needs ? (acc ? g : g * kept_mask(idx, geo, g.options())) : Tensor()};
         if (has_value) r.push_back(c.needs(1) ? sum_to(index_plan(g, g, idx, geo), ssizes).view(vsizes) : Tensor());
         return r;
       };
@@ -615,6 +634,28 @@ Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor&
 }
 Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value) {
   return index_put_impl(*this, idx.begin(), idx.size(), nullptr, value);
+}
+
+// The ATen form: values of self's dtype, optionally accumulated.
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate) {
+  return index_put_impl(*this, idx.data(), idx.size(), &values, Scalar(), {accumulate, true});
+}
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate) {
+  return index_put_impl(*this, idx.begin(), idx.size(), &values, Scalar(), {accumulate, true});
+}
+Tensor index_put(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
+  BRISK_CHECK(self.defined(), "index_put", "the indexed tensor is undefined");
+  Tensor out = self.clone();  // records CloneBackward0: self's gradient flows through the copy
+  return index_put_impl(out, indices.data(), indices.size(), &values, Scalar(), {accumulate, true});
+}
+Tensor& index_put_(Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
+  return self.index_put_(indices, values, accumulate);
+}
+Tensor Tensor::index_put(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate) const {
+  return brisk::index_put(*this, idx, values, accumulate);
+}
+Tensor Tensor::index_put(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate) const {
+  return brisk::index_put(*this, std::vector<TensorIndex>(idx), values, accumulate);
 }
 
 // ---- index_select / gather -------------------------------------------------------------

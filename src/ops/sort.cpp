@@ -1,7 +1,11 @@
-// Front ends of sort, argsort and topk along one dim.
+// Front ends of sort, argsort and topk along one dim, and of the order
+// statistics built on sort: median and nanmedian.
 //
 // NaN sorts as larger than every number and equal keys keep their input
 // order (a stable sort, in both directions), as in PyTorch. Indices are int64.
+#include <cmath>
+#include <limits>
+
 #include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/dispatch.h"
@@ -78,6 +82,124 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   }
   if (BRISK_UNLIKELY(autograd::should_record(x))) record_select("TopkBackward0", x, values, indices, d);
   return {values, indices};
+}
+
+// ---- median / nanmedian ---------------------------------------------------------
+// Composites of sort and gather. Along a dim of n elements the median is the
+// lower middle one, sorted position (n - 1) / 2; a row holding NaN gives NaN
+// and the index of its first NaN (stable sort: the first NaN in input order
+// is the first in sorted order). nanmedian skips the c NaNs of a row
+// (position (n - c - 1) / 2) and gives NaN only for a row of NaNs. Among equal
+// values the index is one of theirs (PyTorch leaves it unspecified too).
+namespace {
+void check_median_dtype(const char* name, const Tensor& x) {
+  BRISK_CHECK(x.defined(), name, "input is an undefined tensor");
+  BRISK_CHECK(x.dtype() != kBool, name, "not implemented for bool");
+}
+
+// values, indices: keepdim shape (dim of size 1), no graph.
+std::tuple<Tensor, Tensor> median_rows(const Tensor& x, int64_t d, bool ignore_nan) {
+  const int64_t n = x.size(d);
+  auto [sorted, order] = sort(x, d);
+  DimVector kshape(x.sizes().begin(), x.sizes().end());
+  kshape[static_cast<size_t>(d)] = 1;
+  Tensor k;
+  if (x.is_floating_point()) {
+    Tensor nans = x.isnan().sum(IntArrayRef(d), true);  // int64
+    if (ignore_nan)
+      k = (nans.neg() + (n - 1)).div(2, RoundingMode::Floor).clamp_min(0);
+    else
+      k = where(nans > 0, nans.neg() + n, Scalar((n - 1) / 2));
+  } else {
+    k = full(kshape, (n - 1) / 2, TensorOptions(kInt64).device(x.device()));
+  }
+  return {sorted.gather(d, k), order.gather(d, k)};
+}
+
+std::tuple<Tensor, Tensor> median_dim_impl(const char* name, const char* node, const Tensor& x, int64_t dim,
+                                           bool keepdim, bool ignore_nan) {
+  BRISK_PROFILE_OP(name, x);
+  check_median_dtype(name, x);
+  const int64_t d = detail::wrap_dim(dim, x.dim(), name);
+  const int64_t n = x.dim() == 0 ? 1 : x.size(d);
+  BRISK_CHECK(n > 0, name, "expected reduction dim ", d, " to have non-zero size (input of shape ", x.sizes(), ")");
+  const bool rec = autograd::should_record(x);
+  Tensor values, indices;
+  {
+    NoGradGuard ng;  // the node below records the whole op
+    std::tie(values, indices) = median_rows(as_row(x), d, ignore_nan);
+    if (x.dim() == 0 || !keepdim) {
+      values = values.squeeze(d);
+      indices = indices.squeeze(d);
+    }
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    // The gradient goes to the element the index names.
+    using namespace autograd;
+    record(node, {values}, {x}, {save(indices)},
+           [sizes = to_dims(x.sizes()), d, keepdim](BackwardCtx& c) -> TensorList {
+             Tensor g = c.grad(), idx = c.saved(0);
+             if (sizes.empty()) return {g};  // 0-dim: the one element
+             if (!keepdim) {
+               g = g.unsqueeze(d);
+               idx = idx.unsqueeze(d);
+             }
+             Tensor z = zeros(sizes, g.options());
+             return {g.numel() == 0 ? z : z.scatter(d, idx, g)};
+           });
+  }
+  return {values, indices};
+}
+
+// The whole tensor: a 0-dim result; NaN for an empty input (converted to the
+// dtype: the lowest value for integers, as PyTorch's NaN cast gives on x86).
+Tensor median_all_impl(const char* name, const char* node, const Tensor& x, bool ignore_nan) {
+  BRISK_PROFILE_OP(name, x);
+  check_median_dtype(name, x);
+  const bool rec = autograd::should_record(x);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    if (x.numel() == 0) {
+      const Scalar empty_value = BRISK_DISPATCH_ALL(x.dtype(), name, [&] {
+        if constexpr (std::is_integral_v<scalar_t>)
+          return Scalar(int64_t(std::numeric_limits<scalar_t>::lowest()));
+        else
+          return Scalar(NAN);
+      });
+      return full({}, empty_value, x.options());
+    }
+    r = std::get<0>(median_rows(x.reshape({-1}), 0, ignore_nan)).reshape({});
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    // As max(): the gradient split evenly among the elements equal to the
+    // result (a NaN result sends it to the NaNs).
+    using namespace autograd;
+    record(node, {r}, {x}, {save(x), save_output(r)}, [](BackwardCtx& c) -> TensorList {
+      Tensor x = c.saved(0), m = c.saved(1);
+      Tensor hit = (x == m) | (x.isnan() & m.isnan());
+      return {(c.grad() / hit.sum()) * hit.to(c.grad().dtype())};
+    });
+  }
+  return r;
+}
+}  // namespace
+
+Tensor median(const Tensor& x) { return median_all_impl("median", "MedianBackward0", x, false); }
+Tensor nanmedian(const Tensor& x) { return median_all_impl("nanmedian", "NanmedianBackward0", x, true); }
+std::tuple<Tensor, Tensor> median(const Tensor& x, int64_t dim, bool keepdim) {
+  return median_dim_impl("median", "MedianBackward1", x, dim, keepdim, false);
+}
+std::tuple<Tensor, Tensor> nanmedian(const Tensor& x, int64_t dim, bool keepdim) {
+  return median_dim_impl("nanmedian", "NanmedianBackward1", x, dim, keepdim, true);
+}
+Tensor Tensor::median() const { return brisk::median(*this); }
+Tensor Tensor::nanmedian() const { return brisk::nanmedian(*this); }
+std::tuple<Tensor, Tensor> Tensor::median(int64_t dim, bool keepdim) const {
+  return brisk::median(*this, dim, keepdim);
+}
+std::tuple<Tensor, Tensor> Tensor::nanmedian(int64_t dim, bool keepdim) const {
+  return brisk::nanmedian(*this, dim, keepdim);
 }
 
 std::tuple<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {

@@ -1,6 +1,8 @@
 // Front ends of the unary elementwise ops.
 #include <cmath>
+#include <limits>
 #include <optional>
+#include <utility>
 
 #include "brisk/ops.h"
 #include "autograd/function.h"
@@ -435,5 +437,68 @@ Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   return r;
 }
 Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const { return brisk::softplus(*this, beta, threshold); }
+
+// ---- nan_to_num ---------------------------------------------------------------------
+// A composite: NaN, +inf and -inf replaced by the given values (0 and the
+// dtype's largest and lowest finite values by default), each converted to the
+// dtype as PyTorch does (1e10 becomes inf in float16). Integers and bools
+// have none of them: the result is a copy (in place: nothing happens).
+namespace {
+Tensor nan_to_num_impl(const char* nm, const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                       std::optional<double> neginf, bool inplace) {
+  BRISK_PROFILE_OP(nm, x);
+  BRISK_CHECK(x.defined(), nm, "input is an undefined tensor");
+  if (inplace) autograd::check_inplace(x, nm);
+  if (!x.is_floating_point()) {
+    if (inplace) return x;
+    NoGradGuard ng;  // integer tensors never require grad
+    return x.clone();
+  }
+  const auto [hi, lo] = BRISK_DISPATCH_FLOAT(x.dtype(), nm, [&] {
+    return std::pair<double, double>(double(std::numeric_limits<scalar_t>::max()),
+                                     double(std::numeric_limits<scalar_t>::lowest()));
+  });
+  const double pos = posinf.value_or(hi), neg = neginf.value_or(lo);
+  const bool rec = autograd::should_record(x);
+  Tensor finite, r;
+  {
+    NoGradGuard ng;  // one node below records the whole update
+    if (rec) finite = x.isfinite();
+    if (pos >= hi && neg <= lo) {
+      // Finite values lie inside [neg, pos]: a clamp moves only the
+      // infinities (NaN passes through it), then one fill for NaN.
+      Tensor is_nan = x.isnan();
+      r = inplace ? Tensor(x).clamp_(neg, pos) : x.clamp(neg, pos);
+      r.masked_fill_(is_nan, nan.value_or(0.0));
+    } else {
+      Tensor is_nan = x.isnan(), is_pos = x.eq(INFINITY), is_neg = x.eq(-INFINITY);
+      r = inplace ? x : x.clone();
+      r.masked_fill_(is_nan, nan.value_or(0.0)).masked_fill_(is_pos, pos).masked_fill_(is_neg, neg);
+    }
+  }
+  if (BRISK_UNLIKELY(rec)) {
+    using namespace autograd;
+    // The gradient passes where the input was finite, else 0.
+    auto fn = [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0)}; };
+    if (inplace)
+      record_inplace("NanToNumBackward0", x, {x}, {save(finite)}, fn);
+    else
+      record("NanToNumBackward0", {r}, {x}, {save(finite)}, fn);
+  }
+  return inplace ? x : r;
+}
+}  // namespace
+
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  return nan_to_num_impl("nan_to_num", x, nan, posinf, neginf, false);
+}
+Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
+  return nan_to_num_impl("nan_to_num", *this, nan, posinf, neginf, false);
+}
+Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+  nan_to_num_impl("nan_to_num_", *this, nan, posinf, neginf, true);
+  return *this;
+}
 
 }  // namespace brisk

@@ -208,6 +208,11 @@ std::vector<BinaryCase> binary_cases() {
       {"bitwise_and", [](auto& a, auto& b) { return bitwise_and(a, b); }, {kUInt8, kInt32, kInt64, kBool}, -100, 100},
       {"bitwise_or", [](auto& a, auto& b) { return bitwise_or(a, b); }, {kUInt8, kInt32, kInt64, kBool}, -100, 100},
       {"bitwise_xor", [](auto& a, auto& b) { return bitwise_xor(a, b); }, {kUInt8, kInt32, kInt64, kBool}, -100, 100},
+      // counts past the width and negative ones included (PyTorch 2's rules)
+      {"bitwise_left_shift", [](auto& a, auto& b) { return bitwise_left_shift(a, b); }, {kUInt8, kInt32, kInt64}, -8,
+       70},
+      {"bitwise_right_shift", [](auto& a, auto& b) { return bitwise_right_shift(a, b); }, {kUInt8, kInt32, kInt64},
+       -8, 70},
       {"eq", [](auto& a, auto& b) { return eq(a, b); }, kAll, -3, 3},
       {"ne", [](auto& a, auto& b) { return ne(a, b); }, kAll, -3, 3},
       {"lt", [](auto& a, auto& b) { return lt(a, b); }, kAll, -3, 3},
@@ -253,6 +258,22 @@ TEST(CudaElementwise, BinaryOpsMatchTheCpuOnEveryDtypeAndLayout) {
       run_binary(c, dt, Layout::Strided, Layout::RowBroadcast);
       run_binary(c, dt, Layout::ColBroadcast, Layout::RowBroadcast);
     }
+}
+
+// nan_to_num (a composite of isnan, clamp, eq and masked_fill_) on the device.
+TEST(CudaElementwise, NanToNumMatchesTheCpu) {
+  REQUIRE_CUDA();
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    Tensor x = tensor<double>({NAN, INFINITY, -INFINITY, 1.5, -2.0, 0.0}, kDouble).to(dt);
+    EXPECT_TRUE(close(x.to(kGpu).nan_to_num().cpu(), x.nan_to_num(), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(close(x.to(kGpu).nan_to_num(1.0, 2.0, -3.0).cpu(), x.nan_to_num(1.0, 2.0, -3.0), 0, 0));
+    Tensor g = x.to(kGpu);
+    g.nan_to_num_(0.5, 1.0, -1.0);
+    EXPECT_TRUE(close(g.cpu(), x.nan_to_num(0.5, 1.0, -1.0), 0, 0));
+  }
+  Tensor leaf = tensor<double>({NAN, 2.0, INFINITY}, kDouble).to(kGpu).requires_grad_();
+  leaf.nan_to_num().sum().backward();
+  EXPECT_EQ(leaf.grad().cpu().to_vector<double>(), (std::vector<double>{0, 1, 0}));
 }
 
 // Integer floor/trunc division, remainder and fmod by a tensor: the front end

@@ -721,6 +721,57 @@ TEST(CudaIndex, IndexPutMatchesCpu) {
   EXPECT_EQ(z.cpu().to_vector<float>(), (std::vector<float>{1, 1, 1, 1}));
 }
 
+// index_put_ with accumulate: atomic adds on the device, serial adds on the
+// CPU; integers match exactly, floats up to the order of the adds.
+TEST(CudaIndex, IndexPutAccumulateMatchesCpu) {
+  REQUIRE_CUDA();
+  for (ScalarType dt : kAllDtypes) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor x = iota({6, 5, 4}, dt).permute({2, 1, 0});  // (4, 5, 6), non-contiguous
+    Tensor i = rand_int({40}, -4, 4, 21), j = rand_int({40}, 0, 6, 22);  // many duplicates
+    Tensor val = iota({40, 5}, dt);
+    Tensor want = x.clone();
+    want.index_put_({i, Slice(), j}, val, true);
+    Tensor got = cu(x);
+    got.index_put_({cu(i), Slice(), cu(j)}, cu(val), true);
+    const bool exact = !is_floating_point(dt) || dt == kDouble || dt == kFloat;  // small integers: exact sums
+    if (exact)
+      EXPECT_TRUE(close(got.cpu(), want, 0, 0));
+    else
+      EXPECT_TRUE(close(got.cpu(), want, 2e-2, 2.0));  // 16-bit floats round after each add
+    Tensor mask = rand_int({4, 5}, 0, 2, 23).to(kBool);
+    Tensor mv = iota({6}, dt);
+    Tensor w2 = x.clone();
+    w2.index_put_({mask}, mv, true);
+    Tensor g2 = cu(x);
+    g2.index_put_({cu(mask)}, cu(mv), true);
+    EXPECT_TRUE(close(g2.cpu(), w2, exact ? 0 : 2e-2, exact ? 0 : 1.0));
+    Tensor one = cu(zeros({5}, dt));
+    one.index_put_({cu(tensor({0, 1, 1, 3}))}, cu(ones({4}, dt)), true);
+    EXPECT_EQ(one.cpu().to_vector<int64_t>(),
+              dt == kBool ? (std::vector<int64_t>{1, 1, 0, 1, 0}) : (std::vector<int64_t>{1, 2, 0, 1, 0}));
+  }
+  // Many rows onto few places: float sums in any order, close to the CPU's.
+  Tensor big = zeros({7, 33});
+  Tensor rows = rand_int({20000}, -7, 7, 24);
+  Tensor v = randn({20000, 33});
+  Tensor want = big.index_put({rows}, v, true);
+  EXPECT_TRUE(close(cu(big).index_put({cu(rows)}, cu(v), true).cpu(), want, 1e-4, 1e-3));
+  // CPU values for a CUDA tensor; gradients on the device.
+  Tensor g = cu(zeros({3}));
+  g.index_put_({cu(tensor({2, 2}))}, scalar_tensor(1.5f), true);
+  EXPECT_EQ(g.cpu().to_vector<float>(), (std::vector<float>{0, 0, 3}));
+  Tensor leaf = cu(randn({4, 3}, kDouble)).requires_grad_();
+  Tensor lv = cu(randn({5, 3}, kDouble)).requires_grad_();
+  Tensor out = leaf.index_put({cu(tensor({0, 2, 2, -1, 0}))}, lv, true);
+  (out * out).sum().backward();
+  Tensor cl = leaf.detach().cpu().requires_grad_(), cv = lv.detach().cpu().requires_grad_();
+  Tensor co = cl.index_put({tensor({0, 2, 2, -1, 0})}, cv, true);
+  (co * co).sum().backward();
+  EXPECT_TRUE(close(leaf.grad().cpu(), cl.grad(), 1e-12, 1e-12));
+  EXPECT_TRUE(close(lv.grad().cpu(), cv.grad(), 1e-12, 1e-12));
+}
+
 TEST(CudaIndex, NonzeroMatchesCpu) {
   REQUIRE_CUDA();
   for (ScalarType dt : kAllDtypes) {

@@ -102,6 +102,44 @@ void check_fwd_bwd(const Tensor& x, const Fn& f, Tol t, const std::string& what,
   EXPECT_TRUE(close(xg.grad().cpu(), xc.grad(), wide * t.rtol, wide * t.atol)) << "input gradient";
 }
 
+// ---- interpolate ---------------------------------------------------------------------------------------
+// A composite (index_select, mul, add, adaptive_avg_pool2d): the same ops on
+// both devices, so values and gradients agree to rounding.
+
+TEST(CudaInterpolate, EveryModeMatchesTheCpu) {
+  REQUIRE_CUDA();
+  manual_seed(40);
+  using Sizes = std::vector<int64_t>;
+  using Factors = std::vector<double>;
+  struct Case {
+    Sizes shape;
+    F::InterpolateFuncOptions o;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 9}, F::InterpolateFuncOptions().size(Sizes{14}).mode(kNearest)},
+      {{2, 3, 9}, F::InterpolateFuncOptions().scale_factor(Factors{0.6}).mode(kNearestExact)},
+      {{2, 3, 9}, F::InterpolateFuncOptions().size(Sizes{5}).mode(kLinear).align_corners(true)},
+      {{2, 3, 7, 6}, F::InterpolateFuncOptions().size(Sizes{11, 4}).mode(kBilinear)},
+      {{2, 3, 7, 6}, F::InterpolateFuncOptions().scale_factor(Factors{1.5}).mode(kBicubic)},
+      {{2, 3, 7, 6}, F::InterpolateFuncOptions().size(Sizes{3, 4}).mode(kArea)},
+      {{1, 2, 3, 4, 5}, F::InterpolateFuncOptions().size(Sizes{5, 3, 7}).mode(kTrilinear)},
+      {{1, 2, 4, 4, 6}, F::InterpolateFuncOptions().size(Sizes{2, 3, 4}).mode(kArea)},
+      {{1, 2, 3, 4, 5}, F::InterpolateFuncOptions().scale_factor(Factors{2}).mode(kNearest)},
+  };
+  for (const Case& c : cases)
+    for (ScalarType dt : kFloats) {
+      const auto o = c.o;
+      Tol t = pool_tol(dt);
+      if (dt == kFloat) t = {1e-5, 1e-5};
+      check_fwd_bwd(values(c.shape, dt), [o](const Tensor& a) { return F::interpolate(a, o); }, t,
+                    std::string(nn::mode_name(o.mode())) + " " + name(dt), false);
+    }
+  // uint8 nearest: exact copies.
+  Tensor u = (randn({2, 3, 5, 4}).abs() * 50).to(kUInt8);
+  const auto o = F::InterpolateFuncOptions().size(std::vector<int64_t>{7, 9}).mode(kNearestExact);
+  EXPECT_TRUE(same_bits(F::interpolate(u.to(kGpu), o), F::interpolate(u, o)));
+}
+
 // ---- max pooling --------------------------------------------------------------------------------------
 
 struct MaxCase {

@@ -226,6 +226,36 @@ TEST(CudaReduce, MaxMinDimAndArgWithTiesAndNan) {
   EXPECT_EQ(tensor<float>({2.f, 5.f, 5.f, -1.f, -1.f}).to(kGpu).argmin().item<int64_t>(), 3);
 }
 
+// median / nanmedian: composites of the (stable) sort and gather, so the
+// indices match the CPU's even with ties and NaN.
+TEST(CudaReduce, MedianAndNanmedianMatchTheCpu) {
+  REQUIRE_CUDA();
+  manual_seed(31);
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8}) {
+    Tensor x = (randn({6, 9, 5}, kDouble) * 3).round().to(dt);  // ties
+    if (is_floating_point(dt)) x.masked_fill_(randn({6, 9, 5}) > 1.2, NAN);
+    Tensor xg = x.to(kGpu);
+    for (int64_t dim : {0, 1, -1})
+      for (bool keepdim : {false, true}) {
+        auto [v, i] = x.median(dim, keepdim);
+        auto [vg, ig] = xg.median(dim, keepdim);
+        EXPECT_TRUE(close(vg.cpu(), v, 0, 0)) << dtype_name(dt) << " dim " << dim;
+        EXPECT_TRUE(ig.cpu().equal(i)) << dtype_name(dt) << " dim " << dim;
+        auto [nv, ni] = x.nanmedian(dim, keepdim);
+        auto [nvg, nig] = xg.nanmedian(dim, keepdim);
+        EXPECT_TRUE(close(nvg.cpu(), nv, 0, 0)) << dtype_name(dt) << " dim " << dim;
+        EXPECT_TRUE(nig.cpu().equal(ni)) << dtype_name(dt) << " dim " << dim;
+      }
+    EXPECT_TRUE(close(xg.median().cpu(), x.median(), 0, 0)) << dtype_name(dt);
+    EXPECT_TRUE(close(xg.nanmedian().cpu(), x.nanmedian(), 0, 0)) << dtype_name(dt);
+  }
+  Tensor leaf = randn({4, 7}, kDouble).to(kGpu).requires_grad_();
+  std::get<0>(leaf.median(1)).sum().backward();
+  Tensor cl = leaf.detach().cpu().requires_grad_();
+  std::get<0>(cl.median(1)).sum().backward();
+  EXPECT_TRUE(leaf.grad().cpu().equal(cl.grad()));
+}
+
 TEST(CudaReduce, LargeArgmaxSplitPath) {
   REQUIRE_CUDA();
   manual_seed(6);

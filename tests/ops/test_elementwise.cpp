@@ -234,6 +234,13 @@ std::vector<BinaryRow> binary_rows() {
        Out::Same, kIntegral},
       {"bitwise_xor", BIN_FNS(bitwise_xor), [](double a, double b) { return double(as_int(a) ^ as_int(b)); },
        Out::Same, kIntegral},
+      // Counts in [0, 4] (past-the-width counts: tests/ops/test_new_ops.cpp).
+      {"bitwise_left_shift", BIN_FNS(bitwise_left_shift),
+       [](double a, double b) { return double(int64_t(uint64_t(as_int(a)) << as_int(b))); }, Out::Same,
+       {kUInt8, kInt32, kInt64}, Dom::Any, Dom::Exp},
+      {"bitwise_right_shift", BIN_FNS(bitwise_right_shift),
+       [](double a, double b) { return double(as_int(a) >> as_int(b)); }, Out::Same, {kUInt8, kInt32, kInt64},
+       Dom::Any, Dom::Exp},
   };
 }
 

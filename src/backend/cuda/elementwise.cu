@@ -41,6 +41,8 @@ enum class Arith : int {
   BitAnd,
   BitOr,
   BitXor,
+  ShiftLeft,          // math::shift_left (integers only)
+  ShiftRight,         // math::shift_right
   Lerp,               // lerp(x, y, s): scalar weight
   ThresholdBackward,  // y <= s ? 0 : x  (x: grad, y: input)
 };
@@ -86,6 +88,8 @@ struct ArithOp {
           case Arith::BitAnd: return M(x & y);
           case Arith::BitOr: return M(x | y);
           case Arith::BitXor: return M(x ^ y);
+          case Arith::ShiftLeft: return math::shift_left(x, y);
+          case Arith::ShiftRight: return math::shift_right(x, y);
           default: break;
         }
       }
@@ -148,7 +152,14 @@ void atan2_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], "atan2", [&] { launch_arith<scalar_t>(it, "atan2", Arith::Atan2, Scalar(0)); });
 }
 void bitwise_kernel(TensorIter& it, const KernelArgs& a) {
-  const Arith m = a.mode == int(BitwiseMode::And) ? Arith::BitAnd : a.mode == int(BitwiseMode::Or) ? Arith::BitOr : Arith::BitXor;
+  Arith m = Arith::BitXor;
+  switch (static_cast<BitwiseMode>(a.mode)) {
+    case BitwiseMode::And: m = Arith::BitAnd; break;
+    case BitwiseMode::Or: m = Arith::BitOr; break;
+    case BitwiseMode::Xor: m = Arith::BitXor; break;
+    case BitwiseMode::LeftShift: m = Arith::ShiftLeft; break;
+    case BitwiseMode::RightShift: m = Arith::ShiftRight; break;
+  }
   BRISK_DISPATCH_INTEGRAL(it.dtypes[0], "bitwise", [&] { launch_arith<scalar_t>(it, "bitwise", m, Scalar(0)); });
 }
 // grad where self > threshold (or self is nan), else 0: ReLU's backward in one pass.

@@ -323,17 +323,63 @@ void launch_advanced(const char* name, const Tensor& rows, int64_t dims, const T
   check_launch(name);
 }
 
+/// view[indices of row n, r] += rows[n, r]: index_put_ with accumulate, as
+/// atomic adds (duplicates accumulate; the order of float adds is not fixed).
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    advanced_add_kernel(const AdvancedParams p, const typename Store<T>::type* rows, typename Store<T>::type* view,
+                        const int64_t* idx, const DeviceErrorSlot err) {
+  const AddArgs plain;  // alpha 1
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < p.total; e += stride) {
+    int64_t ro, vo, bad_v = 0;
+    int bad_j = 0;
+    if (!advanced_offsets(p, idx, e, ro, vo, bad_j, bad_v)) {
+      report_index_error(err, static_cast<DeviceErrorOp>(p.op), bad_v, p.dim[bad_j], p.size[bad_j]);
+      continue;
+    }
+    atomic_add_elem<T>(view + vo, rows[ro], plain);
+  }
+}
+
+void launch_advanced_add(const char* name, const Tensor& rows, int64_t dims, const Tensor& index, const Tensor& view,
+                         bool wrap) {
+  check_same_device(name, view, rows, "values");
+  check_same_device(name, view, index, "indices");
+  BRISK_CHECK(rows.dtype() == view.dtype(), name, "internal: dtypes ", rows.dtype(), " and ", view.dtype(), " differ");
+  const AdvancedParams p = make_advanced_params(rows, dims, index, view, wrap, true, op_code(DeviceErrorOp::index_put),
+                                                name);
+  if (p.total == 0) return;
+  const int dev = view.device().index;
+  DeviceGuard g(dev);
+  const DeviceErrorSlot err = device_error_slot(dev);
+  cudaStream_t s = current_stream_handle(dev);
+  const auto* ip = static_cast<const int64_t*>(index.data_ptr());
+  BRISK_DISPATCH_ALL(view.dtype(), name, [&] {
+    using S = typename Store<scalar_t>::type;
+    advanced_add_kernel<scalar_t><<<grid_for(p.total), kThreads, 0, s>>>(
+        p, static_cast<const S*>(rows.data_ptr()), static_cast<S*>(view.data_ptr()), ip, err);
+  });
+  check_launch(name);
+}
+
 // out: (N, rest...) <- src[index]; mode & 1: negative indices wrap.
 void index_kernel(const Tensor& out, int64_t dims, const Tensor& index, const Tensor& src, const KernelArgs& a) {
   launch_advanced("index", out, dims, index, src, a.mode & 1, false, DeviceErrorOp::index);
 }
 
-// self[index] <- values: (N, rest...) of self's dtype. The front end hands a
-// scalar value over as a host tensor expanded to the rows: its one element
-// becomes a fill (no copy); other host values are copied to the device.
+// self[index] <- values (mode & 2: self[index] += values): (N, rest...) of
+// self's dtype. The front end hands a scalar value over as a host tensor
+// expanded to the rows: its one element becomes a fill (no copy); other host
+// values are copied to the device.
 void index_put_kernel(const Tensor& self, int64_t dims, const Tensor& index, const Tensor& values,
                       const KernelArgs& a) {
   const bool wrap = a.mode & 1;
+  if (a.mode & 2) {  // accumulate
+    launch_advanced_add("index_put_", values.device() == self.device() ? values : values.to(self.device()), dims,
+                        index, self, wrap);
+    return;
+  }
   if (values.device() != self.device()) {
     bool one_value = values.numel() > 0;
     for (int64_t d = 0; d < values.dim(); ++d) one_value &= values.size(d) == 1 || values.stride(d) == 0;

@@ -304,6 +304,8 @@ void bitwise_kernel(TensorIter& it, const KernelArgs& a) {
       case BitwiseMode::And: return binary_kernel<T>(it, [](T x, T y) { return T(x & y); });
       case BitwiseMode::Or: return binary_kernel<T>(it, [](T x, T y) { return T(x | y); });
       case BitwiseMode::Xor: return binary_kernel<T>(it, [](T x, T y) { return T(x ^ y); });
+      case BitwiseMode::LeftShift: return binary_kernel<T>(it, [](T x, T y) { return math::shift_left(x, y); });
+      case BitwiseMode::RightShift: return binary_kernel<T>(it, [](T x, T y) { return math::shift_right(x, y); });
     }
   });
 }

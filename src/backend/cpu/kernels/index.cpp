@@ -311,11 +311,50 @@ void index_kernel(const Tensor& out, int64_t dims, const Tensor& index, const Te
   index_kernel_named("index", out, dims, index, src, a.mode & 1);
 }
 
-// self[index] <- values: (N, rest...) of self's dtype.
+/// For each row r in order: view at the row's offset += rows[r] (rest block),
+/// so duplicate indices accumulate deterministically. Threads split the rest
+/// block; each walks all the rows over its part. Index values must have been
+/// validated.
+template <class T>
+void advanced_accumulate(const AdvancedPlan& p, const T* rows, int64_t rows_s0, T* view) {
+  using M = opmath_t<T>;
+  const Strided<2>& w = p.rest;
+  const int64_t rn = w.numel(), n = p.n;
+  if (rn == 0 || n == 0) return;
+  auto add = [](const T* x, T* y) {
+    if constexpr (std::is_same_v<T, bool>)
+      *y = *y || *x;
+    else
+      *y = static_cast<T>(static_cast<M>(*y) + static_cast<M>(*x));
+  };
+  if (w.nd == 0) {  // one element per row: the rows in order, on one thread
+    for (int64_t r = 0; r < n; ++r) add(rows + r * rows_s0, view + p.offset(r));
+    return;
+  }
+  const int64_t a = w.inner_stride(0), b = w.inner_stride(1);
+  parallel_for(0, rn, std::max<int64_t>(1, kGrainSize / n), [&](int64_t begin, int64_t end) {
+    for (int64_t r = 0; r < n; ++r) {
+      const T* x = rows + r * rows_s0;
+      T* y = view + p.offset(r);
+      walk(w, begin, end, [&](const int64_t* o, int64_t m) {
+        for (int64_t i = 0; i < m; ++i) add(x + o[0] + i * a, y + o[1] + i * b);
+      });
+    }
+  });
+}
+
+// self[index] <- values: (N, rest...) of self's dtype; mode & 2: self[index] += values.
 void index_put_kernel(const Tensor& self, int64_t dims, const Tensor& index, const Tensor& values,
                       const KernelArgs& a) {
   AdvancedPlan p = make_plan(values, dims, index, self, a.mode & 1);
   p.validate("index_put_");
+  if (a.mode & 2) {
+    BRISK_DISPATCH_ALL(self.dtype(), "index_put_", [&] {
+      advanced_accumulate<scalar_t>(p, static_cast<const scalar_t*>(values.data_ptr()),
+                                    values.dim() ? values.stride(0) : 0, static_cast<scalar_t*>(self.data_ptr()));
+    });
+    return;
+  }
   BRISK_DISPATCH_BITS(self.dtype(), "index_put_", [&] {
     advanced_copy<bits_t, true>(p, static_cast<bits_t*>(values.data_ptr()), values.dim() ? values.stride(0) : 0,
                                 static_cast<bits_t*>(self.data_ptr()));
