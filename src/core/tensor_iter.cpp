@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "core/tensor_create.h"
 
@@ -91,6 +92,9 @@ void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& i
 
 void TensorIter::finish() {
   if (staging.defined()) {
+    // The op's own write-back: the op records its node; a recorded copy_
+    // here would cut the gradient to result's old value.
+    NoGradGuard no_grad;
     result.copy_(staging);
     staging = Tensor();
   }
