@@ -72,7 +72,7 @@ namespace {
 TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& opts) {
   TensorOptions o = opts ? *opts : TensorOptions();
   if (!o.dtype_) o = o.dtype(t.dtype());
-  if (!opts) o = o.device(t.device());
+  if (!o.has_device_) o = o.device(t.device());  // zeros_like(cuda_x, kFloat) stays on the GPU (libtorch)
   return o;
 }
 }  // namespace

@@ -519,6 +519,24 @@ TEST(PyTorchDivergence, EmptyLikePreservesStrides) {
   EXPECT_EQ(strides_of(base.transpose(0, 2).clone(kContiguous)), (V{6, 2, 1}));
 }
 
+TEST(PyTorchDivergence, LikeFactoriesKeepTheInputsDevice) {
+  // libtorch: torch::zeros_like(x, torch::kFloat64) keeps x's device; only an
+  // explicit device moves the result.
+  EXPECT_FALSE(TensorOptions(kDouble).has_device_);
+  EXPECT_TRUE(TensorOptions(kDouble).device(Device(kCPU)).has_device_);
+  Tensor x = ones({2, 3});
+  EXPECT_EQ(zeros_like(x, kDouble).device(), x.device());
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: the device half of this test needs one";
+  Tensor g = ones({2, 3}, TensorOptions().device(Device(kCUDA))).t();
+  for (const Tensor& r : {zeros_like(g, kDouble), ones_like(g, kHalf), empty_like(g, kInt64), full_like(g, 2, kInt32),
+                          rand_like(g, kDouble), randn_like(g, kDouble)}) {
+    EXPECT_TRUE(r.is_cuda());
+    EXPECT_EQ(strides_of(r), (std::vector<int64_t>{1, 3}));
+  }
+  EXPECT_TRUE(zeros_like(g, TensorOptions(kDouble).device(Device(kCPU))).is_cpu());
+  EXPECT_TRUE(equal(full_like(g, 2, kInt32).cpu(), full({3, 2}, 2, kInt32)));
+}
+
 // ---- 9. chunk / split edge cases -----------------------------------------------------------
 
 TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
