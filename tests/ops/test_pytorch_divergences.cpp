@@ -537,6 +537,46 @@ TEST(PyTorchDivergence, LikeFactoriesKeepTheInputsDevice) {
   EXPECT_TRUE(equal(full_like(g, 2, kInt32).cpu(), full({3, 2}, 2, kInt32)));
 }
 
+TEST(PyTorchDivergence, CudaMatchesCpuOnTheseFixes) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const TensorOptions gpu = TensorOptions().device(Device(kCUDA));
+  auto same = [](const Tensor& g, const Tensor& c) { return same_bits(g.cpu(), values(c)); };
+  // 16-bit truncating / floor division (the functor shared with the CPU, src/kernels/math.h)
+  const std::vector<double> a = {-7, 7, -7, 7, 5, -5, 1, 100, -100, 3};
+  const std::vector<double> b = {-0.7, 0.7, 0.7, -0.7, 0.1, 0.1, 0.3, 0.3, 0.9, 0.3};
+  for (ScalarType dt : {kHalf, kBFloat16, kFloat}) {
+    Tensor x = tensor(a).to(dt), y = tensor(b).to(dt);
+    for (RoundingMode m : {RoundingMode::Trunc, RoundingMode::Floor})
+      EXPECT_TRUE(same(x.to(Device(kCUDA)).div(y.to(Device(kCUDA)), m), x.div(y, m))) << dt;
+  }
+  // signed zeros
+  for (ScalarType dt : {kFloat, kHalf, kBFloat16, kDouble}) {
+    Tensor nz = tensor<double>({-0.0, 0.0, -0.0, 0.0}).to(dt), pz = tensor<double>({0.0, -0.0, -0.0, 0.0}).to(dt);
+    Tensor gnz = nz.to(Device(kCUDA)), gpz = pz.to(Device(kCUDA));
+    EXPECT_TRUE(same(gnz.clamp(0), nz.clamp(0))) << dt;
+    EXPECT_TRUE(same(gnz.clamp(-0.0, 0.0), nz.clamp(-0.0, 0.0))) << dt;
+    EXPECT_TRUE(same(clamp(gnz, gpz, gpz), clamp(nz, pz, pz))) << dt;
+    EXPECT_TRUE(same(maximum(gnz, gpz), maximum(nz, pz))) << dt;
+    EXPECT_TRUE(same(minimum(gnz, gpz), minimum(nz, pz))) << dt;
+  }
+  // integer bounds saturate on the device too
+  Tensor u = tensor<int64_t>({1, 2, 250}).to(kUInt8);
+  EXPECT_TRUE(same(u.to(Device(kCUDA)).clamp(-1), u.clamp(-1)));
+  EXPECT_TRUE(same(u.to(Device(kCUDA)).clamp(-5, 300), u.clamp(-5, 300)));
+  // integer arange / linspace filled on the device
+  EXPECT_TRUE(same(arange(-2.5, 2.5, 1, gpu.dtype(kInt32)), arange(-2.5, 2.5, 1, kInt32)));
+  EXPECT_TRUE(same(arange(-2.5, 2.5, 1, gpu.dtype(kUInt8)), arange(-2.5, 2.5, 1, kUInt8)));
+  EXPECT_TRUE(same(arange(0.7, 4.2, 0.9, gpu.dtype(kInt64)), arange(0.7, 4.2, 0.9, kInt64)));
+  EXPECT_TRUE(same(linspace(-3, 3, 4, gpu.dtype(kUInt8)), linspace(-3, 3, 4, kUInt8)));
+  EXPECT_TRUE(same(linspace(0.9, 3.1, 3, gpu.dtype(kInt64)), linspace(0.9, 3.1, 3, kInt64)));
+  // zero gradients of rounding division on the device
+  Tensor ga = tensor<float>({1.5f, -2.5f, 3.0f}).to(Device(kCUDA)).requires_grad_();
+  Tensor gb = tensor<float>({1.0f, 2.0f, 3.0f}).to(Device(kCUDA)).requires_grad_();
+  ga.div(gb, RoundingMode::Floor).sum().backward();
+  EXPECT_TRUE(same_bits(ga.grad().cpu(), {0, 0, 0}));
+  EXPECT_TRUE(same_bits(gb.grad().cpu(), {0, 0, 0}));
+}
+
 // ---- 9. chunk / split edge cases -----------------------------------------------------------
 
 TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
