@@ -167,11 +167,12 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   BRISK_PROFILE_OP("linspace", start, end);
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
+  // The ends must fit the dtype (torch converts them with a check); integer
+  // dtypes take them converted (Note [Integer arange and linspace]).
+  detail::check_scalar_fits("linspace", start, dt);
+  detail::check_scalar_fits("linspace", end, dt);
   double a = start.to_double(), b = end.to_double();
   if (is_integral(dt, false)) {
-    // The ends in the dtype first (Note [Integer arange and linspace]).
-    detail::check_scalar_fits("linspace", start, dt);
-    detail::check_scalar_fits("linspace", end, dt);
     a = scalar_tensor(start, dt).item<double>();
     b = scalar_tensor(end, dt).item<double>();
   }

@@ -198,6 +198,10 @@ TEST(PyTorchDivergence, LinspaceIntegerDtype) {
   expect_error([] { linspace(-2.5, 2.5, 5, kUInt8); }, {"[linspace]", "-2.5", "uint8"});
   expect_error([] { linspace(0, 1e10, 3, kInt32); }, {"[linspace]", "int32"});
   EXPECT_EQ(ints(linspace(0, 1e10, 3, kInt64)), (V{0, 5000000000, 10000000000}));
+  // floating dtypes check the ends too: linspace(0, 1e5, 3, dtype=float16) raises (1.13 and 2.x)
+  expect_error([] { linspace(0, 1e5, 3, kHalf); }, {"[linspace]", "float16"});
+  expect_error([] { linspace(0, 1e39, 3, kFloat); }, {"[linspace]", "float32"});
+  EXPECT_TRUE(close(linspace(0, 1e300, 3, kDouble), tensor<double>({0, 5e299, 1e300}, kDouble), 1e-15, 0));
 }
 
 // ---- 4. float16 / bfloat16 rounding division -----------------------------------------------
