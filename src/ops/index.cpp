@@ -438,8 +438,8 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       check_value_shape(val, a.result, op);
       // Advanced indexing writes values of self's dtype only (torch): a
       // silent conversion would hide a dtype mix-up.
-      BRISK_CHECK(val.dtype() == self.dtype(), op, "the values have dtype ", val.dtype(), " but the indexed tensor has ",
-                  self.dtype(), ": convert them first (values.to(", self.dtype(), "))");
+      BRISK_CHECK(val.dtype() == self.dtype(), op, "the values have dtype ", val.dtype(),
+                  " but the indexed tensor has ", self.dtype(), ": convert them first (values.to(", self.dtype(), "))");
       Tensor index = a.index.is_alias_of(self) ? a.index.clone() : a.index;
       KernelArgs args;
       args.mode = 1;

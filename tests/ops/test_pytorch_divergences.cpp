@@ -386,14 +386,17 @@ TEST(PyTorchDivergence, IndexPutValueDtypeMustMatch) {
   // torch: x.index_put_((idx,), values) with values of another dtype raises
   // "Index put requires the source and destination dtypes match" (1.13 and 2.x)
   Tensor idx = tensor<int64_t>({0, 2});
-  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.0, 2.0}, kDouble)); }, {"[index_put_]", "float64", "float32"});
+  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.0, 2.0}, kDouble)); },
+               {"[index_put_]", "float64", "float32"});
   expect_error([&] { zeros({4}).index_put_({idx}, tensor<int64_t>({1, 2})); }, {"[index_put_]", "int64"});
-  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.5}, kDouble).view({})); }, {"[index_put_]", "float64"});
+  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.5}, kDouble).view({})); },
+               {"[index_put_]", "float64"});
   expect_error([&] { zeros({4}, kHalf).index_put_({idx}, tensor<float>({1.5f, 2.5f})); }, {"[index_put_]", "float16"});
   Tensor m2 = tensor<bool>({true, false, false, true}).view({2, 2});
   expect_error([&] { zeros({2, 2}).index_put_({m2}, tensor<double>({1.5, 2.5}, kDouble)); }, {"[index_put_]", "float64"});
-  expect_error([&] { zeros({2, 2}).index_put_({Slice(), tensor<int64_t>({0})}, tensor<double>({1.5, 2.5}, kDouble).view({2, 1})); },
-               {"[index_put_]", "float64"});
+  expect_error(
+      [&] { zeros({2, 2}).index_put_({Slice(), tensor<int64_t>({0})}, tensor<double>({1.5, 2.5}, kDouble).view({2, 1})); },
+      {"[index_put_]", "float64"});
   // Allowed: a single value through a boolean mask, x[mask] = tensor(1.5, dtype=float64)
   // -> [1.5, 0, 1.5, 0]; and basic indexing copies (x[0] = float64 row).
   Tensor m = tensor<bool>({true, false, true, false});
