@@ -18,11 +18,13 @@ struct TensorOptions {
   std::optional<ScalarType> dtype_;
   Device device_ = Device(kCPU);
   bool requires_grad_ = false;
+  /// Whether device_ was given (the *_like factories keep the input's device otherwise).
+  bool has_device_ = false;
 
   TensorOptions() = default;
   TensorOptions(ScalarType t) : dtype_(t) {}
-  TensorOptions(Device d) : device_(d) {}
-  TensorOptions(DeviceType d) : device_(d) {}
+  TensorOptions(Device d) : device_(d), has_device_(true) {}
+  TensorOptions(DeviceType d) : device_(d), has_device_(true) {}
 
   TensorOptions dtype(ScalarType t) const {
     auto o = *this;
@@ -32,6 +34,7 @@ struct TensorOptions {
   TensorOptions device(Device d) const {
     auto o = *this;
     o.device_ = d;
+    o.has_device_ = true;
     return o;
   }
   TensorOptions requires_grad(bool r = true) const {

@@ -1,8 +1,11 @@
+#include <cmath>
+#include <cstdint>
 #include <ostream>
 
 #include "brisk/ops.h"
 #include "brisk/scalar.h"
 #include "brisk/shape.h"
+#include "core/tensor_create.h"
 
 namespace brisk {
 
@@ -56,6 +59,48 @@ void set_default_dtype(ScalarType t) {
               "only floating point dtypes can be the default, got ", t);
   g_default_dtype = t;
 }
+
+namespace detail {
+// Note [Scalars out of range]
+// PyTorch converts some Scalar arguments to the tensor's dtype with a
+// checked conversion that raises on overflow (fill_, full, masked_fill,
+// where, index_put_ with a value, clamp's bounds on floating dtypes, pow's
+// exponent, add's alpha, pad's value); arithmetic operands (x + 300 on
+// uint8, comparisons, a scalar base of pow) wrap silently instead. The
+// rules, as PyTorch 2.x applies them:
+// - an integer to uint8: -255..255 (negative values wrap: -1 -> 255); to
+//   int32: its range; to a floating dtype: at most the dtype's largest
+//   finite value in magnitude;
+// - a float to an integral dtype: lowest <= v < largest + 1 (it truncates
+//   toward zero: 255.9 -> 255 fits uint8, -0.5 does not); nan and inf never
+//   fit; to a floating dtype: finite values up to the largest in magnitude
+//   (inf and nan convert);
+// - bool and float64 take anything (bool: nonzero is true).
+// (PyTorch 1.13 also refused floats past the largest integer: 255.5 on uint8.)
+void check_scalar_fits(const char* op, const Scalar& v, ScalarType t) {
+  if (t == kBool || t == kDouble || v.is_bool()) return;
+  const double lo = t == kUInt8 ? 0.0 : t == kInt32 ? -2147483648.0 : t == kInt64 ? -9223372036854775808.0 : 0.0;
+  const double hi = t == kUInt8 ? 255.0 : t == kInt32 ? 2147483647.0 : t == kInt64 ? 9223372036854775807.0
+                    : t == kHalf ? 65504.0 : t == kBFloat16 ? 3.3895313892515355e38 : 3.4028234663852886e38;
+  bool ok = true;
+  if (v.is_floating_point()) {
+    const double d = v.to_double();
+    if (is_floating_point(t))
+      ok = !std::isfinite(d) || std::abs(d) <= hi;
+    else
+      ok = d >= lo && d < hi + 1.0;  // false for nan
+  } else {
+    const int64_t i = v.to_long();
+    if (t == kUInt8)
+      ok = i >= -255 && i <= 255;
+    else if (t == kInt32)
+      ok = i >= INT32_MIN && i <= INT32_MAX;
+    else if (is_floating_point(t))
+      ok = std::abs(static_cast<double>(i)) <= hi;
+  }
+  BRISK_CHECK(ok, op, "value ", v, " is out of range for dtype ", t);
+}
+}  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {
   switch (s.kind()) {

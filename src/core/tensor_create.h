@@ -16,6 +16,12 @@ void resize_(const Tensor& t, IntArrayRef sizes);
 DimVector contiguous_strides(IntArrayRef sizes);
 /// Channels-last strides for a 4-D shape (N, C, H, W) -> (C*H*W, 1, W*C, C).
 DimVector channels_last_strides(IntArrayRef sizes);
+/// Strides of a fresh tensor like t in memory format "preserve" (Note
+/// [Preserved strides], src/ops/copy.cpp).
+DimVector preserved_strides(const Tensor& t);
+/// Throws "[op] value v is out of range for dtype t" where PyTorch's checked
+/// conversion of a Scalar to t fails (Note [Scalars out of range]).
+void check_scalar_fits(const char* op, const Scalar& v, ScalarType t);
 /// Wraps a dim into [0, ndim); throws "[op] dimension out of range".
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 /// Throws the "not available" error for devices without a backend.

@@ -129,10 +129,15 @@ BRISK_HOST_DEVICE inline T floor_div(T a, T b) {
     return a / b;
   }
 }
-template <class T>
+/// Truncating division of values stored as S, computed in T (S's opmath
+/// type). The quotient is rounded to S before it is truncated: PyTorch's
+/// kernels compute trunc(a / b) in the 16-bit type itself, so for float16
+/// -7 / -0.7 (= 9.997 in float) is 10, not 9. A no-op for float, double and
+/// the integer types.
+template <class S, class T>
 BRISK_HOST_DEVICE inline T trunc_div(T a, T b) {
   if constexpr (std::is_floating_point_v<T>)
-    return std::trunc(a / b);
+    return std::trunc(static_cast<T>(static_cast<S>(a / b)));
   else
     return a / b;
 }
@@ -166,18 +171,20 @@ BRISK_HOST_DEVICE inline T pow(T a, T b) {
   else
     return ipow(a, b);
 }
-/// minimum/maximum propagate nan.
+/// minimum/maximum propagate nan. On a tie they return the first operand,
+/// as PyTorch does: maximum(-0.0, 0.0) is -0.0, and clamp (built from them
+/// with x first) keeps the sign of a zero input: clamp(-0.0, min=0) = -0.0.
 template <class T>
 BRISK_HOST_DEVICE inline T maximum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>)
     if (a != a || b != b) return a + b;
-  return a > b ? a : b;
+  return a < b ? b : a;
 }
 template <class T>
 BRISK_HOST_DEVICE inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>)
     if (a != a || b != b) return a + b;
-  return a < b ? a : b;
+  return b < a ? b : a;
 }
 /// x << s and x >> s on integers as PyTorch 2 defines them, without UB: a
 /// count outside [0, bit width of T) shifts everything out (0, or -1 for a

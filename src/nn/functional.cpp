@@ -24,6 +24,14 @@ void check_floating(const char* op, const char* what, const Tensor& t) {
   BRISK_CHECK(t.is_floating_point(), op, "expected a floating point ", what, ", got ", t.dtype());
 }
 
+/// PyTorch's fused losses have no derivative for their class/element
+/// weights: a weight that requires grad is refused (in grad mode) instead of
+/// getting a gradient PyTorch would not compute.
+void check_weight_without_grad(const char* op, const char* what, const Tensor& w) {
+  BRISK_CHECK(!(w.defined() && w.requires_grad() && GradMode::is_enabled()), op, "is not differentiable with respect "
+              "to ", what, ", which requires grad: pass ", what, ".detach() (or compute the loss under NoGradGuard)");
+}
+
 void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
   check_floating(op, "input", input);
   BRISK_CHECK(target.defined(), op, "target is undefined");
@@ -52,8 +60,9 @@ struct Picked {
 Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, const Tensor& weight,
                     int64_t ignore_index) {
   BRISK_CHECK(target.defined(), op, "target is undefined");
-  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
-              "expected class indices of dtype int64 (or int32), got ", target.dtype());
+  // int64 or uint8 class indices, as in PyTorch (which refuses int32 too).
+  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kUInt8, op,
+              "expected class indices of dtype int64 (or uint8), got ", target.dtype());
   BRISK_CHECK(logp.dim() >= 2, op, "expected an input of shape (N, C, ...) or (C), got ", shape_str(logp.sizes()));
   const int64_t C = logp.size(1);
   bool shapes_ok = target.dim() == logp.dim() - 1 && target.size(0) == logp.size(0);
@@ -64,6 +73,7 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
     BRISK_CHECK(weight.dim() == 1 && weight.size(0) == C && weight.is_floating_point(), op,
                 "expected a floating point weight of shape [", C, "], got ", shape_str(weight.sizes()), " ",
                 weight.dtype());
+  check_weight_without_grad(op, "weight", weight);
   Tensor t = target.to(kInt64);
   Tensor valid = t.ne(ignore_index);
   Tensor safe = where(valid, t, Scalar(int64_t(0)));
@@ -305,6 +315,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
   BRISK_PROFILE_OP("binary_cross_entropy", input, target);
   const char* op = "binary_cross_entropy";
   check_same_shape(op, input, target);
+  check_weight_without_grad(op, "weight", o.weight());
   if (input.numel() > 0) {
     brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
@@ -322,6 +333,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   BRISK_PROFILE_OP("binary_cross_entropy_with_logits", input, target);
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(op, input, target);
+  check_weight_without_grad(op, "weight", o.weight());
+  check_weight_without_grad(op, "pos_weight", o.pos_weight());
   // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
   // finite for any |x| (softplus switches to the identity past 20).
   Tensor sp = input.neg().softplus();

@@ -1,10 +1,13 @@
 // Front ends of the binary and ternary elementwise ops.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
+#include "core/tensor_create.h"
 #include "core/tensor_iter.h"
 #include "profiler/record.h"
 
@@ -37,6 +40,14 @@ void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
   BRISK_CHECK(!(alpha.is_floating_point() && !is_floating_point(t)), op,
               "for integral input tensors, argument alpha must not be a floating point number");
 }
+/// The dtype addcmul's and addcdiv's value is converted to (checked, Note
+/// [Scalars out of range]): the op's math type. add's alpha is converted to
+/// the dtype itself.
+ScalarType opmath_dtype(ScalarType t) { return is_reduced_float(t) ? kFloat : t; }
+/// An integer alpha of 1 or -1 (add's and sub's default) fits every dtype.
+bool is_unit(const Scalar& alpha) {
+  return alpha.is_integral(false) && (alpha.to_long() == 1 || alpha.to_long() == -1);
+}
 // torch's sub_check: no bool operand at all (a Scalar counts with its own dtype).
 void check_sub_dtypes(const char* op, ScalarType a, ScalarType b) {
   BRISK_CHECK(!(a == kBool && b == kBool), op,
@@ -50,8 +61,12 @@ void check_sub_dtypes(const char* op, ScalarType a, ScalarType b) {
 // (a tensor of exponents gives 0, 1 or -1 instead).
 void check_pow_exponent(const char*, const Tensor&, const Tensor&) {}
 void check_pow_exponent(const char* op, const Tensor& base, const Scalar& exp) {
-  BRISK_CHECK(!(exp.is_integral(false) && exp.to_long() < 0 && !is_floating_point(result_type(base, exp))), op,
+  const ScalarType t = result_type(base, exp);
+  BRISK_CHECK(!(exp.is_integral(false) && exp.to_long() < 0 && !is_floating_point(t)), op,
               "Integers to negative integer powers are not allowed.");
+  // The exponent is converted to the dtype (checked) for integral and 16-bit
+  // float results; float32 and float64 take it as a double (torch).
+  if (t != kFloat && t != kDouble) detail::check_scalar_fits(op, exp, t);
 }
 void check_bitwise(const char* op, ScalarType t) {
   BRISK_CHECK(!is_floating_point(t), op, "only integer and bool tensors are supported, got ", t);
@@ -71,7 +86,11 @@ void check_int_divisor(const char* op, ScalarType compute, const Tensor& b) {
 }
 void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
   if (is_floating_point(compute)) return;
-  BRISK_CHECK(b.to_double() != 0, op, "ZeroDivisionError: integer division by zero");
+  // The divisor as the kernel sees it: an integer scalar wraps to the dtype
+  // (256 is 0 for uint8).
+  const int64_t v = b.to_long();
+  const bool zero = compute == kUInt8 ? uint8_t(v) == 0 : compute == kInt32 ? int32_t(v) == 0 : v == 0;
+  BRISK_CHECK(!zero, op, "ZeroDivisionError: integer division by zero (divisor ", b, " as ", compute, ")");
 }
 }  // namespace
 
@@ -92,6 +111,7 @@ Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, cons
   }
   it.input(a).input(b);
   if (BRISK_UNLIKELY(alpha.is_floating_point())) check_alpha(nm, result_type(a, b), alpha);
+  if (BRISK_UNLIKELY(!is_unit(alpha))) detail::check_scalar_fits(nm, alpha, result_type(a, b));
   Tensor r = run<OpId::add>(nm, it, alpha_args(alpha));
   if (self) self->bump_version();
   if (out) out->bump_version();
@@ -164,6 +184,7 @@ Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
   it.input(b).input(a);
   check_sub_dtypes("rsub", a.dtype(), b.dtype());
   check_alpha("rsub", result_type(a, b), alpha);
+  if (!is_unit(alpha)) detail::check_scalar_fits("rsub", -alpha, result_type(a, b));  // applied negated
   Tensor r = run<OpId::add>("rsub", it, alpha_args(-alpha));
   if (BRISK_UNLIKELY(autograd::should_record(a)))
     autograd::record("RsubBackward1", {r}, {a}, {},
@@ -209,14 +230,23 @@ Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, co
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
     if (mode != RoundingMode::None) {
-      // floor/trunc division is piecewise constant: zero gradient (torch).
-      auto fn = [](BackwardCtx& c) -> TensorList {
-        return {c.needs(0) ? zeros_like(c.grad()) : Tensor(), Tensor()};
-      };
-      if (self)
-        record_inplace("DivBackward2", *self, {*self}, {}, fn);
-      else
-        record("DivBackward2", {r}, {a}, {}, fn);
+      // floor/trunc division is piecewise constant: zero gradients for both
+      // operands (torch), one per input the node was recorded with.
+      if constexpr (std::is_same_v<Other, Tensor>) {
+        auto fn = [](BackwardCtx& c) -> TensorList {
+          return {c.needs(0) ? zeros_like(c.grad()) : Tensor(), c.needs(1) ? zeros_like(c.grad()) : Tensor()};
+        };
+        if (self)
+          record_inplace("DivBackward2", *self, {*self, b}, {}, fn);
+        else
+          record("DivBackward2", {r}, {a, b}, {}, fn);
+      } else {
+        auto fn = [](BackwardCtx& c) -> TensorList { return {zeros_like(c.grad())}; };
+        if (self)
+          record_inplace("DivBackward3", *self, {*self}, {}, fn);
+        else
+          record("DivBackward3", {r}, {a}, {}, fn);
+      }
     } else if constexpr (std::is_same_v<Other, Tensor>) {
       auto fn = [](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
@@ -427,8 +457,17 @@ Tensor pow(const Scalar& base, const Tensor& exponent) {
   Tensor r = run<OpId::pow>("pow", it, KernelArgs{});
   if (BRISK_UNLIKELY(autograd::should_record(exponent))) {
     const double lb = std::log(base.to_double());
-    autograd::record("PowBackward2", {r}, {exponent}, {autograd::save_output(r)},
-                     [lb](autograd::BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0) * lb}; });
+    if (base.to_double() == 0.0) {
+      // d/de 0^e = 0^e * log(0): taken as 0 where e >= 0 (0^e is constant
+      // there), so only negative exponents see -inf (torch).
+      autograd::record("PowBackward2", {r}, {exponent}, {autograd::save(exponent), autograd::save_output(r)},
+                       [lb](autograd::BackwardCtx& c) -> TensorList {
+                         return {(c.grad() * c.saved(1) * lb).masked_fill(c.saved(0) >= 0, 0)};
+                       });
+    } else {
+      autograd::record("PowBackward2", {r}, {exponent}, {autograd::save_output(r)},
+                       [lb](autograd::BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0) * lb}; });
+    }
   }
   return r;
 }
@@ -544,6 +583,13 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
     BRISK_CHECK(is_floating_point(st.result()), nm, "integer division with addcdiv is not supported, use "
                 "(input + value * tensor1 / tensor2) instead");
   }
+  if (!is_unit(v)) {
+    ResultTypeState st;
+    st.update(s);
+    st.update(t1);
+    st.update(t2);
+    detail::check_scalar_fits(nm, v, opmath_dtype(st.result()));
+  }
   Tensor r = run<op>(nm, it, alpha_args(v));
   if (self) self->bump_version();
   if (BRISK_UNLIKELY(rec)) {
@@ -609,10 +655,29 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
   st.update(x);
   if (lo) st.update(*lo);
   if (hi) st.update(*hi);
-  it.compute_dtype(st.result());
+  const ScalarType ct = st.result();
+  it.compute_dtype(ct);
   KernelArgs a;
   if (lo) a.s0 = *lo, a.has_s0 = true;
   if (hi) a.s1 = *hi, a.has_s1 = true;
+  if (is_integral(ct, false)) {
+    // Integer bounds past the dtype's range (torch 2.x): a min above the
+    // largest value or a max below the lowest is an error; otherwise they
+    // saturate (clamp(min=-1) leaves uint8 alone instead of wrapping to 255).
+    const int64_t tlo = ct == kUInt8 ? 0 : ct == kInt32 ? INT32_MIN : INT64_MIN;
+    const int64_t thi = ct == kUInt8 ? 255 : ct == kInt32 ? INT32_MAX : INT64_MAX;
+    if (lo) {
+      BRISK_CHECK(lo->to_long() <= thi, nm, "min ", *lo, " is above the largest ", ct, " value ", thi);
+      a.s0 = std::max(lo->to_long(), tlo);
+    }
+    if (hi) {
+      BRISK_CHECK(hi->to_long() >= tlo, nm, "max ", *hi, " is below the lowest ", ct, " value ", tlo);
+      a.s1 = std::min(hi->to_long(), thi);
+    }
+  } else {
+    if (lo) detail::check_scalar_fits(nm, *lo, ct);
+    if (hi) detail::check_scalar_fits(nm, *hi, ct);
+  }
   Tensor r = run<OpId::clamp>(nm, it, a);
   if (self) self->bump_version();
   if (BRISK_UNLIKELY(rec)) {
@@ -680,7 +745,14 @@ Tensor where_impl(const Tensor& cond, const A& a, const B& b) {
   ResultTypeState st;
   st.update(a);
   st.update(b);
-  it.compute_dtype(st.result());
+  const ScalarType ct = st.result();
+  it.compute_dtype(ct);
+  // A Scalar operand is converted to the result dtype, checked (torch 2.x
+  // lets a 16-bit float overflow to inf here, as it does not in fill_).
+  if (!is_reduced_float(ct)) {
+    if constexpr (std::is_same_v<A, Scalar>) detail::check_scalar_fits("where", a, ct);
+    if constexpr (std::is_same_v<B, Scalar>) detail::check_scalar_fits("where", b, ct);
+  }
   Tensor r = run<OpId::where>("where", it, KernelArgs{});
   if (BRISK_UNLIKELY(autograd::should_record(a, b))) {
     using namespace autograd;
@@ -705,11 +777,13 @@ Tensor where(const Tensor& c, const Scalar& a, const Scalar& b) { return where_i
 
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
   BRISK_PROFILE_OP("masked_fill", *this, mask, v);
+  detail::check_scalar_fits("masked_fill", v, dtype());
   return clone().masked_fill_(mask, v);
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   BRISK_PROFILE_OP("masked_fill_", *this, mask, v);
   BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
+  detail::check_scalar_fits("masked_fill_", v, dtype());
   autograd::check_inplace(*this, "masked_fill_");
   IterBuilder it("masked_fill_");
   it.inplace(*this).input(mask, false).input(v).input(*this).compute_dtype(dtype());

@@ -15,30 +15,67 @@
 namespace brisk {
 
 namespace detail {
-/// Strides of a fresh tensor with t's memory order when t is dense (no gaps,
-/// no overlap), else contiguous strides. This is the "preserve" format.
+namespace {
+/// True when t's elements fill a block of memory exactly once (no gaps, no
+/// overlap), in any dim order. Dims of size 0 or 1 do not count.
+bool non_overlapping_and_dense(const Tensor& t) {
+  SmallVec<8> order;  // dims of size > 1, innermost (smallest stride) first
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) > 1) order.push_back(d);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return t.stride(a) < t.stride(b); });
+  int64_t expected = 1;
+  for (int64_t d : order) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+}  // namespace
+
+// Note [Preserved strides]
+// A fresh tensor "like" t (empty_like and the other *_like factories, clone,
+// to(dtype), all with memory format preserve) gets, as in PyTorch:
+// - t's own strides when t is non-overlapping and dense (a transpose stays a
+//   transpose, channels_last stays channels_last);
+// - otherwise dense strides in t's memory order: its dims ranked by stride
+//   (innermost = smallest), as an elementwise op's output is. A dim of stride
+//   0 (expanded) is ranked nowhere: it keeps its place in the natural order.
+//   So a channels_last tensor sliced along H stays channels_last, and a
+//   sliced contiguous tensor becomes contiguous.
 DimVector preserved_strides(const Tensor& t) {
   const int64_t nd = t.dim();
-  if (t.is_contiguous() || nd == 0) return contiguous_strides(t.sizes());
-  std::vector<int64_t> order(nd);
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (t.size(a) == 1 || t.size(b) == 1) return false;
-    return t.stride(a) > t.stride(b);
-  });
-  // dense check: walking from innermost, each stride equals the product of sizes so far
-  int64_t expected = 1;
-  for (int64_t i = nd; i-- > 0;) {
-    const int64_t d = order[i];
-    if (t.size(d) == 1) continue;
-    if (t.stride(d) != expected) return contiguous_strides(t.sizes());
-    expected *= t.size(d);
+  // (is_contiguous() holds for any tensor without elements: look closer then)
+  if ((t.is_contiguous() && t.numel() > 0) || non_overlapping_and_dense(t))
+    return DimVector(t.strides().begin(), t.strides().end());
+  // rank[0] is the innermost dim. Start from the natural order (last dim
+  // innermost) and insert each dim inward past the dims it must precede:
+  // a dim with a larger stride, or an equal stride and a larger size, goes
+  // outward; a 0 stride on either side decides nothing, and the scan goes on
+  // past it.
+  std::vector<int64_t> rank(static_cast<size_t>(nd));
+  for (int64_t i = 0; i < nd; ++i) rank[static_cast<size_t>(i)] = nd - 1 - i;
+  auto outer = [&](int64_t a, int64_t b) {  // +1: a belongs outside b; -1: inside; 0: undecided
+    const int64_t sa = t.stride(a), sb = t.stride(b);
+    if (sa == 0 || sb == 0) return 0;
+    if (sa != sb) return sa > sb ? 1 : -1;
+    return t.size(a) > t.size(b) ? 1 : 0;
+  };
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t pos = i;  // where the dim being placed currently sits
+    for (int64_t j = i - 1; j >= 0; --j) {
+      const int c = outer(rank[static_cast<size_t>(j)], rank[static_cast<size_t>(pos)]);
+      if (c < 0) break;
+      if (c > 0) {
+        std::swap(rank[static_cast<size_t>(j)], rank[static_cast<size_t>(pos)]);
+        pos = j;
+      }
+    }
   }
   DimVector out(nd);
   int64_t acc = 1;
-  for (int64_t i = nd; i-- > 0;) {
-    out[order[i]] = acc;
-    acc *= std::max<int64_t>(t.size(order[i]), 1);
+  for (int64_t d : rank) {
+    out[d] = acc;
+    acc *= std::max<int64_t>(t.size(d), 1);
   }
   return out;
 }
@@ -146,6 +183,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 
 Tensor& Tensor::fill_(const Scalar& v) {
   BRISK_PROFILE_OP("fill_", *this, v);
+  detail::check_scalar_fits("fill_", v, dtype());
   if (numel() == 0) return *this;
   autograd::check_inplace(*this, "fill_");
   check_no_internal_overlap("fill_", *this);

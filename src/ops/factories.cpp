@@ -49,6 +49,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts)
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
   BRISK_PROFILE_OP("full", value);
   if (!opts.dtype_) opts = opts.dtype(value.dtype());
+  detail::check_scalar_fits("full", value, *opts.dtype_);
   Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
   t.fill_(value);
   return finish_factory(t, opts);
@@ -71,7 +72,7 @@ namespace {
 TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& opts) {
   TensorOptions o = opts ? *opts : TensorOptions();
   if (!o.dtype_) o = o.dtype(t.dtype());
-  if (!opts) o = o.device(t.device());
+  if (!o.has_device_) o = o.device(t.device());  // zeros_like(cuda_x, kFloat) stays on the GPU (libtorch)
   return o;
 }
 }  // namespace
@@ -79,10 +80,10 @@ TensorOptions like_options(const Tensor& t, const std::optional<TensorOptions>& 
 Tensor empty_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("empty_like", t);
   TensorOptions o = like_options(t, opts);
-  // Keep the layout of dense inputs (channels_last stays channels_last).
-  if (t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(kChannelsLast))
-    return empty(t.sizes(), o, kChannelsLast);
-  return empty(t.sizes(), o);
+  // Memory format preserve: t's strides when it is dense, else dense strides
+  // in t's memory order (Note [Preserved strides]).
+  return finish_factory(detail::make_tensor(t.sizes(), detail::preserved_strides(t), o.dtype_or_default(), o.device_),
+                        o);
 }
 Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("zeros_like", t);
@@ -94,6 +95,7 @@ Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
 }
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("full_like", t, v);
+  detail::check_scalar_fits("full_like", v, opts && opts->dtype_ ? *opts->dtype_ : t.dtype());
   return empty_like(t, opts).fill_(v);
 }
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
@@ -107,6 +109,15 @@ Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) {
 
 Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, opts); }
 
+// Note [Integer arange and linspace]
+// For an integral dtype PyTorch (2.x; 1.13 differs in corner cases) counts
+// the elements from the arguments as given, ceil((end - start) / step) in
+// float64, but computes the values from start and step converted to int64
+// (truncated toward zero): arange(-2.5, 2.5, 1, kInt32) is
+// [-2, -1, 0, 1, 2], and a step that truncates to 0 repeats start
+// (arange(0, 1, 0.3, kInt64) is [0, 0, 0, 0]; 1.13 raised "step must be
+// nonzero" there). linspace converts start and end to the dtype first (an
+// out-of-range end is an error), then interpolates in float64 and truncates.
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts) {
   BRISK_PROFILE_OP("arange", start, end, step);
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
@@ -121,26 +132,34 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
     const int64_t a = start.to_long(), b = end.to_long(), c = step.to_long();
     n = c > 0 ? (b - a + c - 1) / c : (a - b + (-c) - 1) / (-c);
   } else {
-    n = static_cast<int64_t>(std::ceil((e - s) / st));
+    const double nd = std::ceil((e - s) / st);
+    BRISK_CHECK(nd < 9.2e18, "arange", "the range ", start, " -> ", end, " with step ", step, " has too many elements");
+    n = static_cast<int64_t>(nd);
   }
+  // Integer values: int64 start + i * step (Note [Integer arange and linspace]).
+  const bool int_values = all_int || is_integral(dt, false);
+  if (int_values && !all_int)
+    BRISK_CHECK(std::abs(s) < 9.2e18 && std::abs(st) < 9.2e18, "arange", "start ", start, " or step ", step,
+                " does not fit in int64");
+  const int64_t ia = int_values ? start.to_long() : 0, ic = int_values ? step.to_long() : 0;
   Tensor t = detail::make_tensor({n}, {}, dt, opts.device_);
 #ifdef BRISK_HAVE_CUDA
   if (t.is_cuda()) {
     // filled on the device with the same values (src/backend/cuda/factories.cu)
-    cuda::detail::arange_fill(t, all_int, all_int ? start.to_long() : 0, all_int ? step.to_long() : 0, s, st);
+    cuda::detail::arange_fill(t, int_values, ia, ic, s, st);
     return finish_factory(t, opts);
   }
 #endif
-  Tensor dbl = detail::make_tensor({n}, {}, all_int ? kInt64 : kDouble, kCPU);
-  if (all_int) {
-    int64_t* p = dbl.data_ptr<int64_t>();
-    const int64_t a = start.to_long(), c = step.to_long();
-    for (int64_t i = 0; i < n; ++i) p[i] = a + i * c;
+  Tensor buf = detail::make_tensor({n}, {}, int_values ? kInt64 : kDouble, kCPU);
+  if (int_values) {
+    int64_t* p = buf.data_ptr<int64_t>();
+    // two's complement wrap, as the CUDA fill
+    for (int64_t i = 0; i < n; ++i) p[i] = int64_t(uint64_t(ia) + uint64_t(i) * uint64_t(ic));
   } else {
-    double* p = dbl.data_ptr<double>();
+    double* p = buf.data_ptr<double>();
     for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
   }
-  t.copy_(dbl);
+  t.copy_(buf);
   return finish_factory(t, opts);
 }
 
@@ -148,7 +167,15 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   BRISK_PROFILE_OP("linspace", start, end);
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
-  const double a = start.to_double(), b = end.to_double();
+  // The ends must fit the dtype (torch converts them with a check); integer
+  // dtypes take them converted (Note [Integer arange and linspace]).
+  detail::check_scalar_fits("linspace", start, dt);
+  detail::check_scalar_fits("linspace", end, dt);
+  double a = start.to_double(), b = end.to_double();
+  if (is_integral(dt, false)) {
+    a = scalar_tensor(start, dt).item<double>();
+    b = scalar_tensor(end, dt).item<double>();
+  }
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
   // steps == 1 gives [start] (torch.linspace), so a single step counts from the front.

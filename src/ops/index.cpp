@@ -421,6 +421,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   Parsed p = parse_indices(self, ix, n, op);
   const Tensor& v = p.view;
   Tensor val;
+  if (!value) detail::check_scalar_fits(op, scalar, self.dtype());
   if (value) {
     val = mode.strict ? *value : strip_leading_ones(*value);
     // Reading and writing the same memory: work from a copy.
@@ -452,7 +453,10 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       a = plan_advanced(p, op);
       if (!value) val = scalar_tensor(scalar, self.dtype());
       check_value_shape(val, a.result, op);
-      if (val.dtype() != self.dtype()) val = val.to(self.dtype());
+      // Advanced indexing writes values of self's dtype only (torch): a
+      // silent conversion would hide a dtype mix-up.
+      BRISK_CHECK(val.dtype() == self.dtype(), op, "the values have dtype ", val.dtype(),
+                  " but the indexed tensor has ", self.dtype(), ": convert them first (values.to(", self.dtype(), "))");
       Tensor index = a.index.is_alias_of(self) ? a.index.clone() : a.index;
       KernelArgs args;
       args.mode = 1 | (mode.accumulate ? 2 : 0);  // negative indices wrap; accumulate

@@ -459,6 +459,7 @@ Tensor& Tensor::triu_(int64_t diagonal) { return triangle_inplace<false>("triu_"
 namespace {
 Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
   BRISK_CHECK(x.defined(), "pad", "input is an undefined tensor");
+  detail::check_scalar_fits("pad", value, x.dtype());
   BRISK_CHECK(pad.size() % 2 == 0, "pad", "padding length must be divisible by 2, got ", pad.size(), " values ",
               pad);
   const int64_t np = static_cast<int64_t>(pad.size()) / 2;

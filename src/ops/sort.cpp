@@ -65,6 +65,8 @@ Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
 std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   BRISK_PROFILE_OP("topk", x);
   BRISK_CHECK(x.defined(), "topk", "input is an undefined tensor");
+  // As in PyTorch (sort does take bool).
+  BRISK_CHECK(x.dtype() != kBool, "topk", "not implemented for bool tensors (convert to an integer dtype first)");
   const int64_t d = detail::wrap_dim(dim, x.dim(), "topk");
   const int64_t n = x.dim() == 0 ? 1 : x.size(d);
   BRISK_CHECK(k >= 0 && k <= n, "topk", "selected index k out of range (k = ", k, ", but dim ", d, " of shape ",

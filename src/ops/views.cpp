@@ -648,6 +648,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 
 std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
   BRISK_PROFILE_OP("split_with_sizes", *this);
+  BRISK_CHECK(dim() > 0, "split_with_sizes", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split_with_sizes");
   int64_t total = 0;
   for (int64_t s : sizes_) {
@@ -670,10 +671,13 @@ std::vector<Tensor> Tensor::split(IntArrayRef sizes_, int64_t d) const {
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
   BRISK_PROFILE_OP("chunk", *this);
+  BRISK_CHECK(dim() > 0, "chunk", "cannot be applied to a 0-dim tensor");
   BRISK_CHECK(chunks > 0, "chunk", "number of chunks must be positive, got ", chunks);
   d = wrap_dim(d, dim(), "chunk");
   const int64_t n = size(d);
-  return split(std::max<int64_t>((n + chunks - 1) / chunks, n == 0 ? 0 : 1), d);
+  // An empty dim gives `chunks` empty chunks (torch), not one.
+  if (n == 0) return split(std::vector<int64_t>(static_cast<size_t>(chunks), 0), d);
+  return split((n + chunks - 1) / chunks, d);
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {

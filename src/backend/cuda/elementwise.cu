@@ -47,7 +47,8 @@ enum class Arith : int {
   ThresholdBackward,  // y <= s ? 0 : x  (x: grad, y: input)
 };
 
-template <class M>
+/// M: the math type; T: brisk's dtype type (rounding of trunc division).
+template <class M, class T>
 struct ArithOp {
   Arith mode;
   M s;
@@ -66,7 +67,7 @@ struct ArithOp {
         case Arith::AddAlpha: return M(x + s * y);
         case Arith::Mul: return M(x * y);
         case Arith::Div: return M(x / y);
-        case Arith::DivTrunc: return math::trunc_div(x, y);
+        case Arith::DivTrunc: return math::trunc_div<T>(x, y);
         case Arith::DivFloor: return math::floor_div(x, y);
         case Arith::Remainder: return math::remainder(x, y);
         case Arith::Fmod: return math::fmod(x, y);
@@ -103,7 +104,7 @@ template <class T>
 void launch_arith(TensorIter& it, const char* op, Arith mode, const Scalar& s) {
   using S = storage_t<T>;
   using M = math_t<S>;
-  gpu_kernel<S, S, S>(it, op, ArithOp<M>{mode, s.to<M>()});
+  gpu_kernel<S, S, S>(it, op, ArithOp<M, T>{mode, s.to<M>()});
 }
 
 void add_kernel(TensorIter& it, const KernelArgs& a) {

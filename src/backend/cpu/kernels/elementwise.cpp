@@ -218,7 +218,7 @@ void div_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_NUMERIC(it.dtypes[0], "div", [&] {
     using M = opmath_t<scalar_t>;
     if (a.mode == 1)
-      binary_kernel<scalar_t>(it, [](M x, M y) { return math::trunc_div(x, y); });
+      binary_kernel<scalar_t>(it, [](M x, M y) { return math::trunc_div<scalar_t>(x, y); });
     else if (a.mode == 2)
       binary_kernel<scalar_t>(it, [](M x, M y) { return math::floor_div(x, y); });
     else

@@ -1,0 +1,629 @@
+// Regression tests for divergences from PyTorch found by a differential run.
+// Each test names the divergence; the expected values were obtained from
+// PyTorch 1.13 (Debian's python3-torch) and PyTorch 2.x (a venv) and are
+// written next to the assertion. Where the two versions differ, the test
+// follows 2.x and says so.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "test_util.h"
+
+namespace brisk {
+namespace {
+
+using testing::close;
+using testing::expect_error;
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNan = std::numeric_limits<double>::quiet_NaN();
+
+/// The values of a tensor as float64, flattened.
+std::vector<double> values(const Tensor& t) {
+  Tensor d = t.to(kDouble).contiguous();
+  return std::vector<double>(d.data_ptr<double>(), d.data_ptr<double>() + d.numel());
+}
+/// Exact equality that also checks the sign of zeros and matches nan to nan.
+::testing::AssertionResult same_bits(const Tensor& got, const std::vector<double>& want) {
+  std::vector<double> g = values(got);
+  if (g.size() != want.size()) return ::testing::AssertionFailure() << "size " << g.size() << " vs " << want.size();
+  for (size_t i = 0; i < g.size(); ++i) {
+    const bool both_nan = std::isnan(g[i]) && std::isnan(want[i]);
+    if (both_nan) continue;
+    if (g[i] != want[i] || std::signbit(g[i]) != std::signbit(want[i]))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", expected " << want[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+std::vector<int64_t> strides_of(const Tensor& t) { return std::vector<int64_t>(t.strides().begin(), t.strides().end()); }
+std::vector<int64_t> sizes_of(const Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end()); }
+
+// ---- 1. pow: gradients at base 0 -----------------------------------------------------
+
+TEST(PyTorchDivergence, PowScalarZeroBaseGradIsZero) {
+  // torch.pow(0.0, e) for e = [-1, 0, 0.5, 1, 2, 3] (float64):
+  //   values [inf, 1, 0, 0, 0, 0], e.grad [-inf, 0, 0, 0, 0, 0] (1.13 and 2.x)
+  Tensor e = tensor<double>({-1, 0, 0.5, 1, 2, 3}, kDouble).requires_grad_();
+  Tensor r = pow(Scalar(0.0), e);
+  EXPECT_TRUE(same_bits(r, {kInf, 1, 0, 0, 0, 0}));
+  r.sum().backward();
+  EXPECT_TRUE(same_bits(e.grad(), {-kInf, 0, 0, 0, 0, 0}));
+  // An integer base 0 too: torch.pow(0, e), e = [0., 1., 2.]: grad [0, 0, 0]
+  Tensor e2 = tensor<float>({0, 1, 2}).requires_grad_();
+  pow(Scalar(0), e2).sum().backward();
+  EXPECT_TRUE(same_bits(e2.grad(), {0, 0, 0}));
+}
+
+TEST(PyTorchDivergence, PowScalarBaseOtherBasesGrad) {
+  // torch.pow(-2.0, e): grad all nan; torch.pow(1.0, e): grad all 0;
+  // torch.pow(2.0, e): grad 2^e * log(2) (1.13 and 2.x)
+  for (double base : {-2.0, 1.0, 2.0}) {
+    Tensor e = tensor<double>({-1, 0, 0.5, 1, 2, 3}, kDouble).requires_grad_();
+    pow(Scalar(base), e).sum().backward();
+    std::vector<double> want;
+    for (double v : {-1.0, 0.0, 0.5, 1.0, 2.0, 3.0})
+      want.push_back(base < 0 ? kNan : base == 1 ? 0.0 : std::pow(base, v) * std::log(base));
+    EXPECT_TRUE(close(e.grad(), tensor(want, kDouble), 1e-12, 1e-12)) << "base " << base;
+  }
+  // finite differences where the function is smooth
+  Tensor e = tensor<double>({-1.5, -0.3, 0.2, 1.7}, kDouble).requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck([](const TensorList& in) { return pow(Scalar(2.5), in[0]); }, {e}));
+  EXPECT_TRUE(autograd::gradcheck([](const TensorList& in) { return pow(Scalar(0.0), in[0]); },
+                                  {tensor<double>({0.5, 1.5, 2.5}, kDouble).requires_grad_()}));
+}
+
+TEST(PyTorchDivergence, PowTensorZeroAndNegativeBaseGrads) {
+  // x = [0, 0, 0, 0, -2, -2, -2, 2], e = [-1, 0, 0.5, 2, 2, 0.5, 0, 0] (float64):
+  //   torch.pow(x, e)  = [inf, 1, 0, 0, 4, nan, 1, 1]
+  //   x.grad           = [-inf, 0, inf, 0, -4, nan, 0, 0]
+  //   e.grad           = [-inf, 0, 0, 0, nan, nan, nan, log 2]   (1.13 and 2.x)
+  Tensor x = tensor<double>({0, 0, 0, 0, -2, -2, -2, 2}, kDouble).requires_grad_();
+  Tensor e = tensor<double>({-1, 0, 0.5, 2, 2, 0.5, 0, 0}, kDouble).requires_grad_();
+  Tensor r = pow(x, e);
+  EXPECT_TRUE(same_bits(r, {kInf, 1, 0, 0, 4, kNan, 1, 1}));
+  r.sum().backward();
+  EXPECT_TRUE(same_bits(x.grad(), {-kInf, 0, kInf, 0, -4, kNan, 0, 0}));
+  EXPECT_TRUE(same_bits(e.grad(), {-kInf, 0, 0, 0, kNan, kNan, kNan, std::log(2.0)}));
+  // tensor ** scalar at x = [0, -2, 2]: torch gives
+  //   e=0: [0, 0, 0]; e=0.5: [inf, nan, 0.35355...]; e=1: [1, 1, 1]; e=2: [0, -4, 4];
+  //   e=-1: [-inf, -0.25, -0.25]; e=3: [0, 12, 12]
+  const std::vector<std::pair<double, std::vector<double>>> cases = {
+      {0.0, {0, 0, 0}},   {0.5, {kInf, kNan, 0.5 / std::sqrt(2.0)}}, {1.0, {1, 1, 1}},
+      {2.0, {0, -4, 4}},  {-1.0, {-kInf, -0.25, -0.25}},             {3.0, {0, 12, 12}}};
+  for (const auto& [ex, want] : cases) {
+    Tensor xs = tensor<double>({0, -2, 2}, kDouble).requires_grad_();
+    pow(xs, Scalar(ex)).sum().backward();
+    EXPECT_TRUE(close(xs.grad(), tensor(want, kDouble), 1e-12, 1e-12)) << "exponent " << ex;
+  }
+  EXPECT_TRUE(autograd::gradcheck([](const TensorList& in) { return pow(in[0], in[1]); },
+                                  {tensor<double>({0.5, 1.3, 2.0}, kDouble).requires_grad_(),
+                                   tensor<double>({-1.2, 0.0, 2.5}, kDouble).requires_grad_()}));
+}
+
+// ---- 2. div with a rounding mode: zero gradients -----------------------------------------
+
+TEST(PyTorchDivergence, DivRoundingModeBackwardIsZero) {
+  // a (1, 3), b (2, 1), torch.div(a, b, rounding_mode="floor"/"trunc").sum().backward():
+  //   a.grad = zeros(1, 3), b.grad = zeros(2, 1) (grad_fn DivBackward2; 1.13 and 2.x)
+  for (RoundingMode m : {RoundingMode::Floor, RoundingMode::Trunc}) {
+    Tensor a = tensor<float>({1.5f, -2.5f, 3.0f}).view({1, 3}).requires_grad_();
+    Tensor b = tensor<float>({2.0f, 0.7f}).view({2, 1}).requires_grad_();
+    div(a, b, m).sum().backward();
+    ASSERT_TRUE(a.grad().defined() && b.grad().defined());
+    EXPECT_EQ(sizes_of(a.grad()), (std::vector<int64_t>{1, 3}));
+    EXPECT_EQ(sizes_of(b.grad()), (std::vector<int64_t>{2, 1}));
+    EXPECT_TRUE(same_bits(a.grad(), {0, 0, 0}));
+    EXPECT_TRUE(same_bits(b.grad(), {0, 0}));
+
+    // tensor / scalar: a.grad = zeros
+    Tensor a2 = tensor<float>({1.5f, -2.5f, 3.0f}).requires_grad_();
+    a2.div(2.0, m).sum().backward();
+    EXPECT_TRUE(same_bits(a2.grad(), {0, 0, 0}));
+
+    // in place on a non-leaf: c = a * 1; c.div_(b, rounding_mode=...): both grads zero
+    Tensor a3 = tensor<float>({1.5f, -2.5f, 3.0f}).requires_grad_();
+    Tensor b3 = tensor<float>({1.0f, 2.0f, 3.0f}).requires_grad_();
+    Tensor c = a3 * 1;
+    c.div_(b3, m);
+    c.sum().backward();
+    EXPECT_TRUE(same_bits(a3.grad(), {0, 0, 0}));
+    EXPECT_TRUE(same_bits(b3.grad(), {0, 0, 0}));
+    Tensor a4 = tensor<float>({1.5f, -2.5f, 3.0f}).requires_grad_();
+    Tensor c4 = a4 * 1;
+    c4.div_(2.0, m);
+    c4.sum().backward();
+    EXPECT_TRUE(same_bits(a4.grad(), {0, 0, 0}));
+  }
+  // The siblings: remainder/fmod backward. a = [1.5, -2.5, 3], b = [1, 2, 3]:
+  //   remainder: a.grad [1, 1, 1], b.grad [-1, 2, -1]; fmod: b.grad [-1, 1, -1]
+  Tensor a = tensor<float>({1.5f, -2.5f, 3.0f}).requires_grad_();
+  Tensor b = tensor<float>({1.0f, 2.0f, 3.0f}).requires_grad_();
+  remainder(a, b).sum().backward();
+  EXPECT_TRUE(same_bits(a.grad(), {1, 1, 1}));
+  EXPECT_TRUE(same_bits(b.grad(), {-1, 2, -1}));
+  Tensor b2 = tensor<float>({1.0f, 2.0f, 3.0f}).requires_grad_();
+  fmod(a.detach(), b2).sum().backward();
+  EXPECT_TRUE(same_bits(b2.grad(), {-1, 1, -1}));
+}
+
+// ---- 3. arange / linspace on integer dtypes ------------------------------------------------
+
+TEST(PyTorchDivergence, ArangeIntegerDtypeFractionalStart) {
+  auto ints = [](const Tensor& t) {
+    Tensor l = t.to(kInt64).contiguous();
+    return std::vector<int64_t>(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
+  };
+  using V = std::vector<int64_t>;
+  // torch.arange(-2.5, 2.5, 1, dtype=torch.int32) = [-2, -1, 0, 1, 2]
+  EXPECT_EQ(ints(arange(-2.5, 2.5, 1, kInt32)), (V{-2, -1, 0, 1, 2}));
+  // int64: [-2, -1, 0, 1, 2] in 2.x (1.13 gave [-2, -1, 0, 1])
+  EXPECT_EQ(ints(arange(-2.5, 2.5, 1, kInt64)), (V{-2, -1, 0, 1, 2}));
+  // (0, 5, 1.5) int64: [0, 1, 2, 3] (2.x; 1.13 [0, 1, 2, 3, 4])
+  EXPECT_EQ(ints(arange(0, 5, 1.5, kInt64)), (V{0, 1, 2, 3}));
+  // (-0.3, 3, 1) int32: [0, 1, 2, 3]
+  EXPECT_EQ(ints(arange(-0.3, 3, 1, kInt32)), (V{0, 1, 2, 3}));
+  // (-3.7, 0, 1.2) int32: [-3, -2, -1, 0]
+  EXPECT_EQ(ints(arange(-3.7, 0, 1.2, kInt32)), (V{-3, -2, -1, 0}));
+  // (2.5, -2.5, -1) int32: [2, 1, 0, -1, -2]
+  EXPECT_EQ(ints(arange(2.5, -2.5, -1, kInt32)), (V{2, 1, 0, -1, -2}));
+  // (0.9, 5, 1.1) int64: [0, 1, 2, 3]
+  EXPECT_EQ(ints(arange(0.9, 5, 1.1, kInt64)), (V{0, 1, 2, 3}));
+  // uint8 (-2.5, 2.5, 1): [254, 255, 0, 1, 2]
+  EXPECT_EQ(ints(arange(-2.5, 2.5, 1, kUInt8)), (V{254, 255, 0, 1, 2}));
+  // A step that truncates to 0 repeats start (2.x): (0.7, 4.2, 0.9) int64 -> [0, 0, 0, 0]
+  // (1.13 raised "step must be nonzero")
+  EXPECT_EQ(ints(arange(0.7, 4.2, 0.9, kInt64)), (V{0, 0, 0, 0}));
+  // Float dtypes are unchanged: torch.arange(-2.5, 2.5, 1) = [-2.5, -1.5, -0.5, 0.5, 1.5]
+  EXPECT_TRUE(close(arange(-2.5, 2.5, 1), tensor<float>({-2.5f, -1.5f, -0.5f, 0.5f, 1.5f})));
+}
+
+TEST(PyTorchDivergence, LinspaceIntegerDtype) {
+  auto ints = [](const Tensor& t) {
+    Tensor l = t.to(kInt64).contiguous();
+    return std::vector<int64_t>(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
+  };
+  using V = std::vector<int64_t>;
+  // torch.linspace(..., dtype=int): the ends are converted to the dtype first (1.13 and 2.x)
+  EXPECT_EQ(ints(linspace(-2.5, 2.5, 5, kInt32)), (V{-2, -1, 0, 1, 2}));
+  EXPECT_EQ(ints(linspace(0, 10, 4, kInt64)), (V{0, 3, 6, 10}));
+  EXPECT_EQ(ints(linspace(10, 0, 4, kInt64)), (V{10, 6, 3, 0}));
+  EXPECT_EQ(ints(linspace(0, -7, 4, kInt32)), (V{0, -2, -4, -7}));
+  EXPECT_EQ(ints(linspace(-7, 0, 5, kInt64)), (V{-7, -5, -3, -1, 0}));
+  EXPECT_EQ(ints(linspace(0, 1, 7, kInt32)), (V{0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(ints(linspace(0.9, 3.1, 3, kInt64)), (V{0, 1, 3}));  // not [0, 2, 3]
+  EXPECT_EQ(ints(linspace(-0.5, 2.5, 4, kInt32)), (V{0, 0, 1, 2}));
+  EXPECT_EQ(ints(linspace(-3, 3, 4, kUInt8)), (V{253, 169, 86, 3}));
+  EXPECT_EQ(ints(linspace(-3, 3, 1, kUInt8)), (V{253}));
+  // linspace(-2.5, 2.5, 5, dtype=uint8) raises (value cannot be converted to uint8)
+  expect_error([] { linspace(-2.5, 2.5, 5, kUInt8); }, {"[linspace]", "-2.5", "uint8"});
+  expect_error([] { linspace(0, 1e10, 3, kInt32); }, {"[linspace]", "int32"});
+  EXPECT_EQ(ints(linspace(0, 1e10, 3, kInt64)), (V{0, 5000000000, 10000000000}));
+  // floating dtypes check the ends too: linspace(0, 1e5, 3, dtype=float16) raises (1.13 and 2.x)
+  expect_error([] { linspace(0, 1e5, 3, kHalf); }, {"[linspace]", "float16"});
+  expect_error([] { linspace(0, 1e39, 3, kFloat); }, {"[linspace]", "float32"});
+  EXPECT_TRUE(close(linspace(0, 1e300, 3, kDouble), tensor<double>({0, 5e299, 1e300}, kDouble), 1e-15, 0));
+}
+
+// ---- 4. float16 / bfloat16 rounding division -----------------------------------------------
+
+TEST(PyTorchDivergence, HalfTruncDivRoundsQuotientFirst) {
+  const std::vector<double> a = {-7, 7, -7, 7, 5, -5, 1, 100, -100, 3};
+  const std::vector<double> b = {-0.7, 0.7, 0.7, -0.7, 0.1, 0.1, 0.3, 0.3, 0.9, 0.3};
+  // torch.div(a, b, rounding_mode=...) with both tensors float16 (1.13 and 2.x):
+  //   trunc [10, 10, -10, -10, 50, -50, 3, 333, -111, 10]
+  //   floor [9, 9, -10, -10, 50, -51, 3, 333, -112, 9]
+  Tensor ah = tensor(a).to(kHalf), bh = tensor(b).to(kHalf);
+  EXPECT_TRUE(same_bits(ah.div(bh, RoundingMode::Trunc), {10, 10, -10, -10, 50, -50, 3, 333, -111, 10}));
+  EXPECT_TRUE(same_bits(ah.div(bh, RoundingMode::Floor), {9, 9, -10, -10, 50, -51, 3, 333, -112, 9}));
+  // bfloat16: trunc [10, 10, -10, -10, 50, -50, 3, 332, -111, 10]
+  //           floor [10, 10, -11, -11, 49, -50, 3, 332, -112, 9]
+  Tensor ab = tensor(a).to(kBFloat16), bb = tensor(b).to(kBFloat16);
+  EXPECT_TRUE(same_bits(ab.div(bb, RoundingMode::Trunc), {10, 10, -10, -10, 50, -50, 3, 332, -111, 10}));
+  EXPECT_TRUE(same_bits(ab.div(bb, RoundingMode::Floor), {10, 10, -11, -11, 49, -50, 3, 332, -112, 9}));
+  // A strided (non-contiguous) operand takes the same path.
+  Tensor bt = tensor(b).to(kHalf).view({2, 5}).t().contiguous().t();
+  EXPECT_TRUE(same_bits(ah.view({2, 5}).div(bt, RoundingMode::Trunc), {10, 10, -10, -10, 50, -50, 3, 333, -111, 10}));
+  // A Python-scalar divisor: torch.div(tensor([-7.], dtype=float16), -0.7, rounding_mode="trunc") = [10]
+  EXPECT_TRUE(same_bits(tensor<double>({-7}).to(kHalf).div(-0.7, RoundingMode::Trunc), {10}));
+  // float32 is unchanged: torch.div(tensor([-7.]), tensor([-0.7]), rounding_mode="trunc") = [10]
+  EXPECT_TRUE(same_bits(tensor<float>({-7.f}).div(tensor<float>({-0.7f}), RoundingMode::Trunc), {10}));
+}
+
+// ---- 5. the sign of zero in clamp / maximum / minimum ----------------------------------------
+
+TEST(PyTorchDivergence, ClampAndMaximumKeepSignOfZero) {
+  // nz = [-0., 0., -0., 0.], pz = [0., -0., -0., 0.] (every floating dtype, 1.13 and 2.x):
+  //   nz.clamp(min=0), nz.clamp(max=0), nz.clamp(-0., 0.), nz.clamp(0., 0.),
+  //   clamp_min(0.), clamp_max(0.), clamp(nz, zeros, zeros), maximum(nz, pz),
+  //   minimum(nz, pz), relu(nz): all [-0., 0., -0., 0.] (the first operand on ties)
+  const std::vector<double> want = {-0.0, 0.0, -0.0, 0.0};
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    Tensor nz = tensor<double>({-0.0, 0.0, -0.0, 0.0}).to(dt);
+    Tensor pz = tensor<double>({0.0, -0.0, -0.0, 0.0}).to(dt);
+    EXPECT_TRUE(same_bits(nz.clamp(0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(-0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(std::nullopt, 0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(std::nullopt, -0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(-0.0, 0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp(0.0, 0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp_min(0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(nz.clamp_max(-0.0), want)) << dt;
+    EXPECT_TRUE(same_bits(clamp(nz, zeros({4}, dt), zeros({4}, dt)), want)) << dt;
+    EXPECT_TRUE(same_bits(clamp(nz, pz, pz), want)) << dt;
+    EXPECT_TRUE(same_bits(maximum(nz, pz), want)) << dt;
+    EXPECT_TRUE(same_bits(minimum(nz, pz), want)) << dt;
+    EXPECT_TRUE(same_bits(maximum(pz, nz), {0.0, -0.0, -0.0, 0.0})) << dt;
+    EXPECT_TRUE(same_bits(minimum(pz, nz), {0.0, -0.0, -0.0, 0.0})) << dt;
+    EXPECT_TRUE(same_bits(nz.relu(), want)) << dt;
+    Tensor c = nz.clone();
+    c.clamp_(0.0);
+    EXPECT_TRUE(same_bits(c, want)) << dt;
+  }
+  // nan still propagates: maximum(nan, 1) = nan, clamp(nan, min=0) = nan
+  Tensor n = tensor<float>({std::nanf(""), 1.f});
+  EXPECT_TRUE(same_bits(maximum(n, tensor<float>({1.f, std::nanf("")})), {kNan, kNan}));
+  EXPECT_TRUE(same_bits(n.clamp(0), {kNan, 1}));
+}
+
+// ---- 6. out-of-range scalars on integer (and other) dtypes ------------------------------------
+
+TEST(PyTorchDivergence, IntegerScalarOverflowRaises) {
+  auto u8 = [] { return tensor<int64_t>({1, 2, 250}).to(kUInt8); };
+  auto i32 = [] { return tensor<int64_t>({1, 2, 3}).to(kInt32); };
+  Tensor c = tensor<bool>({true, false, true});
+  // PyTorch 2.x raises ("value cannot be converted to type uint8_t without overflow",
+  // or for clamp "Clamp min value 300 is outside the representable range of Byte"):
+  expect_error([&] { u8().clamp(300); }, {"[clamp]", "300", "uint8"});
+  expect_error([&] { u8().clamp(std::nullopt, -1); }, {"[clamp]", "-1", "uint8"});
+  expect_error([&] { u8().clamp_(300); }, {"[clamp_]", "300"});
+  expect_error([&] { i32().clamp(int64_t(1) << 31); }, {"[clamp]", "2147483648", "int32"});
+  expect_error([&] { u8().pow(300); }, {"[pow]", "300", "uint8"});
+  expect_error([&] { u8().pow(256); }, {"[pow]", "256"});
+  expect_error([&] { u8().pow_(300); }, {"[pow_]", "300"});
+  expect_error([&] { i32().pow(int64_t(1) << 31); }, {"[pow]", "int32"});
+  expect_error([&] { where(c, Scalar(300), u8()); }, {"[where]", "300", "uint8"});
+  expect_error([&] { where(c, u8(), Scalar(300)); }, {"[where]", "300", "uint8"});
+  expect_error([&] { where(c, Scalar(-256), u8()); }, {"[where]", "-256"});
+  expect_error([&] { where(c, Scalar(int64_t(1) << 31), i32()); }, {"[where]", "int32"});
+  expect_error([&] { u8().masked_fill(c, 300); }, {"[masked_fill]", "300", "uint8"});
+  expect_error([&] { u8().masked_fill_(c, 256); }, {"[masked_fill_]", "256"});
+  expect_error([&] { u8().masked_fill(c, -0.5); }, {"[masked_fill]", "-0.5"});
+  expect_error([&] { u8().fill_(256); }, {"[fill_]", "256", "uint8"});
+  expect_error([&] { u8().fill_(-256); }, {"[fill_]", "-256"});
+  expect_error([&] { u8().fill_(-1e-9); }, {"[fill_]", "uint8"});
+  expect_error([&] { zeros({0}, kUInt8).fill_(300); }, {"[fill_]", "300"});  // even with no elements
+  expect_error([&] { i32().fill_(kNan); }, {"[fill_]", "nan", "int32"});
+  expect_error([&] { i32().fill_(kInf); }, {"[fill_]", "int32"});
+  expect_error([&] { i32().fill_(2147483648.0); }, {"[fill_]", "int32"});
+  expect_error([&] { full({2}, 300, kUInt8); }, {"[full]", "300", "uint8"});
+  expect_error([&] { full_like(u8(), 300); }, {"[full_like]", "300"});
+  expect_error([&] { scalar_tensor(300, kUInt8); }, {"300", "uint8"});
+  expect_error([&] { u8().add_(1, 300); }, {"[add_]", "300"});  // alpha
+  expect_error([&] { u8().add(u8(), 300); }, {"[add]", "300"});
+  expect_error([&] { u8().sub(u8(), 300); }, {"[sub]", "-300"});  // sub adds -alpha
+  expect_error([] { ones({3}, kHalf).add(ones({3}, kHalf), 1e5); }, {"[add]", "float16"});
+  // An integer divisor that wraps to 0 in the dtype divides by zero (torch: ZeroDivisionError)
+  expect_error([&] { u8().div(256, RoundingMode::Floor); }, {"[div]", "ZeroDivisionError"});
+  expect_error([&] { u8().remainder(-256); }, {"[remainder]", "ZeroDivisionError"});
+  expect_error([&] { i32().fmod(int64_t(1) << 32); }, {"[fmod]", "ZeroDivisionError"});
+  expect_error([&] { u8().addcmul(u8(), u8(), 300); }, {"[addcmul]", "300"});
+  expect_error([&] { pad(u8(), {1, 1}, 300); }, {"[pad]", "300", "uint8"});
+  expect_error([&] { Tensor x = u8(); x.index_put_({tensor<int64_t>({0})}, Scalar(300)); }, {"[index_put_]", "300"});
+  expect_error([&] { Tensor x = u8(); x.index_put_({c}, Scalar(300)); }, {"[index_put_]", "300"});
+  // 16-bit floats: torch raises for fill_/masked_fill/clamp/pow past the largest finite value
+  expect_error([] { zeros({5}, kHalf).fill_(1e5); }, {"[fill_]", "float16"});
+  expect_error([] { zeros({5}, kHalf).fill_(65519.0); }, {"[fill_]", "float16"});
+  expect_error([] { zeros({5}, kHalf).masked_fill(ones({5}, kBool), 70000); }, {"[masked_fill]", "float16"});
+  expect_error([] { zeros({5}, kHalf).clamp(-1e5); }, {"[clamp]", "float16"});
+  expect_error([] { zeros({5}, kHalf).pow(1e5); }, {"[pow]", "float16"});
+  expect_error([] { zeros({5}, kBFloat16).fill_(1e39); }, {"[fill_]", "bfloat16"});
+  expect_error([] { zeros({5}, kFloat).fill_(1e39); }, {"[fill_]", "float32"});
+  expect_error([] { where(ones({2}, kBool), Scalar(1e39), zeros({2})); }, {"[where]", "float32"});
+}
+
+TEST(PyTorchDivergence, IntegerScalarInRangeOrArithmeticWraps) {
+  auto u8 = [] { return tensor<int64_t>({1, 2, 250}).to(kUInt8); };
+  auto ints = [](const Tensor& t) {
+    Tensor l = t.to(kInt64).contiguous();
+    return std::vector<int64_t>(l.data_ptr<int64_t>(), l.data_ptr<int64_t>() + l.numel());
+  };
+  using V = std::vector<int64_t>;
+  Tensor c = tensor<bool>({true, false, true});
+  // Arithmetic wraps without an error (1.13 and 2.x):
+  EXPECT_EQ(ints(u8() + 300), (V{45, 46, 38}));
+  EXPECT_EQ(ints(u8() - 300), (V{213, 214, 206}));
+  EXPECT_EQ(ints(u8() * 300), (V{44, 88, 248}));
+  EXPECT_EQ(ints(u8().add_(300)), (V{45, 46, 38}));
+  EXPECT_EQ(ints(u8().div(300, RoundingMode::Floor)), (V{0, 0, 5}));
+  EXPECT_EQ(ints(u8().remainder(300)), (V{1, 2, 30}));
+  EXPECT_EQ(ints(u8().lt(300)), (V{1, 1, 0}));
+  EXPECT_EQ(ints(pow(Scalar(300), u8())), (V{44, 144, 0}));  // the base wraps to 44
+  EXPECT_EQ(ints(u8().bitwise_and(300)), (V{0, 0, 40}));
+  // In range (uint8 takes -255..255, negatives wrap; floats truncate):
+  EXPECT_EQ(ints(u8().pow(255)), (V{1, 0, 0}));
+  EXPECT_EQ(ints(u8().fill_(-1)), (V{255, 255, 255}));
+  EXPECT_EQ(ints(u8().fill_(-255)), (V{1, 1, 1}));
+  EXPECT_EQ(ints(u8().fill_(255.9)), (V{255, 255, 255}));  // 2.x (1.13 raised)
+  EXPECT_EQ(ints(u8().fill_(-0.0)), (V{0, 0, 0}));
+  EXPECT_EQ(ints(u8().masked_fill(c, -1)), (V{255, 2, 255}));
+  EXPECT_EQ(ints(where(c, Scalar(-1), u8())), (V{255, 2, 255}));
+  EXPECT_EQ(ints(full({2}, -1, kUInt8)), (V{255, 255}));
+  EXPECT_EQ(ints(full({2}, 2.5, kInt32)), (V{2, 2}));
+  EXPECT_EQ(ints(zeros({2}, kBool).fill_(2.5)), (V{1, 1}));
+  EXPECT_EQ(ints(full({2}, 300, kBool)), (V{1, 1}));
+  EXPECT_EQ(ints(full({2}, -2147483648LL, kInt32)), (V{-2147483648LL, -2147483648LL}));
+  // clamp on integers (2.x): bounds past the dtype's range saturate
+  EXPECT_EQ(ints(u8().clamp(std::nullopt, 300)), (V{1, 2, 250}));
+  EXPECT_EQ(ints(u8().clamp(-1)), (V{1, 2, 250}));  // 1.13 wrapped -1 to 255: [255, 255, 255]
+  EXPECT_EQ(ints(u8().clamp(-5, 300)), (V{1, 2, 250}));
+  EXPECT_EQ(ints(u8().clamp(10, 5)), (V{5, 5, 5}));
+  EXPECT_EQ(ints(tensor<int64_t>({1, 2, 3}).to(kInt32).clamp(-(int64_t(1) << 40))), (V{1, 2, 3}));
+  EXPECT_EQ(ints(tensor<int64_t>({1, 2, 3}).to(kInt32).clamp(std::nullopt, int64_t(1) << 40)), (V{1, 2, 3}));
+  // A float bound promotes: uint8.clamp(2.5) = [2.5, 2.5, 250.] (float32)
+  Tensor f = u8().clamp(2.5);
+  EXPECT_EQ(f.dtype(), kFloat);
+  EXPECT_TRUE(same_bits(f, {2.5, 2.5, 250}));
+  // float32 takes any double exponent: tensor([1., 2., 3.]).pow(1e39) = [1, inf, inf]
+  EXPECT_TRUE(same_bits(tensor<float>({1, 2, 3}).pow(1e39), {1, kInf, kInf}));
+  // 16-bit floats: inf converts; where lets a large value overflow to inf (2.x; 1.13 raised)
+  EXPECT_TRUE(same_bits(zeros({2}, kHalf).fill_(kInf), {kInf, kInf}));
+  EXPECT_TRUE(same_bits(where(ones({2}, kBool), Scalar(1e5), zeros({2}, kHalf)), {kInf, kInf}));
+  // addcmul's value is converted to the math type (float32 for 16-bit floats):
+  // tensor.addcmul(ones, ones, value=1e5) in float16 = [inf, inf, inf] (2.x)
+  EXPECT_TRUE(same_bits(ones({3}, kHalf).addcmul(ones({3}, kHalf), ones({3}, kHalf), 1e5), {kInf, kInf, kInf}));
+  // int32: sub and rsub apply -alpha, which fits: tensor([1, 1, 1], int32).sub(ones, alpha=2**31)
+  // = [-2147483647] * 3
+  EXPECT_EQ(ints(ones({3}, kInt32).sub(ones({3}, kInt32), int64_t(1) << 31)), (V{-2147483647, -2147483647, -2147483647}));
+  EXPECT_EQ(ints(rsub(ones({3}, kInt32), 1, int64_t(1) << 31)), (V{-2147483647, -2147483647, -2147483647}));
+  // pad with an in-range value: F.pad(uint8 [1, 2, 250], (1, 1), value=2.5) = [2, 1, 2, 250, 2]
+  EXPECT_EQ(ints(pad(u8(), {1, 1}, 2.5)), (V{2, 1, 2, 250, 2}));
+}
+
+// ---- 7. lenient where PyTorch raises ----------------------------------------------------------
+
+TEST(PyTorchDivergence, IndexPutValueDtypeMustMatch) {
+  // torch: x.index_put_((idx,), values) with values of another dtype raises
+  // "Index put requires the source and destination dtypes match" (1.13 and 2.x)
+  Tensor idx = tensor<int64_t>({0, 2});
+  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.0, 2.0}, kDouble)); },
+               {"[index_put_]", "float64", "float32"});
+  expect_error([&] { zeros({4}).index_put_({idx}, tensor<int64_t>({1, 2})); }, {"[index_put_]", "int64"});
+  expect_error([&] { zeros({4}).index_put_({idx}, tensor<double>({1.5}, kDouble).view({})); },
+               {"[index_put_]", "float64"});
+  expect_error([&] { zeros({4}, kHalf).index_put_({idx}, tensor<float>({1.5f, 2.5f})); }, {"[index_put_]", "float16"});
+  Tensor m2 = tensor<bool>({true, false, false, true}).view({2, 2});
+  expect_error([&] { zeros({2, 2}).index_put_({m2}, tensor<double>({1.5, 2.5}, kDouble)); }, {"[index_put_]", "float64"});
+  expect_error(
+      [&] { zeros({2, 2}).index_put_({Slice(), tensor<int64_t>({0})}, tensor<double>({1.5, 2.5}, kDouble).view({2, 1})); },
+      {"[index_put_]", "float64"});
+  // Allowed: a single value through a boolean mask, x[mask] = tensor(1.5, dtype=float64)
+  // -> [1.5, 0, 1.5, 0]; and basic indexing copies (x[0] = float64 row).
+  Tensor m = tensor<bool>({true, false, true, false});
+  Tensor x = zeros({4});
+  x.index_put_({m}, tensor<double>({1.5}, kDouble).view({}));
+  EXPECT_TRUE(same_bits(x, {1.5, 0, 1.5, 0}));
+  Tensor y = zeros({2, 2});
+  y.index_put_({0}, tensor<double>({1.5, 2.5}, kDouble));
+  EXPECT_TRUE(same_bits(y, {1.5, 2.5, 0, 0}));
+  Tensor z = zeros({4});
+  z.index_put_({idx}, tensor<float>({1.f, 2.f}));
+  EXPECT_TRUE(same_bits(z, {1, 0, 2, 0}));
+}
+
+TEST(PyTorchDivergence, TopkOnBoolRaises) {
+  // torch: topk does not support bool (1.13 "topk_cpu" not implemented for 'Bool')
+  expect_error([] { tensor<bool>({true, false, true}).topk(1); }, {"[topk]", "bool"});
+  // sort takes bool: values [False, True, True], indices [1, 0, 2]
+  auto [v, i] = tensor<bool>({true, false, true}).sort();
+  EXPECT_TRUE(same_bits(v, {0, 1, 1}));
+  EXPECT_TRUE(same_bits(i, {1, 0, 2}));
+  // topk on uint8 works: values [3], indices [1]
+  auto [tv, ti] = tensor<int64_t>({1, 3, 2}).to(kUInt8).topk(1);
+  EXPECT_TRUE(same_bits(tv, {3}));
+  EXPECT_TRUE(same_bits(ti, {1}));
+}
+
+TEST(PyTorchDivergence, CrossEntropyTargetDtype) {
+  namespace F = nn::functional;
+  Tensor logits = tensor<float>({0.1f, -0.3f, 0.7f, 1.2f, -1.0f, 0.0f, 0.5f, 0.2f, 2.0f, -0.5f, 0.3f, 0.1f}).view({3, 4});
+  Tensor target = tensor<int64_t>({0, 1, 3});
+  // torch: "expected target dtype to be Long or Byte, but got Int" (2.x; 1.13 "expected scalar type Long but found Int")
+  expect_error([&] { F::cross_entropy(logits, target.to(kInt32)); }, {"[cross_entropy]", "int32"});
+  expect_error([&] { F::nll_loss(logits.log_softmax(1), target.to(kInt32)); }, {"[nll_loss]", "int32"});
+  expect_error([&] { F::cross_entropy(logits, target.to(kBool)); }, {"[cross_entropy]", "bool"});
+  // uint8 targets are accepted and give the int64 result
+  EXPECT_TRUE(close(F::cross_entropy(logits, target.to(kUInt8)), F::cross_entropy(logits, target)));
+  EXPECT_TRUE(close(F::nll_loss(logits.log_softmax(1), target.to(kUInt8)), F::nll_loss(logits.log_softmax(1), target)));
+}
+
+TEST(PyTorchDivergence, LossWeightRequiringGradRaises) {
+  namespace F = nn::functional;
+  // torch (1.13 and 2.x) raises in the forward: "The function
+  // 'binary_cross_entropy_with_logits' is not differentiable with respect to
+  // argument 'weight'. This input cannot have requires_grad True."
+  Tensor x = tensor<float>({0.3f, -1.2f, 2.0f}).requires_grad_();
+  Tensor t = tensor<float>({0.0f, 1.0f, 0.5f});
+  Tensor w = tensor<float>({0.5f, 1.0f, 2.0f}).requires_grad_();
+  expect_error([&] { F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w)); },
+               {"[binary_cross_entropy_with_logits]", "weight"});
+  expect_error([&] {
+    F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(w));
+  }, {"[binary_cross_entropy_with_logits]", "pos_weight"});
+  // even when the input does not require grad
+  expect_error([&] {
+    F::binary_cross_entropy_with_logits(x.detach(), t, F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w));
+  }, {"[binary_cross_entropy_with_logits]", "weight"});
+  Tensor p = tensor<float>({0.3f, 0.8f, 0.5f}).requires_grad_();
+  expect_error([&] { F::binary_cross_entropy(p, t, F::BinaryCrossEntropyFuncOptions().weight(w)); },
+               {"[binary_cross_entropy]", "weight"});
+  Tensor logits = tensor<float>({0.1f, -0.3f, 0.7f, 1.2f, -1.0f, 0.0f, 0.5f, 0.2f, 2.0f, -0.5f, 0.3f, 0.1f})
+                      .view({3, 4}).requires_grad_();
+  Tensor cw = tensor<float>({1.0f, 0.5f, 2.0f, 1.0f}).requires_grad_();
+  Tensor target = tensor<int64_t>({0, 1, 3});
+  expect_error([&] { F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().weight(cw)); },
+               {"[cross_entropy]", "weight"});
+  expect_error([&] { F::nll_loss(logits, target, F::NLLLossFuncOptions().weight(cw)); }, {"[nll_loss]", "weight"});
+  // Fine: no grad mode, a detached weight, or class-probability targets
+  // (torch differentiates cross_entropy's weight there).
+  {
+    NoGradGuard ng;
+    F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w));
+  }
+  Tensor l = F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w.detach()));
+  l.backward();
+  EXPECT_TRUE(x.grad().defined());
+  Tensor probs = tensor<float>({0.25f, 0.25f, 0.25f, 0.25f}).expand({3, 4});
+  F::cross_entropy(logits, probs, F::CrossEntropyFuncOptions().weight(cw)).backward();
+  EXPECT_TRUE(cw.grad().defined());
+}
+
+// ---- 8. *_like factories and clone keep the layout ------------------------------------------
+
+TEST(PyTorchDivergence, EmptyLikePreservesStrides) {
+  using V = std::vector<int64_t>;
+  Tensor base = arange(24.0).reshape({2, 3, 4});
+  struct Case {
+    const char* name;
+    Tensor x;
+    V want;  // torch.empty_like(x).stride() (1.13 and 2.x)
+  };
+  Tensor cl = randn({2, 3, 4, 5}).contiguous(kChannelsLast);
+  const std::vector<Case> cases = {
+      {"transpose(0,2)", base.transpose(0, 2), {1, 4, 12}},
+      {"permute(2,0,1)", base.permute({2, 0, 1}), {1, 12, 4}},
+      {"slice step 2", base.slice(2, 0, 4, 2), {6, 2, 1}},
+      {"narrow", base.narrow(1, 1, 2), {8, 4, 1}},
+      {"expand", arange(3.0).reshape({3, 1}).expand({3, 4}), {4, 1}},
+      {"t()", arange(6.0).reshape({2, 3}).t(), {1, 3}},
+      {"channels_last", cl, {60, 1, 15, 3}},
+      {"channels_last C=1", randn({2, 1, 4, 5}).contiguous(kChannelsLast), {20, 20, 5, 1}},
+      {"channels_last sliced", cl.slice(2, 0, 4, 2), {30, 1, 15, 3}},
+      {"size-1 dim", randn({1, 3}).t(), {1, 3}},
+      {"zero-size transposed", randn({0, 3}).t(), {1, 3}},
+      {"diagonal", randn({3, 3}).diagonal(), {1}},
+      {"expanded and transposed", randn({3, 1, 4}).expand({3, 2, 4}).transpose(0, 2), {1, 4, 8}},
+      {"overlapping unfold", arange(10.0).unfold(0, 4, 2), {4, 1}},
+      {"5-d permuted", randn({2, 3, 4, 5, 6}).permute({0, 2, 3, 4, 1}), {360, 30, 6, 1, 120}},
+      {"4-d transpose(2,3)", randn({2, 3, 4, 5}).transpose(2, 3), {60, 20, 1, 5}},
+      {"4-d permute(1,0,2,3)", randn({2, 3, 4, 5}).permute({1, 0, 2, 3}), {20, 60, 5, 1}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(strides_of(empty_like(c.x)), c.want) << c.name;
+    EXPECT_EQ(strides_of(zeros_like(c.x)), c.want) << c.name;
+    EXPECT_EQ(strides_of(ones_like(c.x)), c.want) << c.name;
+    EXPECT_EQ(strides_of(full_like(c.x, 2)), c.want) << c.name;
+    EXPECT_EQ(strides_of(rand_like(c.x)), c.want) << c.name;
+    EXPECT_EQ(strides_of(randn_like(c.x)), c.want) << c.name;
+    EXPECT_EQ(strides_of(c.x.clone()), c.want) << c.name;
+    EXPECT_EQ(strides_of(empty_like(c.x, kDouble)), c.want) << c.name;  // a dtype keeps the layout
+    EXPECT_EQ(strides_of(c.x.to(kDouble)), c.want) << c.name;
+    EXPECT_EQ(sizes_of(empty_like(c.x)), sizes_of(c.x)) << c.name;
+    EXPECT_TRUE(equal(c.x.clone(), c.x)) << c.name;
+    EXPECT_TRUE(equal(zeros_like(c.x), zeros(c.x.sizes()))) << c.name;
+  }
+  // clone(kContiguous) is contiguous whatever the input
+  EXPECT_EQ(strides_of(base.transpose(0, 2).clone(kContiguous)), (V{6, 2, 1}));
+}
+
+TEST(PyTorchDivergence, LikeFactoriesKeepTheInputsDevice) {
+  // libtorch: torch::zeros_like(x, torch::kFloat64) keeps x's device; only an
+  // explicit device moves the result.
+  EXPECT_FALSE(TensorOptions(kDouble).has_device_);
+  EXPECT_TRUE(TensorOptions(kDouble).device(Device(kCPU)).has_device_);
+  Tensor x = ones({2, 3});
+  EXPECT_EQ(zeros_like(x, kDouble).device(), x.device());
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: the device half of this test needs one";
+  Tensor g = ones({2, 3}, TensorOptions().device(Device(kCUDA))).t();
+  for (const Tensor& r : {zeros_like(g, kDouble), ones_like(g, kHalf), empty_like(g, kInt64), full_like(g, 2, kInt32),
+                          rand_like(g, kDouble), randn_like(g, kDouble)}) {
+    EXPECT_TRUE(r.is_cuda());
+    EXPECT_EQ(strides_of(r), (std::vector<int64_t>{1, 3}));
+  }
+  EXPECT_TRUE(zeros_like(g, TensorOptions(kDouble).device(Device(kCPU))).is_cpu());
+  EXPECT_TRUE(equal(full_like(g, 2, kInt32).cpu(), full({3, 2}, 2, kInt32)));
+}
+
+TEST(PyTorchDivergence, CudaMatchesCpuOnTheseFixes) {
+  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  const TensorOptions gpu = TensorOptions().device(Device(kCUDA));
+  auto same = [](const Tensor& g, const Tensor& c) { return same_bits(g.cpu(), values(c)); };
+  // 16-bit truncating / floor division (the functor shared with the CPU, src/kernels/math.h)
+  const std::vector<double> a = {-7, 7, -7, 7, 5, -5, 1, 100, -100, 3};
+  const std::vector<double> b = {-0.7, 0.7, 0.7, -0.7, 0.1, 0.1, 0.3, 0.3, 0.9, 0.3};
+  for (ScalarType dt : {kHalf, kBFloat16, kFloat}) {
+    Tensor x = tensor(a).to(dt), y = tensor(b).to(dt);
+    for (RoundingMode m : {RoundingMode::Trunc, RoundingMode::Floor})
+      EXPECT_TRUE(same(x.to(Device(kCUDA)).div(y.to(Device(kCUDA)), m), x.div(y, m))) << dt;
+  }
+  // signed zeros
+  for (ScalarType dt : {kFloat, kHalf, kBFloat16, kDouble}) {
+    Tensor nz = tensor<double>({-0.0, 0.0, -0.0, 0.0}).to(dt), pz = tensor<double>({0.0, -0.0, -0.0, 0.0}).to(dt);
+    Tensor gnz = nz.to(Device(kCUDA)), gpz = pz.to(Device(kCUDA));
+    EXPECT_TRUE(same(gnz.clamp(0), nz.clamp(0))) << dt;
+    EXPECT_TRUE(same(gnz.clamp(-0.0, 0.0), nz.clamp(-0.0, 0.0))) << dt;
+    EXPECT_TRUE(same(clamp(gnz, gpz, gpz), clamp(nz, pz, pz))) << dt;
+    EXPECT_TRUE(same(maximum(gnz, gpz), maximum(nz, pz))) << dt;
+    EXPECT_TRUE(same(minimum(gnz, gpz), minimum(nz, pz))) << dt;
+  }
+  // integer bounds saturate on the device too
+  Tensor u = tensor<int64_t>({1, 2, 250}).to(kUInt8);
+  EXPECT_TRUE(same(u.to(Device(kCUDA)).clamp(-1), u.clamp(-1)));
+  EXPECT_TRUE(same(u.to(Device(kCUDA)).clamp(-5, 300), u.clamp(-5, 300)));
+  // integer arange / linspace filled on the device
+  EXPECT_TRUE(same(arange(-2.5, 2.5, 1, gpu.dtype(kInt32)), arange(-2.5, 2.5, 1, kInt32)));
+  EXPECT_TRUE(same(arange(-2.5, 2.5, 1, gpu.dtype(kUInt8)), arange(-2.5, 2.5, 1, kUInt8)));
+  EXPECT_TRUE(same(arange(0.7, 4.2, 0.9, gpu.dtype(kInt64)), arange(0.7, 4.2, 0.9, kInt64)));
+  EXPECT_TRUE(same(linspace(-3, 3, 4, gpu.dtype(kUInt8)), linspace(-3, 3, 4, kUInt8)));
+  EXPECT_TRUE(same(linspace(0.9, 3.1, 3, gpu.dtype(kInt64)), linspace(0.9, 3.1, 3, kInt64)));
+  // zero gradients of rounding division on the device
+  Tensor ga = tensor<float>({1.5f, -2.5f, 3.0f}).to(Device(kCUDA)).requires_grad_();
+  Tensor gb = tensor<float>({1.0f, 2.0f, 3.0f}).to(Device(kCUDA)).requires_grad_();
+  ga.div(gb, RoundingMode::Floor).sum().backward();
+  EXPECT_TRUE(same_bits(ga.grad().cpu(), {0, 0, 0}));
+  EXPECT_TRUE(same_bits(gb.grad().cpu(), {0, 0, 0}));
+}
+
+// ---- 9. chunk / split edge cases -----------------------------------------------------------
+
+TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
+  auto shapes = [](const std::vector<Tensor>& ts) {
+    std::vector<std::vector<int64_t>> r;
+    for (const Tensor& t : ts) r.push_back(sizes_of(t));
+    return r;
+  };
+  using S = std::vector<std::vector<int64_t>>;
+  // torch.zeros(0, 2).chunk(2) -> 2 chunks of (0, 2); chunk(8) -> 8 (1.13 and 2.x)
+  EXPECT_EQ(shapes(zeros({0, 2}).chunk(2)), (S{{0, 2}, {0, 2}}));
+  EXPECT_EQ(shapes(zeros({0, 2}).chunk(1)), (S{{0, 2}}));
+  EXPECT_EQ(zeros({0, 2}).chunk(8).size(), 8u);
+  EXPECT_EQ(shapes(zeros({2, 0}).chunk(3, 1)), (S{{2, 0}, {2, 0}, {2, 0}}));
+  // chunks > size: as many chunks as ceil-sized pieces
+  EXPECT_EQ(shapes(zeros({1, 2}).chunk(4)), (S{{1, 2}}));
+  EXPECT_EQ(shapes(zeros({2, 2}).chunk(3)), (S{{1, 2}, {1, 2}}));
+  EXPECT_EQ(shapes(zeros({5, 2}).chunk(4)), (S{{2, 2}, {2, 2}, {1, 2}}));
+  EXPECT_EQ(shapes(zeros({7, 2}).chunk(6)), (S{{2, 2}, {2, 2}, {2, 2}, {1, 2}}));
+  EXPECT_EQ(shapes(zeros({7, 2}).chunk(3)), (S{{3, 2}, {3, 2}, {1, 2}}));
+  EXPECT_EQ(shapes(zeros({7, 2}).chunk(8)).size(), 7u);
+  // split: zeros(0).split(k) -> one empty piece; split(0) only on an empty dim
+  EXPECT_EQ(shapes(zeros({0}).split(2)), (S{{0}}));
+  EXPECT_EQ(shapes(zeros({0}).split(0)), (S{{0}}));
+  EXPECT_EQ(shapes(zeros({5}).split(7)), (S{{5}}));
+  EXPECT_EQ(shapes(zeros({3}).split(std::vector<int64_t>{0, 3})), (S{{0}, {3}}));
+  EXPECT_EQ(shapes(zeros({0}).split(std::vector<int64_t>{})), S{});
+  expect_error([] { zeros({5}).split(0); }, {"[split]"});
+  expect_error([] { zeros({3}).chunk(0); }, {"[chunk]"});
+  // 0-dim inputs are refused ("chunk expects at least a 1-dimensional tensor")
+  expect_error([] { scalar_tensor(1.0).chunk(2); }, {"[chunk]", "0-dim"});
+  expect_error([] { scalar_tensor(1.0).split(1); }, {"[split]", "0-dim"});
+  expect_error([] { scalar_tensor(1.0).split(std::vector<int64_t>{1}); }, {"[split_with_sizes]", "0-dim"});
+  // gradients flow through the empty chunks
+  Tensor x = zeros({0, 2}).requires_grad_();
+  auto parts = x.chunk(2);
+  (parts[0].sum() + parts[1].sum()).backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_EQ(sizes_of(x.grad()), (std::vector<int64_t>{0, 2}));
+}
+
+}  // namespace
+}  // namespace brisk
