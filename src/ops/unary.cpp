@@ -454,11 +454,18 @@ Tensor nan_to_num_impl(const char* nm, const Tensor& x, std::optional<double> na
     NoGradGuard ng;  // integer tensors never require grad
     return x.clone();
   }
-  const auto [hi, lo] = BRISK_DISPATCH_FLOAT(x.dtype(), nm, [&] {
-    return std::pair<double, double>(double(std::numeric_limits<scalar_t>::max()),
-                                     double(std::numeric_limits<scalar_t>::lowest()));
+  // The replacement values converted to the dtype first (1e10 -> inf in
+  // float16), so that the clamp and fills below take them as they are.
+  struct Bounds {
+    double hi, lo, pos, neg, nan;
+  };
+  const Bounds b = BRISK_DISPATCH_FLOAT(x.dtype(), nm, [&] {
+    const double hi = double(std::numeric_limits<scalar_t>::max()), lo = double(std::numeric_limits<scalar_t>::lowest());
+    auto to_dtype = [](double v) { return double(scalar_t(v)); };
+    return Bounds{hi, lo, to_dtype(posinf.value_or(hi)), to_dtype(neginf.value_or(lo)), to_dtype(nan.value_or(0.0))};
   });
-  const double pos = posinf.value_or(hi), neg = neginf.value_or(lo);
+  const double hi = b.hi, lo = b.lo, pos = b.pos, neg = b.neg;
+  nan = b.nan;
   const bool rec = autograd::should_record(x);
   Tensor finite, r;
   {
