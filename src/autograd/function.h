@@ -174,6 +174,9 @@ std::shared_ptr<Node> record(const char* name, const TensorList& outputs, const 
 template <class F>
 std::shared_ptr<Node> record_inplace(const char* name, const Tensor& self, std::initializer_list<Tensor> inputs,
                                      std::initializer_list<SaveSpec> saved, F&& fn) {
+  // An integer or bool tensor never takes part in autograd, whatever was
+  // written into it (x_int.copy_(y_float_requiring_grad), as in PyTorch).
+  if (!is_floating_point(self.dtype())) return nullptr;
   return record_impl(name, std::initializer_list<Tensor>{self}, inputs, saved, std::forward<F>(fn), true);
 }
 

@@ -255,3 +255,18 @@ TEST(ViewInplace, Gradcheck) {
     return e * e;
   }, {x}));
 }
+
+// An integer tensor written from a tensor that requires grad stays out of
+// autograd (torch: requires_grad False), directly or through a view.
+TEST(ViewInplace, IntegerTensorsNeverRequireGrad) {
+  Tensor y = tensor({0.25}, kDouble).requires_grad_();
+  Tensor i = tensor({5, -4}).to(kInt32).view({2, 1});
+  Tensor v = i.squeeze();
+  v.copy_(y.expand({2}));
+  EXPECT_FALSE(v.requires_grad());
+  EXPECT_FALSE(i.requires_grad());
+  EXPECT_EQ(i.view({-1}).to_vector<int32_t>(), (std::vector<int32_t>{0, 0}));
+  Tensor j = zeros({3}, kInt64);
+  j.index_put_({tensor({0, 2})}, y.expand({2}).to(kInt64));
+  EXPECT_FALSE(j.requires_grad());
+}
