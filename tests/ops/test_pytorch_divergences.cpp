@@ -586,6 +586,26 @@ TEST(PyTorchDivergence, CudaMatchesCpuOnTheseFixes) {
 
 // ---- 9. chunk / split edge cases -----------------------------------------------------------
 
+// An in-place op computed in a wider dtype than self writes back through a
+// staging tensor; that write-back recorded a copy_ and cut the gradient to
+// self's old value (found by the fuzzer: x16.div_(y32) left x16.grad undefined).
+TEST(PyTorchDivergence, PromotedInplaceOpKeepsSelfsGradient) {
+  Tensor x = tensor({2.0f, -3.0f, 1.0f}).to(kHalf).requires_grad_();
+  Tensor y = tensor({0.5f}).requires_grad_();
+  Tensor v = x * 1.0;
+  v.div_(y);
+  (v * tensor({1.0f, 2.0f, 3.0f}).to(kHalf)).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 4, 6}));  // torch: [2, 4, 6]
+  EXPECT_EQ(values(y.grad()), (std::vector<double>{4}));  // torch: [4] = -(2 - 6 + 3) / 0.25
+  Tensor a = tensor({1.0f, 2.0f}).requires_grad_();
+  Tensor b = tensor({3.0}, kDouble).requires_grad_();
+  Tensor w = a * 1;
+  w.mul_(b);
+  w.sum().backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{3, 3}));  // torch: [3, 3]
+  EXPECT_EQ(values(b.grad()), (std::vector<double>{3}));     // torch: [3.]
+}
+
 TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
   auto shapes = [](const std::vector<Tensor>& ts) {
     std::vector<std::vector<int64_t>> r;
