@@ -5,6 +5,7 @@
 #include <brisk/nn.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -225,6 +226,62 @@ TEST(BatchNorm, GradientsOnlyWhereNeeded) {
   EXPECT_EQ(xg.grad().sizes(), xg.sizes());
 }
 
+// Regression (difffuzz nn:F.batch_norm:grad-crash): the backward read the
+// dtype of an absent weight for the bias gradient (SIGSEGV).
+TEST(BatchNorm, BiasWithoutWeightHasGradients) {
+  const Tensor x = tensor({1.0, 2.0, 3.0, 5.0, -1.0, 0.5}, kDouble).view({3, 2}).requires_grad_();
+  const Tensor b = tensor({0.5, -0.5}, kDouble).requires_grad_();
+  const Tensor g = tensor({1.0, -2.0, 0.5, 3.0, 2.0, 1.0}, kDouble).view({3, 2});
+  F::batch_norm(x, {}, {}, {}, b, true).backward(g);
+  // torch 2.15: F.batch_norm(x, None, None, None, b, True).backward(g)
+  EXPECT_TRUE(close(x.grad(), tensor({-0.1020618813, -1.2599445275, 0.0510292183, 0.4199837151, 0.0510326629,
+                                      0.8399608124}, kDouble).view({3, 2}), 1e-8, 1e-9));
+  EXPECT_TRUE(close(b.grad(), tensor({3.5, 2.0}, kDouble)));
+  // eval mode, and float32
+  const Tensor xf = x.detach().to(kFloat).requires_grad_(), bf = b.detach().to(kFloat).requires_grad_();
+  F::batch_norm(xf, tensor<double>({0.25, -1.0}, kFloat), tensor<double>({4.0, 0.25}, kFloat), {}, bf, false, 0.1, 0.0).backward(g.to(kFloat));
+  EXPECT_TRUE(close(xf.grad(), tensor<double>({0.5, -4.0, 0.25, 6.0, 1.0, 2.0}).view({3, 2})));
+  EXPECT_TRUE(close(bf.grad(), tensor<double>({3.5, 2.0})));
+}
+
+// Regression (difffuzz nn:F.batch_norm:grad-nan): in eval mode dx = dy * w *
+// rstd does not read x, so a NaN or inf in x leaves dx finite (the kernel
+// computed dy * A + (x - mean) * 0).
+TEST(BatchNorm, EvalGradientIgnoresNonFiniteInput) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (ScalarType dt : {kDouble, kFloat, kBFloat16}) {
+    const Tensor x = tensor({1.0, nan, inf, 5.0, -1.0, 0.5}, kDouble).view({3, 2}).to(dt).requires_grad_();
+    const Tensor w = tensor({2.0, 3.0}, kDouble).to(dt).requires_grad_();
+    const Tensor b = tensor({0.5, -0.5}, kDouble).to(dt).requires_grad_();
+    const Tensor rm = tensor({0.25, -1.0}, kDouble).to(dt), rv = tensor({4.0, 0.25}, kDouble).to(dt);
+    const Tensor g = tensor({1.0, -2.0, 0.5, 3.0, 2.0, 1.0}, kDouble).view({3, 2}).to(dt);
+    F::batch_norm(x, rm, rv, w, b, false, 0.1, 0.0).backward(g);
+    // torch 2.15: x.grad [[1, -12], [0.5, 18], [2, 6]], w.grad [inf, nan], b.grad [3.5, 2]
+    EXPECT_TRUE(close(x.grad(), tensor({1.0, -12.0, 0.5, 18.0, 2.0, 6.0}, kDouble).view({3, 2}), 0, 0)) << dt;
+    EXPECT_TRUE(close(w.grad(), tensor({inf, nan}, kDouble), 0, 0)) << dt;
+    EXPECT_TRUE(close(b.grad(), tensor({3.5, 2.0}, kDouble), 0, 0)) << dt;
+  }
+}
+
+// Regression (difffuzz nn:F.batch_norm:final-nan): the shifted sums started
+// from a channel's first value; an infinite first value made the mean NaN
+// (inf - inf) where PyTorch's is inf.
+TEST(BatchNorm, InfiniteFirstValueGivesInfiniteMean) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x = tensor({inf, 1.0, 3e38, 2.0, 1.0, 4.0, 2.0, -1.0}, kDouble).view({4, 2});
+  const Tensor rm = tensor({0.5, 1.0}, kDouble), rv = tensor({1.0, 2.0}, kDouble);
+  const Tensor y = F::batch_norm(x, rm, rv, {}, {}, true, 0.5);
+  // torch 2.15: rm [inf, 1.25], rv [nan, 3.1666666667], y[:, 0] nan, y[:, 1] [-0.27734967, 0.27734967, 1.38674836, -1.38674836]
+  EXPECT_TRUE(close(rm, tensor({inf, 1.25}, kDouble), 0, 0));
+  EXPECT_TRUE(close(rv, tensor({std::nan(""), 3.1666666667}, kDouble), 1e-9));
+  EXPECT_TRUE(close(y.select(1, 1), tensor({-0.2773496714, 0.2773496714, 1.3867483571, -1.3867483571}, kDouble), 1e-8));
+  EXPECT_TRUE(y.select(1, 0).isnan().all().item<bool>());
+  const Tensor xf = tensor<double>({-inf, 1.0, 3.0, 2.0, 1.0, 4.0, 2.0, -1.0}, kFloat).view({4, 2});
+  const Tensor rmf = tensor<double>({0.5, 1.0}, kFloat), rvf = tensor<double>({1.0, 2.0}, kFloat);
+  F::batch_norm(xf, rmf, rvf, {}, {}, true, 0.5);
+  EXPECT_TRUE(close(rmf, tensor<double>({-inf, 1.25}), 0, 0));
+}
+
 // ---- BatchNorm modules ---------------------------------------------------------------------------
 
 TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
@@ -348,6 +405,22 @@ TEST(GroupNorm, GradcheckAndModule) {
   EXPECT_TRUE(near(y, ref_group_norm(x, 2, std::vector<double>(6, 1), std::vector<double>(6, 0), 1e-5), 1e-5));
   y.sum().backward();
   EXPECT_TRUE(gn.weight.grad().defined());
+}
+
+// Regression (difffuzz nn:F.group_norm:missing-error): PyTorch's F.group_norm
+// refuses statistics of one value (the input seen as (N * C / G, G, *) has
+// one value per channel), no channels and empty spatial dims; an empty batch
+// is fine.
+TEST(GroupNorm, RefusesWhatPyTorchRefuses) {
+  expect_error([] { F::group_norm(randn({1, 3}), 3); },
+               {"[group_norm]", "Expected more than 1 value per channel when training, got input size [1, 3]"});
+  expect_error([] { F::group_norm(randn({1, 4, 1}), 4); }, {"[group_norm]", "input size [1, 4, 1]"});
+  expect_error([] { F::group_norm(randn({1, 3}), 2); }, {"[group_norm]", "input size [1, 2]"});
+  expect_error([] { F::group_norm(randn({2, 0, 3}), 1); }, {"[group_norm]", "number of channels to be greater than 0"});
+  expect_error([] { F::group_norm(randn({1, 4, 2, 0}), 2); }, {"[group_norm]", "Expected HxW to be greater than 0, got 0"});
+  expect_error([] { F::group_norm(randn({2, 4, 0}), 2); }, {"[group_norm]", "HxW"});
+  EXPECT_EQ(F::group_norm(randn({0, 4, 2}), 2).sizes(), IntArrayRef({0, 4, 2}));
+  EXPECT_EQ(F::group_norm(randn({2, 4, 1}), 4).sizes(), IntArrayRef({2, 4, 1}));  // two values per group's channel set
 }
 
 // ---- errors -----------------------------------------------------------------------------------------

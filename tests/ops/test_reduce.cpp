@@ -624,6 +624,26 @@ TEST(Var, NumericallyStable) {
   EXPECT_TRUE(close(r.var(1), naive(r, {1}, false, [](auto& g) { return vvar(g, 1); }), 1e-5, 1e-6));
 }
 
+// Regression (difffuzz reduce:var/std/var_mean nan/inf): the sums were in
+// float for float32 and bfloat16, so a deviation of 1e30 overflowed its
+// square (std inf, var NaN from inf - inf); PyTorch's CPU kernel sums in double.
+TEST(Var, AccumulatesInDouble) {
+  const Tensor x = tensor<double>({{0.09022081643342972, -0.7657918930053711, 0.6935693025588989, 3e38},
+                                   {1e30, 2e30, -5e29, 2.0}},
+                                  kFloat);
+  // torch 2.15: var [inf, inf], std [1.5000000027e+38, 1.1086779128e+30], var_mean's mean [7.5000000137e+37, 6.2499999052e+29]
+  EXPECT_TRUE(close(x.var(1), tensor<double>({kInf, kInf}), 0, 0));
+  EXPECT_TRUE(close(x.std(1), tensor<double>({1.5000000027e+38, 1.1086779128e+30}), 1e-6, 0));
+  EXPECT_TRUE(close(std::get<1>(var_mean(x, std::vector<int64_t>{1})), tensor<double>({7.5000000137e+37, 6.2499999052e+29}),
+                    1e-6, 0));
+  // bfloat16: std [1.5020276352e+38, 1.1091942752e+30], mean [7.5101381762e+37, 6.2392177980e+29]
+  const Tensor xb = x.to(kBFloat16);
+  EXPECT_TRUE(close(xb.std(1), tensor<double>({1.5020276352e+38, 1.1091942752e+30}), 1e-9, 0));
+  EXPECT_TRUE(close(std::get<1>(var_mean(xb, std::vector<int64_t>{1})), tensor<double>({7.5101381762e+37, 6.2392177980e+29}),
+                    1e-9, 0));
+  EXPECT_TRUE(close(xb.var(1), tensor<double>({kInf, kInf}), 0, 0));
+}
+
 TEST(Var, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).var(); }, {"[var]", "std and var only support floating point"});
   expect_error([] { tensor<int64_t>({1, 2}).std(); }, {"[std]", "floating point"});

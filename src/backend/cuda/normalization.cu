@@ -123,6 +123,7 @@ __global__ void __launch_bounds__(kNormThreads)
     A shift = A(0);
     if (mode == kWelford) {
       shift = to_acc(x[nb * si.bstride + (c / si.cdiv) * si.cstride]);
+      if (!(shift - shift == A(0))) shift = A(0);  // inf or NaN: plain sums, so an infinite mean stays inf
       for (int64_t s = s0 + lane; s < s1; s += 32) welford_step(t, to_acc(x[off + s]) - shift);
     } else {
       const A m = A(mi.mean[nb * mi.bstride + c / mi.cdiv]);
@@ -173,6 +174,7 @@ __global__ void __launch_bounds__(kNormThreads)
       const int64_t base = nb * r.S * r.C + c;
       if (mode == kWelford) {
         shift = to_acc(x[nb * si.bstride + (c / si.cdiv) * si.cstride]);
+        if (!(shift - shift == A(0))) shift = A(0);  // inf or NaN: plain sums, so an infinite mean stays inf
         for (int64_t s = s0 + ty; s < s1; s += r.ty) welford_step(t, to_acc(x[base + s * r.C]) - shift);
       } else {
         const A m = A(mi.mean[nb * mi.bstride + c / mi.cdiv]);
