@@ -80,7 +80,10 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
   Tensor w = weight.defined() ? weight.to(logp.dtype()).index_select(0, safe.reshape({-1})).view(safe.sizes())
                               : ones_like(picked);
   w = where(valid, w, Scalar(0.0));
-  return {picked.neg() * w, w, valid};
+  // Ignored positions through where, not * 0: with every target ignored the
+  // mean divides by a total weight of 0, and its inf gradient times 0 would
+  // make NaN where PyTorch's gradient is 0.
+  return {where(valid, picked.neg() * w, Scalar(0.0)), w, valid};
 }
 
 Tensor reduce_weighted(const char* op, const Tensor& loss, const Tensor& w, Reduction r) {
@@ -226,7 +229,12 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
   Tensor d = (input - target).abs();
   if (beta == 0.0) return reduce("smooth_l1_loss", d, o.reduction());
-  return reduce("smooth_l1_loss", where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
+  // The quadratic branch reads d clamped to beta: where() sends a zero
+  // gradient to the branch it does not take, and 0 times the square's
+  // gradient at d = inf (or past the dtype's range) would be NaN. The
+  // gradient is clamp(x, -beta, beta) / beta, as PyTorch's.
+  const Tensor dc = d.clamp_max(beta);
+  return reduce("smooth_l1_loss", where(d.lt(beta), dc.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -235,7 +243,10 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
   Tensor d = (input - target).abs();
-  return reduce("huber_loss", where(d.lt(delta), d.square() * 0.5, (d - 0.5 * delta) * delta), o.reduction());
+  const Tensor dc = d.clamp_max(delta);  // as in smooth_l1_loss: no NaN gradient from the branch not taken
+  // PyTorch's result has the input's dtype (not the promoted one).
+  const Tensor loss = where(d.lt(delta), dc.square() * 0.5, (d - 0.5 * delta) * delta);
+  return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {

@@ -463,13 +463,22 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
   Tensor out = empty({m, n}, m1.options());
   // beta = 0 ignores self entirely (NaN and inf in self do not propagate).
   // Integer tensors truncate float alpha/beta, as PyTorch does (beta = 0.5 is 0).
-  const bool use_self = is_floating_point(m1.dtype()) ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
+  // Likewise alpha = 0 ignores the product (BLAS does not read m1 and m2 then):
+  // addmm(s, [[inf]], [[1]], alpha=0) is beta * s, not NaN.
+  const bool fp = is_floating_point(m1.dtype());
+  const bool use_self = fp ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
+  const bool use_product = fp ? alpha.to_double() != 0.0 : alpha.to<int64_t>() != 0;
   const bool rec = autograd::should_record(self, m1, m2);
   {
     std::optional<NoGradGuard> no_grad;  // internals of the one AddmmBackward0 node
     if (BRISK_UNLIKELY(rec)) no_grad.emplace();
     if (use_self) out.copy_(self.expand({m, n}));
-    mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+    if (use_product)
+      mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+    else if (use_self)
+      out.mul_(fp ? beta : Scalar(beta.to<int64_t>()));
+    else
+      out.zero_();
   }
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;

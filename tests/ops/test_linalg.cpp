@@ -394,6 +394,24 @@ TEST(Matmul, Addmm) {
   EXPECT_TRUE(close(addmm(i5, i1, i1, 1.5, 2.7), full({2, 2}, 9, kInt64), 0, 0));
 }
 
+// Regression (difffuzz matmul:addmm:nan): alpha = 0 ignores the product, so
+// inf and NaN in m1 or m2 do not reach the result. torch 1.13 and 2.15:
+// addmm([[1], [2]], [[inf, 1], [nan, 2]], [[1], [0]], beta=2, alpha=0) = [[2], [4]];
+// with beta=0 too, [[0], [0]]; the integer version [[2], [4]].
+TEST(Matmul, AddmmAlphaZeroIgnoresTheProduct) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor s = tensor({1.0, 2.0}).view({2, 1});
+  const Tensor a = tensor({inf, 1.0, nan, 2.0}).view({2, 2}), b = tensor({1.0, 0.0}).view({2, 1});
+  EXPECT_TRUE(close(addmm(s, a, b, 2, 0), tensor({2.0, 4.0}).view({2, 1}), 0, 0, false));
+  EXPECT_TRUE(close(addmm(s, a, b, 0, 0), zeros({2, 1}), 0, 0, false));
+  const Tensor si = s.to(kInt64), ai = full({2, 2}, 3, kInt64), bi = b.to(kInt64);
+  EXPECT_TRUE(close(addmm(si, ai, bi, 2, 0.5), tensor({2.0, 4.0}).view({2, 1}), 0, 0));
+  // the gradient of self is still beta * g
+  const Tensor sg = s.detach().requires_grad_();
+  addmm(sg, a, b, 2, 0).sum().backward();
+  EXPECT_TRUE(close(sg.grad(), full({2, 1}, 2.0), 0, 0));
+}
+
 // ---- errors ---------------------------------------------------------------------------------
 
 TEST(Matmul, Errors) {
