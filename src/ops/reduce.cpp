@@ -93,10 +93,14 @@ enum class NanGrad {
 };
 // The gradient of max/min/amax/amin (and of the inf norms, given |x|): g split
 // evenly among the elements equal to the result r (keepdim shape).
+// max()/min() put the share where the mask holds and exact zeros elsewhere
+// (torch's CPU masked_fill: a NaN gradient of the result reaches the NaNs
+// only); amax/amin and the inf norms multiply by the mask (0 * NaN is NaN).
 Tensor distribute_evenly(const Tensor& g, const Tensor& x, const Tensor& r, int64_t nd, uint64_t mask, NanGrad nan) {
   Tensor sel = nan == NanGrad::ToNans ? (x == r) | (x.isnan() & r.isnan()) : x == r;
   Tensor count = sel.sum(IntArrayRef(mask_dims(nd, mask)), true);
   if (nan == NanGrad::Zero) count = count.clamp_min(1);
+  if (nan == NanGrad::ToNans) return where(sel, g / count, Scalar(0.0));
   return (g / count) * sel.to(g.dtype());
 }
 // Gradient of the values of sort/topk/max(dim)/min(dim): g scattered to the
@@ -108,8 +112,18 @@ Tensor scatter_back(const Tensor& g, const Tensor& indices, IntArrayRef sizes, i
   return z.scatter(dim, indices, g);
 }
 // Gradient of var along the reduced dims: 2 (x - mean) / (N - correction) * g.
-Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction) {
+// `all_form`: var over every element with no dims given (or of a 0-dim
+// tensor), where torch 2.x takes N - correction <= 0 apart: g * (NaN where
+// x equals the mean, else +inf), a constant in x (no second derivative).
+Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction,
+                    bool all_form = false) {
   const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
+  if (all_form && n - correction <= 0) {
+    NoGradGuard ng;
+    const Tensor at_mean = x == x.mean();
+    return g * where(at_mean, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity())
+                   .to(g.dtype());
+  }
   return (x - x.mean(IntArrayRef(mask_dims(nd, mask)), true)) * (g * (2.0 / (n - correction)));
 }
 
@@ -429,8 +443,8 @@ namespace {
 Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
   BRISK_PROFILE_OP("sum", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype);
+  autograd::check_differentiable_dtype("sum", sum_result_dtype(x, dtype));
   Tensor r = without_grad([&] { return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype); });
-  if (!r.is_floating_point()) return r;  // sum to an integer dtype is not differentiable
   autograd::record(node, {r}, {x}, {},
                    [sizes = autograd::to_dims(x.sizes()), mask, keepdim](BackwardCtx& c) -> TensorList {
                      return {expand_back(c.grad(), sizes, mask, keepdim)};
@@ -476,8 +490,8 @@ int64_t lowest_dim(uint64_t mask) {
 Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
   BRISK_PROFILE_OP("prod", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
+  autograd::check_differentiable_dtype("prod", sum_result_dtype(x, dtype));
   Tensor r = without_grad([&] { return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype); });
-  if (!r.is_floating_point()) return r;
   autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim](BackwardCtx& c) -> TensorList {
     const Tensor x = c.saved(0);
     const int64_t nd = x.dim();
@@ -635,9 +649,9 @@ Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
   Tensor r = without_grad([&] { return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false)); });
   const uint64_t mask = dims ? dims_mask("var", x, IntArrayRef(*dims)) : dims_mask("var", x, {});
   autograd::record("VarBackward0", {r}, {x}, {save(x)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
-                     return {var_backward(unreduce(c.grad(), x.dim(), mask, keepdim), x, x.dim(), mask, corr)};
+                     return {var_backward(unreduce(c.grad(), x.dim(), mask, keepdim), x, x.dim(), mask, corr, all)};
                    });
   return r;
 }
@@ -648,12 +662,12 @@ Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
   Tensor r = without_grad([&] { return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false)); });
   const uint64_t mask = dims ? dims_mask("std", x, IntArrayRef(*dims)) : dims_mask("std", x, {});
   autograd::record("StdBackward0", {r}, {x}, {save(x), save_output(r)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
                      const int64_t nd = x.dim();
                      const Tensor s = unreduce(c.saved(1), nd, mask, keepdim);
                      const Tensor g = where(s == 0, 0.0, unreduce(c.grad(), nd, mask, keepdim) / (s * 2));
-                     return {var_backward(g, x, nd, mask, corr)};
+                     return {var_backward(g, x, nd, mask, corr, all)};
                    });
   return r;
 }
@@ -665,11 +679,11 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::optional<std::vector<i
   auto [v, m] = without_grad([&] { return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true); });
   const uint64_t mask = dims ? dims_mask("var_mean", x, IntArrayRef(*dims)) : dims_mask("var_mean", x, {});
   autograd::record("VarMeanBackward0", {v, m}, {x}, {save(x)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
                      const int64_t nd = x.dim();
                      const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
-                     Tensor gx = var_backward(unreduce(c.grad(0), nd, mask, keepdim), x, nd, mask, corr);
+                     Tensor gx = var_backward(unreduce(c.grad(0), nd, mask, keepdim), x, nd, mask, corr, all);
                      return {gx + unreduce(c.grad(1), nd, mask, keepdim) / n};
                    });
   return {v, m};
