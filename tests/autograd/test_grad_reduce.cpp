@@ -656,3 +656,36 @@ TEST(GradReduce, VarWithoutDegreesOfFreedom) {
   EXPECT_TRUE(std::isnan(g[0].item<double>()));
   EXPECT_FALSE(g[0].requires_grad());
 }
+
+// Regression (difffuzz reduce:prod:grad-nan): when the input holds a zero,
+// torch takes the exclusive products for every slice, so a +-inf element
+// gets the (finite) product of the others instead of inf / inf. torch 2.15:
+// prod(dim 1) of [[-1.5, .5], [-0, 2], [-inf, 1], [inf, -0]] with g [1, 2, 3, 4]
+// -> [[.5, -1.5], [4, -0], [3, -inf], [-0, inf]]; along a size-1 dim the
+// gradient is g; prod() of [inf, 0, 0, 2] -> zeros; of [inf, 0, 3, 2] -> [0, inf, nan, nan].
+TEST(GradReduce, ProdWithZerosAndInfinities) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = d2({{-1.5, 0.5}, {-0.0, 2.0}, {-inf, 1.0}, {inf, -0.0}}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x, x.prod(1), d({1.0, 2.0, 3.0, 4.0})), d2({{0.5, -1.5}, {4.0, -0.0}, {3.0, -inf}, {-0.0, inf}}),
+                    0, 0));
+  const Tensor x1 = d2({{-inf}, {3.0}, {0.0}}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x1, x1.prod(1), d({1.0, 2.0, 3.0})), d2({{1.0}, {2.0}, {3.0}}), 0, 0));
+  const Tensor x2 = d({inf, 0.0, 0.0, 2.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x2, x2.prod()), d({0.0, 0.0, 0.0, 0.0}), 0, 0));
+  const Tensor x3 = d({inf, 0.0, 3.0, 2.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x3, x3.prod()), d({0.0, inf, nan, nan}), 0, 0));
+}
+
+// Regression (difffuzz reduce:norm:missing-error): p < 0 and p = inf norms
+// of an empty reduction are refused, as torch 2.x does (1.13 returned a value).
+TEST(GradReduce, NormWithoutIdentityRefusesEmpty) {
+  const double inf = std::numeric_limits<double>::infinity();
+  brisk::testing::expect_error([&] { zeros({2, 2, 0, 1}).norm(inf); },
+                               {"[norm]", "cannot compute the inf norm on an empty tensor"});
+  brisk::testing::expect_error([&] { zeros({0}).norm(-1.0); }, {"[norm]", "-1 norm"});
+  brisk::testing::expect_error([&] { zeros({3, 0}).norm(-inf, IntArrayRef{1}); },
+                               {"[norm]", "on the dimension 1 because this dimension is empty"});
+  EXPECT_EQ(zeros({0, 3}).norm(inf, IntArrayRef{1}).sizes(), IntArrayRef({0}));
+  EXPECT_EQ(zeros({0, 3}).norm(0.5, IntArrayRef{0}).sizes(), IntArrayRef({3}));
+  EXPECT_EQ(zeros({0}).norm(2.0).item<double>(), 0.0);
+}
