@@ -574,7 +574,8 @@ Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
     BRISK_CHECK(operands[i].device() == operands[0].device(), op, "operands must be on the same device, got ",
                 operands[0].device(), " and ", operands[i].device());
   }
-  BRISK_CHECK(operands[0].dtype() != kBool, op, "not supported for dtype bool");
+  // bool: one operand only (a view, or a sum to int64 below), as in PyTorch, whose bmm lacks bool.
+  BRISK_CHECK(operands[0].dtype() != kBool || operands.size() == 1, op, "not supported for dtype bool");
 
   // 1. Parse "lhs[->rhs]": per operand its letters, with -1 marking "...".
   const size_t arrow = eq.find("->");
@@ -718,7 +719,14 @@ Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
     return need;
   };
   Term acc = terms[0];
-  if (terms.size() == 1) sum_unneeded(acc, needed_after(0));
+  if (terms.size() == 1) {
+    // One integer or bool operand with dims summed away: PyTorch sums it with
+    // sum(), whose result is int64 ('bij->bj' of int32 or uint8 is int64).
+    const std::array<bool, 128> need = needed_after(0);
+    const bool sums = std::any_of(acc.labels.begin(), acc.labels.end(), [&](int l) { return !need[l]; });
+    if (sums && is_integral(acc.t.dtype(), /*include_bool=*/true)) acc.t = acc.t.to(kInt64);
+    sum_unneeded(acc, need);
+  }
   for (size_t i = 1; i < terms.size(); ++i) acc = contract(std::move(acc), terms[i], needed_after(i));
 
   // 5. Arrange as the output; labels of size 1 dropped during broadcasting come back.

@@ -565,6 +565,28 @@ TEST(Einsum, MultiOperandAndBroadcast) {
   EXPECT_TRUE(close(einsum(" ij , jk -> ik ", {a, y}), ref_matmul(a, y)));
 }
 
+// Regression (difffuzz matmul:einsum:dtype, einsum:unsupported:bool): one
+// integer or bool operand with dims summed away gives int64, as PyTorch's
+// sum() does (torch 1.13 and 2.15: einsum('bij->bj', int32) is int64, of
+// uint8 and bool too); without a sum the dtype stays ('bij->bij', 'bii->bi',
+// and products of two operands: 'ij,jk->ik' of uint8 is uint8).
+TEST(Einsum, IntegerSumsAreInt64) {
+  const Tensor a = arange(24, kInt32).view({2, 3, 4});
+  const Tensor s = einsum("bij->bj", {a});
+  EXPECT_EQ(s.dtype(), kInt64);
+  EXPECT_TRUE(close(s, a.sum(1), 0, 0));
+  EXPECT_EQ(einsum("bij->b", {a.to(kUInt8)}).dtype(), kInt64);
+  EXPECT_EQ(einsum("bij->bj", {zeros({2, 0, 4}, kInt32)}).dtype(), kInt64);
+  EXPECT_EQ(einsum("bij->bij", {a}).dtype(), kInt32);
+  EXPECT_EQ(einsum("bii->bi", {ones({2, 3, 3}, kInt32)}).dtype(), kInt32);
+  const Tensor u = ones({4, 5}, kUInt8);
+  EXPECT_EQ(einsum("ij,jk->ik", {u.t(), u}).dtype(), kUInt8);
+  const Tensor b = tensor({1, 0, 1, 1, 0, 1}, kInt64).view({2, 3}).to(kBool);
+  EXPECT_TRUE(close(einsum("ij->ji", {b}), b.t(), 0, 0));
+  EXPECT_EQ(einsum("ij->ji", {b}).dtype(), kBool);
+  EXPECT_TRUE(close(einsum("ij->j", {b}), tensor({2, 0, 2}, kInt64), 0, 0));
+}
+
 TEST(Einsum, Errors) {
   expect_error([] { einsum("ij,jk", {ones({2, 3})}); }, {"[einsum]", "names 2 operands but 1 were given"});
   expect_error([] { einsum("ii", {ones({2, 3})}); }, {"[einsum]", "subscript i is repeated for operand 0", "3 != 2"});
