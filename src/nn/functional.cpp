@@ -24,9 +24,23 @@ void check_floating(const char* op, const char* what, const Tensor& t) {
   BRISK_CHECK(t.is_floating_point(), op, "expected a floating point ", what, ", got ", t.dtype());
 }
 
-void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
-  check_floating(op, "input", input);
+/// `promoted`: an integer input is fine when the target makes the computation
+/// floating (mse/l1/smooth_l1 compute in the promoted dtype, as PyTorch's).
+/// linear/bilinear run on the matrix products, which take integers too (not bool).
+void check_numeric(const char* op, const char* what, const Tensor& t) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(t.dtype() != kBool, op, "expected a floating point or integer ", what, ", got bool");
+}
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target, bool promoted = false) {
   BRISK_CHECK(target.defined(), op, "target is undefined");
+  if (promoted) {
+    BRISK_CHECK(input.defined(), op, "input is undefined");
+    BRISK_CHECK(is_floating_point(result_type(input, target)), op, "expected a floating point input or target, got ",
+                input.dtype(), " and ", target.dtype());
+  } else {
+    check_floating(op, "input", input);
+  }
   BRISK_CHECK(input.sizes() == target.sizes(), op, "input shape ", shape_str(input.sizes()), " and target shape ",
               shape_str(target.sizes()), " differ");
 }
@@ -104,8 +118,8 @@ Tensor clamped_log(const Tensor& x) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP("linear", x, weight, bias);
-  check_floating("linear", "input", x);
-  check_floating("linear", "weight", weight);
+  check_numeric("linear", "input", x);
+  check_numeric("linear", "weight", weight);
   BRISK_CHECK(weight.dim() == 2, "linear", "expected a 2-D weight (out, in), got ", shape_str(weight.sizes()));
   BRISK_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input shape ", shape_str(x.sizes()),
               " does not match weight shape ", shape_str(weight.sizes()), " (last dim ",
@@ -121,8 +135,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP("bilinear", x1, x2, weight, bias);
-  check_floating("bilinear", "input1", x1);
-  check_floating("bilinear", "input2", x2);
+  check_numeric("bilinear", "input1", x1);
+  check_numeric("bilinear", "input2", x2);
   BRISK_CHECK(weight.dim() == 3, "bilinear", "expected a 3-D weight (out, in1, in2), got ", shape_str(weight.sizes()));
   const int64_t out = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);
   BRISK_CHECK(x1.dim() >= 1 && x2.dim() == x1.dim() && x1.size(-1) == in1 && x2.size(-1) == in2 &&
@@ -133,7 +147,7 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
   Tensor a = x1.reshape({-1, in1});                                                   // (N, in1)
   Tensor b = x2.reshape({-1, in2});                                                   // (N, in2)
   Tensor t = a.matmul(weight.permute({1, 0, 2}).reshape({in1, out * in2}));            // (N, out*in2)
-  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1);                       // (N, out)
+  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1, false, t.dtype());    // (N, out); ints stay ints
   if (bias.defined()) y = y + bias;
   lead.push_back(out);
   return y.reshape(lead);
@@ -212,19 +226,19 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
   BRISK_PROFILE_OP("mse_loss", input, target);
-  check_same_shape("mse_loss", input, target);
+  check_same_shape("mse_loss", input, target, /*promoted=*/true);
   return reduce("mse_loss", (input - target).square(), o.reduction());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
   BRISK_PROFILE_OP("l1_loss", input, target);
-  check_same_shape("l1_loss", input, target);
+  check_same_shape("l1_loss", input, target, /*promoted=*/true);
   return reduce("l1_loss", (input - target).abs(), o.reduction());
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
-  check_same_shape("smooth_l1_loss", input, target);
+  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
   Tensor d = (input - target).abs();

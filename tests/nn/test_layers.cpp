@@ -229,6 +229,31 @@ TEST(Bilinear, MatchesEinsum) {
   EXPECT_EQ(bl(randn({2, 5, 3}), randn({2, 5, 4})).sizes(), IntArrayRef({2, 5, 2}));
 }
 
+// Regression (difffuzz matmul:F.linear/F.bilinear:unsupported:int): linear
+// and bilinear take integer tensors, as PyTorch's CPU ops do (wrapping like
+// its integer GEMM); bool is refused by both. torch 2.15 values.
+TEST(Linear, IntegerTensors) {
+  const Tensor x = tensor({1, -2, 3, 4, 0, -1}, kInt32).view({2, 3});
+  const Tensor w = tensor({1, 2, 3, -1, 0, 2}, kInt32).view({2, 3});
+  const Tensor b = tensor({5, -5}, kInt32);
+  const Tensor y = F::linear(x, w, b);
+  EXPECT_EQ(y.dtype(), kInt32);
+  EXPECT_TRUE(close(y, tensor({11, 0, 6, -11}, kInt32).view({2, 2}), 0, 0));
+  const Tensor yu = F::linear(x.to(kUInt8), w.abs().to(kUInt8));  // 518 wraps to 6
+  EXPECT_EQ(yu.dtype(), kUInt8);
+  EXPECT_TRUE(close(yu, tensor({6, 7, 1, 2}, kInt64).view({2, 2}), 0, 0));
+  const Tensor wb = (arange(18, kInt64) - 9).view({2, 3, 3});
+  EXPECT_TRUE(close(F::bilinear(x.to(kInt64), x.to(kInt64), wb, b.to(kInt64)), tensor({1, 27, -100, -29}, kInt64).view({2, 2}),
+                    0, 0));
+  EXPECT_EQ(F::bilinear(x, x, wb.to(kInt32)).dtype(), kInt32);
+  expect_error([&] { F::linear(x.to(kBool), w.to(kBool)); }, {"[linear]", "bool"});
+  // mse/l1/smooth_l1 compute in the promoted dtype: an integer input with a float target is fine
+  // (torch: smooth_l1_loss(tensor(2, int32), tensor(-1.0361624)) = 2.5362, mse_loss([1, 2, 3], [.5, 2, 5]) = 1.4167)
+  EXPECT_NEAR(F::smooth_l1_loss(scalar_tensor(2, kInt32), scalar_tensor(-1.0361623764038086)).item<double>(), 2.5362, 1e-4);
+  EXPECT_NEAR(F::mse_loss(tensor({1, 2, 3}, kInt64), tensor({0.5, 2.0, 5.0})).item<double>(), 1.4166667, 1e-6);
+  expect_error([&] { F::mse_loss(tensor({1, 2}, kInt64), tensor({1, 2}, kInt64)); }, {"[mse_loss]", "floating point"});
+}
+
 TEST(Layers, GradientsReachEveryParameter) {
   manual_seed(8);
   auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
