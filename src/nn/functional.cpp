@@ -2,6 +2,7 @@
 // differentiates them; each is written to stay finite where PyTorch's fused
 // kernels do (log_softmax for cross entropy, softplus for logits).
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "brisk/autograd.h"
@@ -189,7 +190,11 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
   for (int64_t i = -k; i < 0; ++i) dims.push_back(i);
   Tensor mu = x.mean(dims, true);
   Tensor var = x.var(dims, 0, true);
-  Tensor y = (x - mu) * (var + eps).rsqrt();
+  // A variance beyond the dtype's range (|x - mean| past ~1.8e19 in float32)
+  // would give rstd = 0 and an output of exactly the bias, silently; PyTorch
+  // gives NaN there, and so does brisk.
+  Tensor rstd = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + eps).rsqrt());
+  Tensor y = (x - mu) * rstd;
   if (weight.defined()) y = y * weight;
   if (bias.defined()) y = y + bias;
   return y;

@@ -17,6 +17,7 @@
 // pass over x - mean, not E[x^2] - mean^2.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -694,7 +695,8 @@ TensorList gn_backward_composite(const Tensor& g, const Tensor& x, const Tensor&
   for (int64_t d = 2; d < x.dim(); ++d) sum_dims.push_back(d);
   const Tensor xg = x.reshape({N, s.G, -1});
   const Tensor mu = xg.mean(-1, true);
-  const Tensor inv = (xg.var(-1, 0, true) + s.eps).rsqrt();
+  const Tensor var = xg.var(-1, 0, true);
+  const Tensor inv = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + s.eps).rsqrt());  // as the forward
   const Tensor xhat_g = (xg - mu) * inv;
   const Tensor xhat = xhat_g.reshape(x.sizes());
   const Tensor gw = (w.defined() ? g * w.view(cshape) : g).reshape({N, s.G, -1});
@@ -856,7 +858,10 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
         s.mean = per_group(sum_shifted(L, xp, per_channel(shift)));
         for (int64_t i = 0; i < N * G; ++i) s.mean[i] = double(acc_t(shift[i])) + s.mean[i] / cnt;
         std::vector<double> var = per_group(sum_sq_dev(L, xp, per_channel(s.mean)));
-        for (size_t i = 0; i < var.size(); ++i) s.rstd[i] = 1.0 / std::sqrt(var[i] / cnt + eps);
+        // A sum of squares past the float range: NaN as PyTorch (not rstd = 0,
+        // which would silently output the bias).
+        for (size_t i = 0; i < var.size(); ++i)
+          s.rstd[i] = std::isinf(var[i]) ? std::numeric_limits<double>::quiet_NaN() : 1.0 / std::sqrt(var[i] / cnt + eps);
         std::vector<acc_t> A(static_cast<size_t>(N * C)), B(static_cast<size_t>(N * C));
         for (int64_t n = 0; n < N; ++n)
           for (int64_t c = 0; c < C; ++c) {

@@ -220,6 +220,18 @@ TEST(LayerNorm, MatchesReference) {
   expect_error([&] { ln(randn({3, 5, 4}, kDouble)); }, {"layer_norm", "[3, 5, 4]", "[4, 5]"});
 }
 
+// Regression (difffuzz nn:F.layer_norm:nan): a variance past float32's
+// range (|x - mean| ~ 1e30) gave rstd = 0 and an output of exactly the bias;
+// PyTorch (1.13 and 2.15) gives NaN for that row, as brisk now does. Other
+// rows are untouched: layer_norm([[1e30, 0, 1, 2], [1, 2, 3, 4]], [4]).
+TEST(LayerNorm, OverflowingVarianceIsNan) {
+  const Tensor x = tensor({1e30, 0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 4.0}).view({2, 4});
+  const Tensor y = F::layer_norm(x, {4}, {}, tensor({0.5f, 0.5f, 0.5f, 0.5f}));
+  EXPECT_TRUE(y[0].isnan().all().item<bool>());
+  // torch: [-1.3416, -0.4472, 0.4472, 1.3416] + 0.5
+  EXPECT_TRUE(close(y[1], tensor({-0.8416390, 0.0527864, 0.9472136, 1.8416390}), 1e-5, 1e-5));
+}
+
 TEST(Bilinear, MatchesEinsum) {
   manual_seed(6);
   nn::Bilinear bl(3, 4, 2);

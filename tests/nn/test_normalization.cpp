@@ -423,6 +423,17 @@ TEST(GroupNorm, RefusesWhatPyTorchRefuses) {
   EXPECT_EQ(F::group_norm(randn({2, 4, 1}), 4).sizes(), IntArrayRef({2, 4, 1}));  // two values per group's channel set
 }
 
+// Regression (difffuzz nn:F.group_norm:nan): a group whose sum of squares
+// overflows float gave rstd = 0 and an output of exactly the bias; PyTorch
+// (1.13 and 2.15) gives NaN for that group (native_group_norm's rstd is NaN).
+TEST(GroupNorm, OverflowingVarianceIsNan) {
+  const Tensor x = tensor({-0.49f, -0.28f, 1e30f, 1.01f, 0.73f, 1.28f, 65504.0f, 0.23f}).view({1, 4, 2});
+  const Tensor b = tensor({-2.4f, -0.68f, 1.23f, 1.16f});
+  const Tensor y = F::group_norm(x, 2, {}, b);
+  EXPECT_TRUE(y.narrow(1, 0, 2).isnan().all().item<bool>());
+  EXPECT_FALSE(y.narrow(1, 2, 2).isnan().any().item<bool>());
+}
+
 // ---- errors -----------------------------------------------------------------------------------------
 
 TEST(NormErrors, NameTheOpAndTheProblem) {

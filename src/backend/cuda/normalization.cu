@@ -333,7 +333,8 @@ __global__ void __launch_bounds__(kStatsThreads)
       for (int64_t sp = 0; sp < a.splits; ++sp)
         merge_partial(cnt, mean, m2, partial + ((n * a.C + c) * a.splits + sp) * kRec);
     mean += partial[(n * a.C + g * D) * a.splits * kRec + 3];  // the group's shift
-    const double rstd = 1.0 / ::sqrt(m2 / a.cnt + a.eps);
+    // m2 past the accumulator's range: NaN, as the CPU kernel (not rstd = 0)
+    const double rstd = std::isinf(m2) ? std::numeric_limits<double>::quiet_NaN() : 1.0 / ::sqrt(m2 / a.cnt + a.eps);
     mean_out[ng] = mean;
     rstd_out[ng] = rstd;
     for (int64_t c = g * D; c < (g + 1) * D; ++c) {
