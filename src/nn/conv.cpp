@@ -292,9 +292,8 @@ ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Te
                   "output_padding ", pair_str(a.output_padding, D), " must be smaller than either stride ",
                   pair_str(a.stride, D), " or dilation ", pair_str(a.dilation, D));
       out[i] = (in[i] - 1) * a.stride[i] - 2 * a.pad_before[i] + extent + a.output_padding[i];
-      // An output size of 0 gives an empty result (torch 2.x; 1.13 refused it).
-      BRISK_CHECK(out[i] >= 0, op, "input of shape ", x.sizes(), " gives an output size ", out[i],
-                  " < 0 (too much padding)");
+      BRISK_CHECK(out[i] > 0, op, "input of shape ", x.sizes(), " gives an output size ", out[i],
+                  " < 1 (too much padding)");
     }
   }
   out_shape = {n, out_c, out[0], out[1]};

@@ -389,21 +389,12 @@ TEST(ConvTranspose2d, MatchesNaiveLoop) {
       }
 }
 
-// Regression (difffuzz nn:F.conv_transpose2d:extra-error): an output size of
-// 0 gives an empty result with zero gradients (torch 2.15: (2, 2, 3) input,
-// (2, 2, 1, 2) weight, stride (1, 2), padding 1, groups 2 -> shape (4, 0, 4));
-// a negative one is refused.
-TEST(ConvTranspose2d, OutputSizeZeroIsEmpty) {
-  const Tensor x = randn({1, 2, 2, 3}).requires_grad_(), w = randn({2, 2, 1, 2}).requires_grad_();
-  const Tensor b = randn({4}).requires_grad_();
-  const Tensor y = F::conv_transpose2d(x, w, b, {1, 2}, 1, 0, 2);
-  EXPECT_EQ(y.sizes(), IntArrayRef({1, 4, 0, 4}));
-  EXPECT_EQ(F::conv_transpose2d(x[0], w, b, {1, 2}, 1, 0, 2).sizes(), IntArrayRef({4, 0, 4}));
-  y.sum().backward();
-  EXPECT_TRUE(close(x.grad(), zeros({1, 2, 2, 3}), 0, 0));
-  EXPECT_TRUE(close(w.grad(), zeros({2, 2, 1, 2}), 0, 0));
-  EXPECT_TRUE(close(b.grad(), zeros({4}), 0, 0));
-  expect_error([&] { F::conv_transpose2d(x, w, b, {1, 2}, 2, 0, 2); }, {"[conv_transpose2d]", "output size -2 < 0"});
+// An output size of 0 is refused, as torch 1.13 and torch 2.x's own check
+// ("Output size is too small"); torch 2.x's oneDNN path alone returns an
+// empty tensor (difffuzz nn:F.conv_transpose2d:extra-error, listed).
+TEST(ConvTranspose2d, OutputSizeZeroIsRefused) {
+  const Tensor x = randn({1, 2, 2, 3}), w = randn({2, 2, 1, 2});
+  expect_error([&] { F::conv_transpose2d(x, w, {}, {1, 2}, 1, 0, 2); }, {"[conv_transpose2d]", "output size 0 < 1"});
 }
 
 TEST(ConvTranspose2d, IsTheGradientOfConv2d) {
