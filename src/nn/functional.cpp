@@ -188,16 +188,22 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
                 " differs from normalized_shape ", shape_str(shape));
   std::vector<int64_t> dims;
   for (int64_t i = -k; i < 0; ++i) dims.push_back(i);
-  Tensor mu = x.mean(dims, true);
-  Tensor var = x.var(dims, 0, true);
+  // float16/bfloat16 compute in float32, forward and backward (as PyTorch's
+  // kernel): in 16 bits the gradient's terms of size ~rstd cancel to noise.
+  ScalarType out_dtype = x.dtype();
+  if (weight.defined()) out_dtype = promote_types(out_dtype, weight.dtype());
+  if (bias.defined()) out_dtype = promote_types(out_dtype, bias.dtype());
+  const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
+  Tensor mu = xc.mean(dims, true);
+  Tensor var = xc.var(dims, 0, true);
   // A variance beyond the dtype's range (|x - mean| past ~1.8e19 in float32)
   // would give rstd = 0 and an output of exactly the bias, silently; PyTorch
   // gives NaN there, and so does brisk.
   Tensor rstd = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + eps).rsqrt());
-  Tensor y = (x - mu) * rstd;
+  Tensor y = (xc - mu) * rstd;
   if (weight.defined()) y = y * weight;
   if (bias.defined()) y = y + bias;
-  return y;
+  return y.to(out_dtype);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
