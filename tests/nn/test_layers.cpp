@@ -232,6 +232,20 @@ TEST(LayerNorm, OverflowingVarianceIsNan) {
   EXPECT_TRUE(close(y[1], tensor({-0.8416390, 0.0527864, 0.9472136, 1.8416390}), 1e-5, 1e-5));
 }
 
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.layer_norm:value/nan):
+// over one element the normalized value is exactly 0, so the output is the
+// bias and the input gradient 0. torch leaves rounding noise of its folded
+// affine (1.7e-5 where 0 is right), and NaN for 1e30 (its E[x^2] overflows).
+TEST(LayerNorm, OverOneElementIsTheBias) {
+  for (ScalarType dt : {kFloat, kBFloat16, kDouble}) {
+    const Tensor x = tensor({1e30, 0.0, 1.0, -0.3831}, kDouble).view({4, 1}).to(dt).requires_grad_();
+    const Tensor y = F::layer_norm(x, {1}, full({1}, 2.0, dt), full({1}, 0.5, dt));
+    EXPECT_TRUE(close(y, full({4, 1}, 0.5), 0, 0)) << dt;
+    y.backward(tensor({1.0, -2.0, 3.0, 0.5}, kDouble).view({4, 1}).to(dt));
+    EXPECT_TRUE(close(x.grad(), zeros({4, 1}), 0, 0)) << dt;
+  }
+}
+
 TEST(Bilinear, MatchesEinsum) {
   manual_seed(6);
   nn::Bilinear bl(3, 4, 2);

@@ -282,6 +282,20 @@ TEST(BatchNorm, InfiniteFirstValueGivesInfiniteMean) {
   EXPECT_TRUE(close(rmf, tensor<double>({-inf, 1.25}), 0, 0));
 }
 
+// A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS): its eval-mode CPU
+// backward reads a non-contiguous running_var or weight as if contiguous
+// (difffuzz nn:F.batch_norm:grad-value). The gradient does not depend on the
+// layout: torch's own value for contiguous statistics, [[1, 6], [1, 6]].
+TEST(BatchNorm, EvalGradientWithStridedStatistics) {
+  const Tensor x = tensor({1.0, 2.0, 3.0, -1.0}, kDouble).view({2, 2}).requires_grad_();
+  const Tensor rm = tensor({0.5, -0.5}, kDouble);
+  const Tensor rv = tensor({4.0, 0.0, 0.25, 0.0}, kDouble).slice(0, 0, 4, 2);
+  const Tensor w = tensor({2.0, 0.0, 3.0, 0.0}, kDouble).slice(0, 0, 4, 2);
+  ASSERT_FALSE(rv.is_contiguous());
+  F::batch_norm(x, rm, rv, w, {}, false, 0.1, 0.0).sum().backward();
+  EXPECT_TRUE(close(x.grad(), tensor({1.0, 6.0, 1.0, 6.0}, kDouble).view({2, 2}), 0, 0));
+}
+
 // ---- BatchNorm modules ---------------------------------------------------------------------------
 
 TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
@@ -432,6 +446,16 @@ TEST(GroupNorm, OverflowingVarianceIsNan) {
   const Tensor y = F::group_norm(x, 2, {}, b);
   EXPECT_TRUE(y.narrow(1, 0, 2).isnan().all().item<bool>());
   EXPECT_FALSE(y.narrow(1, 2, 2).isnan().any().item<bool>());
+}
+
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.group_norm:nan): torch's
+// float statistics take E[x^2], which overflows for a group of equal values
+// of 3e38 and gives NaN; the group has variance 0 and normalizes to 0
+// (torch's float64 result: [[0, 0], [0.99997695, -0.99997695]]).
+TEST(GroupNorm, HugeEqualValuesNormalizeToZero) {
+  const Tensor x = tensor({3e38, 3e38, -0.06842740625143051, -1.0}, kDouble).view({2, 2});
+  const Tensor y = F::group_norm(x.to(kFloat), 1);
+  EXPECT_TRUE(close(y, tensor({0.0, 0.0, 0.9999769547, -0.9999769547}, kDouble).view({2, 2}), 1e-6, 1e-6));
 }
 
 // ---- errors -----------------------------------------------------------------------------------------

@@ -644,6 +644,19 @@ TEST(Var, AccumulatesInDouble) {
   EXPECT_TRUE(close(xb.var(1), tensor<double>({kInf, kInf}), 0, 0));
 }
 
+// Torch bugs (tools/fuzz TORCH_BUGS): var_mean's mean of [1, inf, 2] is NaN in
+// torch (its Welford update takes inf - inf) where torch.mean gives inf; and
+// std over all elements of float32 takes torch's float32 mean first, whose sum
+// overflows: std([3e38, 3e38, 3e38, 1, -1]) is inf in torch, 1.6431676502e+38
+// (its float64 value, rounded) in brisk.
+TEST(Var, InfiniteMeanAndOverflowingSum) {
+  auto [v, m] = var_mean(tensor<double>({1, kInf, 2}, kFloat));
+  EXPECT_TRUE(std::isnan(v.item<double>()));
+  EXPECT_EQ(m.item<double>(), kInf);
+  const Tensor x = tensor<double>({3e38, 3e38, 3e38, 1, -1}, kFloat);
+  EXPECT_NEAR(x.std().item<double>() / 1.6431676502e+38, 1.0, 1e-7);
+}
+
 TEST(Var, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).var(); }, {"[var]", "std and var only support floating point"});
   expect_error([] { tensor<int64_t>({1, 2}).std(); }, {"[std]", "floating point"});
