@@ -464,6 +464,18 @@ Tensor param_grad(bool need, ScalarType dtype, const Tensor& x, int64_t C) {
 }
 #endif
 
+/// A composite backward for 16-bit inputs runs in float32 (as the kernels'
+/// sums do): its terms of size ~rstd cancel, and in 16 bits the second
+/// derivatives came out as rounding noise. Gradients go back in the
+/// dtypes of x, weight and bias.
+template <class Fn>
+TensorList in_float_for_16_bit(const Tensor& g, const Tensor& x, const Tensor& w, ScalarType wdt, ScalarType bdt,
+                               const Fn& fn) {
+  if (!is_reduced_float(x.dtype())) return fn(g, x, w);
+  TensorList r = fn(g.to(kFloat), x.to(kFloat), w.defined() ? w.to(kFloat) : w);
+  return {r[0].to(x.dtype()), r[1].to(wdt), r[2].to(bdt)};
+}
+
 /// Composite backward from brisk ops (differentiable: used under create_graph).
 TensorList bn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, const BnSaved& s) {
   const int64_t C = x.size(1);
@@ -663,7 +675,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                      {autograd::save(input), autograd::save(weight)},
                      [s = std::move(s)](autograd::BackwardCtx& c) -> TensorList {
                        const Tensor x = c.saved(0), w = c.saved(1);
-                       if (GradMode::is_enabled()) return bn_backward_composite(c.grad(), x, w, s);
+                       if (GradMode::is_enabled())
+                         return in_float_for_16_bit(c.grad(), x, w, s.weight_dtype, s.bias_dtype,
+                                                    [&](const Tensor& g, const Tensor& xf, const Tensor& wf) {
+                                                      return bn_backward_composite(g, xf, wf, s);
+                                                    });
                        return bn_backward(c.grad(), x, w, s, c.needs(0), c.needs(1), c.needs(2));
                      });
   return y;
@@ -877,7 +893,11 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
                      {autograd::save(input), autograd::save(weight)},
                      [s = std::move(s)](autograd::BackwardCtx& c) -> TensorList {
                        const Tensor x = c.saved(0), w = c.saved(1);
-                       if (GradMode::is_enabled()) return gn_backward_composite(c.grad(), x, w, s);
+                       if (GradMode::is_enabled())
+                         return in_float_for_16_bit(c.grad(), x, w, s.weight_dtype, s.bias_dtype,
+                                                    [&](const Tensor& g, const Tensor& xf, const Tensor& wf) {
+                                                      return gn_backward_composite(g, xf, wf, s);
+                                                    });
                        return gn_backward(c.grad(), x, w, s, c.needs(0), c.needs(1), c.needs(2));
                      });
   return y;

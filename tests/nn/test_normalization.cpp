@@ -458,6 +458,29 @@ TEST(GroupNorm, HugeEqualValuesNormalizeToZero) {
   EXPECT_TRUE(close(y, tensor({0.0, 0.0, 0.9999769547, -0.9999769547}, kDouble).view({2, 2}), 1e-6, 1e-6));
 }
 
+// Regression (difffuzz nn:F.group_norm:grad2-value/grad2-nan): the
+// create_graph backward of 16-bit inputs ran in 16 bits, and for a group of
+// small variance its second derivatives were rounding noise (here -0.0078
+// where float64 gives 3.0e-4; torch's float16 gives 9.8e-3). It runs in
+// float32 now, as the kernels' sums do.
+TEST(GroupNorm, HalfSecondDerivativeRunsInFloat) {
+  const Tensor x64 = tensor({-2.619140625, -0.0, -0.95068359375, -1.2314453125, 2.02734375, 0.34814453125}, kDouble)
+                         .view({1, 6, 1, 1});
+  const Tensor u = tensor({1.0, -0.5, 0.25, 2.0, -1.5, 0.75}, kDouble).view({1, 6, 1, 1});
+  auto second = [&](ScalarType dt, bool batch) {
+    const Tensor x = x64.to(dt).requires_grad_();
+    const Tensor y = batch ? F::batch_norm(x.view({3, 2}), {}, {}, {}, {}, true).view({1, 6, 1, 1}) : F::group_norm(x, 3);
+    const Tensor loss = (y.to(kDouble) * (u * u)).sum();
+    const TensorList g = autograd::grad({loss}, {x}, {}, std::nullopt, /*create_graph=*/true);
+    return autograd::grad({(g[0].to(kDouble) * u).sum()}, {x})[0].to(kDouble);
+  };
+  for (bool batch : {false, true}) {
+    const Tensor want = second(kDouble, batch);
+    const double scale = want.abs().max().item<double>();
+    EXPECT_TRUE(close(second(kHalf, batch), want, 0, 2e-3 * scale)) << (batch ? "batch_norm" : "group_norm");
+  }
+}
+
 // ---- errors -----------------------------------------------------------------------------------------
 
 TEST(NormErrors, NameTheOpAndTheProblem) {
