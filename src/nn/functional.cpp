@@ -238,7 +238,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
   BRISK_PROFILE_OP("mse_loss", input, target);
   check_same_shape("mse_loss", input, target, /*promoted=*/true);
-  return reduce("mse_loss", (input - target).square(), o.reduction());
+  // d * d, not square(): its gradient is g * d + g * d, where square's is
+  // 2 * d * g, whose 2 * d overflows first (bfloat16 d = 3e38 gave an inf
+  // gradient where PyTorch's fused 2 * d * g / n is finite).
+  const Tensor d = input - target;
+  return reduce("mse_loss", d * d, o.reduction());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {

@@ -324,6 +324,18 @@ TEST(Losses, HuberAndSmoothL1GradientsAtInfinity) {
   EXPECT_EQ(F::huber_loss(zeros({0, 3}, kBFloat16), zeros({0, 3}, kDouble)).dtype(), kBFloat16);
 }
 
+// Regression (difffuzz nn:F.mse_loss:grad-inf): the gradient g * 2 (x - t) / n
+// is finite when 2 (x - t) alone is not (bfloat16 x - t = 3e38); torch 2.15:
+// mse_loss([3e38, 1, -2, .5], [-1, 0, 1, .5]) backward(0.25) = [3.7551e+37, .125, -.375, 0].
+TEST(Losses, MseGradientNearTheRangeLimit) {
+  const Tensor x = tensor({3e38, 1.0, -2.0, 0.5}, kDouble).to(kBFloat16).requires_grad_();
+  const Tensor t = tensor({-1.0, 0.0, 1.0, 0.5}, kDouble).to(kBFloat16);
+  const Tensor l = F::mse_loss(x, t);
+  EXPECT_TRUE(std::isinf(l.item<double>()));
+  l.backward(scalar_tensor(0.25, kBFloat16));
+  EXPECT_TRUE(close(x.grad(), tensor({3.7551e+37, 0.125, -0.375, 0.0}, kDouble), 4e-3, 0));
+}
+
 // Regression (difffuzz nn:F.cross_entropy/nll_loss:grad-nan): every target
 // ignored makes the mean 0 / 0 = NaN, with a zero gradient (torch 2.15); the
 // ignored positions multiplied the mean's infinite gradient by 0. A valid

@@ -296,6 +296,28 @@ TEST(BatchNorm, EvalGradientWithStridedStatistics) {
   EXPECT_TRUE(close(x.grad(), tensor({1.0, 6.0, 1.0, 6.0}, kDouble).view({2, 2}), 0, 0));
 }
 
+// A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS; difffuzz
+// nn:F.batch_norm:grad-value:half): the backward of a channels_last input
+// whose size-1 dims carry other strides, (1, 2, 1, 3) with strides
+// (1, 1, 2, 2), differs from the same values in any other layout. brisk's
+// does not depend on the layout (torch's contiguous value:
+// [-0.134, -0.3205, 0.4545, -1.9821, ...]).
+TEST(BatchNorm, GradientDoesNotDependOnSizeOneStrides) {
+  const Tensor v = tensor({-3.5, 0.25, -0.85546875, -1.8125, -0.25, -2.0}, kDouble).view({1, 2, 1, 3});
+  const Tensor g = (arange(6, kDouble) % 5.0 - 2.0).view({1, 2, 1, 3});
+  auto grad = [&](const Tensor& x0) {
+    const Tensor x = x0.detach().requires_grad_();
+    F::batch_norm(x, {}, {}, tensor({0.875, -1.09375}, kDouble), {}, true).backward(g);
+    return x.grad();
+  };
+  const Tensor odd = v.permute({3, 2, 1, 0}).contiguous().permute({3, 2, 1, 0});
+  ASSERT_EQ(odd.strides(), IntArrayRef({1, 1, 2, 2}));
+  const Tensor want = grad(v);
+  EXPECT_TRUE(close(want.reshape({-1}).narrow(0, 0, 4), tensor({-0.134, -0.3205, 0.4545, -1.9821}, kDouble), 0, 1e-4));
+  EXPECT_TRUE(close(grad(odd), want, 1e-12, 1e-12));
+  EXPECT_TRUE(close(grad(v.contiguous(kChannelsLast)), want, 1e-12, 1e-12));
+}
+
 // ---- BatchNorm modules ---------------------------------------------------------------------------
 
 TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {

@@ -42,6 +42,15 @@ def _past(t, limit):
     return bool((f[f.isfinite()].abs() > limit).any())
 
 
+def _odd_channels_last(t):
+    if not isinstance(t, torch.Tensor) or t.dim() != 4 or t.is_contiguous():
+        return False
+    if not t.is_contiguous(memory_format=torch.channels_last):
+        return False
+    n, c, h, w = t.shape
+    return tuple(t.stride()) != (h * w * c, 1, w * c, c)
+
+
 def _float32_sum_overflows(t):
     if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
         return False
@@ -56,6 +65,9 @@ def _float32_sum_overflows(t):
 TORCH_BUGS = [
     ("F.batch_norm", lambda a, kw: not kw.get("training", False) and (_noncontig(a[2]) or _noncontig(kw.get("weight"))),
      "eval-mode batch_norm backward on the CPU reads a non-contiguous running_var or weight as contiguous"),
+    ("F.batch_norm", lambda a, kw: _odd_channels_last(a[0]),
+     "batch_norm backward of a channels_last input whose size-1 dims have other strides than channels_last's "
+     "(strides (1, 1, 2, 2) for (1, 2, 1, 3)) is wrong"),
     ("F.layer_norm", lambda a, kw: math.prod(a[1]) == 1,
      "layer_norm over one element is exactly 0 (times weight, plus bias): torch's folded affine leaves rounding "
      "noise, and its 16-bit double backward NaN"),
