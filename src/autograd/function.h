@@ -65,6 +65,15 @@ inline void check_out(const char* op, const Ts&... ts) {
     BRISK_FAIL(op, "out= arguments don't support automatic differentiation, but one of the arguments requires grad");
 }
 
+/// An op that records a node but computes in a dtype that cannot carry
+/// gradients (sum(x, dtype=int64) of an x that requires grad) is refused, as
+/// PyTorch 2.x does; call it in no-grad mode or convert explicitly (to() is
+/// allowed and cuts the graph). Call only when should_record() holds.
+inline void check_differentiable_dtype(const char* op, ScalarType dtype) {
+  BRISK_CHECK(is_floating_point(dtype), op, "Autograd not support dtype: ", dtype,
+              " (the input requires grad; call it under NoGradGuard or convert the result with to())");
+}
+
 // ---- saved tensors ----------------------------------------------------------
 /// A tensor saved for backward, with the version it had when saved.
 class SavedTensor {

@@ -316,6 +316,97 @@ ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Te
   return g;
 }
 
+// ---- differentiable kernel calls (create_graph) ------------------------------------------
+// Note [Convolution double backward]
+// Every convolution here is a direct convolution D from src (g.ic channels)
+// to dst (g.oc channels) with weight (g.oc, g.ic / G, kh, kw), run forward or
+// as one of its two adjoints (a transposed convolution is D's backward-data):
+//   F(src, w) = dst,   Bd(dst, w) = src,   Bw(src, dst) = w,
+// with <F(s, w), d> = <s, Bd(d, w)> = <w, Bw(s, d)>. F is bilinear, so the
+// derivative of each of the three is again one of the three:
+//   F(s, w) = d:  ds = Bd(gd, w),  dw = Bw(s, gd)
+//   Bd(d, w) = s: dd = F(gs, w),   dw = Bw(gs, d)
+//   Bw(s, d) = w: ds = Bd(d, gw),  dd = F(s, gw)
+// conv_call records that rule, so a backward run under create_graph is
+// differentiable to any order, with the geometry (stride, padding on each
+// side, dilation, groups, output sizes) of the first call.
+enum class ConvCall { Forward, BackwardData, BackwardWeights };
+
+/// One kernel call on 4-D tensors in the kernel dtype, recorded when grad mode
+/// is on and an operand requires grad. Forward(src, w), BackwardData(dst, w),
+/// BackwardWeights(src, dst).
+Tensor conv_call(ConvCall call, const ConvGeom& g, const char* op, const Tensor& a, const Tensor& b) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const ScalarType ct = a.dtype();
+    const TensorOptions copts = TensorOptions(ct).device(a.device());
+    const MemoryFormat fmt = g.channels_last ? kChannelsLast : kContiguous;
+    switch (call) {
+      case ConvCall::Forward:
+        out = empty({g.n, g.oc, g.oh, g.ow}, copts, fmt);
+        kernel_forward(op, g, kernel_activation(a, ct, fmt), kernel_weight(b, ct), Tensor(), out, nullptr);
+        break;
+      case ConvCall::BackwardData:
+        out = empty({g.n, g.ic, g.ih, g.iw}, copts, fmt);
+        kernel_backward_data(op, g, kernel_activation(a, ct, fmt), kernel_weight(b, ct), out, nullptr);
+        break;
+      case ConvCall::BackwardWeights:
+        out = empty({g.oc, g.ic / g.groups, g.kh, g.kw}, copts);
+        kernel_backward_weights(op, g, kernel_activation(a, ct, fmt), kernel_activation(b, ct, fmt), out, Tensor(),
+                                nullptr);
+        break;
+    }
+  }
+  if (!autograd::should_record(a, b)) return out;
+  using namespace autograd;
+  record(call == ConvCall::Forward ? "ConvolutionBackward0" : "ConvolutionBackwardBackward0", {out}, {a, b},
+         {save(a), save(b)}, [call, g, op](BackwardCtx& c) -> TensorList {
+           const Tensor& go = c.grad();
+           const Tensor a = c.saved(0), b = c.saved(1);
+           Tensor ga, gb;
+           switch (call) {
+             case ConvCall::Forward:  // a = src, b = w
+               if (c.needs(0)) ga = conv_call(ConvCall::BackwardData, g, op, go, b);
+               if (c.needs(1)) gb = conv_call(ConvCall::BackwardWeights, g, op, a, go);
+               break;
+             case ConvCall::BackwardData:  // a = dst, b = w
+               if (c.needs(0)) ga = conv_call(ConvCall::Forward, g, op, go, b);
+               if (c.needs(1)) gb = conv_call(ConvCall::BackwardWeights, g, op, go, a);
+               break;
+             case ConvCall::BackwardWeights:  // a = src, b = dst
+               if (c.needs(0)) ga = conv_call(ConvCall::BackwardData, g, op, b, go);
+               if (c.needs(1)) gb = conv_call(ConvCall::Forward, g, op, a, go);
+               break;
+           }
+           return {ga, gb};
+         });
+  return out;
+}
+
+/// The gradients of a convolution written with conv_call: a graph for double
+/// backward (the backward runs under create_graph).
+TensorList differentiable_backward(const ConvGeom& g, const char* op, bool transposed, bool batched,
+                                   int64_t spatial, ScalarType ct, const Tensor& grad, const Tensor& x,
+                                   const Tensor& w, bool need_x, bool need_w, bool need_b) {
+  const Tensor gy = to_4d(grad, batched, spatial).to(ct);
+  const Tensor x4 = to_4d(x, batched, spatial).to(ct);
+  const Tensor w4 = (spatial == 1 ? w.unsqueeze(2) : w).to(ct);
+  Tensor gx, gw, gb;
+  if (need_x) {
+    gx = conv_call(transposed ? ConvCall::Forward : ConvCall::BackwardData, g, op, gy, w4);
+    gx = from_4d(gx, batched, spatial).to(x.dtype());
+  }
+  if (need_w) {
+    gw = transposed ? conv_call(ConvCall::BackwardWeights, g, op, gy, x4)
+                    : conv_call(ConvCall::BackwardWeights, g, op, x4, gy);
+    if (spatial == 1) gw = gw.squeeze(2);
+    gw = gw.to(w.dtype());
+  }
+  if (need_b) gb = gy.sum({0, 2, 3}).to(grad.dtype());
+  return {gx, gw, gb};
+}
+
 Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP(a.op, input, weight, bias);
   check_inputs(a, input, weight, bias);
@@ -359,8 +450,11 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
   const bool transposed = a.transposed;
   record("ConvolutionBackward0", {y}, {input, weight, bias}, {save(input), save(weight)},
          [g, batched, spatial, transposed, ct, copts, op, scratch](BackwardCtx& c) -> TensorList {
-           NoGradGuard no_grad;  // the gradients carry no history: no double backward
            const Tensor x = c.saved(0), w = c.saved(1);
+           if (GradMode::is_enabled())  // create_graph: gradients with history (Note [Convolution double backward])
+             return differentiable_backward(g, op, transposed, batched, spatial, ct, c.grad(), x, w, c.needs(0),
+                                            c.needs(1), c.needs(2));
+           NoGradGuard no_grad;
            const MemoryFormat fmt = g.channels_last ? kChannelsLast : kContiguous;
            const Tensor gy = kernel_activation(to_4d(c.grad(), batched, spatial), ct, fmt);
            const Tensor xk = kernel_activation(to_4d(x, batched, spatial), ct, fmt);

@@ -2,6 +2,7 @@
 // differentiates them; each is written to stay finite where PyTorch's fused
 // kernels do (log_softmax for cross entropy, softplus for logits).
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "brisk/autograd.h"
@@ -32,9 +33,23 @@ void check_weight_without_grad(const char* op, const char* what, const Tensor& w
               "to ", what, ", which requires grad: pass ", what, ".detach() (or compute the loss under NoGradGuard)");
 }
 
-void check_same_shape(const char* op, const Tensor& input, const Tensor& target) {
-  check_floating(op, "input", input);
+/// `promoted`: an integer input is fine when the target makes the computation
+/// floating (mse/l1/smooth_l1 compute in the promoted dtype, as PyTorch's).
+/// linear/bilinear run on the matrix products, which take integers too (not bool).
+void check_numeric(const char* op, const char* what, const Tensor& t) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(t.dtype() != kBool, op, "expected a floating point or integer ", what, ", got bool");
+}
+
+void check_same_shape(const char* op, const Tensor& input, const Tensor& target, bool promoted = false) {
   BRISK_CHECK(target.defined(), op, "target is undefined");
+  if (promoted) {
+    BRISK_CHECK(input.defined(), op, "input is undefined");
+    BRISK_CHECK(is_floating_point(result_type(input, target)), op, "expected a floating point input or target, got ",
+                input.dtype(), " and ", target.dtype());
+  } else {
+    check_floating(op, "input", input);
+  }
   BRISK_CHECK(input.sizes() == target.sizes(), op, "input shape ", shape_str(input.sizes()), " and target shape ",
               shape_str(target.sizes()), " differ");
 }
@@ -90,7 +105,10 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
   Tensor w = weight.defined() ? weight.to(logp.dtype()).index_select(0, safe.reshape({-1})).view(safe.sizes())
                               : ones_like(picked);
   w = where(valid, w, Scalar(0.0));
-  return {picked.neg() * w, w, valid};
+  // Ignored positions through where, not * 0: with every target ignored the
+  // mean divides by a total weight of 0, and its inf gradient times 0 would
+  // make NaN where PyTorch's gradient is 0.
+  return {where(valid, picked.neg() * w, Scalar(0.0)), w, valid};
 }
 
 Tensor reduce_weighted(const char* op, const Tensor& loss, const Tensor& w, Reduction r) {
@@ -111,8 +129,8 @@ Tensor clamped_log(const Tensor& x) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP("linear", x, weight, bias);
-  check_floating("linear", "input", x);
-  check_floating("linear", "weight", weight);
+  check_numeric("linear", "input", x);
+  check_numeric("linear", "weight", weight);
   BRISK_CHECK(weight.dim() == 2, "linear", "expected a 2-D weight (out, in), got ", shape_str(weight.sizes()));
   BRISK_CHECK(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear", "input shape ", shape_str(x.sizes()),
               " does not match weight shape ", shape_str(weight.sizes()), " (last dim ",
@@ -128,8 +146,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
   BRISK_PROFILE_OP("bilinear", x1, x2, weight, bias);
-  check_floating("bilinear", "input1", x1);
-  check_floating("bilinear", "input2", x2);
+  check_numeric("bilinear", "input1", x1);
+  check_numeric("bilinear", "input2", x2);
   BRISK_CHECK(weight.dim() == 3, "bilinear", "expected a 3-D weight (out, in1, in2), got ", shape_str(weight.sizes()));
   const int64_t out = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);
   BRISK_CHECK(x1.dim() >= 1 && x2.dim() == x1.dim() && x1.size(-1) == in1 && x2.size(-1) == in2 &&
@@ -140,7 +158,7 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
   Tensor a = x1.reshape({-1, in1});                                                   // (N, in1)
   Tensor b = x2.reshape({-1, in2});                                                   // (N, in2)
   Tensor t = a.matmul(weight.permute({1, 0, 2}).reshape({in1, out * in2}));            // (N, out*in2)
-  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1);                       // (N, out)
+  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1, false, t.dtype());    // (N, out); ints stay ints
   if (bias.defined()) y = y + bias;
   lead.push_back(out);
   return y.reshape(lead);
@@ -180,12 +198,22 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
                 " differs from normalized_shape ", shape_str(shape));
   std::vector<int64_t> dims;
   for (int64_t i = -k; i < 0; ++i) dims.push_back(i);
-  Tensor mu = x.mean(dims, true);
-  Tensor var = x.var(dims, 0, true);
-  Tensor y = (x - mu) * (var + eps).rsqrt();
+  // float16/bfloat16 compute in float32, forward and backward (as PyTorch's
+  // kernel): in 16 bits the gradient's terms of size ~rstd cancel to noise.
+  ScalarType out_dtype = x.dtype();
+  if (weight.defined()) out_dtype = promote_types(out_dtype, weight.dtype());
+  if (bias.defined()) out_dtype = promote_types(out_dtype, bias.dtype());
+  const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
+  Tensor mu = xc.mean(dims, true);
+  Tensor var = xc.var(dims, 0, true);
+  // A variance beyond the dtype's range (|x - mean| past ~1.8e19 in float32)
+  // would give rstd = 0 and an output of exactly the bias, silently; PyTorch
+  // gives NaN there, and so does brisk.
+  Tensor rstd = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + eps).rsqrt());
+  Tensor y = (xc - mu) * rstd;
   if (weight.defined()) y = y * weight;
   if (bias.defined()) y = y + bias;
-  return y;
+  return y.to(out_dtype);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
@@ -219,24 +247,33 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
   BRISK_PROFILE_OP("mse_loss", input, target);
-  check_same_shape("mse_loss", input, target);
-  return reduce("mse_loss", (input - target).square(), o.reduction());
+  check_same_shape("mse_loss", input, target, /*promoted=*/true);
+  // d * d, not square(): its gradient is g * d + g * d, where square's is
+  // 2 * d * g, whose 2 * d overflows first (bfloat16 d = 3e38 gave an inf
+  // gradient where PyTorch's fused 2 * d * g / n is finite).
+  const Tensor d = input - target;
+  return reduce("mse_loss", d * d, o.reduction());
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
   BRISK_PROFILE_OP("l1_loss", input, target);
-  check_same_shape("l1_loss", input, target);
+  check_same_shape("l1_loss", input, target, /*promoted=*/true);
   return reduce("l1_loss", (input - target).abs(), o.reduction());
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
-  check_same_shape("smooth_l1_loss", input, target);
+  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
   Tensor d = (input - target).abs();
   if (beta == 0.0) return reduce("smooth_l1_loss", d, o.reduction());
-  return reduce("smooth_l1_loss", where(d.lt(beta), d.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
+  // The quadratic branch reads d clamped to beta: where() sends a zero
+  // gradient to the branch it does not take, and 0 times the square's
+  // gradient at d = inf (or past the dtype's range) would be NaN. The
+  // gradient is clamp(x, -beta, beta) / beta, as PyTorch's.
+  const Tensor dc = d.clamp_max(beta);
+  return reduce("smooth_l1_loss", where(d.lt(beta), dc.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -245,7 +282,10 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
   Tensor d = (input - target).abs();
-  return reduce("huber_loss", where(d.lt(delta), d.square() * 0.5, (d - 0.5 * delta) * delta), o.reduction());
+  const Tensor dc = d.clamp_max(delta);  // as in smooth_l1_loss: no NaN gradient from the branch not taken
+  // PyTorch's result has the input's dtype (not the promoted one).
+  const Tensor loss = where(d.lt(delta), dc.square() * 0.5, (d - 0.5 * delta) * delta);
+  return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {

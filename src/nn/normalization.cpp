@@ -17,6 +17,7 @@
 // pass over x - mean, not E[x^2] - mean^2.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -119,9 +120,12 @@ void write_vec(const Tensor& t, const std::vector<double>& v) {
 }
 
 /// A gradient of a (C) parameter, in the parameter's dtype.
-Tensor vec_tensor(const std::vector<double>& v, const Tensor& like) {
-  return tensor(v, kDouble).to(like.dtype());
-}
+Tensor vec_tensor(const std::vector<double>& v, ScalarType dtype) { return tensor(v, kDouble).to(dtype); }
+
+/// The shift of the shifted sums (the first value of a channel or group): a
+/// non-finite one would turn an infinite mean into NaN (inf - inf), so the
+/// sums then start from 0, as PyTorch's plain sums do.
+double finite_shift(double v) { return std::isfinite(v) ? v : 0.0; }
 
 template <class A>
 std::vector<A> cast_vec(const std::vector<double>& v) {
@@ -445,6 +449,7 @@ void check_norm_input(const char* op, const Tensor& x) {
 struct BnSaved {
   std::vector<double> mean, invstd;  // the statistics used (batch or running)
   Tensor mean_t, invstd_t;           // the same on a CUDA device (float64, (C))
+  ScalarType weight_dtype, bias_dtype;  // of the parameter gradients (the input's when a parameter is absent)
   bool training;
   double eps;
 };
@@ -453,11 +458,23 @@ struct BnSaved {
 cuda::detail::NormView cuda_view(const NormLayout& L) { return {L.Nb, L.C, L.S, L.interleaved}; }
 
 /// A (C) parameter gradient on the device, or undefined when not needed.
-Tensor param_grad(bool need, const Tensor& w, const Tensor& x, int64_t C) {
+Tensor param_grad(bool need, ScalarType dtype, const Tensor& x, int64_t C) {
   if (!need) return Tensor();
-  return empty({C}, TensorOptions(w.defined() ? w.dtype() : x.dtype()).device(x.device()));
+  return empty({C}, TensorOptions(dtype).device(x.device()));
 }
 #endif
+
+/// A composite backward for 16-bit inputs runs in float32 (as the kernels'
+/// sums do): its terms of size ~rstd cancel, and in 16 bits the second
+/// derivatives came out as rounding noise. Gradients go back in the
+/// dtypes of x, weight and bias.
+template <class Fn>
+TensorList in_float_for_16_bit(const Tensor& g, const Tensor& x, const Tensor& w, ScalarType wdt, ScalarType bdt,
+                               const Fn& fn) {
+  if (!is_reduced_float(x.dtype())) return fn(g, x, w);
+  TensorList r = fn(g.to(kFloat), x.to(kFloat), w.defined() ? w.to(kFloat) : w);
+  return {r[0].to(x.dtype()), r[1].to(wdt), r[2].to(bdt)};
+}
 
 /// Composite backward from brisk ops (differentiable: used under create_graph).
 TensorList bn_backward_composite(const Tensor& g, const Tensor& x, const Tensor& w, const BnSaved& s) {
@@ -495,7 +512,7 @@ TensorList bn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
 #ifdef BRISK_HAVE_CUDA
   if (on_cuda(x)) {
     Tensor dx = need_dx ? alloc_like(p, x.sizes(), x.dtype()) : Tensor();
-    Tensor dw = param_grad(need_dw, w, x, C), db = param_grad(need_db, w, x, C);
+    Tensor dw = param_grad(need_dw, s.weight_dtype, x, C), db = param_grad(need_db, s.bias_dtype, x, C);
     cuda::detail::batch_norm_backward(gin, p.x, cuda_view(L), w, s.mean_t, s.invstd_t, s.training, dx, dw, db);
     return {dx, dw, db};
   }
@@ -527,6 +544,12 @@ TensorList bn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
           Cc[c] = -A[c] * sdy[c] / n;
         }
       }
+      if (!s.training) {
+        // dy * A alone: x does not enter (a NaN or inf in x must not reach dx through (x - mean) * 0).
+        const std::vector<acc_t> zero(static_cast<size_t>(L.Nb * C), acc_t(0));
+        apply_affine(L, gp, zero, per_block<acc_t>(L, A), zero, dx.data_ptr<scalar_t>());
+        return;
+      }
       apply_backward(L, gp, xp, per_block<acc_t>(L, s.mean), per_block<acc_t>(L, A), per_block<acc_t>(L, B),
                      per_block<acc_t>(L, Cc), dx.data_ptr<scalar_t>());
     });
@@ -537,9 +560,9 @@ TensorList bn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
   if (need_dw) {
     std::vector<double> v(static_cast<size_t>(C));
     for (int64_t c = 0; c < C; ++c) v[c] = sdyx[c] * s.invstd[c];
-    dw = vec_tensor(v, w);
+    dw = vec_tensor(v, s.weight_dtype);
   }
-  if (need_db) db = vec_tensor(sdy, w);
+  if (need_db) db = vec_tensor(sdy, s.bias_dtype);
   return {dx, dw, db};
 }
 
@@ -577,6 +600,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   const bool rec = autograd::should_record(input, weight, bias);
   Tensor y;
   BnSaved s;
+  s.weight_dtype = weight.defined() ? weight.dtype() : input.dtype();
+  s.bias_dtype = bias.defined() ? bias.dtype() : input.dtype();
   s.training = training;
   s.eps = eps;
   {
@@ -617,7 +642,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
         if (training) {
           // shift: the channel's first value (n = 0, position 0)
           std::vector<double> shift(static_cast<size_t>(C));
-          for (int64_t c = 0; c < C; ++c) shift[c] = double(xp[p.interleaved ? c : c * p.S]);
+          for (int64_t c = 0; c < C; ++c) shift[c] = finite_shift(double(xp[p.interleaved ? c : c * p.S]));
           const std::vector<double> sums = sum_shifted(L, xp, per_block<acc_t>(L, shift));
           std::vector<double> mean = over_blocks(L, sums.data());
           for (int64_t c = 0; c < C; ++c) mean[c] = double(acc_t(shift[c])) + mean[c] / n;
@@ -650,7 +675,11 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                      {autograd::save(input), autograd::save(weight)},
                      [s = std::move(s)](autograd::BackwardCtx& c) -> TensorList {
                        const Tensor x = c.saved(0), w = c.saved(1);
-                       if (GradMode::is_enabled()) return bn_backward_composite(c.grad(), x, w, s);
+                       if (GradMode::is_enabled())
+                         return in_float_for_16_bit(c.grad(), x, w, s.weight_dtype, s.bias_dtype,
+                                                    [&](const Tensor& g, const Tensor& xf, const Tensor& wf) {
+                                                      return bn_backward_composite(g, xf, wf, s);
+                                                    });
                        return bn_backward(c.grad(), x, w, s, c.needs(0), c.needs(1), c.needs(2));
                      });
   return y;
@@ -670,6 +699,7 @@ namespace {
 struct GnSaved {
   std::vector<double> mean, rstd;  // (N * G)
   Tensor mean_t, rstd_t;           // the same on a CUDA device (float64)
+  ScalarType weight_dtype, bias_dtype;  // of the parameter gradients (the input's when a parameter is absent)
   int64_t G;
   double eps;
 };
@@ -681,7 +711,8 @@ TensorList gn_backward_composite(const Tensor& g, const Tensor& x, const Tensor&
   for (int64_t d = 2; d < x.dim(); ++d) sum_dims.push_back(d);
   const Tensor xg = x.reshape({N, s.G, -1});
   const Tensor mu = xg.mean(-1, true);
-  const Tensor inv = (xg.var(-1, 0, true) + s.eps).rsqrt();
+  const Tensor var = xg.var(-1, 0, true);
+  const Tensor inv = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + s.eps).rsqrt());  // as the forward
   const Tensor xhat_g = (xg - mu) * inv;
   const Tensor xhat = xhat_g.reshape(x.sizes());
   const Tensor gw = (w.defined() ? g * w.view(cshape) : g).reshape({N, s.G, -1});
@@ -698,7 +729,7 @@ TensorList gn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
 #ifdef BRISK_HAVE_CUDA
   if (on_cuda(x)) {
     Tensor dx = need_dx ? alloc_like(p, x.sizes(), x.dtype()) : Tensor();
-    Tensor dw = param_grad(need_dw, w, x, C), db = param_grad(need_db, w, x, C);
+    Tensor dw = param_grad(need_dw, s.weight_dtype, x, C), db = param_grad(need_db, s.bias_dtype, x, C);
     cuda::detail::group_norm_backward(gin, p.x, cuda_view(L), G, w, s.mean_t, s.rstd_t, dx, dw, db);
     return {dx, dw, db};
   }
@@ -746,13 +777,13 @@ TensorList gn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
     std::vector<double> v(static_cast<size_t>(C), 0.0);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t c = 0; c < C; ++c) v[c] += sums[N * C + n * C + c] * s.rstd[n * G + c / D];
-    dw = vec_tensor(v, w);
+    dw = vec_tensor(v, s.weight_dtype);
   }
   if (need_db) {
     std::vector<double> v(static_cast<size_t>(C), 0.0);
     for (int64_t n = 0; n < N; ++n)
       for (int64_t c = 0; c < C; ++c) v[c] += sums[n * C + c];
-    db = vec_tensor(v, w);
+    db = vec_tensor(v, s.bias_dtype);
   }
   return {dx, dw, db};
 }
@@ -768,6 +799,25 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   check_norm_input(op, input);
   const int64_t N = input.size(0), C = input.size(1), G = num_groups;
   BRISK_CHECK(G > 0, op, "num_groups must be positive, got ", G);
+  // PyTorch's checks, in its order: statistics of a single value (as
+  // batch_norm's training check, on the input seen as (N * C / G, G, *)),
+  // no channels, no spatial positions.
+  {
+    std::vector<int64_t> seen{N * C / G, G};
+    int64_t values = N * C / G;
+    for (int64_t d = 2; d < input.dim(); ++d) {
+      seen.push_back(input.size(d));
+      values *= input.size(d);
+    }
+    BRISK_CHECK(values != 1, op, "Expected more than 1 value per channel when training, got input size ",
+                IntArrayRef(seen));
+  }
+  BRISK_CHECK(C > 0, op, "Expected number of channels to be greater than 0, got ", C);
+  {
+    int64_t hxw = 1;
+    for (int64_t d = 2; d < input.dim(); ++d) hxw *= input.size(d);
+    BRISK_CHECK(hxw > 0, op, "Expected HxW to be greater than 0, got ", hxw);
+  }
   BRISK_CHECK(C % G == 0, op, "the number of channels ", C, " of input of shape ", input.sizes(),
               " is not divisible by num_groups ", G);
   check_channel_vec(op, "weight", weight, input);
@@ -776,6 +826,8 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   const bool rec = autograd::should_record(input, weight, bias);
   Tensor y;
   GnSaved s;
+  s.weight_dtype = weight.defined() ? weight.dtype() : input.dtype();
+  s.bias_dtype = bias.defined() ? bias.dtype() : input.dtype();
   s.G = G;
   s.eps = eps;
   {
@@ -817,11 +869,15 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
         std::vector<double> shift(static_cast<size_t>(N * G));
         for (int64_t n = 0; n < N; ++n)
           for (int64_t gi = 0; gi < G; ++gi)
-            shift[n * G + gi] = double(xp[p.interleaved ? n * p.S * C + gi * D : (n * C + gi * D) * p.S]);
+            shift[n * G + gi] =
+                finite_shift(double(xp[p.interleaved ? n * p.S * C + gi * D : (n * C + gi * D) * p.S]));
         s.mean = per_group(sum_shifted(L, xp, per_channel(shift)));
         for (int64_t i = 0; i < N * G; ++i) s.mean[i] = double(acc_t(shift[i])) + s.mean[i] / cnt;
         std::vector<double> var = per_group(sum_sq_dev(L, xp, per_channel(s.mean)));
-        for (size_t i = 0; i < var.size(); ++i) s.rstd[i] = 1.0 / std::sqrt(var[i] / cnt + eps);
+        // A sum of squares past the float range: NaN as PyTorch (not rstd = 0,
+        // which would silently output the bias).
+        for (size_t i = 0; i < var.size(); ++i)
+          s.rstd[i] = std::isinf(var[i]) ? std::numeric_limits<double>::quiet_NaN() : 1.0 / std::sqrt(var[i] / cnt + eps);
         std::vector<acc_t> A(static_cast<size_t>(N * C)), B(static_cast<size_t>(N * C));
         for (int64_t n = 0; n < N; ++n)
           for (int64_t c = 0; c < C; ++c) {
@@ -837,7 +893,11 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
                      {autograd::save(input), autograd::save(weight)},
                      [s = std::move(s)](autograd::BackwardCtx& c) -> TensorList {
                        const Tensor x = c.saved(0), w = c.saved(1);
-                       if (GradMode::is_enabled()) return gn_backward_composite(c.grad(), x, w, s);
+                       if (GradMode::is_enabled())
+                         return in_float_for_16_bit(c.grad(), x, w, s.weight_dtype, s.bias_dtype,
+                                                    [&](const Tensor& g, const Tensor& xf, const Tensor& wf) {
+                                                      return gn_backward_composite(g, xf, wf, s);
+                                                    });
                        return gn_backward(c.grad(), x, w, s, c.needs(0), c.needs(1), c.needs(2));
                      });
   return y;

@@ -463,13 +463,22 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
   Tensor out = empty({m, n}, m1.options());
   // beta = 0 ignores self entirely (NaN and inf in self do not propagate).
   // Integer tensors truncate float alpha/beta, as PyTorch does (beta = 0.5 is 0).
-  const bool use_self = is_floating_point(m1.dtype()) ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
+  // Likewise alpha = 0 ignores the product (BLAS does not read m1 and m2 then):
+  // addmm(s, [[inf]], [[1]], alpha=0) is beta * s, not NaN.
+  const bool fp = is_floating_point(m1.dtype());
+  const bool use_self = fp ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
+  const bool use_product = fp ? alpha.to_double() != 0.0 : alpha.to<int64_t>() != 0;
   const bool rec = autograd::should_record(self, m1, m2);
   {
     std::optional<NoGradGuard> no_grad;  // internals of the one AddmmBackward0 node
     if (BRISK_UNLIKELY(rec)) no_grad.emplace();
     if (use_self) out.copy_(self.expand({m, n}));
-    mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+    if (use_product)
+      mm_into("addmm", out, m1, m2, alpha, use_self ? beta : Scalar(0));
+    else if (use_self)
+      out.mul_(fp ? beta : Scalar(beta.to<int64_t>()));
+    else
+      out.zero_();
   }
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
@@ -565,7 +574,8 @@ Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
     BRISK_CHECK(operands[i].device() == operands[0].device(), op, "operands must be on the same device, got ",
                 operands[0].device(), " and ", operands[i].device());
   }
-  BRISK_CHECK(operands[0].dtype() != kBool, op, "not supported for dtype bool");
+  // bool: one operand only (a view, or a sum to int64 below), as in PyTorch, whose bmm lacks bool.
+  BRISK_CHECK(operands[0].dtype() != kBool || operands.size() == 1, op, "not supported for dtype bool");
 
   // 1. Parse "lhs[->rhs]": per operand its letters, with -1 marking "...".
   const size_t arrow = eq.find("->");
@@ -709,7 +719,14 @@ Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
     return need;
   };
   Term acc = terms[0];
-  if (terms.size() == 1) sum_unneeded(acc, needed_after(0));
+  if (terms.size() == 1) {
+    // One integer or bool operand with dims summed away: PyTorch sums it with
+    // sum(), whose result is int64 ('bij->bj' of int32 or uint8 is int64).
+    const std::array<bool, 128> need = needed_after(0);
+    const bool sums = std::any_of(acc.labels.begin(), acc.labels.end(), [&](int l) { return !need[l]; });
+    if (sums && is_integral(acc.t.dtype(), /*include_bool=*/true)) acc.t = acc.t.to(kInt64);
+    sum_unneeded(acc, need);
+  }
   for (size_t i = 1; i < terms.size(); ++i) acc = contract(std::move(acc), terms[i], needed_after(i));
 
   // 5. Arrange as the output; labels of size 1 dropped during broadcasting come back.

@@ -93,10 +93,14 @@ enum class NanGrad {
 };
 // The gradient of max/min/amax/amin (and of the inf norms, given |x|): g split
 // evenly among the elements equal to the result r (keepdim shape).
+// max()/min() put the share where the mask holds and exact zeros elsewhere
+// (torch's CPU masked_fill: a NaN gradient of the result reaches the NaNs
+// only); amax/amin and the inf norms multiply by the mask (0 * NaN is NaN).
 Tensor distribute_evenly(const Tensor& g, const Tensor& x, const Tensor& r, int64_t nd, uint64_t mask, NanGrad nan) {
   Tensor sel = nan == NanGrad::ToNans ? (x == r) | (x.isnan() & r.isnan()) : x == r;
   Tensor count = sel.sum(IntArrayRef(mask_dims(nd, mask)), true);
   if (nan == NanGrad::Zero) count = count.clamp_min(1);
+  if (nan == NanGrad::ToNans) return where(sel, g / count, Scalar(0.0));
   return (g / count) * sel.to(g.dtype());
 }
 // Gradient of the values of sort/topk/max(dim)/min(dim): g scattered to the
@@ -108,8 +112,18 @@ Tensor scatter_back(const Tensor& g, const Tensor& indices, IntArrayRef sizes, i
   return z.scatter(dim, indices, g);
 }
 // Gradient of var along the reduced dims: 2 (x - mean) / (N - correction) * g.
-Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction) {
+// `all_form`: var over every element with no dims given (or of a 0-dim
+// tensor), where torch 2.x takes N - correction <= 0 apart: g * (NaN where
+// x equals the mean, else +inf), a constant in x (no second derivative).
+Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction,
+                    bool all_form = false) {
   const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
+  if (all_form && n - correction <= 0) {
+    NoGradGuard ng;
+    const Tensor at_mean = x == x.mean();
+    return g * where(at_mean, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity())
+                   .to(g.dtype());
+  }
   return (x - x.mean(IntArrayRef(mask_dims(nd, mask)), true)) * (g * (2.0 / (n - correction)));
 }
 
@@ -429,8 +443,8 @@ namespace {
 Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
   BRISK_PROFILE_OP("sum", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype);
+  autograd::check_differentiable_dtype("sum", sum_result_dtype(x, dtype));
   Tensor r = without_grad([&] { return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype); });
-  if (!r.is_floating_point()) return r;  // sum to an integer dtype is not differentiable
   autograd::record(node, {r}, {x}, {},
                    [sizes = autograd::to_dims(x.sizes()), mask, keepdim](BackwardCtx& c) -> TensorList {
                      return {expand_back(c.grad(), sizes, mask, keepdim)};
@@ -459,47 +473,38 @@ Tensor product_of_others(const Tensor& x, int64_t d) {
   const Tensor right = cat({x.narrow(d, 1, n - 1), one}, d).flip({d}).cumprod(d).flip({d});
   return left * right;
 }
-int dims_in(uint64_t mask, int64_t nd) {
-  int k = 0;
-  for (int64_t i = 0; i < nd; ++i) k += (mask >> i) & 1;
-  return k;
-}
 int64_t lowest_dim(uint64_t mask) {
   int64_t d = 0;
   while (!((mask >> d) & 1)) ++d;
   return d;
 }
 // d prod / dx_i = the product of the other elements (torch's prod_backward):
-// r / x_i without zeros; with one zero in a slice, the product of the
-// nonzero elements at the zero's position and 0 elsewhere; with two or more
-// zeros, 0.
-Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+// r / x_i when the input has no zero; otherwise the exclusive products (so
+// one zero in a slice gives the product of the others at the zero's position
+// and 0 elsewhere, two or more give 0). `full`: prod() over every element.
+Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype,
+                  bool full) {
   BRISK_PROFILE_OP("prod", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
+  autograd::check_differentiable_dtype("prod", sum_result_dtype(x, dtype));
   Tensor r = without_grad([&] { return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype); });
-  if (!r.is_floating_point()) return r;
-  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim](BackwardCtx& c) -> TensorList {
+  autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim, full](BackwardCtx& c) -> TensorList {
     const Tensor x = c.saved(0);
     const int64_t nd = x.dim();
+    if (nd == 0) return {c.grad()};  // r = x
     const Tensor g = unreduce(c.grad(), nd, mask, keepdim);
     const Tensor r = unreduce(c.saved(1), nd, mask, keepdim);
     const Tensor is_zero = x == 0;
-    if (!is_zero.any().item<bool>()) return {g * r / x};
-    if (GradMode::is_enabled()) {
-      // create_graph: the product of the others as exclusive products from
-      // both sides, whose own derivative is right at any number of zeros
-      // (the masked form below has the right values but a zero derivative
-      // with two or more zeros in a slice).
-      if (dims_in(mask, nd) == 1 && nd > 0) return {g * product_of_others(x, lowest_dim(mask))};
-      return {g * product_of_others(x.reshape({-1}), 0).view(x.sizes())};
-    }
-    const DimVector dims = mask_dims(nd, mask);
-    const Tensor x_safe = where(is_zero, 1.0, x);
-    // Product of the nonzero elements of each slice, keepdim shape.
-    const Tensor nonzero_prod = dims.size() == 1 ? x_safe.prod(dims[0], true) : unreduce(x_safe.prod(), nd, mask, false);
-    const Tensor zeros_in_slice = is_zero.sum(dims, true);
-    const Tensor at_zero = where(zeros_in_slice == 1, nonzero_prod, 0.0);
-    return {g * where(is_zero, at_zero, r / x_safe)};
+    const int64_t zeros = is_zero.sum().item<int64_t>();
+    if (zeros == 0) return {g * r / x};
+    // With zeros, the product of the others as exclusive products from both
+    // sides (torch's prod_safe_zeros_backward, for every slice): finite at
+    // +-inf elements where r / x is inf / inf, and its own derivative is
+    // right at any number of zeros (create_graph). prod() over all elements
+    // with two or more zeros is 0 everywhere (outside create_graph).
+    if (!full) return {g * product_of_others(x, lowest_dim(mask))};
+    if (zeros > 1 && !GradMode::is_enabled()) return {zeros_like(x, g.options())};
+    return {g * product_of_others(x.reshape({-1}), 0).view(x.sizes())};
   });
   return r;
 }
@@ -543,10 +548,10 @@ Tensor Tensor::mean(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) 
 }
 
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype) {
-  return prod_front("ProdBackward0", x, dims_mask("prod", x, {}), false, dtype);
+  return prod_front("ProdBackward0", x, dims_mask("prod", x, {}), false, dtype, /*full=*/true);
 }
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
-  return prod_front("ProdBackward1", x, one_dim_mask("prod", x, dim), keepdim, dtype);
+  return prod_front("ProdBackward1", x, one_dim_mask("prod", x, dim), keepdim, dtype, /*full=*/x.dim() == 0);
 }
 Tensor Tensor::prod(std::optional<ScalarType> dtype) const { return brisk::prod(*this, dtype); }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<ScalarType> dtype) const {
@@ -635,9 +640,9 @@ Tensor var(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
   Tensor r = without_grad([&] { return std::get<0>(var_impl("var", x, dims, correction, keepdim, VarMode::Var, false)); });
   const uint64_t mask = dims ? dims_mask("var", x, IntArrayRef(*dims)) : dims_mask("var", x, {});
   autograd::record("VarBackward0", {r}, {x}, {save(x)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
-                     return {var_backward(unreduce(c.grad(), x.dim(), mask, keepdim), x, x.dim(), mask, corr)};
+                     return {var_backward(unreduce(c.grad(), x.dim(), mask, keepdim), x, x.dim(), mask, corr, all)};
                    });
   return r;
 }
@@ -648,12 +653,12 @@ Tensor std(const Tensor& x, std::optional<std::vector<int64_t>> dims, const Scal
   Tensor r = without_grad([&] { return std::get<0>(var_impl("std", x, dims, correction, keepdim, VarMode::Std, false)); });
   const uint64_t mask = dims ? dims_mask("std", x, IntArrayRef(*dims)) : dims_mask("std", x, {});
   autograd::record("StdBackward0", {r}, {x}, {save(x), save_output(r)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
                      const int64_t nd = x.dim();
                      const Tensor s = unreduce(c.saved(1), nd, mask, keepdim);
                      const Tensor g = where(s == 0, 0.0, unreduce(c.grad(), nd, mask, keepdim) / (s * 2));
-                     return {var_backward(g, x, nd, mask, corr)};
+                     return {var_backward(g, x, nd, mask, corr, all)};
                    });
   return r;
 }
@@ -665,11 +670,11 @@ std::tuple<Tensor, Tensor> var_mean(const Tensor& x, std::optional<std::vector<i
   auto [v, m] = without_grad([&] { return var_impl("var_mean", x, dims, correction, keepdim, VarMode::Var, true); });
   const uint64_t mask = dims ? dims_mask("var_mean", x, IntArrayRef(*dims)) : dims_mask("var_mean", x, {});
   autograd::record("VarMeanBackward0", {v, m}, {x}, {save(x)},
-                   [mask, keepdim, corr = correction.to_double()](BackwardCtx& c) -> TensorList {
+                   [mask, keepdim, corr = correction.to_double(), all = !dims || x.dim() == 0](BackwardCtx& c) -> TensorList {
                      const Tensor x = c.saved(0);
                      const int64_t nd = x.dim();
                      const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
-                     Tensor gx = var_backward(unreduce(c.grad(0), nd, mask, keepdim), x, nd, mask, corr);
+                     Tensor gx = var_backward(unreduce(c.grad(0), nd, mask, keepdim), x, nd, mask, corr, all);
                      return {gx + unreduce(c.grad(1), nd, mask, keepdim) / n};
                    });
   return {v, m};
@@ -705,6 +710,14 @@ Tensor norm_impl(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdi
   else if (pv == -std::numeric_limits<double>::infinity())
     mode = NormMode::NegInf;
   const uint64_t mask = dims_mask("norm", x, dims);
+  // p < 0 and p = inf have no identity: an empty reduction is refused (torch 2.x; 1.13 returned a value).
+  if (x.numel() == 0 && (pv < 0 || pv == std::numeric_limits<double>::infinity())) {
+    BRISK_CHECK(!dims.empty() && x.dim() > 0, "norm", "linalg.vector_norm cannot compute the ", pv,
+                " norm on an empty tensor because the operation does not have an identity");
+    for (int64_t d = 0; d < x.dim(); ++d)
+      BRISK_CHECK(!(reduced(mask, d) && x.size(d) == 0), "norm", "linalg.vector_norm cannot compute the ", pv,
+                  " norm on the dimension ", d, " because this dimension is empty and the operation does not have an identity");
+  }
   // 16-bit floats compute in float.
   const ScalarType compute = is_reduced_float(x.dtype()) ? kFloat : x.dtype();
   Reduction r("norm", x.to(compute), mask, keepdim);

@@ -81,6 +81,7 @@ Tensor reverse_cumsum(const Tensor& t, int64_t d) { return t.flip({d}).cumsum(d)
 // division or masks instead: its derivative is right at the zeros too
 // (dx_i for i > k is zero but its derivative with respect to x_k is not).
 Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
+  if (x.size(d) == 1) return g;  // y = x: no division by x (NaN, inf, 0), no dependence on x
   const Tensor is_zero = x == 0;
   if (!is_zero.any().item<bool>()) return reverse_cumsum(g * y, d) / x;
   if (GradMode::is_enabled()) {
@@ -107,7 +108,8 @@ template <OpId op>
 Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
   BRISK_PROFILE_OP(name, x);
   const ScalarType result = dtype ? *dtype : (is_integral(x.dtype(), true) ? kInt64 : x.dtype());
-  if (BRISK_LIKELY(!autograd::should_record(x)) || !is_floating_point(result)) return scan_run<op>(name, x, dim, result);
+  if (BRISK_LIKELY(!autograd::should_record(x))) return scan_run<op>(name, x, dim, result);
+  autograd::check_differentiable_dtype(name, result);
   Tensor r;
   {
     NoGradGuard ng;

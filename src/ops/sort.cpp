@@ -78,7 +78,9 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool la
   Tensor indices = detail::make_tensor(shape, {}, kInt64, x.device());
   if (values.numel() != 0) {
     KernelArgs a;
-    a.i0 = k;
+    // A 0-dim input gives its element for k = 0 too (PyTorch: the result has
+    // the input's shape, so there is one element to fill).
+    a.i0 = x.dim() == 0 ? 1 : k;
     a.mode = (largest ? 1 : 0) | (sorted ? 2 : 0);
     fn(as_row(values), as_row(indices), as_row(x), d, a);
   }

@@ -467,6 +467,11 @@ TensorList foreach_norm(const TensorList& self, const Scalar& ord) {
   NoGradGuard g;
   const double p = ord.to_double();
   const bool inf = std::isinf(p) && p > 0;
+  // As norm (and torch's _foreach_norm): p = inf and p < 0 have no identity for an empty tensor.
+  if (inf || p < 0)
+    for (const Tensor& t : self)
+      BRISK_CHECK(t.numel() != 0, "foreach_norm", "cannot compute the ", p,
+                  " norm on an empty tensor because the operation does not have an identity");
   if (!fast_path({&self}) || !(p == 1 || p == 2 || inf)) {
 #ifdef BRISK_HAVE_CUDA
     if ((p == 1 || p == 2 || inf) && cuda::detail::foreach_cuda_eligible({&self}))

@@ -442,8 +442,29 @@ TEST(GradReduce, GradFnNames) {
   EXPECT_FALSE(std::get<1>(x.topk(1)).requires_grad());
   EXPECT_FALSE(x.argmax().requires_grad());
   EXPECT_FALSE(x.argsort().requires_grad());
-  EXPECT_FALSE(x.sum(kInt64).requires_grad());
   EXPECT_FALSE(x.gt(0).any().requires_grad());
+}
+
+// Regression (difffuzz reduce:sum/prod/cumsum/cumprod:missing-error): a
+// reduction of a tensor that requires grad to an integer or bool dtype is
+// refused in grad mode (torch 2.15: "Autograd not support dtype: Long"; 1.13
+// hit an internal assert); without grad mode, or through to(), it runs.
+TEST(GradReduce, IntegerDtypeOfATensorThatRequiresGradIsRefused) {
+  const Tensor x = leaf({2, 3});
+  brisk::testing::expect_error([&] { x.sum(kInt64); }, {"[sum]", "Autograd not support dtype: int64"});
+  brisk::testing::expect_error([&] { x.sum(IntArrayRef{0}, false, kInt32); }, {"[sum]", "int32"});
+  brisk::testing::expect_error([&] { x.sum(kBool); }, {"[sum]", "bool"});
+  brisk::testing::expect_error([&] { x.prod(kInt64); }, {"[prod]", "Autograd not support dtype"});
+  brisk::testing::expect_error([&] { x.prod(1, false, kUInt8); }, {"[prod]", "uint8"});
+  brisk::testing::expect_error([&] { x.cumsum(0, kInt64); }, {"[cumsum]", "Autograd not support dtype"});
+  brisk::testing::expect_error([&] { x.cumprod(1, kInt64); }, {"[cumprod]", "Autograd not support dtype"});
+  {
+    NoGradGuard g;
+    EXPECT_EQ(x.sum(kInt64).dtype(), kInt64);
+    EXPECT_EQ(x.cumsum(0, kInt64).dtype(), kInt64);
+  }
+  EXPECT_FALSE(x.to(kInt64).sum().requires_grad());
+  EXPECT_TRUE(x.sum(kFloat).requires_grad());  // another float dtype is fine
 }
 
 TEST(GradReduce, NoRecordingWithoutGrad) {
@@ -581,4 +602,90 @@ TEST(GradReduce, ProdDoubleBackwardWithZeros) {
     EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(1); }, {m}, /*grad_grad=*/true));
     EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return t[0].prod(); }, {m}, /*grad_grad=*/true));
   }
+}
+
+// Regression (difffuzz reduce:min:grad-nan): the gradient of max()/min() of
+// a tensor holding NaN goes to the NaNs and is exactly 0 elsewhere, even when
+// the incoming gradient is NaN (torch 2.15 CPU: min(x)^2 of [-2, nan, 1, 0.5]
+// gives [0, nan, 0, 0]; max() of [-2, nan, 1, nan] with grad 3 gives [0, 1.5, 0, 1.5]).
+TEST(GradReduce, MinMaxNanGradientStaysOnTheNans) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = d({-2.0, nan, 1.0, 0.5}).requires_grad_();
+  const Tensor m = x.min();
+  EXPECT_TRUE(close(grad_of(x, m * m), d({0.0, nan, 0.0, 0.0}), 0, 0));
+  const Tensor x2 = d({-2.0, nan, 1.0, nan}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x2, x2.max(), scalar_tensor(3.0, kDouble)), d({0.0, 1.5, 0.0, 1.5}), 0, 0));
+  // amax keeps torch's product with the mask: NaN for every element
+  const Tensor x3 = d({-2.0, nan, 1.0}).requires_grad_();
+  EXPECT_TRUE(grad_of(x3, x3.amax()).isnan().all().item<bool>());
+}
+
+// Regression (difffuzz reduce:cumprod:grad-nan, grad2-extra): along a dim of
+// size 1 cumprod is the identity; its gradient is g (torch 2.15), not
+// g * y / x (NaN at NaN, inf, 0), and it does not depend on x.
+TEST(GradReduce, CumprodAlongSizeOneDimIsTheIdentity) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const Tensor x = d2({{nan}, {0.0}, {inf}}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x, x.cumprod(1), d2({{2.0}, {3.0}, {4.0}})), d2({{2.0}, {3.0}, {4.0}}), 0, 0));
+  const Tensor y = d2({{1.5}, {-2.0}}).requires_grad_();
+  const TensorList g = autograd::grad({y.cumprod(1).sum()}, {y}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_FALSE(g[0].requires_grad());
+}
+
+// Regression (difffuzz reduce:var/var_mean:grad-inf, grad2-extra): var over
+// every element (no dims, or a 0-dim input) with N - correction <= 0 has
+// torch 2.x's gradient g * (NaN where x equals the mean, else +inf), constant
+// in x; with dims given the formula 2 (x - mean) / (N - correction) stays.
+// torch 2.15: var([1, 2, 4], correction=3) grad 2 -> [inf, inf, inf];
+// var([1, 2, 4], 0, correction=3) -> [-inf, -inf, inf]; std([1, 1], correction=2) -> [nan, nan];
+// var_mean([1, 3], correction=2), grad of v + m -> [inf, inf].
+TEST(GradReduce, VarWithoutDegreesOfFreedom) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = d({1.0, 2.0, 4.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x, x.var(std::nullopt, 3), scalar_tensor(2.0, kDouble)), d({inf, inf, inf}), 0, 0));
+  const Tensor x2 = d({1.0, 2.0, 4.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x2, x2.var(0, 3), scalar_tensor(2.0, kDouble)), d({-inf, -inf, inf}), 0, 0));
+  const Tensor x3 = d({1.0, 1.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x3, x3.std(std::nullopt, 2)), d({nan, nan}), 0, 0));
+  const Tensor x4 = d({1.0, 3.0}).requires_grad_();
+  auto [v, m] = var_mean(x4, std::nullopt, 2);
+  EXPECT_TRUE(close(grad_of(x4, v + m), d({inf, inf}), 0, 0));
+  // a 0-dim input: NaN, and no second derivative
+  const Tensor s = scalar_tensor(2.0, kDouble).requires_grad_();
+  const TensorList g = autograd::grad({s.var()}, {s}, {}, std::nullopt, /*create_graph=*/true);
+  EXPECT_TRUE(std::isnan(g[0].item<double>()));
+  EXPECT_FALSE(g[0].requires_grad());
+}
+
+// Regression (difffuzz reduce:prod:grad-nan): when the input holds a zero,
+// torch takes the exclusive products for every slice, so a +-inf element
+// gets the (finite) product of the others instead of inf / inf. torch 2.15:
+// prod(dim 1) of [[-1.5, .5], [-0, 2], [-inf, 1], [inf, -0]] with g [1, 2, 3, 4]
+// -> [[.5, -1.5], [4, -0], [3, -inf], [-0, inf]]; along a size-1 dim the
+// gradient is g; prod() of [inf, 0, 0, 2] -> zeros; of [inf, 0, 3, 2] -> [0, inf, nan, nan].
+TEST(GradReduce, ProdWithZerosAndInfinities) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = d2({{-1.5, 0.5}, {-0.0, 2.0}, {-inf, 1.0}, {inf, -0.0}}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x, x.prod(1), d({1.0, 2.0, 3.0, 4.0})), d2({{0.5, -1.5}, {4.0, -0.0}, {3.0, -inf}, {-0.0, inf}}),
+                    0, 0));
+  const Tensor x1 = d2({{-inf}, {3.0}, {0.0}}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x1, x1.prod(1), d({1.0, 2.0, 3.0})), d2({{1.0}, {2.0}, {3.0}}), 0, 0));
+  const Tensor x2 = d({inf, 0.0, 0.0, 2.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x2, x2.prod()), d({0.0, 0.0, 0.0, 0.0}), 0, 0));
+  const Tensor x3 = d({inf, 0.0, 3.0, 2.0}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(x3, x3.prod()), d({0.0, inf, nan, nan}), 0, 0));
+}
+
+// Regression (difffuzz reduce:norm:missing-error): p < 0 and p = inf norms
+// of an empty reduction are refused, as torch 2.x does (1.13 returned a value).
+TEST(GradReduce, NormWithoutIdentityRefusesEmpty) {
+  const double inf = std::numeric_limits<double>::infinity();
+  brisk::testing::expect_error([&] { zeros({2, 2, 0, 1}).norm(inf); },
+                               {"[norm]", "cannot compute the inf norm on an empty tensor"});
+  brisk::testing::expect_error([&] { zeros({0}).norm(-1.0); }, {"[norm]", "-1 norm"});
+  brisk::testing::expect_error([&] { zeros({3, 0}).norm(-inf, IntArrayRef{1}); },
+                               {"[norm]", "on the dimension 1 because this dimension is empty"});
+  EXPECT_EQ(zeros({0, 3}).norm(inf, IntArrayRef{1}).sizes(), IntArrayRef({0}));
+  EXPECT_EQ(zeros({0, 3}).norm(0.5, IntArrayRef{0}).sizes(), IntArrayRef({3}));
+  EXPECT_EQ(zeros({0}).norm(2.0).item<double>(), 0.0);
 }

@@ -412,8 +412,13 @@ TEST(GradScan, CumprodWithZeros) {
   EXPECT_EQ(gz.to_vector<double>(), (std::vector<double>{1, 0, 0}));
 }
 
+// An integer result of a tensor that requires grad is refused in grad mode
+// (torch 2.x: "Autograd not support dtype: Long"); without grad mode it runs
+// and records nothing.
 TEST(GradScan, IntegerResultDoesNotRecord) {
   Tensor x = leaf({4}, 0, 3);
+  brisk::testing::expect_error([&] { x.cumsum(0, kInt64); }, {"[cumsum]", "Autograd not support dtype: int64"});
+  NoGradGuard g;
   Tensor y = x.cumsum(0, kInt64);
   EXPECT_FALSE(y.requires_grad());
 }

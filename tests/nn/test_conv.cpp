@@ -389,6 +389,14 @@ TEST(ConvTranspose2d, MatchesNaiveLoop) {
       }
 }
 
+// An output size of 0 is refused, as torch 1.13 and torch 2.x's own check
+// ("Output size is too small"); torch 2.x's oneDNN path alone returns an
+// empty tensor (difffuzz nn:F.conv_transpose2d:extra-error, listed).
+TEST(ConvTranspose2d, OutputSizeZeroIsRefused) {
+  const Tensor x = randn({1, 2, 2, 3}), w = randn({2, 2, 1, 2});
+  expect_error([&] { F::conv_transpose2d(x, w, {}, {1, 2}, 1, 0, 2); }, {"[conv_transpose2d]", "output size 0 < 1"});
+}
+
 TEST(ConvTranspose2d, IsTheGradientOfConv2d) {
   // <conv2d(x, w), y> = <x, conv_transpose2d(y, w)> for the same parameters
   manual_seed(10);
@@ -450,6 +458,72 @@ TEST(ConvGrad, ConvTranspose2dGradcheck) {
     EXPECT_TRUE(gradcheck_ok(
         [&](const TensorList& t) { return run_t(c, t[0], t[1], c.bias ? t[2] : Tensor()); }, {x, w, b}));
   }
+}
+
+// Regression (difffuzz nn:F.conv1d/conv2d/conv_transpose2d:grad2-missing):
+// the backward computed constants, so second derivatives were silently 0.
+// Under create_graph the gradients are kernel calls recorded with their own
+// derivatives (Note [Convolution double backward]); gradcheck in float64 with
+// second order over stride, padding (also "same" with an even kernel),
+// dilation, groups, output_padding and channels_last.
+TEST(ConvGrad, SecondOrderGradcheck) {
+  manual_seed(21);
+  struct G {
+    std::vector<int64_t> x, w;
+    int64_t s, p, d, g;
+    bool bias, cl;
+  };
+  for (const G& c : {G{{2, 2, 4, 3}, {3, 2, 2, 2}, 1, 1, 1, 1, true, false},
+                     G{{1, 4, 5, 4}, {4, 2, 3, 2}, 2, 1, 1, 2, true, false},
+                     G{{1, 3, 5, 5}, {3, 1, 2, 2}, 1, 2, 2, 3, false, false},
+                     G{{2, 2, 4, 4}, {2, 2, 2, 2}, 2, 0, 1, 1, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << "s=" << c.s << " p=" << c.p << " d=" << c.d << " g=" << c.g);
+    Tensor x = brisk::testing::leaf(c.x);
+    if (c.cl) x = x.detach().contiguous(kChannelsLast).requires_grad_();
+    const Tensor w = brisk::testing::leaf(c.w);
+    TensorList in{x, w};
+    if (c.bias) in.push_back(brisk::testing::leaf({c.w[0]}));
+    EXPECT_TRUE(gradcheck_ok(
+        [&](const TensorList& t) { return F::conv2d(t[0], t[1], c.bias ? t[2] : Tensor(), c.s, c.p, c.d, c.g); }, in,
+        /*grad_grad=*/true));
+  }
+  const Tensor xs = brisk::testing::leaf({2, 4, 3}), ws = brisk::testing::leaf({2, 2, 2, 3});
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return F::conv2d(t[0], t[1], {}, 1, "same"); }, {xs, ws}, true));
+  const Tensor x1 = brisk::testing::leaf({2, 4, 6}), w1 = brisk::testing::leaf({4, 2, 3}), b1 = brisk::testing::leaf({4});
+  EXPECT_TRUE(
+      gradcheck_ok([](const TensorList& t) { return F::conv1d(t[0], t[1], t[2], 2, 1, 2, 2); }, {x1, w1, b1}, true));
+  const Tensor xu = brisk::testing::leaf({3, 5}), wu = brisk::testing::leaf({2, 3, 2});
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return F::conv1d(t[0], t[1], {}, 1, "same", 2); }, {xu, wu}, true));
+  for (const CaseT& c : cases_t()) {
+    if (std::string(c.name) == "wide") continue;
+    SCOPED_TRACE(c.name);
+    std::vector<int64_t> xsz = c.x;
+    xsz[0] = 1;
+    xsz[2] = std::min<int64_t>(xsz[2], 3), xsz[3] = std::min<int64_t>(xsz[3], 2);
+    const Tensor x = brisk::testing::leaf(xsz), w = brisk::testing::leaf(c.w);
+    const Tensor b = brisk::testing::leaf({c.w[1] * c.p.groups});
+    EXPECT_TRUE(gradcheck_ok([&](const TensorList& t) { return run_t(c, t[0], t[1], c.bias ? t[2] : Tensor()); },
+                             {x, w, b}, true));
+  }
+}
+
+// A second derivative against PyTorch's: y = conv2d(x, w, stride 2, padding 1),
+// g = grad(sum(y^2), (x, w), create_graph) then grad(sum(g_x * u) + sum(g_w), (x, w)).
+TEST(ConvGrad, SecondDerivativeTorchValues) {
+  const Tensor x = (arange(18, kDouble) / 7.0 - 1.0).view({1, 2, 3, 3}).requires_grad_();
+  const Tensor w = (arange(8, kDouble) / 5.0 - 0.5).view({2, 1, 2, 2}).requires_grad_();
+  const Tensor y = F::conv2d(x, w, {}, 2, 1, 1, 2);
+  const TensorList g = autograd::grad({(y * y).sum()}, {x, w}, {}, std::nullopt, /*create_graph=*/true);
+  const Tensor u = (arange(18, kDouble) % 5.0 - 2.0).view({1, 2, 3, 3});
+  const TensorList h = autograd::grad({(g[0] * u).sum() + g[1].sum()}, {x, w});
+  // torch 2.15 (same program in float64)
+  EXPECT_TRUE(close(h[0], tensor({-0.4399999999999999, 0.32285714285714284, -0.2657142857142857, 0.9828571428571429, 1.5,
+                                       1.1514285714285715, 0.09142857142857141, 0.8028571428571428, 0.4542857142857143,
+                                       4.268571428571428, -0.19142857142857106, -0.7114285714285709, 2.8285714285714283,
+                                       8.988571428571428, 11.057142857142855, 2.874285714285714, 13.125714285714283,
+                                       15.19428571428571}, kDouble).view({1, 2, 3, 3}), 1e-10, 1e-12));
+  EXPECT_TRUE(close(h[1], tensor({2.0040816326530613, 0.8285714285714285, 2.4938775510204088, 5.2857142857142865,
+                                       14.751020408163264, 22.195918367346934, 3.04081632653061, 8.469387755102039}, kDouble).view({2, 1, 2, 2}), 1e-10, 1e-12));
 }
 
 namespace {

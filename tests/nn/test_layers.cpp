@@ -220,6 +220,32 @@ TEST(LayerNorm, MatchesReference) {
   expect_error([&] { ln(randn({3, 5, 4}, kDouble)); }, {"layer_norm", "[3, 5, 4]", "[4, 5]"});
 }
 
+// Regression (difffuzz nn:F.layer_norm:nan): a variance past float32's
+// range (|x - mean| ~ 1e30) gave rstd = 0 and an output of exactly the bias;
+// PyTorch (1.13 and 2.15) gives NaN for that row, as brisk now does. Other
+// rows are untouched: layer_norm([[1e30, 0, 1, 2], [1, 2, 3, 4]], [4]).
+TEST(LayerNorm, OverflowingVarianceIsNan) {
+  const Tensor x = tensor({1e30, 0.0, 1.0, 2.0, 1.0, 2.0, 3.0, 4.0}).view({2, 4});
+  const Tensor y = F::layer_norm(x, {4}, {}, tensor({0.5f, 0.5f, 0.5f, 0.5f}));
+  EXPECT_TRUE(y[0].isnan().all().item<bool>());
+  // torch: [-1.3416, -0.4472, 0.4472, 1.3416] + 0.5
+  EXPECT_TRUE(close(y[1], tensor({-0.8416390, 0.0527864, 0.9472136, 1.8416390}), 1e-5, 1e-5));
+}
+
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.layer_norm:value/nan):
+// over one element the normalized value is exactly 0, so the output is the
+// bias and the input gradient 0. torch leaves rounding noise of its folded
+// affine (1.7e-5 where 0 is right), and NaN for 1e30 (its E[x^2] overflows).
+TEST(LayerNorm, OverOneElementIsTheBias) {
+  for (ScalarType dt : {kFloat, kBFloat16, kDouble}) {
+    const Tensor x = tensor({1e30, 0.0, 1.0, -0.3831}, kDouble).view({4, 1}).to(dt).requires_grad_();
+    const Tensor y = F::layer_norm(x, {1}, full({1}, 2.0, dt), full({1}, 0.5, dt));
+    EXPECT_TRUE(close(y, full({4, 1}, 0.5), 0, 0)) << dt;
+    y.backward(tensor({1.0, -2.0, 3.0, 0.5}, kDouble).view({4, 1}).to(dt));
+    EXPECT_TRUE(close(x.grad(), zeros({4, 1}), 0, 0)) << dt;
+  }
+}
+
 TEST(Bilinear, MatchesEinsum) {
   manual_seed(6);
   nn::Bilinear bl(3, 4, 2);
@@ -227,6 +253,31 @@ TEST(Bilinear, MatchesEinsum) {
   Tensor want = einsum("ni,oij,nj->no", {a, bl.weight, b}) + bl.bias;
   EXPECT_TRUE(close(bl(a, b), want, 1e-4, 1e-5));
   EXPECT_EQ(bl(randn({2, 5, 3}), randn({2, 5, 4})).sizes(), IntArrayRef({2, 5, 2}));
+}
+
+// Regression (difffuzz matmul:F.linear/F.bilinear:unsupported:int): linear
+// and bilinear take integer tensors, as PyTorch's CPU ops do (wrapping like
+// its integer GEMM); bool is refused by both. torch 2.15 values.
+TEST(Linear, IntegerTensors) {
+  const Tensor x = tensor({1, -2, 3, 4, 0, -1}, kInt32).view({2, 3});
+  const Tensor w = tensor({1, 2, 3, -1, 0, 2}, kInt32).view({2, 3});
+  const Tensor b = tensor({5, -5}, kInt32);
+  const Tensor y = F::linear(x, w, b);
+  EXPECT_EQ(y.dtype(), kInt32);
+  EXPECT_TRUE(close(y, tensor({11, 0, 6, -11}, kInt32).view({2, 2}), 0, 0));
+  const Tensor yu = F::linear(x.to(kUInt8), w.abs().to(kUInt8));  // 518 wraps to 6
+  EXPECT_EQ(yu.dtype(), kUInt8);
+  EXPECT_TRUE(close(yu, tensor({6, 7, 1, 2}, kInt64).view({2, 2}), 0, 0));
+  const Tensor wb = (arange(18, kInt64) - 9).view({2, 3, 3});
+  EXPECT_TRUE(close(F::bilinear(x.to(kInt64), x.to(kInt64), wb, b.to(kInt64)), tensor({1, 27, -100, -29}, kInt64).view({2, 2}),
+                    0, 0));
+  EXPECT_EQ(F::bilinear(x, x, wb.to(kInt32)).dtype(), kInt32);
+  expect_error([&] { F::linear(x.to(kBool), w.to(kBool)); }, {"[linear]", "bool"});
+  // mse/l1/smooth_l1 compute in the promoted dtype: an integer input with a float target is fine
+  // (torch: smooth_l1_loss(tensor(2, int32), tensor(-1.0361624)) = 2.5362, mse_loss([1, 2, 3], [.5, 2, 5]) = 1.4167)
+  EXPECT_NEAR(F::smooth_l1_loss(scalar_tensor(2, kInt32), scalar_tensor(-1.0361623764038086)).item<double>(), 2.5362, 1e-4);
+  EXPECT_NEAR(F::mse_loss(tensor({1, 2, 3}, kInt64), tensor({0.5, 2.0, 5.0})).item<double>(), 1.4166667, 1e-6);
+  expect_error([&] { F::mse_loss(tensor({1, 2}, kInt64), tensor({1, 2}, kInt64)); }, {"[mse_loss]", "floating point"});
 }
 
 TEST(Layers, GradientsReachEveryParameter) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "autograd/grad_util.h"
 #include "test_util.h"
@@ -293,6 +294,72 @@ TEST(Losses, KlDiv) {
   // KL(p || p) = 0
   EXPECT_NEAR(F::kl_div(lt, lt, F::KLDivFuncOptions(nn::kSum).log_target(true)).item<double>(), 0.0, 1e-6);
   expect_error([&] { F::mse_loss(input, target, nn::kBatchMean); }, {"mse_loss", "batchmean"});
+}
+
+// Regression (difffuzz nn:F.huber_loss/smooth_l1_loss:grad-nan): the
+// gradient is clamp(x - t, -delta, delta) (/ beta), finite for an infinite
+// difference; where() sent 0 * (the square's infinite gradient) = NaN.
+// torch 2.15, delta = beta = 2, x - t = [1, inf, -3, 0.5, inf (3e38 + 3e38), nan],
+// g = [1, 2, 1, 1, 0.5, 1]: huber grad [1, 4, -2, 0.5, 1, nan], smooth_l1 grad [0.5, 2, -1, 0.25, 0.5, nan].
+TEST(Losses, HuberAndSmoothL1GradientsAtInfinity) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    const Tensor x = tensor({1.0, inf, -3.0, 0.5, 3e38, nan}, kDouble).to(dt).requires_grad_();
+    const Tensor t = tensor({0.0, 1.0, 0.0, 0.0, -3e38, 0.0}, kDouble).to(dt);
+    const Tensor g = tensor({1.0, 2.0, 1.0, 1.0, 0.5, 1.0}, kDouble).to(dt);
+    const Tensor h = F::huber_loss(x, t, F::HuberLossFuncOptions(nn::kNone).delta(2.0));
+    EXPECT_TRUE(close(h, tensor({0.5, inf, 4.0, 0.125, inf, nan}, kDouble), 0, 0));
+    h.backward(g);
+    EXPECT_TRUE(close(x.grad(), tensor({1.0, 4.0, -2.0, 0.5, 1.0, nan}, kDouble), 0, 0));
+    x.mutable_grad() = Tensor();
+    const Tensor s = F::smooth_l1_loss(x, t, F::SmoothL1LossFuncOptions(nn::kNone).beta(2.0));
+    EXPECT_TRUE(close(s, tensor({0.25, inf, 2.0, 0.0625, inf, nan}, kDouble), 0, 0));
+    s.backward(g);
+    EXPECT_TRUE(close(x.grad(), tensor({0.5, 2.0, -1.0, 0.25, 0.5, nan}, kDouble), 0, 0));
+  }
+  // huber_loss has the input's dtype (torch: bfloat16 input, float64 target -> bfloat16)
+  const Tensor hb = F::huber_loss(tensor({1.0, 2.0}, kBFloat16), tensor({0.5, 0.0}, kDouble));
+  EXPECT_EQ(hb.dtype(), kBFloat16);
+  EXPECT_EQ(F::huber_loss(zeros({0, 3}, kBFloat16), zeros({0, 3}, kDouble)).dtype(), kBFloat16);
+}
+
+// Regression (difffuzz nn:F.mse_loss:grad-inf): the gradient g * 2 (x - t) / n
+// is finite when 2 (x - t) alone is not (bfloat16 x - t = 3e38); torch 2.15:
+// mse_loss([3e38, 1, -2, .5], [-1, 0, 1, .5]) backward(0.25) = [3.7551e+37, .125, -.375, 0].
+TEST(Losses, MseGradientNearTheRangeLimit) {
+  const Tensor x = tensor({3e38, 1.0, -2.0, 0.5}, kDouble).to(kBFloat16).requires_grad_();
+  const Tensor t = tensor({-1.0, 0.0, 1.0, 0.5}, kDouble).to(kBFloat16);
+  const Tensor l = F::mse_loss(x, t);
+  EXPECT_TRUE(std::isinf(l.item<double>()));
+  l.backward(scalar_tensor(0.25, kBFloat16));
+  EXPECT_TRUE(close(x.grad(), tensor({3.7551e+37, 0.125, -0.375, 0.0}, kDouble), 4e-3, 0));
+}
+
+// Regression (difffuzz nn:F.cross_entropy/nll_loss:grad-nan): every target
+// ignored makes the mean 0 / 0 = NaN, with a zero gradient (torch 2.15); the
+// ignored positions multiplied the mean's infinite gradient by 0. A valid
+// target of weight 0 does give NaN, in torch too.
+TEST(Losses, AllTargetsIgnoredGiveNanLossAndZeroGradient) {
+  for (double ls : {0.0, 0.2}) {
+    const Tensor x = tensor({0.4, -0.8, -0.5, 1.0, 2.0, 3.0}).view({2, 3}).requires_grad_();
+    const Tensor l =
+        F::cross_entropy(x, tensor<int64_t>({1, 1}), F::CrossEntropyFuncOptions().ignore_index(1).label_smoothing(ls));
+    EXPECT_TRUE(std::isnan(l.item<double>()));
+    l.backward();
+    EXPECT_TRUE(close(x.grad(), zeros({2, 3}), 0, 0, false)) << ls;
+  }
+  const Tensor x = tensor({0.4, -0.8, -0.5}).view({1, 3}).requires_grad_();
+  const Tensor l = F::nll_loss(x, tensor<int64_t>({1}), F::NLLLossFuncOptions().ignore_index(1));
+  EXPECT_TRUE(std::isnan(l.item<double>()));
+  l.backward();
+  EXPECT_TRUE(close(x.grad(), zeros({1, 3}), 0, 0, false));
+  // weight 0 on the one valid target: torch's gradient [[0, nan, 0], [0, 0, 0]]
+  const double nan = std::nan("");
+  const Tensor x2 = tensor({0.4, -0.8, -0.5, 1.0, 2.0, 3.0}).view({2, 3}).requires_grad_();
+  F::nll_loss(x2, tensor<int64_t>({1, 0}), F::NLLLossFuncOptions().weight(tensor({1.0f, 0.0f, 1.0f})).ignore_index(0))
+      .backward();
+  EXPECT_TRUE(close(x2.grad(), tensor({0.0, nan, 0.0, 0.0, 0.0, 0.0}).view({2, 3}), 0, 0));
 }
 
 TEST(Losses, ShapeAndDtypeErrors) {

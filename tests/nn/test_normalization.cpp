@@ -5,6 +5,7 @@
 #include <brisk/nn.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -225,6 +226,98 @@ TEST(BatchNorm, GradientsOnlyWhereNeeded) {
   EXPECT_EQ(xg.grad().sizes(), xg.sizes());
 }
 
+// Regression (difffuzz nn:F.batch_norm:grad-crash): the backward read the
+// dtype of an absent weight for the bias gradient (SIGSEGV).
+TEST(BatchNorm, BiasWithoutWeightHasGradients) {
+  const Tensor x = tensor({1.0, 2.0, 3.0, 5.0, -1.0, 0.5}, kDouble).view({3, 2}).requires_grad_();
+  const Tensor b = tensor({0.5, -0.5}, kDouble).requires_grad_();
+  const Tensor g = tensor({1.0, -2.0, 0.5, 3.0, 2.0, 1.0}, kDouble).view({3, 2});
+  F::batch_norm(x, {}, {}, {}, b, true).backward(g);
+  // torch 2.15: F.batch_norm(x, None, None, None, b, True).backward(g)
+  EXPECT_TRUE(close(x.grad(), tensor({-0.1020618813, -1.2599445275, 0.0510292183, 0.4199837151, 0.0510326629,
+                                      0.8399608124}, kDouble).view({3, 2}), 1e-8, 1e-9));
+  EXPECT_TRUE(close(b.grad(), tensor({3.5, 2.0}, kDouble)));
+  // eval mode, and float32
+  const Tensor xf = x.detach().to(kFloat).requires_grad_(), bf = b.detach().to(kFloat).requires_grad_();
+  F::batch_norm(xf, tensor<double>({0.25, -1.0}, kFloat), tensor<double>({4.0, 0.25}, kFloat), {}, bf, false, 0.1, 0.0).backward(g.to(kFloat));
+  EXPECT_TRUE(close(xf.grad(), tensor<double>({0.5, -4.0, 0.25, 6.0, 1.0, 2.0}).view({3, 2})));
+  EXPECT_TRUE(close(bf.grad(), tensor<double>({3.5, 2.0})));
+}
+
+// Regression (difffuzz nn:F.batch_norm:grad-nan): in eval mode dx = dy * w *
+// rstd does not read x, so a NaN or inf in x leaves dx finite (the kernel
+// computed dy * A + (x - mean) * 0).
+TEST(BatchNorm, EvalGradientIgnoresNonFiniteInput) {
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (ScalarType dt : {kDouble, kFloat, kBFloat16}) {
+    const Tensor x = tensor({1.0, nan, inf, 5.0, -1.0, 0.5}, kDouble).view({3, 2}).to(dt).requires_grad_();
+    const Tensor w = tensor({2.0, 3.0}, kDouble).to(dt).requires_grad_();
+    const Tensor b = tensor({0.5, -0.5}, kDouble).to(dt).requires_grad_();
+    const Tensor rm = tensor({0.25, -1.0}, kDouble).to(dt), rv = tensor({4.0, 0.25}, kDouble).to(dt);
+    const Tensor g = tensor({1.0, -2.0, 0.5, 3.0, 2.0, 1.0}, kDouble).view({3, 2}).to(dt);
+    F::batch_norm(x, rm, rv, w, b, false, 0.1, 0.0).backward(g);
+    // torch 2.15: x.grad [[1, -12], [0.5, 18], [2, 6]], w.grad [inf, nan], b.grad [3.5, 2]
+    EXPECT_TRUE(close(x.grad(), tensor({1.0, -12.0, 0.5, 18.0, 2.0, 6.0}, kDouble).view({3, 2}), 0, 0)) << dt;
+    EXPECT_TRUE(close(w.grad(), tensor({inf, nan}, kDouble), 0, 0)) << dt;
+    EXPECT_TRUE(close(b.grad(), tensor({3.5, 2.0}, kDouble), 0, 0)) << dt;
+  }
+}
+
+// Regression (difffuzz nn:F.batch_norm:final-nan): the shifted sums started
+// from a channel's first value; an infinite first value made the mean NaN
+// (inf - inf) where PyTorch's is inf.
+TEST(BatchNorm, InfiniteFirstValueGivesInfiniteMean) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x = tensor({inf, 1.0, 3e38, 2.0, 1.0, 4.0, 2.0, -1.0}, kDouble).view({4, 2});
+  const Tensor rm = tensor({0.5, 1.0}, kDouble), rv = tensor({1.0, 2.0}, kDouble);
+  const Tensor y = F::batch_norm(x, rm, rv, {}, {}, true, 0.5);
+  // torch 2.15: rm [inf, 1.25], rv [nan, 3.1666666667], y[:, 0] nan, y[:, 1] [-0.27734967, 0.27734967, 1.38674836, -1.38674836]
+  EXPECT_TRUE(close(rm, tensor({inf, 1.25}, kDouble), 0, 0));
+  EXPECT_TRUE(close(rv, tensor({std::nan(""), 3.1666666667}, kDouble), 1e-9));
+  EXPECT_TRUE(close(y.select(1, 1), tensor({-0.2773496714, 0.2773496714, 1.3867483571, -1.3867483571}, kDouble), 1e-8));
+  EXPECT_TRUE(y.select(1, 0).isnan().all().item<bool>());
+  const Tensor xf = tensor<double>({-inf, 1.0, 3.0, 2.0, 1.0, 4.0, 2.0, -1.0}, kFloat).view({4, 2});
+  const Tensor rmf = tensor<double>({0.5, 1.0}, kFloat), rvf = tensor<double>({1.0, 2.0}, kFloat);
+  F::batch_norm(xf, rmf, rvf, {}, {}, true, 0.5);
+  EXPECT_TRUE(close(rmf, tensor<double>({-inf, 1.25}), 0, 0));
+}
+
+// A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS): its eval-mode CPU
+// backward reads a non-contiguous running_var or weight as if contiguous
+// (difffuzz nn:F.batch_norm:grad-value). The gradient does not depend on the
+// layout: torch's own value for contiguous statistics, [[1, 6], [1, 6]].
+TEST(BatchNorm, EvalGradientWithStridedStatistics) {
+  const Tensor x = tensor({1.0, 2.0, 3.0, -1.0}, kDouble).view({2, 2}).requires_grad_();
+  const Tensor rm = tensor({0.5, -0.5}, kDouble);
+  const Tensor rv = tensor({4.0, 0.0, 0.25, 0.0}, kDouble).slice(0, 0, 4, 2);
+  const Tensor w = tensor({2.0, 0.0, 3.0, 0.0}, kDouble).slice(0, 0, 4, 2);
+  ASSERT_FALSE(rv.is_contiguous());
+  F::batch_norm(x, rm, rv, w, {}, false, 0.1, 0.0).sum().backward();
+  EXPECT_TRUE(close(x.grad(), tensor({1.0, 6.0, 1.0, 6.0}, kDouble).view({2, 2}), 0, 0));
+}
+
+// A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS; difffuzz
+// nn:F.batch_norm:grad-value:half): the backward of a channels_last input
+// whose size-1 dims carry other strides, (1, 2, 1, 3) with strides
+// (1, 1, 2, 2), differs from the same values in any other layout. brisk's
+// does not depend on the layout (torch's contiguous value:
+// [-0.134, -0.3205, 0.4545, -1.9821, ...]).
+TEST(BatchNorm, GradientDoesNotDependOnSizeOneStrides) {
+  const Tensor v = tensor({-3.5, 0.25, -0.85546875, -1.8125, -0.25, -2.0}, kDouble).view({1, 2, 1, 3});
+  const Tensor g = (arange(6, kDouble) % 5.0 - 2.0).view({1, 2, 1, 3});
+  auto grad = [&](const Tensor& x0) {
+    const Tensor x = x0.detach().requires_grad_();
+    F::batch_norm(x, {}, {}, tensor({0.875, -1.09375}, kDouble), {}, true).backward(g);
+    return x.grad();
+  };
+  const Tensor odd = v.permute({3, 2, 1, 0}).contiguous().permute({3, 2, 1, 0});
+  ASSERT_EQ(odd.strides(), IntArrayRef({1, 1, 2, 2}));
+  const Tensor want = grad(v);
+  EXPECT_TRUE(close(want.reshape({-1}).narrow(0, 0, 4), tensor({-0.134, -0.3205, 0.4545, -1.9821}, kDouble), 0, 1e-4));
+  EXPECT_TRUE(close(grad(odd), want, 1e-12, 1e-12));
+  EXPECT_TRUE(close(grad(v.contiguous(kChannelsLast)), want, 1e-12, 1e-12));
+}
+
 // ---- BatchNorm modules ---------------------------------------------------------------------------
 
 TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
@@ -348,6 +441,66 @@ TEST(GroupNorm, GradcheckAndModule) {
   EXPECT_TRUE(near(y, ref_group_norm(x, 2, std::vector<double>(6, 1), std::vector<double>(6, 0), 1e-5), 1e-5));
   y.sum().backward();
   EXPECT_TRUE(gn.weight.grad().defined());
+}
+
+// Regression (difffuzz nn:F.group_norm:missing-error): PyTorch's F.group_norm
+// refuses statistics of one value (the input seen as (N * C / G, G, *) has
+// one value per channel), no channels and empty spatial dims; an empty batch
+// is fine.
+TEST(GroupNorm, RefusesWhatPyTorchRefuses) {
+  expect_error([] { F::group_norm(randn({1, 3}), 3); },
+               {"[group_norm]", "Expected more than 1 value per channel when training, got input size [1, 3]"});
+  expect_error([] { F::group_norm(randn({1, 4, 1}), 4); }, {"[group_norm]", "input size [1, 4, 1]"});
+  expect_error([] { F::group_norm(randn({1, 3}), 2); }, {"[group_norm]", "input size [1, 2]"});
+  expect_error([] { F::group_norm(randn({2, 0, 3}), 1); }, {"[group_norm]", "number of channels to be greater than 0"});
+  expect_error([] { F::group_norm(randn({1, 4, 2, 0}), 2); }, {"[group_norm]", "Expected HxW to be greater than 0, got 0"});
+  expect_error([] { F::group_norm(randn({2, 4, 0}), 2); }, {"[group_norm]", "HxW"});
+  EXPECT_EQ(F::group_norm(randn({0, 4, 2}), 2).sizes(), IntArrayRef({0, 4, 2}));
+  EXPECT_EQ(F::group_norm(randn({2, 4, 1}), 4).sizes(), IntArrayRef({2, 4, 1}));  // two values per group's channel set
+}
+
+// Regression (difffuzz nn:F.group_norm:nan): a group whose sum of squares
+// overflows float gave rstd = 0 and an output of exactly the bias; PyTorch
+// (1.13 and 2.15) gives NaN for that group (native_group_norm's rstd is NaN).
+TEST(GroupNorm, OverflowingVarianceIsNan) {
+  const Tensor x = tensor({-0.49f, -0.28f, 1e30f, 1.01f, 0.73f, 1.28f, 65504.0f, 0.23f}).view({1, 4, 2});
+  const Tensor b = tensor({-2.4f, -0.68f, 1.23f, 1.16f});
+  const Tensor y = F::group_norm(x, 2, {}, b);
+  EXPECT_TRUE(y.narrow(1, 0, 2).isnan().all().item<bool>());
+  EXPECT_FALSE(y.narrow(1, 2, 2).isnan().any().item<bool>());
+}
+
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.group_norm:nan): torch's
+// float statistics take E[x^2], which overflows for a group of equal values
+// of 3e38 and gives NaN; the group has variance 0 and normalizes to 0
+// (torch's float64 result: [[0, 0], [0.99997695, -0.99997695]]).
+TEST(GroupNorm, HugeEqualValuesNormalizeToZero) {
+  const Tensor x = tensor({3e38, 3e38, -0.06842740625143051, -1.0}, kDouble).view({2, 2});
+  const Tensor y = F::group_norm(x.to(kFloat), 1);
+  EXPECT_TRUE(close(y, tensor({0.0, 0.0, 0.9999769547, -0.9999769547}, kDouble).view({2, 2}), 1e-6, 1e-6));
+}
+
+// Regression (difffuzz nn:F.group_norm:grad2-value/grad2-nan): the
+// create_graph backward of 16-bit inputs ran in 16 bits, and for a group of
+// small variance its second derivatives were rounding noise (here -0.0078
+// where float64 gives 3.0e-4; torch's float16 gives 9.8e-3). It runs in
+// float32 now, as the kernels' sums do.
+TEST(GroupNorm, HalfSecondDerivativeRunsInFloat) {
+  const Tensor x64 = tensor({-2.619140625, -0.0, -0.95068359375, -1.2314453125, 2.02734375, 0.34814453125}, kDouble)
+                         .view({1, 6, 1, 1});
+  const Tensor u = tensor({1.0, -0.5, 0.25, 2.0, -1.5, 0.75}, kDouble).view({1, 6, 1, 1});
+  auto second = [&](ScalarType dt, bool batch) {
+    const Tensor x = x64.to(dt).requires_grad_();
+    const Tensor y = batch ? F::batch_norm(x.view({3, 2}), {}, {}, {}, {}, true).view({1, 6, 1, 1}) : F::group_norm(x, 3);
+    const Tensor loss = (y.to(kDouble) * (u * u)).sum();
+    const TensorList g = autograd::grad({loss}, {x}, {}, std::nullopt, /*create_graph=*/true);
+    return autograd::grad({(g[0].to(kDouble) * u).sum()}, {x})[0].to(kDouble);
+  };
+  for (bool batch : {false, true}) {
+    const Tensor want = second(kDouble, batch);
+    const double scale = want.abs().max().item<double>();
+    EXPECT_TRUE(close(second(kHalf, batch), want, 0, 2e-3 * scale)) << (batch ? "batch_norm" : "group_norm");
+  }
 }
 
 // ---- errors -----------------------------------------------------------------------------------------

@@ -308,6 +308,26 @@ TEST(MaxPool2d, NanInfAndTies) {
   EXPECT_TRUE(std::isnan(y.to_vector<float>()[0]));
 }
 
+// A window with no in-bounds tap (dilation steps over the whole input):
+// -inf, index -1, no gradient. PyTorch (1.13 and 2.15) reports -inf too but
+// an index left over from its loop bounds (difffuzz
+// nn:F.max_pool2d_with_indices:value; [2, 2, 4] here, and [6, 6, 8] for the
+// transposed 1x5 plane, outside the plane's 5 positions), and its backward
+// adds the gradient of the -inf output to that position. No input moves a
+// -inf that no input enters, so brisk keeps -1 and a zero gradient.
+TEST(MaxPool2d, WindowWithoutTapsHasNoIndexAndNoGradient) {
+  const std::vector<double> v = {-0.0092, 3.578, 2.281, 2.203, -1.039, -1.430, -1.055, -0.594, 0.707, -2.656};
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    const Tensor x = tensor(v, kDouble).view({2, 1, 5, 1}).to(dt).requires_grad_();
+    auto [y, idx] = F::max_pool2d_with_indices(x, F::MaxPool2dFuncOptions(2).padding(1).dilation(2));
+    EXPECT_EQ(y.sizes(), IntArrayRef({2, 1, 3, 1}));
+    EXPECT_TRUE(y.eq(-kInf).all().item<bool>());
+    EXPECT_EQ(idx.to_vector<int64_t>(), std::vector<int64_t>(6, -1));
+    y.sum().backward();
+    EXPECT_TRUE(x.grad().eq(0).all().item<bool>());
+  }
+}
+
 TEST(MaxPool2d, UnbatchedNonContiguousAndEmptyBatch) {
   manual_seed(3);
   const Tensor x = randn({3, 7, 6});

@@ -394,6 +394,24 @@ TEST(Matmul, Addmm) {
   EXPECT_TRUE(close(addmm(i5, i1, i1, 1.5, 2.7), full({2, 2}, 9, kInt64), 0, 0));
 }
 
+// Regression (difffuzz matmul:addmm:nan): alpha = 0 ignores the product, so
+// inf and NaN in m1 or m2 do not reach the result. torch 1.13 and 2.15:
+// addmm([[1], [2]], [[inf, 1], [nan, 2]], [[1], [0]], beta=2, alpha=0) = [[2], [4]];
+// with beta=0 too, [[0], [0]]; the integer version [[2], [4]].
+TEST(Matmul, AddmmAlphaZeroIgnoresTheProduct) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor s = tensor({1.0, 2.0}).view({2, 1});
+  const Tensor a = tensor({inf, 1.0, nan, 2.0}).view({2, 2}), b = tensor({1.0, 0.0}).view({2, 1});
+  EXPECT_TRUE(close(addmm(s, a, b, 2, 0), tensor({2.0, 4.0}).view({2, 1}), 0, 0, false));
+  EXPECT_TRUE(close(addmm(s, a, b, 0, 0), zeros({2, 1}), 0, 0, false));
+  const Tensor si = s.to(kInt64), ai = full({2, 2}, 3, kInt64), bi = b.to(kInt64);
+  EXPECT_TRUE(close(addmm(si, ai, bi, 2, 0.5), tensor({2.0, 4.0}).view({2, 1}), 0, 0));
+  // the gradient of self is still beta * g
+  const Tensor sg = s.detach().requires_grad_();
+  addmm(sg, a, b, 2, 0).sum().backward();
+  EXPECT_TRUE(close(sg.grad(), full({2, 1}, 2.0), 0, 0));
+}
+
 // ---- errors ---------------------------------------------------------------------------------
 
 TEST(Matmul, Errors) {
@@ -545,6 +563,28 @@ TEST(Einsum, MultiOperandAndBroadcast) {
   EXPECT_TRUE(close(einsum("ij,jk->ik", {ones({2, 0}), ones({0, 3})}), zeros({2, 3})));
   // spaces are ignored
   EXPECT_TRUE(close(einsum(" ij , jk -> ik ", {a, y}), ref_matmul(a, y)));
+}
+
+// Regression (difffuzz matmul:einsum:dtype, einsum:unsupported:bool): one
+// integer or bool operand with dims summed away gives int64, as PyTorch's
+// sum() does (torch 1.13 and 2.15: einsum('bij->bj', int32) is int64, of
+// uint8 and bool too); without a sum the dtype stays ('bij->bij', 'bii->bi',
+// and products of two operands: 'ij,jk->ik' of uint8 is uint8).
+TEST(Einsum, IntegerSumsAreInt64) {
+  const Tensor a = arange(24, kInt32).view({2, 3, 4});
+  const Tensor s = einsum("bij->bj", {a});
+  EXPECT_EQ(s.dtype(), kInt64);
+  EXPECT_TRUE(close(s, a.sum(1), 0, 0));
+  EXPECT_EQ(einsum("bij->b", {a.to(kUInt8)}).dtype(), kInt64);
+  EXPECT_EQ(einsum("bij->bj", {zeros({2, 0, 4}, kInt32)}).dtype(), kInt64);
+  EXPECT_EQ(einsum("bij->bij", {a}).dtype(), kInt32);
+  EXPECT_EQ(einsum("bii->bi", {ones({2, 3, 3}, kInt32)}).dtype(), kInt32);
+  const Tensor u = ones({4, 5}, kUInt8);
+  EXPECT_EQ(einsum("ij,jk->ik", {u.t(), u}).dtype(), kUInt8);
+  const Tensor b = tensor({1, 0, 1, 1, 0, 1}, kInt64).view({2, 3}).to(kBool);
+  EXPECT_TRUE(close(einsum("ij->ji", {b}), b.t(), 0, 0));
+  EXPECT_EQ(einsum("ij->ji", {b}).dtype(), kBool);
+  EXPECT_TRUE(close(einsum("ij->j", {b}), tensor({2, 0, 2}, kInt64), 0, 0));
 }
 
 TEST(Einsum, Errors) {

@@ -624,6 +624,39 @@ TEST(Var, NumericallyStable) {
   EXPECT_TRUE(close(r.var(1), naive(r, {1}, false, [](auto& g) { return vvar(g, 1); }), 1e-5, 1e-6));
 }
 
+// Regression (difffuzz reduce:var/std/var_mean nan/inf): the sums were in
+// float for float32 and bfloat16, so a deviation of 1e30 overflowed its
+// square (std inf, var NaN from inf - inf); PyTorch's CPU kernel sums in double.
+TEST(Var, AccumulatesInDouble) {
+  const Tensor x = tensor<double>({{0.09022081643342972, -0.7657918930053711, 0.6935693025588989, 3e38},
+                                   {1e30, 2e30, -5e29, 2.0}},
+                                  kFloat);
+  // torch 2.15: var [inf, inf], std [1.5000000027e+38, 1.1086779128e+30], var_mean's mean [7.5000000137e+37, 6.2499999052e+29]
+  EXPECT_TRUE(close(x.var(1), tensor<double>({kInf, kInf}), 0, 0));
+  EXPECT_TRUE(close(x.std(1), tensor<double>({1.5000000027e+38, 1.1086779128e+30}), 1e-6, 0));
+  EXPECT_TRUE(close(std::get<1>(var_mean(x, std::vector<int64_t>{1})), tensor<double>({7.5000000137e+37, 6.2499999052e+29}),
+                    1e-6, 0));
+  // bfloat16: std [1.5020276352e+38, 1.1091942752e+30], mean [7.5101381762e+37, 6.2392177980e+29]
+  const Tensor xb = x.to(kBFloat16);
+  EXPECT_TRUE(close(xb.std(1), tensor<double>({1.5020276352e+38, 1.1091942752e+30}), 1e-9, 0));
+  EXPECT_TRUE(close(std::get<1>(var_mean(xb, std::vector<int64_t>{1})), tensor<double>({7.5101381762e+37, 6.2392177980e+29}),
+                    1e-9, 0));
+  EXPECT_TRUE(close(xb.var(1), tensor<double>({kInf, kInf}), 0, 0));
+}
+
+// Torch bugs (tools/fuzz TORCH_BUGS): var_mean's mean of [1, inf, 2] is NaN in
+// torch (its Welford update takes inf - inf) where torch.mean gives inf; and
+// std over all elements of float32 takes torch's float32 mean first, whose sum
+// overflows: std([3e38, 3e38, 3e38, 1, -1]) is inf in torch, 1.6431676502e+38
+// (its float64 value, rounded) in brisk.
+TEST(Var, InfiniteMeanAndOverflowingSum) {
+  auto [v, m] = var_mean(tensor<double>({1, kInf, 2}, kFloat));
+  EXPECT_TRUE(std::isnan(v.item<double>()));
+  EXPECT_EQ(m.item<double>(), kInf);
+  const Tensor x = tensor<double>({3e38, 3e38, 3e38, 1, -1}, kFloat);
+  EXPECT_NEAR(x.std().item<double>() / 1.6431676502e+38, 1.0, 1e-7);
+}
+
 TEST(Var, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).var(); }, {"[var]", "std and var only support floating point"});
   expect_error([] { tensor<int64_t>({1, 2}).std(); }, {"[std]", "floating point"});
@@ -682,9 +715,15 @@ TEST(Norm, AllP) {
   EXPECT_NEAR(norm(t).item<double>(), std::sqrt(39.0), 1e-6);
   // torch.tensor([[1.,2.,4.],[3,3,3]]).half().norm() = 6.9297
   EXPECT_NEAR(tensor<double>({{1, 2, 4}, {3, 3, 3}}, kHalf).norm().item<double>(), 6.9297, 1e-3);
-  // NaN propagates in the inf norm; empty norms are 0 (torch 1.13 torch.norm)
+  // NaN propagates in the inf norm; empty norms are 0 for p >= 0 finite, and
+  // refused for p < 0 or p = inf, which have no identity (torch 2.x; 1.13 gave 0)
   EXPECT_TRUE(std::isnan(tensor<double>({kNan, 1}).norm(kInf).item<double>()));
-  for (double p : ps) EXPECT_EQ(zeros({0}).norm(p).item<double>(), 0.0) << p;
+  for (double p : ps) {
+    if (p < 0 || p == kInf)
+      expect_error([&] { zeros({0}).norm(p); }, {"[norm]", "does not have an identity"});
+    else
+      EXPECT_EQ(zeros({0}).norm(p).item<double>(), 0.0) << p;
+  }
   EXPECT_TRUE(close(zeros({0, 3}).norm(2, {0}), zeros({3})));
   // large, parallel
   Tensor big = make_uniform({3, 300000}, kFloat, -1, 1);

@@ -340,3 +340,19 @@ TEST(Topk, ScalarsEmptyAndErrors) {
   expect_error([&] { topk(scalar_tensor(1.0), 2); }, {"[topk]", "selected index k out of range"});
   expect_error([&] { topk(zeros({2, 3}), 1, 2); }, {"[topk]", "dimension out of range"});
 }
+
+// Regression (difffuzz reduce:topk:value): topk(k=0) of a 0-dim tensor has
+// the input's shape, so it holds the element (torch 1.13 and 2.15:
+// topk(tensor(-2.), 0) = (tensor(-2.), tensor(0)), gradient 1); brisk left it unwritten.
+TEST(Topk, KZeroOfScalarIsTheElement) {
+  for (ScalarType dt : {kFloat, kHalf, kInt64}) {
+    const Tensor x = scalar_tensor(-2.0, dt);
+    auto [v, i] = topk(x, 0);
+    EXPECT_EQ(v.dim(), 0);
+    EXPECT_EQ(v.item<double>(), -2.0) << dt;
+    EXPECT_EQ(i.item<int64_t>(), 0);
+  }
+  const Tensor x = scalar_tensor(-2.0).requires_grad_();
+  std::get<0>(topk(x, 0, -1, false)).mul(3.0).backward();
+  EXPECT_EQ(x.grad().item<double>(), 3.0);
+}

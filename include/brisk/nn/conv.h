@@ -132,8 +132,8 @@ using nn::ConvTranspose2dFuncOptions;
 /// 2-D cross-correlation (PyTorch's conv2d). x: (N, C, H, W) or (C, H, W);
 /// weight: (O, C / groups, kH, kW); bias: (O) or undefined. Output
 /// (N, O, OH, OW) with OH = (H + 2 * padding - dilation * (kH - 1) - 1) / stride + 1.
-/// Records ConvolutionBackward0 (gradients of input, weight and bias; no
-/// double backward).
+/// Records ConvolutionBackward0 (gradients of input, weight and bias; under
+/// create_graph they are differentiable again, to any order).
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<2> stride = 1,
               ConvPadding<2> padding = 0, ExpandingInts<2> dilation = 1, int64_t groups = 1);
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o);

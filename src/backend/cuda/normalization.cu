@@ -123,6 +123,7 @@ __global__ void __launch_bounds__(kNormThreads)
     A shift = A(0);
     if (mode == kWelford) {
       shift = to_acc(x[nb * si.bstride + (c / si.cdiv) * si.cstride]);
+      if (!(shift - shift == A(0))) shift = A(0);  // inf or NaN: plain sums, so an infinite mean stays inf
       for (int64_t s = s0 + lane; s < s1; s += 32) welford_step(t, to_acc(x[off + s]) - shift);
     } else {
       const A m = A(mi.mean[nb * mi.bstride + c / mi.cdiv]);
@@ -173,6 +174,7 @@ __global__ void __launch_bounds__(kNormThreads)
       const int64_t base = nb * r.S * r.C + c;
       if (mode == kWelford) {
         shift = to_acc(x[nb * si.bstride + (c / si.cdiv) * si.cstride]);
+        if (!(shift - shift == A(0))) shift = A(0);  // inf or NaN: plain sums, so an infinite mean stays inf
         for (int64_t s = s0 + ty; s < s1; s += r.ty) welford_step(t, to_acc(x[base + s * r.C]) - shift);
       } else {
         const A m = A(mi.mean[nb * mi.bstride + c / mi.cdiv]);
@@ -331,7 +333,8 @@ __global__ void __launch_bounds__(kStatsThreads)
       for (int64_t sp = 0; sp < a.splits; ++sp)
         merge_partial(cnt, mean, m2, partial + ((n * a.C + c) * a.splits + sp) * kRec);
     mean += partial[(n * a.C + g * D) * a.splits * kRec + 3];  // the group's shift
-    const double rstd = 1.0 / ::sqrt(m2 / a.cnt + a.eps);
+    // m2 past the accumulator's range: NaN, as the CPU kernel (not rstd = 0)
+    const double rstd = std::isinf(m2) ? std::numeric_limits<double>::quiet_NaN() : 1.0 / ::sqrt(m2 / a.cnt + a.eps);
     mean_out[ng] = mean;
     rstd_out[ng] = rstd;
     for (int64_t c = g * D; c < (g + 1) * D; ++c) {

@@ -30,6 +30,60 @@ REFERENCE_QUIRKS = [
 ]
 
 
+def _noncontig(t):
+    return isinstance(t, torch.Tensor) and t.dim() > 0 and not t.is_contiguous()
+
+
+def _past(t, limit):
+    """A float tensor (not float64) holding a finite value of magnitude above limit."""
+    if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.dtype == torch.float64:
+        return False
+    f = t.detach().double()
+    return bool((f[f.isfinite()].abs() > limit).any())
+
+
+def _odd_channels_last(t):
+    if not isinstance(t, torch.Tensor) or t.dim() != 4 or t.is_contiguous():
+        return False
+    if not t.is_contiguous(memory_format=torch.channels_last):
+        return False
+    n, c, h, w = t.shape
+    return tuple(t.stride()) != (h * w * c, 1, w * c, c)
+
+
+def _float32_sum_overflows(t):
+    if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+        return False
+    f = t.detach().double()
+    return float(f[f.isfinite()].abs().sum()) > 3.4e38
+
+
+# Bugs of every torch release checked (1.13 and 2.x) where brisk's result is
+# the right one (each has a brisk regression test that says so): (op,
+# predicate on the op's torch arguments and keywords, what goes wrong). Such
+# cases are skipped, as REFERENCE_QUIRKS are; only the exact circumstances are.
+TORCH_BUGS = [
+    ("F.batch_norm", lambda a, kw: not kw.get("training", False) and (_noncontig(a[2]) or _noncontig(kw.get("weight"))),
+     "eval-mode batch_norm backward on the CPU reads a non-contiguous running_var or weight as contiguous"),
+    ("F.batch_norm", lambda a, kw: _odd_channels_last(a[0]),
+     "batch_norm backward of a channels_last input whose size-1 dims have other strides than channels_last's "
+     "(strides (1, 1, 2, 2) for (1, 2, 1, 3)) is wrong"),
+    ("F.layer_norm", lambda a, kw: math.prod(a[1]) == 1,
+     "layer_norm over one element is exactly 0 (times weight, plus bias): torch's folded affine leaves rounding "
+     "noise, and its 16-bit double backward NaN"),
+    ("F.layer_norm", lambda a, kw: _past(a[0], 1e18),
+     "float statistics of values past ~1e19 overflow in torch (E[x^2]): NaN or 0 where the result is finite"),
+    ("F.group_norm", lambda a, kw: _past(a[0], 1e18),
+     "float statistics of values past ~1e19 overflow in torch (E[x^2]): NaN or 0 where the result is finite"),
+    ("var_mean", lambda a, kw: bool(a[0].isinf().any()),
+     "var_mean's Welford mean is NaN where the mean is +-inf (torch.mean gives the inf)"),
+    ("std", lambda a, kw: a[1] is None and _float32_sum_overflows(a[0]),
+     "std over all elements of float32 takes the mean in float32 first: its sum overflows where the std is finite"),
+    ("var", lambda a, kw: a[1] is None and _float32_sum_overflows(a[0]),
+     "var over all elements of float32 takes the mean in float32 first: its sum overflows"),
+]
+
+
 INT_DIVISION = {"div", "div_", "remainder", "remainder_", "fmod", "fmod_"}
 
 
@@ -278,6 +332,9 @@ class Builder:
         for quirk_op, before, applies, why in REFERENCE_QUIRKS:
             if name == quirk_op and TORCH_VERSION < before and applies(self.decode(list(args))):
                 raise SkipCase("torch %s: %s" % (torch.__version__, why))
+        for bug_op, applies, why in TORCH_BUGS:
+            if name == bug_op and applies(self.decode(list(args)), {k: self.decode(v) for k, v in kw.items()}):
+                raise SkipCase("torch bug: %s" % why)
         kw = {k: v for k, v in kw.items() if v is not None}
         index = len(self.ops)
         if name == "index" and self.bool_index is None and any(isinstance(x, bool) for x in args[1]):

@@ -256,9 +256,9 @@ template <class M>
 struct DevSums {
   M s2, s1;
 };
-template <class T>
+template <class T, class Acc = opmath_t<T>>
 struct DevOp {
-  using M = opmath_t<T>;
+  using M = Acc;
   using acc_t = DevSums<M>;
   const M* mean;  // per output
   acc_t identity() const { return {M(0), M(0)}; }
@@ -396,21 +396,34 @@ void arg_kernel(ReducePlan& p, const KernelArgs&) {
   });
 }
 
+// A sum in a given accumulator type.
+template <class A>
+struct PlainSumOp {
+  using M = A;
+  using acc_t = A;
+  A identity() const { return A(0); }
+  void step(A& a, A v, int64_t, int64_t) const { a += v; }
+  void merge(A& a, A b) const { a += b; }
+};
+
 // Two passes: the means, then the centred sums. out = var (or std), out2 = mean.
+// Every float dtype accumulates in double, as PyTorch's CPU kernel does: the
+// squares of values beyond ~1.8e19 overflow float (a float32 or bfloat16
+// input of 1e30 has a finite variance in float32 only through double).
 void var_kernel(ReducePlan& p, const KernelArgs& a) {
   const bool take_sqrt = static_cast<VarMode>(a.mode) == VarMode::Std;
   const double correction = a.s0.to_double();
   BRISK_DISPATCH_FLOAT(p.in_dtype, "var", [&] {
     using T = scalar_t;
-    using M = opmath_t<T>;
+    using M = double;
     const int64_t nout = p.num_outputs();
     std::vector<M> mean(static_cast<size_t>(nout));
     const M n = static_cast<M>(p.reduce);
-    reduce_loop<T>(p, SumOp<T>{}, [&](int64_t k, M acc) { mean[k] = acc / n; });
+    reduce_loop<T>(p, PlainSumOp<M>{}, [&](int64_t k, M acc) { mean[k] = acc / n; });
     const M divisor = static_cast<M>(std::max(0.0, static_cast<double>(p.reduce) - correction));
     T* out = static_cast<T*>(p.out);
     T* out_mean = static_cast<T*>(p.out2);
-    reduce_loop<T>(p, DevOp<T>{mean.data()}, [&](int64_t k, const DevSums<M>& s) {
+    reduce_loop<T>(p, DevOp<T, M>{mean.data()}, [&](int64_t k, const DevSums<M>& s) {
       const M m2 = std::max(s.s2 - s.s1 * s.s1 / n, M(0));  // keeps NaN (std::max returns its first argument)
       const M v = m2 / divisor;
       out[k] = static_cast<T>(take_sqrt ? std::sqrt(v) : v);
