@@ -606,6 +606,20 @@ TEST(PyTorchDivergence, PromotedInplaceOpKeepsSelfsGradient) {
   EXPECT_EQ(values(b.grad()), (std::vector<double>{3}));     // torch: [3.]
 }
 
+// Note [Integer overflow wraps]: integer arithmetic wraps in two's
+// complement, as in PyTorch, and is defined behaviour in brisk (-fwrapv; the
+// sanitizer build flagged 3 * INT32_MIN in the mul kernel before).
+TEST(PyTorchDivergence, IntegerOverflowWraps) {
+  const int32_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  Tensor a = tensor({lo, hi, 7}).to(kInt32);
+  EXPECT_EQ((a * 3).to_vector<int32_t>(), (std::vector<int32_t>{lo, 2147483645, 21}));  // torch: [-2147483648, 2147483645, 21]
+  EXPECT_EQ((a + 1).to_vector<int32_t>(), (std::vector<int32_t>{lo + 1, lo, 8}));
+  EXPECT_EQ((-a).to_vector<int32_t>(), (std::vector<int32_t>{lo, -hi, -7}));           // torch: -INT_MIN == INT_MIN
+  Tensor b = tensor({std::numeric_limits<int64_t>::max(), int64_t{1}});
+  EXPECT_EQ(b.sum().item<int64_t>(), std::numeric_limits<int64_t>::min());           // torch: -9223372036854775808
+  EXPECT_EQ((b * b).to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));              // torch: [1, 1]
+}
+
 TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
   auto shapes = [](const std::vector<Tensor>& ts) {
     std::vector<std::vector<int64_t>> r;
