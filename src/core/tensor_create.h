@@ -22,8 +22,18 @@ DimVector preserved_strides(const Tensor& t);
 /// Throws "[op] value v is out of range for dtype t" where PyTorch's checked
 /// conversion of a Scalar to t fails (Note [Scalars out of range]).
 void check_scalar_fits(const char* op, const Scalar& v, ScalarType t);
+/// For the ops that PyTorch 2.x lets overflow a 16-bit float dtype t
+/// (full, scalar_tensor, x[i] = v): v rounded to t (1e5 -> inf in float16),
+/// a Scalar that then passes check_scalar_fits. Checks v as
+/// check_scalar_fits does for the other dtypes, and returns it unchanged.
+Scalar scalar_to_dtype_unchecked_16bit(const char* op, const Scalar& v, ScalarType t);
 /// Wraps a dim into [0, ndim); throws "[op] dimension out of range".
+/// A 0-dim tensor accepts dims 0 and -1 (PyTorch's maybe_wrap_dim).
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+/// As wrap_dim for ops that need a real dimension (unbind, roll with dims,
+/// unflatten): a 0-dim tensor throws "Dimension specified as d but tensor
+/// has no dimensions", as PyTorch does.
+int64_t wrap_dim_nonscalar(int64_t dim, int64_t ndim, const char* op);
 /// Throws the "not available" error for devices without a backend.
 void check_device_available(Device d, const char* op);
 /// A contiguous CPU copy of a tensor on a device, for callers that passed a

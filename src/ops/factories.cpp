@@ -49,9 +49,10 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts)
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
   BRISK_PROFILE_OP("full", value);
   if (!opts.dtype_) opts = opts.dtype(value.dtype());
-  detail::check_scalar_fits("full", value, *opts.dtype_);
+  // torch 2.x: a value past a 16-bit float's range becomes inf (1.13 raised).
+  const Scalar v = detail::scalar_to_dtype_unchecked_16bit("full", value, *opts.dtype_);
   Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
-  t.fill_(value);
+  t.fill_(v);
   return finish_factory(t, opts);
 }
 Tensor zeros(IntArrayRef sizes, TensorOptions opts) {
@@ -95,8 +96,13 @@ Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
 }
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("full_like", t, v);
-  detail::check_scalar_fits("full_like", v, opts && opts->dtype_ ? *opts->dtype_ : t.dtype());
-  return empty_like(t, opts).fill_(v);
+  // v converted as fill_ converts it (one CPU element of a 16-bit float
+  // takes an out-of-range value as inf), checked under this op's name.
+  const ScalarType dt = opts && opts->dtype_ ? *opts->dtype_ : t.dtype();
+  const bool one = t.numel() == 1 && like_options(t, opts).device_.is_cpu();
+  const Scalar val = one ? detail::scalar_to_dtype_unchecked_16bit("full_like", v, dt) : v;
+  if (!one) detail::check_scalar_fits("full_like", v, dt);
+  return empty_like(t, opts).fill_(val);
 }
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("rand_like", t);
@@ -168,13 +174,15 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
   // The ends must fit the dtype (torch converts them with a check); integer
-  // dtypes take them converted (Note [Integer arange and linspace]).
-  detail::check_scalar_fits("linspace", start, dt);
-  detail::check_scalar_fits("linspace", end, dt);
+  // dtypes take them converted (Note [Integer arange and linspace]). torch
+  // converts only what it uses: nothing for 0 steps, start for 1 step (and
+  // then a 16-bit float start overflows to inf, torch 2.x).
+  if (steps > 1 || (steps == 1 && !is_reduced_float(dt))) detail::check_scalar_fits("linspace", start, dt);
+  if (steps > 1) detail::check_scalar_fits("linspace", end, dt);
   double a = start.to_double(), b = end.to_double();
-  if (is_integral(dt, false)) {
+  if (is_integral(dt, false) && steps > 0) {
     a = scalar_tensor(start, dt).item<double>();
-    b = scalar_tensor(end, dt).item<double>();
+    b = steps > 1 ? scalar_tensor(end, dt).item<double>() : a;
   }
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
