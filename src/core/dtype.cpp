@@ -107,6 +107,12 @@ Scalar scalar_to_dtype_unchecked_16bit(const char* op, const Scalar& v, ScalarTy
   check_scalar_fits(op, v, t);
   return v;
 }
+
+Scalar fill_value(const char* op, const Scalar& v, ScalarType t, bool one_cpu_element) {
+  if (one_cpu_element) return scalar_to_dtype_unchecked_16bit(op, v, t);
+  check_scalar_fits(op, v, t);
+  return v;
+}
 }  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {

@@ -85,7 +85,10 @@ void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, cons
   // Nothing is divided in an empty result (torch raises from the kernel).
   if (is_floating_point(compute) || a.numel() == 0 || b.numel() == 0) return;
   detail::DeviceCheckScope device_check;
-  BRISK_CHECK(!b.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
+  // The divisor as the kernel sees it, converted to the compute dtype (an
+  // int32 -2^31 is 0 as uint8).
+  const Tensor bc = b.dtype() == compute ? b : b.to(compute);
+  BRISK_CHECK(!bc.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
 }
 void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, const Scalar& b) {
   if (is_floating_point(compute) || a.numel() == 0) return;
@@ -178,10 +181,9 @@ Tensor sub_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, cons
   if (a.defined()) check_sub_dtypes(nm, a.dtype(), dtype_of_operand(b));
   // Checked before -alpha turns a bool alpha into an integer.
   if (BRISK_UNLIKELY(alpha.is_bool()) && a.defined()) check_alpha(nm, result_type(a, b), alpha);
-  if constexpr (std::is_same_v<Other, Scalar>)
-    return add_impl(nm, out, self, a, -b, alpha);
-  else
-    return add_impl(nm, out, self, a, b, -alpha);
+  // a + (-alpha) * b is a - alpha * b exactly, signed zeros included
+  // (negating b instead would turn -0.0 - 0 * 0 into +0.0).
+  return add_impl(nm, out, self, a, b, -alpha);
 }
 }  // namespace
 
@@ -598,13 +600,22 @@ template <class W>
 Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
   BRISK_PROFILE_OP(nm, a, b, w);
   BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
-  BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
+  // The compute (and result) dtype: self's, or with a 0-dim tensor weight
+  // the three operands promoted (torch 2.x: lerp(int, int, tensor(0.5)) is
+  // float; a weight with dims must have self's dtype; 1.13 refused both).
+  ScalarType ct = a.dtype();
   if constexpr (std::is_same_v<W, Tensor>) {
-    // torch 2.x: a weight with dims has self's dtype; a 0-dim weight may have
-    // any dtype (it is converted; torch 1.13 refused it too).
     BRISK_CHECK(w.dim() == 0 || w.dtype() == a.dtype(), nm, "expected dtype ", a.dtype(),
                 " for `weight` but got dtype ", w.dtype());
+    if (w.dim() == 0 && !self) {
+      ResultTypeState st;
+      st.update(a);
+      st.update(b);
+      st.update(w);
+      ct = st.result();
+    }
   }
+  BRISK_CHECK(is_floating_point(ct), nm, "expected a floating point tensor, got ", a.dtype());
   IterBuilder it(nm);
   if (self) {
     autograd::check_inplace(*self, nm);
@@ -620,7 +631,7 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
     args.s0 = w;
     args.has_s0 = true;
   } else {
-    it.input(a).input(b).input(w).compute_dtype(a.dtype());
+    it.input(a).input(b).input(w).compute_dtype(ct);
   }
   Tensor r = run<OpId::lerp>(nm, it, args);
   if (self) self->bump_version();
@@ -706,8 +717,11 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
         if (c.needs(1)) g1 = y.is_floating_point() ? g * (y * v) : g * y * v;
         if (c.needs(2)) g2 = x.is_floating_point() ? g * (x * v) : g * x * v;
       } else {
-        // Grouped as torch groups them (v / y is reciprocal(y) * v).
-        if (c.needs(1)) g1 = g * (v / y);
+        // Grouped as torch groups them; its v / y is C++'s Scalar / Tensor:
+        // v in y's dtype divided by y. (For an integer y torch raises; brisk
+        // gives the gradient.)
+        if (c.needs(1))
+          g1 = g * (y.is_floating_point() ? scalar_tensor(v, y.dtype()).div(y) : y.reciprocal().mul(v));
         if (c.needs(2)) g2 = -g * ((x.is_floating_point() ? x * v : x.to(g.dtype()) * v) / (y * y));
       }
       return {c.needs(0) ? g : Tensor(), g1, g2};

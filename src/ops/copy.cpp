@@ -192,10 +192,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 
 Tensor& Tensor::fill_(const Scalar& v) {
   BRISK_PROFILE_OP("fill_", *this, v);
-  // v is converted to the dtype with a check; torch 2.x skips it for one
-  // element of a 16-bit float on the CPU (1e5 -> inf), its scalar fill.
-  const Scalar val = numel() == 1 && is_cpu() ? detail::scalar_to_dtype_unchecked_16bit("fill_", v, dtype()) : v;
-  if (!(numel() == 1 && is_cpu())) detail::check_scalar_fits("fill_", v, dtype());
+  const Scalar val = detail::fill_value("fill_", v, dtype(), numel() == 1 && is_cpu());
   // An empty tensor is still checked and its version moves (see copy_).
   autograd::check_inplace(*this, "fill_");
   if (numel() > 0) {

@@ -49,9 +49,8 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts)
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
   BRISK_PROFILE_OP("full", value);
   if (!opts.dtype_) opts = opts.dtype(value.dtype());
-  // torch 2.x: a value past a 16-bit float's range becomes inf (1.13 raised).
-  const Scalar v = detail::scalar_to_dtype_unchecked_16bit("full", value, *opts.dtype_);
   Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
+  const Scalar v = detail::fill_value("full", value, *opts.dtype_, t.numel() == 1 && t.is_cpu());
   t.fill_(v);
   return finish_factory(t, opts);
 }
@@ -96,13 +95,8 @@ Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
 }
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("full_like", t, v);
-  // v converted as fill_ converts it (one CPU element of a 16-bit float
-  // takes an out-of-range value as inf), checked under this op's name.
-  const ScalarType dt = opts && opts->dtype_ ? *opts->dtype_ : t.dtype();
-  const bool one = t.numel() == 1 && like_options(t, opts).device_.is_cpu();
-  const Scalar val = one ? detail::scalar_to_dtype_unchecked_16bit("full_like", v, dt) : v;
-  if (!one) detail::check_scalar_fits("full_like", v, dt);
-  return empty_like(t, opts).fill_(val);
+  Tensor r = empty_like(t, opts);
+  return r.fill_(detail::fill_value("full_like", v, r.dtype(), r.numel() == 1 && r.is_cpu()));
 }
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("rand_like", t);

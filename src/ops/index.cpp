@@ -517,7 +517,9 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       auto fn = [has_value, vsizes, ssizes, geo, self_needs, acc](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
         Tensor idx = c.saved(0);
-        TensorList r{c.needs(0) || self_needs ? (acc ? g : g * kept_mask(idx, geo, g.options())) : Tensor()};
+        // masked_fill, not a product: an inf gradient at a written position is 0, not NaN.
+        TensorList r{c.needs(0) || self_needs ? (acc ? g : g.masked_fill(kept_mask(idx, geo, g.options()).eq(0), 0))
+                                              : Tensor()};
         if (has_value) r.push_back(c.needs(1) ? sum_to(index_plan(g, g, idx, geo), ssizes).view(vsizes) : Tensor());
         return r;
       };
@@ -805,9 +807,9 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
   check_no_internal_overlap(op, *this);
   const bool rec = autograd::should_record(*this, src);
   autograd::check_inplace(*this, op);
-  if (index.numel() > 0 && numel() == 0) {
-    // Nothing is written, but the indices are still checked (torch): with
-    // size(dim) == 0 every index is out of bounds.
+  if (index.numel() > 0 && numel() == 0 && this->dim() <= 1) {
+    // Nothing is written, but torch 2.x still checks the indices of a 1-D
+    // self (an empty multi-dim self it leaves unchecked; 1.13 checked both).
     const Tensor bad = index.lt(0).logical_or(index.ge(size(dim)));
     if (bad.any().item<bool>()) {
       const int64_t v = index.reshape({-1}).masked_select(bad.reshape({-1}))[0].item<int64_t>();

@@ -490,6 +490,9 @@ Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
     out_sizes[d] = x.size(d) + l + r;
     BRISK_CHECK(out_sizes[d] >= 0, "pad", "the input size ", x.size(d), " of dimension ", d,
                 ", plus negative padding ", l, " and ", r, ", gives a negative output size ", out_sizes[d]);
+    // torch crops by the negative pads first: that part must exist too.
+    BRISK_CHECK(x.size(d) + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0) >= 0, "pad", "the negative padding ",
+                l, " and ", r, " of dimension ", d, " crops more than its size ", x.size(d));
   }
   Tensor out = grows ? full(out_sizes, value, x.options()) : empty(out_sizes, x.options());
   // The part of x that survives (negative pads crop) goes to its place in out.
