@@ -118,6 +118,11 @@ Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, 
 // (arange(0, 1, 0.3, kInt64) is [0, 0, 0, 0]; 1.13 raised "step must be
 // nonzero" there). linspace converts start and end to the dtype first (an
 // out-of-range end is an error), then interpolates in float64 and truncates.
+// (PyTorch 2.x's integer linspace differs from that in a few elements whose
+// exact value is an integer, e.g. linspace(-3, 7, 7) gives 1 where 2 is
+// exact: its vectorized loop accumulates from a truncated base, and its int32
+// and int64 results differ for the same arguments. brisk keeps the exact
+// rule.)
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts) {
   BRISK_PROFILE_OP("arange", start, end, step);
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
