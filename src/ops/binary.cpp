@@ -439,43 +439,49 @@ namespace {
 template <OpId op, class Other>
 Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tensor* out, Tensor* self, const Tensor& a,
                   const Other& b) {
-  // The paths below write self in the compute dtype; an in-place op whose
-  // result cannot be cast to self (u8.mul_(half)) takes the normal path,
-  // which raises.
-  if (self && self->dtype() != result_type(a, b)) return run<op>(nm, it, args);
+  // Only mul and tensor ** scalar have special paths; the other ops (and the
+  // common dtypes) go straight to the kernel.
   if constexpr (op == OpId::mul) {
-    const ScalarType compute = result_type(a, b);
-    if (!out && opmath_scalar_operand(compute, b))
-      return run_opmath_scalar(self, a, b, compute, [](const Tensor& x, const auto& y) { return x.mul(y); });
+    auto reduced = [](ScalarType t) { return is_reduced_float(t); };
+    if (BRISK_UNLIKELY(!out && (reduced(a.dtype()) || reduced(dtype_of_operand(b))))) {
+      const ScalarType compute = result_type(a, b);
+      // The path writes self in the compute dtype; an in-place op whose
+      // result cannot be cast to self (u8.mul_(half)) takes the normal path,
+      // which raises.
+      if (opmath_scalar_operand(compute, b) && (!self || self->dtype() == compute))
+        return run_opmath_scalar(self, a, b, compute, [](const Tensor& x, const auto& y) { return x.mul(y); });
+    }
   }
   if constexpr (op == OpId::pow && std::is_same_v<Other, Scalar>) {
-    // A bool tensor to a bool power stays bool (torch 2.x): x ** True is x,
-    // x ** False is all true. (A bool tensor exponent is not implemented.)
-    if (BRISK_UNLIKELY(a.dtype() == kBool && b.is_bool())) {
-      NoGradGuard ng;
-      if (self) {
-        if (!b.template to<bool>()) self->fill_(true);
-        return *self;
+    if (out) return run<op>(nm, it, args);
+    if (b.is_bool()) {
+      // A bool tensor to a bool power stays bool (torch 2.x): x ** True is x,
+      // x ** False is all true. (A bool tensor exponent is not implemented.)
+      if (BRISK_UNLIKELY(a.dtype() == kBool)) {
+        NoGradGuard ng;
+        if (self) {
+          if (!b.template to<bool>()) self->fill_(true);
+          return *self;
+        }
+        return b.template to<bool>() ? a.clone() : ones_like(a);
       }
-      return b.template to<bool>() ? a.clone() : ones_like(a);
+      return run<op>(nm, it, args);
     }
+    const ScalarType compute = result_type(a, b);
+    if (self && self->dtype() != compute) return run<op>(nm, it, args);  // raises: can't be cast
+    const double e = b.to_double();
     // torch computes x ** 0.5 as sqrt(x) and x ** -0.5 as rsqrt(x): they
     // differ from pow at -0.0 (sqrt gives -0.0) and -inf (sqrt gives NaN).
-    if (is_floating_point(result_type(a, b)) && !b.is_bool()) {
-      const double ev = b.to_double();
-      if (ev == 0.5 || ev == -0.5) {
-        NoGradGuard ng;
-        const Tensor x = a.to(result_type(a, b));
-        return write_result(self, ev == 0.5 ? x.sqrt() : x.rsqrt(), x.dtype());
-      }
+    if ((e == 0.5 || e == -0.5) && is_floating_point(compute)) {
+      NoGradGuard ng;
+      const Tensor x = a.to(compute);
+      return write_result(self, e == 0.5 ? x.sqrt() : x.rsqrt(), compute);
     }
     // torch raises a float32 tensor to a scalar power in double: an
     // exponent float32 cannot hold (2^31 - 1 rounds to the even 2^31) keeps
     // its parity and its digits. brisk's kernel takes the exponent as float32,
     // so those exponents go through float64 (x**2, x**0.5 stay in float32).
-    const double e = b.to_double();
-    if (result_type(a, b) == kFloat && !b.is_bool() && static_cast<double>(static_cast<float>(e)) != e &&
-        !std::isnan(e)) {
+    if (BRISK_UNLIKELY(compute == kFloat && static_cast<double>(static_cast<float>(e)) != e && !std::isnan(e))) {
       NoGradGuard ng;
       return write_result(self, a.to(kDouble).pow(b), kFloat);
     }
