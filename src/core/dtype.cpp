@@ -100,6 +100,19 @@ void check_scalar_fits(const char* op, const Scalar& v, ScalarType t) {
   }
   BRISK_CHECK(ok, op, "value ", v, " is out of range for dtype ", t);
 }
+
+Scalar scalar_to_dtype_unchecked_16bit(const char* op, const Scalar& v, ScalarType t) {
+  if (t == kHalf && !v.is_bool()) return Scalar(static_cast<double>(static_cast<float>(v.to<Half>())));
+  if (t == kBFloat16 && !v.is_bool()) return Scalar(static_cast<double>(static_cast<float>(v.to<BFloat16>())));
+  check_scalar_fits(op, v, t);
+  return v;
+}
+
+Scalar fill_value(const char* op, const Scalar& v, ScalarType t, bool one_cpu_element) {
+  if (one_cpu_element) return scalar_to_dtype_unchecked_16bit(op, v, t);
+  check_scalar_fits(op, v, t);
+  return v;
+}
 }  // namespace detail
 
 std::ostream& operator<<(std::ostream& os, const Scalar& s) {

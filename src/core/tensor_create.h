@@ -22,8 +22,21 @@ DimVector preserved_strides(const Tensor& t);
 /// Throws "[op] value v is out of range for dtype t" where PyTorch's checked
 /// conversion of a Scalar to t fails (Note [Scalars out of range]).
 void check_scalar_fits(const char* op, const Scalar& v, ScalarType t);
+/// v rounded to a 16-bit float dtype t without the range check (1e5 -> inf
+/// in float16), as a Scalar that then passes check_scalar_fits; for other
+/// dtypes v itself after check_scalar_fits.
+Scalar scalar_to_dtype_unchecked_16bit(const char* op, const Scalar& v, ScalarType t);
+/// The value fill_ (and full, full_like, scalar_tensor) writes: v checked
+/// against t, except that torch 2.x's fill of a single CPU element takes a
+/// value past a 16-bit float's range as inf.
+Scalar fill_value(const char* op, const Scalar& v, ScalarType t, bool one_cpu_element);
 /// Wraps a dim into [0, ndim); throws "[op] dimension out of range".
+/// A 0-dim tensor accepts dims 0 and -1 (PyTorch's maybe_wrap_dim).
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+/// As wrap_dim for ops that need a real dimension (unbind, roll with dims,
+/// unflatten): a 0-dim tensor throws "Dimension specified as d but tensor
+/// has no dimensions", as PyTorch does.
+int64_t wrap_dim_nonscalar(int64_t dim, int64_t ndim, const char* op);
 /// Throws the "not available" error for devices without a backend.
 void check_device_available(Device d, const char* op);
 /// A contiguous CPU copy of a tensor on a device, for callers that passed a

@@ -108,6 +108,11 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   return dim < 0 ? dim + n : dim;
 }
 
+int64_t wrap_dim_nonscalar(int64_t dim, int64_t ndim, const char* op) {
+  BRISK_CHECK(ndim > 0, op, "Dimension specified as ", dim, " but tensor has no dimensions");
+  return wrap_dim(dim, ndim, op);
+}
+
 namespace {
 DeviceBackend* g_backends[kNumDeviceTypes] = {};
 }

@@ -61,12 +61,18 @@ ScalarType result_type(const Tensor& a, const Scalar& b) {
   return s.result();
 }
 
-void check_no_internal_overlap(const char* op, const Tensor& out) {
+bool has_internal_overlap(const Tensor& out) {
+  if (out.numel() == 0) return false;  // an empty tensor writes nothing (PyTorch)
   for (int64_t d = 0; d < out.dim(); ++d)
-    BRISK_CHECK(!(out.stride(d) == 0 && out.size(d) > 1), op,
-                "unsupported operation: more than one element of the written-to tensor refers to a single "
-                "memory location (shape ",
-                out.sizes(), ", strides ", out.strides(), "). Please clone() the tensor before writing to it.");
+    if (out.stride(d) == 0 && out.size(d) > 1) return true;
+  return false;
+}
+
+void check_no_internal_overlap(const char* op, const Tensor& out) {
+  BRISK_CHECK(!has_internal_overlap(out), op,
+              "unsupported operation: more than one element of the written-to tensor refers to a single "
+              "memory location (shape ",
+              out.sizes(), ", strides ", out.strides(), "). Please clone() the tensor before writing to it.");
 }
 
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in) {
@@ -240,7 +246,7 @@ void IterBuilder::build(TensorIter& it) {
       BRISK_CHECK(result_dtype == out.dtype() || can_cast(result_dtype, out.dtype()), op_, "result type ",
                   result_dtype, " can't be cast to the desired output type ", out.dtype());
     }
-    check_no_internal_overlap(op_, out);
+    if (!allow_overlap_) check_no_internal_overlap(op_, out);
     for (int i = 0; i < ninputs_; ++i)
       if (!is_scalar_[i]) check_no_partial_overlap(op_, out, in(i));
   }

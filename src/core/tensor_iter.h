@@ -112,6 +112,12 @@ class IterBuilder {
     cast_inputs_ = false;
     return *this;
   }
+  /// The output may have internal overlap (a 0 stride on a dim of size > 1):
+  /// for ops that write the same value to every element (fill_).
+  IterBuilder& allow_overlap() {
+    allow_overlap_ = true;
+    return *this;
+  }
   void build(TensorIter& it);
 
  private:
@@ -130,6 +136,7 @@ class IterBuilder {
   bool resize_out_ = false;
   bool int_to_float_ = false;
   bool cast_inputs_ = true;
+  bool allow_overlap_ = false;
   ScalarType out_dtype_ = ScalarType::Undefined;
   ScalarType compute_dtype_ = ScalarType::Undefined;
   Tensor owned_[TensorIter::kMaxOperands];
@@ -150,7 +157,9 @@ struct ResultTypeState {
 /// Throws "[op] unsupported operation: ... overlap" when `out` and `in` share
 /// memory without being the same view (or out has internal overlap).
 void check_no_partial_overlap(const char* op, const Tensor& out, const Tensor& in);
-/// Throws when out has a 0 stride on a dim of size > 1.
+/// Throws when out has a 0 stride on a dim of size > 1 (and elements).
 void check_no_internal_overlap(const char* op, const Tensor& out);
+/// True when out has a 0 stride on a dim of size > 1 and elements.
+bool has_internal_overlap(const Tensor& out);
 
 }  // namespace brisk

@@ -83,6 +83,14 @@ BRISK_HOST_DEVICE inline T rsqrt(T x) {
   return T(1) / std::sqrt(x);
 }
 
+/// -a wrapping at the minimum (min / -1 is min, as two's complement gives
+/// it; the hardware division traps with SIGFPE instead).
+template <class T>
+BRISK_HOST_DEVICE inline T neg_wrap(T a) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(U(0) - static_cast<U>(a));
+}
+
 /// Python's modulo: the result has the sign of the divisor.
 template <class T>
 BRISK_HOST_DEVICE inline T remainder(T a, T b) {
@@ -93,6 +101,8 @@ BRISK_HOST_DEVICE inline T remainder(T a, T b) {
   } else if constexpr (std::is_same_v<T, bool>) {
     return a && !b;
   } else {
+    if constexpr (std::is_signed_v<T>)
+      if (b == T(-1)) return T(0);  // min % -1 traps in hardware (SIGFPE); the result is 0
     T r = a % b;
     if constexpr (std::is_signed_v<T>)
       if (r != 0 && ((r < 0) != (b < 0))) r += b;
@@ -105,6 +115,8 @@ BRISK_HOST_DEVICE inline T fmod(T a, T b) {
     return std::fmod(a, b);
   else if constexpr (std::is_same_v<T, bool>)
     return a && !b;
+  else if constexpr (std::is_signed_v<T>)
+    return b == T(-1) ? T(0) : T(a % b);  // min % -1 traps (SIGFPE)
   else
     return a % b;
 }
@@ -122,6 +134,7 @@ BRISK_HOST_DEVICE inline T floor_div(T a, T b) {
     if (div - fl > T(0.5)) fl += T(1);
     return fl;
   } else if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return neg_wrap(a);
     T q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
     return q;
@@ -138,6 +151,8 @@ template <class S, class T>
 BRISK_HOST_DEVICE inline T trunc_div(T a, T b) {
   if constexpr (std::is_floating_point_v<T>)
     return std::trunc(static_cast<T>(static_cast<S>(a / b)));
+  else if constexpr (std::is_signed_v<T>)
+    return b == T(-1) ? neg_wrap(a) : T(a / b);
   else
     return a / b;
 }

@@ -37,6 +37,8 @@ KernelArgs mode_args(int mode) {
 }
 
 void check_alpha(const char* op, ScalarType t, const Scalar& alpha) {
+  BRISK_CHECK(!(alpha.is_bool() && t != kBool), op, "Boolean alpha only supported for Boolean results (result ", t,
+              ")");
   BRISK_CHECK(!(alpha.is_floating_point() && !is_floating_point(t)), op,
               "for integral input tensors, argument alpha must not be a floating point number");
 }
@@ -79,18 +81,56 @@ ScalarType dtype_of_operand(const Tensor& t) { return t.defined() ? t.dtype() : 
 ScalarType dtype_of_operand(const Scalar& s) { return s.dtype(); }
 
 // Integer division by zero is an error (floats give inf/nan).
-void check_int_divisor(const char* op, ScalarType compute, const Tensor& b) {
-  if (is_floating_point(compute)) return;
+void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, const Tensor& b) {
+  // Nothing is divided in an empty result (torch raises from the kernel).
+  if (is_floating_point(compute) || a.numel() == 0 || b.numel() == 0) return;
   detail::DeviceCheckScope device_check;
-  BRISK_CHECK(!b.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
+  // The divisor as the kernel sees it, converted to the compute dtype (an
+  // int32 -2^31 is 0 as uint8).
+  const Tensor bc = b.dtype() == compute ? b : b.to(compute);
+  BRISK_CHECK(!bc.eq(0).any().item<bool>(), op, "ZeroDivisionError: integer division by zero");
 }
-void check_int_divisor(const char* op, ScalarType compute, const Scalar& b) {
-  if (is_floating_point(compute)) return;
+void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, const Scalar& b) {
+  if (is_floating_point(compute) || a.numel() == 0) return;
   // The divisor as the kernel sees it: an integer scalar wraps to the dtype
   // (256 is 0 for uint8).
   const int64_t v = b.to_long();
   const bool zero = compute == kUInt8 ? uint8_t(v) == 0 : compute == kInt32 ? int32_t(v) == 0 : v == 0;
   BRISK_CHECK(!zero, op, "ZeroDivisionError: integer division by zero (divisor ", b, " as ", compute, ")");
+}
+
+// Note [Reduced-float scalar operands]
+// PyTorch 2.x computes mul and div (every rounding mode) of a float16 or
+// bfloat16 result whose second operand is a single CPU value (a Scalar, or a
+// one-element CPU tensor) in float32 with that value read from its own dtype,
+// then rounds once: x_half * 0.3 multiplies by 0.3f, not by half(0.3), and
+// x_half * 1e5 is finite where half(1e5) would be inf. (1.13 converted the
+// value to the 16-bit dtype first.) brisk follows 2.x: the op runs on
+// float32 copies and the result is rounded to the dtype.
+/// r converted to `compute`, or written to *self (no graph, no version
+/// bump: the caller's op records and bumps).
+Tensor write_result(Tensor* self, const Tensor& r, ScalarType compute) {
+  if (!self) return r.to(compute);
+  TensorIter it;
+  IterBuilder("copy_").output(*self).input(r).no_cast_inputs().build(it);
+  kernel<OpId::copy>(self->device().type, "copy_")(it, KernelArgs{});
+  return *self;
+}
+bool opmath_scalar_operand(ScalarType compute, const Tensor& b) {
+  return is_reduced_float(compute) && b.is_cpu() && b.numel() == 1;
+}
+bool opmath_scalar_operand(ScalarType compute, const Scalar&) { return is_reduced_float(compute); }
+/// f(a, b) in float32 (Note [Reduced-float scalar operands]), written to
+/// *self or returned in `compute`. No graph: the caller records the op.
+template <class Other, class F>
+Tensor run_opmath_scalar(Tensor* self, const Tensor& a, const Other& b, ScalarType compute, F f) {
+  NoGradGuard ng;
+  Tensor af = a.to(compute).to(kFloat), rf;
+  if constexpr (std::is_same_v<Other, Tensor>)
+    rf = f(af, b.to(kFloat));
+  else
+    rf = f(af, b);
+  return write_result(self, rf, compute);
 }
 }  // namespace
 
@@ -110,7 +150,7 @@ Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, cons
     it.output(*out).resize_out();
   }
   it.input(a).input(b);
-  if (BRISK_UNLIKELY(alpha.is_floating_point())) check_alpha(nm, result_type(a, b), alpha);
+  if (BRISK_UNLIKELY(!alpha.is_integral(false))) check_alpha(nm, result_type(a, b), alpha);
   if (BRISK_UNLIKELY(!is_unit(alpha))) detail::check_scalar_fits(nm, alpha, result_type(a, b));
   Tensor r = run<OpId::add>(nm, it, alpha_args(alpha));
   if (self) self->bump_version();
@@ -139,10 +179,11 @@ Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, cons
 template <class Other>
 Tensor sub_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
   if (a.defined()) check_sub_dtypes(nm, a.dtype(), dtype_of_operand(b));
-  if constexpr (std::is_same_v<Other, Scalar>)
-    return add_impl(nm, out, self, a, -b, alpha);
-  else
-    return add_impl(nm, out, self, a, b, -alpha);
+  // Checked before -alpha turns a bool alpha into an integer.
+  if (BRISK_UNLIKELY(alpha.is_bool()) && a.defined()) check_alpha(nm, result_type(a, b), alpha);
+  // a + (-alpha) * b is a - alpha * b exactly, signed zeros included
+  // (negating b instead would turn -0.0 - 0 * 0 into +0.0).
+  return add_impl(nm, out, self, a, b, -alpha);
 }
 }  // namespace
 
@@ -219,12 +260,15 @@ Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, co
     compute = result_type(a, b);
   else
     compute = result_type(a, b);
-  if (mode != RoundingMode::None) check_int_divisor(name, compute, b);
+  if (mode != RoundingMode::None) check_int_divisor(name, compute, a, b);
   const bool rec = autograd::should_record(a, b);
   if (self) autograd::check_inplace(*self, name);
   if (out) autograd::check_out(name, a, b);
   Tensor old = rec && self && autograd::needs_grad(b) ? a.clone() : Tensor();
-  Tensor r = run<OpId::div>(name, it, mode_args(static_cast<int>(mode)));
+  const ScalarType opt = mode == RoundingMode::None && is_integral(compute, true) ? default_dtype() : compute;
+  Tensor r = !out && opmath_scalar_operand(opt, b) && (!self || self->dtype() == opt)
+                 ? run_opmath_scalar(self, a, b, opt, [mode](const Tensor& x, const auto& y) { return x.div(y, mode); })
+                 : run<OpId::div>(name, it, mode_args(static_cast<int>(mode)));
   if (self) self->bump_version();
   if (out) out->bump_version();
   if (BRISK_UNLIKELY(rec)) {
@@ -253,7 +297,9 @@ Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, co
         Tensor y = c.saved(1);
         Tensor ga, gb;
         if (c.needs(0)) ga = g / y;
-        if (c.needs(1)) gb = -g * c.saved(0) / (y * y);
+        // Grouped as torch groups it: at y == 0 the order decides between
+        // inf and NaN in higher derivatives.
+        if (c.needs(1)) gb = -g * ((c.saved(0) / y) / y);
         return {ga, gb};
       };
       if (self)
@@ -313,8 +359,13 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
       const Tensor& g = c.grad();
       Tensor x = c.saved(0), e = c.saved(1);
       Tensor ga, gb;
-      if (c.needs(0)) ga = (g * e * x.pow(e - 1)).masked_fill(e == 0, 0);
-      if (c.needs(1)) gb = (g * x.pow(e) * x.log()).masked_fill(x == 0 & e >= 0, 0);
+      // Grouped as torch groups them (e * x^(e-1) first: it may overflow).
+      if (c.needs(0)) ga = (g * (e * x.pow(e - 1))).masked_fill(e == 0, 0);
+      // log of x in the result dtype (an int64 x is not logged in float32).
+      if (c.needs(1)) {
+        const Tensor xr = x.to(result_type(x, e));
+        gb = (g * (xr.pow(e) * xr.log())).masked_fill(x == 0 & e >= 0, 0);
+      }
       return {ga, gb};
     });
   } else if constexpr (op == OpId::minimum || op == OpId::maximum) {
@@ -332,8 +383,12 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
     rec("Atan2Backward0", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
       Tensor x = c.saved(0), y = c.saved(1);
-      Tensor scale = g / (x * x + y * y);
-      return {c.needs(0) ? scale * y : Tensor(), c.needs(1) ? -scale * x : Tensor()};
+      // 1 / (x^2 + y^2), taken as 0 where the sum is 0 (torch 2.x: atan2(0, 0)
+      // has zero gradients, not NaN). -(g * x) rather than g * -x: an integer
+      // x would wrap when negated in its own dtype (a torch bug).
+      Tensor denom = x * x + y * y;
+      Tensor recip = denom.reciprocal().masked_fill(denom == 0, 0);
+      return {c.needs(0) ? g * y * recip : Tensor(), c.needs(1) ? -(g * x) * recip : Tensor()};
     });
   } else if constexpr (op == OpId::remainder || op == OpId::fmod) {
     const bool floor = op == OpId::remainder;
@@ -363,7 +418,7 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
     const double e = b.to_double();
     rec("PowBackward0", {save(a)}, [b, e](BackwardCtx& c) -> TensorList {
       if (e == 0) return {zeros_like(c.grad())};
-      return {c.grad() * b * c.saved(0).pow(e - 1)};
+      return {c.grad() * (c.saved(0).pow(e - 1) * b)};
     });
   } else if constexpr (op == OpId::minimum || op == OpId::maximum || op == OpId::atan2) {
     // minimum/maximum/atan2 take tensors only in torch; a Scalar second
@@ -377,6 +432,61 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
 constexpr bool differentiable(OpId op) {
   return op == OpId::mul || op == OpId::pow || op == OpId::minimum || op == OpId::maximum || op == OpId::atan2 ||
          op == OpId::remainder || op == OpId::fmod;
+}
+}  // namespace
+
+namespace {
+template <OpId op, class Other>
+Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tensor* out, Tensor* self, const Tensor& a,
+                  const Other& b) {
+  // Only mul and tensor ** scalar have special paths; the other ops (and the
+  // common dtypes) go straight to the kernel.
+  if constexpr (op == OpId::mul) {
+    auto reduced = [](ScalarType t) { return is_reduced_float(t); };
+    if (BRISK_UNLIKELY(!out && (reduced(a.dtype()) || reduced(dtype_of_operand(b))))) {
+      const ScalarType compute = result_type(a, b);
+      // The path writes self in the compute dtype; an in-place op whose
+      // result cannot be cast to self (u8.mul_(half)) takes the normal path,
+      // which raises.
+      if (opmath_scalar_operand(compute, b) && (!self || self->dtype() == compute))
+        return run_opmath_scalar(self, a, b, compute, [](const Tensor& x, const auto& y) { return x.mul(y); });
+    }
+  }
+  if constexpr (op == OpId::pow && std::is_same_v<Other, Scalar>) {
+    if (out) return run<op>(nm, it, args);
+    if (b.is_bool()) {
+      // A bool tensor to a bool power stays bool (torch 2.x): x ** True is x,
+      // x ** False is all true. (A bool tensor exponent is not implemented.)
+      if (BRISK_UNLIKELY(a.dtype() == kBool)) {
+        NoGradGuard ng;
+        if (self) {
+          if (!b.template to<bool>()) self->fill_(true);
+          return *self;
+        }
+        return b.template to<bool>() ? a.clone() : ones_like(a);
+      }
+      return run<op>(nm, it, args);
+    }
+    const ScalarType compute = result_type(a, b);
+    if (self && self->dtype() != compute) return run<op>(nm, it, args);  // raises: can't be cast
+    const double e = b.to_double();
+    // torch computes x ** 0.5 as sqrt(x) and x ** -0.5 as rsqrt(x): they
+    // differ from pow at -0.0 (sqrt gives -0.0) and -inf (sqrt gives NaN).
+    if ((e == 0.5 || e == -0.5) && is_floating_point(compute)) {
+      NoGradGuard ng;
+      const Tensor x = a.to(compute);
+      return write_result(self, e == 0.5 ? x.sqrt() : x.rsqrt(), compute);
+    }
+    // torch raises a float32 tensor to a scalar power in double: an
+    // exponent float32 cannot hold (2^31 - 1 rounds to the even 2^31) keeps
+    // its parity and its digits. brisk's kernel takes the exponent as float32,
+    // so those exponents go through float64 (x**2, x**0.5 stay in float32).
+    if (BRISK_UNLIKELY(compute == kFloat && static_cast<double>(static_cast<float>(e)) != e && !std::isnan(e))) {
+      NoGradGuard ng;
+      return write_result(self, a.to(kDouble).pow(b), kFloat);
+    }
+  }
+  return run<op>(nm, it, args);
 }
 }  // namespace
 
@@ -401,7 +511,7 @@ constexpr bool differentiable(OpId op) {
     KernelArgs args;                                                                     \
     setup;                                                                               \
     Tensor old = rec && self ? a.clone() : Tensor();                                      \
-    Tensor r = run<OpId::opid>(nm, it, args);                                            \
+    Tensor r = run_binary<OpId::opid>(nm, it, args, out, self, a, b);                    \
     if (self) self->bump_version();                                                      \
     if (out) out->bump_version();                                                        \
     if (BRISK_UNLIKELY(rec)) record_binary<OpId::opid>(nm, self, r, self ? old : a, b); \
@@ -426,8 +536,8 @@ constexpr bool differentiable(OpId op) {
   }
 
 BRISK_BINARY_OP(mul, mul, (void)0)
-BRISK_BINARY_OP(remainder, remainder, check_int_divisor(nm, result_type(a, b), b))
-BRISK_BINARY_OP(fmod, fmod, check_int_divisor(nm, result_type(a, b), b))
+BRISK_BINARY_OP(remainder, remainder, check_int_divisor(nm, result_type(a, b), a, b))
+BRISK_BINARY_OP(fmod, fmod, check_int_divisor(nm, result_type(a, b), a, b))
 BRISK_BINARY_OP(pow, pow, check_pow_exponent(nm, a, b))
 BRISK_BINARY_OP(minimum, minimum, (void)0)
 BRISK_BINARY_OP(maximum, maximum, (void)0)
@@ -476,15 +586,11 @@ Tensor pow(const Scalar& base, const Tensor& exponent) {
 Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
 Tensor operator-(const Scalar& a, const Tensor& b) { return rsub(b, a); }
 Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+// s / t is reciprocal(t) * s, as in PyTorch (Python's __rtruediv__ and
+// libtorch's operator/): 0 / t is NaN where 1 / t overflows to inf.
 Tensor operator/(const Scalar& a, const Tensor& b) {
   BRISK_PROFILE_OP("div", a, b);
-  IterBuilder it("div");
-  it.input(a).input(b).promote_int_to_float();
-  Tensor r = run<OpId::div>("div", it, KernelArgs{});
-  if (BRISK_UNLIKELY(autograd::should_record(b)))
-    autograd::record("DivBackward0", {r}, {b}, {autograd::save(b), autograd::save_output(r)},
-                     [](autograd::BackwardCtx& c) -> TensorList { return {-c.grad() * c.saved(1) / c.saved(0)}; });
-  return r;
+  return mul(reciprocal(b), a);
 }
 Tensor operator==(const Scalar& a, const Tensor& b) { return eq(b, a); }
 // A scalar shifted by tensor counts: the scalar takes part in promotion as a
@@ -500,7 +606,22 @@ template <class W>
 Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
   BRISK_PROFILE_OP(nm, a, b, w);
   BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
-  BRISK_CHECK(a.is_floating_point(), nm, "expected a floating point tensor, got ", a.dtype());
+  // The compute (and result) dtype: self's, or with a 0-dim tensor weight
+  // the three operands promoted (torch 2.x: lerp(int, int, tensor(0.5)) is
+  // float; a weight with dims must have self's dtype; 1.13 refused both).
+  ScalarType ct = a.dtype();
+  if constexpr (std::is_same_v<W, Tensor>) {
+    BRISK_CHECK(w.dim() == 0 || w.dtype() == a.dtype(), nm, "expected dtype ", a.dtype(),
+                " for `weight` but got dtype ", w.dtype());
+    if (w.dim() == 0 && !self) {
+      ResultTypeState st;
+      st.update(a);
+      st.update(b);
+      st.update(w);
+      ct = st.result();
+    }
+  }
+  BRISK_CHECK(is_floating_point(ct), nm, "expected a floating point tensor, got ", a.dtype());
   IterBuilder it(nm);
   if (self) {
     autograd::check_inplace(*self, nm);
@@ -516,7 +637,7 @@ Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b,
     args.s0 = w;
     args.has_s0 = true;
   } else {
-    it.input(a).input(b).input(w).compute_dtype(a.dtype());
+    it.input(a).input(b).input(w).compute_dtype(ct);
   }
   Tensor r = run<OpId::lerp>(nm, it, args);
   if (self) self->bump_version();
@@ -576,12 +697,10 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
   const bool rec = autograd::should_record(s, t1, t2);
   it.input(s).input(t1).input(t2);
   if (op == OpId::addcdiv) {
-    ResultTypeState st;
-    st.update(s);
-    st.update(t1);
-    st.update(t2);
-    BRISK_CHECK(is_floating_point(st.result()), nm, "integer division with addcdiv is not supported, use "
-                "(input + value * tensor1 / tensor2) instead");
+    // torch refuses two integral (or bool) tensors whatever self's dtype.
+    BRISK_CHECK(is_floating_point(t1.dtype()) || is_floating_point(t2.dtype()), nm,
+                "integer division with addcdiv is not supported (tensor1 ", t1.dtype(), ", tensor2 ", t2.dtype(),
+                "), use (input + value * tensor1 / tensor2) instead");
   }
   if (!is_unit(v)) {
     ResultTypeState st;
@@ -599,11 +718,17 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
       Tensor x = c.saved(0), y = c.saved(1);
       Tensor g1, g2;
       if constexpr (op == OpId::addcmul) {
-        if (c.needs(1)) g1 = g * y * v;
-        if (c.needs(2)) g2 = g * x * v;
+        // g * (y * v) as torch groups it, except that an integer y * v would
+        // wrap in y's dtype (torch's gradient wraps; brisk's stays right).
+        if (c.needs(1)) g1 = y.is_floating_point() ? g * (y * v) : g * y * v;
+        if (c.needs(2)) g2 = x.is_floating_point() ? g * (x * v) : g * x * v;
       } else {
-        if (c.needs(1)) g1 = g * v / y;
-        if (c.needs(2)) g2 = -g * v * x / (y * y);
+        // Grouped as torch groups them; its v / y is C++'s Scalar / Tensor:
+        // v in y's dtype divided by y. (For an integer y torch raises; brisk
+        // gives the gradient.)
+        if (c.needs(1))
+          g1 = g * (y.is_floating_point() ? scalar_tensor(v, y.dtype()).div(y) : y.reciprocal().mul(v));
+        if (c.needs(2)) g2 = -g * ((x.is_floating_point() ? x * v : x.to(g.dtype()) * v) / (y * y));
       }
       return {c.needs(0) ? g : Tensor(), g1, g2};
     };
@@ -660,7 +785,11 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
   KernelArgs a;
   if (lo) a.s0 = *lo, a.has_s0 = true;
   if (hi) a.s1 = *hi, a.has_s1 = true;
-  if (is_integral(ct, false)) {
+  auto is_nan = [](const std::optional<Scalar>& b) { return b && b->is_floating_point() && std::isnan(b->to_double()); };
+  if (is_nan(lo) || is_nan(hi)) {
+    // A NaN bound makes every element NaN; the other bound is not converted
+    // (PyTorch does not check it).
+  } else if (is_integral(ct, false)) {
     // Integer bounds past the dtype's range (torch 2.x): a min above the
     // largest value or a max below the lowest is an error; otherwise they
     // saturate (clamp(min=-1) leaves uint8 alone instead of wrapping to 255).
@@ -682,13 +811,13 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
   if (self) self->bump_version();
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
-    // Gradient passes where the input is inside [lo, hi] (bounds included, torch).
+    // Gradient passes strictly inside (lo, hi) (Note [clamp gradients]).
     auto fn = [lo, hi](BackwardCtx& c) -> TensorList {
       Tensor v = c.saved(0);
       Tensor keep;
-      if (lo) keep = v >= *lo;
-      if (hi) keep = keep.defined() ? keep.logical_and(v <= *hi) : v <= *hi;
-      return {c.grad() * keep};
+      if (lo) keep = v > *lo;
+      if (hi) keep = keep.defined() ? keep.logical_and(v < *hi) : v < *hi;
+      return {c.grad().masked_fill(keep.logical_not(), 0)};
     };
     if (self)
       record_inplace("ClampBackward1", *self, {*self}, {save(old)}, fn);
@@ -706,23 +835,63 @@ Tensor& clamp_out(Tensor& out, const Tensor& x, std::optional<Scalar> lo, std::o
   out.bump_version();
   return out;
 }
+// Note [clamp gradients]
+// clamp is not differentiable where the input meets a bound; brisk follows
+// PyTorch 2.x's conventions there (1.13 passed the whole gradient to the
+// input at a tie). Scalar bounds: the input's gradient passes only strictly
+// inside (lo < x < hi; NaN inputs and NaN bounds give 0). Tensor bounds:
+// with one bound, as maximum(x, lo) / minimum(x, hi): a tie splits the
+// gradient in halves and a NaN on either side gives it to both. With both:
+// the input takes it where it is neither below lo nor above hi, halved at a
+// tie with one bound when lo < hi; lo takes it where x < lo <= hi (half at
+// the tie); hi takes it where lo > hi, or x > hi >= lo (half at the tie).
+namespace {
+TensorList clamp_tensor_backward(autograd::BackwardCtx& c) {
+  const Tensor& g = c.grad();
+  const Tensor v = c.saved(0), l = c.saved(1), h = c.saved(2);
+  auto halved_where = [&](const Tensor& half_mask, const Tensor& keep) {
+    return where(half_mask, g * 0.5, g).masked_fill(keep.logical_not(), 0);
+  };
+  if (l.defined() && h.defined()) {
+    const Tensor below = v < l, above = v > h, ordered = l <= h, strict = l < h;
+    const Tensor tie_lo = (v == l).logical_and(strict), tie_hi = (v == h).logical_and(strict);
+    return {c.needs(0) ? halved_where(tie_lo.logical_or(tie_hi), below.logical_or(above).logical_not()) : Tensor(),
+            c.needs(1) ? halved_where(tie_lo, below.logical_and(ordered).logical_or(tie_lo)) : Tensor(),
+            c.needs(2) ? halved_where(tie_hi, (l > h).logical_or(above.logical_and(ordered)).logical_or(tie_hi))
+                       : Tensor()};
+  }
+  const Tensor& b = l.defined() ? l : h;
+  const Tensor tie = v == b;
+  // The bound wins where x is past it; x wins where it is inside.
+  const Tensor x_out = l.defined() ? v < b : v > b, b_out = l.defined() ? v > b : v < b;
+  Tensor gx = c.needs(0) ? halved_where(tie, x_out.logical_not()) : Tensor();
+  Tensor gb = (c.needs(1) || c.needs(2)) ? halved_where(tie, b_out.logical_not()) : Tensor();
+  return l.defined() ? TensorList{gx, gb, Tensor()} : TensorList{gx, Tensor(), gb};
+}
+}  // namespace
+
 Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
   BRISK_PROFILE_OP("clamp", x, lo, hi);
+  BRISK_CHECK(lo.defined() || hi.defined(), "clamp", "at least one of 'min' or 'max' must not be None");
+  if (!lo.defined() || !hi.defined()) {
+    // One bound: maximum(x, lo) / minimum(x, hi) in the promoted dtype.
+    const Tensor& b = lo.defined() ? lo : hi;
+    Tensor r;
+    {
+      NoGradGuard ng;
+      r = lo.defined() ? maximum(x, b) : minimum(x, b);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(x, b)))
+      autograd::record("ClampBackward0", {r}, {x, lo, hi}, {autograd::save(x), autograd::save(lo), autograd::save(hi)},
+                       clamp_tensor_backward);
+    return r;
+  }
   IterBuilder it("clamp");
   it.input(x).input(lo).input(hi);
   Tensor r = run<OpId::clamp_tensor>("clamp", it, KernelArgs{});
   if (BRISK_UNLIKELY(autograd::should_record(x, lo, hi)))
     autograd::record("ClampBackward0", {r}, {x, lo, hi}, {autograd::save(x), autograd::save(lo), autograd::save(hi)},
-                     [](autograd::BackwardCtx& c) -> TensorList {
-                       const Tensor& g = c.grad();
-                       Tensor v = c.saved(0), l = c.saved(1), h = c.saved(2);
-                       // result = min(max(v, l), h): follow which operand each step took.
-                       Tensor x_wins = v >= l;
-                       Tensor m_wins = where(x_wins, v, l) <= h;
-                       return {c.needs(0) ? g * x_wins.logical_and(m_wins) : Tensor(),
-                               c.needs(1) ? g * x_wins.logical_not().logical_and(m_wins) : Tensor(),
-                               c.needs(2) ? g * m_wins.logical_not() : Tensor()};
-                     });
+                     clamp_tensor_backward);
   return r;
 }
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return brisk::clamp(*this, lo, hi); }
@@ -778,16 +947,39 @@ Tensor where(const Tensor& c, const Scalar& a, const Scalar& b) { return where_i
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
   BRISK_PROFILE_OP("masked_fill", *this, mask, v);
   detail::check_scalar_fits("masked_fill", v, dtype());
-  return clone().masked_fill_(mask, v);
+  // The result has the broadcast shape of self and mask (PyTorch): self is
+  // expanded before the copy that masked_fill_ then writes.
+  const DimVector shape = broadcast_shapes(sizes(), mask.sizes(), "masked_fill");
+  if (sizes().equals(shape)) return clone().masked_fill_(mask, v);
+  return expand(shape).clone(MemoryFormat::Contiguous).masked_fill_(mask, v);
 }
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   BRISK_PROFILE_OP("masked_fill_", *this, mask, v);
   BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
   detail::check_scalar_fits("masked_fill_", v, dtype());
   autograd::check_inplace(*this, "masked_fill_");
-  IterBuilder it("masked_fill_");
-  it.inplace(*this).input(mask, false).input(v).input(*this).compute_dtype(dtype());
-  run<OpId::where>("masked_fill_", it, KernelArgs{});
+  if (BRISK_UNLIKELY(has_internal_overlap(*this))) {
+    // An expanded self (PyTorch allows it, with a deprecation warning): a
+    // memory location is written when any element aliasing it is masked.
+    // Reduce the mask over the 0-stride dims and fill one copy of them, so
+    // the result does not depend on the order of the writes.
+    BRISK_CHECK(IntArrayRef(broadcast_shapes(sizes(), mask.sizes(), "masked_fill_")) == sizes(), "masked_fill_",
+                "mask of shape ", mask.sizes(), " cannot be broadcast to self's shape ", sizes());
+    NoGradGuard ng;
+    Tensor m = mask.expand(sizes()), target = *this;
+    for (int64_t d = 0; d < dim(); ++d)
+      if (stride(d) == 0 && size(d) > 1) {
+        m = m.any(d, /*keepdim=*/true);
+        target = target.narrow(d, 0, 1);
+      }
+    IterBuilder it("masked_fill_");
+    it.inplace(target).input(m, false).input(v).input(target).compute_dtype(dtype());
+    run<OpId::where>("masked_fill_", it, KernelArgs{});
+  } else {
+    IterBuilder it("masked_fill_");
+    it.inplace(*this).input(mask, false).input(v).input(*this).compute_dtype(dtype());
+    run<OpId::where>("masked_fill_", it, KernelArgs{});
+  }
   bump_version();
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
     autograd::record_inplace("MaskedFillBackward0", *this, {*this}, {autograd::save(mask)},

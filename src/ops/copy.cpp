@@ -148,8 +148,15 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   BRISK_PROFILE_OP("copy_", *this, src);
   BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
-  if (is_same(src) || numel() == 0) return *this;
+  // x.copy_(x) and copies into empty tensors move no data but are still
+  // in-place ops: a leaf that requires grad refuses them and the version
+  // counter moves (PyTorch: a saved empty tensor that was copied into fails
+  // at backward).
   autograd::check_inplace(*this, "copy_");
+  if (is_same(src)) {
+    bump_version();
+    return *this;
+  }
   const bool rec = autograd::should_record(*this, src);
   std::optional<NoGradGuard> no_grad;
   if (rec) no_grad.emplace();
@@ -160,8 +167,10 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
                 " cannot be broadcast to the destination shape ", sizes());
     s = s.expand(sizes());
   }
-  if (BRISK_UNLIKELY(s.device().type != device().type ||
-                     (!is_cpu() && s.device().index != device().index))) {
+  if (numel() == 0) {
+    // nothing to move
+  } else if (BRISK_UNLIKELY(s.device().type != device().type ||
+                            (!is_cpu() && s.device().index != device().index))) {
     check_no_internal_overlap("copy_", *this);
     copy_across_devices(*this, s, non_blocking);
   } else {
@@ -183,15 +192,18 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 
 Tensor& Tensor::fill_(const Scalar& v) {
   BRISK_PROFILE_OP("fill_", *this, v);
-  detail::check_scalar_fits("fill_", v, dtype());
-  if (numel() == 0) return *this;
+  const Scalar val = detail::fill_value("fill_", v, dtype(), numel() == 1 && is_cpu());
+  // An empty tensor is still checked and its version moves (see copy_).
   autograd::check_inplace(*this, "fill_");
-  check_no_internal_overlap("fill_", *this);
-  TensorIter it;
-  IterBuilder("fill_").output(*this).compute_dtype(dtype()).build(it);
-  KernelArgs a;
-  a.s0 = v;
-  kernel<OpId::fill>(device().type, "fill_")(it, a);
+  if (numel() > 0) {
+    // Overlapping memory (an expanded tensor) is allowed: every element
+    // gets the same value, in any order (PyTorch).
+    TensorIter it;
+    IterBuilder("fill_").output(*this).compute_dtype(dtype()).allow_overlap().build(it);
+    KernelArgs a;
+    a.s0 = val;
+    kernel<OpId::fill>(device().type, "fill_")(it, a);
+  }
   bump_version();
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
     autograd::record_inplace("FillBackward0", *this, {*this}, {},

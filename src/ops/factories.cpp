@@ -49,9 +49,9 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, TensorOptions opts)
 Tensor full(IntArrayRef sizes, const Scalar& value, TensorOptions opts) {
   BRISK_PROFILE_OP("full", value);
   if (!opts.dtype_) opts = opts.dtype(value.dtype());
-  detail::check_scalar_fits("full", value, *opts.dtype_);
   Tensor t = detail::make_tensor(sizes, {}, *opts.dtype_, opts.device_);
-  t.fill_(value);
+  const Scalar v = detail::fill_value("full", value, *opts.dtype_, t.numel() == 1 && t.is_cpu());
+  t.fill_(v);
   return finish_factory(t, opts);
 }
 Tensor zeros(IntArrayRef sizes, TensorOptions opts) {
@@ -95,8 +95,8 @@ Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
 }
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("full_like", t, v);
-  detail::check_scalar_fits("full_like", v, opts && opts->dtype_ ? *opts->dtype_ : t.dtype());
-  return empty_like(t, opts).fill_(v);
+  Tensor r = empty_like(t, opts);
+  return r.fill_(detail::fill_value("full_like", v, r.dtype(), r.numel() == 1 && r.is_cpu()));
 }
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("rand_like", t);
@@ -118,6 +118,11 @@ Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, 
 // (arange(0, 1, 0.3, kInt64) is [0, 0, 0, 0]; 1.13 raised "step must be
 // nonzero" there). linspace converts start and end to the dtype first (an
 // out-of-range end is an error), then interpolates in float64 and truncates.
+// (PyTorch 2.x's integer linspace differs from that in a few elements whose
+// exact value is an integer, e.g. linspace(-3, 7, 7) gives 1 where 2 is
+// exact: its vectorized loop accumulates from a truncated base, and its int32
+// and int64 results differ for the same arguments. brisk keeps the exact
+// rule.)
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions opts) {
   BRISK_PROFILE_OP("arange", start, end, step);
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
@@ -168,13 +173,15 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   BRISK_CHECK(steps >= 0, "linspace", "number of steps must be non-negative, got ", steps);
   const ScalarType dt = opts.dtype_or_default();
   // The ends must fit the dtype (torch converts them with a check); integer
-  // dtypes take them converted (Note [Integer arange and linspace]).
-  detail::check_scalar_fits("linspace", start, dt);
-  detail::check_scalar_fits("linspace", end, dt);
+  // dtypes take them converted (Note [Integer arange and linspace]). torch
+  // converts only what it uses: nothing for 0 steps, start for 1 step (and
+  // then a 16-bit float start overflows to inf, torch 2.x).
+  if (steps > 1 || (steps == 1 && !is_reduced_float(dt))) detail::check_scalar_fits("linspace", start, dt);
+  if (steps > 1) detail::check_scalar_fits("linspace", end, dt);
   double a = start.to_double(), b = end.to_double();
-  if (is_integral(dt, false)) {
+  if (is_integral(dt, false) && steps > 0) {
     a = scalar_tensor(start, dt).item<double>();
-    b = scalar_tensor(end, dt).item<double>();
+    b = steps > 1 ? scalar_tensor(end, dt).item<double>() : a;
   }
   const double step = steps > 1 ? (b - a) / static_cast<double>(steps - 1) : 0.0;
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.

@@ -12,7 +12,9 @@
 //   coordinates, i.e. k index tensors. As in PyTorch, integers always select
 //   (even next to tensors), and a bool is an advanced index of shape [1]
 //   (True) or [0] (False) on a new dim; when no tensor is present the bools'
-//   result is built as a view (same shape as PyTorch, no copy).
+//   shape is built as a view, then index() copies it (a copy in PyTorch too:
+//   x[True].fill_(5) leaves x alone). index_put_ writes through that view,
+//   and a lone bool is PyTorch's fast path (x[False] = v does nothing).
 //   Unlike PyTorch (and like numpy), a multi-dim mask consumes all its dims
 //   before the next index is applied, at most one Ellipsis is allowed, and
 //   index values are checked even when the result is empty.
@@ -57,6 +59,7 @@ struct Parsed {
   Tensor view;
   std::vector<AdvancedIndex> adv;
   bool identity = false;  ///< view is a plain alias of self (no basic index changed it)
+  bool bools = false;     ///< bools (no tensor) were applied as a view: index() copies it
 };
 
 Tensor select_checked(const Tensor& v, int64_t d, int64_t i, int64_t real_dim, const char* op) {
@@ -189,6 +192,7 @@ Parsed parse_indices(const Tensor& self, const TensorIndex* ix, size_t count, co
     const int64_t pos = adjacent ? bool_dims[0] : 0;
     v = v.unsqueeze(pos);
     if (!all_true) v = v.narrow(pos, 0, 0);
+    p.bools = true;
   }
   // A view even when nothing changed, so that the result is a new handle.
   p.identity = v.is_same(self);
@@ -380,6 +384,9 @@ Tensor kept_mask(const Tensor& index, const PlanGeom& g, TensorOptions opts) {
 Tensor index_impl(const Tensor& self, const TensorIndex* ix, size_t n) {
   BRISK_PROFILE_OP("index", self);
   Parsed p = parse_indices(self, ix, n, "index");
+  // A bool is an advanced index (PyTorch): x[True] is a copy, not a view,
+  // even though brisk computes its shape as one.
+  if (p.bools && p.adv.empty()) return p.view.clone(MemoryFormat::Contiguous);
   if (p.adv.empty()) {
     if (p.identity && BRISK_UNLIKELY(autograd::should_record(self))) {
       autograd::record("AliasBackward0", {p.view}, {self}, {},
@@ -411,6 +418,11 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   if (mode.strict)
     BRISK_CHECK(value->dtype() == self.dtype(), op, "Index put requires the source and destination dtypes match, got ",
                 self.dtype(), " for the destination and ", value->dtype(), " for the source.");
+  // A lone bool is torch's fast path (set_item): x[False] = v does nothing
+  // at all, x[True] = v copies into x (converting v). Bools among other
+  // indices are advanced indices.
+  const bool lone_bool = n == 1 && ix[0].kind() == TensorIndex::Kind::Boolean && !mode.strict && !mode.accumulate;
+  if (lone_bool && !ix[0].boolean()) return self;
   const bool rec = autograd::should_record(self) || (value && autograd::should_record(*value));
   autograd::check_inplace(self, op);
   const uint32_t version = self._version();
@@ -421,7 +433,12 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   Parsed p = parse_indices(self, ix, n, op);
   const Tensor& v = p.view;
   Tensor val;
-  if (!value) detail::check_scalar_fits(op, scalar, self.dtype());
+  // x[i] = v converts v to self's dtype with a check: fill_'s for basic
+  // indices (torch 2.x lets one element of a 16-bit float take 1e5 as inf),
+  // index_put_'s otherwise.
+  const Scalar& scalar_v = scalar;
+  const bool bool_advanced = p.bools && !lone_bool;
+  if (!value && !(p.adv.empty() && !bool_advanced)) detail::check_scalar_fits(op, scalar, self.dtype());
   if (value) {
     val = mode.strict ? *value : strip_leading_ones(*value);
     // Reading and writing the same memory: work from a copy.
@@ -431,12 +448,16 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   if (p.adv.empty()) {
     if (value) {
       check_value_shape(val, v.sizes(), op);
+      // Bools are advanced indices (torch): the values must have self's dtype.
+      BRISK_CHECK(!bool_advanced || val.dtype() == self.dtype(), op, "the values have dtype ", val.dtype(),
+                  " but the indexed tensor has ", self.dtype(), ": convert them first (values.to(", self.dtype(),
+                  "))");
       if (mode.accumulate)
         Tensor(v).add_(val);
       else
         Tensor(v).copy_(val);
     } else {
-      Tensor(v).fill_(scalar);
+      Tensor(v).fill_(scalar_v);
     }
   } else {
     check_no_internal_overlap(op, v);
@@ -447,11 +468,11 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       Tensor mask = m.t.dtype() == kBool ? m.t : m.t.ne(0);
       DimVector shape(mask.sizes().begin(), mask.sizes().end());
       for (int64_t d = m.dim + mask.dim(); d < v.dim(); ++d) shape.push_back(1);
-      Tensor(v).masked_fill_(mask.reshape(shape), value ? val.item() : scalar);
+      Tensor(v).masked_fill_(mask.reshape(shape), value ? val.item() : scalar_v);
       if (rec) a = plan_advanced(p, op);  // for the backward
     } else {
       a = plan_advanced(p, op);
-      if (!value) val = scalar_tensor(scalar, self.dtype());
+      if (!value) val = scalar_tensor(scalar_v, self.dtype());
       check_value_shape(val, a.result, op);
       // Advanced indexing writes values of self's dtype only (torch): a
       // silent conversion would hide a dtype mix-up.
@@ -496,7 +517,9 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
       auto fn = [has_value, vsizes, ssizes, geo, self_needs, acc](BackwardCtx& c) -> TensorList {
         const Tensor& g = c.grad();
         Tensor idx = c.saved(0);
-        TensorList r{c.needs(0) || self_needs ? (acc ? g : g * kept_mask(idx, geo, g.options())) : Tensor()};
+        // masked_fill, not a product: an inf gradient at a written position is 0, not NaN.
+        TensorList r{c.needs(0) || self_needs ? (acc ? g : g.masked_fill(kept_mask(idx, geo, g.options()).eq(0), 0))
+                                              : Tensor()};
         if (has_value) r.push_back(c.needs(1) ? sum_to(index_plan(g, g, idx, geo), ssizes).view(vsizes) : Tensor());
         return r;
       };
@@ -572,6 +595,8 @@ Tensor& scatter_into(Tensor& self, int64_t dim, const Tensor& index, const Tenso
   check_scatter_args(op, self, dim, index, src);
   check_same_device(op, self, index, "index");
   if (src) check_same_device(op, self, *src, "src");
+  // The value is converted with a check, when there is something to write (torch).
+  if (!src && index.numel() > 0) detail::check_scalar_fits(op, value, self.dtype());
   check_no_internal_overlap(op, self);
   const bool rec = autograd::should_record(orig ? *orig : self) || (src && autograd::should_record(*src));
   if (!orig) autograd::check_inplace(self, op);
@@ -782,6 +807,15 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
   check_no_internal_overlap(op, *this);
   const bool rec = autograd::should_record(*this, src);
   autograd::check_inplace(*this, op);
+  if (index.numel() > 0 && numel() == 0 && this->dim() <= 1) {
+    // Nothing is written, but torch 2.x still checks the indices of a 1-D
+    // self (an empty multi-dim self it leaves unchecked; 1.13 checked both).
+    const Tensor bad = index.lt(0).logical_or(index.ge(size(dim)));
+    if (bad.any().item<bool>()) {
+      const int64_t v = index.reshape({-1}).masked_select(bad.reshape({-1}))[0].item<int64_t>();
+      BRISK_FAIL(op, "index ", v, " is out of bounds for dimension ", dim, " with size ", size(dim));
+    }
+  }
   if (index.numel() > 0 && numel() > 0) {
     const Tensor s = src.is_alias_of(*this) ? src.clone() : src;
     KernelArgs args;

@@ -129,16 +129,19 @@ std::vector<int64_t> wrap_dims_unique(const char* op, IntArrayRef dims, int64_t 
   return out;
 }
 
-/// x with 0 outside the band kept by tril (lower) or triu; x: (..., m, n).
-Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
+/// The band kept by tril (lower) or triu of x: (..., m, n); keep[i, j] =
+/// (j - i <= diagonal) for tril, (j - i >= diagonal) for triu; (m, n).
+Tensor triangle_band(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
   BRISK_CHECK(x.defined(), op, "input is an undefined tensor");
   BRISK_CHECK(x.dim() >= 2, op, "input tensor must have at least 2 dimensions, but got shape ", x.sizes());
   const int64_t m = x.size(-2), n = x.size(-1);
-  // keep[i, j] = (j - i <= diagonal) for tril, (j - i >= diagonal) for triu; (m, n)
   Tensor offset = arange(n, TensorOptions(kInt64).device(x.device())).unsqueeze(0) -
                   arange(m, TensorOptions(kInt64).device(x.device())).unsqueeze(1);
-  Tensor keep = lower ? offset.le(diagonal) : offset.ge(diagonal);
-  return where(keep, x, zeros({}, x.options()));
+  return lower ? offset.le(diagonal) : offset.ge(diagonal);
+}
+/// x with 0 outside the band kept by tril (lower) or triu; x: (..., m, n).
+Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
+  return where(triangle_band(op, x, diagonal, lower), x, zeros({}, x.options()));
 }
 
 }  // namespace
@@ -343,11 +346,10 @@ Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
   }
   BRISK_CHECK(shifts.size() == dims.size(), "roll", "shifts and dimensions must align. shifts: ", shifts.size(),
               ", dims: ", dims.size());
-  const int64_t ndim = std::max<int64_t>(x.dim(), 1);
   // Rolling one dim twice adds the shifts; normalise each to [0, size).
   std::vector<int64_t> rd, rs;
   for (size_t i = 0; i < dims.size(); ++i) {
-    const int64_t d = wrap_dim(dims[i], ndim, "roll");
+    const int64_t d = detail::wrap_dim_nonscalar(dims[i], x.dim(), "roll");
     auto it = std::find(rd.begin(), rd.end(), d);
     if (it == rd.end()) {
       rd.push_back(d);
@@ -358,10 +360,6 @@ Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
   }
   Tensor out = empty(x.sizes(), x.options());
   if (x.numel() == 0) return out;
-  if (x.dim() == 0) {
-    out.copy_(x);
-    return out;
-  }
   std::vector<int64_t> dd, ss;
   for (size_t i = 0; i < rd.size(); ++i) {
     const int64_t n = x.size(rd[i]), s = ((rs[i] % n) + n) % n;
@@ -433,12 +431,29 @@ Tensor triangle_op(const char* op, const char* node, const Tensor& x, int64_t di
 template <bool Lower>
 Tensor& triangle_inplace(const char* op, const char* node, Tensor& self, int64_t diagonal) {
   BRISK_PROFILE_OP(op, self);
-  check_no_internal_overlap(op, self);
+  Tensor band = triangle_band(op, self, diagonal, Lower);
+  if (has_internal_overlap(self) && self.dim() > 3) {
+    // torch updates in place tensors of up to 3 dims, and bigger ones whose
+    // batch dims are laid out as for contiguous matrices (dim 0 may be
+    // expanded); others are computed apart and copied back, which refuses
+    // overlapping memory.
+    int64_t expected = self.size(-1) * self.size(-2);
+    bool batch_dense = true;
+    for (int64_t i = self.dim() - 3; i >= 0 && batch_dense; --i) {
+      if (i == 0 && (self.stride(0) == 0 || self.size(0) == 1)) continue;
+      batch_dense = self.stride(i) == expected;
+      expected *= self.size(i);
+    }
+    if (!batch_dense) check_no_internal_overlap(op, self);
+  }
   autograd::check_inplace(self, op);
   const bool rec = autograd::should_record(self);
   {
+    // Zeros written outside the band, the band left alone: on an expanded
+    // self (PyTorch allows it) a location is zeroed when any element
+    // aliasing it is outside the band.
     NoGradGuard ng;
-    self.copy_(triangle(op, self, diagonal, Lower));
+    self.masked_fill_(band.logical_not(), 0);
   }
   if (BRISK_UNLIKELY(rec))
     autograd::record_inplace(node, self, {self}, {},
@@ -459,7 +474,10 @@ Tensor& Tensor::triu_(int64_t diagonal) { return triangle_inplace<false>("triu_"
 namespace {
 Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
   BRISK_CHECK(x.defined(), "pad", "input is an undefined tensor");
-  detail::check_scalar_fits("pad", value, x.dtype());
+  // The value is converted (checked) only when something is padded (torch):
+  // negative pads alone crop.
+  const bool grows = std::any_of(pad.begin(), pad.end(), [](int64_t p) { return p > 0; });
+  if (grows) detail::check_scalar_fits("pad", value, x.dtype());
   BRISK_CHECK(pad.size() % 2 == 0, "pad", "padding length must be divisible by 2, got ", pad.size(), " values ",
               pad);
   const int64_t np = static_cast<int64_t>(pad.size()) / 2;
@@ -472,8 +490,11 @@ Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
     out_sizes[d] = x.size(d) + l + r;
     BRISK_CHECK(out_sizes[d] >= 0, "pad", "the input size ", x.size(d), " of dimension ", d,
                 ", plus negative padding ", l, " and ", r, ", gives a negative output size ", out_sizes[d]);
+    // torch crops by the negative pads first: that part must exist too.
+    BRISK_CHECK(x.size(d) + std::min<int64_t>(l, 0) + std::min<int64_t>(r, 0) >= 0, "pad", "the negative padding ",
+                l, " and ", r, " of dimension ", d, " crops more than its size ", x.size(d));
   }
-  Tensor out = full(out_sizes, value, x.options());
+  Tensor out = grows ? full(out_sizes, value, x.options()) : empty(out_sizes, x.options());
   // The part of x that survives (negative pads crop) goes to its place in out.
   Tensor src = x, dst = out;
   for (int64_t i = 0; i < np; ++i) {

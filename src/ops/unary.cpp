@@ -34,9 +34,9 @@ UnaryKind kind_of(UnaryMode m) {
 Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
   const UnaryKind k = kind_of(mode);
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
-  if (x.dtype() == kBool && !out && !inplace) {
-    if (mode == UnaryMode::sign) return x.clone();
-    if (mode == UnaryMode::square) return x.to(kInt64).square();
+  if (x.dtype() == kBool && !out) {
+    if (mode == UnaryMode::sign) return inplace ? x : x.clone();  // sign_ of bool leaves it alone
+    if (mode == UnaryMode::square && !inplace) return x.to(kInt64).square();
   }
   if (mode == UnaryMode::silu)
     BRISK_CHECK(x.is_floating_point(), name, "expected a floating point tensor, got ", x.dtype());

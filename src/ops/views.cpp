@@ -287,7 +287,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef parts) const {
   BRISK_PROFILE_OP("unflatten", *this);
-  d = wrap_dim(d, dim(), "unflatten");
+  d = detail::wrap_dim_nonscalar(d, dim(), "unflatten");
   BRISK_CHECK(!parts.empty(), "unflatten", "sizes must be non-empty");
   DimVector inner = infer_size(parts, size(d), "unflatten");
   DimVector sz;
@@ -407,6 +407,7 @@ Tensor Tensor::movedim(int64_t src, int64_t dst) const {
   BRISK_PROFILE_OP("movedim", *this);
   src = wrap_dim(src, dim(), "movedim");
   dst = wrap_dim(dst, dim(), "movedim");
+  if (dim() == 0) return permute({});  // dims 0 and -1 name the 0-dim tensor itself (PyTorch)
   std::vector<int64_t> order;
   for (int64_t d = 0; d < dim(); ++d)
     if (d != src) order.push_back(d);
@@ -682,7 +683,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
   BRISK_PROFILE_OP("unbind", *this);
-  d = wrap_dim(d, dim(), "unbind");
+  d = detail::wrap_dim_nonscalar(d, dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < size(d); ++i) out.push_back(select_nr(*this, d, i));
   if (BRISK_UNLIKELY(autograd::should_record(*this)) && !out.empty()) {

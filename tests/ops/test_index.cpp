@@ -118,17 +118,20 @@ TEST(Index, BasicIndicesAreViews) {
   EXPECT_EQ(a.data_ptr(), x.data_ptr());
   EXPECT_EQ(shape_of(x.index({Ellipsis})), shape_of(x));
 
-  // Bools add a dim of size 1 (True) or 0 (False), as views.
+  // Bools add a dim of size 1 (True) or 0 (False). They are advanced
+  // indices in PyTorch, so the result is a copy (a = torch.zeros(3);
+  // a[True].fill_(5) leaves a alone).
   Tensor t = x.index({true});
   EXPECT_EQ(shape_of(t), (std::vector<int64_t>{1, 2, 3, 4}));
-  EXPECT_EQ(t.data_ptr(), x.data_ptr());
+  EXPECT_NE(t.data_ptr(), x.data_ptr());
+  EXPECT_EQ(t.to_vector<float>(), x.to_vector<float>());
   EXPECT_EQ(shape_of(x.index({false})), (std::vector<int64_t>{0, 2, 3, 4}));
   EXPECT_EQ(shape_of(x.index({Slice(), false, 1})), (std::vector<int64_t>{2, 0, 4}));
   EXPECT_EQ(shape_of(x.index({scalar_tensor(true)})), (std::vector<int64_t>{1, 2, 3, 4}));
   // Several bools merge into one dim, placed like an advanced index (as PyTorch).
   Tensor tt = x.index({true, Slice(), true});
   EXPECT_EQ(shape_of(tt), (std::vector<int64_t>{1, 2, 3, 4}));
-  EXPECT_EQ(tt.data_ptr(), x.data_ptr());
+  EXPECT_NE(tt.data_ptr(), x.data_ptr());
   EXPECT_EQ(shape_of(x.index({Slice(), true, false})), (std::vector<int64_t>{2, 0, 3, 4}));
   EXPECT_EQ(shape_of(x.index({true, true, None})), (std::vector<int64_t>{1, 1, 2, 3, 4}));
 
@@ -326,8 +329,12 @@ TEST(IndexPut, BasicIndicesWriteThrough) {
   // Other dtypes are converted; True indexes everything.
   x.index_put_({true}, tensor({1.5, 2.5, 3.5, 4.5}, kDouble));
   EXPECT_EQ(x.index({1}).to_vector<float>(), (std::vector<float>{1.5, 2.5, 3.5, 4.5}));
+  // A lone False does nothing at all (torch's set_item: x[False] = 3 leaves
+  // x._version alone); False among other indices is an advanced index.
   const uint32_t v1 = x._version();
-  x.index_put_({false}, 3.0);  // writes nothing, still counts as a write
+  x.index_put_({false}, 3.0);
+  EXPECT_EQ(x._version(), v1);
+  x.index_put_({Slice(), false}, 3.0);
   EXPECT_GT(x._version(), v1);
   EXPECT_EQ(x.index({0}).to_vector<float>(), (std::vector<float>{1.5, 2.5, 3.5, 4.5}));
 

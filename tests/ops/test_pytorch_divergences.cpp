@@ -659,5 +659,384 @@ TEST(PyTorchDivergence, ChunkOfEmptyDimGivesAllChunks) {
   EXPECT_EQ(sizes_of(x.grad()), (std::vector<int64_t>{0, 2}));
 }
 
+// ---- shape ops on 0-dim tensors -------------------------------------------------------
+
+TEST(PyTorchDivergence, ZeroDimUnbindRollUnflattenRaiseMovedimWorks) {
+  // torch.tensor(2.).unbind(0) / .unflatten(0, (1,)) / torch.roll(x, 1, 0):
+  //   IndexError "Dimension specified as 0 but tensor has no dimensions" (1.13 and 2.x;
+  //   unbind used to read out of bounds in brisk)
+  Tensor x = scalar_tensor(2.0);
+  expect_error([&] { x.unbind(0); }, {"[unbind]", "no dimensions"});
+  expect_error([&] { x.unbind(-1); }, {"[unbind]", "no dimensions"});
+  expect_error([&] { x.unflatten(0, {1}); }, {"[unflatten]", "no dimensions"});
+  expect_error([&] { x.roll({1}, {0}); }, {"[roll]", "no dimensions"});
+  expect_error([&] { x.roll({1}, {-1}); }, {"[roll]", "no dimensions"});
+  // torch.roll(x, 1) (no dims) and x.movedim(0, 0) / movedim(-1, 0): tensor(2.)
+  EXPECT_TRUE(same_bits(x.roll({1}), {2}));
+  EXPECT_EQ(x.roll({1}).dim(), 0);
+  for (auto [s, d] : {std::pair<int64_t, int64_t>{0, 0}, {-1, 0}, {0, -1}}) {
+    Tensor m = x.movedim(s, d);
+    EXPECT_EQ(m.dim(), 0);
+    EXPECT_EQ(m.data_ptr(), x.data_ptr());
+  }
+  expect_error([&] { x.movedim(1, 0); }, {"[movedim]", "out of range"});
+}
+
+// ---- integer division of the minimum by -1 ----------------------------------------------
+
+TEST(PyTorchDivergence, IntegerMinimumByMinusOneDoesNotTrap) {
+  // min / -1 traps with SIGFPE in hardware (torch itself dies on it); brisk
+  // wraps as two's complement does: trunc/floor give min, % and fmod give 0.
+  for (ScalarType dt : {kInt64, kInt32}) {
+    const int64_t mn = dt == kInt64 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int32_t>::min();
+    // non-contiguous, as the fuzzer's case (the contiguous path did not trap)
+    Tensor x = tensor<int64_t>({mn, 7, mn, -7, 5, 0}, {2, 3}).to(dt).t();
+    // x = [[mn, -7], [7, 5], [mn, 0]]
+    EXPECT_EQ(values(x.div(-1, RoundingMode::Trunc)), (std::vector<double>{double(mn), 7, -7, -5, double(mn), 0}));
+    EXPECT_EQ(values(x.div(-1, RoundingMode::Floor)), (std::vector<double>{double(mn), 7, -7, -5, double(mn), 0}));
+    EXPECT_EQ(values(x.remainder(-1)), (std::vector<double>(6, 0.0)));
+    EXPECT_EQ(values(x.fmod(-1)), (std::vector<double>(6, 0.0)));
+    EXPECT_EQ(values(x.fmod(full({3, 2}, -1, dt))), (std::vector<double>(6, 0.0)));
+  }
+  // A tensor divisor is checked as the kernel sees it: int32 -2^31 is 0 as
+  // uint8 (torch.fmod(uint8 tensor, tensor(-2**31, dtype=int32)): ZeroDivisionError)
+  Tensor u = tensor<int64_t>({3, 1, 0}).to(kUInt8);
+  expect_error([&] { u.fmod(scalar_tensor(int64_t(-2147483648LL), kInt32)); }, {"[fmod]", "ZeroDivisionError"});
+  // Nothing is divided in an empty result: torch.remainder(empty int32, 0) is empty
+  EXPECT_EQ(zeros({0}, kInt32).remainder(0).numel(), 0);
+  EXPECT_EQ(zeros({3, 0}, kInt32).fmod(zeros({1}, kInt32)).numel(), 0);
+}
+
+// ---- index ---------------------------------------------------------------------------------
+
+TEST(PyTorchDivergence, IndexAddChecksIndicesOfEmptyOneDimSelf) {
+  // torch.zeros(0).index_add_(0, tensor([0]), zeros(1)): "index out of range in self";
+  // torch 2.x leaves an empty multi-dim self unchecked (zeros(0, 1).index_add_(0,
+  // tensor([0, 0]), zeros(2, 1)) is fine; 1.13 raised there too)
+  expect_error([] { zeros({0}).index_add_(0, tensor<int64_t>({0}), zeros({1})); }, {"[index_add_]", "out of bounds"});
+  Tensor e = zeros({0, 1});
+  e.index_add_(0, tensor<int64_t>({0, 0}), zeros({2, 1}));
+  EXPECT_EQ(e.numel(), 0);
+}
+
+TEST(PyTorchDivergence, BoolIndexIsACopy) {
+  // a = torch.zeros(2, 3); a[True].fill_(5); a[:, True].fill_(5); a[torch.tensor(True)].fill_(5)
+  // all leave a alone: bools are advanced indices (1.13 and 2.x)
+  Tensor a = zeros({2, 3});
+  for (auto idx : {std::vector<TensorIndex>{true}, {Slice(), true}, {scalar_tensor(true)}, {true, Slice(), true}}) {
+    Tensor v = a.index(idx);
+    EXPECT_NE(v.data_ptr(), a.data_ptr());
+    v.fill_(5);
+    EXPECT_EQ(values(a), std::vector<double>(6, 0.0));
+  }
+  EXPECT_EQ(sizes_of(a.index({Slice(), true})), (std::vector<int64_t>{2, 1, 3}));
+  EXPECT_EQ(sizes_of(a.index({false})), (std::vector<int64_t>{0, 2, 3}));
+  // The gradient of the copy still reaches a (IndexBackward0 in torch), and an
+  // in-place change of a afterwards does not touch it:
+  // x = torch.zeros(2, 3, requires_grad=True); b = x * 1; c = b[True]; d = c * 2;
+  // b.mul_(3); d.sum().backward(): x.grad all 2
+  Tensor x = zeros({2, 3}).requires_grad_();
+  Tensor b = x * 1;
+  Tensor d = b.index({true}) * 2;
+  b.mul_(3);
+  d.sum().backward();
+  EXPECT_EQ(values(x.grad()), std::vector<double>(6, 2.0));
+  // index_put_ through bools writes into a; with other indices the values must
+  // have a's dtype (torch: "Index put requires the source and destination dtypes
+  // match"), a lone bool is torch's set_item fast path (converts; False does nothing)
+  a.index_put_({0, true}, tensor<float>({1, 2, 3}));
+  EXPECT_EQ(values(a), (std::vector<double>{1, 2, 3, 0, 0, 0}));
+  expect_error([&] { a.index_put_({0, true}, tensor<double>({1, 2, 3}, kDouble)); }, {"[index_put_]", "dtype"});
+  a.index_put_({true}, tensor<double>({7, 8, 9}, kDouble));
+  EXPECT_EQ(values(a), (std::vector<double>{7, 8, 9, 7, 8, 9}));
+  Tensor leaf = zeros({2}).requires_grad_();
+  const uint32_t v0 = leaf._version();
+  leaf.index_put_({false}, 1.0);  // torch: x[False] = 1 is a no-op even on a leaf
+  EXPECT_EQ(leaf._version(), v0);
+}
+
+TEST(PyTorchDivergence, MaskedFillBroadcastsSelf) {
+  // torch.tensor([1., 2., 3.]).masked_fill(tensor([[T, F, F], [F, F, T]]), -1):
+  //   [[-1, 2, 3], [1, 2, -1]] (1.13 and 2.x)
+  Tensor a = tensor<float>({1, 2, 3}).requires_grad_();
+  Tensor m = tensor<bool>({true, false, false, false, false, true}, {2, 3});
+  Tensor r = a.masked_fill(m, -1);
+  EXPECT_EQ(sizes_of(r), (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(same_bits(r, {-1, 2, 3, 1, 2, -1}));
+  r.sum().backward();
+  EXPECT_TRUE(same_bits(a.grad(), {1, 2, 1}));  // torch: [1., 2., 1.]
+  EXPECT_TRUE(same_bits(a, {1, 2, 3}));
+}
+
+TEST(PyTorchDivergence, ScatterScalarValueIsChecked) {
+  // torch.zeros(3, dtype=uint8).scatter(0, tensor([1]), 300): "value cannot be converted";
+  // with an empty index nothing is converted (fine), 1.13 and 2.x
+  expect_error([] { zeros({3}, kUInt8).scatter(0, tensor<int64_t>({1}), Scalar(300)); }, {"[scatter]", "300"});
+  expect_error([] { zeros({3}, kHalf).scatter_(0, tensor<int64_t>({1}), Scalar(1e10)); }, {"[scatter_]", "float16"});
+  EXPECT_EQ(values(zeros({3}, kUInt8).scatter(0, zeros({0}, kInt64), Scalar(300))), std::vector<double>(3, 0.0));
+}
+
+// ---- writes into expanded and empty tensors -----------------------------------------------
+
+TEST(PyTorchDivergence, InPlaceWritesIntoExpandedTensors) {
+  // torch allows writes of one value into overlapping memory (1.13 and 2.x):
+  // b = torch.tensor([1., 2., 3.])
+  Tensor b = tensor<float>({1, 2, 3});
+  b.expand({2, 3}).zero_();  // b = [0, 0, 0]
+  EXPECT_TRUE(same_bits(b, {0, 0, 0}));
+  b = tensor<float>({1, 2, 3});
+  b.expand({2, 3}).fill_(4);  // [4, 4, 4]
+  EXPECT_TRUE(same_bits(b, {4, 4, 4}));
+  // masked_fill_: a location is written when any alias is masked: [9, 2, 9]
+  b = tensor<float>({1, 2, 3});
+  b.expand({2, 3}).masked_fill_(tensor<bool>({true, false, false, false, false, true}, {2, 3}), 9);
+  EXPECT_TRUE(same_bits(b, {9, 2, 9}));
+  // tril_/triu_ zero what is outside the band, in any alias:
+  // b.unsqueeze(1).expand(3, 3).tril_() -> b = [0, 0, 3]; b.expand(3, 3).triu_(1) -> [0, 0, 0]
+  b = tensor<float>({1, 2, 3});
+  b.unsqueeze(1).expand({3, 3}).tril_();
+  EXPECT_TRUE(same_bits(b, {0, 0, 3}));
+  b = tensor<float>({1, 2, 3});
+  b.expand({3, 3}).triu_(1);
+  EXPECT_TRUE(same_bits(b, {0, 0, 0}));
+  // arithmetic in place still refuses (torch: "unsupported operation: more than one element ...")
+  expect_error([] { zeros({3}).expand({2, 3}).add_(1); }, {"[add_]", "single memory location"});
+  // > 3 dims whose batch dims are not laid out as matrices: torch computes
+  // apart and copies back, which refuses the overlap
+  Tensor e = ones({2, 3}).expand({2, 2, 2, 3}).unfold(3, 2, 1);
+  expect_error([&] { e.tril_(); }, {"[tril_]", "single memory location"});
+  // An empty tensor has no overlap: torch.zeros(1, 0).expand(2, 0).mul_(2) is fine
+  zeros({1, 0}).expand({2, 0}).mul_(2);
+}
+
+TEST(PyTorchDivergence, InPlaceOnEmptyTensorsIsStillAnInPlaceOp) {
+  // torch.zeros(0, requires_grad=True).zero_() / .fill_(1) / .copy_(zeros(0)):
+  //   "a leaf Variable that requires grad is being used in an in-place operation."
+  Tensor leaf = zeros({0}).requires_grad_();
+  expect_error([&] { leaf.zero_(); }, {"leaf"});
+  expect_error([&] { leaf.fill_(1); }, {"leaf"});
+  expect_error([&] { leaf.copy_(zeros({0})); }, {"leaf"});
+  expect_error([&] { leaf.copy_(leaf); }, {"leaf"});
+  // The version moves, so a saved empty tensor that was written fails at
+  // backward: x = torch.zeros(4, 0, requires_grad=True); y = x + 0; z = y.pow(2);
+  // y.zero_(); z.sum().backward(): "... modified by an inplace operation"
+  for (int how = 0; how < 3; ++how) {
+    Tensor x = zeros({4, 0}).requires_grad_();
+    Tensor y = x.add(0);
+    Tensor z = y.pow(2);  // saves y
+    const uint32_t v = y._version();
+    if (how == 0) y.zero_();
+    if (how == 1) y.fill_(2);
+    if (how == 2) y.copy_(zeros({4, 0}));
+    EXPECT_GT(y._version(), v);
+    expect_error([&] { z.sum().backward(); }, {"modified by an inplace operation"});
+  }
+  // copy_ still checks broadcasting: torch.zeros(2, 0, 3, 1).copy_(zeros(2, 0, 3, 2)):
+  //   "output with shape [2, 0, 3, 1] doesn't match the broadcast shape [2, 0, 3, 2]"
+  expect_error([] { zeros({2, 0, 3, 1}).copy_(zeros({2, 0, 3, 2})); }, {"[copy_]"});
+}
+
+// ---- scalar range checks as torch 2.x ------------------------------------------------------
+
+TEST(PyTorchDivergence, ScalarRangeChecksFollowTorch2) {
+  // One CPU element of a 16-bit float takes an out-of-range value as inf
+  // (torch 2.x: torch.zeros(1, dtype=half).fill_(1e5) -> inf, torch.full((1,), 1e40,
+  // dtype=bfloat16) -> inf, torch.scalar_tensor(1e5, dtype=half) -> inf, x[0] = 1e5
+  // on a 1-D half x); more elements raise (torch.zeros(2, dtype=half).fill_(1e5))
+  EXPECT_TRUE(same_bits(zeros({1}, kHalf).fill_(1e5), {kInf}));
+  EXPECT_TRUE(same_bits(full({1}, 1e40, kBFloat16), {kInf}));
+  EXPECT_TRUE(same_bits(scalar_tensor(-1e5, kHalf), {-kInf}));
+  EXPECT_TRUE(same_bits(full_like(zeros({}, kHalf), int64_t(1) << 31), {kInf}));
+  Tensor h = zeros({2}, kHalf);
+  h.index_put_({0}, 1e5);
+  EXPECT_TRUE(same_bits(h, {kInf, 0}));
+  expect_error([] { zeros({2}, kHalf).fill_(1e5); }, {"[fill_]", "float16"});
+  expect_error([] { full({4, 3}, 1e40, kBFloat16); }, {"[full]", "bfloat16"});
+  expect_error([] { zeros({2, 3}, kHalf).index_put_({0}, 1e5); }, {"[fill_]", "float16"});
+  expect_error([] { zeros({2}, kHalf).index_put_({tensor<int64_t>({0})}, 1e5); }, {"[index_put_]", "float16"});
+  expect_error([] { zeros({1}, kFloat).fill_(1e40); }, {"[fill_]", "float32"});  // only 16-bit floats
+  // pad converts its value only when it pads: F.pad(ones(2), [-1, 0], value=1e40) -> [1.]
+  EXPECT_TRUE(same_bits(pad(ones({2}), {-1, 0}, 1e40), {1}));
+  expect_error([] { pad(ones({2}), {1, 0}, 1e40); }, {"[pad]", "float32"});
+  // ... and crops before padding: F.pad(zeros(0, 2), [0, 0, 1, -1]): "narrow(): length must be non-negative."
+  expect_error([] { pad(zeros({0, 2}), {0, 0, 1, -1}); }, {"[pad]", "crops"});
+  // linspace converts only what it uses: linspace(1e40, 3, 0) -> [], linspace(-3, 1e40, 1) -> [-3.],
+  // linspace(-2**40, 3, 1, dtype=half) -> [-inf] (2.x)
+  EXPECT_EQ(linspace(1e40, 3, 0).numel(), 0);
+  EXPECT_TRUE(same_bits(linspace(-3, 1e40, 1), {-3}));
+  EXPECT_TRUE(same_bits(linspace(-1099511627776.0, 3, 1, kHalf), {-kInf}));
+  expect_error([] { linspace(1e40, 3, 2); }, {"[linspace]"});
+  // clamp with a NaN bound gives NaN without converting the other bound:
+  // torch.clamp(tensor([1, 2]), 1e40, nan) -> [nan, nan]
+  EXPECT_TRUE(same_bits(tensor<int64_t>({1, 2}).clamp(1e40, kNan), {kNan, kNan}));
+}
+
+// ---- clamp gradients -------------------------------------------------------------------------
+
+TEST(PyTorchDivergence, ClampGradientsAtTiesAndNan) {
+  // torch 2.x conventions (Note [clamp gradients]); 1.13 gave the input the
+  // whole gradient at ties. float64, x, lo, hi = (values below):
+  //   torch.clamp(x, lo, hi) = [0, -1, 0, 1, 0, nan, nan, nan, nan]
+  //   x.grad  = [1, .5, .5, .5, 0, 1, 1, 1, 0]
+  //   lo.grad = [0, .5, 0, 0, 0, 0, 0, 0, 0]
+  //   hi.grad = [0, 0, .5, .5, 1, 0, 1, 0, 0]
+  Tensor x = tensor<double>({0, -1, 0, 1, 0.5, kNan, kNan, -1, 0}, kDouble).requires_grad_();
+  Tensor lo = tensor<double>({0, -1, -1, 0, 1, 0, 1, kNan, 1}, kDouble).requires_grad_();
+  Tensor hi = tensor<double>({0, 0, 0, 1, 0, 1, -1, 0, kNan}, kDouble).requires_grad_();
+  Tensor y = clamp(x, lo, hi);
+  EXPECT_TRUE(same_bits(y, {0, -1, 0, 1, 0, kNan, kNan, kNan, kNan}));
+  y.sum().backward();
+  EXPECT_TRUE(same_bits(x.grad(), {1, .5, .5, .5, 0, 1, 1, 1, 0}));
+  EXPECT_TRUE(same_bits(lo.grad(), {0, .5, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_TRUE(same_bits(hi.grad(), {0, 0, .5, .5, 1, 0, 1, 0, 0}));
+  // One tensor bound (as maximum/minimum): x = [0, 1, -1, nan, .5], bound = [0, 0, 0, 0, nan]
+  //   clamp(x, min=lo): x.grad [.5, 1, 0, 1, 1], lo.grad [.5, 0, 1, 1, 1]
+  //   clamp(x, max=hi): x.grad [.5, 0, 1, 1, 1], hi.grad [.5, 1, 0, 1, 1]
+  for (bool is_min : {true, false}) {
+    Tensor x1 = tensor<double>({0, 1, -1, kNan, .5}, kDouble).requires_grad_();
+    Tensor b = tensor<double>({0, 0, 0, 0, kNan}, kDouble).requires_grad_();
+    Tensor y1 = is_min ? clamp(x1, b, Tensor()) : clamp(x1, Tensor(), b);
+    EXPECT_TRUE(same_bits(y1, {0, is_min ? 1.0 : 0.0, is_min ? 0.0 : -1.0, kNan, kNan}));
+    y1.sum().backward();
+    EXPECT_TRUE(same_bits(x1.grad(), {.5, is_min ? 1.0 : 0.0, is_min ? 0.0 : 1.0, 1, 1}));
+    EXPECT_TRUE(same_bits(b.grad(), {.5, is_min ? 0.0 : 1.0, is_min ? 1.0 : 0.0, 1, 1}));
+  }
+  // Scalar bounds pass the gradient strictly inside (lo, hi):
+  // torch.clamp(x, 0., 1.) for x = [-1, 0, .5, 1, 2, nan]: x.grad [0, 0, 1, 0, 0, 0], clamp_ too
+  Tensor xs = tensor<double>({-1, 0, .5, 1, 2, kNan}, kDouble).requires_grad_();
+  xs.clamp(0.0, 1.0).sum().backward();
+  EXPECT_TRUE(same_bits(xs.grad(), {0, 0, 1, 0, 0, 0}));
+  Tensor xi = tensor<double>({-1, 0, .5, 1, 2, kNan}, kDouble).requires_grad_();
+  xi.mul(1).clamp_(0.0, 1.0).sum().backward();
+  EXPECT_TRUE(same_bits(xi.grad(), {0, 0, 1, 0, 0, 0}));
+}
+
+// ---- ternary dtype rules -------------------------------------------------------------------
+
+TEST(PyTorchDivergence, LerpAddcdivAndAlphaDtypeRules) {
+  // lerp: a weight with dims must have self's dtype ("expected dtype float for
+  // `weight` but got dtype double"); a 0-dim weight is promoted (2.x:
+  // torch.lerp(tensor([1, 2]), tensor([3, 5]), tensor(0.5)) -> [2., 3.5])
+  expect_error([] { lerp(ones({2}), zeros({2}), full({2}, 0.5, kDouble)); }, {"[lerp]", "weight"});
+  expect_error([] { ones({2}).lerp_(zeros({2}), full({2}, 1, kInt64)); }, {"[lerp_]", "weight"});
+  EXPECT_TRUE(same_bits(lerp(tensor<int64_t>({1, 2}), tensor<int64_t>({3, 5}), scalar_tensor(0.5)), {2, 3.5}));
+  EXPECT_EQ(lerp(ones({2}), zeros({2}), scalar_tensor(0.25, kDouble)).dtype(), kFloat);
+  // addcdiv of two integral tensors: "Integer division with addcdiv is no longer supported"
+  // even into a float self; one float tensor is fine
+  expect_error([] { addcdiv(ones({2}), ones({2}, kInt64), ones({2}, kInt64)); }, {"[addcdiv]", "integer division"});
+  expect_error([] { addcdiv(ones({2}), ones({2}, kBool), ones({2}, kUInt8)); }, {"[addcdiv]", "integer division"});
+  EXPECT_TRUE(same_bits(addcdiv(ones({2}), ones({2}, kInt64), full({2}, 2.0)), {1.5, 1.5}));
+  // addcdiv groups (value * t1) / t2 as torch's CPU kernel:
+  // torch.addcdiv(tensor([inf, 1.]), tensor([3e38, 1.]), tensor([0.049, 0.]), value=0.) -> [inf, nan]
+  EXPECT_TRUE(same_bits(addcdiv(tensor<float>({INFINITY, 1}), tensor<float>({3e38f, 1}), tensor<float>({0.049f, 0}), 0.0),
+                        {kInf, kNan}));
+  // A bool alpha needs a bool result: "Boolean alpha only supported for Boolean results."
+  expect_error([] { add(ones({2}), ones({2}), true); }, {"[add]", "Boolean alpha"});
+  expect_error([] { sub(ones({2}, kHalf), ones({2}, kUInt8), true); }, {"[sub]", "Boolean alpha"});
+  expect_error([] { ones({2}, kHalf).add_(ones({2}, kUInt8), true); }, {"[add_]", "Boolean alpha"});
+  EXPECT_EQ(values(add(ones({2}, kBool), zeros({2}, kBool), true)), (std::vector<double>{1, 1}));
+  // sub keeps the sign of zero: torch.sub(tensor([-0.]), 0, alpha=0.) -> [-0.]
+  EXPECT_TRUE(same_bits(sub(tensor<float>({-0.0f}), Scalar(0), 0.0), {-0.0}));
+}
+
+// ---- promotion: 16-bit floats with a scalar operand, rdiv, pow ----------------------------
+
+TEST(PyTorchDivergence, ReducedFloatTimesScalarComputesInFloat) {
+  // torch 2.x (Note [Reduced-float scalar operands]); 1.13 rounded the scalar to the dtype:
+  //   h = torch.tensor([3., 1e-3, 2.5], dtype=half)
+  //   h * 0.3  -> [0.89990234375, 0.0003001689910888672, 0.75]
+  //   h * 1e5  -> [inf, 100.0625, inf]
+  //   h / 0.3  -> [10.0, 0.00333404541015625, 8.3359375]
+  //   div(h, 0.3, 'trunc') -> [10, 0, 8]; 'floor' -> [9, 0, 8]
+  Tensor h = tensor<double>({3.0, 1e-3, 2.5}, kDouble).to(kHalf);
+  EXPECT_TRUE(same_bits(h * 0.3, {0.89990234375, 0.0003001689910888672, 0.75}));
+  EXPECT_TRUE(same_bits(h * 1e5, {kInf, 100.0625, kInf}));
+  EXPECT_TRUE(same_bits(h / 0.3, {10.0, 0.00333404541015625, 8.3359375}));
+  EXPECT_TRUE(same_bits(h.div(0.3, RoundingMode::Trunc), {10, 0, 8}));
+  EXPECT_TRUE(same_bits(h.div(0.3, RoundingMode::Floor), {9, 0, 8}));
+  Tensor hi = h.clone();
+  hi.mul_(scalar_tensor(1e5, kDouble));  // a one-element CPU tensor counts as a scalar
+  EXPECT_TRUE(same_bits(hi, {kInf, 100.0625, kInf}));
+  // A 0-dim int64 operand: torch.mul(tensor(1.1920928955078125e-07, dtype=half), tensor(-2147483649)) -> -256.
+  EXPECT_TRUE(same_bits(mul(scalar_tensor(1.1920928955078125e-07, kHalf), scalar_tensor(int64_t(-2147483649LL))), {-256}));
+  // bfloat16: b * 0.3 -> [0.8984375, 0.0002994537353515625, 0.75]; with the scalar first it
+  // is converted to bfloat16 (torch.tensor(0.3, dtype=double) * b -> [0.90234375, ...])
+  Tensor b = tensor<double>({3.0, 1e-3, 2.5}, kDouble).to(kBFloat16);
+  EXPECT_TRUE(same_bits(b * 0.3, {0.8984375, 0.0002994537353515625, 0.75}));
+  EXPECT_TRUE(same_bits(mul(scalar_tensor(0.3, kDouble), b), {0.90234375, 0.000301361083984375, 0.75}));
+  // An in-place op whose result cannot be cast to self still raises:
+  // torch.ones(2, dtype=uint8).mul_(torch.tensor(2., dtype=half)): "result type Half can't be cast"
+  expect_error([] { ones({2}, kUInt8).mul_(scalar_tensor(2.0, kHalf)); }, {"[mul_]", "can't be cast"});
+}
+
+TEST(PyTorchDivergence, ScalarDividedByTensorIsReciprocalTimesScalar) {
+  // Python's s / t is t.reciprocal() * s: 0 / tensor([1e-40, 2., 0.]) -> [nan, 0., nan]
+  // (1 / 1e-40 overflows float32 to inf)
+  EXPECT_TRUE(same_bits(Scalar(0) / tensor<float>({1e-40f, 2, 0}), {kNan, 0, kNan}));
+  // 3 / tensor([7.]) -> 0.4285714626312256 (float32), and the gradient still flows
+  Tensor t = tensor<float>({7}).requires_grad_();
+  Tensor r = Scalar(3) / t;
+  EXPECT_TRUE(same_bits(r, {0.4285714626312256}));
+  r.sum().backward();
+  EXPECT_TRUE(close(t.grad(), tensor<float>({-3.0f / 49})));
+}
+
+TEST(PyTorchDivergence, PowSpecialCasesAsTorch) {
+  // x ** 0.5 is sqrt and x ** -0.5 rsqrt in torch (1.13 and 2.x):
+  //   torch.pow(tensor([-0., -inf, 4., -1.]), 0.5) -> [-0., nan, 2., nan]
+  //   torch.pow(tensor([-0., -inf, 4.]), -0.5)     -> [-inf, nan, 0.5]
+  EXPECT_TRUE(same_bits(tensor<float>({-0.0f, -INFINITY, 4, -1}).pow(0.5), {-0.0, kNan, 2, kNan}));
+  EXPECT_TRUE(same_bits(tensor<float>({-0.0f, -INFINITY, 4}).pow(-0.5), {-kInf, kNan, 0.5}));
+  // An exponent float32 cannot hold keeps its parity: d/dx x ** 2147483648 at -2 is
+  // 2^31 * (-2)^(2^31 - 1) = -inf (torch: tensor([-inf]))
+  Tensor x = tensor<float>({-2}).requires_grad_();
+  x.pow(int64_t(2147483648LL)).sum().backward();
+  EXPECT_TRUE(same_bits(x.grad(), {-kInf}));
+  // The exponent's gradient logs an integer base in the result dtype:
+  // torch.pow(tensor([3]), e) for e = tensor([0.4199870992782837], dtype=float64): e.grad 1.7427264566199798
+  Tensor e = tensor<double>({0.4199870992782837}, kDouble).requires_grad_();
+  pow(tensor<int64_t>({3}), e).sum().backward();
+  EXPECT_TRUE(close(e.grad(), tensor<double>({1.7427264566199798}, kDouble), 1e-14, 0));
+  // A bool tensor to a bool power stays bool (2.x): torch.pow(tensor([True, False]), False) -> [True, True]
+  Tensor bt = tensor<bool>({true, false});
+  EXPECT_EQ(bt.pow(false).dtype(), kBool);
+  EXPECT_EQ(values(bt.pow(false)), (std::vector<double>{1, 1}));
+  EXPECT_EQ(values(bt.pow(true)), (std::vector<double>{1, 0}));
+  EXPECT_EQ(values(bt.clone().pow_(false)), (std::vector<double>{1, 1}));
+  // sign_ of a bool tensor leaves it alone (torch.tensor([True, False]).sign_())
+  Tensor bs = tensor<bool>({true, false});
+  bs.sign_();
+  EXPECT_EQ(values(bs), (std::vector<double>{1, 0}));
+}
+
+TEST(PyTorchDivergence, BackwardFormulasAtZeroDivisorsAndOrigins) {
+  // atan2's gradient is 0 where x^2 + y^2 is 0 (torch 2.x; 1.13 gave nan):
+  //   a = [0, -0, 1e-200, 1], b = [0, 0, 1e-200, 0] (float64)
+  //   a.grad [0, 0, 0, 0], b.grad [-0, 0, -0, -1]
+  Tensor a = tensor<double>({0, -0.0, 1e-200, 1}, kDouble).requires_grad_();
+  Tensor b = tensor<double>({0, 0, 1e-200, 0}, kDouble).requires_grad_();
+  atan2(a, b).sum().backward();
+  EXPECT_TRUE(same_bits(a.grad(), {0, 0, 0, 0}));
+  EXPECT_TRUE(same_bits(b.grad(), {-0.0, 0, -0.0, -1}));
+  // div's second derivative at a zero divisor, grouped as torch groups it:
+  //   x = tensor(-2.), y = tensor(0.); gx, gy = grad(x / y, [x, y], create_graph=True)
+  //   gx = inf, gy = inf; grad(gy, [x, y]) = (-inf, -inf)
+  Tensor x = scalar_tensor(-2.0).requires_grad_();
+  Tensor y = scalar_tensor(0.0).requires_grad_();
+  auto g = autograd::grad({x / y}, {x, y}, {}, /*retain_graph=*/true, /*create_graph=*/true);
+  EXPECT_TRUE(same_bits(g[0], {kInf}));
+  EXPECT_TRUE(same_bits(g[1], {kInf}));
+  auto g2 = autograd::grad({g[1]}, {x, y});
+  EXPECT_TRUE(same_bits(g2[0], {-kInf}));
+  EXPECT_TRUE(same_bits(g2[1], {-kInf}));
+  // index_put_'s gradient zeroes the written positions (an inf gradient there is
+  // 0, not nan): v = x * 1; v[mask] = -inf; square(v).sum().backward(): x.grad [0, 0]
+  Tensor xp = tensor<float>({0.5f, -0.25f}).requires_grad_();
+  Tensor v = xp * 1;
+  v.index_put_({tensor<bool>({true, true})}, -INFINITY);
+  v.square().sum().backward();
+  EXPECT_TRUE(same_bits(xp.grad(), {0, 0}));
+}
+
 }  // namespace
 }  // namespace brisk

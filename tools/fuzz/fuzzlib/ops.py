@@ -366,14 +366,21 @@ def _idx_cpp(idx):
     return "{" + ", ".join(cpp_index(x) for x in idx) + "}"
 
 
+def _lone_bool(idx):
+    # libtorch's index_put_({b}, v) with one bool is Python's x[b] = v (a fast
+    # path: x[False] = v does nothing), not x[(b,)] = v (an advanced index).
+    return len(idx) == 1 and isinstance(idx[0], bool)
+
+
 def _index_put(a, kw):
-    a[0][tuple(a[1])] = a[2]
+    a[0][a[1][0] if _lone_bool(a[1]) else tuple(a[1])] = a[2]
     return a[0]
 
 
 add(Op("index", lambda a, kw: a[0][tuple(a[1])], lambda a, kw: "%s[%s]" % (P(a[0]), _idx_py(a[1])),
        lambda a, kw: "%s.index(%s)" % (C(a[0]), _idx_cpp(a[1]))))
-add(Op("index_put_", _index_put, lambda a, kw: "%s.__setitem__((%s), %s)" % (P(a[0]), _idx_py(a[1]), P(a[2])),
+add(Op("index_put_", _index_put, lambda a, kw: "%s.__setitem__(%s, %s)" % (
+           P(a[0]), P(a[1][0]) if _lone_bool(a[1]) else "(%s)" % _idx_py(a[1]), P(a[2])),
        lambda a, kw: "%s.index_put_(std::vector<TensorIndex>%s, %s)" % (C(a[0]), _idx_cpp(a[1]), C(a[2])),
        inplace=True))
 add(Op("index_select", lambda a, kw: torch.index_select(*a), lambda a, kw: "torch.index_select(%s)" % pargs(a),

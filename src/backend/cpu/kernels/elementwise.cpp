@@ -332,7 +332,9 @@ void addcdiv_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], "addcdiv", [&] {
     using M = opmath_t<scalar_t>;
     const M v = a.s0.to<M>();
-    ternary_kernel<scalar_t>(it, [v](M x, M y, M z) { return x + v * (y / z); });
+    // (v * y) / z, as PyTorch's CPU kernel groups it (0 * y / z is 0 where
+    // y / z overflows; PyTorch's CUDA kernel computes v * (y / z)).
+    ternary_kernel<scalar_t>(it, [v](M x, M y, M z) { return x + v * y / z; });
   });
 }
 
