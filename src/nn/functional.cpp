@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "brisk/autograd.h"
+#include "autograd/function.h"
 #include "brisk/nn/functional.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
@@ -261,19 +262,41 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOption
   return reduce("l1_loss", (input - target).abs(), o.reduction());
 }
 
+namespace {
+/// Elementwise huber (smooth: false) or smooth_l1 (smooth: true) loss with
+/// its own node, as PyTorch's: d(loss)/d(input) = clamp(x - t, -c, c) / s
+/// (c = delta or beta; s = 1 or beta), finite for an infinite difference and
+/// NaN for a NaN one. (A composite of abs/clamp/where gave 0 at NaN.)
+Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& target, double c, bool smooth) {
+  // diff keeps its history: the backward formula reads it, so second
+  // derivatives flow through it (under create_graph).
+  const Tensor diff = input - target;
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    const Tensor d = diff.abs();
+    const Tensor quad = smooth ? d.square() * (0.5 / c) : d.square() * 0.5;
+    const Tensor lin = smooth ? d - 0.5 * c : (d - 0.5 * c) * c;
+    loss = where(d.lt(c), quad, lin);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(input, target)))
+    autograd::record(node, {loss}, {input, target}, {autograd::save(diff)},
+                     [c, smooth](autograd::BackwardCtx& ctx) -> TensorList {
+                       Tensor g = ctx.grad() * ctx.saved(0).clamp(-c, c);
+                       if (smooth) g = g / c;
+                       return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
+                     });
+  return loss;
+}
+}  // namespace
+
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
   check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
-  Tensor d = (input - target).abs();
-  if (beta == 0.0) return reduce("smooth_l1_loss", d, o.reduction());
-  // The quadratic branch reads d clamped to beta: where() sends a zero
-  // gradient to the branch it does not take, and 0 times the square's
-  // gradient at d = inf (or past the dtype's range) would be NaN. The
-  // gradient is clamp(x, -beta, beta) / beta, as PyTorch's.
-  const Tensor dc = d.clamp_max(beta);
-  return reduce("smooth_l1_loss", where(d.lt(beta), dc.square() * (0.5 / beta), d - 0.5 * beta), o.reduction());
+  if (beta == 0.0) return reduce("smooth_l1_loss", (input - target).abs(), o.reduction());
+  return reduce("smooth_l1_loss", huber_elementwise("SmoothL1LossBackward0", input, target, beta, true), o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -281,10 +304,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   check_same_shape("huber_loss", input, target);
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
-  Tensor d = (input - target).abs();
-  const Tensor dc = d.clamp_max(delta);  // as in smooth_l1_loss: no NaN gradient from the branch not taken
   // PyTorch's result has the input's dtype (not the promoted one).
-  const Tensor loss = where(d.lt(delta), dc.square() * 0.5, (d - 0.5 * delta) * delta);
+  const Tensor loss = huber_elementwise("HuberLossBackward0", input, target, delta, false);
   return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
 }
 

@@ -432,3 +432,17 @@ TEST(Losses, ModuleTrainingStepReducesLoss) {
   }
   EXPECT_LT(last, 0.5 * first);
 }
+
+// huber/smooth_l1 have their own node (a finite gradient at an infinite
+// difference, NaN at a NaN one); first and second derivatives against finite
+// differences, in both inputs.
+TEST(Losses, HuberAndSmoothL1Gradcheck) {
+  Tensor x = (rand({3, 4}, kDouble) * 6 - 3).requires_grad_();
+  Tensor t = (rand({3, 4}, kDouble) * 2 - 1).requires_grad_();
+  EXPECT_TRUE(brisk::testing::gradcheck_ok(
+      [](const TensorList& in) { return F::huber_loss(in[0], in[1], F::HuberLossFuncOptions(nn::kSum).delta(1.5)); },
+      {x, t}, /*grad_grad=*/true));
+  EXPECT_TRUE(brisk::testing::gradcheck_ok(
+      [](const TensorList& in) { return F::smooth_l1_loss(in[0], in[1], F::SmoothL1LossFuncOptions(nn::kMean).beta(0.7)); },
+      {x, t}, /*grad_grad=*/true));
+}

@@ -748,6 +748,12 @@ inline void run_case(const Case& c) {
     return;
   }
 
+  // Kernels torch 1.13 lacks and torch 2.x has, whose 2.x results brisk
+  // follows (docs/design/tensor.md; checked against 2.x by the differential
+  // fuzzer): no 1.13 reference to compare with.
+  if (!torch_err.empty() && brisk_err.empty() &&
+      torch_err.find("\"pow\" not implemented for 'Bool'") != std::string::npos)
+    return;
   if (!torch_err.empty()) {
     EXPECT_FALSE(brisk_err.empty()) << "torch throws but brisk returns " << got.size() << " output(s)"
                                     << (got.empty() ? "" : " of shape " + shape_str(got[0].sizes()) + " dtype " +
