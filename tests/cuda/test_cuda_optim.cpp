@@ -169,14 +169,23 @@ TEST_P(CudaForeach, MatchesPerTensorCpuOps) {
 
   // Norms, accumulated in double: compared with the CPU's norm in float64.
   const double ntol = dt == kFloat || dt == kDouble ? 1e-6 : 1e-2;
+  // The inf norm of an empty tensor has no identity: an error (torch 2.x),
+  // so that norm runs on the list's non-empty tensors.
+  TensorList nonempty_gpu, nonempty_cpu;
+  for (size_t i = 0; i < n; ++i)
+    if (x.cpu[i].numel() > 0) nonempty_gpu.push_back(x.gpu[i]), nonempty_cpu.push_back(x.cpu[i]);
+  if (nonempty_gpu.size() < n) EXPECT_THROW(foreach_norm(x.gpu, std::numeric_limits<double>::infinity()), Error);
   for (double ord : {1.0, 2.0, std::numeric_limits<double>::infinity()}) {
     SCOPED_TRACE("norm " + std::to_string(ord));
-    const TensorList r = foreach_norm(x.gpu, ord);
-    ASSERT_EQ(r.size(), n);
-    for (size_t i = 0; i < n; ++i) {
+    const bool inf = std::isinf(ord);
+    const TensorList& in_gpu = inf ? nonempty_gpu : x.gpu;
+    const TensorList& in_cpu = inf ? nonempty_cpu : x.cpu;
+    const TensorList r = foreach_norm(in_gpu, ord);
+    ASSERT_EQ(r.size(), in_gpu.size());
+    for (size_t i = 0; i < in_gpu.size(); ++i) {
       ASSERT_EQ(r[i].dim(), 0);
       ASSERT_EQ(r[i].dtype(), dt);
-      ASSERT_TRUE(close(r[i].cpu(), x.cpu[i].to(kDouble).norm(ord).to(dt), ntol, ntol)) << "tensor " << i;
+      ASSERT_TRUE(close(r[i].cpu(), in_cpu[i].to(kDouble).norm(ord).to(dt), ntol, ntol)) << "tensor " << i;
     }
   }
 }
@@ -188,10 +197,11 @@ INSTANTIATE_TEST_SUITE_P(Lists, CudaForeach,
 TEST(CudaForeachMisc, NormInfPropagatesNaNAndEmptyTensorsAreZero) {
   REQUIRE_CUDA();
   Tensor a = gpu(tensor({1.0f, -5.0f, 2.0f})), b = gpu(tensor({1.0f, float(kNaN), -7.0f})), e = gpu(zeros({0}));
-  const TensorList r = foreach_norm({a, b, e}, std::numeric_limits<double>::infinity());
+  const TensorList r = foreach_norm({a, b}, std::numeric_limits<double>::infinity());
   EXPECT_EQ(r[0].cpu().item<float>(), 5.0f);
   EXPECT_TRUE(std::isnan(r[1].cpu().item<float>()));
-  EXPECT_EQ(r[2].cpu().item<float>(), 0.0f);
+  // torch 2.x: "_foreach_norm cannot compute the infinity norm on an empty tensor"
+  EXPECT_THROW(foreach_norm({a, e}, std::numeric_limits<double>::infinity()), Error);
   EXPECT_EQ(foreach_norm({e}, 2)[0].cpu().item<float>(), 0.0f);
 }
 
