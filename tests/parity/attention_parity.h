@@ -277,8 +277,20 @@ TEST(ParityAttention, MultiheadAttentionNative) {
                                                              kpm.t, true, true, 1)
                           : at::_native_multi_head_attention(x.t, kt, kt, E, H, w_in.t, b_in.t, w_out.t, b_out.t, {},
                                                              true, true, c10::nullopt);
-    EXPECT_TRUE(compare(ob, std::get<0>(r), tol(1e-5, 1e-6), false, "output"));
-    EXPECT_TRUE(compare(wb, std::get<1>(r), tol(1e-5, 1e-6), false, "weights"));
+    // Outputs reach |8| while some elements are differences of such terms,
+    // so float32 rounding (of brisk's composite and of torch's fused kernel
+    // alike) reaches 2e-6 there: brisk is checked against torch in float64
+    // (with which brisk in float64 agrees to 1e-12) with an absolute
+    // tolerance on that scale, and against torch's float32 result loosely.
+    auto d = [](const TT& t) { return t.defined() ? t.to(at::kDouble) : t; };
+    auto r64 = variant == 2 ? at::_native_multi_head_attention(d(x.t), d(x.t), d(x.t), E, H, d(w_in.t), d(b_in.t),
+                                                               d(w_out.t), d(b_out.t), kpm.t, true, true, 1)
+                            : at::_native_multi_head_attention(d(x.t), d(kt), d(kt), E, H, d(w_in.t), d(b_in.t),
+                                                               d(w_out.t), d(b_out.t), {}, true, true, c10::nullopt);
+    EXPECT_TRUE(compare(ob, std::get<0>(r64).to(at::kFloat), tol(1e-5, 1e-5), false, "output vs float64"));
+    EXPECT_TRUE(compare(wb, std::get<1>(r64).to(at::kFloat), tol(1e-5, 1e-6), false, "weights vs float64"));
+    EXPECT_TRUE(compare(ob, std::get<0>(r), tol(1e-4, 1e-5), false, "output"));
+    EXPECT_TRUE(compare(wb, std::get<1>(r), tol(1e-4, 1e-5), false, "weights"));
   }
 }
 
