@@ -287,21 +287,52 @@ void IterBuilder::build(TensorIter& it) {
   }
   if (out.defined()) fill_strides(0, out);
 
-  // 6. Order dims by stride (innermost first), output first, then inputs.
+  // 6. Order dims by stride (innermost first), output first, then inputs,
+  // as PyTorch orders them (so a fresh output has the strides PyTorch gives
+  // it, which decides what view() accepts later): a size-1 dim that does not
+  // broadcast counts with its own stride, equal strides put the smaller
+  // size inside, and an undecided pair does not stop the insertion (a
+  // size-1 dim between two others must not block their order).
+  int64_t ost[TensorIter::kMaxOperands][TensorIter::kMaxDims];  // 0: broadcast or scalar
+  auto fill_order_strides = [&](int k, const Tensor& t) {
+    const int off = nd - static_cast<int>(t.dim());
+    for (int d = 0; d < nd; ++d) {
+      const int src = nd - 1 - d - off;
+      ost[k][d] = (src < 0 || t.size(src) != sz[d]) ? 0 : t.stride(src);
+    }
+  };
+  for (int i = 0; i < ninputs_; ++i) {
+    if (is_scalar_[i])
+      for (int d = 0; d < nd; ++d) ost[i + 1][d] = 0;
+    else
+      fill_order_strides(i + 1, it.operands[i + 1]);
+  }
+  if (out.defined()) fill_order_strides(0, out);
   int perm[TensorIter::kMaxDims];
   for (int d = 0; d < nd; ++d) perm[d] = d;
-  auto should_swap = [&](int d0, int d1) {  // true if d1 should be inner to d0
+  auto should_swap = [&](int d0, int d1) {  // 1 if d1 should be inner to d0, -1 if not, 0 undecided
     const int first = out.defined() ? 0 : 1;
     for (int k = first; k < nops; ++k) {
-      int64_t s0 = st[k][d0], s1 = st[k][d1];
+      const int64_t s0 = ost[k][d0], s1 = ost[k][d1];
       if (s0 == 0 || s1 == 0) continue;
-      if (s0 < s1) return false;
-      if (s0 > s1) return true;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if (sz[d0] > sz[d1]) return 1;
     }
-    return false;
+    return 0;
   };
-  for (int i = 1; i < nd; ++i)
-    for (int j = i; j > 0 && should_swap(perm[j - 1], perm[j]); --j) std::swap(perm[j - 1], perm[j]);
+  for (int i = 1; i < nd; ++i) {
+    int d1 = i;
+    for (int d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
 
   if (!out.defined()) {
     // Allocate the output in the inputs' memory order.

@@ -258,7 +258,12 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
   BRISK_PROFILE_OP("l1_loss", input, target);
-  check_same_shape("l1_loss", input, target, /*promoted=*/true);
+  // Integer inputs too, as torch: |input - target| in the promoted dtype
+  // (wrapping), summed in int64; their mean raises (mean of an integer dtype).
+  BRISK_CHECK(input.defined(), "l1_loss", "input is undefined");
+  BRISK_CHECK(target.defined(), "l1_loss", "target is undefined");
+  BRISK_CHECK(input.sizes() == target.sizes(), "l1_loss", "input shape ", shape_str(input.sizes()),
+              " and target shape ", shape_str(target.sizes()), " differ");
   return reduce("l1_loss", (input - target).abs(), o.reduction());
 }
 

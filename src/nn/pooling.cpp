@@ -19,6 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "brisk/autograd.h"
@@ -75,12 +76,25 @@ Tensor alloc(IntArrayRef sizes, bool cl, ScalarType dt, Device dev) {
 /// input is neither contiguous nor channels_last).
 Tensor in_layout(const Tensor& t, bool cl) { return cl ? t.contiguous(kChannelsLast) : t.contiguous(); }
 
-/// Checks shared by every pooling op: a floating (C, H, W) / (N, C, H, W)
-/// CPU input with non-empty C, H, W. `one_d` words the message for 1-D ops.
-void check_pool_input(const char* op, const Tensor& x, bool one_d) {
+/// The integer dtypes a pooling op takes on the CPU, as PyTorch's CPU
+/// kernels do: max pooling uint8, int32 and int64 (max_pool1d only with
+/// indices), average pooling int64 (adaptive pooling none).
+enum class PoolInts { None, Max, Avg };
+
+/// Checks shared by every pooling op: a floating (or, per `ints`, integer)
+/// (C, H, W) / (N, C, H, W) input with non-empty C, H, W. `one_d` words the
+/// message for 1-D ops.
+void check_pool_input(const char* op, const Tensor& x, bool one_d, PoolInts ints = PoolInts::None) {
   BRISK_CHECK(x.defined(), op, "input is undefined");
   BRISK_CHECK(x.is_cpu() || on_cuda(x), op, "not implemented on ", x.device());
-  BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
+  const ScalarType t = x.dtype();
+  const bool int_ok = x.is_cpu() && ((ints == PoolInts::Max && (t == kUInt8 || t == kInt32 || t == kInt64)) ||
+                                     (ints == PoolInts::Avg && t == kInt64));
+  BRISK_CHECK(x.is_floating_point() || int_ok, op, "expected a floating point input",
+              ints == PoolInts::Max   ? " (or uint8, int32, int64 on the cpu)"
+              : ints == PoolInts::Avg ? " (or int64 on the cpu)"
+                                      : "",
+              ", got ", t);
   if (one_d) {
     // x is the (.., 1, L) view of the 1-D input
     BRISK_CHECK(x.dim() == 3 || x.dim() == 4, op, "expected a 2-D (C, L) or 3-D (N, C, L) input, got shape ",
@@ -167,8 +181,8 @@ struct MaxGeom {
   bool wide;      // more than 254 taps: taps are int32, else uint8
 };
 
-MaxGeom max_geom(const char* op, const Tensor& x, const MaxPool2dOptions& o, bool one_d) {
-  check_pool_input(op, x, one_d);
+MaxGeom max_geom(const char* op, const Tensor& x, const MaxPool2dOptions& o, bool one_d, PoolInts ints) {
+  check_pool_input(op, x, one_d, ints);
   MaxGeom g;
   // 1-D options arrive widened: H gets kernel 1, stride 1, padding 0, dilation 1.
   const auto k = resolve(op, "kernel_size", o.kernel_size(), 1), s = resolve(op, "stride", o.stride(), 1),
@@ -198,9 +212,27 @@ MaxGeom max_geom(const char* op, const Tensor& x, const MaxPool2dOptions& o, boo
 }
 
 /// Taps of a window with no input position (possible with dilation): the
-/// output is -inf and the gradient goes nowhere.
+/// output is -inf (an integer dtype's lowest value) and the gradient goes
+/// nowhere.
 template <class Tap>
 constexpr Tap kNoTap = std::numeric_limits<Tap>::max();
+
+/// The start of a running max: -inf, or an integer type's lowest value.
+template <class A>
+constexpr A max_start() {
+  if constexpr (std::numeric_limits<A>::has_infinity)
+    return -std::numeric_limits<A>::infinity();
+  else
+    return std::numeric_limits<A>::lowest();
+}
+/// v is NaN (never, for integers: no self-comparison for the compiler to flag).
+template <class A>
+inline bool is_nan(A v) {
+  if constexpr (std::is_integral_v<A>)
+    return false;
+  else
+    return v != v;
+}
 
 // The kernels copy the sizes they use into locals first: stores through a
 // uint8 Tap* may alias anything, so sizes read from MaxGeom inside a loop
@@ -243,13 +275,13 @@ void max2x2_staged(const T* __restrict top, const T* __restrict bot, T* __restri
     const acc_t a = top[2 * i], b = top[2 * i + 1], c = bot[2 * i], d = bot[2 * i + 1];
     acc_t m = a;
     int32_t t = 0;
-    bool take = (b > m) | (b != b);
+    bool take = (b > m) | is_nan(b);
     m = take ? b : m;
     t = take ? 1 : t;
-    take = (c > m) | (c != c);
+    take = (c > m) | is_nan(c);
     m = take ? c : m;
     t = take ? 2 : t;
-    take = (d > m) | (d != d);
+    take = (d > m) | is_nan(d);
     m = take ? d : m;
     t = take ? 3 : t;
     val[i] = T(m);
@@ -314,13 +346,13 @@ void max_forward_nchw(const MaxGeom& g, const T* x, T* y, Tap* taps) {
         const Span sh = hs[oh];
         for (int64_t ow = 0; ow < OW; ++ow) {
           const Span sw = ws[ow];
-          acc_t m = -std::numeric_limits<acc_t>::infinity();
+          acc_t m = max_start<acc_t>();
           int64_t best = (sh.lo < sh.hi && sw.lo < sw.hi) ? sh.lo * kW + sw.lo : int64_t(kNoTap<Tap>);
           for (int64_t kh = sh.lo; kh < sh.hi; ++kh) {
             const T* row = xp + (sh.start + kh * dH) * W + sw.start;
             for (int64_t kw = sw.lo; kw < sw.hi; ++kw) {
               const acc_t v = row[kw * dW];
-              if (v > m || v != v) {
+              if (v > m || is_nan(v)) {
                 m = v;
                 best = kh * kW + kw;
               }
@@ -340,7 +372,7 @@ inline void max_fold_channels(const T* __restrict xi, T* __restrict yo, Tap* __r
   using acc_t = opmath_t<T>;
   for (int64_t c = 0; c < C; ++c) {
     const acc_t v = xi[c], m = yo[c];
-    const bool take = (v > m) | (v != v);
+    const bool take = (v > m) | is_nan(v);
     yo[c] = take ? xi[c] : yo[c];
     if constexpr (kTaps) to[c] = take ? tap : to[c];
   }
@@ -363,7 +395,7 @@ void max_forward_cl(const MaxGeom& g, const T* x, T* y, Tap* taps) {
         T* yo = y + (r * OW + ow) * C;
         Tap* to = kTaps ? taps + (r * OW + ow) * C : nullptr;
         if (sh.lo >= sh.hi || sw.lo >= sw.hi) {
-          std::fill(yo, yo + C, T(-std::numeric_limits<acc_t>::infinity()));
+          std::fill(yo, yo + C, T(max_start<acc_t>()));
           if constexpr (kTaps) std::fill(to, to + C, kNoTap<Tap>);
           continue;
         }
@@ -589,7 +621,7 @@ Tensor max_forward(const MaxGeom& g, const Tensor& x, Tensor* taps) {
 #endif
   if (taps) *taps = alloc(s.out_sizes, s.cl, g.wide ? kInt32 : kUInt8, x.device());
   if (y.numel() == 0) return y;
-  BRISK_DISPATCH_FLOAT(x.dtype(), "max_pool2d", [&] {
+  BRISK_DISPATCH_NUMERIC(x.dtype(), "max_pool2d", [&] {
     dispatch_tap(g, [&](auto tap0) {
       using Tap = decltype(tap0);
       const scalar_t* xp = xin.data_ptr<scalar_t>();
@@ -672,7 +704,8 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* op, const Tensor& x, const 
                                          bool want_indices) {
   BRISK_PROFILE_OP(op, x);
   if (!on_cuda(x)) detail::check_cpu_kernel(x, op);
-  const MaxGeom g = max_geom(op, x, o, one_d);
+  // torch's max_pool1d without indices has no integer kernel; with indices it does
+  const MaxGeom g = max_geom(op, x, o, one_d, one_d && !want_indices ? PoolInts::None : PoolInts::Max);
   const bool rec = autograd::should_record(x);
   Tensor y, taps, idx;
   {
@@ -934,6 +967,25 @@ const char* avg_node2(const AvgGeom& g) {
 
 Tensor avg_backward(const Tensor& gy, const AvgGeom& g);
 
+/// int64 average pooling, as PyTorch's CPU kernel computes it: the window's
+/// sum wraps around, then divides with C++'s truncation toward zero.
+/// x: (N*C planes of H x W) -> y (planes of OH x OW). NCHW.
+void avg_forward_int64(const AvgGeom& g, const int64_t* x, int64_t* y) {
+  const Shape& s = g.sh;
+  const int64_t in_plane = s.H * s.W, out_plane = s.OH * s.OW;
+  parallel_for(0, s.N * s.C, grain_for(in_plane), [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p)
+      for (int64_t oh = 0; oh < s.OH; ++oh)
+        for (int64_t ow = 0; ow < s.OW; ++ow) {
+          const Range &rh = g.hs[oh], &rw = g.ws[ow];
+          uint64_t sum = 0;  // wraps (a signed sum would overflow: undefined)
+          for (int64_t ih = rh.lo; ih < rh.hi; ++ih)
+            for (int64_t iw = rw.lo; iw < rw.hi; ++iw) sum += static_cast<uint64_t>(x[p * in_plane + ih * s.W + iw]);
+          y[p * out_plane + oh * s.OW + ow] = static_cast<int64_t>(sum) / avg_divisor<int64_t>(g, rh, rw);
+        }
+  });
+}
+
 /// The forward, recorded; its backward is avg_backward (and vice versa), so
 /// any order of derivative works.
 Tensor avg_forward(const Tensor& x, const AvgGeom& g) {
@@ -941,6 +993,12 @@ Tensor avg_forward(const Tensor& x, const AvgGeom& g) {
   Tensor y;
   {
     NoGradGuard ng;
+    if (x.dtype() == kInt64) {  // CPU only (check_pool_input)
+      const Tensor xin = x.contiguous();
+      y = alloc(s.out_sizes, false, kInt64, x.device());
+      if (y.numel() != 0) avg_forward_int64(g, xin.data_ptr<int64_t>(), y.data_ptr<int64_t>());
+      return s.cl ? y.contiguous(kChannelsLast) : y;
+    }
     const Tensor xin = in_layout(x, s.cl);
     y = alloc(s.out_sizes, s.cl, x.dtype(), x.device());
 #ifdef BRISK_HAVE_CUDA
@@ -983,7 +1041,7 @@ Tensor avg_backward(const Tensor& gy, const AvgGeom& g) {
 Tensor avg_pool_impl(const char* op, const Tensor& x, const AvgPool2dOptions& o, bool one_d) {
   BRISK_PROFILE_OP(op, x);
   if (!on_cuda(x)) detail::check_cpu_kernel(x, op);
-  check_pool_input(op, x, one_d);
+  check_pool_input(op, x, one_d, PoolInts::Avg);
   const auto k = resolve(op, "kernel_size", o.kernel_size(), 1), st = resolve(op, "stride", o.stride(), 1),
              p = resolve(op, "padding", o.padding(), 0);
   BRISK_CHECK(k[0] > 0 && k[1] > 0, op, "kernel_size must be positive, got ", pair_str(k[0], k[1], one_d));

@@ -364,7 +364,8 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
       // log of x in the result dtype (an int64 x is not logged in float32).
       if (c.needs(1)) {
         const Tensor xr = x.to(result_type(x, e));
-        gb = (g * (xr.pow(e) * xr.log())).masked_fill(x == 0 & e >= 0, 0);
+        // g times the masked derivative (torch's grouping): an infinite g at base 0 is NaN, not 0
+        gb = g * (xr.pow(e) * xr.log()).masked_fill(x == 0 & e >= 0, 0);
       }
       return {ga, gb};
     });

@@ -114,15 +114,20 @@ Tensor scatter_back(const Tensor& g, const Tensor& indices, IntArrayRef sizes, i
 // Gradient of var along the reduced dims: 2 (x - mean) / (N - correction) * g.
 // `all_form`: var over every element with no dims given (or of a 0-dim
 // tensor), where torch 2.x takes N - correction <= 0 apart: g * (NaN where
-// x equals the mean, else +inf), a constant in x (no second derivative).
+// x equals the mean, else +inf), a factor constant in x (it has no
+// derivative) times g, which may depend on x (a second derivative).
 Tensor var_backward(const Tensor& g, const Tensor& x, int64_t nd, uint64_t mask, double correction,
                     bool all_form = false) {
   const auto n = static_cast<double>(reduced_numel(x.sizes(), mask));
   if (all_form && n - correction <= 0) {
-    NoGradGuard ng;
-    const Tensor at_mean = x == x.mean();
-    return g * where(at_mean, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity())
+    Tensor factor;
+    {
+      NoGradGuard ng;
+      const Tensor at_mean = x == x.mean();
+      factor = where(at_mean, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity())
                    .to(g.dtype());
+    }
+    return g * factor;
   }
   return (x - x.mean(IntArrayRef(mask_dims(nd, mask)), true)) * (g * (2.0 / (n - correction)));
 }
@@ -487,6 +492,9 @@ Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim
   BRISK_PROFILE_OP("prod", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
   autograd::check_differentiable_dtype("prod", sum_result_dtype(x, dtype));
+  // prod(x, dtype=t) differentiates prod(x.to(t)) as torch does: the formulas
+  // below see x in r's dtype (r / x is exactly 1 over a dim of size 1).
+  if (dtype && *dtype != x.dtype()) return prod_front(node, x.to(*dtype), mask, keepdim, std::nullopt, full);
   Tensor r = without_grad([&] { return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype); });
   autograd::record(node, {r}, {x}, {save(x), save_output(r)}, [mask, keepdim, full](BackwardCtx& c) -> TensorList {
     const Tensor x = c.saved(0);
@@ -496,7 +504,7 @@ Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim
     const Tensor r = unreduce(c.saved(1), nd, mask, keepdim);
     const Tensor is_zero = x == 0;
     const int64_t zeros = is_zero.sum().item<int64_t>();
-    if (zeros == 0) return {g * r / x};
+    if (zeros == 0) return {g * (r / x)};  // grouped as torch: g * r may overflow where r / x does not
     // With zeros, the product of the others as exclusive products from both
     // sides (torch's prod_safe_zeros_backward, for every slice): finite at
     // +-inf elements where r / x is inf / inf, and its own derivative is
@@ -737,7 +745,7 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
   if (p == 0) return zeros_like(x, g.options());
   if (p == 1) return x.sign() * g;
   if (std::isinf(p)) return x.sign() * distribute_evenly(g, x.abs(), n, nd, mask, NanGrad::Zero);
-  if (p == 2) return x * where(n == 0, 0.0, g / n);
+  if (p == 2) return g * where(n == 0, 0.0, x / n);  // torch's grouping: a NaN g stays NaN at a zero norm
   if (p < 1) {
     // |x|^(p-1) is infinite at 0: those elements get 0.
     const Tensor scaled = where(x == 0, 0.0, x.sign() * x.abs().pow(p - 1));

@@ -38,22 +38,22 @@ Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, std::optiona
     r = run_dim_op<op>(name, x, dim, t);
   }
   using namespace autograd;
+  // The formulas hold for a 0-dim x too (the sum over dim 0 is the element):
+  // softmax of one element is the constant 1, but its gradient is NaN where
+  // y is (softmax(-inf), softmax(nan)) or g is infinite, as in torch.
   const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
-  const bool scalar = x.dim() == 0;
   if constexpr (op == OpId::softmax) {
     // dx = y * (g - sum(g * y))
-    record("SoftmaxBackward0", {r}, {x}, {save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
+    record("SoftmaxBackward0", {r}, {x}, {save_output(r)}, [d](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
-      if (scalar) return {zeros_like(g)};  // softmax of one element is the constant 1
       const Tensor y = c.saved(0);
       const Tensor gy = g * y;
       return {gy - y * gy.sum(d, /*keepdim=*/true)};
     });
   } else {
     // dx = g - exp(y) * sum(g)
-    record("LogSoftmaxBackward0", {r}, {x}, {save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
+    record("LogSoftmaxBackward0", {r}, {x}, {save_output(r)}, [d](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
-      if (scalar) return {zeros_like(g)};
       return {g - c.saved(0).exp() * g.sum(d, /*keepdim=*/true)};
     });
   }
@@ -72,36 +72,49 @@ Tensor scan_run(const char* name, const Tensor& x, int64_t dim, ScalarType resul
 // Sum from position i to the end of dim d.
 Tensor reverse_cumsum(const Tensor& t, int64_t d) { return t.flip({d}).cumsum(d).flip({d}); }
 
-// Gradient of y = cumprod(x) along d (torch's cumprod_backward). Without
-// zeros: dx_i = sum_{j>=i} g_j y_j / x_i. With zeros, per slice along d with
-// its first zero at k: positions before k as above (only terms j < k are
-// nonzero); at k, sum_{j>=k} g_j prod_{m<=j, m!=k} x_m, which is the
-// cumprod of x with x_k replaced by 1; after k, zero.
-// Under create_graph the zero case takes torch's O(n^2) form without
-// division or masks instead: its derivative is right at the zeros too
-// (dx_i for i > k is zero but its derivative with respect to x_k is not).
+// Gradient of y = cumprod(x) along d, as torch's cumprod_backward computes
+// it (the same terms, grouped the same way, so that inf and NaN land where
+// torch's do). Without zeros: dx_i = sum_{j>=i} g_j y_j / x_i. With zeros,
+// per slice along d with its first zero at z1 and its second at z2:
+// positions before z1 sum only the terms j < z1 (the others are 0 * inf or
+// NaN in floating point, not the 0 they are mathematically); at z1,
+// y_{z1-1} * sum_{z1<=j<z2} g_j prod_{z1<m<=j} x_m; after z1, zero.
+// Under create_graph torch's O(n^2) form without division or masks instead:
+// its derivative is right at the zeros too (dx_i for i > z1 is zero but its
+// derivative with respect to x_z1 is not).
 Tensor cumprod_backward(const Tensor& g, const Tensor& x, const Tensor& y, int64_t d) {
   if (x.size(d) == 1) return g;  // y = x: no division by x (NaN, inf, 0), no dependence on x
+  const Tensor w = y * g;
   const Tensor is_zero = x == 0;
-  if (!is_zero.any().item<bool>()) return reverse_cumsum(g * y, d) / x;
+  if (!is_zero.any().item<bool>()) return reverse_cumsum(w, d) / x;
+  const int64_t n = x.size(d);
   if (GradMode::is_enabled()) {
-    // dx_k = prod_{m<k} x_m * (g_k + sum_{j>k} g_j prod_{k<m<=j} x_m)
-    const int64_t n = x.size(d);
+    // dx_k = sum_{i>=k} g_i * (prod_{m<k} x_m * prod_{k<m<=i} x_m)
     std::vector<Tensor> parts;
     parts.reserve(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
-      Tensor s = g.narrow(d, k, 1);
-      if (k + 1 < n) s = s + (g.narrow(d, k + 1, n - k - 1) * x.narrow(d, k + 1, n - k - 1).cumprod(d)).sum(d, true);
-      parts.push_back(k == 0 ? s : s * y.narrow(d, k - 1, 1));
+      Tensor omitted;  // for i >= k: the product of x_0..x_i without x_k
+      if (k == 0) {
+        omitted = cat({ones_like(x.narrow(d, 0, 1)), x.narrow(d, 1, n - 1).cumprod(d)}, d);
+      } else {
+        const Tensor until_k = x.narrow(d, 0, k).prod(d, /*keepdim=*/true);
+        omitted = k == n - 1 ? until_k : cat({until_k, until_k * x.narrow(d, k + 1, n - k - 1).cumprod(d)}, d);
+      }
+      parts.push_back((g.narrow(d, k, n - k) * omitted).sum(d, /*keepdim=*/true));
     }
     return cat(parts, d);
   }
   const Tensor zeros_seen = is_zero.cumsum(d);  // int64: zeros at or before each position
-  const Tensor before = zeros_seen == 0;
-  const Tensor first_zero = is_zero.logical_and(zeros_seen == 1);
-  const Tensor before_part = reverse_cumsum(g * y, d) / where(is_zero, 1, x);
-  const Tensor at_part = reverse_cumsum(g * where(first_zero, 1, x).cumprod(d), d);
-  return where(before, before_part, where(first_zero, at_part, 0));
+  const Tensor before = zeros_seen == 0;        // [0, z1)
+  const Tensor from_first = zeros_seen == 1;    // [z1, z2)
+  const Tensor first_zero = is_zero.logical_and(from_first);
+  const Tensor after_first = from_first.logical_and(first_zero.logical_not());  // (z1, z2)
+  const Tensor before_part = reverse_cumsum(w.masked_fill(before.logical_not(), 0), d) / x;
+  // y_{z1-1} at each position's next one (1 at position 0), read at z1
+  const Tensor prefix = cat({ones_like(y.narrow(d, 0, 1)), y.narrow(d, 0, n - 1)}, d);
+  const Tensor at_sum = (x.masked_fill(after_first.logical_not(), 1).cumprod(d) *
+                         g.masked_fill(from_first.logical_not(), 0)).sum(d, /*keepdim=*/true);
+  return where(before, before_part, where(first_zero, at_sum * prefix, 0));
 }
 
 template <OpId op>
@@ -123,9 +136,12 @@ Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<S
       return {scalar ? c.grad() : reverse_cumsum(c.grad(), d)};
     });
   } else {
+    // torch takes the gradient in x's dtype (cumprod(x, dtype=) is not cumprod(x.to(dtype))).
     record("CumprodBackward0", {r}, {x}, {save(x), save_output(r)}, [d, scalar](BackwardCtx& c) -> TensorList {
-      if (scalar) return {c.grad()};
-      return {cumprod_backward(c.grad(), c.saved(0), c.saved(1), d)};
+      const Tensor x = c.saved(0);
+      const Tensor g = c.grad().to(x.dtype());
+      if (scalar) return {g};
+      return {cumprod_backward(g, x, c.saved(1), d)};
     });
   }
   return r;

@@ -689,3 +689,112 @@ TEST(GradReduce, NormWithoutIdentityRefusesEmpty) {
   EXPECT_EQ(zeros({0, 3}).norm(0.5, IntArrayRef{0}).sizes(), IntArrayRef({3}));
   EXPECT_EQ(zeros({0}).norm(2.0).item<double>(), 0.0);
 }
+
+// Regression (difffuzz reduce:softmax:grad-nan): softmax/log_softmax of a
+// 0-dim tensor take the general formula, so a NaN output gives a NaN
+// gradient (torch 2.15: softmax(tensor(-inf)) is nan with x.grad nan for
+// g = 1.5; log_softmax(tensor(nan)) likewise; softmax(tensor(2.)) has grad 0).
+TEST(GradReduce, SoftmaxOfOneElementPropagatesNan) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (double v : {-inf, nan}) {
+    const Tensor x = scalar_tensor(v, kDouble).requires_grad_();
+    EXPECT_TRUE(std::isnan(grad_of(x, x.softmax(0), scalar_tensor(1.5, kDouble)).item<double>()));
+    const Tensor y = scalar_tensor(v, kDouble).requires_grad_();
+    EXPECT_TRUE(std::isnan(grad_of(y, y.log_softmax(0), scalar_tensor(1.5, kDouble)).item<double>()));
+  }
+  const Tensor x = scalar_tensor(2.0, kDouble).requires_grad_();
+  EXPECT_EQ(grad_of(x, x.softmax(0), scalar_tensor(1.5, kDouble)).item<double>(), 0.0);
+  // in another dtype: torch.softmax(tensor(inf), 0, dtype=torch.float16) -> nan, x.grad nan (float32)
+  const Tensor xf = scalar_tensor(inf, kFloat).requires_grad_();
+  const Tensor gf = grad_of(xf, xf.softmax(0, kHalf), scalar_tensor(1.0, kHalf));
+  EXPECT_EQ(gf.dtype(), kFloat);
+  EXPECT_TRUE(std::isnan(gf.item<double>()));
+}
+
+// Regression (difffuzz reduce:cumprod:grad-nan, grad2-nan): cumprod's
+// gradient with zeros takes torch's terms and grouping, so inf and NaN land
+// where torch's do: before the first zero only the terms before it count,
+// the first zero gets y[z1 - 1] times the terms up to the second zero, and
+// under create_graph each term of the O(n^2) form is multiplied out.
+TEST(GradReduce, CumprodWithZerosAndInfinitiesAsTorch) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  // torch 2.15: x = [2, inf, 0, 3, 0, 5], g = [1, -0.5, 0.25, 2, -1, 0.5]: grad [-inf, nan, inf, 0, 0, 0]
+  const Tensor x = d({2.0, inf, 0.0, 3.0, 0.0, 5.0}).requires_grad_();
+  const Tensor g = d({1.0, -0.5, 0.25, 2.0, -1.0, 0.5});
+  EXPECT_TRUE(close(grad_of(x, x.cumprod(0), g), d({-inf, nan, inf, 0.0, 0.0, 0.0}), 0, 0));
+  // x = [inf, 0, 2], g = [1, 1, 0]: grad [nan, inf, 0]; under create_graph [1, nan, nan]
+  const Tensor x2 = d({inf, 0.0, 2.0}).requires_grad_();
+  const Tensor g2 = d({1.0, 1.0, 0.0});
+  EXPECT_TRUE(close(autograd::grad({x2.cumprod(0)}, {x2}, {g2})[0], d({nan, inf, 0.0}), 0, 0));
+  EXPECT_TRUE(close(autograd::grad({x2.cumprod(0)}, {x2}, {g2}, std::nullopt, true)[0], d({1.0, nan, nan}), 0, 0));
+  // finite: x = [1.5, 0, 2, 0, -3], g = [1, -2, 0.5, 3, 1]: grad [1, -1.5, 0, 0, 0] both ways;
+  // second derivative with weights [1, 0.5, -1, 0.25, 2]: [-0.5, -1.75, 0.375, 0, 0]
+  const Tensor x3 = d({1.5, 0.0, 2.0, 0.0, -3.0}).requires_grad_();
+  const Tensor g3 = d({1.0, -2.0, 0.5, 3.0, 1.0});
+  EXPECT_TRUE(close(autograd::grad({x3.cumprod(0)}, {x3}, {g3})[0], d({1.0, -1.5, 0.0, 0.0, 0.0}), 0, 0));
+  const Tensor gx = autograd::grad({x3.cumprod(0)}, {x3}, {g3}, std::nullopt, true)[0];
+  EXPECT_TRUE(close(gx, d({1.0, -1.5, 0.0, 0.0, 0.0}), 0, 0));
+  EXPECT_TRUE(close(autograd::grad({gx}, {x3}, {d({1.0, 0.5, -1.0, 0.25, 2.0})})[0], d({-0.5, -1.75, 0.375, 0.0, 0.0}),
+                    1e-15, 1e-15));
+  // float32: x = [-1.4858274, inf, -0, 0.41296992, 1.4988689, -1e-30], g = [-1.125, .875, -.125, 1, .5, -.5]:
+  // grad [inf, nan, -inf, 0, 0, 0]
+  const Tensor xf = tensor<double>({-1.4858274459838867, inf, -0.0, 0.4129699170589447, 1.4988689422607422, -1e-30}, kFloat)
+                        .requires_grad_();
+  EXPECT_TRUE(close(grad_of(xf, xf.cumprod(0), tensor<double>({-1.125, 0.875, -0.125, 1.0, 0.5, -0.5}, kFloat)),
+                    d({inf, nan, -inf, 0.0, 0.0, 0.0}), 0, 0));
+  // with dtype=: torch takes the gradient in x's dtype: cumprod([.5, -2, 4], dtype=float16), g = [1, .5, -.25]
+  // -> x.grad [2, -0.25, 0.25] (float64)
+  const Tensor xd = d({0.5, -2.0, 4.0}).requires_grad_();
+  const Tensor gd = grad_of(xd, xd.cumprod(0, kHalf), tensor<double>({1.0, 0.5, -0.25}, kHalf));
+  EXPECT_EQ(gd.dtype(), kDouble);
+  EXPECT_TRUE(close(gd, d({2.0, -0.25, 0.25}), 0, 0));
+}
+
+// Regression (difffuzz reduce:prod:grad2-value:float->half): prod(x, dtype=t)
+// differentiates prod(x.to(t)), so r / x is exactly 1 over a size-1 dim and
+// the second derivative is 0 (torch 2.15: grad [[1, -0.5, 0.25, 2]], second
+// derivative [[0, 0, 0, 0]]); and g * (r / x) is grouped as torch groups it
+// (float32 prod([3e38, 1, 1]) with g = 2: torch [2, inf, inf]).
+TEST(GradReduce, ProdWithDtypeAndGrouping) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor x = d2({{0.5233516428021532, -1.55724424954409, -0.4206489099538454, -0.39053708302546364}})
+                       .requires_grad_();
+  const Tensor gx = autograd::grad({x.prod(-2, false, kHalf)}, {x}, {tensor<double>({1.0, -0.5, 0.25, 2.0}, kHalf)},
+                                   std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(close(gx, d2({{1.0, -0.5, 0.25, 2.0}}), 0, 0));
+  EXPECT_TRUE(close(autograd::grad({gx}, {x}, {d2({{1.0, 1.0, -1.0, 0.5}})})[0], d2({{0.0, 0.0, 0.0, 0.0}}), 0, 0));
+  const Tensor xf = tensor<double>({3e38, 1.0, 1.0}, kFloat).requires_grad_();
+  EXPECT_TRUE(close(grad_of(xf, xf.prod(), scalar_tensor(2.0, kFloat)), d({2.0, inf, inf}), 0, 0));
+  const Tensor xf2 = tensor<double>({3e38, 1.0, 1.0}, kFloat).view({1, 3}).requires_grad_();
+  EXPECT_TRUE(close(grad_of(xf2, xf2.prod(1), tensor<double>({2.0}, kFloat)), d2({{2.0, inf, inf}}), 0, 0));
+}
+
+// Regression (difffuzz reduce:var:grad2-missing): var without degrees of
+// freedom multiplies g by a constant factor, but g may depend on x: the
+// second derivative flows through g (torch 2.15: x = tensor(3.), v =
+// var(x, [-1], correction=1) = nan, g = grad(v^2) = nan requiring grad, its
+// derivative nan; brisk used to detach g, a silent zero second derivative).
+TEST(GradReduce, VarWithoutDegreesOfFreedomKeepsSecondDerivative) {
+  const Tensor x = scalar_tensor(3.0, kDouble).requires_grad_();
+  const Tensor v = x.var(std::vector<int64_t>{-1}, 1);
+  const Tensor g = autograd::grad({v.square()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(std::isnan(g.item<double>()));
+  ASSERT_TRUE(g.requires_grad());
+  EXPECT_TRUE(std::isnan(autograd::grad({g}, {x})[0].item<double>()));
+}
+
+// Regression (difffuzz reduce:norm:grad2-nan): the 2-norm's gradient is
+// g * (x / n) with 0 where n = 0, as torch groups it: a NaN g at a zero
+// vector gives NaN, and the second derivative at 0 is NaN (torch 2.15:
+// norm(zeros(3)) * 1.5: grad [0, 0, 0], second derivative [nan, nan, nan]).
+TEST(GradReduce, TwoNormAtZeroGroupsAsTorch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const std::vector<int64_t>& shape : {std::vector<int64_t>{}, std::vector<int64_t>{3}}) {
+    const Tensor x = zeros(shape, kDouble).requires_grad_();
+    const Tensor g = autograd::grad({x.norm(2.0) * 1.5}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+    EXPECT_TRUE(close(g, zeros(shape, kDouble), 0, 0));
+    EXPECT_TRUE(autograd::grad({g.sum()}, {x})[0].isnan().all().item<bool>());
+    const Tensor y = zeros(shape, kDouble).requires_grad_();
+    EXPECT_TRUE(grad_of(y, y.norm(2.0), scalar_tensor(nan, kDouble)).isnan().all().item<bool>());
+  }
+}

@@ -982,6 +982,26 @@ TEST(Copy, EqualAllclose) {
 
 // ---- version counters --------------------------------------------------------------------
 
+// Regression (difffuzz chain:view:missing-error): an elementwise op's fresh
+// output follows the input's memory order even across a size-1 dim, as
+// PyTorch orders dims, so view() accepts and refuses what it does in PyTorch.
+// torch 2.15: x = arange(6.).view(2, 1, 3).permute(2, 1, 0), strides (1, 3, 3):
+// x.log1p(), x + x and x * 2 have strides (1, 3, 3), and x.log1p().view(2, 1, 3)
+// raises; arange(6.).view(3, 1, 2).transpose(0, 2).exp(): (1, 2, 2);
+// z = arange(12.).view(3, 4).t().unsqueeze(1): z.neg() and z + ones(4, 1, 1): (1, 12, 4).
+TEST(Layout, ElementwiseOutputKeepsOrderAcrossSizeOneDims) {
+  const Tensor x = arange(6, kDouble).view({2, 1, 3}).permute({2, 1, 0});
+  ASSERT_EQ(strides_of(x), (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_EQ(strides_of(x.log1p()), (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_EQ(strides_of(x + x), (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_EQ(strides_of(x * 2), (std::vector<int64_t>{1, 3, 3}));
+  expect_error([&] { x.log1p().view({2, 1, 3}); }, {"view"});
+  EXPECT_EQ(strides_of(arange(6, kDouble).view({3, 1, 2}).transpose(0, 2).exp()), (std::vector<int64_t>{1, 2, 2}));
+  const Tensor z = arange(12, kDouble).view({3, 4}).t().unsqueeze(1);
+  EXPECT_EQ(strides_of(z.neg()), (std::vector<int64_t>{1, 12, 4}));
+  EXPECT_EQ(strides_of(z + ones({4, 1, 1}, kDouble)), (std::vector<int64_t>{1, 12, 4}));
+}
+
 TEST(Version, BumpsOnInPlaceAndIsSharedByViews) {
   Tensor x = zeros({2, 3});
   Tensor v = x.view({6});

@@ -8,6 +8,7 @@
 #include <brisk/nn.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -853,4 +854,43 @@ TEST(ConvModules, SmallCnnTrains) {
       for (Tensor p : m->parameters()) p.add_(p.grad(), -0.1);
   }
   EXPECT_LT(loss_of().item<double>(), 0.9 * first);
+}
+
+// Torch bugs (difffuzz nn:F.conv1d:nan:half, nn:F.conv2d:nan:half,
+// allowlisted): torch's bfloat16 convolution on the CPU (1.13 and 2.15) gives
+// NaN at outputs whose window holds no NaN, and NaN where one infinite input
+// makes the output infinite. brisk's bfloat16 result is float64's, rounded:
+//   x = [[0.4375, nan, -3.6875, 65536, -0.359375, -2.15625]], conv1d(padding=1, dilation=2)
+//   float64: [[nan, 0.61746979, nan, -0.01803589], [nan, -0.08419800, nan, 1.53230286]]
+//   torch bfloat16: [[nan, nan, nan, -0.0181], [nan, nan, nan, 1.5312]]
+//   x = [[[0.2021484375, -inf, 1.7265625]]]: float64 [[[inf], [-inf]]], torch bfloat16 [[[nan], [nan]]]
+TEST(Conv, BFloat16NonFiniteInputsStayInTheirWindows) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const Tensor w = tensor({0.0155029296875, -0.10888671875, -0.58203125, -0.416015625, 0.0048828125, -0.322265625}, kDouble)
+                       .view({2, 1, 3});
+  const Tensor x = tensor({0.4375, nan, -3.6875, 65536.0, -0.359375, -2.15625}, kDouble).view({1, 6});
+  const Tensor want = tensor({nan, 0.6174697875976562, nan, -0.018035888671875, nan, -0.084197998046875, nan,
+                              1.5323028564453125},
+                             kDouble)
+                          .view({2, 4});
+  EXPECT_TRUE(close(F::conv1d(x, w, {}, 1, 1, 2), want, 1e-15, 0));
+  EXPECT_TRUE(close(F::conv1d(x.to(kBFloat16), w.to(kBFloat16), {}, 1, 1, 2), want, 1.6e-2, 0));
+  const Tensor x2 = tensor({0.2021484375, -inf, 1.7265625}, kDouble).view({1, 1, 3});
+  const Tensor w2 = tensor({0.3515625, -0.482421875, -0.8125, 0.2431640625, 0.0771484375, 0.2412109375}, kDouble).view({2, 1, 3});
+  const Tensor b2 = tensor({-0.51171875, 0.09375}, kDouble);
+  for (ScalarType dt : {kDouble, kBFloat16})
+    EXPECT_TRUE(close(F::conv1d(x2.to(dt), w2.to(dt), b2.to(dt)), tensor({inf, -inf}, kDouble).view({1, 2, 1}), 0, 0)) << dt;
+}
+
+// A torch difference (difffuzz nn:mul:signed-zero:half+sfloat, allowlisted):
+// torch's bfloat16 convolution flushes a denormal result to 0.0; brisk rounds
+// the product: 9.18e-41 * -0.58984375 = -5.4e-41 rounds to the smallest
+// bfloat16 denormal, -9.18e-41 (torch 2.15 gives 0.0, and then -0.0 after * -0.5).
+TEST(Conv, BFloat16DenormalResultIsRounded) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = tensor({nan, 9.183549615799121e-41, 3.046875, -2.5}, kDouble).view({2, 2, 1}).to(kBFloat16);
+  const Tensor w = tensor({-0.58984375, 0.69140625}, kDouble).view({2, 1, 1, 1}).to(kBFloat16);
+  const Tensor y = F::conv2d(x, w, {}, 1, 0, 1, 2).to(kDouble);
+  EXPECT_EQ(y.view({4})[1].item<double>(), -9.183549615799121e-41);
+  EXPECT_TRUE(close(y.view({4}).narrow(0, 2, 2), tensor({2.109375, -1.7265625}, kDouble), 0, 0));
 }

@@ -3,6 +3,7 @@
 #include <brisk/nn.h>
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/grad_util.h"
 #include "test_util.h"
@@ -244,6 +245,53 @@ TEST(LayerNorm, OverOneElementIsTheBias) {
     y.backward(tensor({1.0, -2.0, 3.0, 0.5}, kDouble).view({4, 1}).to(dt));
     EXPECT_TRUE(close(x.grad(), zeros({4, 1}), 0, 0)) << dt;
   }
+}
+
+// A torch bug (difffuzz nn:F.layer_norm:grad-value:half, allowlisted): torch's
+// bfloat16 layer_norm backward over a row of small variance is off by its
+// rounding (torch 2.15: x = [[-0.578125, -0.63671875]], g = [[1, -0.5]] gives
+// x.grad [[-2.09375, -1.359375]]; float64 gives [[0.29312401, -0.29312401]]).
+// brisk's sums run in float32 and round once.
+TEST(LayerNorm, BFloat16GradientOfSmallVarianceRow) {
+  const Tensor x = tensor({-0.578125, -0.63671875}, kDouble).view({1, 2}).to(kBFloat16).requires_grad_();
+  F::layer_norm(x, {2}).backward(tensor({1.0, -0.5}, kDouble).view({1, 2}).to(kBFloat16));
+  EXPECT_TRUE(close(x.grad(), tensor({0.2931240122371719, -0.2931240122370582}, kDouble).view({1, 2}), 1.6e-2, 0));
+}
+
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.layer_norm:grad2-extra):
+// without a weight, torch's double backward drops the bias gradient's
+// dependence on the bias (through the ops after layer_norm): its second
+// derivative is None. With weight=ones torch gives the right one, which brisk
+// gives either way (torch 2.15, x = [0.25, -1.5, 2, 0.5], b = [0.125, -0.25,
+// 0.375, 0.5], g = grad(sigmoid(layer_norm(x, [4], w, b)).sum(), b):
+// grad(g.sum(), b) = [-0.0093182510, 0.0899971325, -0.0892825719, -0.0708388928]).
+TEST(LayerNorm, BiasSecondDerivativeWithoutWeight) {
+  const Tensor x = tensor({0.25, -1.5, 2.0, 0.5}, kDouble);
+  for (bool with_weight : {false, true}) {
+    const Tensor b = tensor({0.125, -0.25, 0.375, 0.5}, kDouble).requires_grad_();
+    const Tensor w = with_weight ? ones({4}, kDouble) : Tensor();
+    const Tensor y = F::layer_norm(x, {4}, w, b).sigmoid();
+    const Tensor g = autograd::grad({y.sum()}, {b}, {}, std::nullopt, /*create_graph=*/true)[0];
+    EXPECT_TRUE(close(g, tensor({0.24965171102719844, 0.12978165248100892, 0.12759712377722876, 0.2252807440946041}, kDouble),
+                      1e-12, 0));
+    EXPECT_TRUE(close(autograd::grad({g.sum()}, {b})[0],
+                      tensor({-0.0093182510, 0.0899971325, -0.0892825719, -0.0708388928}, kDouble), 1e-8, 1e-10))
+        << with_weight;
+  }
+}
+
+// gelu(inf) is inf in every dtype and for any length (torch 2.15's bfloat16
+// and float32 vector loops give NaN: F.gelu(torch.full((20,), inf,
+// dtype=torch.bfloat16)) is all NaN, F.gelu of one bfloat16 inf is inf;
+// difffuzz chain:gelu:nan:half).
+TEST(Gelu, OfInfinityIsInfinity) {
+  const double inf = std::numeric_limits<double>::infinity();
+  for (ScalarType dt : {kBFloat16, kHalf, kFloat, kDouble})
+    for (int64_t n : {1, 20}) {
+      EXPECT_TRUE(close(F::gelu(full({n}, inf, dt)), full({n}, inf, kDouble), 0, 0)) << dt << " " << n;
+      // gelu(-inf) = -inf * 0 is NaN, in torch too
+      EXPECT_TRUE(F::gelu(full({n}, -inf, dt)).isnan().all().item<bool>()) << dt << " " << n;
+    }
 }
 
 TEST(Bilinear, MatchesEinsum) {

@@ -446,3 +446,20 @@ TEST(Losses, HuberAndSmoothL1Gradcheck) {
       [](const TensorList& in) { return F::smooth_l1_loss(in[0], in[1], F::SmoothL1LossFuncOptions(nn::kMean).beta(0.7)); },
       {x, t}, /*grad_grad=*/true));
 }
+
+// Integer inputs (difffuzz nn:F.l1_loss:unsupported:int): torch computes
+// |input - target| in the promoted integer dtype (wrapping), sums it in int64
+// and refuses the mean (torch 2.15: l1_loss(int32 [[-2], [-5]], [[3], [-2]])
+// = [[5], [3]], sum 8 (int64); as uint8: [[251], [253]]; mean raises
+// "mean(): could not infer output dtype").
+TEST(Losses, L1LossOfIntegers) {
+  const Tensor a = tensor<int32_t>({-2, -5}, kInt32).view({2, 1}), b = tensor<int32_t>({3, -2}, kInt32).view({2, 1});
+  const Tensor none = F::l1_loss(a, b, nn::kNone);
+  EXPECT_EQ(none.dtype(), kInt32);
+  EXPECT_TRUE(close(none, tensor({5.0, 3.0}, kDouble).view({2, 1}), 0, 0));
+  const Tensor sum = F::l1_loss(a, b, nn::kSum);
+  EXPECT_EQ(sum.dtype(), kInt64);
+  EXPECT_EQ(sum.item<int64_t>(), 8);
+  EXPECT_TRUE(close(F::l1_loss(a.to(kUInt8), b.to(kUInt8), nn::kNone), tensor({251.0, 253.0}, kDouble).view({2, 1}), 0, 0));
+  brisk::testing::expect_error([&] { F::l1_loss(a, b); }, {"mean"});
+}

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "autograd/grad_util.h"
@@ -283,17 +284,27 @@ TEST(BatchNorm, InfiniteFirstValueGivesInfiniteMean) {
 }
 
 // A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS): its eval-mode CPU
-// backward reads a non-contiguous running_var or weight as if contiguous
-// (difffuzz nn:F.batch_norm:grad-value). The gradient does not depend on the
-// layout: torch's own value for contiguous statistics, [[1, 6], [1, 6]].
+// backward reads a non-contiguous running_mean, running_var or weight as if
+// contiguous (difffuzz nn:F.batch_norm:grad-value; with a strided
+// running_mean torch's weight gradient changes from run to run, 1e34 or
+// -0.0488 where -1.1597 is right). The gradient does not depend on the
+// layout: torch's own values for contiguous statistics, x.grad [[1, 6], [1, 6]]
+// and weight.grad [1.5, 4].
 TEST(BatchNorm, EvalGradientWithStridedStatistics) {
-  const Tensor x = tensor({1.0, 2.0, 3.0, -1.0}, kDouble).view({2, 2}).requires_grad_();
-  const Tensor rm = tensor({0.5, -0.5}, kDouble);
-  const Tensor rv = tensor({4.0, 0.0, 0.25, 0.0}, kDouble).slice(0, 0, 4, 2);
-  const Tensor w = tensor({2.0, 0.0, 3.0, 0.0}, kDouble).slice(0, 0, 4, 2);
-  ASSERT_FALSE(rv.is_contiguous());
-  F::batch_norm(x, rm, rv, w, {}, false, 0.1, 0.0).sum().backward();
-  EXPECT_TRUE(close(x.grad(), tensor({1.0, 6.0, 1.0, 6.0}, kDouble).view({2, 2}), 0, 0));
+  const Tensor rm_c = tensor({0.5, -0.5}, kDouble);
+  const Tensor rm_s = tensor({0.5, 0.0, -0.5, 0.0}, kDouble).slice(0, 0, 4, 2);
+  const Tensor rv_c = tensor({4.0, 0.25}, kDouble);
+  const Tensor rv_s = tensor({4.0, 0.0, 0.25, 0.0}, kDouble).slice(0, 0, 4, 2);
+  const Tensor w_s = tensor({2.0, 0.0, 3.0, 0.0}, kDouble).slice(0, 0, 4, 2);
+  ASSERT_FALSE(rv_s.is_contiguous());
+  ASSERT_FALSE(rm_s.is_contiguous());
+  for (const auto& [rm, rv, strided_w] : {std::tuple{rm_c, rv_s, true}, std::tuple{rm_s, rv_c, false}}) {
+    const Tensor x = tensor({1.0, 2.0, 3.0, -1.0}, kDouble).view({2, 2}).requires_grad_();
+    const Tensor w = (strided_w ? w_s : tensor({2.0, 3.0}, kDouble)).detach().requires_grad_();
+    F::batch_norm(x, rm, rv, w, {}, false, 0.1, 0.0).sum().backward();
+    EXPECT_TRUE(close(x.grad(), tensor({1.0, 6.0, 1.0, 6.0}, kDouble).view({2, 2}), 0, 0));
+    EXPECT_TRUE(close(w.grad(), tensor({1.5, 4.0}, kDouble), 0, 0));
+  }
 }
 
 // A torch bug (1.13 and 2.15, tools/fuzz TORCH_BUGS; difffuzz
@@ -501,6 +512,62 @@ TEST(GroupNorm, HalfSecondDerivativeRunsInFloat) {
     const double scale = want.abs().max().item<double>();
     EXPECT_TRUE(close(second(kHalf, batch), want, 0, 2e-3 * scale)) << (batch ? "batch_norm" : "group_norm");
   }
+}
+
+// A torch bug (tools/fuzz TORCH_BUGS; difffuzz nn:F.group_norm:value,
+// nn:abs:value): a group of one element normalizes to exactly 0, so the
+// output is the bias. torch's folded affine leaves rounding noise amplified by
+// 1/sqrt(eps) (float32 torch 2.15: 0.5625 for 70000 and -0.27848133 for
+// 1.0099 where the bias -0.27846071 is right; 1.13 likewise).
+TEST(GroupNorm, GroupsOfOneElementGiveTheBias) {
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16}) {
+    const Tensor b = tensor({-0.27846071124076843}, kDouble).to(dt);
+    const Tensor w = tensor({2.5831732749938965}, kDouble).to(dt);
+    const Tensor x = tensor({70000.0, -0.852365255355835, 1.009917974472046, -0.10996001213788986}, kDouble)
+                         .view({4, 1})
+                         .to(dt)
+                         .requires_grad_();
+    const Tensor y = F::group_norm(x, 1, w, b);
+    EXPECT_TRUE(close(y, b.expand({4, 1}), 0, 0)) << dt;
+    y.backward(tensor({1.0, -2.0, 3.0, 0.5}, kDouble).view({4, 1}).to(dt));
+    EXPECT_TRUE(close(x.grad(), zeros({4, 1}), 0, 0)) << dt;
+  }
+}
+
+// A torch bug (difffuzz nn:F.batch_norm:grad2-value:half, allowlisted): its
+// float16 double backward of a training-mode batch_norm with weight and bias
+// is rounding noise (-0.182 and 0.335 where float64 gives -0.0414 and 0.0414).
+// brisk's float16 result is near its float64 one, which is torch's float64 one:
+// d/dx [[6.661e-07, -0.041430040627, -0.0011198088927], [-6.661e-07, 0.041430040627, 0.0011198088927]],
+// d/dw [3.382e-07, -0.0024465067392, -0.00012577431556].
+TEST(BatchNorm, HalfSecondDerivativeWithAffine) {
+  auto second = [](ScalarType dt) {
+    auto in = [&](std::initializer_list<double> v) { return tensor(v, kDouble).to(dt); };
+    const Tensor x = in({-0.397216796875, -0.40283203125, 1.490234375, 1.55078125, -0.6455078125, 0.998046875})
+                         .view({2, 3})
+                         .requires_grad_();
+    const Tensor w = in({-1.318359375, -1.34765625, -1.43359375}).requires_grad_();
+    const Tensor b = in({0.3837890625, 0.9970703125, -1.59765625}).requires_grad_();
+    const Tensor rm = in({1.76171875, 1.3974609375, 0.5078125}), rv = in({1.4091796875, 1.9658203125, 2.2109375});
+    const Tensor y = F::batch_norm(x, rm, rv, w, b, true);
+    const TensorList g = autograd::grad({y}, {x, w}, {in({1.0, -0.5, 0.25, 0.75, -1.0, 0.5}).view({2, 3})},
+                                        std::nullopt, /*create_graph=*/true);
+    const Tensor s = (g[0].to(kDouble) * tensor({0.5, -1.0, 1.0, 0.25, 0.75, -0.5}, kDouble).view({2, 3})).sum() +
+                     (g[1].to(kDouble) * tensor({1.0, -0.5, 0.25}, kDouble)).sum();
+    const TensorList h = autograd::grad({s}, {x, w});
+    return std::pair{h[0].to(kDouble), h[1].to(kDouble)};
+  };
+  const auto [hx, hw] = second(kDouble);
+  EXPECT_TRUE(close(hx, tensor({6.66140539440691e-07, -0.041430040627415815, -0.0011198088926554477,
+                                -6.66140539440691e-07, 0.041430040627415815, 0.0011198088926553922},
+                               kDouble)
+                            .view({2, 3}),
+                    1e-9, 1e-15));
+  EXPECT_TRUE(close(hw, tensor({3.3819531770048333e-07, -0.0024465067392436084, -0.00012577431556433336}, kDouble),
+                    1e-9, 1e-15));
+  const auto [hx16, hw16] = second(kHalf);
+  EXPECT_TRUE(close(hx16, hx, 0, 2e-3 * 0.0414));
+  EXPECT_TRUE(close(hw16, hw, 0, 2e-3 * 0.0414));
 }
 
 // ---- errors -----------------------------------------------------------------------------------------

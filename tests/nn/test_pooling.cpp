@@ -557,7 +557,7 @@ TEST(PoolErrors, NameTheOpAndTheProblem) {
   expect_error([&] { F::max_pool2d(randn({4, 4}), 2); }, {"[max_pool2d]", "3-D (C, H, W) or 4-D"});
   expect_error([&] { F::max_pool2d(randn({1, 2, 3, 4, 4}), 2); }, {"[max_pool2d]", "3-D (C, H, W) or 4-D"});
   expect_error([&] { F::max_pool2d(randn({1, 0, 4, 4}), 2); }, {"[max_pool2d]", "non-empty"});
-  expect_error([&] { F::max_pool2d(ones({1, 1, 4, 4}, kInt64), 2); }, {"[max_pool2d]", "floating point"});
+  expect_error([&] { F::max_pool2d(ones({1, 1, 4, 4}, kBool), 2); }, {"[max_pool2d]", "floating point"});
   expect_error([&] { F::max_pool2d_with_indices(x, 5); }, {"[max_pool2d_with_indices]", "too small"});
   expect_error([&] { F::avg_pool2d(x, 2, 2, 0, false, true, 0); }, {"[avg_pool2d]", "divisor_override"});
   expect_error([&] { F::avg_pool2d(x, 2, 2, 2); }, {"[avg_pool2d]", "at most half"});
@@ -567,4 +567,70 @@ TEST(PoolErrors, NameTheOpAndTheProblem) {
   expect_error([&] { F::max_pool1d(x, 2); }, {"[max_pool1d]", "2-D (C, L) or 3-D (N, C, L)"});
   expect_error([&] { F::max_pool1d(randn({1, 2, 2}), 3); }, {"[max_pool1d]", "too small"});
   expect_error([&] { F::avg_pool1d(randn({1, 2, 8}), 2, 2, 2); }, {"[avg_pool1d]", "at most half"});
+}
+
+// ---- integer inputs ------------------------------------------------------------------------------
+
+namespace {
+std::vector<int64_t> ints(const Tensor& t) {
+  const Tensor c = t.to(kInt64).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+}  // namespace
+
+// Integer pooling as torch 2.x's CPU kernels have it (difffuzz
+// nn:F.max_pool2d:unsupported:int, nn:F.max_pool2d_with_indices:unsupported:u8,
+// nn:F.avg_pool2d:unsupported:int): max pooling of uint8, int32 and int64
+// (max_pool1d only with indices), average pooling of int64 only.
+TEST(PoolIntegers, MaxPoolingAsTorch) {
+  // x = torch.tensor([[[-6, -2, -6, 4], [1, -4, 5, 5], [-1, -4, 1, 1]],
+  //                   [[-1, 0, 0, 0], [1, -2, -1, -2], [3, 4, 3, 2]]])
+  const Tensor x = tensor<int64_t>({-6, -2, -6, 4, 1, -4, 5, 5, -1, -4, 1, 1,  //
+                                    -1, 0, 0, 0, 1, -2, -1, -2, 3, 4, 3, 2})
+                       .view({2, 3, 4});
+  // F.max_pool2d_with_indices(x, 2, stride=1):
+  //   [[[1, 5, 5], [1, 5, 5]], [[1, 0, 0], [4, 4, 3]]], [[[4, 6, 6], [4, 6, 6]], [[4, 1, 2], [9, 9, 10]]]
+  auto [v, i] = F::max_pool2d_with_indices(x, 2, 1);
+  EXPECT_EQ(v.dtype(), kInt64);
+  EXPECT_EQ(ints(v), (std::vector<int64_t>{1, 5, 5, 1, 5, 5, 1, 0, 0, 4, 4, 3}));
+  EXPECT_EQ(ints(i), (std::vector<int64_t>{4, 6, 6, 4, 6, 6, 4, 1, 2, 9, 9, 10}));
+  // F.max_pool2d(x, 2, stride=1, padding=1)[0, 0] = [-6, -2, -2, 4, 4]
+  EXPECT_EQ(ints(F::max_pool2d(x, 2, 1, 1).select(0, 0).select(0, 0)), (std::vector<int64_t>{-6, -2, -2, 4, 4}));
+  // F.max_pool2d(x.to(torch.uint8), 2, stride=1): [[[254, 254, 250], [255, 252, 5]], [[255, 255, 255], [254, 255, 255]]]
+  const Tensor u = F::max_pool2d(x.to(kUInt8), 2, 1);
+  EXPECT_EQ(u.dtype(), kUInt8);
+  EXPECT_EQ(ints(u), (std::vector<int64_t>{254, 254, 250, 255, 252, 5, 255, 255, 255, 254, 255, 255}));
+  // channels_last int32: F.max_pool2d(x[None].contiguous(memory_format=torch.channels_last).int(), (2, 3), stride=1)
+  //   [[[[5, 5], [5, 5]], [[1, 0], [4, 4]]]], strides (8, 1, 4, 2)
+  const Tensor cl = F::max_pool2d(x.unsqueeze(0).to(kInt32).contiguous(kChannelsLast), {2, 3}, 1);
+  EXPECT_EQ(cl.dtype(), kInt32);
+  EXPECT_EQ(ints(cl), (std::vector<int64_t>{5, 5, 5, 5, 1, 0, 4, 4}));
+  EXPECT_TRUE(cl.is_contiguous(kChannelsLast));
+  // F.max_pool1d(torch.tensor([[[-6, -2, -6, 4, 1, -4]]]), 2, return_indices=True): [[[-2, 4, 1]]], [[[1, 3, 4]]]
+  auto [v1, i1] = F::max_pool1d_with_indices(tensor<int64_t>({-6, -2, -6, 4, 1, -4}).view({1, 1, 6}), F::MaxPool1dFuncOptions(2));
+  EXPECT_EQ(ints(v1), (std::vector<int64_t>{-2, 4, 1}));
+  EXPECT_EQ(ints(i1), (std::vector<int64_t>{1, 3, 4}));
+  // torch: "max_pool1d_impl" not implemented for 'Long'; "max_pool2d" not implemented for 'Bool'
+  expect_error([&] { F::max_pool1d(tensor<int64_t>({1, 2}).view({1, 1, 2}), 2); }, {"[max_pool1d]", "floating point"});
+  expect_error([&] { F::max_pool2d(x.to(kBool), 2); }, {"[max_pool2d]", "floating point"});
+}
+
+TEST(PoolIntegers, Int64AveragePoolingTruncatesAndWraps) {
+  const Tensor a = tensor<int64_t>({-1, -2, 3, 4, -7, 0}).view({1, 1, 6});
+  // F.avg_pool1d(a, 2) = [-1, 3, -3]: -3 / 2 truncates to -1
+  EXPECT_EQ(ints(F::avg_pool1d(a, 2)), (std::vector<int64_t>{-1, 3, -3}));
+  // F.avg_pool1d(a, 4, stride=1, padding=2, count_include_pad=False) = [-1, 0, 1, 0, 0, -1, -3]
+  EXPECT_EQ(ints(F::avg_pool1d(a, 4, 1, 2, false, false)), (std::vector<int64_t>{-1, 0, 1, 0, 0, -1, -3}));
+  // ... with count_include_pad=True: [0, 0, 1, 0, 0, 0, -1]
+  EXPECT_EQ(ints(F::avg_pool1d(a, 4, 1, 2)), (std::vector<int64_t>{0, 0, 1, 0, 0, 0, -1}));
+  // F.avg_pool2d(a, (1, 3), divisor_override=2) = [0, -1]
+  EXPECT_EQ(ints(F::avg_pool2d(a, {1, 3}, {}, 0, false, true, 2)), (std::vector<int64_t>{0, -1}));
+  // F.avg_pool1d(a, 4, ceil_mode=True, stride=3) = [1, -1]
+  EXPECT_EQ(ints(F::avg_pool1d(a, 4, 3, 0, true)), (std::vector<int64_t>{1, -1}));
+  // The sum wraps: F.avg_pool1d(torch.tensor([[[2**62] * 3]]), 3) = [-1537228672809129301]
+  EXPECT_EQ(ints(F::avg_pool1d(full({1, 1, 3}, int64_t(1) << 62, kInt64), 3)),
+            (std::vector<int64_t>{-1537228672809129301LL}));
+  // torch: "avg_pool2d" not implemented for 'Int'; "adaptive_avg_pool2d" not implemented for 'Long'
+  expect_error([&] { F::avg_pool2d(ones({1, 2, 2}, kInt32), 2); }, {"[avg_pool2d]", "floating point"});
+  expect_error([&] { F::adaptive_avg_pool2d(ones({1, 2, 2}, kInt64), 1); }, {"[adaptive_avg_pool2d]", "floating point"});
 }

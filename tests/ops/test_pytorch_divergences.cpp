@@ -1009,6 +1009,25 @@ TEST(PyTorchDivergence, PowSpecialCasesAsTorch) {
   EXPECT_EQ(values(bs), (std::vector<double>{1, 0}));
 }
 
+// The exponent's gradient at base 0 is g times the masked derivative, as torch
+// groups it: an infinite g there gives NaN, not 0 (difffuzz chain:pow:grad-nan;
+// torch 1.13 and 2.15: e = tensor(0.5); tensor([0., 2.]).pow(e).backward(tensor([inf, 1.]))
+// -> e.grad nan; tensor([0.]).pow(e).pow(-0.5) = [inf], its sum's backward -> e.grad nan).
+TEST(PyTorchDivergence, PowExponentGradientAtBaseZeroTimesInfinity) {
+  Tensor e = scalar_tensor(0.5, kDouble).requires_grad_();
+  tensor<double>({0.0, 2.0}, kDouble).pow(e).backward(tensor<double>({kInf, 1.0}, kDouble));
+  EXPECT_TRUE(std::isnan(e.grad().item<double>()));
+  Tensor e2 = scalar_tensor(0.5, kDouble).requires_grad_();
+  Tensor z = tensor<double>({0.0}, kDouble).pow(e2).pow(-0.5);
+  EXPECT_TRUE(same_bits(z, {kInf}));
+  z.sum().backward();
+  EXPECT_TRUE(std::isnan(e2.grad().item<double>()));
+  // a finite g keeps 0 at base 0: tensor([0., 2.]).pow(e).backward(tensor([3., 1.])) -> e.grad log(2) * sqrt(2)
+  Tensor e3 = scalar_tensor(0.5, kDouble).requires_grad_();
+  tensor<double>({0.0, 2.0}, kDouble).pow(e3).backward(tensor<double>({3.0, 1.0}, kDouble));
+  EXPECT_NEAR(e3.grad().item<double>(), std::log(2.0) * std::sqrt(2.0), 1e-15);
+}
+
 TEST(PyTorchDivergence, BackwardFormulasAtZeroDivisorsAndOrigins) {
   // atan2's gradient is 0 where x^2 + y^2 is 0 (torch 2.x; 1.13 gave nan):
   //   a = [0, -0, 1e-200, 1], b = [0, 0, 1e-200, 0] (float64)

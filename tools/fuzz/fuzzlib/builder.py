@@ -58,28 +58,50 @@ def _float32_sum_overflows(t):
     return float(f[f.isfinite()].abs().sum()) > 3.4e38
 
 
+def _group_of_one(a):
+    """group_norm's args (input, num_groups, ...) put one element in each group."""
+    x, groups = a[0], a[1]
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0 or not isinstance(groups, int) or groups <= 0:
+        return False
+    return x.numel() == x.shape[0] * groups
+
+
+def _arg(a, kw, i, name):
+    return a[i] if len(a) > i else kw.get(name)
+
+
 # Bugs of every torch release checked (1.13 and 2.x) where brisk's result is
 # the right one (each has a brisk regression test that says so): (op,
-# predicate on the op's torch arguments and keywords, what goes wrong). Such
-# cases are skipped, as REFERENCE_QUIRKS are; only the exact circumstances are.
+# predicate on the op's torch arguments and keywords and the builder (b.grad2:
+# the program takes second derivatives), what goes wrong). Such cases are
+# skipped, as REFERENCE_QUIRKS are; only the exact circumstances are.
 TORCH_BUGS = [
-    ("F.batch_norm", lambda a, kw: not kw.get("training", False) and (_noncontig(a[2]) or _noncontig(kw.get("weight"))),
-     "eval-mode batch_norm backward on the CPU reads a non-contiguous running_var or weight as contiguous"),
-    ("F.batch_norm", lambda a, kw: _odd_channels_last(a[0]),
+    ("F.batch_norm", lambda a, kw, b: not kw.get("training", False) and (
+        _noncontig(a[1]) or _noncontig(a[2]) or _noncontig(kw.get("weight"))),
+     "eval-mode batch_norm backward on the CPU reads a non-contiguous running_mean, running_var or weight as "
+     "contiguous (garbage that changes from run to run)"),
+    ("F.batch_norm", lambda a, kw, b: _odd_channels_last(a[0]),
      "batch_norm backward of a channels_last input whose size-1 dims have other strides than channels_last's "
      "(strides (1, 1, 2, 2) for (1, 2, 1, 3)) is wrong"),
-    ("F.layer_norm", lambda a, kw: math.prod(a[1]) == 1,
+    ("F.layer_norm", lambda a, kw, b: math.prod(a[1]) == 1,
      "layer_norm over one element is exactly 0 (times weight, plus bias): torch's folded affine leaves rounding "
      "noise, and its 16-bit double backward NaN"),
-    ("F.layer_norm", lambda a, kw: _past(a[0], 1e18),
+    ("F.layer_norm", lambda a, kw, b: _past(a[0], 1e18),
      "float statistics of values past ~1e19 overflow in torch (E[x^2]): NaN or 0 where the result is finite"),
-    ("F.group_norm", lambda a, kw: _past(a[0], 1e18),
+    ("F.layer_norm", lambda a, kw, b: b.grad2 and _arg(a, kw, 2, "weight") is None and isinstance(
+        _arg(a, kw, 3, "bias"), torch.Tensor) and _arg(a, kw, 3, "bias").requires_grad,
+     "without a weight, layer_norm's double backward drops the bias gradient's dependence on the bias: "
+     "second derivatives None (or missing that term) where they are not zero"),
+    ("F.group_norm", lambda a, kw, b: _past(a[0], 1e18),
      "float statistics of values past ~1e19 overflow in torch (E[x^2]): NaN or 0 where the result is finite"),
-    ("var_mean", lambda a, kw: bool(a[0].isinf().any()),
+    ("F.group_norm", lambda a, kw, b: _group_of_one(a),
+     "a group of one element normalizes to exactly 0 (times weight, plus bias): torch's folded affine leaves "
+     "rounding noise amplified by 1/sqrt(eps)"),
+    ("var_mean", lambda a, kw, b: bool(a[0].isinf().any()),
      "var_mean's Welford mean is NaN where the mean is +-inf (torch.mean gives the inf)"),
-    ("std", lambda a, kw: a[1] is None and _float32_sum_overflows(a[0]),
+    ("std", lambda a, kw, b: a[1] is None and _float32_sum_overflows(a[0]),
      "std over all elements of float32 takes the mean in float32 first: its sum overflows where the std is finite"),
-    ("var", lambda a, kw: a[1] is None and _float32_sum_overflows(a[0]),
+    ("var", lambda a, kw, b: a[1] is None and _float32_sum_overflows(a[0]),
      "var over all elements of float32 takes the mean in float32 first: its sum overflows"),
 ]
 
@@ -333,7 +355,7 @@ class Builder:
             if name == quirk_op and TORCH_VERSION < before and applies(self.decode(list(args))):
                 raise SkipCase("torch %s: %s" % (torch.__version__, why))
         for bug_op, applies, why in TORCH_BUGS:
-            if name == bug_op and applies(self.decode(list(args)), {k: self.decode(v) for k, v in kw.items()}):
+            if name == bug_op and applies(self.decode(list(args)), {k: self.decode(v) for k, v in kw.items()}, self):
                 raise SkipCase("torch bug: %s" % why)
         kw = {k: v for k, v in kw.items() if v is not None}
         index = len(self.ops)
