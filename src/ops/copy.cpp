@@ -15,9 +15,6 @@
 namespace brisk {
 
 namespace detail {
-namespace {
-/// True when t's elements fill a block of memory exactly once (no gaps, no
-/// overlap), in any dim order. Dims of size 0 or 1 do not count.
 bool non_overlapping_and_dense(const Tensor& t) {
   SmallVec<8> order;  // dims of size > 1, innermost (smallest stride) first
   for (int64_t d = 0; d < t.dim(); ++d)
@@ -30,7 +27,6 @@ bool non_overlapping_and_dense(const Tensor& t) {
   }
   return true;
 }
-}  // namespace
 
 // Note [Preserved strides]
 // A fresh tensor "like" t (empty_like and the other *_like factories, clone,

@@ -323,10 +323,11 @@ Tensor Tensor::squeeze(int64_t d) const {
   BRISK_PROFILE_OP("squeeze", *this);
   Tensor r;
   bool squeezed = false;
+  // A 0-dim tensor accepts dims -1 and 0, as in PyTorch (squeeze(5) raises).
+  d = wrap_dim(d, dim(), "squeeze");
   if (dim() == 0) {
     r = make_view(*this, sizes(), strides(), storage_offset());
   } else {
-    d = wrap_dim(d, dim(), "squeeze");
     if (size(d) != 1) {
       r = make_view(*this, sizes(), strides(), storage_offset());
     } else {
