@@ -141,7 +141,7 @@ bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType r
     }
   }
   if (!first) return false;
-  if (has_scalar && !has_out() && !canonical_strides(*first)) return false;  // Note [Output layout]
+  if (has_scalar && !has_out() && (first->numel == 0 || !canonical_strides(*first))) return false;  // Note [Output layout]
   if (has_out()) {
     const TensorImpl* o = out_->impl();
     if (!o->is_contiguous || o->dtype != result_dtype || !(o->sizes == first->sizes) || !(o->device == first->device))
@@ -184,18 +184,23 @@ bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType r
 // Note [Output layout]
 // A fresh output is laid out as PyTorch's TensorIterator lays it out, so
 // that strides, is_contiguous() and which view() calls succeed match:
-// - inputs that all have the result's shape (no Scalar, no broadcasting)
-//   and are all contiguous give a contiguous output; all non-overlapping and
-//   dense with the same strides give those strides (a transposed input gives
-//   a transposed output);
-//   (likewise all channels_last gives channels_last);
-// - otherwise the output is dense in the order of the dims ranked by the
-//   operands' strides, the output's first when it is given: a broadcast dim
-//   (stride 0) decides nothing and the scan goes on past it, a larger stride
-//   goes outside, and of two equal strides the larger dim goes outside. A
-//   dim of size 1 in the result is ranked by its stride too (a permuted
-//   (3, 1, 2) tensor keeps its order; ignoring it would make it contiguous).
-// The same rule gives empty_like's strides (Note [Preserved strides]).
+// - when the inputs (as cast to the compute dtype) all have the result's
+//   shape (no Scalar, no broadcasting): all contiguous gives a contiguous
+//   output, all channels_last gives channels_last, all non-overlapping and
+//   dense with the same strides gives those strides (a transposed input
+//   gives a transposed output);
+// - otherwise the dims are ranked by the operands' strides, the output's
+//   first when it is given: a broadcast dim (stride 0) decides nothing and
+//   the scan goes on past it, a larger stride goes outside, and of two equal
+//   strides the larger dim goes outside. A dim of size 1 in the result is
+//   ranked by its stride too (a permuted (3, 1, 2) tensor keeps its order).
+//   The natural order gives contiguous strides; another order gives dense
+//   strides in that order (a dim of size 0 makes the strides outside it 0).
+// The fast path's contiguous output has the canonical strides, except with
+// a Scalar operand and an input without elements or whose dims of size 1
+// have other strides:
+// that goes the ranked way, as in PyTorch. empty_like follows the same rule
+// (Note [Preserved strides]).
 bool IterBuilder::same_layout_strides(const TensorIter& it, IntArrayRef shape, DimVector& strides) const {
   // (the inputs as cast to the compute dtype, as PyTorch decides after casting)
   if (ninputs_ == 0) return false;
@@ -386,12 +391,19 @@ void IterBuilder::build(TensorIter& it) {
   if (!out.defined()) {
     DimVector ostrides(nd);
     if (!same_layout_strides(it, shape, ostrides)) {
-      // Dense, in the inputs' memory order.
-      int64_t acc = 1;
-      for (int i = 0; i < nd; ++i) {
-        const int d = perm[i];
-        ostrides[nd - 1 - d] = acc;
-        acc *= sz[d];
+      bool natural = true;
+      for (int i = 0; i < nd && natural; ++i) natural = perm[i] == i;
+      if (natural) {
+        ostrides = detail::contiguous_strides(shape);
+      } else {
+        // Dense, in the inputs' memory order (a dim of size 0 makes the
+        // strides outside it 0, as in PyTorch).
+        int64_t acc = 1;
+        for (int i = 0; i < nd; ++i) {
+          const int d = perm[i];
+          ostrides[nd - 1 - d] = acc;
+          acc *= sz[d];
+        }
       }
     }
     out = detail::make_tensor(shape, ostrides, result_dtype, dev);

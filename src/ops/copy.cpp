@@ -40,8 +40,9 @@ bool non_overlapping_and_dense(const Tensor& t) {
 //   sliced contiguous tensor becomes contiguous.
 DimVector preserved_strides(const Tensor& t) {
   const int64_t nd = t.dim();
-  // (is_contiguous() holds for any tensor without elements: look closer then)
-  if ((t.is_contiguous() && t.numel() > 0) || non_overlapping_and_dense(t))
+  // (is_contiguous() holds for any tensor without elements: PyTorch keeps
+  // such a tensor's strides too, 0 strides included)
+  if (t.is_contiguous() || non_overlapping_and_dense(t))
     return DimVector(t.strides().begin(), t.strides().end());
   // rank[0] is the innermost dim. Start from the natural order (last dim
   // innermost) and insert each dim inward past the dims it must precede:
