@@ -1,5 +1,6 @@
 // The backward engine: dependency counts, then nodes in order of readiness
 // (latest-created first among the ready ones), gradients summed per input.
+#include <algorithm>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -24,6 +25,8 @@ struct Task {
   std::unordered_map<Node*, TensorList> buffers;
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
   std::unordered_set<Node*> needed;
+  /// Inputs (bit input_nr) that a structural zero reached (Note [Structural zeros]).
+  std::unordered_map<Node*, uint64_t> zero_inputs;
   TensorList captured;
   bool keep_graph = false;
   bool create_graph = false;
@@ -123,6 +126,19 @@ void check_anomaly(const Node& n, const TensorList& outs) {
   }
 }
 
+// Note [Structural zeros]
+// A backward formula returns an undefined gradient for an input whose
+// gradient is zero by construction (fill_/copy_ overwrote it; sgn's
+// derivative, which abs's formula multiplies by). Such a zero is not
+// computed with: the node it reaches does not run for it, so no 0 * inf
+// turns it into NaN further down (PyTorch's "efficient zero tensors" give
+// the same, e.g. second derivatives of abs(x / 0)), and it travels on to the
+// leaves, which then get a zero gradient as in PyTorch rather than none.
+void mark_zero(Task& t, const Edge& e) {
+  if (!e.valid() || (t.only_needed && !t.needed.count(e.function.get()))) return;
+  t.zero_inputs[e.function.get()] |= uint64_t(1) << std::min<uint32_t>(e.input_nr, 63);
+}
+
 void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
   AutoGradMode mode(t.create_graph);
   compute_dependencies(t, roots);
@@ -151,13 +167,30 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
       t.buffers.erase(it);
     }
     grads.resize(n->num_outputs());
+    uint64_t zeros_in = 0;
+    if (!t.zero_inputs.empty())
+      if (auto z = t.zero_inputs.find(n); z != t.zero_inputs.end()) zeros_in = z->second;
     if (n->has_pre_hooks()) n->run_pre_hooks(grads);
     if (auto c = t.captures.find(n); c != t.captures.end())
-      for (auto [nr, idx] : c->second) t.captured[idx] = grads[nr];
+      for (auto [nr, idx] : c->second) {
+        t.captured[idx] = grads[nr];
+        if (!grads[nr].defined() && (zeros_in >> std::min<uint32_t>(nr, 63) & 1)) {
+          const OutputMeta& m = n->output_meta(nr);
+          t.captured[idx] = zeros(m.sizes, TensorOptions(m.dtype).device(m.device));
+        }
+      }
 
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
     const auto& edges = n->next_edges();
+    if (!any && zeros_in) {
+      // Only structural zeros arrived: a leaf's accumulator runs (on zeros),
+      // any other node passes them on without running.
+      if (edges.empty())
+        any = true;
+      else
+        for (const Edge& e : edges) mark_zero(t, e);
+    }
     bool run = any;
     if (run && t.only_needed) {
       // grad(): run a node only when it leads to a captured edge (a captured
@@ -179,9 +212,13 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
       if (anomaly) check_anomaly(*n, outs);
       BRISK_CHECK(outs.size() <= edges.size() || edges.empty(), "backward", "function ", n->name(), " returned ",
                   outs.size(), " gradients but has ", edges.size(), " inputs");
-      for (size_t i = 0; i < edges.size() && i < outs.size(); ++i) {
+      for (size_t i = 0; i < edges.size(); ++i) {
         const Edge& e = edges[i];
-        if (!e.valid() || !outs[i].defined()) continue;
+        if (i >= outs.size() || !outs[i].defined()) {
+          mark_zero(t, e);
+          continue;
+        }
+        if (!e.valid()) continue;
         Node* c = e.function.get();
         if (t.only_needed && !t.needed.count(c)) continue;
         Tensor g = conform(std::move(outs[i]), c->output_meta(e.input_nr), *n, i);

@@ -200,5 +200,11 @@ void mark_multi_output_views(const std::vector<Tensor>& views);
 // ---- helpers for formulas ------------------------------------------------------
 /// Sums `g` down to `sizes` (undoes broadcasting).
 Tensor sum_to(const Tensor& g, IntArrayRef sizes);
+/// sign(x) for use inside backward formulas where PyTorch's formula has
+/// x.sgn() (abs, ...): its own derivative is a structural zero (Note
+/// [Structural zeros], src/autograd/engine.cpp), so a second derivative that
+/// meets an infinite factor behind it stays 0 as in PyTorch, not NaN. The
+/// public sign() keeps an ordinary zero derivative, as PyTorch's sign does.
+Tensor sgn(const Tensor& x);
 
 }  // namespace brisk::autograd

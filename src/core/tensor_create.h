@@ -16,6 +16,9 @@ void resize_(const Tensor& t, IntArrayRef sizes);
 DimVector contiguous_strides(IntArrayRef sizes);
 /// Channels-last strides for a 4-D shape (N, C, H, W) -> (C*H*W, 1, W*C, C).
 DimVector channels_last_strides(IntArrayRef sizes);
+/// True when t's elements fill a block of memory exactly once (no gaps, no
+/// overlap), in any dim order. Dims of size 0 or 1 do not count.
+bool non_overlapping_and_dense(const Tensor& t);
 /// Strides of a fresh tensor like t in memory format "preserve" (Note
 /// [Preserved strides], src/ops/copy.cpp).
 DimVector preserved_strides(const Tensor& t);

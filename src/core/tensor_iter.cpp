@@ -106,6 +106,19 @@ void TensorIter::finish() {
   }
 }
 
+namespace {
+/// The strides make_tensor gives a contiguous tensor of t's sizes (a
+/// contiguous tensor may have other strides on dims of size 1).
+bool canonical_strides(const TensorImpl& t) {
+  int64_t expected = 1;
+  for (size_t i = t.sizes.size(); i-- > 0;) {
+    if (t.strides[i] != expected) return false;
+    expected *= std::max<int64_t>(t.sizes[i], 1);
+  }
+  return true;
+}
+}  // namespace
+
 // Note [TensorIter fast path]
 // The common small op has contiguous inputs of one shape and dtype (or
 // scalars) and a fresh or matching contiguous output. It needs no
@@ -113,8 +126,12 @@ void TensorIter::finish() {
 // elements. This path keeps the host cost of `x + y` on tiny tensors low.
 bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType result_dtype) {
   const TensorImpl* first = nullptr;
+  bool has_scalar = false;
   for (int i = 0; i < ninputs_; ++i) {
-    if (is_scalar_[i]) continue;
+    if (is_scalar_[i]) {
+      has_scalar = true;
+      continue;
+    }
     const TensorImpl* t = in(i).impl();
     if (!t->is_contiguous || (promote_[i] && cast_inputs_ && t->dtype != compute)) return false;
     if (!first) {
@@ -124,6 +141,7 @@ bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType r
     }
   }
   if (!first) return false;
+  if (has_scalar && !has_out() && (first->numel == 0 || !canonical_strides(*first))) return false;  // Note [Output layout]
   if (has_out()) {
     const TensorImpl* o = out_->impl();
     if (!o->is_contiguous || o->dtype != result_dtype || !(o->sizes == first->sizes) || !(o->device == first->device))
@@ -132,7 +150,7 @@ bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType r
       if (!is_scalar_[i]) check_no_partial_overlap(op_, *out_, in(i));  // self as input is fine
     it.result = *out_;
   } else {
-    it.result = detail::make_tensor(first->sizes, first->strides, result_dtype, first->device);
+    it.result = detail::make_tensor(first->sizes, {}, result_dtype, first->device);  // canonical strides
   }
   const int nops = ninputs_ + 1;
   it.noperands = nops;
@@ -160,6 +178,58 @@ bool IterBuilder::try_fast_path(TensorIter& it, ScalarType compute, ScalarType r
   // scalar is read once either way).
   if (it.numel == 1)
     for (int k = 1; k < nops; ++k) it.strides[k][0] = static_cast<int64_t>(element_size(it.dtypes[k]));
+  return true;
+}
+
+// Note [Output layout]
+// A fresh output is laid out as PyTorch's TensorIterator lays it out, so
+// that strides, is_contiguous() and which view() calls succeed match:
+// - when the inputs (as cast to the compute dtype) all have the result's
+//   shape (no Scalar, no broadcasting): all contiguous gives a contiguous
+//   output, all channels_last gives channels_last, all non-overlapping and
+//   dense with the same strides gives those strides (a transposed input
+//   gives a transposed output);
+// - otherwise the dims are ranked by the operands' strides, the output's
+//   first when it is given: a broadcast dim (stride 0) decides nothing and
+//   the scan goes on past it, a larger stride goes outside, and of two equal
+//   strides the larger dim goes outside. A dim of size 1 in the result is
+//   ranked by its stride too (a permuted (3, 1, 2) tensor keeps its order).
+//   The natural order gives contiguous strides; another order gives dense
+//   strides in that order (a dim of size 0 makes the strides outside it 0).
+// The fast path's contiguous output has the canonical strides, except with
+// a Scalar operand and an input without elements or whose dims of size 1
+// have other strides:
+// that goes the ranked way, as in PyTorch. empty_like follows the same rule
+// (Note [Preserved strides]).
+bool IterBuilder::same_layout_strides(const TensorIter& it, IntArrayRef shape, DimVector& strides) const {
+  // (the inputs as cast to the compute dtype, as PyTorch decides after casting)
+  if (ninputs_ == 0) return false;
+  const Tensor& first = it.operands[1];
+  bool contiguous = true, same = true;
+  for (int i = 0; i < ninputs_; ++i) {
+    if (is_scalar_[i]) return false;
+    const Tensor& t = it.operands[i + 1];
+    if (!(t.sizes() == shape)) return false;
+    contiguous = contiguous && t.is_contiguous();
+    same = same && t.strides() == first.strides();
+  }
+  if (contiguous) {
+    strides = detail::contiguous_strides(shape);
+    return true;
+  }
+  if (shape.size() == 4) {
+    bool channels_last = true;
+    for (int i = 0; i < ninputs_ && channels_last; ++i)
+      channels_last = it.operands[i + 1].is_contiguous(kChannelsLast);
+    if (channels_last) {
+      strides = detail::channels_last_strides(shape);
+      return true;
+    }
+  }
+  if (!same) return false;
+  for (int i = 0; i < ninputs_; ++i)
+    if (!detail::non_overlapping_and_dense(it.operands[i + 1])) return false;
+  strides = DimVector(first.strides().begin(), first.strides().end());
   return true;
 }
 
@@ -269,7 +339,11 @@ void IterBuilder::build(TensorIter& it) {
   }
 
   // 5. Strides per operand, innermost dim first.
+  // `st` walks the elements (0 where a dim has size 1); `ost` orders the dims
+  // (step 6): a dim of size 1 in the result keeps the operand's own stride
+  // there, only a broadcast dim says nothing (Note [Output layout]).
   int64_t st[TensorIter::kMaxOperands][TensorIter::kMaxDims];
+  int64_t ost[TensorIter::kMaxOperands][TensorIter::kMaxDims];
   int64_t sz[TensorIter::kMaxDims];
   for (int d = 0; d < nd; ++d) sz[d] = shape[nd - 1 - d];
   auto fill_strides = [&](int k, const Tensor& t) {
@@ -277,71 +351,60 @@ void IterBuilder::build(TensorIter& it) {
     for (int d = 0; d < nd; ++d) {
       const int src = nd - 1 - d - off;  // dim of t aligned from the right
       st[k][d] = (src < 0 || t.size(src) == 1) ? 0 : t.stride(src);
+      ost[k][d] = (src < 0 || (t.size(src) == 1 && sz[d] != 1)) ? 0 : t.stride(src);
     }
   };
   for (int i = 0; i < ninputs_; ++i) {
     if (is_scalar_[i])
-      for (int d = 0; d < nd; ++d) st[i + 1][d] = 0;
+      for (int d = 0; d < nd; ++d) st[i + 1][d] = ost[i + 1][d] = 0;
     else
       fill_strides(i + 1, it.operands[i + 1]);
   }
   if (out.defined()) fill_strides(0, out);
 
-  // 6. Order dims by stride (innermost first), output first, then inputs,
-  // as PyTorch orders them (so a fresh output has the strides PyTorch gives
-  // it, which decides what view() accepts later): a size-1 dim that does not
-  // broadcast counts with its own stride, equal strides put the smaller
-  // size inside, and an undecided pair does not stop the insertion (a
-  // size-1 dim between two others must not block their order).
-  int64_t ost[TensorIter::kMaxOperands][TensorIter::kMaxDims];  // 0: broadcast or scalar
-  auto fill_order_strides = [&](int k, const Tensor& t) {
-    const int off = nd - static_cast<int>(t.dim());
-    for (int d = 0; d < nd; ++d) {
-      const int src = nd - 1 - d - off;
-      ost[k][d] = (src < 0 || t.size(src) != sz[d]) ? 0 : t.stride(src);
-    }
-  };
-  for (int i = 0; i < ninputs_; ++i) {
-    if (is_scalar_[i])
-      for (int d = 0; d < nd; ++d) ost[i + 1][d] = 0;
-    else
-      fill_order_strides(i + 1, it.operands[i + 1]);
-  }
-  if (out.defined()) fill_order_strides(0, out);
+  // 6. Order dims by stride (innermost first), output first, then inputs
+  //    (Note [Output layout]).
   int perm[TensorIter::kMaxDims];
   for (int d = 0; d < nd; ++d) perm[d] = d;
-  auto should_swap = [&](int d0, int d1) {  // 1 if d1 should be inner to d0, -1 if not, 0 undecided
-    const int first = out.defined() ? 0 : 1;
-    for (int k = first; k < nops; ++k) {
+  const int first_op = out.defined() ? 0 : 1;
+  auto outer = [&](int d0, int d1) {  // +1: d0 belongs outside d1; -1: inside; 0: undecided
+    for (int k = first_op; k < nops; ++k) {
       const int64_t s0 = ost[k][d0], s1 = ost[k][d1];
       if (s0 == 0 || s1 == 0) continue;
-      if (s0 < s1) return -1;
-      if (s0 > s1) return 1;
+      if (s0 != s1) return s0 > s1 ? 1 : -1;
       if (sz[d0] > sz[d1]) return 1;
     }
     return 0;
   };
   for (int i = 1; i < nd; ++i) {
-    int d1 = i;
-    for (int d0 = i - 1; d0 >= 0; --d0) {
-      const int c = should_swap(perm[d0], perm[d1]);
+    int pos = i;  // where the dim being placed sits now
+    for (int j = i - 1; j >= 0; --j) {
+      const int c = outer(perm[j], perm[pos]);
+      if (c < 0) break;
       if (c > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
+        std::swap(perm[j], perm[pos]);
+        pos = j;
       }
     }
   }
 
   if (!out.defined()) {
-    // Allocate the output in the inputs' memory order.
     DimVector ostrides(nd);
-    int64_t acc = 1;
-    for (int i = 0; i < nd; ++i) {
-      const int d = perm[i];
-      ostrides[nd - 1 - d] = acc;
-      acc *= sz[d];
+    if (!same_layout_strides(it, shape, ostrides)) {
+      bool natural = true;
+      for (int i = 0; i < nd && natural; ++i) natural = perm[i] == i;
+      if (natural) {
+        ostrides = detail::contiguous_strides(shape);
+      } else {
+        // Dense, in the inputs' memory order (a dim of size 0 makes the
+        // strides outside it 0, as in PyTorch).
+        int64_t acc = 1;
+        for (int i = 0; i < nd; ++i) {
+          const int d = perm[i];
+          ostrides[nd - 1 - d] = acc;
+          acc *= sz[d];
+        }
+      }
     }
     out = detail::make_tensor(shape, ostrides, result_dtype, dev);
     for (int d = 0; d < nd; ++d) st[0][d] = sz[d] == 1 ? 0 : ostrides[nd - 1 - d];

@@ -122,6 +122,7 @@ class IterBuilder {
 
  private:
   bool try_fast_path(TensorIter& it, ScalarType compute, ScalarType result_dtype);
+  bool same_layout_strides(const TensorIter& it, IntArrayRef shape, DimVector& strides) const;
   const Tensor& in(int i) const { return *inputs_[i]; }
   bool has_out() const { return out_ != nullptr && out_->defined(); }
 

@@ -383,10 +383,13 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
   } else if constexpr (op == OpId::atan2) {
     rec("Atan2Backward0", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
-      Tensor x = c.saved(0), y = c.saved(1);
+      // An integer operand takes part in the result's floating dtype, as in
+      // the forward: squared or negated in its own dtype it would wrap
+      // (254 * 254 is 4 in uint8; torch's formula wraps there, a torch bug).
+      auto as_result = [&g](Tensor t) { return t.is_floating_point() ? t : t.to(g.dtype()); };
+      Tensor x = as_result(c.saved(0)), y = as_result(c.saved(1));
       // 1 / (x^2 + y^2), taken as 0 where the sum is 0 (torch 2.x: atan2(0, 0)
-      // has zero gradients, not NaN). -(g * x) rather than g * -x: an integer
-      // x would wrap when negated in its own dtype (a torch bug).
+      // has zero gradients, not NaN).
       Tensor denom = x * x + y * y;
       Tensor recip = denom.reciprocal().masked_fill(denom == 0, 0);
       return {c.needs(0) ? g * y * recip : Tensor(), c.needs(1) ? -(g * x) * recip : Tensor()};

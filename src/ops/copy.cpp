@@ -15,9 +15,6 @@
 namespace brisk {
 
 namespace detail {
-namespace {
-/// True when t's elements fill a block of memory exactly once (no gaps, no
-/// overlap), in any dim order. Dims of size 0 or 1 do not count.
 bool non_overlapping_and_dense(const Tensor& t) {
   SmallVec<8> order;  // dims of size > 1, innermost (smallest stride) first
   for (int64_t d = 0; d < t.dim(); ++d)
@@ -30,7 +27,6 @@ bool non_overlapping_and_dense(const Tensor& t) {
   }
   return true;
 }
-}  // namespace
 
 // Note [Preserved strides]
 // A fresh tensor "like" t (empty_like and the other *_like factories, clone,
@@ -44,8 +40,9 @@ bool non_overlapping_and_dense(const Tensor& t) {
 //   sliced contiguous tensor becomes contiguous.
 DimVector preserved_strides(const Tensor& t) {
   const int64_t nd = t.dim();
-  // (is_contiguous() holds for any tensor without elements: look closer then)
-  if ((t.is_contiguous() && t.numel() > 0) || non_overlapping_and_dense(t))
+  // (is_contiguous() holds for any tensor without elements: PyTorch keeps
+  // such a tensor's strides too, 0 strides included)
+  if (t.is_contiguous() || non_overlapping_and_dense(t))
     return DimVector(t.strides().begin(), t.strides().end());
   // rank[0] is the innermost dim. Start from the natural order (last dim
   // innermost) and insert each dim inward past the dims it must precede:

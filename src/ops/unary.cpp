@@ -123,7 +123,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       rec("NegBackward0", {}, [](BackwardCtx& c) -> TensorList { return {c.grad().neg()}; });
       break;
     case UnaryMode::abs:
-      rec("AbsBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).sign()}; });
+      rec("AbsBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * sgn(c.saved(0))}; });
       break;
     case UnaryMode::sign: rec("SignBackward0", {}, zero); break;
     case UnaryMode::floor: rec("FloorBackward0", {}, zero); break;
@@ -495,6 +495,19 @@ Tensor nan_to_num_impl(const char* nm, const Tensor& x, std::optional<double> na
   return inplace ? x : r;
 }
 }  // namespace
+
+namespace autograd {
+Tensor sgn(const Tensor& x) {
+  Tensor s;
+  {
+    NoGradGuard no_grad;
+    s = x.sign();
+  }
+  if (BRISK_UNLIKELY(should_record(x)))
+    record("SgnBackward0", {s}, {x}, {}, [](BackwardCtx&) -> TensorList { return {Tensor()}; });
+  return s;
+}
+}  // namespace autograd
 
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {

@@ -47,8 +47,10 @@ int64_t geom_extent(const Geom& g) {
 /// each stride, in increasing order, clears the span of the smaller ones).
 bool geom_non_overlapping(const Geom& g) {
   std::vector<std::pair<int64_t, int64_t>> d;  // (stride, size) of the dims with size > 1
-  for (size_t i = 0; i < g.sizes.size(); ++i)
+  for (size_t i = 0; i < g.sizes.size(); ++i) {
+    if (g.sizes[i] == 0) return true;  // no elements (PyTorch makes 0 strides outside a dim of size 0)
     if (g.sizes[i] > 1) d.push_back({g.strides[i], g.sizes[i]});
+  }
   std::sort(d.begin(), d.end());
   int64_t span = 0;
   for (auto [st, sz] : d) {
@@ -323,10 +325,11 @@ Tensor Tensor::squeeze(int64_t d) const {
   BRISK_PROFILE_OP("squeeze", *this);
   Tensor r;
   bool squeezed = false;
+  // A 0-dim tensor accepts dims -1 and 0, as in PyTorch (squeeze(5) raises).
+  d = wrap_dim(d, dim(), "squeeze");
   if (dim() == 0) {
     r = make_view(*this, sizes(), strides(), storage_offset());
   } else {
-    d = wrap_dim(d, dim(), "squeeze");
     if (size(d) != 1) {
       r = make_view(*this, sizes(), strides(), storage_offset());
     } else {

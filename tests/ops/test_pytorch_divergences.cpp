@@ -1057,5 +1057,155 @@ TEST(PyTorchDivergence, BackwardFormulasAtZeroDivisorsAndOrigins) {
   EXPECT_TRUE(same_bits(xp.grad(), {0, 0}));
 }
 
+// ---- layouts, squeeze, structural zeros, gradients torch gets wrong ---------------------
+
+TEST(PyTorchDivergence, ElementwiseOutputLayoutAsPyTorch) {
+  // Note [Output layout]. torch 2.x (1.13 the same), a = torch.zeros(4096).as_strided(...):
+  auto strided = [](std::vector<int64_t> sz, std::vector<int64_t> st, ScalarType t = kFloat) {
+    return zeros({4096}, t).as_strided(sz, st, 0);
+  };
+  // (3, 1, 2) strides (1, 3, 3): a.log1p() and a * 2.0 keep (1, 3, 3), and
+  // a.log1p().view(2, 1, 3) raises "view size is not compatible ..."
+  Tensor a = strided({3, 1, 2}, {1, 3, 3});
+  EXPECT_EQ(strides_of(a.log1p()), (std::vector<int64_t>{1, 3, 3}));
+  EXPECT_EQ(strides_of(a * 2.0), (std::vector<int64_t>{1, 3, 3}));
+  expect_error([&] { a.log1p().view({2, 1, 3}); }, {"[view]"});
+  // (2, 1) strides (1, 100) is contiguous: log1p and a + a give (1, 1); with a
+  // Scalar the dims are ranked by stride: a * 2.0 gives (1, 2)
+  Tensor c = strided({2, 1}, {1, 100});
+  EXPECT_EQ(strides_of(c.log1p()), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(strides_of(c + c), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(strides_of(c * 2.0), (std::vector<int64_t>{1, 2}));
+  // Inputs are ranked after the cast to the common dtype:
+  //   a (3, 2, 1, 1) strides (4, 1, 4, 4), b strides (4, 2, 24, 4):
+  //   (a + b.double()).stride() -> (2, 1, 1, 1), (a + b).stride() -> (2, 1, 6, 2)
+  Tensor p = strided({3, 2, 1, 1}, {4, 1, 4, 4}), q = strided({3, 2, 1, 1}, {4, 2, 24, 4});
+  EXPECT_EQ(strides_of(p + q.to(kDouble)), (std::vector<int64_t>{2, 1, 1, 1}));
+  EXPECT_EQ(strides_of(p + q), (std::vector<int64_t>{2, 1, 6, 2}));
+  // channels_last inputs give channels_last: (3, 2, 1, 3) strides (6, 1, 1, 2) -> log1p (6, 1, 6, 2)
+  EXPECT_EQ(strides_of(strided({3, 2, 1, 3}, {6, 1, 1, 2}).log1p()), (std::vector<int64_t>{6, 1, 6, 2}));
+  // a transpose stays a transpose: torch.zeros(3, 2).t() + 1, + zeros(3), where(x > 0, x, 1.) -> (1, 2)
+  Tensor t = zeros({3, 2}).t();
+  EXPECT_EQ(strides_of(t + 1), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(strides_of(t + zeros({3})), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(strides_of(where(t > 0, t, Scalar(1.0))), (std::vector<int64_t>{1, 2}));
+}
+
+TEST(PyTorchDivergence, SqueezeDimOfZeroDimTensorIsChecked) {
+  // torch.tensor(1.).squeeze(5): "Dimension out of range (expected to be in range of [-1, 0], but got 5)"
+  Tensor x = scalar_tensor(1.0);
+  expect_error([&] { x.squeeze(5); }, {"[squeeze]", "out of range"});
+  expect_error([&] { x.squeeze(-2); }, {"[squeeze]", "out of range"});
+  EXPECT_EQ(x.squeeze(0).dim(), 0);
+  EXPECT_EQ(x.squeeze(-1).dim(), 0);
+}
+
+TEST(PyTorchDivergence, AbsSecondDerivativeIsAStructuralZero) {
+  // abs's formula is grad * x.sgn(), and sgn's derivative is an "efficient zero" in torch:
+  //   x = tensor([1.5, -2.], float64), b = tensor([False, False])
+  //   g = grad((x / b).abs().sum(), x, create_graph=True) -> [inf, -inf]; grad(g.sum(), x) -> [0, 0]
+  Tensor x = tensor<double>({1.5, -2.0}, kDouble).requires_grad_();
+  Tensor b = tensor<bool>({false, false});
+  auto g = autograd::grad({(x / b).abs().sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(same_bits(g[0], {kInf, -kInf}));
+  EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {x})[0], {0, 0}));
+  // g = grad(x.abs().sum(), x, create_graph=True) requires grad; grad(g.sum(), x) -> [0, 0]
+  auto g1 = autograd::grad({x.abs().sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(g1[0].requires_grad());
+  EXPECT_TRUE(same_bits(autograd::grad({g1[0].sum()}, {x})[0], {0, 0}));
+  // sign itself has an ordinary zero derivative: (x / 0.).sign().sum().backward() -> x.grad [nan, nan];
+  // (x / 0.).abs(): [inf, -inf]
+  Tensor y = tensor<double>({1.5, -2.0}, kDouble).requires_grad_();
+  (y / 0.0).sign().sum().backward();
+  EXPECT_TRUE(same_bits(y.grad(), {kNan, kNan}));
+  Tensor z = tensor<double>({1.5, -2.0}, kDouble).requires_grad_();
+  (z / 0.0).abs().sum().backward();
+  EXPECT_TRUE(same_bits(z.grad(), {kInf, -kInf}));
+}
+
+TEST(PyTorchDivergence, OverwrittenValuesGetZeroGradients) {
+  // x = ones(2, requires_grad=True); y = x * 1; y.fill_(1); y.sum().backward(): x.grad [0., 0.]
+  // (a leaf reached only by a structural zero gets zeros, not none)
+  Tensor x = ones({2}).requires_grad_();
+  Tensor y = x * 1;
+  y.fill_(1);
+  y.sum().backward();
+  ASSERT_TRUE(x.grad().defined());
+  EXPECT_TRUE(same_bits(x.grad(), {0, 0}));
+  // torch.autograd.grad((x * 1).fill_(2).sum(), x) -> (tensor([0., 0.]),)
+  Tensor x2 = ones({2}).requires_grad_();
+  auto g = autograd::grad({(x2 * 1).fill_(2).sum()}, {x2});
+  EXPECT_TRUE(same_bits(g[0], {0, 0}));
+}
+
+TEST(PyTorchDivergence, SecondDerivativesTorchGetsWrong) {
+  // d2/de2 0^e is 0 where e > 0 (0^e is constant there). torch (1.13 and 2.x):
+  //   e = tensor([0.5, 2., 3., -1.], float64); g = grad(pow(0., e).sum(), e, create_graph=True)
+  //   -> [0, 0, 0, -inf]; grad(g.sum(), e) -> [nan, nan, nan, inf] (0 * log(0) in its formula)
+  Tensor e = tensor<double>({0.5, 2.0, 3.0, -1.0}, kDouble).requires_grad_();
+  auto g = autograd::grad({pow(Scalar(0.0), e).sum()}, {e}, {}, true, true);
+  EXPECT_TRUE(same_bits(g[0], {0, 0, 0, -kInf}));
+  EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {e})[0], {0, 0, 0, kInf}));
+  // A bool base of False is the same: torch.pow(tensor([False, False]), e) -> second derivative [nan, nan]
+  Tensor e2 = tensor<double>({0.5, 2.0}, kDouble).requires_grad_();
+  auto g2 = autograd::grad({pow(tensor<bool>({false, false}), e2).sum()}, {e2}, {}, true, true);
+  EXPECT_TRUE(same_bits(autograd::grad({g2[0].sum()}, {e2})[0], {0, 0}));
+  // gelu of a large float32: torch gives gelu(3e38) = inf (x * (1 + erf(.)) overflows) and
+  // second derivatives NaN at 3e38 and 1e38; in float64 torch gives 3e38 and 0, as brisk in float32:
+  //   F.gelu(tensor([3e38, 1e38, -3e38, 2.])) -> [inf, 1e38, -0., 1.9545...]
+  Tensor x = tensor<float>({3e38f, 1e38f, -3e38f, 2.0f}).requires_grad_();
+  Tensor yg = gelu(x);
+  EXPECT_TRUE(same_bits(yg.slice(0, 0, 3), {double(3e38f), double(1e38f), -0.0}));
+  auto gg = autograd::grad({yg.sum()}, {x}, {}, true, true);
+  Tensor second = autograd::grad({gg[0].sum()}, {x})[0];
+  EXPECT_TRUE(same_bits(second.slice(0, 0, 3), {0, 0, 0}));
+}
+
+TEST(PyTorchDivergence, TorchBugsWithIntegerOperands) {
+  // atan2 with an integer first operand: d/dx atan2(y, x) = -y / (x^2 + y^2). torch computes -y
+  // in uint8 (wraps): y = tensor([254, 5], uint8), x = tensor([0.75, -2.], float64):
+  //   torch x.grad [0.4384, 8.6552]; the derivative is [-0.003937..., -0.172413...]
+  Tensor y = tensor<uint8_t>({254, 5});
+  Tensor x = tensor<double>({0.75, -2.0}, kDouble).requires_grad_();
+  atan2(y, x).sum().backward();
+  EXPECT_TRUE(close(x.grad(), tensor<double>({-254.0 / (0.5625 + 254.0 * 254.0), -5.0 / 29.0}, kDouble), 1e-14, 0));
+  // x[1:3] = v with an integer x and a float v that requires grad: torch marks x as requiring
+  // grad (CopySlices) and a backward through it hits an internal assert; an integer tensor
+  // never requires grad in brisk. x = tensor([6, 7, 8, 5], uint8); x[1:3] = tensor(2.4) -> [6, 2, 2, 5]
+  Tensor xi = tensor<uint8_t>({6, 7, 8, 5});
+  Tensor v = scalar_tensor(2.4).requires_grad_();
+  xi.index_put_({indexing::Slice(1, 3)}, v);
+  EXPECT_FALSE(xi.requires_grad());
+  EXPECT_EQ(values(xi), (std::vector<double>{6, 2, 2, 5}));
+}
+
+TEST(PyTorchDivergence, Torch2ValuesWhere113Differs) {
+  // masked_select's gradient of a non-contiguous self (torch 2.x; 1.13 scrambled it:
+  // [[0, 0, 2, 4], [1, 0, 3, 5]]):
+  //   v = tensor([[1., 2, 3, 4], [5, 6, 7, 8]]).t().contiguous().t(); m = tensor([[True, False, True, True]])
+  //   (masked_select(v, m) * arange(6.)).sum().backward() -> v.grad [[0, 0, 1, 2], [3, 0, 4, 5]]
+  Tensor v = tensor<float>({1, 2, 3, 4, 5, 6, 7, 8}).view({2, 4}).t().contiguous().t().requires_grad_();
+  Tensor m = tensor<bool>({true, false, true, true}).view({1, 4});
+  (masked_select(v, m) * arange(6, kFloat)).sum().backward();
+  EXPECT_TRUE(same_bits(v.grad(), {0, 0, 1, 2, 3, 0, 4, 5}));
+  // lerp with |weight| >= 0.5 takes end - (end - self) * (1 - weight) (2.x; 1.13 gave inf):
+  //   torch.lerp(tensor([-2.5, 1.]), tensor([-inf, 3.]), -0.5) -> [nan, 0.]
+  EXPECT_TRUE(same_bits(lerp(tensor<float>({-2.5f, 1}), tensor<float>({-INFINITY, 3}), -0.5), {kNan, 0}));
+  // clamp of an integer tensor with a NaN bound is NaN (2.x; 1.13 ignored the bound):
+  //   torch.clamp(tensor([-2147483648, 5], dtype=int32), None, nan) -> [nan, nan]
+  Tensor ci = clamp(tensor<int32_t>({std::numeric_limits<int32_t>::min(), 5}), std::nullopt, kNan);
+  EXPECT_TRUE(same_bits(ci, {kNan, kNan}));
+  // bfloat16 log1p near the float32 maximum (2.x; 1.13 gave inf):
+  //   torch.log1p(tensor([3e38, 1e30], dtype=bfloat16)) -> [88.5, 69.]
+  EXPECT_TRUE(same_bits(log1p(tensor<double>({3e38, 1e30}, kDouble).to(kBFloat16)), {88.5, 69}));
+  // bfloat16 divided by a one-element float32 tensor computes in float32 from the value as given
+  // (2.x; 1.13 rounded 1e-40 to bfloat16 first: -10871635968):
+  //   tensor([-9.98402083170343e-31, 2.515625], dtype=bfloat16).div_(tensor(9.99994610111476e-41))
+  //   -> [-9999220736., inf]
+  Tensor hb = tensor<double>({-9.98402083170343e-31, 2.515625}, kDouble).to(kBFloat16);
+  hb.div_(scalar_tensor(9.99994610111476e-41, kFloat));
+  EXPECT_TRUE(same_bits(hb, {-9999220736.0, kInf}));
+}
+
 }  // namespace
 }  // namespace brisk

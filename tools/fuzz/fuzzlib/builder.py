@@ -23,8 +23,12 @@ TORCH_VERSION = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")
 REFERENCE_QUIRKS = [
     ("F.conv_transpose2d", (2, 0), lambda a: a[0].dtype == torch.bfloat16,
      "bfloat16 conv_transpose2d on the CPU computes a conv2d"),
-    ("log1p", (2, 0), lambda a: a[0].dtype == torch.float32 and bool((a[0].abs() > 1e37).any()),
-     "float32 log1p of values near the float32 maximum gives inf"),
+    ("log1p", (2, 0), lambda a: a[0].dtype in (torch.float32, torch.bfloat16) and bool((a[0].abs() > 1e37).any()),
+     "float32 (and bfloat16) log1p of values near the float32 maximum gives inf"),
+    ("log1p_", (2, 0), lambda a: a[0].dtype in (torch.float32, torch.bfloat16) and bool((a[0].abs() > 1e37).any()),
+     "float32 (and bfloat16) log1p of values near the float32 maximum gives inf"),
+    ("masked_select", (2, 0), lambda a: a[0].requires_grad and not a[0].is_contiguous(),
+     "masked_select's backward of a non-contiguous self puts the gradient in the wrong elements"),
     ("F.group_norm", (2, 0), lambda a: a[0].numel() == 0,
      "group_norm of an empty input gives NaN gradients (2.x refuses it)"),
 ]
@@ -103,6 +107,10 @@ TORCH_BUGS = [
      "std over all elements of float32 takes the mean in float32 first: its sum overflows where the std is finite"),
     ("var", lambda a, kw, b: a[1] is None and _float32_sum_overflows(a[0]),
      "var over all elements of float32 takes the mean in float32 first: its sum overflows"),
+    ("index_put_", lambda a, kw: not a[0].is_floating_point() and isinstance(a[2], torch.Tensor) and
+     a[2].requires_grad and not any(isinstance(i, torch.Tensor) for i in a[1]),
+     "x[basic index] = v with an integer or bool x and a v that requires grad marks x as requiring grad "
+     "(CopySlices); a backward through it hits an internal assert"),
 ]
 
 
@@ -193,6 +201,7 @@ class Builder:
         self.input_snapshot = {}
         self.bool_index = None  # first x[..., True, ...]: torch copies, brisk returns a view
         self.aliased_inplace = None  # first in-place op on a tensor that other live values (requiring grad) alias  # op index -> copy of the input whose indices the op returns
+        self.stale_view_leaf = None  # op torch refused as "a leaf Variable ..." on a view (a stale view history)
 
     # ---- inputs -------------------------------------------------------------------------
 
@@ -379,6 +388,12 @@ class Builder:
             raise
         except Exception as e:  # torch refused: the reference is an error
             self.error = (index, type(e).__name__, str(e).split("\n")[0][:300])
+            target = self.vals[args[0].k] if op.inplace and args and isinstance(args[0], V) else None
+            if str(e).startswith("a leaf Variable that requires grad") and target is not None and \
+                    target._base is not None:
+                # A view's history stale since its base was changed in place: torch checks the
+                # stale history, brisk regenerates it first (docs/porting.md).
+                self.stale_view_leaf = index
             raise StopProgram()
         self.snaps.append(recs)
         first = len(self.vals)
@@ -388,9 +403,9 @@ class Builder:
 
     def _check_aliases(self, target, index):
         t = self.vals[target.k]
-        if t.numel() == 0:
-            return
         key = _storage_ptr(t)
+        if key == 0:  # no storage (an empty tensor of its own); an empty view still aliases its base
+            return
         for k, u in enumerate(self.vals):
             if k != target.k and u is not t and u.numel() and _storage_ptr(u) == key:
                 self.aliased_inplace = index

@@ -304,6 +304,8 @@ def signature(builder, div):
                     name, dts = opf(m), "-"
                 if cls == "scalar-overflow":  # the dtype the scalar must fit
                     dts = "->" + _sig_class_of_cpp_type(div.detail)
+                if cls == "leaf-inplace" and builder.stale_view_leaf == div.op_index:
+                    name, dts = "<stale-view>", "-"  # any in-place op on a view with a stale history
                 classified = True
                 break
     if kind.endswith("extra-error"):
