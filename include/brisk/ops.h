@@ -169,7 +169,19 @@ BRISK_DECLARE_UNARY(bitwise_not)
 BRISK_DECLARE_UNARY(isnan)
 BRISK_DECLARE_UNARY(isinf)
 BRISK_DECLARE_UNARY(isfinite)
+BRISK_DECLARE_UNARY(asinh)
+BRISK_DECLARE_UNARY(acosh)
+BRISK_DECLARE_UNARY(atanh)
+BRISK_DECLARE_UNARY(erfinv)
+BRISK_DECLARE_UNARY(lgamma)
+BRISK_DECLARE_UNARY(digamma)
+/// x * tanh(softplus(x)) (torch.nn.functional.mish); mish_ works in place.
+BRISK_DECLARE_UNARY(mish)
+Tensor& mish_(Tensor& x);
 #undef BRISK_DECLARE_UNARY
+/// log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps].
+Tensor logit(const Tensor& x, std::optional<double> eps = std::nullopt);
+Tensor& logit_out(Tensor& out, const Tensor& x, std::optional<double> eps = std::nullopt);
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
 /// NaN -> nan (0 by default), +inf -> posinf, -inf -> neginf (by default the

@@ -271,7 +271,16 @@ class Tensor {
   BRISK_UNARY_METHODS(frac)
   BRISK_UNARY_METHODS(logical_not)
   BRISK_UNARY_METHODS(bitwise_not)
+  BRISK_UNARY_METHODS(asinh)
+  BRISK_UNARY_METHODS(acosh)
+  BRISK_UNARY_METHODS(atanh)
+  BRISK_UNARY_METHODS(erfinv)
+  BRISK_UNARY_METHODS(lgamma)
+  BRISK_UNARY_METHODS(digamma)
 #undef BRISK_UNARY_METHODS
+  /// log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps].
+  Tensor logit(std::optional<double> eps = std::nullopt) const;
+  Tensor& logit_(std::optional<double> eps = std::nullopt);
   /// approximate: "none" (erf) or "tanh".
   Tensor gelu(std::string_view approximate = "none") const;
   Tensor& gelu_(std::string_view approximate = "none");

@@ -145,7 +145,9 @@ enum class BitwiseMode : int { And, Or, Xor, LeftShift, RightShift };
   _(neg) _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) \
   _(square) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) \
   _(sigmoid) _(erf) _(erfc) _(relu) _(silu) _(floor) _(ceil) _(round) _(trunc) _(frac) \
-  _(logical_not) _(bitwise_not) _(isnan) _(isinf) _(isfinite)
+  _(logical_not) _(bitwise_not) _(isnan) _(isinf) _(isfinite) \
+  _(asinh) _(acosh) _(atanh) _(erfinv) _(lgamma) _(digamma) _(mish) _(logit) \
+  _(trigamma) /* internal: digamma's gradient */
 enum class UnaryMode : int {
 #define BRISK_UNARY_ENUM(name) name,
   BRISK_FORALL_UNARY(BRISK_UNARY_ENUM)

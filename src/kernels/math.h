@@ -32,6 +32,156 @@ template <class T>
 BRISK_HOST_DEVICE inline T softplus(T x, T beta, T threshold) {
   return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
 }
+/// mish(x) = x * tanh(softplus(x)), softplus without a threshold (as torch).
+template <class T>
+BRISK_HOST_DEVICE inline T mish(T x) {
+  return x * std::tanh(std::log1p(std::exp(x)));
+}
+/// logit(x) = log(x / (1 - x)); with eps >= 0, x is first clamped to
+/// [eps, 1 - eps] (nan stays nan). eps < 0 means no clamp (torch's None).
+template <class T>
+BRISK_HOST_DEVICE inline T logit(T x, T eps) {
+  if (eps >= T(0)) {
+    const T hi = T(1) - eps;
+    x = x < eps ? eps : (x > hi ? hi : x);
+  }
+  return std::log(x / (T(1) - x));
+}
+
+// Note [digamma and erfinv]
+// Neither is in libm or Sleef; both are defined here once for the host and
+// the device. The host computes float through double (the CPU kernels run
+// them as scalars, as PyTorch's do); the device uses CUDA's erfinv and a
+// float digamma for float.
+
+/// digamma (psi): the recurrence psi(x) = psi(x + 1) - 1 / x up to x >= 10,
+/// then the asymptotic series; reflection for x < 0. PyTorch's values at the
+/// poles: psi(+-0) = -+inf, psi(negative integer) = nan, psi(-inf) = nan.
+template <class T>
+BRISK_HOST_DEVICE inline T digamma_impl(T x) {
+  constexpr T kPi = T(3.14159265358979323846);
+  if (x == T(0)) return std::copysign(T(INFINITY), -x);
+  if (x != x || x == T(-INFINITY)) return T(NAN);
+  if (x == T(INFINITY)) return x;
+  T result = T(0);
+  if (x < T(0)) {
+    const T fl = std::floor(x);
+    if (x == fl) return T(NAN);
+    // psi(x) = psi(1 - x) - pi / tan(pi * x); tan has period 1: use the
+    // exact fractional part q = x - floor(x) in (0, 1).
+    const T q = x - fl;
+    result = -kPi / std::tan(kPi * q);
+    x = T(1) - x;
+  }
+  while (x < T(10)) {
+    result -= T(1) / x;
+    x += T(1);
+  }
+  const T z = T(1) / (x * x);
+  // Bernoulli terms: 1/12, 1/120, 1/252, 1/240, 1/132, 691/32760, 1/12.
+  const T series =
+      z * (T(1.0 / 12) -
+           z * (T(1.0 / 120) -
+                z * (T(1.0 / 252) - z * (T(1.0 / 240) - z * (T(1.0 / 132) - z * (T(691.0 / 32760) - z * T(1.0 / 12)))))));
+  return result + std::log(x) - T(0.5) / x - series;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T digamma(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>) return static_cast<float>(digamma_impl<double>(x));
+#endif
+  return digamma_impl(x);
+}
+
+/// trigamma (polygamma(1, x)), the derivative of digamma: recurrence up to
+/// x >= 10, then the asymptotic series; reflection for x < 0.
+template <class T>
+BRISK_HOST_DEVICE inline T trigamma_impl(T x) {
+  constexpr T kPi = T(3.14159265358979323846);
+  if (x != x || x == T(-INFINITY)) return T(NAN);
+  if (x == T(INFINITY)) return T(0);
+  bool reflected = false;
+  T refl = T(0);
+  if (x <= T(0)) {
+    const T fl = std::floor(x);
+    if (x == fl) return T(INFINITY);
+    // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x); sin^2 has period 1.
+    const T s = std::sin(kPi * (x - fl));
+    refl = kPi * kPi / (s * s);
+    x = T(1) - x;
+    reflected = true;
+  }
+  T acc = T(0);
+  while (x < T(10)) {
+    acc += T(1) / (x * x);
+    x += T(1);
+  }
+  const T z = T(1) / (x * x);
+  // 1/x + 1/(2x^2) + 1/(6x^3) - 1/(30x^5) + 1/(42x^7) - 1/(30x^9) + 5/(66x^11)
+  const T series = T(1) / x + z / T(2) +
+                   (z / x) * (T(1.0 / 6) - z * (T(1.0 / 30) - z * (T(1.0 / 42) - z * (T(1.0 / 30) - z * T(5.0 / 66)))));
+  const T psi1 = acc + series;
+  return reflected ? refl - psi1 : psi1;
+}
+template <class T>
+BRISK_HOST_DEVICE inline T trigamma(T x) {
+#ifndef __CUDA_ARCH__
+  if constexpr (std::is_same_v<T, float>) return static_cast<float>(trigamma_impl<double>(x));
+#endif
+  return trigamma_impl(x);
+}
+
+/// Inverse error function: Giles' single-precision approximation ("Approximating
+/// the erfinv function", GPU Computing Gems, 2011) as the start, then Newton
+/// steps on erf (|y| small) or on erfc (the tail, where 1 - |x| is exact),
+/// in double: one step for float, three for double.
+BRISK_HOST_DEVICE inline double erfinv_host(double x, int steps) {
+  if (x != x || x < -1.0 || x > 1.0) return NAN;
+  if (x == 1.0 || x == -1.0) return std::copysign(INFINITY, x);
+  if (x == 0.0) return x;
+  const double ax = std::fabs(x);
+  double w = -std::log((1.0 - ax) * (1.0 + ax)), p;
+  if (w < 5.0) {
+    w -= 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = std::sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double y = p * ax;
+  constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+  for (int i = 0; i < steps; ++i) {
+    const double d = kTwoOverSqrtPi * std::exp(-y * y);
+    if (d == 0.0) break;
+    const double f = ax <= 0.5 ? std::erf(y) - ax : (1.0 - ax) - std::erfc(y);
+    y -= f / d;
+  }
+  return std::copysign(y, x);
+}
+template <class T>
+BRISK_HOST_DEVICE inline T erfinv(T x) {
+#ifdef __CUDA_ARCH__
+  return ::erfinv(x);
+#else
+  return static_cast<T>(erfinv_host(static_cast<double>(x), std::is_same_v<T, float> ? 1 : 3));
+#endif
+}
 template <class T>
 BRISK_HOST_DEVICE inline T relu(T x) {
   return x < T(0) ? T(0) : x;  // nan passes through, as in PyTorch

@@ -168,6 +168,11 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
 Tensor relu(const Tensor& x) { return x.relu(); }
 Tensor gelu(const Tensor& x, std::string_view approximate) { return x.gelu(approximate); }
 Tensor silu(const Tensor& x) { return x.silu(); }
+Tensor mish(const Tensor& x, bool inplace) {
+  if (!inplace) return brisk::mish(x);
+  Tensor t = x;
+  return brisk::mish_(t);
+}
 Tensor softmax(const Tensor& x, int64_t dim) { return x.softmax(dim); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return x.log_softmax(dim); }
 

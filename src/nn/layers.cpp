@@ -102,6 +102,8 @@ GELU::GELU(std::string approx) : Module("GELU"), approximate(std::move(approx)) 
 Tensor GELU::forward(const Tensor& x) { return F::gelu(x, approximate); }
 std::string GELU::extra_repr() const { return approximate == "none" ? "" : "approximate='" + approximate + "'"; }
 Tensor SiLU::forward(const Tensor& x) { return F::silu(x); }
+Tensor Mish::forward(const Tensor& x) { return F::mish(x, inplace); }
+std::string Mish::extra_repr() const { return inplace ? "inplace=True" : ""; }
 Tensor Tanh::forward(const Tensor& x) { return x.tanh(); }
 Tensor Sigmoid::forward(const Tensor& x) { return x.sigmoid(); }
 Tensor Softmax::forward(const Tensor& x) { return F::softmax(x, dim); }

@@ -12,6 +12,11 @@
 
 namespace brisk {
 
+namespace detail {
+/// polygamma(1, x): the kernel of digamma's gradient, run without a graph.
+Tensor trigamma(const Tensor& x);
+}  // namespace detail
+
 namespace {
 enum class UnaryKind { Float, Numeric, Predicate, Integral };
 
@@ -31,14 +36,15 @@ UnaryKind kind_of(UnaryMode m) {
 }
 
 // The kernel call, without autograd.
-Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
+// `eps`: logit's clamp (nan: none).
+Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace, double eps = NAN) {
   const UnaryKind k = kind_of(mode);
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
   if (x.dtype() == kBool && !out) {
     if (mode == UnaryMode::sign) return inplace ? x : x.clone();  // sign_ of bool leaves it alone
     if (mode == UnaryMode::square && !inplace) return x.to(kInt64).square();
   }
-  if (mode == UnaryMode::silu)
+  if (mode == UnaryMode::silu || mode == UnaryMode::mish)
     BRISK_CHECK(x.is_floating_point(), name, "expected a floating point tensor, got ", x.dtype());
   IterBuilder it(name);
   if (inplace)
@@ -66,6 +72,7 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
   it.build(iter);
   KernelArgs a;
   a.mode = static_cast<int>(mode);
+  if (mode == UnaryMode::logit && !std::isnan(eps)) a.s0 = eps, a.has_s0 = true;
   // bool abs/relu compute on uint8 semantics: identical values.
   kernel<OpId::unary>(iter.result.device().type, name)(iter, a);
   iter.finish();
@@ -93,7 +100,8 @@ bool reads_input(UnaryMode m) {
     case UnaryMode::abs: case UnaryMode::log: case UnaryMode::log2: case UnaryMode::log10: case UnaryMode::log1p:
     case UnaryMode::square: case UnaryMode::sin: case UnaryMode::cos: case UnaryMode::asin: case UnaryMode::acos:
     case UnaryMode::atan: case UnaryMode::sinh: case UnaryMode::cosh: case UnaryMode::erf: case UnaryMode::erfc:
-    case UnaryMode::silu:
+    case UnaryMode::silu: case UnaryMode::asinh: case UnaryMode::acosh: case UnaryMode::atanh:
+    case UnaryMode::lgamma: case UnaryMode::digamma: case UnaryMode::mish: case UnaryMode::logit:
       return true;
     default:
       return false;
@@ -103,12 +111,13 @@ bool reads_input(UnaryMode m) {
 constexpr double kLn2 = 0.69314718055994530942;
 constexpr double kLn10 = 2.30258509299404568402;
 constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2 / sqrt(pi)
+constexpr double kSqrtPiOver2 = 0.88622692545275801365;    // sqrt(pi) / 2
 
 using autograd::BackwardCtx;
 
 // Records r = mode(x). In place, `r` is self (already modified) and `x` a copy
 // of its old value (defined only when reads_input(mode)).
-void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace) {
+void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace, double eps = NAN) {
   using namespace autograd;
   auto rec = [&](const char* node, std::initializer_list<SaveSpec> saved, auto fn) {
     if (inplace)
@@ -256,12 +265,66 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
         return {c.grad() * (s * (1 + v * (1 - s)))};
       });
       break;
+    case UnaryMode::asinh:
+      rec("AsinhBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() * (v * v + 1).rsqrt()};
+      });
+      break;
+    case UnaryMode::acosh:
+      rec("AcoshBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() * (v * v - 1).rsqrt()};
+      });
+      break;
+    case UnaryMode::atanh:
+      rec("AtanhBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        return {c.grad() / (1 - v * v)};
+      });
+      break;
+    case UnaryMode::erfinv:  // d erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)
+      rec("ErfinvBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor y = c.saved(0);
+        return {c.grad() * ((y * y).exp() * kSqrtPiOver2)};
+      });
+      break;
+    case UnaryMode::lgamma:
+      rec("LgammaBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).digamma()}; });
+      break;
+    case UnaryMode::digamma:
+      // d digamma = trigamma (polygamma(1, x)), computed by the kernel
+      // without a graph: its own derivative (polygamma(2, x)) is not
+      // implemented, so a double backward refuses instead of giving zeros.
+      rec("DigammaBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        BRISK_CHECK(!GradMode::is_enabled(), "digamma",
+                    "double backward needs polygamma(2, x), which is not implemented");
+        return {c.grad() * detail::trigamma(c.saved(0))};
+      });
+      break;
+    case UnaryMode::mish:
+      rec("MishBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        const Tensor t = v.softplus(1, 1e30).tanh();  // softplus without its threshold, as mish uses it
+        return {c.grad() * (t + v * v.sigmoid() * (1 - t * t))};
+      });
+      break;
+    case UnaryMode::logit:
+      // torch: zero outside [eps, 1 - eps] when eps is given; nan outside
+      // [0, 1] without it.
+      rec("LogitBackward0", {save(x)}, [eps](BackwardCtx& c) -> TensorList {
+        const Tensor v = c.saved(0);
+        const Tensor g = c.grad() / (v * (1 - v));
+        if (std::isnan(eps)) return {where((v < 0).logical_or(v > 1), full_like(g, NAN), g)};
+        return {where((v < eps).logical_or(v > 1 - eps), zeros_like(g), g)};
+      });
+      break;
     default:
       break;
   }
 }
 
-Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace) {
+Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace, double eps = NAN) {
   BRISK_PROFILE_OP(name, x);
   BRISK_CHECK(x.defined(), name, "input 0 is an undefined tensor");
   if (inplace)
@@ -269,16 +332,16 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
   else if (out && differentiable(mode))
     autograd::check_out(name, x);
   if (BRISK_LIKELY(!autograd::should_record(x)) || out || !differentiable(mode))
-    return unary_run(name, mode, x, out, inplace);
+    return unary_run(name, mode, x, out, inplace, eps);
   // Recording: the kernel runs without building a graph of its own.
   // The old value keeps its history (clone records): double backward needs it.
   Tensor old = inplace && reads_input(mode) ? x.clone() : Tensor();
   Tensor r;
   {
     NoGradGuard ng;
-    r = unary_run(name, mode, x, nullptr, inplace);
+    r = unary_run(name, mode, x, nullptr, inplace, eps);
   }
-  if (r.is_floating_point()) record_unary(mode, inplace ? x : r, inplace ? old : x, inplace);
+  if (r.is_floating_point()) record_unary(mode, inplace ? x : r, inplace ? old : x, inplace, eps);
   return r;
 }
 }  // namespace
@@ -329,6 +392,13 @@ BRISK_UNARY_BOTH(ceil)
 BRISK_UNARY_BOTH(round)
 BRISK_UNARY_BOTH(trunc)
 BRISK_UNARY_BOTH(frac)
+BRISK_UNARY_BOTH(asinh)
+BRISK_UNARY_BOTH(acosh)
+BRISK_UNARY_BOTH(atanh)
+BRISK_UNARY_BOTH(erfinv)
+BRISK_UNARY_BOTH(lgamma)
+BRISK_UNARY_BOTH(digamma)
+BRISK_UNARY_OP(mish)
 BRISK_UNARY_BOTH(logical_not)
 BRISK_UNARY_BOTH(bitwise_not)
 BRISK_UNARY_OP(isnan)
@@ -338,6 +408,25 @@ BRISK_UNARY_OP(isfinite)
 #undef BRISK_UNARY_OP
 #undef BRISK_UNARY_METHOD
 Tensor Tensor::isnan() const { return brisk::isnan(*this); }
+Tensor& mish_(Tensor& x) {
+  unary_impl("mish_", UnaryMode::mish, x, nullptr, true);
+  return x;
+}
+Tensor logit(const Tensor& x, std::optional<double> eps) {
+  return unary_impl("logit", UnaryMode::logit, x, nullptr, false, eps.value_or(NAN));
+}
+Tensor& logit_out(Tensor& out, const Tensor& x, std::optional<double> eps) {
+  unary_impl("logit_out", UnaryMode::logit, x, &out, false, eps.value_or(NAN));
+  return out;
+}
+Tensor Tensor::logit(std::optional<double> eps) const { return brisk::logit(*this, eps); }
+Tensor& Tensor::logit_(std::optional<double> eps) {
+  unary_impl("logit_", UnaryMode::logit, *this, nullptr, true, eps.value_or(NAN));
+  return *this;
+}
+namespace detail {
+Tensor trigamma(const Tensor& x) { return unary_run("digamma_backward", UnaryMode::trigamma, x, nullptr, false); }
+}  // namespace detail
 Tensor Tensor::isinf() const { return brisk::isinf(*this); }
 Tensor Tensor::isfinite() const { return brisk::isfinite(*this); }
 

@@ -40,6 +40,8 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor silu(const Tensor& x);
+/// x * tanh(softplus(x)); in place when inplace.
+Tensor mish(const Tensor& x, bool inplace = false);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 /// Zeroes with probability p and scales by 1/(1-p) when training, else x.

@@ -117,6 +117,15 @@ class SiLU : public Module {
   Tensor forward(const Tensor& x) override;
 };
 
+/// x * tanh(softplus(x)) (torch.nn.Mish).
+class Mish : public Module {
+ public:
+  explicit Mish(bool inplace = false) : Module("Mish"), inplace(inplace) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  bool inplace;
+};
+
 class Tanh : public Module {
  public:
   Tanh() : Module("Tanh") {}

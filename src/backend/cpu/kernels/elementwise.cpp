@@ -237,19 +237,7 @@ void remainder_kernel(TensorIter& it, const KernelArgs&) {
 void fmod_kernel(TensorIter& it, const KernelArgs&) {
   numeric_binary(it, "fmod", []<class M>() { return [](M x, M y) { return math::fmod(x, y); }; });
 }
-void pow_kernel(TensorIter& it, const KernelArgs&) {
-  BRISK_DISPATCH_NUMERIC(it.dtypes[0], "pow", [&] {
-    using M = opmath_t<scalar_t>;
-    if (it.strides[2][0] == 0 && it.ndim == 1) {  // tensor ** scalar: common exponents without pow()
-      const M e = load<scalar_t>(it.data[2]);
-      if (e == M(2)) {
-        binary_kernel<scalar_t>(it, [](M x, M) { return x * x; });
-        return;
-      }
-    }
-    binary_kernel<scalar_t>(it, [](M x, M y) { return math::pow(x, y); });
-  });
-}
+// pow and atan2 live with the vectorized math in unary.cpp.
 void minimum_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_ALL(it.dtypes[0], "minimum", [&] {
     using M = opmath_t<scalar_t>;
@@ -262,13 +250,6 @@ void maximum_kernel(TensorIter& it, const KernelArgs&) {
     binary_kernel<scalar_t>(it, [](M x, M y) { return math::maximum(x, y); });
   });
 }
-void atan2_kernel(TensorIter& it, const KernelArgs&) {
-  BRISK_DISPATCH_FLOAT(it.dtypes[0], "atan2", [&] {
-    using M = opmath_t<scalar_t>;
-    binary_kernel<scalar_t>(it, [](M x, M y) { return std::atan2(x, y); });
-  });
-}
-
 void compare_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_ALL(it.dtypes[1], "compare", [&] {
     using M = opmath_t<scalar_t>;
@@ -406,10 +387,8 @@ void register_elementwise_kernels() {
   register_kernel<OpId::div>(kCPU, div_kernel);
   register_kernel<OpId::remainder>(kCPU, remainder_kernel);
   register_kernel<OpId::fmod>(kCPU, fmod_kernel);
-  register_kernel<OpId::pow>(kCPU, pow_kernel);
   register_kernel<OpId::minimum>(kCPU, minimum_kernel);
   register_kernel<OpId::maximum>(kCPU, maximum_kernel);
-  register_kernel<OpId::atan2>(kCPU, atan2_kernel);
   register_kernel<OpId::compare>(kCPU, compare_kernel);
   register_kernel<OpId::logical>(kCPU, logical_kernel);
   register_kernel<OpId::bitwise>(kCPU, bitwise_kernel);

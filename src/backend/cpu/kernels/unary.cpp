@@ -1,5 +1,10 @@
-// CPU kernels of the unary ops (one switch over UnaryMode).
+// CPU kernels of the unary ops (one switch over UnaryMode), and of pow and
+// atan2. The transcendental float ops run on SIMD vectors through Sleef
+// (backend/cpu/vec_math.h, docs/design/vectorized_math.md); the formulas of
+// the composite ones (sigmoid, gelu, ...) are those of kernels/math.h,
+// written on vectors.
 #include "backend/cpu/loops.h"
+#include "backend/cpu/vec_loops.h"
 #include "kernels/math.h"
 
 namespace brisk {
@@ -20,6 +25,50 @@ void predicate_op(TensorIter& it, const char* op, F make) {
   BRISK_DISPATCH_ALL(it.dtypes[1], op, [&] { elementwise<bool, scalar_t>(it, make.template operator()<opmath_t<scalar_t>>()); });
 }
 
+/// A float op on vectors: `f` a generic lambda over vec::VF / vec::VD.
+template <class F>
+void vec_op(TensorIter& it, const char* op, const F& f) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], op, [&] { vec_unary_kernel<scalar_t>(it, f); });
+}
+template <class F>
+void vec_binary_op(TensorIter& it, const char* op, const F& f) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[0], op, [&] { vec_binary_kernel<scalar_t>(it, f); });
+}
+template <class V>
+inline V one() {
+  return vec::splat<V>(1.0);
+}
+
+// Composite ops on vectors (the formulas of kernels/math.h).
+struct Sigmoid {
+  template <class V>
+  V operator()(V x) const { return one<V>() / (one<V>() + vec::exp(-x)); }
+};
+struct Silu {
+  template <class V>
+  V operator()(V x) const { return x / (one<V>() + vec::exp(-x)); }
+};
+struct Mish {
+  template <class V>
+  V operator()(V x) const { return x * vec::tanh(vec::log1p(vec::exp(x))); }
+};
+struct GeluErf {
+  template <class V>
+  V operator()(V x) const {
+    return vec::splat<V>(0.5) * x * (one<V>() + vec::erf(x * vec::splat<V>(0.70710678118654752440)));
+  }
+};
+struct GeluTanh {
+  template <class V>
+  V operator()(V x) const {
+    const V inner = vec::splat<V>(0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
+    return vec::splat<V>(0.5) * x * (one<V>() + vec::tanh(inner));
+  }
+};
+
+#define VEC_OP(name, expr) \
+  case UnaryMode::name:    \
+    return vec_op(it, #name, [](auto x) { return expr; });
 #define FLOAT_OP(name, expr) \
   case UnaryMode::name:      \
     return float_op(it, #name, []<class M>() { return [](M x) -> M { return expr; }; });
@@ -27,36 +76,61 @@ void predicate_op(TensorIter& it, const char* op, F make) {
   case UnaryMode::name:        \
     return numeric_op(it, #name, []<class M>() { return [](M x) -> M { return expr; }; });
 
+// logit(x, eps): eps in s0 when given (clamps x to [eps, 1 - eps] first).
+void logit_kernel(TensorIter& it, const KernelArgs& a) {
+  const double eps = a.has_s0 ? a.s0.to<double>() : -1.0;
+  if (eps < 0) return vec_op(it, "logit", [](auto x) { return vec::log(x / (one<decltype(x)>() - x)); });
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], "logit", [&] {
+    using V = vec::Vec<opmath_t<scalar_t>>;
+    using M = opmath_t<scalar_t>;
+    const V lo = vec::splat<V>(M(eps)), hi = vec::splat<V>(M(1) - M(eps));
+    vec_unary_kernel<scalar_t>(it, [=](V x) {
+      x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
+      return vec::log(x / (one<V>() - x));
+    });
+  });
+}
+
 void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
   switch (static_cast<UnaryMode>(a.mode)) {
     NUMERIC_OP(neg, math::neg(x))
     NUMERIC_OP(abs, math::abs(x))
     NUMERIC_OP(sign, math::sign(x))
-    FLOAT_OP(exp, std::exp(x))
-    FLOAT_OP(exp2, std::exp2(x))
-    FLOAT_OP(log, std::log(x))
-    FLOAT_OP(log2, std::log2(x))
-    FLOAT_OP(log10, std::log10(x))
-    FLOAT_OP(log1p, std::log1p(x))
-    FLOAT_OP(expm1, std::expm1(x))
-    FLOAT_OP(sqrt, std::sqrt(x))
-    FLOAT_OP(rsqrt, math::rsqrt(x))
+    VEC_OP(exp, vec::exp(x))
+    VEC_OP(exp2, vec::exp2(x))
+    VEC_OP(log, vec::log(x))
+    VEC_OP(log2, vec::log2(x))
+    VEC_OP(log10, vec::log10(x))
+    VEC_OP(log1p, vec::log1p(x))
+    VEC_OP(expm1, vec::expm1(x))
+    VEC_OP(sqrt, vec::sqrt(x))
+    VEC_OP(rsqrt, one<decltype(x)>() / vec::sqrt(x))
     NUMERIC_OP(square, math::square(x))
-    FLOAT_OP(reciprocal, M(1) / x)
-    FLOAT_OP(sin, std::sin(x))
-    FLOAT_OP(cos, std::cos(x))
-    FLOAT_OP(tan, std::tan(x))
-    FLOAT_OP(asin, std::asin(x))
-    FLOAT_OP(acos, std::acos(x))
-    FLOAT_OP(atan, std::atan(x))
-    FLOAT_OP(sinh, std::sinh(x))
-    FLOAT_OP(cosh, std::cosh(x))
-    FLOAT_OP(tanh, std::tanh(x))
-    FLOAT_OP(sigmoid, math::sigmoid(x))
-    FLOAT_OP(erf, std::erf(x))
-    FLOAT_OP(erfc, std::erfc(x))
+    VEC_OP(reciprocal, one<decltype(x)>() / x)
+    VEC_OP(sin, vec::sin(x))
+    VEC_OP(cos, vec::cos(x))
+    VEC_OP(tan, vec::tan(x))
+    VEC_OP(asin, vec::asin(x))
+    VEC_OP(acos, vec::acos(x))
+    VEC_OP(atan, vec::atan(x))
+    VEC_OP(sinh, vec::sinh(x))
+    VEC_OP(cosh, vec::cosh(x))
+    VEC_OP(tanh, vec::tanh(x))
+    VEC_OP(asinh, vec::asinh(x))
+    VEC_OP(acosh, vec::acosh(x))
+    VEC_OP(atanh, vec::atanh(x))
+    VEC_OP(sigmoid, Sigmoid{}(x))
+    VEC_OP(erf, vec::erf(x))
+    VEC_OP(erfc, vec::erfc(x))
+    FLOAT_OP(erfinv, math::erfinv(x))
+    VEC_OP(lgamma, vec::lgamma(x))
+    FLOAT_OP(digamma, math::digamma(x))
+    FLOAT_OP(trigamma, math::trigamma(x))
     NUMERIC_OP(relu, math::relu(x))
-    FLOAT_OP(silu, math::silu(x))
+    VEC_OP(silu, Silu{}(x))
+    VEC_OP(mish, Mish{}(x))
+    case UnaryMode::logit:
+      return logit_kernel(it, a);
     NUMERIC_OP(floor, std::is_floating_point_v<M> ? M(std::floor(x)) : x)
     NUMERIC_OP(ceil, std::is_floating_point_v<M> ? M(std::ceil(x)) : x)
     NUMERIC_OP(round, math::round_even(x))
@@ -89,22 +163,65 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
       });
   }
 }
+#undef VEC_OP
 #undef FLOAT_OP
 #undef NUMERIC_OP
 
 void gelu_kernel(TensorIter& it, const KernelArgs& a) {
   if (a.mode == 1)
-    float_op(it, "gelu", []<class M>() { return [](M x) { return math::gelu_tanh(x); }; });
+    vec_op(it, "gelu", GeluTanh{});
   else
-    float_op(it, "gelu", []<class M>() { return [](M x) { return math::gelu_erf(x); }; });
+    vec_op(it, "gelu", GeluErf{});
 }
 
 void softplus_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_FLOAT(it.dtypes[1], "softplus", [&] {
     using M = opmath_t<scalar_t>;
+    using V = vec::Vec<M>;
     const M beta = a.s0.to<M>(), th = a.s1.to<M>();
-    unary_kernel<scalar_t>(it, [=](M x) { return math::softplus(x, beta, th); });
+    const V vb = vec::splat<V>(beta), vt = vec::splat<V>(th);
+    vec_unary_kernel<scalar_t>(it, [=](V x) {
+      const V xb = x * vb;
+      return vec::select(xb > vt, x, vec::log1p(vec::exp(xb)) / vb);
+    });
   });
+}
+
+// pow: integers as before (math::ipow); floats through Sleef's pow, and a
+// scalar exponent of 2, 3, 0.5, -0.5, -1 or -2 by multiplication, sqrt and
+// division as PyTorch does (so sqrt's sign of zero and nan at -inf hold).
+void pow_kernel(TensorIter& it, const KernelArgs&) {
+  const ScalarType dt = it.dtypes[0];
+  if (dt != kFloat && dt != kDouble && dt != kHalf && dt != kBFloat16) {
+    return BRISK_DISPATCH_NUMERIC(dt, "pow", [&] {
+      using M = opmath_t<scalar_t>;
+      if (it.strides[2][0] == 0 && it.ndim == 1) {
+        const M e = load<scalar_t>(it.data[2]);
+        if (e == M(2)) return binary_kernel<scalar_t>(it, [](M x, M) { return x * x; });
+      }
+      binary_kernel<scalar_t>(it, [](M x, M y) { return math::pow(x, y); });
+    });
+  }
+  BRISK_DISPATCH_FLOAT(dt, "pow", [&] {
+    using M = opmath_t<scalar_t>;
+    if (it.strides[2][0] == 0 && it.ndim == 1) {  // tensor ** scalar
+      const M e = load<scalar_t>(it.data[2]);
+      auto sq = [](auto x, auto) { return x * x; };
+      if (e == M(2)) return vec_binary_kernel<scalar_t>(it, sq);
+      if (e == M(3)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return x * x * x; });
+      if (e == M(0.5)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return vec::sqrt(x); });
+      if (e == M(-0.5))
+        return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / vec::sqrt(x); });
+      if (e == M(-1)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / x; });
+      if (e == M(-2))
+        return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / (x * x); });
+    }
+    vec_binary_kernel<scalar_t>(it, [](auto x, auto y) { return vec::pow(x, y); });
+  });
+}
+
+void atan2_kernel(TensorIter& it, const KernelArgs&) {
+  vec_binary_op(it, "atan2", [](auto y, auto x) { return vec::atan2(y, x); });
 }
 
 }  // namespace
@@ -113,6 +230,8 @@ void register_unary_kernels() {
   register_kernel<OpId::unary>(kCPU, unary_kernel_cpu);
   register_kernel<OpId::gelu>(kCPU, gelu_kernel);
   register_kernel<OpId::softplus>(kCPU, softplus_kernel);
+  register_kernel<OpId::pow>(kCPU, pow_kernel);
+  register_kernel<OpId::atan2>(kCPU, atan2_kernel);
 }
 
 }  // namespace BRISK_CPU_ISA
