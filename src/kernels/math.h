@@ -11,22 +11,29 @@
 namespace brisk {
 namespace math {
 
+/// sigmoid through e = exp(-|x|) (never overflows): 1 / (1 + e) for x >= 0,
+/// e / (1 + e) below; accurate down to the subnormal range.
 template <class T>
 BRISK_HOST_DEVICE inline T sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
+  const T e = std::exp(-std::fabs(x));
+  const T r = T(1) / (T(1) + e);
+  return x < T(0) ? e * r : r;
 }
 template <class T>
 BRISK_HOST_DEVICE inline T silu(T x) {
-  return x / (T(1) + std::exp(-x));
+  return x * sigmoid(x);
 }
 template <class T>
+// gelu's two forms as written without cancellation for x < 0 (the CPU
+// kernels compute the same on vectors): x/2 (1 + erf(x / sqrt 2)) =
+// x/2 erfc(-x / sqrt 2), and x/2 (1 + tanh u) = x sigmoid(2u).
 BRISK_HOST_DEVICE inline T gelu_erf(T x) {
-  return T(0.5) * x * (T(1) + std::erf(x * T(0.70710678118654752440)));
+  return T(0.5) * x * std::erfc(x * T(-0.70710678118654752440));
 }
 template <class T>
 BRISK_HOST_DEVICE inline T gelu_tanh(T x) {
   const T k = T(0.79788456080286535588);  // sqrt(2/pi)
-  return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+  return x * sigmoid(T(2) * k * (x + T(0.044715) * x * x * x));
 }
 template <class T>
 BRISK_HOST_DEVICE inline T softplus(T x, T beta, T threshold) {
@@ -65,15 +72,16 @@ BRISK_HOST_DEVICE inline T digamma_impl(T x) {
   if (x == T(INFINITY)) return x;
   T result = T(0);
   if (x < T(0)) {
-    const T fl = std::floor(x);
-    if (x == fl) return T(NAN);
-    // psi(x) = psi(1 - x) - pi / tan(pi * x); tan has period 1: use the
-    // exact fractional part q = x - floor(x) in (0, 1).
-    const T q = x - fl;
-    result = -kPi / std::tan(kPi * q);
+    if (x == std::floor(x)) return T(NAN);
+    // psi(x) = psi(1 - x) - pi / tan(pi * x); tan has period 1: reduce to
+    // r = x - nearest integer, exact and in [-1/2, 1/2] (x - floor(x)
+    // rounds to 1 for tiny negative x).
+    const T r = x - std::nearbyint(x);
+    result = -kPi / std::tan(kPi * r);
     x = T(1) - x;
   }
-  while (x < T(10)) {
+  const T start = sizeof(T) >= 8 ? T(20) : T(10);
+  while (x < start) {
     result -= T(1) / x;
     x += T(1);
   }
@@ -103,16 +111,18 @@ BRISK_HOST_DEVICE inline T trigamma_impl(T x) {
   bool reflected = false;
   T refl = T(0);
   if (x <= T(0)) {
-    const T fl = std::floor(x);
-    if (x == fl) return T(INFINITY);
-    // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x); sin^2 has period 1.
-    const T s = std::sin(kPi * (x - fl));
+    if (x == std::floor(x)) return T(INFINITY);
+    // psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x); sin^2 has period 1
+    // (reduced as in digamma).
+    const T s = std::sin(kPi * (x - std::nearbyint(x)));
     refl = kPi * kPi / (s * s);
     x = T(1) - x;
     reflected = true;
   }
   T acc = T(0);
-  while (x < T(10)) {
+  // Up to 20 in double: the series' first dropped term is 3e-18 there.
+  const T start = sizeof(T) >= 8 ? T(20) : T(10);
+  while (x < start) {
     acc += T(1) / (x * x);
     x += T(1);
   }

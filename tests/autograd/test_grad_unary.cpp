@@ -97,6 +97,17 @@ std::vector<UnaryCase> unary_cases() {
       {"gelu_tanh", [](const Tensor& x) { return x.gelu("tanh"); }, [](Tensor& x) { x.gelu_("tanh"); }, -3, 3,
        false, "GeluBackward0", true},
       {"softplus", [](const Tensor& x) { return x.softplus(); }, nullptr, -3, 3, false, "SoftplusBackward0", true},
+      {"asinh", U(asinh), -2, 2, false, "AsinhBackward0", true},
+      {"acosh", U(acosh), 1.2, 3, false, "AcoshBackward0", true},
+      {"atanh", U(atanh), -0.8, 0.8, false, "AtanhBackward0", true},
+      {"erfinv", U(erfinv), -0.8, 0.8, false, "ErfinvBackward0", true},
+      {"lgamma", U(lgamma), 0.5, 3, false, "LgammaBackward0", true},
+      {"digamma", U(digamma), 0.5, 3, false, "DigammaBackward0", false},  // d2: polygamma(2) is not implemented
+      {"mish", [](const Tensor& x) { return mish(x); }, [](Tensor& x) { mish_(x); }, -3, 3, false, "MishBackward0",
+       true},
+      {"logit", U(logit), 0.1, 0.9, false, "LogitBackward0", true},
+      {"logit_eps", [](const Tensor& x) { return x.logit(0.2); }, [](Tensor& x) { x.logit_(0.2); }, 0.25, 0.75, false,
+       "LogitBackward0", true},
       // beta * x above the threshold (identity) on the positive half, below it on the negative one
       {"softplus_beta_threshold", [](const Tensor& x) { return softplus(x, 2, 1); }, nullptr, 0.6, 1.5, true,
        "SoftplusBackward0", true},

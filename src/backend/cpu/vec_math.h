@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -125,6 +126,55 @@ BRISK_VEC_FN(erf, erf, u10)
 BRISK_VEC_FN(erfc, erfc, u15)
 BRISK_VEC_FN(lgamma, lgamma, u10)
 #undef BRISK_VEC_FN
+
+/// Lanes where `bad` holds get scalar(x) instead of r: Sleef's functions
+/// leave some ranges to the caller (sinhf overflows to inf above 88.5 while
+/// the result is finite up to 89.4, ...). Costs one test of the mask when no
+/// lane is out of range.
+template <class V, class C, class F>
+inline V fixup(V x, V r, C bad, F scalar) {
+  const C none{};
+  if (__builtin_expect(std::memcmp(&bad, &none, sizeof(C)) != 0, 0)) {
+    constexpr int n = sizeof(V) / sizeof(x[0]);
+    for (int i = 0; i < n; ++i)
+      if (bad[i]) r[i] = scalar(x[i]);
+  }
+  return r;
+}
+template <class V>
+inline V abs(V x) {
+  return x < V{} ? -x : x;
+}
+template <class V>
+inline constexpr bool is_float_vec = sizeof(V{}[0]) == 4;
+
+// The ranges where the Sleef function is within its bound (its documentation
+// and tests/ops/test_vectorized_math.cpp); outside them, libm per lane.
+template <class V>
+inline V sinh_full(V x) {
+  const V lim = splat<V>(is_float_vec<V> ? 88.0 : 709.0);
+  return fixup(x, sinh(x), abs(x) > lim, [](auto v) { return decltype(v)(std::sinh((long double)v)); });
+}
+template <class V>
+inline V cosh_full(V x) {
+  const V lim = splat<V>(is_float_vec<V> ? 88.0 : 709.0);
+  return fixup(x, cosh(x), abs(x) > lim, [](auto v) { return decltype(v)(std::cosh((long double)v)); });
+}
+template <class V>
+inline V asinh_full(V x) {
+  const V lim = splat<V>(is_float_vec<V> ? 1e18 : 1e150);
+  return fixup(x, asinh(x), abs(x) > lim, [](auto v) { return decltype(v)(std::asinh((long double)v)); });
+}
+template <class V>
+inline V acosh_full(V x) {
+  const V lim = splat<V>(is_float_vec<V> ? 1e18 : 1e150);
+  return fixup(x, acosh(x), x > lim, [](auto v) { return decltype(v)(std::acosh((long double)v)); });
+}
+template <class V>
+inline V log1p_full(V x) {
+  const V lim = splat<V>(is_float_vec<V> ? 1e38 : 1e307);
+  return fixup(x, log1p(x), x > lim, [](auto v) { return decltype(v)(std::log1p((long double)v)); });
+}
 inline VF pow(VF x, VF y) { return BRISK_SLEEF_F(pow, u10)(x, y); }
 inline VD pow(VD x, VD y) { return BRISK_SLEEF_D(pow, u10)(x, y); }
 inline VF atan2(VF y, VF x) { return BRISK_SLEEF_F(atan2, u10)(y, x); }

@@ -40,29 +40,44 @@ inline V one() {
 }
 
 // Composite ops on vectors (the formulas of kernels/math.h).
+// sigmoid through e = exp(-|x|), which never overflows: 1 / (1 + e) for
+// x >= 0, e / (1 + e) below. 1 / (1 + exp(-x)) flushes to 0 below x = -88.7
+// in float32 (PyTorch's does) although the value is normal down to -87.3
+// and subnormal to -103.
+template <class V>
+inline V sigmoid_v(V x) {
+  const V e = vec::exp(-vec::abs(x));
+  const V r = one<V>() / (one<V>() + e);
+  return vec::select(x < V{}, e * r, r);
+}
 struct Sigmoid {
   template <class V>
-  V operator()(V x) const { return one<V>() / (one<V>() + vec::exp(-x)); }
+  V operator()(V x) const { return sigmoid_v(x); }
 };
 struct Silu {
   template <class V>
-  V operator()(V x) const { return x / (one<V>() + vec::exp(-x)); }
+  V operator()(V x) const { return x * sigmoid_v(x); }
 };
 struct Mish {
   template <class V>
-  V operator()(V x) const { return x * vec::tanh(vec::log1p(vec::exp(x))); }
+  V operator()(V x) const { return x * vec::tanh(vec::log1p_full(vec::exp(x))); }
 };
+// gelu(x) = x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2): the erfc
+// form has no cancellation for x < 0 (the erf one loses all digits below
+// x = -5 in float32).
 struct GeluErf {
   template <class V>
   V operator()(V x) const {
-    return vec::splat<V>(0.5) * x * (one<V>() + vec::erf(x * vec::splat<V>(0.70710678118654752440)));
+    return vec::splat<V>(0.5) * x * vec::erfc(x * vec::splat<V>(-0.70710678118654752440));
   }
 };
+// gelu_tanh(x) = x/2 (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
+// the same function without the cancellation of 1 + tanh u for x < 0.
 struct GeluTanh {
   template <class V>
   V operator()(V x) const {
-    const V inner = vec::splat<V>(0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
-    return vec::splat<V>(0.5) * x * (one<V>() + vec::tanh(inner));
+    const V u2 = vec::splat<V>(2 * 0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
+    return x * sigmoid_v(u2);
   }
 };
 
@@ -101,7 +116,7 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(log, vec::log(x))
     VEC_OP(log2, vec::log2(x))
     VEC_OP(log10, vec::log10(x))
-    VEC_OP(log1p, vec::log1p(x))
+    VEC_OP(log1p, vec::log1p_full(x))
     VEC_OP(expm1, vec::expm1(x))
     VEC_OP(sqrt, vec::sqrt(x))
     VEC_OP(rsqrt, one<decltype(x)>() / vec::sqrt(x))
@@ -113,11 +128,11 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(asin, vec::asin(x))
     VEC_OP(acos, vec::acos(x))
     VEC_OP(atan, vec::atan(x))
-    VEC_OP(sinh, vec::sinh(x))
-    VEC_OP(cosh, vec::cosh(x))
+    VEC_OP(sinh, vec::sinh_full(x))
+    VEC_OP(cosh, vec::cosh_full(x))
     VEC_OP(tanh, vec::tanh(x))
-    VEC_OP(asinh, vec::asinh(x))
-    VEC_OP(acosh, vec::acosh(x))
+    VEC_OP(asinh, vec::asinh_full(x))
+    VEC_OP(acosh, vec::acosh_full(x))
     VEC_OP(atanh, vec::atanh(x))
     VEC_OP(sigmoid, Sigmoid{}(x))
     VEC_OP(erf, vec::erf(x))
@@ -182,7 +197,7 @@ void softplus_kernel(TensorIter& it, const KernelArgs& a) {
     const V vb = vec::splat<V>(beta), vt = vec::splat<V>(th);
     vec_unary_kernel<scalar_t>(it, [=](V x) {
       const V xb = x * vb;
-      return vec::select(xb > vt, x, vec::log1p(vec::exp(xb)) / vb);
+      return vec::select(xb > vt, x, vec::log1p_full(vec::exp(xb)) / vb);
     });
   });
 }
