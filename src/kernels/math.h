@@ -187,7 +187,10 @@ BRISK_HOST_DEVICE inline double erfinv_host(double x, int steps) {
 template <class T>
 BRISK_HOST_DEVICE inline T erfinv(T x) {
 #ifdef __CUDA_ARCH__
-  return ::erfinv(x);
+  if constexpr (std::is_same_v<T, float>)
+    return ::erfinvf(x);
+  else
+    return ::erfinv(x);
 #else
   return static_cast<T>(erfinv_host(static_cast<double>(x), std::is_same_v<T, float> ? 1 : 3));
 #endif

@@ -77,6 +77,15 @@ struct UnaryOp {
         case UM(erf): return std::erf(x);
         case UM(erfc): return std::erfc(x);
         case UM(silu): return math::silu(x);
+        case UM(asinh): return std::asinh(x);
+        case UM(acosh): return std::acosh(x);
+        case UM(atanh): return std::atanh(x);
+        case UM(erfinv): return math::erfinv(x);
+        case UM(lgamma): return std::lgamma(x);
+        case UM(digamma): return math::digamma(x);
+        case UM(trigamma): return math::trigamma(x);
+        case UM(mish): return math::mish(x);
+        case UM(logit): return math::logit(x, a);  // a: eps, or -1 for none
         case kGeluErf: return math::gelu_erf(x);
         case kGeluTanh: return math::gelu_tanh(x);
         case kSoftplus: return math::softplus(x, a, b);
@@ -143,6 +152,10 @@ void unary_kernel(TensorIter& it, const KernelArgs& a) {
           launch_unary_pred<bool>(it, name, UM(logical_not));
         else
           launch_unary<scalar_t>(it, name, a.mode);
+      });
+    case UnaryMode::logit:
+      return BRISK_DISPATCH_FLOAT(it.dtypes[1], name, [&] {
+        launch_unary<scalar_t>(it, name, a.mode, a.has_s0 ? a.s0 : Scalar(-1.0));
       });
     default:
       return BRISK_DISPATCH_FLOAT(it.dtypes[1], name, [&] { launch_unary<scalar_t>(it, name, a.mode); });
