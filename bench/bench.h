@@ -74,7 +74,35 @@ enum class Kind {
   ProfilerOn,           // inside an active profile (default options)
   ProfilerOnShapes,     // ... with record_shapes
   ProfilerOnMemory,     // ... with record_shapes and profile_memory
+  // vectorized unary math (issue 13), n float32, `op` indexes kUnaryOps
+  Unary,            // y = op(x) (allocating, as a user writes it)
+  UnaryCopy,        // z.copy_(x): the copy bandwidth the unary rows are judged against
 };
+
+/// The unary ops of the vectorized-math section, and the input range of each
+/// (uniform; the same values on both sides). pow and atan2 take a second
+/// tensor (pow_tensor: exponents in [-2, 2); atan2: x in [-3, 3)).
+struct UnaryOpSpec {
+  const char* name;
+  double lo, hi;
+};
+inline constexpr UnaryOpSpec kUnaryOps[] = {
+    {"exp", -10, 10},       {"expm1", -3, 3},      {"exp2", -10, 10},    {"log", 0.01, 100},
+    {"log1p", -0.5, 100},   {"log2", 0.01, 100},   {"log10", 0.01, 100}, {"sin", -10, 10},
+    {"cos", -10, 10},       {"tan", -1.5, 1.5},    {"asin", -1, 1},      {"acos", -1, 1},
+    {"atan", -10, 10},      {"atan2", -3, 3},      {"sinh", -5, 5},      {"cosh", -5, 5},
+    {"tanh", -5, 5},        {"asinh", -10, 10},    {"acosh", 1, 10},     {"atanh", -0.99, 0.99},
+    {"erf", -3, 3},         {"erfc", -3, 3},       {"erfinv", -0.99, 0.99}, {"sigmoid", -10, 10},
+    {"logit", 0.01, 0.99},  {"softplus", -10, 10}, {"gelu", -5, 5},      {"gelu_tanh", -5, 5},
+    {"silu", -10, 10},      {"mish", -10, 10},     {"pow(x, 2.5)", 0.01, 10}, {"pow(x, y)", 0.1, 4},
+    {"rsqrt", 0.01, 100},   {"reciprocal", 0.1, 10}, {"sqrt", 0, 100},   {"lgamma", 0.1, 10},
+    {"digamma", 0.1, 10},
+};
+constexpr int kNumUnaryOps = int(sizeof(kUnaryOps) / sizeof(kUnaryOps[0]));
+/// Maps fill_inputs' values in [-0.5, 0.5) onto [lo, hi).
+inline void to_domain(float* p, int64_t n, double lo, double hi) {
+  for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(lo + (double(p[i]) + 0.5) * (hi - lo));
+}
 
 /// Adam cases: lr 1e-3, betas (0.9, 0.999), eps 1e-8, no weight decay; every
 /// parameter has a fixed random gradient. A step reads param, grad, exp_avg
@@ -132,6 +160,7 @@ struct Spec {
   int threads = 1;
   Budget budget;
   int64_t count = 1;  ///< tensors in the list (Adam cases)
+  int op = 0;         ///< index into kUnaryOps (Unary cases)
 };
 
 /// A prepared case on one side: inputs made, ready to time.

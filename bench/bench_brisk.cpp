@@ -198,6 +198,55 @@ Runner prepare(const Spec& s) {
       });
     case Kind::Transpose:
       return make_runner(th, [x = make({s.n, s.n}, 1), z = make({s.n, s.n}, 2)]() mutable { z.copy_(x.t()); });
+    case Kind::UnaryCopy:
+      return make_runner(th, [x = make({s.n}, 1), z = make({s.n}, 2)]() mutable { z.copy_(x); });
+    case Kind::Unary: {
+      const UnaryOpSpec& u = kUnaryOps[s.op];
+      Tensor x = make({s.n}, 1), y = make({s.n}, 2);
+      to_domain(x.data_ptr<float>(), s.n, u.lo, u.hi);
+      to_domain(y.data_ptr<float>(), s.n, s.op == 13 ? -3.0 : -2.0, s.op == 13 ? 3.0 : 2.0);
+      using F = Tensor (*)(const Tensor&, const Tensor&);
+      static const F fns[kNumUnaryOps] = {
+          [](const Tensor& a, const Tensor&) { return a.exp(); },
+          [](const Tensor& a, const Tensor&) { return a.expm1(); },
+          [](const Tensor& a, const Tensor&) { return a.exp2(); },
+          [](const Tensor& a, const Tensor&) { return a.log(); },
+          [](const Tensor& a, const Tensor&) { return a.log1p(); },
+          [](const Tensor& a, const Tensor&) { return a.log2(); },
+          [](const Tensor& a, const Tensor&) { return a.log10(); },
+          [](const Tensor& a, const Tensor&) { return a.sin(); },
+          [](const Tensor& a, const Tensor&) { return a.cos(); },
+          [](const Tensor& a, const Tensor&) { return a.tan(); },
+          [](const Tensor& a, const Tensor&) { return a.asin(); },
+          [](const Tensor& a, const Tensor&) { return a.acos(); },
+          [](const Tensor& a, const Tensor&) { return a.atan(); },
+          [](const Tensor& a, const Tensor& b) { return brisk::atan2(a, b); },
+          [](const Tensor& a, const Tensor&) { return a.sinh(); },
+          [](const Tensor& a, const Tensor&) { return a.cosh(); },
+          [](const Tensor& a, const Tensor&) { return a.tanh(); },
+          [](const Tensor& a, const Tensor&) { return a.asinh(); },
+          [](const Tensor& a, const Tensor&) { return a.acosh(); },
+          [](const Tensor& a, const Tensor&) { return a.atanh(); },
+          [](const Tensor& a, const Tensor&) { return a.erf(); },
+          [](const Tensor& a, const Tensor&) { return a.erfc(); },
+          [](const Tensor& a, const Tensor&) { return a.erfinv(); },
+          [](const Tensor& a, const Tensor&) { return a.sigmoid(); },
+          [](const Tensor& a, const Tensor&) { return a.logit(); },
+          [](const Tensor& a, const Tensor&) { return a.softplus(); },
+          [](const Tensor& a, const Tensor&) { return a.gelu(); },
+          [](const Tensor& a, const Tensor&) { return a.gelu("tanh"); },
+          [](const Tensor& a, const Tensor&) { return a.silu(); },
+          [](const Tensor& a, const Tensor&) { return brisk::mish(a); },
+          [](const Tensor& a, const Tensor&) { return a.pow(2.5); },
+          [](const Tensor& a, const Tensor& b) { return a.pow(b); },
+          [](const Tensor& a, const Tensor&) { return a.rsqrt(); },
+          [](const Tensor& a, const Tensor&) { return a.reciprocal(); },
+          [](const Tensor& a, const Tensor&) { return a.sqrt(); },
+          [](const Tensor& a, const Tensor&) { return a.lgamma(); },
+          [](const Tensor& a, const Tensor&) { return a.digamma(); },
+      };
+      return make_runner(th, [x, y, z = Tensor(), f = fns[s.op]]() mutable { z = f(x, y); });
+    }
     case Kind::ToHalf:
       return make_runner(th, [x = make({s.n}, 1), h = make({s.n}, 2).to(brisk::kHalf)]() mutable { h.copy_(x); });
     case Kind::AutogradHost:

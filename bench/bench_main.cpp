@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, Profiler };
+enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Unary, Autograd, Training, Profiler };
 
 struct Case {
   Section section;
@@ -365,6 +365,21 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   cs.push_back({Section::Copy, "h.copy_(x), 2^24 float32 -> float16, 1 thread",
                 {Kind::ToHalf, int64_t(1) << 24, 1, single(budget(10, 7, 3))}});
 
+  // Vectorized unary math (issue 13): every op on 2^22 float32 at 1 and 2
+  // threads, after the copy that sets the bandwidth they are judged against.
+  for (int t : {1, 2}) {
+    Budget b = budget(10, 5, 2);
+    if (t == 1) b = single(b);
+    const std::string th = t == 1 ? ", 1 thread" : ", 2 threads";
+    Spec copy{Kind::UnaryCopy, int64_t(1) << 22, t, b};
+    cs.push_back({Section::Unary, "z.copy_(x)" + th, copy});
+    for (int op = 0; op < kNumUnaryOps; ++op) {
+      Spec sp{Kind::Unary, int64_t(1) << 22, t, b};
+      sp.op = op;
+      cs.push_back({Section::Unary, std::string(kUnaryOps[op].name) + th, sp});
+    }
+  }
+
   // Autograd: the host cost of recording (3x3, the graph built and dropped
   // every call), then one training step of an MLP (a few seconds per side).
   const Budget ag_host = single(budget(20000, 7, 2000));
@@ -413,6 +428,7 @@ const char* section_title(Section s) {
     case Section::MatmulBf16: return "bfloat16 matmul";
     case Section::Nonzero: return "nonzero (1e6 float32, 1 thread)";
     case Section::Copy: return "Copies: transposing, converting";
+    case Section::Unary: return "Vectorized unary math (2^22 float32, y = op(x))";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
@@ -427,6 +443,7 @@ const char* section_key(Section s) {
     case Section::MatmulBf16: return "bf16";
     case Section::Nonzero: return "nonzero";
     case Section::Copy: return "copy";
+    case Section::Unary: return "unary";
     case Section::Autograd: return "autograd";
     case Section::Training: return "training";
     case Section::Profiler: return "profiler";
@@ -596,6 +613,36 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
     t.notes.push_back("GB/s counts the bytes read and written (2 x 4 bytes per element; 4 + 2 for float16); the "
                       "destination is allocated once (what x.t().contiguous() or x.to(kHalf) cost beyond this is the "
                       "allocation). No target in the issue.");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Unary); !v.empty()) {
+    Table t{section_title(Section::Unary),
+            {"case", "brisk ms", "libtorch ms", "brisk / libtorch", "brisk / copy bandwidth", "target", "met"}, {}, {}};
+    const Result* copy[3] = {nullptr, nullptr, nullptr};
+    for (const Result* r : v)
+      if (r->c.spec.kind == Kind::UnaryCopy && r->brisk.ok) copy[std::min(r->c.spec.threads, 2)] = r;
+    for (const Result* r : v) {
+      const bool is_copy = r->c.spec.kind == Kind::UnaryCopy;
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double ratio = both ? r->brisk.seconds / r->torch.seconds : 0;
+      // The op moves as many bytes as the copy (read 4, write 4 per element;
+      // the two-tensor ops read 4 more): brisk's speed relative to the copy's.
+      const Result* c = copy[std::min(r->c.spec.threads, 2)];
+      const double bytes = (r->c.spec.kind == Kind::Unary && (r->c.spec.op == 13 || r->c.spec.op == 31)) ? 12 : 8;
+      const double bw = c && r->brisk.ok ? (bytes / 8) * c->brisk.seconds / r->brisk.seconds : 0;
+      std::string met = "-";
+      if (!is_copy && r->brisk.ok) met = (both && ratio <= 1.1) || bw >= 0.9 ? "yes" : "NO";
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
+                        both ? fmt("%.2f", ratio) : "-", bw > 0 && !is_copy ? fmt("%.2f", bw) : "-",
+                        is_copy ? "(reference)" : "<= 1.1 or >= 0.9", met});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("Each op allocates its result (y = op(x)) on both sides, on inputs spread over its domain "
+                      "(bench/bench.h kUnaryOps). brisk / copy bandwidth = (bytes the op moves / its time) over "
+                      "(bytes brisk's z.copy_(x) moves / its time) in the same run; target: brisk within 1.1x of "
+                      "libtorch's time, or at least 0.9 of the copy bandwidth.");
     out.push_back(t);
   }
 
