@@ -106,6 +106,14 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(isnan, Unary, unary, All, Keep, kNoFlags)                                           \
   X(isinf, Unary, unary, All, Keep, kNoFlags)                                           \
   X(isfinite, Unary, unary, All, Keep, kNoFlags)                                        \
+  X(asinh, Unary, unary, All, Keep, kInplace)                                           \
+  X(acosh, Unary, unary, All, Keep, kInplace)                                           \
+  X(atanh, Unary, unary, All, Keep, kInplace)                                           \
+  X(erfinv, Unary, unary, All, Fp32, kInplace)                                          \
+  X(lgamma, Unary, unary, All, Keep, kInplace)                                          \
+  X(digamma, Unary, unary, All, Keep, kInplace)                                         \
+  X(mish, Unary, unary, Float, Keep, kInplace)                                          \
+  X(logit, Unary, unary, All, Keep, kInplace)                                           \
   X(gelu, Unary, gelu, Float, Keep, kInplace)                                           \
   X(softplus, Unary, softplus, Float, Fp32, kNoFlags)                                   \
   X(nan_to_num, Unary, none, All, Keep, kInplace)                                       \
