@@ -62,15 +62,63 @@ struct Mish {
   template <class V>
   V operator()(V x) const { return x * vec::tanh(vec::log1p_full(vec::exp(x))); }
 };
+// erfc for float32 gelu: the Chebyshev fit of Numerical Recipes (2nd ed.,
+// 6.2, "erfcc"; relative error below 1.2e-7 everywhere) on vectors: one exp
+// and one division, about 3x cheaper than Sleef's 1.5-ulp erfcf.
+template <class V>
+inline V erfc_fast(V x) {
+  const V z = vec::abs(x);
+  const V t = one<V>() / (one<V>() + vec::splat<V>(0.5) * z);
+  V p = vec::splat<V>(0.17087277);
+  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+                   1.00002368, -1.26551223})
+    p = p * t + vec::splat<V>(c);
+  const V r = t * vec::exp(p - z * z);
+  return vec::select(x < V{}, vec::splat<V>(2.0) - r, r);
+}
 // gelu(x) = x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2): the erfc
 // form has no cancellation for x < 0 (the erf one loses all digits below
-// x = -5 in float32).
+// x = -5 in float32). float32 uses erfc_fast, float64 Sleef's erfc.
 struct GeluErf {
   template <class V>
   V operator()(V x) const {
-    return vec::splat<V>(0.5) * x * vec::erfc(x * vec::splat<V>(-0.70710678118654752440));
+    const V z = x * vec::splat<V>(-0.70710678118654752440);
+    if constexpr (vec::is_float_vec<V>)
+      return vec::splat<V>(0.5) * x * erfc_fast(z);
+    else
+      return vec::splat<V>(0.5) * x * vec::erfc(z);
   }
 };
+
+// erfinv on vectors: Giles' single-precision approximation (as
+// math::erfinv_host), then Newton steps on erf (|x| <= 0.5) or on erfc (the
+// tail, where 1 - |x| is exact): one step for float, three for double.
+template <class V>
+inline V erfinv_v(V x) {
+  const V ax = vec::abs(x);
+  const V w = -vec::log((one<V>() - ax) * (one<V>() + ax));
+  V p1 = vec::splat<V>(2.81022636e-08), w1 = w - vec::splat<V>(2.5);
+  for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164,
+                   0.246640727, 1.50140941})
+    p1 = p1 * w1 + vec::splat<V>(c);
+  V p2 = vec::splat<V>(-0.000200214257), w2 = vec::sqrt(w) - vec::splat<V>(3.0);
+  for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047,
+                   1.00167406, 2.83297682})
+    p2 = p2 * w2 + vec::splat<V>(c);
+  V y = vec::select(w < vec::splat<V>(5.0), p1, p2) * ax;
+  const V half = vec::splat<V>(0.5), k = vec::splat<V>(1.12837916709551257390);  // 2 / sqrt(pi)
+  const int steps = vec::is_float_vec<V> ? 1 : 3;
+  for (int i = 0; i < steps; ++i) {
+    const V d = k * vec::exp(-y * y);
+    const V f = vec::select(ax <= half, vec::erf(y) - ax, (one<V>() - ax) - vec::erfc(y));
+    y = vec::select(d > V{}, y - f / d, y);
+  }
+  const V inf = vec::splat<V>(INFINITY), nan = vec::splat<V>(NAN);
+  y = vec::select(ax == one<V>(), inf, y);
+  y = vec::select(ax > one<V>() || ax != ax, nan, y);  // nan for |x| > 1 and nan
+  y = vec::select(x < V{}, -y, y);
+  return vec::select(x == V{}, x, y);  // keeps the sign of zero
+}
 // gelu_tanh(x) = x/2 (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
 // the same function without the cancellation of 1 + tanh u for x < 0.
 struct GeluTanh {
@@ -137,7 +185,7 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(sigmoid, Sigmoid{}(x))
     VEC_OP(erf, vec::erf(x))
     VEC_OP(erfc, vec::erfc(x))
-    FLOAT_OP(erfinv, math::erfinv(x))
+    VEC_OP(erfinv, erfinv_v(x))
     VEC_OP(lgamma, vec::lgamma(x))
     FLOAT_OP(digamma, math::digamma(x))
     FLOAT_OP(trigamma, math::trigamma(x))
