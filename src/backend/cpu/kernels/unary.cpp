@@ -40,15 +40,15 @@ inline V one() {
 }
 
 // Composite ops on vectors (the formulas of kernels/math.h).
-// sigmoid through e = exp(-|x|), which never overflows: 1 / (1 + e) for
-// x >= 0, e / (1 + e) below. 1 / (1 + exp(-x)) flushes to 0 below x = -88.7
-// in float32 (PyTorch's does) although the value is normal down to -87.3
-// and subnormal to -103.
+// sigmoid: 1 / (1 + exp(-x)) flushes to 0 below x = -88.7 in float32
+// (PyTorch's does) although the value is normal down to -87.3 and subnormal
+// to -103: lanes below -80 (-700 in double) take math::sigmoid, which goes
+// through exp(-|x|) and never overflows (rare lanes: one mask test per vector).
 template <class V>
 inline V sigmoid_v(V x) {
-  const V e = vec::exp(-vec::abs(x));
-  const V r = one<V>() / (one<V>() + e);
-  return vec::select(x < V{}, e * r, r);
+  const V r = one<V>() / (one<V>() + vec::exp(-x));
+  return vec::fixup(x, r, x < vec::splat<V>(vec::is_float_vec<V> ? -80.0 : -700.0),
+                    [](auto v) { return math::sigmoid(v); });
 }
 struct Sigmoid {
   template <class V>
@@ -56,7 +56,11 @@ struct Sigmoid {
 };
 struct Silu {
   template <class V>
-  V operator()(V x) const { return x * sigmoid_v(x); }
+  V operator()(V x) const {
+    const V r = x / (one<V>() + vec::exp(-x));
+    return vec::fixup(x, r, x < vec::splat<V>(vec::is_float_vec<V> ? -80.0 : -700.0),
+                      [](auto v) { return math::silu(v); });
+  }
 };
 struct Mish {
   template <class V>
