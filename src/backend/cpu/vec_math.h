@@ -131,10 +131,37 @@ BRISK_VEC_FN(lgamma, lgamma, u10)
 /// leave some ranges to the caller (sinhf overflows to inf above 88.5 while
 /// the result is finite up to 89.4, ...). Costs one test of the mask when no
 /// lane is out of range.
+/// Whether any lane of a comparison result is set (one movemask / kmask test).
+template <class C>
+inline bool any(C m) {
+  constexpr bool wide = sizeof(m[0]) == 8;
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  __m512i v;
+  std::memcpy(&v, &m, sizeof(v));
+  if constexpr (wide)
+    return _mm512_movepi64_mask(v) != 0;
+  else
+    return _mm512_movepi32_mask(v) != 0;
+#elif BRISK_ISA_ID(BRISK_CPU_ISA) == 1
+  __m256i v;
+  std::memcpy(&v, &m, sizeof(v));
+  if constexpr (wide)
+    return _mm256_movemask_pd(_mm256_castsi256_pd(v)) != 0;
+  else
+    return _mm256_movemask_ps(_mm256_castsi256_ps(v)) != 0;
+#else
+  __m128i v;
+  std::memcpy(&v, &m, sizeof(v));
+  if constexpr (wide)
+    return _mm_movemask_pd(_mm_castsi128_pd(v)) != 0;
+  else
+    return _mm_movemask_ps(_mm_castsi128_ps(v)) != 0;
+#endif
+}
+
 template <class V, class C, class F>
 inline V fixup(V x, V r, C bad, F scalar) {
-  const C none{};
-  if (__builtin_expect(std::memcmp(&bad, &none, sizeof(C)) != 0, 0)) {
+  if (__builtin_expect(any(bad), 0)) {
     constexpr int n = sizeof(V) / sizeof(x[0]);
     for (int i = 0; i < n; ++i)
       if (bad[i]) r[i] = scalar(x[i]);
