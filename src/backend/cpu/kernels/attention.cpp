@@ -113,11 +113,13 @@ void sync_blas_threads() {
 /// exp as a branch-free polynomial that vectorizes: 2^n * e^r with
 /// n = round(x / ln2), |r| <= ln2 / 2, degree-6 polynomial for e^r (relative
 /// error about 1e-7). x is clamped to [-88, 88]: exp(-inf) = 0 exactly and
-/// results below ~1e-38 flush to 0; NaN stays NaN.
+/// results below ~1e-38 flush to 0; NaN stays NaN. n is read from the bits
+/// of the rounding sum (no float -> int conversion, so no guard for NaN).
 inline float fast_exp(float x) {
-  const float xc = std::min(std::max(x, -88.0f), 88.0f);
-  float n = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;  // round to nearest
-  n = n == n ? n : 0.0f;  // NaN: keep the int conversion below defined (e stays NaN)
+  const float xc = std::min(std::max(x, -88.0f), 88.0f);  // NaN stays NaN
+  const float t = xc * 1.44269504088896341f + 12582912.0f;  // 1.5 * 2^23: rounds to an integer in the low bits
+  const float n = t - 12582912.0f;
+  const int32_t ni = std::bit_cast<int32_t>(t) - 0x4B400000;  // n as an integer (garbage for NaN: e is NaN then)
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;  // ln2 in two parts: r stays exact
   float e = 1.9875691500e-4f;
@@ -127,9 +129,71 @@ inline float fast_exp(float x) {
   e = e * r + 1.6666665459e-1f;
   e = e * r + 5.0000001201e-1f;
   e = e * r * r + r + 1.0f;
-  return e * std::bit_cast<float>((static_cast<int32_t>(n) + 127) << 23);  // 2^n; n = -127 gives 0
+  return e * std::bit_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(ni + 127) << 23));  // 2^n; n = -127 gives 0
 }
 inline double fast_exp(double x) { return std::exp(x); }
+
+// The row loops run on full AVX-512 vectors where the variant has them (the
+// kernels are built with -mprefer-vector-width=256 otherwise).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+#define BRISK_WIDE __attribute__((target("prefer-vector-width=512"), noinline))
+#else
+#define BRISK_WIDE
+#endif
+
+/// max over x[0, n) ignoring NaNs (-inf for n = 0), in lanes so that it
+/// vectorizes without -ffast-math (`a > b ? a : b` is one max instruction).
+template <class T>
+BRISK_WIDE T row_max(const T* x, int64_t n) {
+  constexpr int kLanes = 16;
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  T lane[kLanes];
+  for (int l = 0; l < kLanes; ++l) lane[l] = kNegInf;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
+    for (int l = 0; l < kLanes; ++l) lane[l] = x[j + l] > lane[l] ? x[j + l] : lane[l];
+  T m = kNegInf;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  for (int l = 0; l < kLanes; ++l) m = lane[l] > m ? lane[l] : m;
+  return m;
+}
+
+/// x[j] = exp(x[j] - shift) for j < n; returns the sum.
+template <class T>
+BRISK_WIDE T exp_shift_sum(T* x, int64_t n, T shift) {
+  T sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j) {
+    const T e = fast_exp(x[j] - shift);
+    x[j] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+/// x[j] = exp(x[j] - shift) for j < n.
+template <class T>
+BRISK_WIDE void exp_shift(T* x, int64_t n, T shift) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) x[j] = fast_exp(x[j] - shift);
+}
+
+/// ds[j] = p[j] * (ds[j] - d) for j < n.
+template <class T>
+BRISK_WIDE void softmax_grad_row(T* ds, const T* p, int64_t n, T d) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) ds[j] = p[j] * (ds[j] - d);
+}
+
+/// A per-thread scratch buffer of at least n elements (grow-only, reused by
+/// later calls: a fresh 256 KB tile per call costs page faults).
+template <class T>
+T* scratch(int slot, int64_t n) {
+  thread_local std::vector<T> buf[3];
+  std::vector<T>& b = buf[slot];
+  if (static_cast<int64_t>(b.size()) < n) b.resize(static_cast<size_t>(n));
+  return b.data();
+}
 
 // ---- layouts -------------------------------------------------------------------------
 
@@ -238,25 +302,25 @@ void forward_impl(const AttentionArgs& a) {
   const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 16) / std::max<int64_t>(work, 1));
   sync_blas_threads();
   parallel_for(0, B * nqb, grain, [&](int64_t t0, int64_t t1) {
-    std::vector<T> tile(static_cast<size_t>(bq * bk)), m(static_cast<size_t>(bq)), l(static_cast<size_t>(bq));
+    T* const tile = scratch<T>(0, bq * bk);
+    T* const m = scratch<T>(1, bq);
+    T* const l = scratch<T>(2, bq);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / nqb, i0 = (t % nqb) * bq, mq = std::min(bq, L - i0);
       T* acc = out + (b * L + i0) * Ev;  // accumulates in the output rows
       std::fill(acc, acc + mq * Ev, T(0));
-      std::fill(m.begin(), m.end(), -kInf);
-      std::fill(l.begin(), l.end(), T(0));
+      std::fill(m, m + bq, -kInf);
+      std::fill(l, l + bq, T(0));
       const int64_t kend = causal ? std::min(S, i0 + mq) : S;  // keys any row of the block sees
       for (int64_t j0 = 0; j0 < kend; j0 += bk) {
         const int64_t nk = std::min(bk, kend - j0);
-        block_gemm(false, true, mq, nk, E, scale, Q.at(b, i0), Q.rs, K.at(b, j0), K.rs, T(0), tile.data(), bk);
+        block_gemm(false, true, mq, nk, E, scale, Q.at(b, i0), Q.rs, K.at(b, j0), K.rs, T(0), tile, bk);
         for (int64_t r = 0; r < mq; ++r) {
-          T* s = tile.data() + r * bk;
+          T* s = tile + r * bk;
           const int64_t i = i0 + r;
           const int64_t valid = valid_keys(causal, i, j0, nk);
           if (mv.kind != MaskView::None || valid < nk) mask_row(s, nk, valid, mv, b, i, j0);
-          T bmax = -kInf;
-#pragma omp simd reduction(max : bmax)
-          for (int64_t j = 0; j < nk; ++j) bmax = std::max(bmax, s[j]);
+          const T bmax = row_max(s, nk);  // NaNs are skipped here, caught by the sum
           const T mnew = std::max(m[r], bmax);
           if (mnew == -kInf) {  // no key of the row so far: p = 0 (NaN if the row holds a NaN)
             bool nan = false;
@@ -265,13 +329,7 @@ void forward_impl(const AttentionArgs& a) {
             std::fill(s, s + nk, T(0));
             continue;
           }
-          T sum = 0;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t j = 0; j < nk; ++j) {
-            const T e = fast_exp(s[j] - mnew);
-            s[j] = e;
-            sum += e;
-          }
+          const T sum = exp_shift_sum(s, nk, mnew);
           if (m[r] != mnew) {
             const T alpha = fast_exp(m[r] - mnew);  // 0 when m was -inf
             l[r] *= alpha;
@@ -282,7 +340,7 @@ void forward_impl(const AttentionArgs& a) {
           }
           l[r] += sum;
         }
-        block_gemm(false, false, mq, Ev, nk, T(1), tile.data(), bk, V.at(b, j0), V.rs, T(1), acc, Ev);
+        block_gemm(false, false, mq, Ev, nk, T(1), tile, bk, V.at(b, j0), V.rs, T(1), acc, Ev);
       }
       for (int64_t r = 0; r < mq; ++r) {
         T* ar = acc + r * Ev;
@@ -337,7 +395,9 @@ void backward_impl(const AttentionArgs& a) {
   const int64_t bq = std::min(kBlockQB, L), bk = std::min(kBlockKB, S);
   sync_blas_threads();
   parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
-    std::vector<T> p(static_cast<size_t>(bq * bk)), dp(static_cast<size_t>(bq * bk)), D(static_cast<size_t>(L));
+    T* const p = scratch<T>(0, bq * bk);
+    T* const dp = scratch<T>(1, bq * bk);
+    T* const D = scratch<T>(2, L);
     for (int64_t b = b0; b < b1; ++b) {
       for (int64_t i = 0; i < L; ++i) {  // D = rowsum(dout * out)
         const T* g = G.at(b, i);
@@ -345,7 +405,7 @@ void backward_impl(const AttentionArgs& a) {
         T d = 0;
 #pragma omp simd reduction(+ : d)
         for (int64_t e = 0; e < Ev; ++e) d += g[e] * o[e];
-        D[static_cast<size_t>(i)] = d;
+        D[i] = d;
       }
       T* dqb = dq + b * L * E;
       T* dkb = dk + b * S * E;
@@ -355,30 +415,24 @@ void backward_impl(const AttentionArgs& a) {
         const int64_t kend = causal ? std::min(S, i0 + mq) : S;
         for (int64_t j0 = 0; j0 < kend; j0 += bk) {
           const int64_t nk = std::min(bk, kend - j0);
-          block_gemm(false, true, mq, nk, E, scale, Q.at(b, i0), Q.rs, K.at(b, j0), K.rs, T(0), p.data(), bk);
+          block_gemm(false, true, mq, nk, E, scale, Q.at(b, i0), Q.rs, K.at(b, j0), K.rs, T(0), p, bk);
           for (int64_t r = 0; r < mq; ++r) {
-            T* s = p.data() + r * bk;
+            T* s = p + r * bk;
             const int64_t i = i0 + r;
             const int64_t valid = valid_keys(causal, i, j0, nk);
             if (mv.kind != MaskView::None || valid < nk) mask_row(s, nk, valid, mv, b, i, j0);
-            const T li = lse[b * L + i];
-#pragma omp simd
-            for (int64_t j = 0; j < nk; ++j) s[j] = fast_exp(s[j] - li);
+            exp_shift(s, nk, lse[b * L + i]);
           }
           // dv_j += p^T dout_i
-          block_gemm(true, false, nk, Ev, mq, T(1), p.data(), bk, G.at(b, i0), G.rs, T(1), dvb + j0 * Ev, Ev);
+          block_gemm(true, false, nk, Ev, mq, T(1), p, bk, G.at(b, i0), G.rs, T(1), dvb + j0 * Ev, Ev);
           // dp = dout_i v_j^T
-          block_gemm(false, true, mq, nk, Ev, T(1), G.at(b, i0), G.rs, V.at(b, j0), V.rs, T(0), dp.data(), bk);
+          block_gemm(false, true, mq, nk, Ev, T(1), G.at(b, i0), G.rs, V.at(b, j0), V.rs, T(0), dp, bk);
           for (int64_t r = 0; r < mq; ++r) {
-            T* ds = dp.data() + r * bk;
-            const T* pr = p.data() + r * bk;
-            const T di = D[static_cast<size_t>(i0 + r)];
-#pragma omp simd
-            for (int64_t j = 0; j < nk; ++j) ds[j] = pr[j] * (ds[j] - di);
+            softmax_grad_row(dp + r * bk, p + r * bk, nk, D[i0 + r]);
           }
           // dq_i += scale * ds k_j;  dk_j += scale * ds^T q_i
-          block_gemm(false, false, mq, E, nk, scale, dp.data(), bk, K.at(b, j0), K.rs, T(1), dqb + i0 * E, E);
-          block_gemm(true, false, nk, E, mq, scale, dp.data(), bk, Q.at(b, i0), Q.rs, T(1), dkb + j0 * E, E);
+          block_gemm(false, false, mq, E, nk, scale, dp, bk, K.at(b, j0), K.rs, T(1), dqb + i0 * E, E);
+          block_gemm(true, false, nk, E, mq, scale, dp, bk, Q.at(b, i0), Q.rs, T(1), dkb + j0 * E, E);
         }
       }
     }
