@@ -1,5 +1,14 @@
 // nn::functional::scaled_dot_product_attention and nn::MultiheadAttention.
 //
+// Three versions (attention() picks one per call; docs/design/attention.md):
+// - the fused flash-attention kernel, OpId::attention_fused and
+//   attention_fused_backward (Note [Flash attention on the CPU] in
+//   src/backend/cpu/kernels/attention.cpp), wherever the device registered
+//   it and the call needs no dropout, no weights and no mask gradient;
+// - on the CPU otherwise, the version with the (B, L, S) probabilities
+//   (Note [Fused attention] below);
+// - the composite (scaled_dot_product_attention_math) elsewhere.
+//
 // Note [Fused attention]
 // On the CPU in float32/float64, attention is three passes over the (B, L, S)
 // scores and one autograd node:
