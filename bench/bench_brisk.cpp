@@ -200,6 +200,20 @@ Runner prepare(const Spec& s) {
       return make_runner(th, [x = make({s.n, s.n}, 1), z = make({s.n, s.n}, 2)]() mutable { z.copy_(x.t()); });
     case Kind::ToHalf:
       return make_runner(th, [x = make({s.n}, 1), h = make({s.n}, 2).to(brisk::kHalf)]() mutable { h.copy_(x); });
+    case Kind::SdpaForward:
+    case Kind::SdpaForwardBackward: {
+      const SdpaShape d = sdpa_shape(s.n);
+      Tensor q = make({d.B, d.H, d.L, d.E}, 1), k = make({d.B, d.H, d.L, d.E}, 2), v = make({d.B, d.H, d.L, d.E}, 3);
+      if (s.kind == Kind::SdpaForward)
+        return make_runner(th, [q, k, v, z = Tensor()]() mutable {
+          z = brisk::nn::functional::scaled_dot_product_attention(q, k, v);
+        });
+      q.requires_grad_(), k.requires_grad_(), v.requires_grad_();
+      return make_runner(th, [q, k, v, g = make({d.B, d.H, d.L, d.E}, 4)]() mutable {
+        q.mutable_grad() = Tensor(), k.mutable_grad() = Tensor(), v.mutable_grad() = Tensor();
+        brisk::nn::functional::scaled_dot_product_attention(q, k, v).backward(g);
+      });
+    }
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });

@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, Profiler };
+enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, Attention, Profiler };
 
 struct Case {
   Section section;
@@ -395,6 +395,20 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   cs.push_back({Section::Training, "CNN epoch (Fashion-MNIST, batch 128, AdamW), 2 threads",
                 {Kind::EpochCnn, 0, 2, epoch}});
 
+  // Attention (issue 13): scaled_dot_product_attention, float32, 1 and 2 threads.
+  for (int64_t shape : {0, 1})
+    for (bool backward : {false, true})
+      for (int t : {1, 2}) {
+        const SdpaShape d = sdpa_shape(shape);
+        Budget b = shape == 0 ? budget(backward ? 5 : 10, 7, 2) : budget(1, 5, 1);
+        if (t == 1) b = single(b);
+        cs.push_back({Section::Attention,
+                      std::string("sdpa ") + std::to_string(d.B) + "x" + std::to_string(d.H) + "x" +
+                          std::to_string(d.L) + "x" + std::to_string(d.E) + (backward ? ", fwd+bwd, " : ", forward, ") +
+                          std::to_string(t) + (t == 1 ? " thread" : " threads"),
+                      {backward ? Kind::SdpaForwardBackward : Kind::SdpaForward, shape, t, b}});
+      }
+
   // The profiler's cost per op: the host-cost case y = x + x without a
   // profile, then inside one (brisk only).
   cs.push_back({Section::Profiler, "y = x + x, profiler off", {Kind::ProfilerOff, 9, 1, host}});
@@ -415,6 +429,7 @@ const char* section_title(Section s) {
     case Section::Copy: return "Copies: transposing, converting";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
+    case Section::Attention: return "Attention: scaled_dot_product_attention (float32, (B, H, L, E), no mask)";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
   }
   return "";
@@ -429,6 +444,7 @@ const char* section_key(Section s) {
     case Section::Copy: return "copy";
     case Section::Autograd: return "autograd";
     case Section::Training: return "training";
+    case Section::Attention: return "attention";
     case Section::Profiler: return "profiler";
   }
   return "";
@@ -575,6 +591,20 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
       t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
                         r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
                         both ? fmt("%.1fx", sp) : "-", ">= 3x", both ? (sp >= 3 ? "yes" : "NO") : "-"});
+      add_skips(t, *r);
+    }
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::Attention); !v.empty()) {
+    Table t{section_title(Section::Attention),
+            {"case", "brisk ms", "libtorch ms", "brisk / libtorch time", "target", "met"}, {}, {}};
+    for (const Result* r : v) {
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double ratio = both ? r->brisk.seconds / r->torch.seconds : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
+                        both ? fmt("%.2fx", ratio) : "-", "<= 1.0x", both ? (ratio <= 1.0 ? "yes" : "NO") : "-"});
       add_skips(t, *r);
     }
     out.push_back(t);

@@ -35,6 +35,22 @@ using IndexFn = void (*)(const Tensor& self, int64_t dim, const Tensor& index, c
                          const KernelArgs& args);
 /// nonzero: returns the (n, ndim) int64 index tensor.
 using NonzeroFn = Tensor (*)(const Tensor& in);
+/// Fused (flash-style) attention, forward and backward. Every tensor has the
+/// same batch dims (..., rows, cols) (broadcast views with 0 strides are
+/// fine): q (..., L, E), k (..., S, E), v (..., S, Ev), mask (..., L, S)
+/// (bool: true = take part, or floating in q's dtype; may be undefined).
+/// Forward writes out (..., L, Ev) and lse (..., L), the logsumexp of each
+/// (scaled, masked) score row (+inf where every key is masked); backward
+/// reads grad_out, out and lse and writes grad_q, grad_k, grad_v (full batch
+/// shape, no broadcasting). q, k, v, out, grad_out have unit stride in their
+/// last dim; out, lse and the grads are contiguous.
+struct AttentionArgs {
+  Tensor q, k, v, mask, out, lse;
+  Tensor grad_out, grad_q, grad_k, grad_v;
+  double scale = 1.0;
+  bool causal = false;  // key j takes part for query i iff j <= i (top-left aligned)
+};
+using AttentionFn = void (*)(const AttentionArgs& args);
 
 // Note [One list of ops]
 // Every dispatched op appears once here: its enum value, its name (for
@@ -93,7 +109,9 @@ using NonzeroFn = Tensor (*)(const Tensor& in);
   _(index_add, IndexFn)                             \
   _(index, IndexFn)                                 \
   _(index_put, IndexFn)                             \
-  _(nonzero, NonzeroFn)
+  _(nonzero, NonzeroFn)                             \
+  _(attention_fused, AttentionFn)                   \
+  _(attention_fused_backward, AttentionFn)
 
 enum class OpId : int16_t {
 #define BRISK_ENUM(name, sig) name,
@@ -128,6 +146,11 @@ inline typename OpSignature<op>::type kernel(DeviceType dev, const char* caller)
   auto fn = detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)];
   if (BRISK_UNLIKELY(fn == nullptr)) detail::kernel_missing(op, dev, caller);
   return reinterpret_cast<typename OpSignature<op>::type>(fn);
+}
+
+/// Whether a backend registered a kernel for `op` on a device.
+inline bool kernel_registered(OpId op, DeviceType dev) {
+  return detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)] != nullptr;
 }
 
 /// Backends register kernels with this (at start-up).

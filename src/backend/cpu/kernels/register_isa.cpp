@@ -10,6 +10,7 @@ void register_reduce_kernels();
 void register_index_kernels();
 void register_random_kernels();
 void register_sort_kernels();
+void register_attention_kernels();
 
 void register_all() {
   register_elementwise_kernels();
@@ -18,6 +19,7 @@ void register_all() {
   register_index_kernels();
   register_random_kernels();
   register_sort_kernels();
+  register_attention_kernels();
 }
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
