@@ -235,8 +235,8 @@ Tensor layer_norm_composite(const Tensor& xc, const std::vector<int64_t>& dims, 
 }
 Tensor rms_norm_composite(const Tensor& xc, const std::vector<int64_t>& dims, ScalarType x_dtype,
                           const Tensor& weight, double eps) {
-  Tensor y = (xc * rstd_of((xc * xc).mean(dims, true), eps)).to(x_dtype);
-  return weight.defined() ? y * weight : y;
+  Tensor y = xc * rstd_of((xc * xc).mean(dims, true), eps);
+  return (weight.defined() ? y * weight : y).to(x_dtype);
 }
 
 /// The backward of layer_norm (kRms: rms_norm) as brisk ops, differentiable
@@ -355,25 +355,17 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, std::optional<double> eps) {
   BRISK_PROFILE_OP("rms_norm", x, weight);
   check_row_norm("rms_norm", x, shape, weight, Tensor());
-  // eps=None: the machine epsilon of x's dtype, as torch.
-  double e = 0;
-  if (eps) {
-    e = *eps;
-  } else {
-    switch (x.dtype()) {
-      case kHalf: e = 0.0009765625; break;
-      case kBFloat16: e = 0.0078125; break;
-      case kFloat: e = std::numeric_limits<float>::epsilon(); break;
-      default: e = std::numeric_limits<double>::epsilon(); break;
-    }
-  }
-  const ScalarType out_dtype = weight.defined() ? promote_types(x.dtype(), weight.dtype()) : x.dtype();
-  // The fused kernel computes in one dtype: x's, when the weight does not promote it.
-  if (has_kernel<OpId::rms_norm>(x.device().type) && out_dtype == x.dtype())
+  // As PyTorch 2.x: eps=None is the machine epsilon of the compute dtype
+  // (float32 for 16-bit x), and the result has x's dtype whatever the
+  // weight's, x * rstd * weight computed in that compute dtype and rounded once.
+  const ScalarType ct = is_reduced_float(x.dtype()) ? kFloat : x.dtype();
+  const double e = eps ? *eps
+                       : ct == kDouble ? std::numeric_limits<double>::epsilon()
+                                       : double(std::numeric_limits<float>::epsilon());
+  if (has_kernel<OpId::rms_norm>(x.device().type) && (!weight.defined() || weight.dtype() == x.dtype()))
     return row_norm_fused<OpId::rms_norm, OpId::rms_norm_backward>("rms_norm", x, shape, weight, Tensor(), e,
-                                                                   out_dtype);
-  const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
-  return rms_norm_composite(xc, trailing_dims(shape.size()), x.dtype(), weight, e);
+                                                                   x.dtype());
+  return rms_norm_composite(x.to(ct), trailing_dims(shape.size()), x.dtype(), weight.defined() ? weight.to(ct) : weight, e);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {

@@ -368,7 +368,7 @@ TEST_F(RowOps, RowNormsNonContiguousMixedDtypesAndEmpty) {
   // a float32 weight promotes a float16 input (as before)
   const Tensor xh = randn({3, 8}, kFloat).to(kHalf);
   EXPECT_EQ(F::layer_norm(xh, {8}, randn({8}, kFloat)).dtype(), kFloat);
-  EXPECT_EQ(F::rms_norm(xh, {8}, randn({8}, kFloat)).dtype(), kFloat);
+  EXPECT_EQ(F::rms_norm(xh, {8}, randn({8}, kFloat)).dtype(), kHalf);  // PyTorch 2.x: x's dtype
   EXPECT_EQ(F::rms_norm(xh, {8}).dtype(), kHalf);
   // zero rows, zero-size rows
   for (bool rms : {false, true}) {
@@ -443,13 +443,27 @@ TEST_F(RowOps, RowNormsThreadCountDoesNotChangeResults) {
 }
 
 TEST_F(RowOps, RmsNormEpsNoneAndModule) {
-  // eps=None: the machine epsilon of x's dtype
+  // eps=None: the machine epsilon of the compute dtype (PyTorch 2.15: float32's for 16-bit inputs)
+  const float feps = std::numeric_limits<float>::epsilon();
   const Tensor x = (randn({4, 16}, kDouble) * 1e-4).to(kFloat);
-  EXPECT_TRUE(F::rms_norm(x, {16}).equal(F::rms_norm(x, {16}, Tensor(), std::numeric_limits<float>::epsilon())));
+  EXPECT_TRUE(F::rms_norm(x, {16}).equal(F::rms_norm(x, {16}, Tensor(), feps)));
+  EXPECT_FALSE(F::rms_norm(x, {16}).equal(F::rms_norm(x, {16}, Tensor(), 1e-5)));
   const Tensor xb = x.to(kBFloat16);
-  EXPECT_TRUE(F::rms_norm(xb, {16}).equal(F::rms_norm(xb, {16}, Tensor(), 0.0078125)));
+  EXPECT_TRUE(F::rms_norm(xb, {16}).equal(F::rms_norm(xb, {16}, Tensor(), feps)));
   const Tensor xh = x.to(kHalf);
-  EXPECT_TRUE(F::rms_norm(xh, {16}).equal(F::rms_norm(xh, {16}, Tensor(), 0.0009765625)));
+  EXPECT_TRUE(F::rms_norm(xh, {16}).equal(F::rms_norm(xh, {16}, Tensor(), feps)));
+  const Tensor xd = x.to(kDouble) * 1e-6;
+  EXPECT_TRUE(F::rms_norm(xd, {16}).equal(F::rms_norm(xd, {16}, Tensor(), std::numeric_limits<double>::epsilon())));
+  // 16-bit: x * rstd * w in float32, rounded once (as PyTorch 2.15's fused kernel)
+  {
+    const Tensor h = randn({3, 64}, kFloat).to(kHalf), wh = randn({64}, kFloat).to(kHalf);
+    const Tensor hf = h.to(kFloat);
+    const Tensor want = (hf * ((hf * hf).mean(-1, true) + 1e-5).rsqrt() * wh.to(kFloat)).to(kHalf);
+    // (rstd may differ in its last float bit from this reference; rounding
+    // twice, to float16 before the weight, differed in ~25% of the elements)
+    const double same = F::rms_norm(h, {64}, wh, 1e-5).eq(want).to(kDouble).mean().item<double>();
+    EXPECT_GE(same, 0.97);
+  }
 
   nn::RMSNorm m({16});
   ASSERT_TRUE(m.weight.defined());

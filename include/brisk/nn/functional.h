@@ -49,9 +49,11 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
 /// Root-mean-square normalization over the trailing dims normalized_shape,
-/// as torch.nn.functional.rms_norm: x / sqrt(mean(x^2) + eps) (computed in
-/// float32 for 16-bit x, rounded to x's dtype), times weight when given.
-/// eps = nullopt: the machine epsilon of x's dtype.
+/// as torch.nn.functional.rms_norm (PyTorch 2.x): x / sqrt(mean(x^2) + eps)
+/// times weight when given, computed in float32 for 16-bit x and rounded
+/// once to x's dtype (the result has x's dtype, whatever the weight's).
+/// eps = nullopt: the machine epsilon of the compute dtype (float32's for
+/// float16/bfloat16/float32, float64's for float64).
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                 std::optional<double> eps = std::nullopt);
 /// weight rows picked by integer indices: indices.shape + [dim]. The

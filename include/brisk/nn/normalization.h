@@ -153,7 +153,7 @@ class GroupNorm : public Module {
 /// RMSNorm(normalized_shape, eps, elementwise_affine), as torch.nn.RMSNorm:
 /// F::rms_norm over the trailing dims normalized_shape with a weight (ones)
 /// of that shape when elementwise_affine. eps = nullopt: the machine epsilon
-/// of the input's dtype.
+/// of the input's compute dtype (see F::rms_norm).
 class RMSNorm : public Module {
  public:
   explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,

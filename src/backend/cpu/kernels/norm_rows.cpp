@@ -8,9 +8,7 @@
 //   layer_norm: mean = sum(x) / N; var = sum((x - mean)^2) / N (a second
 //               pass over the row, not E[x^2] - mean^2); rstd = 1/sqrt(var + eps);
 //               y = (x - mean) * rstd * w + b
-//   rms_norm:   rstd = 1/sqrt(sum(x^2) / N + eps); y = T(x * rstd) * w (the
-//               normalized value rounded to x's dtype before the weight, as
-//               PyTorch's rms_norm)
+//   rms_norm:   rstd = 1/sqrt(sum(x^2) / N + eps); y = x * rstd * w
 // Backward, per row with xhat = (x - mean) * rstd (x * rstd for rms_norm):
 //   dx = rstd * (dy * w - sum(dy * w) / N - xhat * sum(dy * w * xhat) / N)
 //   (rms_norm: without the sum(dy * w) term); dw = sum over rows of
@@ -158,7 +156,7 @@ void row_norm_typed(const Tensor& y, const Tensor& mean, const Tensor& rstd, con
         rp[r] = rs;
         if (w) {
 #pragma omp simd
-          for (int64_t i = 0; i < N; ++i) yr[i] = static_cast<M>(static_cast<T>(xr[i] * rs)) * w[i];
+          for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * rs * w[i];
         } else {
 #pragma omp simd
           for (int64_t i = 0; i < N; ++i) yr[i] = xr[i] * rs;
