@@ -488,4 +488,151 @@ TEST_F(RowOps, RowNormErrors) {
   expect_error([&] { F::layer_norm(x, {4}, ones({4}, kInt64)); }, {"layer_norm", "floating point weight"});
 }
 
+
+// ---- cross_entropy (fused log_softmax + nll) ---------------------------------------------------
+
+struct CeRef {
+  std::vector<double> loss;  // per row
+  std::vector<double> grad;  // of the reduced loss (per row: of sum(loss * g) for none)
+  double reduced = 0;
+};
+
+/// cross_entropy of (R, C) logits with class indices in float64 loops.
+CeRef ref_cross_entropy(const Tensor& x, const std::vector<int64_t>& t, const std::vector<double>& w, int64_t ignore,
+                        double ls, nn::Reduction red, const std::vector<double>& g_none) {
+  const int64_t R = x.size(0), C = x.size(1);
+  const std::vector<double> v = values(x);
+  double W = 0, wsum = 0;
+  for (double c : w) W += c;
+  CeRef r{std::vector<double>(R, 0.0), std::vector<double>(R * C, 0.0), 0};
+  std::vector<double> wt(R, 0.0);
+  for (int64_t i = 0; i < R; ++i) {
+    if (t[i] == ignore) continue;
+    const double* xr = &v[i * C];
+    double mx = -std::numeric_limits<double>::infinity(), s = 0;
+    for (int64_t c = 0; c < C; ++c) mx = std::max(mx, xr[c]);
+    for (int64_t c = 0; c < C; ++c) s += std::exp(xr[c] - mx);
+    const double lse = mx + std::log(s);
+    double sm = 0;
+    for (int64_t c = 0; c < C; ++c) sm += w[c] * (xr[c] - lse);
+    wt[i] = w[t[i]];
+    wsum += wt[i];
+    r.loss[i] = (1 - ls) * -w[t[i]] * (xr[t[i]] - lse) + ls / double(C) * -sm;
+    for (int64_t c = 0; c < C; ++c) {
+      const double p = std::exp(xr[c] - lse);
+      r.grad[i * C + c] = (1 - ls) * w[t[i]] * (p - (c == t[i] ? 1.0 : 0.0)) + ls / double(C) * (W * p - w[c]);
+    }
+  }
+  double scale = 1;
+  if (red == nn::kMean) scale = 1 / wsum;
+  for (int64_t i = 0; i < R; ++i) {
+    r.reduced += r.loss[i] * scale;
+    const double gi = red == nn::kNone ? g_none[i] : scale;
+    for (int64_t c = 0; c < C; ++c) r.grad[i * C + c] *= gi;
+  }
+  return r;
+}
+
+TEST_F(RowOps, CrossEntropyFusedMatchesReference) {
+  const int64_t R = 37, C = 45;
+  std::vector<int64_t> t0(R);
+  for (int64_t i = 0; i < R; ++i) t0[i] = (i * 7) % C;
+  t0[10] = 5;
+  for (ScalarType dt : {kDouble, kFloat, kHalf, kBFloat16})
+    for (bool weighted : {false, true})
+      for (double ls : {0.0, 0.2})
+        for (nn::Reduction red : {nn::kNone, nn::kSum, nn::kMean})
+          for (int64_t ignore : {int64_t(-100), int64_t(5)}) {
+            std::vector<int64_t> t = t0;
+            t[3] = ignore;
+            const Tensor x = (randn({R, C}, kDouble) * 2.0).to(dt).requires_grad_();
+            std::vector<double> wv(C, 1.0);
+            Tensor w;
+            if (weighted) {
+              w = (rand({C}, kDouble) + 0.5).to(dt);
+              wv = values(w);
+            }
+            const Tensor g = randn({R}, kDouble).to(dt);
+            const Tensor loss = F::cross_entropy(
+                x, tensor(t), F::CrossEntropyFuncOptions().weight(w).ignore_index(ignore).label_smoothing(ls).reduction(red));
+            ASSERT_EQ(loss.dtype(), dt);
+            if (red == nn::kNone)
+              loss.backward(g);
+            else
+              loss.backward();
+            const CeRef r = ref_cross_entropy(x.detach(), t, wv, ignore, ls, red, values(g));
+            const Tol tl = tol_for(dt);
+            const double rt = dt == kDouble ? 1e-10 : dt == kFloat ? 1e-5 : tl.rtol * 4;
+            const std::string what = "dtype " + std::to_string(int(dt)) + " weighted " + std::to_string(weighted) +
+                                     " ls " + std::to_string(ls) + " red " + std::to_string(int(red)) + " ignore " +
+                                     std::to_string(ignore);
+            if (red == nn::kNone)
+              EXPECT_TRUE(close(loss, tensor(r.loss, kDouble), rt, rt)) << what;
+            else
+              EXPECT_NEAR(loss.item<double>(), r.reduced, rt * std::abs(r.reduced) * 40 + rt) << what;
+            EXPECT_TRUE(close(x.grad(), vec_tensor(r.grad, {R, C}), rt * 4, rt * 4)) << what;
+          }
+}
+
+TEST_F(RowOps, CrossEntropyEdgeCases) {
+  // every target ignored: the mean is NaN (0 / 0), the gradient 0, as PyTorch
+  const Tensor x = randn({4, 6}, kFloat).requires_grad_();
+  const Tensor t = full({4}, Scalar(int64_t(-100)), TensorOptions(kInt64));
+  Tensor l = F::cross_entropy(x, t);
+  EXPECT_TRUE(std::isnan(l.item<float>()));
+  l.backward();
+  EXPECT_TRUE(x.grad().equal(zeros({4, 6}, kFloat)));
+  // out-of-range targets
+  expect_error([&] { F::cross_entropy(x, tensor(std::vector<int64_t>{0, 1, 6, 2})); }, {"cross_entropy", "out of bounds"});
+  expect_error([&] { F::cross_entropy(x, tensor(std::vector<int64_t>{0, 1, -1, 2})); }, {"cross_entropy", "out of bounds"});
+  expect_error([&] { F::cross_entropy(x, tensor(std::vector<int64_t>{0, 1, 2})); }, {"cross_entropy", "does not match"});
+  // uint8 targets, an infinite logit (NaN row, as log_softmax), no rows
+  const Tensor xi = tensor(std::vector<double>{0, 1, std::numeric_limits<double>::infinity(), 2, 0, 1}, kFloat).view({2, 3});
+  const std::vector<double> li = values(F::cross_entropy(xi, tensor(std::vector<int64_t>{1, 0}).to(kUInt8), nn::kNone));
+  EXPECT_TRUE(std::isnan(li[0]));
+  EXPECT_FALSE(std::isnan(li[1]));
+  const Tensor e = randn({0, 5}, kFloat).requires_grad_();
+  Tensor le = F::cross_entropy(e, zeros({0}, TensorOptions(kInt64)), nn::kSum);
+  EXPECT_EQ(le.item<float>(), 0.0f);
+  le.backward();
+  EXPECT_EQ(e.grad().sizes(), e.sizes());
+  // (N, C, d) still goes the composite way, and agrees with the fused (N * d, C) rows
+  const Tensor x3 = randn({2, 5, 3}, kDouble);
+  const Tensor t3 = tensor(std::vector<int64_t>{0, 4, 2, 1, 1, 3}).view({2, 3});
+  const Tensor flat = x3.permute({0, 2, 1}).reshape({6, 5});
+  EXPECT_TRUE(close(F::cross_entropy(x3, t3, nn::kNone).reshape({6}), F::cross_entropy(flat, t3.reshape({6}), nn::kNone),
+                    1e-12, 1e-12));
+}
+
+TEST_F(RowOps, CrossEntropyGradcheck) {
+  const Tensor t = tensor(std::vector<int64_t>{0, 3, -100, 2, 1});
+  const Tensor w = rand({4}, kDouble) + 0.5;
+  for (double ls : {0.0, 0.3})
+    for (bool weighted : {false, true}) {
+      const Tensor x = leaf({5, 4}, -2, 2);
+      auto fn = [&](const TensorList& in) {
+        return F::cross_entropy(in[0], t, F::CrossEntropyFuncOptions().weight(weighted ? w : Tensor()).label_smoothing(ls));
+      };
+      EXPECT_TRUE(gradcheck_ok(fn, {x}, /*grad_grad=*/true)) << "ls " << ls << " weighted " << weighted;
+      // fused (plain backward) against composite (create_graph)
+      const Tensor x2 = leaf({5, 4}, -2, 2);
+      Tensor l = F::cross_entropy(x2, t, F::CrossEntropyFuncOptions().weight(weighted ? w : Tensor()).label_smoothing(ls).reduction(nn::kNone));
+      const Tensor g = randn({5}, kDouble);
+      const Tensor composite = autograd::grad({l}, {x2}, {g}, true, true)[0];
+      const Tensor fused = autograd::grad({l}, {x2}, {g})[0];
+      EXPECT_TRUE(close(fused, composite, 1e-12, 1e-13));
+    }
+}
+
+TEST_F(RowOps, FusedNodesOnTheCpu) {
+  // The CPU has the fused kernels: one node per op (not a composite graph).
+  const Tensor x = randn({3, 8}, kFloat).requires_grad_();
+  const Tensor w = ones({8}, kFloat).requires_grad_(), b = zeros({8}, kFloat).requires_grad_();
+  EXPECT_EQ(F::layer_norm(x, {8}, w, b).grad_fn()->name(), "NativeLayerNormBackward0");
+  EXPECT_EQ(F::rms_norm(x, {8}, w).grad_fn()->name(), "FusedRmsNormBackward0");
+  EXPECT_EQ(F::cross_entropy(x, tensor(std::vector<int64_t>{1, 2, 3}), nn::kNone).grad_fn()->name(),
+            "CrossEntropyLossBackward0");
+  EXPECT_EQ(x.softmax(1).grad_fn()->name(), "SoftmaxBackward0");
+}
+
 }  // namespace
