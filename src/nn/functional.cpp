@@ -504,7 +504,10 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
   {
     NoGradGuard ng;
     t = target.to(kInt64).contiguous();
+    // Checked here on the CPU (an input check, not a sync point); a GPU has
+    // no fused kernel and takes the composite path (Note [Deferred index errors]).
     if (t.numel() > 0 && t.is_cpu()) {
+      brisk::detail::DeviceCheckScope device_check;
       const Tensor safe = where(t.ne(ignore), t, Scalar(int64_t(0)));
       const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
       BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
