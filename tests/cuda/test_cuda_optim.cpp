@@ -30,9 +30,6 @@ using brisk::testing::close;
 namespace optim = brisk::optim;
 namespace cu = brisk::cuda::detail;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
