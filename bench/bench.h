@@ -73,6 +73,17 @@ enum class Kind {
   // (shape sdpa_shape(n)); forward, or forward + backward of out.backward(g) with the grads set to none
   SdpaForward,
   SdpaForwardBackward,
+  // row ops (issue 13): `count` rows of n float32 values, softmax/log_softmax along the rows,
+  // layer_norm (weight, bias) and rms_norm (weight) over them; *Bwd: forward + backward
+  // (x, weight, bias require grad; their grads set to none each call; g preallocated)
+  RowSoftmax,
+  RowSoftmaxBwd,
+  RowLogSoftmax,
+  RowLogSoftmaxBwd,
+  RowLayerNorm,
+  RowLayerNormBwd,
+  RowRmsNorm,
+  RowRmsNormBwd,
   // brisk's profiler (brisk side only): y = x + x, 3x3 float32, single thread
   ProfilerOff,          // no profile active (the op pays one relaxed atomic load)
   ProfilerOn,           // inside an active profile (default options)

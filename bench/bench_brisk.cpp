@@ -226,6 +226,43 @@ Runner prepare(const Spec& s) {
       });
     case Kind::AutogradMlpStep:
       return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
+    case Kind::RowSoftmax:
+    case Kind::RowLogSoftmax:
+    case Kind::RowLayerNorm:
+    case Kind::RowRmsNorm:
+    case Kind::RowSoftmaxBwd:
+    case Kind::RowLogSoftmaxBwd:
+    case Kind::RowLayerNormBwd:
+    case Kind::RowRmsNormBwd: {
+      namespace F = brisk::nn::functional;
+      const bool bwd = s.kind == Kind::RowSoftmaxBwd || s.kind == Kind::RowLogSoftmaxBwd ||
+                       s.kind == Kind::RowLayerNormBwd || s.kind == Kind::RowRmsNormBwd;
+      Tensor x = make({s.count, s.n}, 1), w = make({s.n}, 2), b = make({s.n}, 3), g = make({s.count, s.n}, 4);
+      if (bwd) {
+        x.requires_grad_();
+        w.requires_grad_();
+        b.requires_grad_();
+      }
+      const Kind k = s.kind;
+      const int64_t n = s.n;
+      return make_runner(th, [x, w, b, g, k, n, bwd, y = Tensor()]() mutable {
+        if (bwd) {
+          x.mutable_grad() = Tensor();
+          w.mutable_grad() = Tensor();
+          b.mutable_grad() = Tensor();
+        }
+        switch (k) {
+          case Kind::RowSoftmax:
+          case Kind::RowSoftmaxBwd: y = x.softmax(1); break;
+          case Kind::RowLogSoftmax:
+          case Kind::RowLogSoftmaxBwd: y = x.log_softmax(1); break;
+          case Kind::RowLayerNorm:
+          case Kind::RowLayerNormBwd: y = F::layer_norm(x, {n}, w, b); break;
+          default: y = F::rms_norm(x, {n}, w, 1e-6); break;
+        }
+        if (bwd) y.backward(g);
+      });
+    }
     case Kind::AdamFused:
     case Kind::AdamForeach:
     case Kind::AdamForLoop: {
