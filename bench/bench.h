@@ -73,6 +73,11 @@ enum class Kind {
   // (shape sdpa_shape(n)); forward, or forward + backward of out.backward(g) with the grads set to none
   SdpaForward,
   SdpaForwardBackward,
+  // a BERT-style encoder layer (kEncoder* below: d_model 384, 12 heads, FFN 1536, GELU, dropout 0,
+  // post-norm), src (128, 8, 384) sequence-first: nn::TransformerEncoderLayer on both sides
+  // (libtorch's C++ module); forward in grad mode, or forward + backward with the grads set to none
+  EncoderForward,
+  EncoderForwardBackward,
   // row ops (issue 13): `count` rows of n float32 values, softmax/log_softmax along the rows,
   // layer_norm (weight, bias) and rms_norm (weight) over them; *Bwd: forward + backward
   // (x, weight, bias require grad; their grads set to none each call; g preallocated)
@@ -146,6 +151,7 @@ constexpr double mlp_step_flops() {
 struct SdpaShape {
   int64_t B, H, L, E;
 };
+constexpr int64_t kEncoderDModel = 384, kEncoderHeads = 12, kEncoderFfn = 1536, kEncoderSeq = 128, kEncoderBatch = 8;
 constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128, 32} : SdpaShape{1, 16, 1024, 64}; }
 
 struct Spec {

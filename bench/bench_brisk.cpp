@@ -214,6 +214,23 @@ Runner prepare(const Spec& s) {
         brisk::nn::functional::scaled_dot_product_attention(q, k, v).backward(g);
       });
     }
+    case Kind::EncoderForward:
+    case Kind::EncoderForwardBackward: {
+      auto layer = std::make_shared<brisk::nn::TransformerEncoderLayer>(
+          brisk::nn::TransformerEncoderLayerOptions(kEncoderDModel, kEncoderHeads)
+              .dim_feedforward(kEncoderFfn)
+              .dropout(0.0)
+              .activation("gelu"));
+      Tensor x = make({kEncoderSeq, kEncoderBatch, kEncoderDModel}, 1);
+      if (s.kind == Kind::EncoderForward)
+        return make_runner(th, [layer, x, z = Tensor()]() mutable { z = layer->forward(x); });
+      x.requires_grad_();
+      return make_runner(th, [layer, x, g = make({kEncoderSeq, kEncoderBatch, kEncoderDModel}, 2)]() mutable {
+        layer->zero_grad();
+        x.mutable_grad() = Tensor();
+        layer->forward(x).backward(g);
+      });
+    }
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });

@@ -424,6 +424,15 @@ std::vector<Case> make_cases(bool quick, bool wall) {
                           std::to_string(t) + (t == 1 ? " thread" : " threads"),
                       {backward ? Kind::SdpaForwardBackward : Kind::SdpaForward, shape, t, b}});
       }
+  for (bool backward : {false, true})
+    for (int t : {1, 2}) {
+      Budget b = budget(1, 5, 1);
+      if (t == 1) b = single(b);
+      cs.push_back({Section::Attention,
+                    std::string("encoder layer 384/12/1536 gelu, 128x8, ") + (backward ? "fwd+bwd, " : "forward, ") +
+                        std::to_string(t) + (t == 1 ? " thread" : " threads"),
+                    {backward ? Kind::EncoderForwardBackward : Kind::EncoderForward, 0, t, b}});
+    }
 
   // The profiler's cost per op: the host-cost case y = x + x without a
   // profile, then inside one (brisk only).
@@ -446,7 +455,7 @@ const char* section_title(Section s) {
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
     case Section::RowOps: return "Row ops (2048 rows of 4096 float32)";
-    case Section::Attention: return "Attention: scaled_dot_product_attention (float32, (B, H, L, E), no mask)";
+    case Section::Attention: return "Attention: scaled_dot_product_attention (float32, (B, H, L, E), no mask) and an encoder layer";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
   }
   return "";
@@ -620,9 +629,13 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
     for (const Result* r : v) {
       const bool both = r->brisk.ok && r->torch.ok;
       const double ratio = both ? r->brisk.seconds / r->torch.seconds : 0;
+      // issue 13: the encoder layer at most 0.9x libtorch's TransformerEncoderLayer, attention 1.0x
+      const bool encoder = r->c.spec.kind == Kind::EncoderForward || r->c.spec.kind == Kind::EncoderForwardBackward;
+      const double limit = encoder ? 0.9 : 1.0;
       t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
                         r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
-                        both ? fmt("%.2fx", ratio) : "-", "<= 1.0x", both ? (ratio <= 1.0 ? "yes" : "NO") : "-"});
+                        both ? fmt("%.2fx", ratio) : "-", fmt("<= %.1fx", limit),
+                        both ? (ratio <= limit ? "yes" : "NO") : "-"});
       add_skips(t, *r);
     }
     out.push_back(t);

@@ -181,6 +181,22 @@ Runner prepare(const Spec& s) {
       return skip("libtorch 1.x has no scaled_dot_product_attention");
 #endif
     }
+    case Kind::EncoderForward:
+    case Kind::EncoderForwardBackward: {
+      torch::nn::TransformerEncoderLayer layer(torch::nn::TransformerEncoderLayerOptions(kEncoderDModel, kEncoderHeads)
+                                                   .dim_feedforward(kEncoderFfn)
+                                                   .dropout(0.0)
+                                                   .activation(torch::kGELU));
+      Tensor x = make({kEncoderSeq, kEncoderBatch, kEncoderDModel}, 1);
+      if (s.kind == Kind::EncoderForward)
+        return make_runner(th, [layer, x, z = Tensor()]() mutable { z = layer->forward(x); });
+      x.requires_grad_();
+      return make_runner(th, [layer, x, g = make({kEncoderSeq, kEncoderBatch, kEncoderDModel}, 2)]() mutable {
+        layer->zero_grad(/*set_to_none=*/true);
+        x.mutable_grad().reset();
+        layer->forward(x).backward(g);
+      });
+    }
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });
