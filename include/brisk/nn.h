@@ -15,4 +15,5 @@
 #include "brisk/nn/pooling.h"
 #include "brisk/nn/normalization.h"
 #include "brisk/nn/attention.h"
+#include "brisk/nn/transformer.h"
 #include "brisk/nn/upsampling.h"

@@ -150,11 +150,13 @@ std::string Embedding::extra_repr() const {
 }
 
 LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps, bool affine, TensorOptions opts)
+    : LayerNorm(std::move(shape), eps, affine, true, opts) {}
+LayerNorm::LayerNorm(std::vector<int64_t> shape, double eps, bool affine, bool with_bias, TensorOptions opts)
     : Module("LayerNorm"), normalized_shape(std::move(shape)), eps(eps), elementwise_affine(affine) {
   BRISK_CHECK(!normalized_shape.empty(), "LayerNorm", "normalized_shape must not be empty");
   if (affine) {
     weight = register_parameter("weight", ones(normalized_shape, opts));
-    bias = register_parameter("bias", zeros(normalized_shape, opts));
+    if (with_bias) bias = register_parameter("bias", zeros(normalized_shape, opts));
   }
 }
 Tensor LayerNorm::forward(const Tensor& x) { return F::layer_norm(x, normalized_shape, weight, bias, eps); }

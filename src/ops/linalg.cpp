@@ -112,6 +112,8 @@ Tensor bmm_fresh(const char* op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+int64_t leading_numel(const Tensor& t, int64_t trailing);
+
 /// matmul's node for every rank case. With 1-D operands made 2-D (a as a
 /// row, b as a column, g with the matching size-1 dims), the gradients are
 /// g @ b^T and a^T @ g; the engine sums broadcast batch dims away.
@@ -140,7 +142,16 @@ void record_matmul(const Tensor& r, const Tensor& a, const Tensor& b) {
       if (da == 1) ga = ga.squeeze(-2);
     }
     if (c.needs(1)) {
-      gb = (da == 1 ? x.unsqueeze(1) : x.transpose(-1, -2)).matmul(g2);
+      if (da >= 3 && db == 2) {
+        // A batch against one matrix (nn::Linear on (B, L, in)): the batch
+        // folds into the rows, one GEMM x^T g, as the forward folded it
+        // (per batch products summed by the engine would form a
+        // (B, k, n) intermediate: 300 MB for a BERT-sized FFN weight).
+        const int64_t k = x.size(-1), n = g2.size(-1);
+        gb = mm_in_layout_of(x.reshape({leading_numel(x, 1), k}).t(), g2.reshape({leading_numel(g2, 1), n}), y);
+      } else {
+        gb = (da == 1 ? x.unsqueeze(1) : x.transpose(-1, -2)).matmul(g2);
+      }
       if (db == 1) gb = gb.squeeze(-1);
     }
     return {ga, gb};

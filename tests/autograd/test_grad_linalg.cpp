@@ -61,6 +61,7 @@ TEST_P(GradLinalg, MatmulRankCases) {
       {{4}, {4, 3}},           // vector @ matrix
       {{3, 4}, {4, 2}},        // mm
       {{2, 3, 4}, {4, 2}},     // batch folded into rows
+      {{2, 2, 3, 4}, {4, 2}},  // two batch dims folded (b's gradient is one GEMM)
       {{2, 3, 4}, {4}},        // batched matrix @ vector
       {{4}, {2, 4, 3}},        // vector @ batched matrix
       {{3, 4}, {2, 4, 2}},     // matrix broadcast over b's batch
@@ -72,6 +73,9 @@ TEST_P(GradLinalg, MatmulRankCases) {
     SCOPED_TRACE(::testing::Message() << "a " << IntArrayRef(c.a) << " b " << IntArrayRef(c.b));
     EXPECT_TRUE(gradcheck_ok(mat, {L(c.a), L(c.b)}, /*grad_grad=*/true));
   }
+  // nn::Linear's form: a batch against a transposed (out, in) weight
+  EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return matmul(t[0], t[1].t()); }, {L({2, 3, 4}), L({5, 4})},
+                           /*grad_grad=*/true));
 }
 
 TEST_P(GradLinalg, MatmulBroadcastGradMatchesLoop) {

@@ -18,6 +18,7 @@
 #include "conv_parity.h"
 #include "pool_norm_parity.h"
 #include "attention_parity.h"
+#include "transformer_parity.h"
 
 namespace parity {
 namespace {

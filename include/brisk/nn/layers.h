@@ -193,6 +193,9 @@ class LayerNorm : public Module {
  public:
   LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
             TensorOptions opts = {});
+  /// PyTorch's bias=False: an affine weight without a bias.
+  LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine, bool bias,
+            TensorOptions opts = {});
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   std::vector<int64_t> normalized_shape;

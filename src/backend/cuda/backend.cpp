@@ -19,6 +19,7 @@ void register_sort_kernels();
 void register_index_kernels();
 void register_random_kernels();
 void register_gemm_kernels();
+void register_norm_kernels();
 
 namespace {
 cudaMemcpyKind kind_of(Device dst, Device src) {
@@ -77,6 +78,7 @@ void register_cuda_kernels() {
   register_index_kernels();
   register_random_kernels();
   register_gemm_kernels();
+  register_norm_kernels();
 }
 
 }  // namespace brisk

@@ -10,6 +10,11 @@ void register_reduce_kernels();
 void register_index_kernels();
 void register_random_kernels();
 void register_sort_kernels();
+void register_attention_kernels();
+void register_softmax_kernels();
+void register_norm_row_kernels();
+void register_norm_channel_kernels();
+void register_loss_kernels();
 
 void register_all() {
   register_elementwise_kernels();
@@ -18,6 +23,11 @@ void register_all() {
   register_index_kernels();
   register_random_kernels();
   register_sort_kernels();
+  register_attention_kernels();
+  register_softmax_kernels();
+  register_norm_row_kernels();
+  register_norm_channel_kernels();
+  register_loss_kernels();
 }
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
