@@ -457,7 +457,12 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
     }
   }
   if constexpr (op == OpId::pow && std::is_same_v<Other, Scalar>) {
-    if (out) return run<op>(nm, it, args);
+    // A Scalar exponent (mode 1): the kernel may use PyTorch's special forms
+    // (x * x for 2, ...); a 0-dim tensor exponent may not (torch computes
+    // pow(-inf, -0.5) = 0 there, where 1 / sqrt(-inf) is NaN).
+    KernelArgs sargs = args;
+    sargs.mode = 1;
+    if (out) return run<op>(nm, it, sargs);
     if (b.is_bool()) {
       // A bool tensor to a bool power stays bool (torch 2.x): x ** True is x,
       // x ** False is all true. (A bool tensor exponent is not implemented.)
@@ -469,10 +474,10 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
         }
         return b.template to<bool>() ? a.clone() : ones_like(a);
       }
-      return run<op>(nm, it, args);
+      return run<op>(nm, it, sargs);
     }
     const ScalarType compute = result_type(a, b);
-    if (self && self->dtype() != compute) return run<op>(nm, it, args);  // raises: can't be cast
+    if (self && self->dtype() != compute) return run<op>(nm, it, sargs);  // raises: can't be cast
     const double e = b.to_double();
     // torch computes x ** 0.5 as sqrt(x) and x ** -0.5 as rsqrt(x): they
     // differ from pow at -0.0 (sqrt gives -0.0) and -inf (sqrt gives NaN).

@@ -1219,5 +1219,20 @@ TEST(PyTorchDivergence, AddmmChecksIntegerAlphaAndBeta) {
   EXPECT_EQ(addmm(c, a, b, 1, 2).to(kInt).contiguous().to_vector<int32_t>(), (std::vector<int32_t>{5, 5, 5, 5}));
 }
 
+TEST(PyTorchDivergence, PowOfAZeroDimTensorExponentIsPow) {
+  // torch 2.15, 18 elements (vector loops):
+  //   x = tensor([-inf, -0., 4.] * 6)
+  //   pow(x, tensor(-0.5)) -> [0, inf, 0.5]; pow(x, -0.5) -> [nan, -inf, 0.5]
+  //   pow(x, tensor(0.5)) -> [inf, 0, 2];    pow(x, 0.5) -> [nan, -0., 2]
+  std::vector<double> v;
+  for (int i = 0; i < 6; ++i) v.insert(v.end(), {-kInf, -0.0, 4.0});
+  Tensor x = tensor<double>(v, kDouble).to(kFloat);
+  auto first3 = [](const Tensor& t) { return t.slice(0, 0, 3); };
+  EXPECT_TRUE(same_bits(first3(pow(x, scalar_tensor(-0.5))), {0.0, kInf, 0.5}));
+  EXPECT_TRUE(same_bits(first3(pow(x, Scalar(-0.5))), {kNan, -kInf, 0.5}));
+  EXPECT_TRUE(same_bits(first3(pow(x, scalar_tensor(0.5))), {kInf, 0.0, 2.0}));
+  EXPECT_TRUE(same_bits(first3(pow(x, Scalar(0.5))), {kNan, -0.0, 2.0}));
+}
+
 }  // namespace
 }  // namespace brisk

@@ -257,12 +257,13 @@ void softplus_kernel(TensorIter& it, const KernelArgs& a) {
 // pow: integers as before (math::ipow); floats through Sleef's pow, and a
 // scalar exponent of 2, 3, 0.5, -0.5, -1 or -2 by multiplication, sqrt and
 // division as PyTorch does (so sqrt's sign of zero and nan at -inf hold).
-void pow_kernel(TensorIter& it, const KernelArgs&) {
+void pow_kernel(TensorIter& it, const KernelArgs& a) {
+  const bool scalar_exponent = a.mode == 1;  // a Scalar, not a 0-dim tensor (binary.cpp)
   const ScalarType dt = it.dtypes[0];
   if (dt != kFloat && dt != kDouble && dt != kHalf && dt != kBFloat16) {
     return BRISK_DISPATCH_NUMERIC(dt, "pow", [&] {
       using M = opmath_t<scalar_t>;
-      if (it.strides[2][0] == 0 && it.ndim == 1) {
+      if (scalar_exponent && it.strides[2][0] == 0 && it.ndim == 1) {
         const M e = load<scalar_t>(it.data[2]);
         if (e == M(2)) return binary_kernel<scalar_t>(it, [](M x, M) { return x * x; });
       }
@@ -271,7 +272,7 @@ void pow_kernel(TensorIter& it, const KernelArgs&) {
   }
   BRISK_DISPATCH_FLOAT(dt, "pow", [&] {
     using M = opmath_t<scalar_t>;
-    if (it.strides[2][0] == 0 && it.ndim == 1) {  // tensor ** scalar
+    if (scalar_exponent && it.strides[2][0] == 0 && it.ndim == 1) {  // tensor ** scalar
       const M e = load<scalar_t>(it.data[2]);
       auto sq = [](auto x, auto) { return x * x; };
       if (e == M(2)) return vec_binary_kernel<scalar_t>(it, sq);
