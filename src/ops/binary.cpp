@@ -494,6 +494,7 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
       NoGradGuard ng;
       return write_result(self, a.to(kDouble).pow(b), kFloat);
     }
+    return run<op>(nm, it, sargs);
   }
   return run<op>(nm, it, args);
 }
