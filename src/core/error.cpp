@@ -7,11 +7,14 @@
 
 namespace brisk {
 namespace detail {
-void internal_assert_fail(const char* file, int line, const char* cond) {
+void internal_assert_fail_msg(const char* file, int line, const char* cond, const std::string& details) {
   std::ostringstream os;
-  os << "[internal] brisk assertion failed: " << cond << " at " << file << ":" << line
-     << " (this is a bug in brisk, please report it)";
-  throw Error(os.str());
+  os << "internal assert failed at " << file << ":" << line << ", please report a bug: " << cond;
+  if (!details.empty()) os << " (" << details << ")";
+  throw InternalError(os.str());
+}
+void internal_assert_fail(const char* file, int line, const char* cond) {
+  internal_assert_fail_msg(file, line, cond, std::string());
 }
 }  // namespace detail
 const char* version() { return "0.1.0"; }
