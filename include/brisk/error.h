@@ -38,7 +38,7 @@ template <class... Args>
 [[noreturn]] __attribute__((noinline, cold)) void internal_assert_fail_args(const char* file, int line,
                                                                             const char* cond, const Args&... args) {
   std::ostringstream os;
-  (os << ... << args);
+  ((os << args), ...);
   internal_assert_fail_msg(file, line, cond, os.str());
 }
 }  // namespace detail

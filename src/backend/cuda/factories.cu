@@ -16,6 +16,7 @@
 #include "backend/cuda/nn_kernels.h"
 #include "backend/cuda/norm_plan.h"  // elementwise_blocks
 #include "brisk/ops.h"
+#include "core/dispatch.h"
 
 namespace brisk::cuda::detail {
 namespace {
@@ -107,6 +108,11 @@ void linspace_fill(const Tensor& out, double a, double b, double step, int64_t h
   f.lstep = step;
   f.half = half;
   launch_fill(out, f, false, "linspace");
+}
+
+void register_factory_kernels() {
+  register_kernel<OpId::arange>(kCUDA, arange_fill);
+  register_kernel<OpId::linspace>(kCUDA, linspace_fill);
 }
 
 }  // namespace brisk::cuda::detail

@@ -1,7 +1,8 @@
 // Entry points of the CUDA pooling, normalization and factory kernels
-// (src/backend/cuda/{pooling,normalization,factories}.cu), called by the
-// front ends in src/nn/pooling.cpp, src/nn/normalization.cpp and
-// src/ops/factories.cpp under #ifdef BRISK_HAVE_CUDA. Plain brisk types
+// (src/backend/cuda/{pooling,normalization,factories}.cu). Pooling and the
+// factories are reached through the op table (their rows are registered by
+// register_pooling_kernels / register_factory_kernels); normalization is
+// called by src/nn/normalization.cpp under #ifdef BRISK_HAVE_CUDA. Plain brisk types
 // only. The front ends keep their checks, shapes, layouts and autograd
 // recording; these functions only fill tensors the caller allocated (in
 // the layout the caller chose) and launch on the current stream of the

@@ -1,4 +1,5 @@
-// Fused optimizer steps on CUDA (entry points in src/optim/cuda_hooks.h):
+// Fused optimizer steps on CUDA (rows fused_adam and fused_sgd of the op table,
+// core/multi_tensor_plan.h):
 // Adam/AdamW and SGD over multi_tensor_apply, one pass over memory per step.
 // The arithmetic is that of the CPU fused loops (src/optim/adam.cpp,
 // sgd.cpp), in float for float32/float16/bfloat16 and double for float64.
@@ -18,9 +19,15 @@
 #include "backend/cuda/float_io.cuh"
 #include "backend/cuda/multi_tensor_apply.cuh"
 #include "brisk/ops.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 
 namespace brisk::cuda::detail {
+
+using ::brisk::multi_tensor::ForeachOp;
+using ::brisk::multi_tensor::FusedAdamArgs;
+using ::brisk::multi_tensor::FusedSgdArgs;
+
 namespace {
 
 using mta::kIlp;
@@ -302,6 +309,12 @@ void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& params, const Tenso
     if (use_mom) momentum_buffers[i].bump_version();
     if (grad_scale.defined()) grads[i].bump_version();
   }
+}
+
+void register_optim_kernels() {
+  const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
+  register_kernel<OpId::fused_adam>(kCUDA, fused_adam_cuda, fl);
+  register_kernel<OpId::fused_sgd>(kCUDA, fused_sgd_cuda, fl);
 }
 
 }  // namespace brisk::cuda::detail

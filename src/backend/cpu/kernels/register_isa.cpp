@@ -10,6 +10,10 @@ void register_reduce_kernels();
 void register_index_kernels();
 void register_random_kernels();
 void register_sort_kernels();
+void register_conv_kernels();
+void register_pooling_kernels();
+void register_factory_kernels();
+void register_multi_tensor_kernels();
 
 void register_all() {
   register_elementwise_kernels();
@@ -18,6 +22,10 @@ void register_all() {
   register_index_kernels();
   register_random_kernels();
   register_sort_kernels();
+  register_conv_kernels();
+  register_pooling_kernels();
+  register_factory_kernels();
+  register_multi_tensor_kernels();
 }
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
