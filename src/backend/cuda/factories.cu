@@ -65,7 +65,8 @@ __global__ void __launch_bounds__(kFillThreads) fill_kernel(void* out, const Fil
 }
 
 void launch_fill(const Tensor& out, FillArgs f, bool integer, const char* op) {
-  BRISK_CHECK(out.is_cuda() && out.dim() == 1 && out.is_contiguous(), op, "internal: expected a contiguous 1-D CUDA tensor");
+  BRISK_INTERNAL_ASSERT(out.is_cuda() && out.dim() == 1 && out.is_contiguous(), op,
+                        ": expected a contiguous 1-D CUDA tensor");
   f.n = out.numel();
   if (f.n == 0) return;
   DeviceGuard g(out.device().index);

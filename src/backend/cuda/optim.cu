@@ -228,9 +228,10 @@ void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& params, const Ten
                      const Tensor& grad_scale, const Tensor& found_inf) {
   const char* op = a.decoupled ? "AdamW" : "Adam";
   const size_t n = params.size();
-  BRISK_CHECK(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n && step_sizes.size() == n &&
-                  bc2_sqrts.size() == n && (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
-              op, "fused step: lists of different lengths");
+  BRISK_INTERNAL_ASSERT(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n &&
+                            step_sizes.size() == n && bc2_sqrts.size() == n &&
+                            (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
+                        op, " fused step: lists of different lengths");
   if (n == 0) return;
   std::vector<std::pair<double, double>> keys(n);
   for (size_t i = 0; i < n; ++i) keys[i] = {step_sizes[i], bc2_sqrts[i]};
@@ -275,9 +276,9 @@ void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& params, const Tenso
   const char* op = "SGD";
   const size_t n = params.size();
   const bool use_mom = a.momentum != 0;
-  BRISK_CHECK(grads.size() == n && first_step.size() == n &&
-                  (use_mom ? momentum_buffers.size() == n : momentum_buffers.empty()),
-              op, "fused step: lists of different lengths");
+  BRISK_INTERNAL_ASSERT(grads.size() == n && first_step.size() == n &&
+                            (use_mom ? momentum_buffers.size() == n : momentum_buffers.empty()),
+                        op, " fused step: lists of different lengths");
   if (n == 0) return;
   std::vector<char> keys(n);
   for (size_t i = 0; i < n; ++i) keys[i] = use_mom && first_step[i] != 0;

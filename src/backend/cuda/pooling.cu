@@ -316,12 +316,12 @@ Dividers<Div> make_dividers(const PoolK& k, bool over_output) {
 }
 
 void check_tensor(const Tensor& t, const PoolK& k, bool input, const char* op, ScalarType dt) {
-  BRISK_CHECK(t.defined() && t.is_cuda(), op, "internal: expected a CUDA tensor");
-  BRISK_CHECK(t.dtype() == dt, op, "internal: dtype ", t.dtype(), " where ", dt, " was expected");
-  BRISK_CHECK(t.numel() == k.N * k.C * (input ? k.H * k.W : k.OH * k.OW), op, "internal: tensor of shape ",
-              t.sizes(), " does not match the pooling sizes");
-  BRISK_CHECK(k.cl ? t.is_contiguous(kChannelsLast) : t.is_contiguous(), op,
-              "internal: tensor not dense in the layout of the call");
+  BRISK_INTERNAL_ASSERT(t.defined() && t.is_cuda(), op, ": expected a CUDA tensor");
+  BRISK_INTERNAL_ASSERT(t.dtype() == dt, op, ": dtype ", t.dtype(), " where ", dt, " was expected");
+  BRISK_INTERNAL_ASSERT(t.numel() == k.N * k.C * (input ? k.H * k.W : k.OH * k.OW), op, ": tensor of shape ",
+                        t.sizes(), " does not match the pooling sizes");
+  BRISK_INTERNAL_ASSERT(k.cl ? t.is_contiguous(kChannelsLast) : t.is_contiguous(), op,
+                        ": tensor not dense in the layout of the call");
 }
 
 int blocks_for(int64_t n) { return static_cast<int>(elementwise_blocks(n, sm_count(), kPoolThreads)); }

@@ -4,6 +4,7 @@
 // contract in core/multi_tensor_plan.h). One parallel pass over (tensor,
 // range) pieces (backend/cpu/multi_tensor.h); float32 and float64.
 #include <cmath>
+#include <initializer_list>
 #include <type_traits>
 #include <vector>
 
@@ -196,9 +197,15 @@ void by_dtype(const TensorList& params, const F& f) {
   }
 }
 
+/// The CPU front ends never pass grad scaling (it is a CUDA-only internal level).
 void check_no_scaling(const char* op, const Tensor& grad_scale, const Tensor& found_inf) {
-  BRISK_CHECK(!grad_scale.defined() && !found_inf.defined(), op,
-              "grad_scale / found_inf are not supported by the CPU fused kernel");
+  BRISK_INTERNAL_ASSERT(!grad_scale.defined() && !found_inf.defined(), op,
+                        ": grad_scale / found_inf reached the CPU fused kernel");
+}
+
+/// The lists of a fused step have one entry per parameter (the front ends build them).
+void check_lengths(const char* op, size_t n, std::initializer_list<size_t> sizes) {
+  for (size_t s : sizes) BRISK_INTERNAL_ASSERT(s == n, op, ": fused step lists of different lengths");
 }
 
 // ---- Adam / AdamW -------------------------------------------------------------------------
@@ -282,7 +289,10 @@ void fused_adam_kernel(const multi_tensor::FusedAdamArgs& h, const TensorList& p
                        const TensorList& exp_avgs, const TensorList& exp_avg_sqs, const TensorList& max_sqs,
                        const std::vector<double>& step_sizes, const std::vector<double>& bc2_sqrts,
                        const Tensor& grad_scale, const Tensor& found_inf) {
-  check_no_scaling(h.decoupled ? "AdamW" : "Adam", grad_scale, found_inf);
+  const char* op = h.decoupled ? "AdamW" : "Adam";
+  check_no_scaling(op, grad_scale, found_inf);
+  check_lengths(op, params.size(), {grads.size(), exp_avgs.size(), exp_avg_sqs.size(), step_sizes.size(),
+                                    bc2_sqrts.size(), h.amsgrad ? max_sqs.size() : params.size()});
   by_dtype(params, [&](auto zero, const std::vector<size_t>& idx) {
     adam_typed<decltype(zero)>(h, idx, params, grads, exp_avgs, exp_avg_sqs, max_sqs, step_sizes, bc2_sqrts);
   });
@@ -342,6 +352,8 @@ void fused_sgd_kernel(const multi_tensor::FusedSgdArgs& h, const TensorList& par
                       const TensorList& bufs, const std::vector<char>& first, const Tensor& grad_scale,
                       const Tensor& found_inf) {
   check_no_scaling("SGD", grad_scale, found_inf);
+  check_lengths("SGD", params.size(),
+                {grads.size(), first.size(), h.momentum != 0 ? bufs.size() : params.size()});
   by_dtype(params, [&](auto zero, const std::vector<size_t>& idx) {
     sgd_typed<decltype(zero)>(h, idx, params, grads, bufs, first);
   });
@@ -431,6 +443,9 @@ void rmsprop_typed(const multi_tensor::FusedRmspropArgs& h, const std::vector<si
 
 void fused_rmsprop_kernel(const multi_tensor::FusedRmspropArgs& h, const TensorList& params, const TensorList& grads,
                           const TensorList& square_avgs, const TensorList& grad_avgs, const TensorList& bufs) {
+  check_lengths("RMSprop", params.size(),
+                {grads.size(), square_avgs.size(), h.centered ? grad_avgs.size() : params.size(),
+                 h.momentum > 0 ? bufs.size() : params.size()});
   by_dtype(params, [&](auto zero, const std::vector<size_t>& idx) {
     rmsprop_typed<decltype(zero)>(h, idx, params, grads, square_avgs, grad_avgs, bufs);
   });
