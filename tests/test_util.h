@@ -6,6 +6,10 @@
 
 #include <string>
 
+/// Skips the test (with the reason) where no CUDA device can be used.
+#define REQUIRE_CUDA()                                \
+  if (!::brisk::cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << ::brisk::cuda::unavailable_reason()
+
 namespace brisk::testing {
 
 /// Asserts that `fn` throws brisk::Error whose message contains every piece.

@@ -128,9 +128,9 @@ void check_anomaly(const Node& n, const TensorList& outs) {
 
 // Note [Structural zeros]
 // A backward formula returns an undefined gradient for an input whose
-// gradient is zero by construction (fill_/copy_ overwrote it; sgn's
-// derivative, which abs's formula multiplies by). Such a zero is not
-// computed with: the node it reaches does not run for it, so no 0 * inf
+// gradient is zero by construction (sgn's derivative, which abs's formula
+// multiplies by; fill_/copy_ materialize theirs, as PyTorch does). Such a
+// zero is not computed with: the node it reaches does not run for it, so no 0 * inf
 // turns it into NaN further down (PyTorch's "efficient zero tensors" give
 // the same, e.g. second derivatives of abs(x / 0)), and it travels on to the
 // leaves, which then get a zero gradient as in PyTorch rather than none.

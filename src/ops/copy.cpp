@@ -178,10 +178,11 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   bump_version();
   if (BRISK_UNLIKELY(rec)) {
     no_grad.reset();
-    // The old value is overwritten (no gradient); src gets the gradient,
-    // summed over broadcast dims and cast back by the engine.
+    // The old value is overwritten: its gradient is zeros, materialized as
+    // in PyTorch (so a 0 * inf further down is NaN in both); src gets the
+    // gradient, summed over broadcast dims and cast back by the engine.
     autograd::record_inplace("CopyBackwards", *this, {*this, src}, {}, [](autograd::BackwardCtx& c) -> TensorList {
-      return {Tensor(), c.needs(1) ? c.grad() : Tensor()};
+      return {c.needs(0) ? zeros_like(c.grad()) : Tensor(), c.needs(1) ? c.grad() : Tensor()};
     });
   }
   return *this;
@@ -203,8 +204,9 @@ Tensor& Tensor::fill_(const Scalar& v) {
   }
   bump_version();
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
-    autograd::record_inplace("FillBackward0", *this, {*this}, {},
-                             [](autograd::BackwardCtx&) -> TensorList { return {Tensor()}; });
+    autograd::record_inplace("FillBackward0", *this, {*this}, {}, [](autograd::BackwardCtx& c) -> TensorList {
+      return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};  // materialized, as in PyTorch (see copy_)
+    });
   return *this;
 }
 Tensor& Tensor::zero_() {

@@ -466,6 +466,10 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
   // Likewise alpha = 0 ignores the product (BLAS does not read m1 and m2 then):
   // addmm(s, [[inf]], [[1]], alpha=0) is beta * s, not NaN.
   const bool fp = is_floating_point(m1.dtype());
+  if (!fp) {  // torch's checked conversion: alpha = -1.5 for uint8 raises, 0.5 truncates
+    detail::check_scalar_fits("addmm", beta, m1.dtype());
+    detail::check_scalar_fits("addmm", alpha, m1.dtype());
+  }
   const bool use_self = fp ? beta.to_double() != 0.0 : beta.to<int64_t>() != 0;
   const bool use_product = fp ? alpha.to_double() != 0.0 : alpha.to<int64_t>() != 0;
   const bool rec = autograd::should_record(self, m1, m2);

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/op_table.h"
+
 namespace brisk::profiler {
 
 namespace advisor {
@@ -282,11 +284,10 @@ void rule_sync_in_loop(const Context& c, std::vector<Finding>& out) {
 // ---- 2. tensors created on the CPU then copied to a device -----------------------
 
 bool is_factory(const std::string& name) {
-  static const std::set<std::string_view> names = {
-      "zeros",   "ones",      "full",      "empty",      "rand",      "randn",      "randint",   "randperm",
-      "arange",  "linspace",  "logspace",  "eye",        "tensor",    "from_blob",  "zeros_like", "ones_like",
-      "full_like", "empty_like", "rand_like", "randn_like", "randint_like", "normal", "uniform"};
-  return names.count(name) != 0;
+  // Factories, and random fills of a tensor just made (empty(...).normal_())
+  const OpLookup op = find_op(name);
+  return op.info != nullptr &&
+         (op.info->kind == OpKind::Factory || (op.info->kind == OpKind::Random && op.inplace));
 }
 
 // The previous sibling of an event on its thread: same parent, ended before
@@ -360,14 +361,11 @@ bool is_small_op(const Event& e) {
   return e.duration_ns() < kSmallOpNs;  // no recorded shapes (or no tensor input)
 }
 
-// Views and shape ops change metadata only: on a GPU they launch nothing.
+// Views change metadata only: on a GPU they launch nothing (the op table's
+// View rows, Note [The op table]).
 bool is_view_op(const std::string& name) {
-  static const std::set<std::string_view> names = {
-      "view",      "reshape", "t",       "transpose", "permute",    "select",  "slice",   "narrow",
-      "expand",    "squeeze", "unsqueeze", "as_strided", "diagonal", "unfold", "flatten", "unflatten",
-      "movedim",   "split",   "split_with_sizes", "chunk", "unbind", "detach", "alias",   "view_as",
-      "expand_as", "broadcast_tensors"};
-  return names.count(name) != 0;
+  const OpLookup op = find_op(name);
+  return op.info != nullptr && op.info->kind == OpKind::View;
 }
 
 void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
@@ -493,17 +491,11 @@ void rule_grad_mode_inference(const Context& c, std::vector<Finding>& out) {
 
 // ---- 7. allocating ops in a hot loop; allocator cache misses -----------------------
 
-// Elementwise ops with an in-place form (x.op_()) in brisk, most with an
-// out= form (op_out) too.
+// Pointwise ops with an in-place form (x.op_()), called out of place (the
+// op table's rows, Note [The op table]).
 bool has_in_place_form(const std::string& name) {
-  static const std::set<std::string_view> names = {
-      "add",     "sub",       "mul",       "div",        "neg",       "abs",       "sign",   "exp",     "exp2",
-      "log",     "log2",      "log10",     "log1p",      "expm1",     "sqrt",      "rsqrt",  "square",  "reciprocal",
-      "sin",     "cos",       "tan",       "asin",       "acos",      "atan",      "sinh",   "cosh",    "tanh",
-      "sigmoid", "erf",       "erfc",      "relu",       "silu",      "gelu",      "floor",  "ceil",    "round",
-      "trunc",   "frac",      "clamp",     "clamp_min",  "clamp_max", "pow",       "remainder", "fmod", "lerp",
-      "addcmul", "addcdiv",   "masked_fill", "leaky_relu", "hardtanh"};
-  return names.count(name) != 0;
+  const OpLookup op = find_op(name);
+  return op.info != nullptr && op.info->pointwise() && op.info->has_inplace() && !op.inplace && !op.out;
 }
 
 // What an event's allocations cost, estimated (the allocator's time is not
@@ -643,9 +635,8 @@ void rule_unpinned_copy(const Context& c, std::vector<Finding>& out) {
 }
 
 bool is_matmul_like(const std::string& name) {
-  static const std::set<std::string_view> names = {"matmul", "mm",     "bmm",    "addmm",  "baddbmm", "linear",
-                                                   "gemm",   "conv1d", "conv2d", "conv3d", "conv_transpose2d"};
-  return names.count(name) != 0;
+  const OpLookup op = find_op(name);
+  return op.info != nullptr && (op.info->kind == OpKind::Gemm || op.info->kind == OpKind::Convolution);
 }
 
 void rule_tensor_core_math(const Context& c, std::vector<Finding>& out) {

@@ -741,9 +741,6 @@ TEST(HostBlockAllocator, OutOfMemoryReleasesTheCache) {
 
 // ---- real device memory (skipped without a GPU) -------------------------------------------
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 TensorOptions on_cuda(ScalarType t = kFloat) { return TensorOptions(t).device(Device(kCUDA, 0)); }
 }  // namespace

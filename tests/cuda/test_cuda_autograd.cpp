@@ -11,12 +11,10 @@
 #include <vector>
 
 #include "brisk/brisk.h"
+#include "test_util.h"
 
 using namespace brisk;
 namespace F = brisk::nn::functional;
-
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
 
 namespace {
 

@@ -31,9 +31,6 @@ namespace nn = brisk::nn;
 namespace F = brisk::nn::functional;
 namespace cu = brisk::cuda::detail;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 // ---- host: planning ----------------------------------------------------------------------
 
 namespace {

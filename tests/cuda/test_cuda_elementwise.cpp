@@ -19,9 +19,6 @@ using namespace brisk;
 using brisk::testing::close;
 using brisk::testing::expect_error;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 const Device kGpu(kCUDA);

@@ -210,9 +210,6 @@ Tensor run_nonzero(const Tensor& in) {
   return out;
 }
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 Tensor cu(const Tensor& t) { return t.to(Device(kCUDA)); }
 
 }  // namespace

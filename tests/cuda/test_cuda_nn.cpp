@@ -22,9 +22,6 @@ using namespace brisk;
 namespace F = brisk::nn::functional;
 using brisk::testing::close;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 const Device kGpu(kCUDA);

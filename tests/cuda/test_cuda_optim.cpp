@@ -45,9 +45,6 @@ void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& p, const TensorList
 }
 }  // namespace cu
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();

@@ -103,9 +103,6 @@ RandomParams params(RandomOp op, int64_t n, bool wide) {
   return ::testing::AssertionSuccess();
 }
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 }  // namespace
 
 // ---- host: the shared per-block values against the CPU kernels -----------------------------

@@ -20,9 +20,6 @@
 using namespace brisk;
 using brisk::testing::close;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 const Device kGpu(kCUDA);

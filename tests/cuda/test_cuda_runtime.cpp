@@ -12,9 +12,6 @@
 using namespace brisk;
 using brisk::testing::expect_error;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 // ---- without a device ---------------------------------------------------------------
 
 TEST(CudaRuntimeNoDevice, AvailabilityIsConsistent) {

@@ -9,9 +9,6 @@
 
 using namespace brisk;
 
-#define REQUIRE_CUDA() \
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason()
-
 namespace {
 
 std::shared_ptr<nn::Sequential> mlp() {

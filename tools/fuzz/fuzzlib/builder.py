@@ -107,7 +107,7 @@ TORCH_BUGS = [
      "std over all elements of float32 takes the mean in float32 first: its sum overflows where the std is finite"),
     ("var", lambda a, kw, b: a[1] is None and _float32_sum_overflows(a[0]),
      "var over all elements of float32 takes the mean in float32 first: its sum overflows"),
-    ("index_put_", lambda a, kw: not a[0].is_floating_point() and isinstance(a[2], torch.Tensor) and
+    ("index_put_", lambda a, kw, b: not a[0].is_floating_point() and isinstance(a[2], torch.Tensor) and
      a[2].requires_grad and not any(isinstance(i, torch.Tensor) for i in a[1]),
      "x[basic index] = v with an integer or bool x and a v that requires grad marks x as requiring grad "
      "(CopySlices); a backward through it hits an internal assert"),

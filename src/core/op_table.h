@@ -1,0 +1,358 @@
+// The op table: one row per op a user calls, with what the tools that see
+// every op need to know about it (Note [The op table]).
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace brisk {
+
+// Note [The op table]
+// Two lists describe the ops, each kept in one place:
+//  - BRISK_FORALL_OPS (core/dispatch.h): the kernel slots, one per kernel
+//    signature family a backend fills (`unary` serves every unary op,
+//    `compare` every comparison). Backends see only these.
+//  - BRISK_FORALL_OP_ROWS (here): the ops as a user calls them and as the
+//    profiler names them (`exp`, `view`, `conv2d`): what kind of op each is,
+//    which slot runs it, which dtypes it takes, its autocast policy and
+//    whether it has in-place / out= forms or reads device memory on the host.
+//    The profiler's names, the advisor's lists (views, ops with an in-place
+//    form) and later autocast, compile and graph capture read this table.
+// A name seen by the profiler that has no row fails the test
+// tests/core/op_table_names.py (names with a trailing `_` are the in-place
+// form of their row, `_out` the out= form).
+//
+// Columns: X(name, kind, slot, dtypes, amp, flags)
+//   kind   OpKind: Unary/Binary/Ternary are the pointwise ops (fusable);
+//   slot   the dispatch slot (an OpId name) that runs it, or `none` (a
+//          composite of other ops, a view, or host-only);
+//   dtypes DTypeClass the op accepts (All, Numeric = no bool, Float,
+//          Integral = integers and bool);
+//   amp    AmpPolicy: what autocast does with it (torch's CUDA lists):
+//          Lower (runs in the autocast dtype: GEMMs, convolutions,
+//          attention), Fp32 (runs in float32: exp/log/pow, reductions,
+//          softmax, norms, losses), Promote (inputs cast to the widest
+//          dtype), Keep (runs in its inputs' dtype);
+//   flags  OpFlags or'ed: kInplace (has `name_`), kOut (has `name_out`),
+//          kSync (reads device memory on the host: a sync point, not
+//          capturable), kRandom (draws from a generator).
+enum class OpKind : uint8_t {
+  Unary,
+  Binary,
+  Ternary,
+  Reduction,
+  Scan,
+  Sort,
+  View,
+  Shape,  // new memory in a new shape (cat, flip, repeat, pad)
+  Copy,   // copy_, to, clone, contiguous, fill
+  Gemm,
+  Convolution,
+  Pooling,
+  Normalization,
+  Attention,
+  Loss,
+  Index,
+  Random,
+  Factory,
+  Foreach,
+  Optimizer,
+  Other,
+};
+enum class DTypeClass : uint8_t { All, Numeric, Float, Integral };
+enum class AmpPolicy : uint8_t { Keep, Lower, Fp32, Promote };
+enum OpFlags : uint8_t { kNoFlags = 0, kInplace = 1, kOut = 2, kSync = 4, kRandom = 8 };
+constexpr uint8_t operator|(OpFlags a, OpFlags b) { return uint8_t(uint8_t(a) | uint8_t(b)); }
+constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b)); }
+
+// clang-format off
+#define BRISK_FORALL_OP_ROWS(X)                                                         \
+  /* pointwise unary (slot `unary`, mode UnaryMode::name) */                            \
+  X(neg, Unary, unary, Numeric, Keep, kInplace)                                         \
+  X(abs, Unary, unary, Numeric, Keep, kInplace)                                         \
+  X(sign, Unary, unary, All, Keep, kInplace)                                            \
+  X(sgn, Unary, unary, Numeric, Keep, kNoFlags)                                         \
+  X(exp, Unary, unary, All, Fp32, kInplace)                                             \
+  X(exp2, Unary, unary, All, Fp32, kInplace)                                            \
+  X(expm1, Unary, unary, All, Fp32, kInplace)                                           \
+  X(log, Unary, unary, All, Fp32, kInplace)                                             \
+  X(log2, Unary, unary, All, Fp32, kInplace)                                            \
+  X(log10, Unary, unary, All, Fp32, kInplace)                                           \
+  X(log1p, Unary, unary, All, Fp32, kInplace)                                           \
+  X(sqrt, Unary, unary, All, Keep, kInplace)                                            \
+  X(rsqrt, Unary, unary, All, Fp32, kInplace)                                           \
+  X(square, Unary, unary, All, Keep, kInplace)                                          \
+  X(reciprocal, Unary, unary, All, Fp32, kInplace)                                      \
+  X(sin, Unary, unary, All, Keep, kInplace)                                             \
+  X(cos, Unary, unary, All, Keep, kInplace)                                             \
+  X(tan, Unary, unary, All, Fp32, kInplace)                                             \
+  X(asin, Unary, unary, All, Fp32, kInplace)                                            \
+  X(acos, Unary, unary, All, Fp32, kInplace)                                            \
+  X(atan, Unary, unary, All, Keep, kInplace)                                            \
+  X(sinh, Unary, unary, All, Fp32, kInplace)                                            \
+  X(cosh, Unary, unary, All, Fp32, kInplace)                                            \
+  X(tanh, Unary, unary, All, Keep, kInplace)                                            \
+  X(sigmoid, Unary, unary, All, Keep, kInplace)                                         \
+  X(erf, Unary, unary, All, Keep, kInplace)                                             \
+  X(erfc, Unary, unary, All, Keep, kInplace)                                            \
+  X(relu, Unary, unary, Numeric, Keep, kInplace)                                        \
+  X(silu, Unary, unary, Float, Keep, kInplace)                                          \
+  X(floor, Unary, unary, Numeric, Keep, kInplace)                                       \
+  X(ceil, Unary, unary, Numeric, Keep, kInplace)                                        \
+  X(round, Unary, unary, Numeric, Keep, kInplace)                                       \
+  X(trunc, Unary, unary, Numeric, Keep, kInplace)                                       \
+  X(frac, Unary, unary, Float, Keep, kInplace)                                          \
+  X(logical_not, Unary, unary, All, Keep, kInplace)                                     \
+  X(bitwise_not, Unary, unary, Integral, Keep, kInplace)                                \
+  X(isnan, Unary, unary, All, Keep, kNoFlags)                                           \
+  X(isinf, Unary, unary, All, Keep, kNoFlags)                                           \
+  X(isfinite, Unary, unary, All, Keep, kNoFlags)                                        \
+  X(gelu, Unary, gelu, Float, Keep, kInplace)                                           \
+  X(softplus, Unary, softplus, Float, Fp32, kNoFlags)                                   \
+  X(nan_to_num, Unary, none, All, Keep, kInplace)                                       \
+  X(threshold_backward, Binary, threshold_backward, Numeric, Keep, kNoFlags)            \
+  /* pointwise binary */                                                                \
+  X(add, Binary, add, All, Keep, kInplace | kOut)                                       \
+  X(sub, Binary, add, Numeric, Keep, kInplace | kOut)                                   \
+  X(rsub, Binary, add, Numeric, Keep, kNoFlags)                                         \
+  X(mul, Binary, mul, All, Keep, kInplace | kOut)                                       \
+  X(div, Binary, div, All, Keep, kInplace | kOut)                                       \
+  X(remainder, Binary, remainder, Numeric, Keep, kInplace | kOut)                       \
+  X(fmod, Binary, fmod, Numeric, Keep, kInplace | kOut)                                 \
+  X(pow, Binary, pow, Numeric, Fp32, kInplace | kOut)                                   \
+  X(minimum, Binary, minimum, All, Keep, kOut)                                          \
+  X(maximum, Binary, maximum, All, Keep, kOut)                                          \
+  X(atan2, Binary, atan2, All, Promote, kInplace | kOut)                                \
+  X(eq, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(ne, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(lt, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(le, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(gt, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(ge, Binary, compare, All, Keep, kInplace | kOut)                                    \
+  X(logical_and, Binary, logical, All, Keep, kInplace | kOut)                           \
+  X(logical_or, Binary, logical, All, Keep, kInplace | kOut)                            \
+  X(logical_xor, Binary, logical, All, Keep, kInplace | kOut)                           \
+  X(bitwise_and, Binary, bitwise, Integral, Keep, kInplace | kOut)                      \
+  X(bitwise_or, Binary, bitwise, Integral, Keep, kInplace | kOut)                       \
+  X(bitwise_xor, Binary, bitwise, Integral, Keep, kInplace | kOut)                      \
+  X(bitwise_left_shift, Binary, bitwise, Integral, Keep, kInplace | kOut)               \
+  X(bitwise_right_shift, Binary, bitwise, Integral, Keep, kInplace | kOut)              \
+  X(isclose, Binary, isclose, All, Keep, kNoFlags)                                      \
+  X(masked_fill, Binary, where, All, Keep, kInplace)                                    \
+  /* pointwise ternary */                                                               \
+  X(lerp, Ternary, lerp, Float, Keep, kInplace | kOut)                                  \
+  X(addcmul, Ternary, addcmul, Numeric, Promote, kInplace | kOut)                       \
+  X(addcdiv, Ternary, addcdiv, Numeric, Promote, kInplace | kOut)                       \
+  X(clamp, Ternary, clamp, Numeric, Keep, kInplace | kOut)                              \
+  X(where, Ternary, where, All, Keep, kNoFlags)                                         \
+  /* reductions */                                                                      \
+  X(sum, Reduction, sum, All, Fp32, kOut)                                               \
+  X(mean, Reduction, sum, Float, Fp32, kNoFlags)                                        \
+  X(prod, Reduction, prod, All, Fp32, kNoFlags)                                         \
+  X(amax, Reduction, amax, Numeric, Keep, kNoFlags)                                     \
+  X(amin, Reduction, amin, Numeric, Keep, kNoFlags)                                     \
+  X(max, Reduction, amax, Numeric, Keep, kNoFlags)                                      \
+  X(min, Reduction, amin, Numeric, Keep, kNoFlags)                                      \
+  X(argmax, Reduction, argmax, Numeric, Keep, kNoFlags)                                 \
+  X(argmin, Reduction, argmin, Numeric, Keep, kNoFlags)                                 \
+  X(var, Reduction, var, Float, Fp32, kNoFlags)                                         \
+  X(std, Reduction, var, Float, Fp32, kNoFlags)                                         \
+  X(var_mean, Reduction, var, Float, Fp32, kNoFlags)                                    \
+  X(norm, Reduction, norm, Float, Fp32, kNoFlags)                                       \
+  X(logsumexp, Reduction, none, Float, Fp32, kNoFlags)                                  \
+  X(all, Reduction, all, All, Keep, kNoFlags)                                           \
+  X(any, Reduction, any, All, Keep, kNoFlags)                                           \
+  X(median, Reduction, sort, Numeric, Keep, kNoFlags)                                   \
+  X(nanmedian, Reduction, sort, Float, Keep, kNoFlags)                                  \
+  X(equal, Reduction, none, All, Keep, kSync)                                           \
+  X(allclose, Reduction, none, All, Keep, kSync)                                        \
+  /* scans and sorts */                                                                 \
+  X(cumsum, Scan, cumsum, All, Fp32, kNoFlags)                                          \
+  X(cumprod, Scan, cumprod, All, Fp32, kNoFlags)                                        \
+  X(softmax, Normalization, softmax, Float, Fp32, kNoFlags)                             \
+  X(log_softmax, Normalization, log_softmax, Float, Fp32, kNoFlags)                     \
+  X(sort, Sort, sort, Numeric, Keep, kNoFlags)                                          \
+  X(argsort, Sort, sort, Numeric, Keep, kNoFlags)                                       \
+  X(topk, Sort, topk, Numeric, Keep, kNoFlags)                                          \
+  /* views: metadata only, no kernel */                                                 \
+  X(view, View, none, All, Keep, kNoFlags)                                              \
+  X(view_as, View, none, All, Keep, kNoFlags)                                           \
+  X(reshape, View, none, All, Keep, kNoFlags)                                           \
+  X(t, View, none, All, Keep, kInplace)                                                 \
+  X(mT, View, none, All, Keep, kNoFlags)                                                \
+  X(transpose, View, none, All, Keep, kInplace)                                         \
+  X(permute, View, none, All, Keep, kNoFlags)                                           \
+  X(movedim, View, none, All, Keep, kNoFlags)                                           \
+  X(select, View, none, All, Keep, kNoFlags)                                            \
+  X(slice, View, none, All, Keep, kNoFlags)                                             \
+  X(narrow, View, none, All, Keep, kNoFlags)                                            \
+  X(expand, View, none, All, Keep, kNoFlags)                                            \
+  X(expand_as, View, none, All, Keep, kNoFlags)                                         \
+  X(broadcast_to, View, none, All, Keep, kNoFlags)                                      \
+  X(broadcast_tensors, View, none, All, Keep, kNoFlags)                                 \
+  X(squeeze, View, none, All, Keep, kInplace)                                           \
+  X(unsqueeze, View, none, All, Keep, kInplace)                                         \
+  X(flatten, View, none, All, Keep, kNoFlags)                                           \
+  X(unflatten, View, none, All, Keep, kNoFlags)                                         \
+  X(as_strided, View, none, All, Keep, kNoFlags)                                        \
+  X(diagonal, View, none, All, Keep, kNoFlags)                                          \
+  X(unfold, View, none, All, Keep, kNoFlags)                                            \
+  X(split, View, none, All, Keep, kNoFlags)                                             \
+  X(split_with_sizes, View, none, All, Keep, kNoFlags)                                  \
+  X(chunk, View, none, All, Keep, kNoFlags)                                             \
+  X(unbind, View, none, All, Keep, kNoFlags)                                            \
+  X(detach, View, none, All, Keep, kInplace)                                            \
+  X(alias, View, none, All, Keep, kNoFlags)                                             \
+  X(meshgrid, View, none, All, Keep, kNoFlags)                                          \
+  /* new memory in a new shape */                                                       \
+  X(cat, Shape, copy, All, Promote, kOut)                                               \
+  X(stack, Shape, copy, All, Promote, kNoFlags)                                         \
+  X(hstack, Shape, copy, All, Promote, kNoFlags)                                        \
+  X(vstack, Shape, copy, All, Promote, kNoFlags)                                        \
+  X(dstack, Shape, copy, All, Promote, kNoFlags)                                        \
+  X(flip, Shape, copy, All, Keep, kNoFlags)                                             \
+  X(roll, Shape, copy, All, Keep, kNoFlags)                                             \
+  X(repeat, Shape, copy, All, Keep, kNoFlags)                                           \
+  X(tile, Shape, copy, All, Keep, kNoFlags)                                             \
+  X(pad, Shape, copy, All, Keep, kNoFlags)                                              \
+  X(tril, Shape, where, All, Keep, kInplace)                                            \
+  X(triu, Shape, where, All, Keep, kInplace)                                            \
+  X(interpolate, Shape, none, Float, Fp32, kNoFlags)                                    \
+  /* copies */                                                                          \
+  X(copy, Copy, copy, All, Keep, kInplace)                                              \
+  X(clone, Copy, copy, All, Keep, kNoFlags)                                             \
+  X(contiguous, Copy, copy, All, Keep, kNoFlags)                                        \
+  X(to, Copy, copy, All, Keep, kNoFlags)                                                \
+  X(pin_memory, Copy, copy, All, Keep, kNoFlags)                                        \
+  X(fill, Copy, fill, All, Keep, kInplace)                                              \
+  X(zero, Copy, fill, All, Keep, kInplace)                                              \
+  X(item, Copy, copy, All, Keep, kSync)                                                 \
+  /* products */                                                                        \
+  X(mm, Gemm, gemm, Numeric, Lower, kOut)                                               \
+  X(bmm, Gemm, gemm, Numeric, Lower, kNoFlags)                                          \
+  X(matmul, Gemm, gemm, Numeric, Lower, kOut)                                           \
+  X(addmm, Gemm, gemm, Numeric, Lower, kNoFlags)                                        \
+  X(mv, Gemm, gemm, Numeric, Lower, kNoFlags)                                           \
+  X(dot, Gemm, gemm, Numeric, Promote, kNoFlags)                                        \
+  X(outer, Binary, mul, Numeric, Keep, kNoFlags)                                        \
+  X(linear, Gemm, gemm, Float, Lower, kNoFlags)                                         \
+  X(bilinear, Gemm, gemm, Float, Promote, kNoFlags)                                     \
+  X(einsum, Gemm, gemm, Numeric, Lower, kNoFlags)                                       \
+  /* convolution, pooling */                                                            \
+  X(conv1d, Convolution, none, Float, Lower, kNoFlags)                                  \
+  X(conv2d, Convolution, none, Float, Lower, kNoFlags)                                  \
+  X(conv_transpose2d, Convolution, none, Float, Lower, kNoFlags)                        \
+  X(max_pool1d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
+  X(max_pool2d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
+  X(max_pool2d_with_indices, Pooling, none, Numeric, Keep, kNoFlags)                    \
+  X(avg_pool1d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
+  X(avg_pool2d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
+  X(adaptive_avg_pool2d, Pooling, none, Float, Keep, kNoFlags)                          \
+  /* normalization, attention */                                                        \
+  X(layer_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
+  X(group_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
+  X(batch_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
+  X(scaled_dot_product_attention, Attention, none, Float, Lower, kNoFlags)              \
+  /* losses */                                                                          \
+  X(cross_entropy, Loss, none, Float, Fp32, kNoFlags)                                   \
+  X(nll_loss, Loss, none, Float, Fp32, kNoFlags)                                        \
+  X(mse_loss, Loss, none, Float, Fp32, kNoFlags)                                        \
+  X(l1_loss, Loss, none, Numeric, Fp32, kNoFlags)                                       \
+  X(huber_loss, Loss, none, Float, Fp32, kNoFlags)                                      \
+  X(smooth_l1_loss, Loss, none, Float, Fp32, kNoFlags)                                  \
+  X(kl_div, Loss, none, Float, Fp32, kNoFlags)                                          \
+  X(binary_cross_entropy, Loss, none, Float, Fp32, kNoFlags)                            \
+  X(binary_cross_entropy_with_logits, Loss, none, Float, Fp32, kNoFlags)                \
+  /* indexing */                                                                        \
+  X(index, Index, index, All, Keep, kNoFlags)                                           \
+  X(index_put, Index, index_put, All, Promote, kInplace)                                \
+  X(index_select, Index, index_select, All, Keep, kNoFlags)                             \
+  X(index_add, Index, index_add, All, Keep, kInplace)                                   \
+  X(gather, Index, gather, All, Keep, kNoFlags)                                         \
+  X(scatter, Index, scatter, All, Keep, kInplace)                                       \
+  X(scatter_add, Index, scatter_add, All, Promote, kInplace)                            \
+  X(masked_select, Index, nonzero, All, Keep, kSync)                                    \
+  X(nonzero, Index, nonzero, All, Keep, kSync)                                          \
+  X(embedding, Index, index_select, Float, Keep, kNoFlags)                              \
+  /* random */                                                                          \
+  X(rand, Factory, uniform, Float, Keep, kRandom)                                       \
+  X(rand_like, Factory, uniform, Float, Keep, kRandom)                                  \
+  X(uniform, Random, uniform, Float, Keep, kInplace | kRandom)                          \
+  X(randn, Factory, normal, Float, Keep, kRandom)                                       \
+  X(randn_like, Factory, normal, Float, Keep, kRandom)                                  \
+  X(normal, Random, normal, Float, Keep, kInplace | kRandom)                            \
+  X(randint, Factory, randint, Numeric, Keep, kRandom)                                  \
+  X(random, Random, randint, Numeric, Keep, kInplace | kRandom)                         \
+  X(randperm, Factory, none, Numeric, Keep, kRandom)                                    \
+  X(bernoulli, Random, bernoulli, Float, Keep, kInplace | kRandom)                      \
+  X(multinomial, Random, none, Float, Keep, kRandom | kSync)                            \
+  X(dropout, Random, bernoulli, Float, Keep, kRandom)                                   \
+  /* factories */                                                                       \
+  X(empty, Factory, none, All, Keep, kNoFlags)                                          \
+  X(empty_like, Factory, none, All, Keep, kNoFlags)                                     \
+  X(empty_strided, Factory, none, All, Keep, kNoFlags)                                  \
+  X(zeros, Factory, fill, All, Keep, kNoFlags)                                          \
+  X(zeros_like, Factory, fill, All, Keep, kNoFlags)                                     \
+  X(ones, Factory, fill, All, Keep, kNoFlags)                                           \
+  X(ones_like, Factory, fill, All, Keep, kNoFlags)                                      \
+  X(full, Factory, fill, All, Keep, kNoFlags)                                           \
+  X(full_like, Factory, fill, All, Keep, kNoFlags)                                      \
+  X(scalar_tensor, Factory, fill, All, Keep, kNoFlags)                                  \
+  X(eye, Factory, fill, All, Keep, kNoFlags)                                            \
+  X(arange, Factory, none, Numeric, Keep, kNoFlags)                                     \
+  X(linspace, Factory, none, Numeric, Keep, kNoFlags)                                   \
+  X(from_blob, Factory, none, All, Keep, kNoFlags)                                      \
+  /* multi-tensor (foreach) ops and fused optimizer steps */                            \
+  X(_foreach_add, Foreach, none, Float, Keep, kInplace)                                 \
+  X(_foreach_mul, Foreach, none, Float, Keep, kInplace)                                 \
+  X(_foreach_div, Foreach, none, Float, Keep, kInplace)                                 \
+  X(_foreach_sqrt, Foreach, none, Float, Keep, kInplace)                                \
+  X(_foreach_addcmul, Foreach, none, Float, Keep, kInplace)                             \
+  X(_foreach_addcdiv, Foreach, none, Float, Keep, kInplace)                             \
+  X(_foreach_lerp, Foreach, none, Float, Keep, kInplace)                                \
+  X(_foreach_maximum, Foreach, none, Float, Keep, kInplace)                             \
+  X(_foreach_zero, Foreach, none, Float, Keep, kInplace)                                \
+  X(_foreach_norm, Foreach, none, Float, Fp32, kNoFlags)
+// clang-format on
+
+/// The ops of the table, one enumerator per row (`Op::exp`).
+enum class Op : uint16_t {
+#define BRISK_OP_ENUM(name, kind, slot, dtypes, amp, flags) name,
+  BRISK_FORALL_OP_ROWS(BRISK_OP_ENUM)
+#undef BRISK_OP_ENUM
+      kNumOps
+};
+constexpr int kNumTableOps = static_cast<int>(Op::kNumOps);
+
+/// One row of the table. `slot` is the OpId of the dispatch slot as an int
+/// (-1: none), so that this header needs nothing from dispatch.h.
+struct OpInfo {
+  const char* name;
+  OpKind kind;
+  int16_t slot;
+  DTypeClass dtypes;
+  AmpPolicy amp;
+  uint8_t flags;
+
+  bool pointwise() const { return kind == OpKind::Unary || kind == OpKind::Binary || kind == OpKind::Ternary; }
+  bool has_inplace() const { return flags & kInplace; }
+  bool has_out() const { return flags & kOut; }
+  bool syncs() const { return flags & kSync; }
+  bool random() const { return flags & kRandom; }
+};
+
+/// The row of an op.
+const OpInfo& op_info(Op op);
+/// How a name the profiler records relates to a row.
+struct OpLookup {
+  const OpInfo* info = nullptr;  ///< null: no row
+  bool inplace = false;          ///< `add_`
+  bool out = false;              ///< `add_out`
+};
+/// The row of a profiler name: `exp`, its in-place form `exp_`, its out=
+/// form `sum_out` (only where the row has that form).
+OpLookup find_op(std::string_view name);
+/// "Unary", "View", ...
+const char* op_kind_name(OpKind k);
+const char* amp_policy_name(AmpPolicy a);
+
+}  // namespace brisk
