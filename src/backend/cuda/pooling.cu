@@ -27,6 +27,7 @@
 #include "brisk/ops.h"
 #include "core/dispatch.h"
 #include "core/pool_plan.h"
+#include "core/tensor_create.h"
 
 namespace brisk::cuda::detail {
 namespace {
@@ -470,8 +471,11 @@ AvgPoolParams params_of(const pool::AvgPlan& g) {
 /// The taps of CUDA max pooling are PyTorch's int64 flat indices (the
 /// backward gathers with them).
 void max_pool_kernel(const pool::MaxPlan& g, const Tensor& x, const Tensor& y, Tensor* taps) {
-  if (taps) *taps = g.sh.cl ? empty(g.sh.out_sizes, TensorOptions(kInt64).device(x.device()), kChannelsLast)
-                            : empty(g.sh.out_sizes, TensorOptions(kInt64).device(x.device()));
+  if (taps) {
+    const IntArrayRef sizes = g.sh.out_sizes;
+    *taps = g.sh.cl ? brisk::detail::make_tensor(sizes, brisk::detail::channels_last_strides(sizes), kInt64, x.device())
+                    : brisk::detail::make_tensor(sizes, {}, kInt64, x.device());
+  }
   max_pool2d_forward(x, y, taps ? *taps : Tensor(), params_of(g));
 }
 Tensor max_indices_kernel(const pool::MaxPlan&, const Tensor& taps) { return taps; }  // already flat indices

@@ -28,22 +28,24 @@ void dispatch_float(ScalarType dt, const F& f) {
 
 /// Runs k(out, a, b, c, n, i) on every piece: out/a/b/c point at the piece's
 /// first element of tensor i in `out`, `a`, `b` and `c` (null for absent lists).
+/// An in-place step (a is out) reads a through out's pointers.
 template <class T, class K>
 void apply(const TensorList& out, const TensorList* a, const TensorList* b, const TensorList* c, const K& k) {
   const size_t n = out.size();
+  const bool a_is_out = a == &out;
   std::vector<int64_t> numels(n);
   std::vector<T*> po(n);
-  std::vector<const T*> pa(a ? n : 0), pb(b ? n : 0), pc(c ? n : 0);
+  std::vector<const T*> pa(a && !a_is_out ? n : 0), pb(b ? n : 0), pc(c ? n : 0);
   for (size_t i = 0; i < n; ++i) {
     numels[i] = out[i].numel();
     po[i] = static_cast<T*>(out[i].data_ptr());
-    if (a) pa[i] = static_cast<const T*>((*a)[i].data_ptr());
+    if (a && !a_is_out) pa[i] = static_cast<const T*>((*a)[i].data_ptr());
     if (b) pb[i] = static_cast<const T*>((*b)[i].data_ptr());
     if (c) pc[i] = static_cast<const T*>((*c)[i].data_ptr());
   }
   multi_tensor_apply(numels, [&](size_t i, int64_t begin, int64_t end) {
-    k(po[i] + begin, a ? pa[i] + begin : nullptr, b ? pb[i] + begin : nullptr, c ? pc[i] + begin : nullptr,
-      end - begin, i);
+    const T* ap = a ? (a_is_out ? po[i] : pa[i]) + begin : nullptr;
+    k(po[i] + begin, ap, b ? pb[i] + begin : nullptr, c ? pc[i] + begin : nullptr, end - begin, i);
   });
 }
 
