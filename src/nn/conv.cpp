@@ -155,7 +155,7 @@ void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Ten
   if (b.defined())
     BRISK_CHECK(b.device() == x.device(), op, "input and bias must be on the same device, got input on ",
                 x.device(), " and bias on ", b.device());
-  BRISK_CHECK(x.is_cpu() || x.is_cuda(), op, "not implemented on ", x.device().type);
+  BRISK_CHECK(supports(OpId::conv_forward, x.device().type), op, "not implemented on ", x.device().type);
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
   BRISK_CHECK(w.dtype() == x.dtype(), op, "input (", x.dtype(), ") and weight (", w.dtype(),
               ") must have the same dtype");

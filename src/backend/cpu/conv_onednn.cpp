@@ -337,7 +337,8 @@ const Tensor* find_converted(const ConvScratch* sc, const Arg& a, const Tensor& 
 /// Runs a cached primitive on user tensors given in the entry's argument
 /// order. Converted input activations are looked up in and added to `sc`.
 void execute(const Entry& e, std::initializer_list<const Tensor*> tensors, ConvScratch* sc) {
-  BRISK_ASSERT(tensors.size() == e.args.size());
+  BRISK_INTERNAL_ASSERT(tensors.size() == e.args.size(), "oneDNN convolution: ", tensors.size(), " tensors for ",
+                        e.args.size(), " primitive arguments");
   auto& eng = cpu_engine();
   auto& s = thread_stream();
   std::unordered_map<int, memory> args;
