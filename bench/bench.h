@@ -69,6 +69,21 @@ enum class Kind {
   AdamPlainLoop,    // reference: the plain loop moving the same bytes (brisk side only)
   EpochMlp,         // one epoch of the demo's MLP on Fashion-MNIST (see kEpoch* below)
   EpochCnn,         // one epoch of the demo's CNN
+  // attention, float32: scaled_dot_product_attention on (B, H, L, E) query/key/value, no mask
+  // (shape sdpa_shape(n)); forward, or forward + backward of out.backward(g) with the grads set to none
+  SdpaForward,
+  SdpaForwardBackward,
+  // row ops (issue 13): `count` rows of n float32 values, softmax/log_softmax along the rows,
+  // layer_norm (weight, bias) and rms_norm (weight) over them; *Bwd: forward + backward
+  // (x, weight, bias require grad; their grads set to none each call; g preallocated)
+  RowSoftmax,
+  RowSoftmaxBwd,
+  RowLogSoftmax,
+  RowLogSoftmaxBwd,
+  RowLayerNorm,
+  RowLayerNormBwd,
+  RowRmsNorm,
+  RowRmsNormBwd,
   // brisk's profiler (brisk side only): y = x + x, 3x3 float32, single thread
   ProfilerOff,          // no profile active (the op pays one relaxed atomic load)
   ProfilerOn,           // inside an active profile (default options)
@@ -125,6 +140,13 @@ constexpr double mlp_step_flops() {
   }
   return 2 * fwd + grad_in;
 }
+
+/// The attention shapes (B, H, L = S, E): 0 is the BERT-style layer's
+/// (8 x 12 heads x 128 x 32), 1 a long sequence (1 x 16 x 1024 x 64).
+struct SdpaShape {
+  int64_t B, H, L, E;
+};
+constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128, 32} : SdpaShape{1, 16, 1024, 64}; }
 
 struct Spec {
   Kind kind;

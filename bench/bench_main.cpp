@@ -177,7 +177,7 @@ double peak_gflops_per_core(const Machine& m) { return m.fma_gflops > 0 ? m.fma_
 
 // ---- the cases ----------------------------------------------------------------
 
-enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, Profiler };
+enum class Section { Host, Bandwidth, Matmul, MatmulBf16, Nonzero, Copy, Autograd, Training, RowOps, Attention, Profiler };
 
 struct Case {
   Section section;
@@ -395,6 +395,36 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   cs.push_back({Section::Training, "CNN epoch (Fashion-MNIST, batch 128, AdamW), 2 threads",
                 {Kind::EpochCnn, 0, 2, epoch}});
 
+  // Row ops (issue 13): 2048 rows of 4096 float32, forward and forward + backward, 1 and 2 threads.
+  for (int t : {1, 2}) {
+    const struct {
+      const char* name;
+      Kind kind;
+    } rows[] = {{"softmax", Kind::RowSoftmax},          {"softmax fwd+bwd", Kind::RowSoftmaxBwd},
+                {"log_softmax", Kind::RowLogSoftmax},   {"log_softmax fwd+bwd", Kind::RowLogSoftmaxBwd},
+                {"layer_norm", Kind::RowLayerNorm},     {"layer_norm fwd+bwd", Kind::RowLayerNormBwd},
+                {"rms_norm", Kind::RowRmsNorm},         {"rms_norm fwd+bwd", Kind::RowRmsNormBwd}};
+    for (const auto& r : rows) {
+      Budget b = budget(10, 7, 3);
+      if (t == 1) b = single(b);
+      cs.push_back({Section::RowOps, std::string(r.name) + ", " + (t == 1 ? "1 thread" : "2 threads"),
+                    {r.kind, 4096, t, b, 2048}});
+    }
+  }
+  // Attention (issue 13): scaled_dot_product_attention, float32, 1 and 2 threads.
+  for (int64_t shape : {0, 1})
+    for (bool backward : {false, true})
+      for (int t : {1, 2}) {
+        const SdpaShape d = sdpa_shape(shape);
+        Budget b = shape == 0 ? budget(backward ? 5 : 10, 7, 2) : budget(1, 5, 1);
+        if (t == 1) b = single(b);
+        cs.push_back({Section::Attention,
+                      std::string("sdpa ") + std::to_string(d.B) + "x" + std::to_string(d.H) + "x" +
+                          std::to_string(d.L) + "x" + std::to_string(d.E) + (backward ? ", fwd+bwd, " : ", forward, ") +
+                          std::to_string(t) + (t == 1 ? " thread" : " threads"),
+                      {backward ? Kind::SdpaForwardBackward : Kind::SdpaForward, shape, t, b}});
+      }
+
   // The profiler's cost per op: the host-cost case y = x + x without a
   // profile, then inside one (brisk only).
   cs.push_back({Section::Profiler, "y = x + x, profiler off", {Kind::ProfilerOff, 9, 1, host}});
@@ -415,6 +445,8 @@ const char* section_title(Section s) {
     case Section::Copy: return "Copies: transposing, converting";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
+    case Section::RowOps: return "Row ops (2048 rows of 4096 float32)";
+    case Section::Attention: return "Attention: scaled_dot_product_attention (float32, (B, H, L, E), no mask)";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
   }
   return "";
@@ -429,6 +461,8 @@ const char* section_key(Section s) {
     case Section::Copy: return "copy";
     case Section::Autograd: return "autograd";
     case Section::Training: return "training";
+    case Section::RowOps: return "rowops";
+    case Section::Attention: return "attention";
     case Section::Profiler: return "profiler";
   }
   return "";
@@ -580,6 +614,20 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
     out.push_back(t);
   }
 
+  if (auto v = find_section(Section::Attention); !v.empty()) {
+    Table t{section_title(Section::Attention),
+            {"case", "brisk ms", "libtorch ms", "brisk / libtorch time", "target", "met"}, {}, {}};
+    for (const Result* r : v) {
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double ratio = both ? r->brisk.seconds / r->torch.seconds : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.3f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.3f", r->torch.seconds * 1e3) : skip_text(r->torch),
+                        both ? fmt("%.2fx", ratio) : "-", "<= 1.0x", both ? (ratio <= 1.0 ? "yes" : "NO") : "-"});
+      add_skips(t, *r);
+    }
+    out.push_back(t);
+  }
+
   if (auto v = find_section(Section::Copy); !v.empty()) {
     Table t{section_title(Section::Copy), {"case", "brisk GB/s", "libtorch GB/s", "speedup", "brisk ms", "libtorch ms"},
             {}, {}};
@@ -688,6 +736,24 @@ std::vector<Table> make_tables(const std::vector<Result>& rs, const Machine& m) 
                       "grads set to none); libtorch a plain loop (randperm, index_select, torch::optim::AdamW, "
                       "zero_grad). Median of " + std::to_string(v.back()->c.spec.budget.reps) + " epochs after one "
                       "warm-up epoch.");
+    out.push_back(t);
+  }
+
+  if (auto v = find_section(Section::RowOps); !v.empty()) {
+    Table t{section_title(Section::RowOps),
+            {"case", "brisk ms", "libtorch ms", "brisk / libtorch", "target", "met"}, {}, {}};
+    for (const Result* r : v) {
+      const bool both = r->brisk.ok && r->torch.ok;
+      const double rel = both ? r->brisk.seconds / r->torch.seconds : 0;
+      t.rows.push_back({r->c.name, r->brisk.ok ? fmt("%.2f", r->brisk.seconds * 1e3) : skip_text(r->brisk),
+                        r->torch.ok ? fmt("%.2f", r->torch.seconds * 1e3) : skip_text(r->torch),
+                        both ? fmt("%.2fx", rel) : "-", "<= 1.0x", both ? (rel <= 1.0 ? "yes" : "NO") : "-"});
+      add_skips(t, *r);
+    }
+    t.notes.push_back("brisk / libtorch = brisk time / libtorch time. softmax and log_softmax along the rows; "
+                      "layer_norm with weight and bias, rms_norm with weight (eps 1e-6), over the 4096 values of "
+                      "a row. fwd+bwd: x, weight and bias require grad (their grads set to none each call), "
+                      "y = op(x), y.backward(g) with g preallocated.");
     out.push_back(t);
   }
 

@@ -165,6 +165,22 @@ Runner prepare(const Spec& s) {
       return make_runner(th, [x = make({s.n, s.n}, 1), z = make({s.n, s.n}, 2)]() mutable { z.copy_(x.t()); });
     case Kind::ToHalf:
       return make_runner(th, [x = make({s.n}, 1), h = make({s.n}, 2).to(torch::kHalf)]() mutable { h.copy_(x); });
+    case Kind::SdpaForward:
+    case Kind::SdpaForwardBackward: {
+#if TORCH_VERSION_MAJOR >= 2
+      const SdpaShape d = sdpa_shape(s.n);
+      Tensor q = make({d.B, d.H, d.L, d.E}, 1), k = make({d.B, d.H, d.L, d.E}, 2), v = make({d.B, d.H, d.L, d.E}, 3);
+      if (s.kind == Kind::SdpaForward)
+        return make_runner(th, [q, k, v, z = Tensor()]() mutable { z = at::scaled_dot_product_attention(q, k, v); });
+      q.requires_grad_(), k.requires_grad_(), v.requires_grad_();
+      return make_runner(th, [q, k, v, g = make({d.B, d.H, d.L, d.E}, 4)]() mutable {
+        q.mutable_grad().reset(), k.mutable_grad().reset(), v.mutable_grad().reset();
+        at::scaled_dot_product_attention(q, k, v).backward(g);
+      });
+#else
+      return skip("libtorch 1.x has no scaled_dot_product_attention");
+#endif
+    }
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });
@@ -177,6 +193,50 @@ Runner prepare(const Spec& s) {
       });
     case Kind::AutogradMlpStep:
       return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
+    case Kind::RowSoftmax:
+    case Kind::RowLogSoftmax:
+    case Kind::RowLayerNorm:
+    case Kind::RowRmsNorm:
+    case Kind::RowSoftmaxBwd:
+    case Kind::RowLogSoftmaxBwd:
+    case Kind::RowLayerNormBwd:
+    case Kind::RowRmsNormBwd: {
+#if !(TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+      if (s.kind == Kind::RowRmsNorm || s.kind == Kind::RowRmsNormBwd)
+        return skip("torch::rms_norm needs libtorch 2.4 or later");
+#endif
+      const bool bwd = s.kind == Kind::RowSoftmaxBwd || s.kind == Kind::RowLogSoftmaxBwd ||
+                       s.kind == Kind::RowLayerNormBwd || s.kind == Kind::RowRmsNormBwd;
+      Tensor x = make({s.count, s.n}, 1), w = make({s.n}, 2), b = make({s.n}, 3), g = make({s.count, s.n}, 4);
+      if (bwd) {
+        x.requires_grad_();
+        w.requires_grad_();
+        b.requires_grad_();
+      }
+      const Kind k = s.kind;
+      const int64_t n = s.n;
+      return make_runner(th, [x, w, b, g, k, n, bwd, y = Tensor()]() mutable {
+        if (bwd) {
+          x.mutable_grad().reset();
+          w.mutable_grad().reset();
+          b.mutable_grad().reset();
+        }
+        switch (k) {
+          case Kind::RowSoftmax:
+          case Kind::RowSoftmaxBwd: y = torch::softmax(x, 1); break;
+          case Kind::RowLogSoftmax:
+          case Kind::RowLogSoftmaxBwd: y = torch::log_softmax(x, 1); break;
+          case Kind::RowLayerNorm:
+          case Kind::RowLayerNormBwd: y = torch::layer_norm(x, {n}, w, b); break;
+          default:
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+            y = torch::rms_norm(x, {n}, w, 1e-6);
+#endif
+            break;
+        }
+        if (bwd) y.backward(g);
+      });
+    }
     case Kind::AdamFused:
     case Kind::AdamForeach:
     case Kind::AdamForLoop:

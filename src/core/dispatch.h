@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "brisk/tensor.h"
@@ -38,6 +39,62 @@ using ElementwiseFn = void (*)(TensorIter& it, const KernelArgs& args);
 using ReduceFn = void (*)(ReducePlan& plan, const KernelArgs& args);
 /// Scans/softmax along one dim: out and in have the same shape.
 using DimFn = void (*)(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args);
+/// Backward of softmax/log_softmax along `dim`: grad_in from grad_out and the
+/// forward's output `out` (all contiguous, one shape and dtype).
+using DimBackwardFn = void (*)(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                               const KernelArgs& args);
+/// layer_norm / rms_norm over rows: x contiguous (R, N), weight and bias
+/// contiguous (N) of x's dtype or undefined; fills y (R, N) and the
+/// per-row statistics mean (layer_norm only) and rstd, (R) tensors of x's
+/// compute dtype (float32 for 16-bit x). rms_norm ignores mean and bias.
+using RowNormFn = void (*)(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                           const Tensor& weight, const Tensor& bias, double eps);
+/// Their backward: fills the defined ones of dx (R, N), dweight and dbias
+/// (N) (x's dtype) from dy (R, N) and the forward's statistics.
+using RowNormBackwardFn = void (*)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                                   const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight);
+/// An (N, C, *) input of batch_norm/group_norm as Nb blocks of C channels by
+/// S positions, planar memory (Nb, C, S) or interleaved (Nb, S, C) (Note
+/// [Normalization layouts] in src/backend/cpu/kernels/norm_channels.cpp).
+struct NormView {
+  int64_t Nb = 0, C = 0, S = 0;
+  bool interleaved = false;
+};
+/// batch_norm forward. `x`, `y`: dense memory in `v`'s layout (y allocated).
+/// training: batch statistics (biased variance); when `update`, the running
+/// statistics are updated in place (momentum; the variance with n / (n - 1)).
+/// Eval: the running statistics. Weight, bias, running stats: 1-D (C) of any
+/// floating dtype and stride, or undefined. Returns the statistics used, per
+/// channel, float64 tensors on x's device: {mean, invstd}.
+using BatchNormFn = std::pair<Tensor, Tensor> (*)(const Tensor& x, const Tensor& y, const NormView& v,
+                                                  const Tensor& weight, const Tensor& bias,
+                                                  const Tensor& running_mean, const Tensor& running_var,
+                                                  bool training, bool update, double momentum, double eps);
+/// batch_norm backward from the statistics the forward used. Fills the
+/// defined ones of dx (x's layout and dtype), dw, db ((C), their dtypes).
+using BatchNormBackwardFn = void (*)(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
+                                     const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx,
+                                     const Tensor& dw, const Tensor& db);
+/// group_norm forward (v: one block per sample). Returns per (n, group)
+/// float64 tensors {mean, rstd} of N * G values on x's device.
+using GroupNormFn = std::pair<Tensor, Tensor> (*)(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
+                                                  const Tensor& weight, const Tensor& bias, double eps);
+using GroupNormBackwardFn = void (*)(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G,
+                                     const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                     const Tensor& dw, const Tensor& db);
+/// cross_entropy with class indices over rows: input (R, C) contiguous,
+/// target (R) int64 (checked in range, or ignore_index), weight (C) of the
+/// input's dtype or undefined. Fills loss (R) with each row's
+/// (1 - ls) * -w[t] logp[t] + ls / C * -sum_c w[c] logp[c] (0 where ignored),
+/// wt (R) with w[t] (0 where ignored) and lse (R) with the row's
+/// log-sum-exp (compute dtype: float32 for 16-bit input), for the backward.
+using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
+                                const Tensor& target, const Tensor& weight, int64_t ignore_index,
+                                double label_smoothing);
+/// Its backward: grad_input (R, C) from grad_loss (R), contiguous, the input's dtype.
+using CrossEntropyBackwardFn = void (*)(const Tensor& grad_input, const Tensor& grad_loss, const Tensor& input,
+                                        const Tensor& target, const Tensor& weight, const Tensor& lse,
+                                        int64_t ignore_index, double label_smoothing);
 /// sort/topk along a dim: values, indices, input.
 using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& in, int64_t dim,
                         const KernelArgs& args);
@@ -105,6 +162,22 @@ using FusedSgdFn = void (*)(const multi_tensor::FusedSgdArgs& args, const Tensor
 using FusedRmspropFn = void (*)(const multi_tensor::FusedRmspropArgs& args, const TensorList& params,
                                 const TensorList& grads, const TensorList& square_avgs,
                                 const TensorList& grad_avgs, const TensorList& momentum_buffers);
+/// Fused (flash-style) attention, forward and backward. Every tensor has the
+/// same batch dims (..., rows, cols) (broadcast views with 0 strides are
+/// fine): q (..., L, E), k (..., S, E), v (..., S, Ev), mask (..., L, S)
+/// (bool: true = take part, or floating in q's dtype; may be undefined).
+/// Forward writes out (..., L, Ev) and lse (..., L), the logsumexp of each
+/// (scaled, masked) score row (+inf where every key is masked); backward
+/// reads grad_out, out and lse and writes grad_q, grad_k, grad_v (full batch
+/// shape, no broadcasting). q, k, v, out, grad_out have unit stride in their
+/// last dim; out, lse and the grads are contiguous.
+struct AttentionArgs {
+  Tensor q, k, v, mask, out, lse;
+  Tensor grad_out, grad_q, grad_k, grad_v;
+  double scale = 1.0;
+  bool causal = false;  // key j takes part for query i iff j <= i (top-left aligned)
+};
+using AttentionFn = void (*)(const AttentionArgs& args);
 
 // Note [One list of ops]
 // Every dispatched op appears once here: its enum value, its name (for
@@ -147,6 +220,18 @@ using FusedRmspropFn = void (*)(const multi_tensor::FusedRmspropArgs& args, cons
   _(any, ReduceFn)                                  \
   _(softmax, DimFn)                                 \
   _(log_softmax, DimFn)                             \
+  _(softmax_backward, DimBackwardFn)                \
+  _(log_softmax_backward, DimBackwardFn)            \
+  _(layer_norm, RowNormFn)                          \
+  _(layer_norm_backward, RowNormBackwardFn)         \
+  _(rms_norm, RowNormFn)                            \
+  _(rms_norm_backward, RowNormBackwardFn)           \
+  _(batch_norm, BatchNormFn)                        \
+  _(batch_norm_backward, BatchNormBackwardFn)       \
+  _(group_norm, GroupNormFn)                        \
+  _(group_norm_backward, GroupNormBackwardFn)       \
+  _(cross_entropy, CrossEntropyFn)                  \
+  _(cross_entropy_backward, CrossEntropyBackwardFn) \
   _(cumsum, DimFn)                                  \
   _(cumprod, DimFn)                                 \
   _(sort, SortFn)                                   \
@@ -178,7 +263,9 @@ using FusedRmspropFn = void (*)(const multi_tensor::FusedRmspropArgs& args, cons
   _(foreach_norm, ForeachNormFn)                    \
   _(fused_adam, FusedAdamFn)                        \
   _(fused_sgd, FusedSgdFn)                          \
-  _(fused_rmsprop, FusedRmspropFn)
+  _(fused_rmsprop, FusedRmspropFn)                  \
+  _(attention_fused, AttentionFn)                   \
+  _(attention_fused_backward, AttentionFn)
 
 enum class OpId : int16_t {
 #define BRISK_ENUM(name, sig) name,
@@ -236,6 +323,16 @@ inline typename OpSignature<op>::type kernel(DeviceType dev, const char* caller)
   auto fn = detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)];
   if (BRISK_UNLIKELY(fn == nullptr)) detail::kernel_missing(op, dev, caller);
   return reinterpret_cast<typename OpSignature<op>::type>(fn);
+}
+
+/// Whether a backend registered a kernel for `op` on a device.
+inline bool kernel_registered(OpId op, DeviceType dev) {
+  return detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)] != nullptr;
+}
+/// The same for a compile-time op (front ends with a composite fallback ask this).
+template <OpId op>
+inline bool has_kernel(DeviceType dev) {
+  return kernel_registered(op, dev);
 }
 
 /// Backends register kernels with this (at start-up); `dtypes` is what

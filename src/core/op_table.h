@@ -248,12 +248,13 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(avg_pool2d, Pooling, avg_pool2d, Numeric, Keep, kNoFlags)                           \
   X(adaptive_avg_pool2d, Pooling, avg_pool2d, Float, Keep, kNoFlags)                    \
   /* normalization, attention */                                                        \
-  X(layer_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
-  X(group_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
-  X(batch_norm, Normalization, none, Float, Fp32, kNoFlags)                             \
+  X(layer_norm, Normalization, layer_norm, Float, Fp32, kNoFlags)                       \
+  X(rms_norm, Normalization, rms_norm, Float, Fp32, kNoFlags)                           \
+  X(group_norm, Normalization, group_norm, Float, Fp32, kNoFlags)                       \
+  X(batch_norm, Normalization, batch_norm, Float, Fp32, kNoFlags)                       \
   X(scaled_dot_product_attention, Attention, none, Float, Lower, kNoFlags)              \
   /* losses */                                                                          \
-  X(cross_entropy, Loss, none, Float, Fp32, kNoFlags)                                   \
+  X(cross_entropy, Loss, cross_entropy, Float, Fp32, kNoFlags)                          \
   X(nll_loss, Loss, none, Float, Fp32, kNoFlags)                                        \
   X(mse_loss, Loss, none, Float, Fp32, kNoFlags)                                        \
   X(l1_loss, Loss, none, Numeric, Fp32, kNoFlags)                                       \

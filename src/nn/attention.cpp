@@ -1,5 +1,14 @@
 // nn::functional::scaled_dot_product_attention and nn::MultiheadAttention.
 //
+// Three versions (attention() picks one per call; docs/design/attention.md):
+// - the fused flash-attention kernel, OpId::attention_fused and
+//   attention_fused_backward (Note [Flash attention on the CPU] in
+//   src/backend/cpu/kernels/attention.cpp), wherever the device registered
+//   it and the call needs no dropout, no weights and no mask gradient;
+// - on the CPU otherwise, the version with the (B, L, S) probabilities
+//   (Note [Fused attention] below);
+// - the composite (scaled_dot_product_attention_math) elsewhere.
+//
 // Note [Fused attention]
 // On the CPU in float32/float64, attention is three passes over the (B, L, S)
 // scores and one autograd node:
@@ -407,7 +416,7 @@ TensorList attention_backward(const Tensor& gO, const Tensor& gW, const Tensor& 
   return g;
 }
 
-AttnOut attention_fused(const Problem& pr, const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
+AttnOut attention_materialized(const Problem& pr, const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
                         bool causal, bool need_weights) {
   const int64_t B = product(pr.batch), L = pr.L, S = pr.S, Ev = pr.Ev;
   const Tensor q3 = flat3(q, pr.batch, B), k3 = flat3(k, pr.batch, B), v3 = flat3(v, pr.batch, B);
@@ -468,20 +477,159 @@ AttnOut attention_fused(const Problem& pr, const Tensor& q, const Tensor& k, con
   return r;
 }
 
-/// Dispatches one attention call (the arguments already checked).
+// ---- the flash version (OpId::attention_fused) --------------------------------------
+
+/// t broadcast to batch + its last two dims (a view) and laid out as the
+/// fused kernel reads it: unit stride along the last dim, rows apart by at
+/// least a row's length (a copy otherwise). Records when t requires grad, so
+/// the gradient of the broadcast is summed by autograd.
+Tensor kernel_view(const Tensor& t, const std::vector<int64_t>& batch) {
+  const int64_t rows = t.size(-2), cols = t.size(-1);
+  const bool ok = (cols <= 1 || t.stride(-1) == 1) && (rows <= 1 || t.stride(-2) >= std::max<int64_t>(1, cols));
+  const Tensor c = ok ? t : t.contiguous();
+  const std::vector<int64_t> full = with_tail(batch, rows, cols);
+  return c.sizes() == IntArrayRef(full) ? c : c.expand(full);
+}
+
+/// Attention through the fused kernel: blocks of scores, online softmax and
+/// the value product per block, no (L, S) buffer; the backward recomputes the
+/// scores per block from the saved logsumexp (Note [Flash attention on the
+/// CPU] in src/backend/cpu/kernels/attention.cpp). No dropout, no weights, no
+/// mask gradient: attention() sends those to the versions above.
+Tensor attention_flash(const Problem& pr, const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
+  const int64_t L = pr.L, S = pr.S, Ev = pr.Ev;
+  const Tensor qe = kernel_view(q, pr.batch), ke = kernel_view(k, pr.batch), ve = kernel_view(v, pr.batch);
+  const Tensor mask_e = pr.mask.defined() ? pr.mask.expand(with_tail(pr.batch, L, S)) : Tensor();
+  const DeviceType dev = q.device().type;
+  Tensor out, lse;
+  {
+    NoGradGuard ng;
+    out = empty(with_tail(pr.batch, L, Ev), q.options());
+    std::vector<int64_t> lse_shape = pr.batch;
+    lse_shape.push_back(L);
+    lse = empty(lse_shape, q.options());
+    AttentionArgs a;
+    a.q = qe, a.k = ke, a.v = ve, a.mask = mask_e, a.out = out, a.lse = lse;
+    a.scale = pr.scale, a.causal = causal;
+    kernel<OpId::attention_fused>(dev, kSdpa)(a);
+  }
+  if (autograd::should_record(qe, ke, ve)) {
+    using namespace autograd;
+    const std::vector<int64_t> batch = pr.batch;
+    const double scale = pr.scale;
+    record("ScaledDotProductFlashAttentionBackward0", {out}, {qe, ke, ve},
+           {save(qe), save(ke), save(ve), save_output(out), save(lse), save(mask_e)},
+           [=](BackwardCtx& c) -> TensorList {
+             const Tensor qs = c.saved(0), ks = c.saved(1), vs = c.saved(2), m = c.saved(5);
+             if (GradMode::is_enabled()) {
+               // create_graph: the formulas with brisk ops (exact double backward).
+               const int64_t B = product(batch), E = qs.size(-1);
+               const Tensor mask3 = m.defined() ? m.reshape({B, L, S}) : Tensor();
+               const bool needs[4] = {c.needs(0), c.needs(1), c.needs(2), false};
+               TensorList g = attention_backward(c.grad(0).reshape({B, L, Ev}), Tensor(), qs.reshape({B, L, E}),
+                                                 ks.reshape({B, S, E}), vs.reshape({B, S, Ev}), Tensor(), Tensor(),
+                                                 mask3, causal, scale, needs);
+               const Tensor* in[3] = {&qs, &ks, &vs};
+               for (int i = 0; i < 3; ++i)
+                 if (g[i].defined()) g[i] = g[i].view(in[i]->sizes());
+               g.resize(3);
+               return g;
+             }
+             AttentionArgs a;
+             a.q = qs, a.k = ks, a.v = vs, a.mask = m, a.out = c.saved(3), a.lse = c.saved(4);
+             a.grad_out = kernel_view(c.grad(0), batch);
+             a.grad_q = empty(qs.sizes(), qs.options());
+             a.grad_k = empty(ks.sizes(), ks.options());
+             a.grad_v = empty(vs.sizes(), vs.options());
+             a.scale = scale, a.causal = causal;
+             kernel<OpId::attention_fused_backward>(dev, kSdpa)(a);
+             return {a.grad_q, a.grad_k, a.grad_v};
+           });
+  }
+  return out;
+}
+
+/// Dispatches one attention call (the arguments already checked): the fused
+/// kernel where the device has one and the call needs neither dropout, nor
+/// the weights, nor the mask's gradient; else, on the CPU, the version with
+/// the (B, L, S) probabilities above; else the composite.
 AttnOut attention(const Problem& pr, const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p, bool causal,
                   bool need_weights) {
+  const DeviceType dev = q.device().type;
+  const bool fusable = dropout_p == 0.0 && !need_weights && !(pr.mask.defined() && pr.mask.requires_grad()) &&
+                       kernel_registered(OpId::attention_fused, dev) &&
+                       kernel_registered(OpId::attention_fused_backward, dev);
+  if (fusable && (q.dtype() == kFloat || q.dtype() == kDouble)) return {attention_flash(pr, q, k, v, causal), {}};
+  if (fusable && is_reduced_float(q.dtype())) {
+    Problem pf = pr;
+    if (pf.mask.defined() && pf.mask.dtype() != kBool) pf.mask = pf.mask.to(kFloat);
+    return {attention_flash(pf, q.to(kFloat), k.to(kFloat), v.to(kFloat), causal).to(q.dtype()), {}};
+  }
   if (q.is_cpu() && (q.dtype() == kFloat || q.dtype() == kDouble))
-    return attention_fused(pr, q, k, v, dropout_p, causal, need_weights);
+    return attention_materialized(pr, q, k, v, dropout_p, causal, need_weights);
   if (q.is_cpu() && is_reduced_float(q.dtype())) {
     Problem pf = pr;
     if (pf.mask.defined() && pf.mask.dtype() != kBool) pf.mask = pf.mask.to(kFloat);
-    AttnOut r = attention_fused(pf, q.to(kFloat), k.to(kFloat), v.to(kFloat), dropout_p, causal, need_weights);
+    AttnOut r = attention_materialized(pf, q.to(kFloat), k.to(kFloat), v.to(kFloat), dropout_p, causal, need_weights);
     r.out = r.out.to(q.dtype());
     if (r.weights.defined()) r.weights = r.weights.to(q.dtype());
     return r;
   }
   return attention_math(pr, q, k, v, dropout_p, causal, need_weights);
+}
+
+/// Grouped-query attention (enable_gqa): query (..., Hq, L, E) and key/value
+/// (..., Hkv, S, *) with Hq = g * Hkv, query head h reading key/value head
+/// h / g (PyTorch's repeat_interleave). Viewed as an ordinary broadcast:
+/// query (..., Hkv, g, L, E), key/value (..., Hkv, 1, S, *); no copies.
+struct Gqa {
+  Tensor q, k, v, mask;
+  int64_t hq = -1;  // >= 0 when split
+};
+
+std::vector<int64_t> split_dim3(IntArrayRef s, int64_t a, int64_t b) {
+  std::vector<int64_t> r(s.begin(), s.end() - 3);
+  r.push_back(a);
+  r.push_back(b);
+  r.push_back(s[s.size() - 2]);
+  r.push_back(s[s.size() - 1]);
+  return r;
+}
+
+Gqa gqa_split(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, bool enable_gqa) {
+  Gqa g{q, k, v, mask};
+  if (!enable_gqa) return g;
+  BRISK_CHECK(q.defined() && k.defined() && v.defined(), kSdpa, "query, key and value must be defined tensors");
+  BRISK_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, kSdpa,
+              "enable_gqa expects query (..., Hq, L, E), key (..., Hkv, S, E) and value (..., Hkv, S, Ev), got shapes ",
+              shape_str(q.sizes()), ", ", shape_str(k.sizes()), " and ", shape_str(v.sizes()));
+  const int64_t hq = q.size(-3), hk = k.size(-3);
+  BRISK_CHECK(v.size(-3) == hk, kSdpa, "enable_gqa: key and value must have the same number of heads, got ", hk,
+              " and ", v.size(-3));
+  BRISK_CHECK(hk > 0 && hq % hk == 0, kSdpa, "enable_gqa: the query's ", hq,
+              " heads must be a multiple of the key's and value's ", hk);
+  if (hq == hk) return g;
+  const int64_t group = hq / hk;
+  g.q = q.reshape(split_dim3(q.sizes(), hk, group));
+  g.k = k.unsqueeze(-3);
+  g.v = v.unsqueeze(-3);
+  if (mask.defined() && mask.dim() >= 3) {
+    BRISK_CHECK(mask.size(-3) == hq || mask.size(-3) == 1, kSdpa, "attn_mask of shape ", shape_str(mask.sizes()),
+                " does not broadcast to the query's ", hq, " heads");
+    g.mask = mask.size(-3) == hq ? mask.reshape(split_dim3(mask.sizes(), hk, group)) : mask.unsqueeze(-3);
+  }
+  g.hq = hq;
+  return g;
+}
+
+/// The output (..., Hkv, g, L, Ev) of a split call back to (..., Hq, L, Ev).
+Tensor gqa_merge(const Tensor& out, const Gqa& g) {
+  if (g.hq < 0) return out;
+  std::vector<int64_t> s(out.sizes().begin(), out.sizes().end() - 4);
+  s.push_back(g.hq);
+  s.push_back(out.size(-2));
+  s.push_back(out.size(-1));
+  return out.reshape(s);
 }
 
 void check_not_both(const Tensor& attn_mask, bool is_causal) {
@@ -495,19 +643,21 @@ namespace functional {
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                    std::optional<double> scale) {
+                                    std::optional<double> scale, bool enable_gqa) {
   BRISK_PROFILE_OP("scaled_dot_product_attention", query, key, value, attn_mask);
   check_not_both(attn_mask, is_causal);
-  const Problem pr = check_args(kSdpa, query, key, value, attn_mask, dropout_p, scale);
-  return attention(pr, query, key, value, dropout_p, is_causal, false).out;
+  const Gqa g = gqa_split(query, key, value, attn_mask, enable_gqa);
+  const Problem pr = check_args(kSdpa, g.q, g.k, g.v, g.mask, dropout_p, scale);
+  return gqa_merge(attention(pr, g.q, g.k, g.v, dropout_p, is_causal, false).out, g);
 }
 
 Tensor scaled_dot_product_attention_math(const Tensor& query, const Tensor& key, const Tensor& value,
                                          const Tensor& attn_mask, double dropout_p, bool is_causal,
-                                         std::optional<double> scale) {
+                                         std::optional<double> scale, bool enable_gqa) {
   check_not_both(attn_mask, is_causal);
-  const Problem pr = check_args(kSdpa, query, key, value, attn_mask, dropout_p, scale);
-  return attention_math(pr, query, key, value, dropout_p, is_causal, false).out;
+  const Gqa g = gqa_split(query, key, value, attn_mask, enable_gqa);
+  const Problem pr = check_args(kSdpa, g.q, g.k, g.v, g.mask, dropout_p, scale);
+  return gqa_merge(attention_math(pr, g.q, g.k, g.v, dropout_p, is_causal, false).out, g);
 }
 
 }  // namespace functional

@@ -7,6 +7,7 @@
 
 #include "brisk/autograd.h"
 #include "autograd/function.h"
+#include "core/dispatch.h"
 #include "brisk/nn/functional.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
@@ -182,39 +183,189 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   return x * mask;
 }
 
-Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, const Tensor& bias,
-                  double eps) {
-  BRISK_PROFILE_OP("layer_norm", x, weight, bias);
-  check_floating("layer_norm", "input", x);
+namespace {
+
+/// The checks of layer_norm / rms_norm: x ends with normalized_shape, the
+/// parameters have that shape.
+void check_row_norm(const char* op, const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight,
+                    const Tensor& bias) {
+  check_floating(op, "input", x);
   const int64_t k = static_cast<int64_t>(shape.size());
   bool ok = k >= 1 && x.dim() >= k;
   for (int64_t i = 0; ok && i < k; ++i) ok = x.size(x.dim() - k + i) == shape[static_cast<size_t>(i)];
-  BRISK_CHECK(ok, "layer_norm", "input shape ", shape_str(x.sizes()), " does not end with normalized_shape ",
+  BRISK_CHECK(ok, op, "input shape ", shape_str(x.sizes()), " does not end with normalized_shape ",
               shape_str(shape));
-  if (weight.defined())
-    BRISK_CHECK(weight.sizes() == IntArrayRef(shape), "layer_norm", "weight shape ", shape_str(weight.sizes()),
+  if (weight.defined()) {
+    check_floating(op, "weight", weight);
+    BRISK_CHECK(weight.sizes() == IntArrayRef(shape), op, "weight shape ", shape_str(weight.sizes()),
                 " differs from normalized_shape ", shape_str(shape));
-  if (bias.defined())
-    BRISK_CHECK(bias.sizes() == IntArrayRef(shape), "layer_norm", "bias shape ", shape_str(bias.sizes()),
+    BRISK_CHECK(weight.device() == x.device(), op, "weight is on ", weight.device(), " but the input is on ",
+                x.device());
+  }
+  if (bias.defined()) {
+    check_floating(op, "bias", bias);
+    BRISK_CHECK(bias.sizes() == IntArrayRef(shape), op, "bias shape ", shape_str(bias.sizes()),
                 " differs from normalized_shape ", shape_str(shape));
+    BRISK_CHECK(bias.device() == x.device(), op, "bias is on ", bias.device(), " but the input is on ", x.device());
+  }
+}
+
+/// The normalized dims as negative indices (-k, ..., -1).
+std::vector<int64_t> trailing_dims(size_t k) {
   std::vector<int64_t> dims;
-  for (int64_t i = -k; i < 0; ++i) dims.push_back(i);
+  for (int64_t i = -static_cast<int64_t>(k); i < 0; ++i) dims.push_back(i);
+  return dims;
+}
+
+/// rstd from a variance (or mean square): NaN where it overflowed (past
+/// ~1.8e19 in float32 rstd would be 0 and the output exactly the bias,
+/// silently; PyTorch gives NaN there, and so does brisk).
+Tensor rstd_of(const Tensor& var, double eps) {
+  return where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + eps).rsqrt());
+}
+
+/// Composite layer_norm / rms_norm from brisk ops (differentiable). Used on
+/// devices without the fused kernel; x in its compute dtype.
+Tensor layer_norm_composite(const Tensor& xc, const std::vector<int64_t>& dims, const Tensor& weight,
+                            const Tensor& bias, double eps) {
+  Tensor y = (xc - xc.mean(dims, true)) * rstd_of(xc.var(dims, 0, true), eps);
+  if (weight.defined()) y = y * weight;
+  if (bias.defined()) y = y + bias;
+  return y;
+}
+Tensor rms_norm_composite(const Tensor& xc, const std::vector<int64_t>& dims, ScalarType x_dtype,
+                          const Tensor& weight, double eps) {
+  Tensor y = xc * rstd_of((xc * xc).mean(dims, true), eps);
+  return (weight.defined() ? y * weight : y).to(x_dtype);
+}
+
+/// The backward of layer_norm (kRms: rms_norm) as brisk ops, differentiable
+/// (under create_graph) with respect to x, weight and the incoming gradient.
+/// The statistics are recomputed from x. 16-bit x computes in float32.
+TensorList row_norm_backward_composite(bool rms, const Tensor& g_in, const Tensor& x_in, const Tensor& w_in,
+                                       const std::vector<int64_t>& dims, double eps) {
+  const bool reduced = is_reduced_float(x_in.dtype());
+  const Tensor x = reduced ? x_in.to(kFloat) : x_in;
+  const Tensor g = reduced ? g_in.to(kFloat) : g_in.to(x_in.dtype());
+  const Tensor w = w_in.defined() && reduced ? w_in.to(kFloat) : w_in;
+  const Tensor rstd = rms ? rstd_of((x * x).mean(dims, true), eps) : rstd_of(x.var(dims, 0, true), eps);
+  const Tensor xhat = rms ? x * rstd : (x - x.mean(dims, true)) * rstd;
+  const Tensor gw = w.defined() ? g * w : g;
+  Tensor dx = rms ? rstd * (gw - xhat * (gw * xhat).mean(dims, true))
+                  : rstd * (gw - gw.mean(dims, true) - xhat * (gw * xhat).mean(dims, true));
+  std::vector<int64_t> lead;  // the dims summed for the parameter gradients
+  for (int64_t d = 0; d < x.dim() - static_cast<int64_t>(dims.size()); ++d) lead.push_back(d);
+  Tensor dw = (g * xhat), db = g;
+  if (!lead.empty()) {
+    dw = dw.sum(lead);
+    db = db.sum(lead);
+  }
+  return {dx.to(x_in.dtype()), dw, db};
+}
+
+/// Saved by the fused forward for its backward.
+struct RowNormSaved {
+  std::vector<int64_t> dims;
+  double eps;
+  ScalarType weight_dtype, bias_dtype;
+};
+
+/// layer_norm (rms: rms_norm) through the fused kernels: x, weight and bias
+/// in the compute dtype ct, contiguous; recorded with a fused backward.
+template <OpId fwd, OpId bwd>
+Tensor row_norm_fused(const char* op, const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight,
+                      const Tensor& bias, double eps, ScalarType ct) {
+  constexpr bool rms = fwd == OpId::rms_norm;
+  int64_t N = 1;
+  for (int64_t s : shape) N *= s;
+  int64_t lead = 1;
+  for (int64_t d = 0; d < x.dim() - static_cast<int64_t>(shape.size()); ++d) lead *= x.size(d);
+  Tensor y, mean, rstd, xk, wk, bk;
+  {
+    NoGradGuard ng;
+    xk = x.to(ct).contiguous().view({lead, N});
+    wk = weight.defined() ? weight.to(ct).contiguous().view({N}) : Tensor();
+    bk = bias.defined() && !rms ? bias.to(ct).contiguous().view({N}) : Tensor();
+    const ScalarType st = is_reduced_float(ct) ? kFloat : ct;
+    const TensorOptions so = TensorOptions(st).device(x.device());
+    y = empty(x.sizes(), TensorOptions(ct).device(x.device()));
+    if (!rms) mean = empty({lead}, so);
+    rstd = empty({lead}, so);
+    if (lead != 0) kernel<fwd>(x.device().type, op)(y.view({lead, N}), mean, rstd, xk, wk, bk, eps);
+  }
+  const bool rec = autograd::should_record(x, weight, rms ? Tensor() : bias);
+  if (!rec) return y;
+  RowNormSaved s{trailing_dims(shape.size()), eps, weight.defined() ? weight.dtype() : ct,
+                 bias.defined() ? bias.dtype() : ct};
+  using namespace autograd;
+  const char* node = rms ? "FusedRmsNormBackward0" : "NativeLayerNormBackward0";
+  TensorList inputs = rms ? TensorList{x, weight} : TensorList{x, weight, bias};
+  record(node, {y}, inputs, {save(x), save(weight), save(mean), save(rstd)},
+         [s = std::move(s), lead, N, ct](BackwardCtx& c) -> TensorList {
+           const Tensor x = c.saved(0), w = c.saved(1);
+           const bool need_db = !rms && c.needs(2);
+           if (GradMode::is_enabled() || !has_kernel<bwd>(x.device().type)) {
+             TensorList r = row_norm_backward_composite(rms, c.grad(), x.to(ct), w.defined() ? w.to(ct) : w,
+                                                        s.dims, s.eps);
+             TensorList out{c.needs(0) ? r[0].to(x.dtype()) : Tensor(), c.needs(1) ? r[1].to(s.weight_dtype) : Tensor()};
+             if (!rms) out.push_back(need_db ? r[2].to(s.bias_dtype) : Tensor());
+             return out;
+           }
+           NoGradGuard ng;
+           const TensorOptions o = TensorOptions(ct).device(x.device());
+           const Tensor xk = x.to(ct).contiguous().view({lead, N});
+           const Tensor gk = c.grad().to(ct).contiguous().view({lead, N});
+           const Tensor wk = w.defined() ? w.to(ct).contiguous().view({N}) : Tensor();
+           Tensor dx = c.needs(0) ? empty({lead, N}, o) : Tensor();
+           Tensor dw = c.needs(1) && w.defined() ? empty({N}, o) : Tensor();
+           Tensor db = need_db ? empty({N}, o) : Tensor();
+           if (dx.defined() || dw.defined() || db.defined())
+             kernel<bwd>(x.device().type, rms ? "rms_norm_backward" : "layer_norm_backward")(
+                 dx, dw, db, gk, xk, c.saved(2), c.saved(3), wk);
+           TensorList out{dx.defined() ? dx.view(x.sizes()).to(x.dtype()) : Tensor(),
+                          dw.defined() ? dw.view(w.sizes()).to(s.weight_dtype) : Tensor()};
+           if (!rms) {
+             std::vector<int64_t> pshape(s.dims.size());
+             for (size_t i = 0; i < s.dims.size(); ++i) pshape[i] = x.size(static_cast<int64_t>(x.dim()) + s.dims[i]);
+             out.push_back(db.defined() ? db.view(pshape).to(s.bias_dtype) : Tensor());
+           }
+           return out;
+         });
+  return y;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, const Tensor& bias,
+                  double eps) {
+  BRISK_PROFILE_OP("layer_norm", x, weight, bias);
+  check_row_norm("layer_norm", x, shape, weight, bias);
   // float16/bfloat16 compute in float32, forward and backward (as PyTorch's
   // kernel): in 16 bits the gradient's terms of size ~rstd cancel to noise.
   ScalarType out_dtype = x.dtype();
   if (weight.defined()) out_dtype = promote_types(out_dtype, weight.dtype());
   if (bias.defined()) out_dtype = promote_types(out_dtype, bias.dtype());
+  if (has_kernel<OpId::layer_norm>(x.device().type))
+    return row_norm_fused<OpId::layer_norm, OpId::layer_norm_backward>("layer_norm", x, shape, weight, bias, eps,
+                                                                       out_dtype);
   const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
-  Tensor mu = xc.mean(dims, true);
-  Tensor var = xc.var(dims, 0, true);
-  // A variance beyond the dtype's range (|x - mean| past ~1.8e19 in float32)
-  // would give rstd = 0 and an output of exactly the bias, silently; PyTorch
-  // gives NaN there, and so does brisk.
-  Tensor rstd = where(var.isinf(), std::numeric_limits<double>::quiet_NaN(), (var + eps).rsqrt());
-  Tensor y = (xc - mu) * rstd;
-  if (weight.defined()) y = y * weight;
-  if (bias.defined()) y = y + bias;
-  return y.to(out_dtype);
+  return layer_norm_composite(xc, trailing_dims(shape.size()), weight, bias, eps).to(out_dtype);
+}
+
+Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, std::optional<double> eps) {
+  BRISK_PROFILE_OP("rms_norm", x, weight);
+  check_row_norm("rms_norm", x, shape, weight, Tensor());
+  // As PyTorch 2.x: eps=None is the machine epsilon of the compute dtype
+  // (float32 for 16-bit x), and the result has x's dtype whatever the
+  // weight's, x * rstd * weight computed in that compute dtype and rounded once.
+  const ScalarType ct = is_reduced_float(x.dtype()) ? kFloat : x.dtype();
+  const double e = eps ? *eps
+                       : ct == kDouble ? std::numeric_limits<double>::epsilon()
+                                       : double(std::numeric_limits<float>::epsilon());
+  if (has_kernel<OpId::rms_norm>(x.device().type) && (!weight.defined() || weight.dtype() == x.dtype()))
+    return row_norm_fused<OpId::rms_norm, OpId::rms_norm_backward>("rms_norm", x, shape, weight, Tensor(), e,
+                                                                   x.dtype());
+  return rms_norm_composite(x.to(ct), trailing_dims(shape.size()), x.dtype(), weight.defined() ? weight.to(ct) : weight, e);
 }
 
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx) {
@@ -327,6 +478,86 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOpti
   return reduce_weighted("nll_loss", p.loss, p.w, o.reduction());
 }
 
+namespace {
+
+/// cross_entropy of (N, C) logits with class indices through the fused
+/// kernels (Note [Fused cross_entropy] in src/backend/cpu/kernels/loss.cpp):
+/// per-row losses and target weights from one kernel, reduced here.
+Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  const char* op = "cross_entropy";
+  const int64_t N = input.size(0), C = input.size(1);
+  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kUInt8, op,
+              "expected class indices of dtype int64 (or uint8), got ", target.dtype());
+  BRISK_CHECK(target.dim() == 1 && target.size(0) == N, op, "input shape ", shape_str(input.sizes()),
+              " does not match target shape ", shape_str(target.sizes()),
+              " (expected target (N, d...) for input (N, C, d...))");
+  const Tensor& weight = o.weight();
+  if (weight.defined())
+    BRISK_CHECK(weight.dim() == 1 && weight.size(0) == C && weight.is_floating_point(), op,
+                "expected a floating point weight of shape [", C, "], got ", shape_str(weight.sizes()), " ",
+                weight.dtype());
+  check_weight_without_grad(op, "weight", weight);
+  const int64_t ignore = o.ignore_index();
+  const double ls = o.label_smoothing();
+  const ScalarType dt = input.dtype();
+  Tensor t, x, wk, loss, wt, lse;
+  {
+    NoGradGuard ng;
+    t = target.to(kInt64).contiguous();
+    // Checked here on the CPU (an input check, not a sync point); a GPU has
+    // no fused kernel and takes the composite path (Note [Deferred index errors]).
+    if (t.numel() > 0 && t.is_cpu()) {
+      brisk::detail::DeviceCheckScope device_check;
+      const Tensor safe = where(t.ne(ignore), t, Scalar(int64_t(0)));
+      const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
+      BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
+    }
+    x = input.contiguous();
+    wk = weight.defined() ? weight.to(dt).contiguous() : Tensor();
+    const TensorOptions opt = TensorOptions(dt).device(input.device());
+    loss = empty({N}, opt);
+    wt = empty({N}, opt);
+    lse = empty({N}, TensorOptions(is_reduced_float(dt) ? kFloat : dt).device(input.device()));
+    if (N != 0) kernel<OpId::cross_entropy>(input.device().type, op)(loss, wt, lse, x, t, wk, ignore, ls);
+  }
+  if (autograd::should_record(input)) {
+    using namespace autograd;
+    record("CrossEntropyLossBackward0", {loss}, {input}, {save(x), save(lse)},
+           [t, wk, ignore, ls, C](BackwardCtx& c) -> TensorList {
+             const Tensor x = c.saved(0);
+             const Tensor& g = c.grad();
+             if (GradMode::is_enabled() || !has_kernel<OpId::cross_entropy_backward>(x.device().type)) {
+               // differentiable: (1 - ls) w[t] (p - onehot(t)) + ls / C (W p - w), 0 where ignored
+               const Tensor valid = t.ne(ignore);
+               const Tensor safe = where(valid, t, Scalar(int64_t(0)));
+               const Tensor p = x.softmax(1);
+               const Tensor onehot = arange(C, TensorOptions(kInt64).device(x.device())).unsqueeze(0).eq(safe.unsqueeze(1)).to(x.dtype());
+               const Tensor wrow = wk.defined() ? wk.index_select(0, safe) : ones({x.size(0)}, TensorOptions(x.dtype()).device(x.device()));
+               Tensor d = (p - onehot) * (wrow * (1.0 - ls)).unsqueeze(1);
+               if (ls > 0) {
+                 const Tensor wv = wk.defined() ? wk.unsqueeze(0) : ones({1, C}, TensorOptions(x.dtype()).device(x.device()));
+                 d = d + (p * wv.sum() - wv) * (ls / double(C));
+               }
+               d = d * g.unsqueeze(1);
+               return {where(valid.unsqueeze(1), d, Scalar(0.0))};
+             }
+             NoGradGuard ng;
+             Tensor gx = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+             if (x.size(0) != 0)
+               kernel<OpId::cross_entropy_backward>(x.device().type, "cross_entropy_backward")(
+                   gx, g.to(x.dtype()).contiguous(), x, t, wk, c.saved(1), ignore, ls);
+             return {gx};
+           });
+  }
+  switch (o.reduction()) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return loss.sum();
+    default: return loss.sum() / wt.sum();
+  }
+}
+
+}  // namespace
+
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
   BRISK_PROFILE_OP("cross_entropy", input, target);
   const char* op = "cross_entropy";
@@ -344,6 +575,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     return o.reduction() == kNone ? r.squeeze(0) : r;
   }
   BRISK_CHECK(input.dim() >= 2, op, "expected an input of shape (N, C, ...) or (C), got ", shape_str(input.sizes()));
+  // (N, C) logits with class indices: the fused kernels.
+  if (input.dim() == 2 && !target.is_floating_point() && has_kernel<OpId::cross_entropy>(input.device().type))
+    return cross_entropy_fused(input, target, o);
   const int64_t C = input.size(1);
   const Tensor& weight = o.weight();
   Tensor logp = input.log_softmax(1);

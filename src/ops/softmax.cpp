@@ -23,6 +23,24 @@ Tensor run_dim_op(const char* name, const Tensor& x, int64_t dim, ScalarType com
   return out;
 }
 
+// The fused backward of softmax/log_softmax (Note [Row ops on the CPU]):
+// gradient and output contiguous, in the output's dtype.
+template <OpId op>
+Tensor run_dim_backward(const char* name, const Tensor& g, const Tensor& y, int64_t d) {
+  const Tensor yc = y.contiguous();
+  const Tensor gc = g.to(yc.dtype()).contiguous();
+  Tensor gx = detail::make_tensor(yc.sizes(), {}, yc.dtype(), yc.device());
+  if (gx.numel() != 0) kernel<op>(yc.device().type, name)(gx, gc, yc, yc.dim() == 0 ? 0 : d, KernelArgs{});
+  return gx;
+}
+
+/// The fused kernel unless the backward itself is recorded (create_graph:
+/// the composite formula is differentiable) or the device has none.
+template <OpId op>
+bool fused_backward(const Tensor& y) {
+  return !GradMode::is_enabled() && has_kernel<op>(y.device().type);
+}
+
 // softmax/log_softmax compute in `dtype` when given; the input must then be,
 // or else already be, floating point.
 template <OpId op>
@@ -47,6 +65,8 @@ Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, std::optiona
     record("SoftmaxBackward0", {r}, {x}, {save_output(r)}, [d](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
       const Tensor y = c.saved(0);
+      if (fused_backward<OpId::softmax_backward>(y))
+        return {run_dim_backward<OpId::softmax_backward>("softmax_backward", g, y, d)};
       const Tensor gy = g * y;
       return {gy - y * gy.sum(d, /*keepdim=*/true)};
     });
@@ -54,7 +74,10 @@ Tensor softmax_impl(const char* name, const Tensor& x, int64_t dim, std::optiona
     // dx = g - exp(y) * sum(g)
     record("LogSoftmaxBackward0", {r}, {x}, {save_output(r)}, [d](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
-      return {g - c.saved(0).exp() * g.sum(d, /*keepdim=*/true)};
+      const Tensor y = c.saved(0);
+      if (fused_backward<OpId::log_softmax_backward>(y))
+        return {run_dim_backward<OpId::log_softmax_backward>("log_softmax_backward", g, y, d)};
+      return {g - y.exp() * g.sum(d, /*keepdim=*/true)};
     });
   }
   return r;

@@ -392,9 +392,12 @@ TEST(ScaledDotProductAttentionGrad, RecordsOneNode) {
   Tensor q = randn({2, 3, 4}).requires_grad_(), k = randn({2, 5, 4}).requires_grad_(), v = randn({2, 5, 3});
   Tensor out = F::scaled_dot_product_attention(q, k, v, keep_mask({3, 5}));
   ASSERT_TRUE(out.grad_fn());
-  // the output is a view of the node's (B, L, Ev) result
-  std::string name = out.grad_fn()->name();
-  if (name != "ScaledDotProductAttentionBackward0") name = out.grad_fn()->next_edges()[0].function->name();
+  // the fused (flash) kernel's node; with dropout, the node of the version with the (B, L, S) probabilities,
+  // whose output is a view of the node's (B, L, Ev) result
+  EXPECT_EQ(out.grad_fn()->name(), "ScaledDotProductFlashAttentionBackward0");
+  Tensor outd = F::scaled_dot_product_attention(q, k, v, keep_mask({3, 5}), 0.5);
+  std::string name = outd.grad_fn()->name();
+  if (name != "ScaledDotProductAttentionBackward0") name = outd.grad_fn()->next_edges()[0].function->name();
   EXPECT_EQ(name, "ScaledDotProductAttentionBackward0");
   NoGradGuard ng;
   EXPECT_FALSE(F::scaled_dot_product_attention(q, k, v).requires_grad());

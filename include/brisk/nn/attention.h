@@ -30,21 +30,30 @@ namespace functional {
 /// A query row whose keys are all masked gets zero probabilities (an output
 /// of zeros), as PyTorch >= 2.5's math backend, not NaN.
 ///
-/// float32/float64 on the CPU run one batched GEMM for the scores, one fused
-/// pass for scale + mask + softmax, one batched GEMM for the output, and one
-/// recorded backward node (ScaledDotProductAttentionBackward0); float16 and
-/// bfloat16 compute in float32. The gradient of a floating attn_mask that
-/// requires grad is computed too.
+/// enable_gqa: grouped-query attention, query (..., Hq, L, E) with key and
+/// value (..., Hkv, S, *), Hq a multiple of Hkv; query head h uses key/value
+/// head h / (Hq / Hkv) (PyTorch 2.5+).
+///
+/// On the CPU (float32/float64; float16 and bfloat16 compute in float32) a
+/// call without dropout runs the fused flash-attention kernel
+/// (OpId::attention_fused: blocks of scores, online softmax and the value
+/// product per block, no (L, S) buffer; one backward node,
+/// ScaledDotProductFlashAttentionBackward0, that recomputes the scores per
+/// block). With dropout, or a floating attn_mask that requires grad (its
+/// gradient is computed too), the (L, S) probabilities are materialized
+/// between two batched GEMMs (ScaledDotProductAttentionBackward0). Devices
+/// without the fused kernel run the composite.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
-                                    std::optional<double> scale = std::nullopt);
+                                    std::optional<double> scale = std::nullopt, bool enable_gqa = false);
 
 /// The same function written with differentiable brisk ops only (matmul,
 /// where, softmax, ...): slower, runs on any device, and serves as the
 /// reference of the fused version (and as its double backward).
 Tensor scaled_dot_product_attention_math(const Tensor& query, const Tensor& key, const Tensor& value,
                                          const Tensor& attn_mask = {}, double dropout_p = 0.0,
-                                         bool is_causal = false, std::optional<double> scale = std::nullopt);
+                                         bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                         bool enable_gqa = false);
 
 }  // namespace functional
 

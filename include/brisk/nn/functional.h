@@ -48,6 +48,14 @@ Tensor dropout(const Tensor& x, double p = 0.5, bool training = true);
 /// Normalizes over the trailing dims normalized_shape (biased variance).
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
                   const Tensor& bias = {}, double eps = 1e-5);
+/// Root-mean-square normalization over the trailing dims normalized_shape,
+/// as torch.nn.functional.rms_norm (PyTorch 2.x): x / sqrt(mean(x^2) + eps)
+/// times weight when given, computed in float32 for 16-bit x and rounded
+/// once to x's dtype (the result has x's dtype, whatever the weight's).
+/// eps = nullopt: the machine epsilon of the compute dtype (float32's for
+/// float16/bfloat16/float32, float64's for float64).
+Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& normalized_shape, const Tensor& weight = {},
+                std::optional<double> eps = std::nullopt);
 /// weight rows picked by integer indices: indices.shape + [dim]. The
 /// padding_idx row gets no gradient.
 Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);

@@ -1,5 +1,5 @@
 // Normalization layers of brisk::nn: batch normalization (with running
-// statistics) and group normalization, as functions and modules.
+// statistics), group normalization and RMSNorm, as functions and modules.
 //
 //   auto bn = std::make_shared<brisk::nn::BatchNorm2d>(32);   // weight, bias, running stats
 //   brisk::Tensor y = bn->forward(x);                          // batch statistics in train()
@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
@@ -147,6 +148,25 @@ class GroupNorm : public Module {
 
   GroupNormOptions options;
   Tensor weight, bias;
+};
+
+/// RMSNorm(normalized_shape, eps, elementwise_affine), as torch.nn.RMSNorm:
+/// F::rms_norm over the trailing dims normalized_shape with a weight (ones)
+/// of that shape when elementwise_affine. eps = nullopt: the machine epsilon
+/// of the input's compute dtype (see F::rms_norm).
+class RMSNorm : public Module {
+ public:
+  explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
+                   bool elementwise_affine = true, TensorOptions opts = {});
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  /// weight = 1.
+  void reset_parameters();
+
+  std::vector<int64_t> normalized_shape;
+  std::optional<double> eps;
+  bool elementwise_affine;
+  Tensor weight;  ///< normalized_shape, undefined unless elementwise_affine
 };
 
 }  // namespace brisk::nn

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -220,6 +221,21 @@ void tiny_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const
 // its GEMMs about 26M multiply-adds) ran 7% slower with panels.
 constexpr int64_t kPanelMinWork = int64_t(1) << 26;  // 64 x 1024 x 1024
 
+#ifdef BRISK_HAVE_DNNL
+// Said once: the results stay right (OpenBLAS computes them), only slower.
+// Seen when the PyPI libtorch is loaded before libdnnl: its own oneDNN's
+// std::call_once helpers capture libdnnl's (docs/porting.md).
+void warn_dnnl_sgemm_failed(dnnl_status_t st) {
+  static std::once_flag once;
+  std::call_once(once, [st] {
+    std::fprintf(stderr,
+                 "brisk: oneDNN's sgemm failed (status %d); float32 GEMMs run on OpenBLAS instead, correct but "
+                 "slower. If this process also loads libtorch, link libdnnl before it (docs/porting.md).\n",
+                 static_cast<int>(st));
+  });
+}
+#endif
+
 /// How one float32 GEMM call runs: threaded over brisk's pool (by oneDNN,
 /// or as OpenBLAS panels), alone on the calling thread, or as one panel of
 /// a product split across threads (Note [GEMM panels per thread]).
@@ -232,9 +248,11 @@ void sgemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
   // layer, x @ w.t(), at small batch) runs at half of OpenBLAS's speed:
   // 64x10000x5000 takes 52 GFLOP/s in oneDNN, 71 in OpenBLAS (1024^3: 106 vs 99).
   const bool skinny_nt = !ta && tb && m <= 128 && run == GemmRun::Serial;
-  if (m * n * k >= kDnnlMinWork && !skinny_nt &&
-      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc) == dnnl_success)
-    return;
+  if (m * n * k >= kDnnlMinWork && !skinny_nt) {
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (st == dnnl_success) return;
+    warn_dnnl_sgemm_failed(st);
+  }
 #endif
   if (run == GemmRun::Pool)
     openblas_gemm_threaded<float>(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);

@@ -23,6 +23,7 @@ void register_conv_kernels();
 void register_factory_kernels();
 void register_pooling_kernels();
 void register_multi_tensor_kernels();
+void register_norm_kernels();
 
 namespace {
 cudaMemcpyKind kind_of(Device dst, Device src) {
@@ -85,6 +86,7 @@ void register_cuda_kernels() {
   register_factory_kernels();
   register_pooling_kernels();
   register_multi_tensor_kernels();
+  register_norm_kernels();
 }
 
 }  // namespace brisk

@@ -1,8 +1,7 @@
-// Entry points of the CUDA pooling, normalization and factory kernels
-// (src/backend/cuda/{pooling,normalization,factories}.cu). Pooling and the
-// factories are reached through the op table (their rows are registered by
-// register_pooling_kernels / register_factory_kernels); normalization is
-// called by src/nn/normalization.cpp under #ifdef BRISK_HAVE_CUDA. Plain brisk types
+// Entry points of the CUDA pooling and factory kernels
+// (src/backend/cuda/{pooling,factories}.cu), reached through the op table:
+// their rows are registered by register_pooling_kernels /
+// register_factory_kernels (normalization registers its own slots). Plain brisk types
 // only. The front ends keep their checks, shapes, layouts and autograd
 // recording; these functions only fill tensors the caller allocated (in
 // the layout the caller chose) and launch on the current stream of the
@@ -49,39 +48,6 @@ struct AvgPoolParams {
 void avg_pool2d_forward(const Tensor& x, const Tensor& y, const AvgPoolParams& p);
 /// gx (every element written) = sum of gy / divisor over the windows holding the position.
 void avg_pool2d_backward(const Tensor& gy, const Tensor& gx, const AvgPoolParams& p);
-
-// ==== normalization ===============================================================================
-
-/// An (N, C, *) input as Nb blocks of C channels by S positions, planar
-/// memory (Nb, C, S) or interleaved (Nb, S, C) (Note [Normalization layouts]).
-struct NormView {
-  int64_t Nb = 0, C = 0, S = 0;
-  bool interleaved = false;
-};
-
-/// batch_norm forward. `x`, `y`: dense memory in `v`'s layout (y allocated).
-/// training: batch statistics (biased variance); when `update`, the running
-/// statistics are updated in place (momentum; the variance with n / (n - 1)).
-/// Eval: the running statistics. Weight, bias, running stats: 1-D (C) of any
-/// floating dtype and stride, or undefined. Returns the statistics used, per
-/// channel, float64 tensors on x's device: {mean, invstd}.
-std::pair<Tensor, Tensor> batch_norm_forward(const Tensor& x, const Tensor& y, const NormView& v, const Tensor& weight,
-                                             const Tensor& bias, const Tensor& running_mean, const Tensor& running_var,
-                                             bool training, bool update, double momentum, double eps);
-
-/// batch_norm backward from the statistics the forward used. Fills the
-/// defined ones of dx (x's layout and dtype), dw, db ((C), weight's dtype).
-void batch_norm_backward(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
-                         const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx, const Tensor& dw,
-                         const Tensor& db);
-
-/// group_norm forward (v: one block per sample). Returns per (n, group)
-/// float64 tensors {mean, rstd} of N * G values.
-std::pair<Tensor, Tensor> group_norm_forward(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
-                                             const Tensor& weight, const Tensor& bias, double eps);
-
-void group_norm_backward(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G, const Tensor& weight,
-                         const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dw, const Tensor& db);
 
 // ==== factories =====================================================================================
 

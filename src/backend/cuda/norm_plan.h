@@ -4,7 +4,7 @@
 //
 // Note [CUDA normalization reductions]
 // batch_norm and group_norm see the input as Nb blocks of C channels by S
-// positions (Note [Normalization layouts] in src/nn/normalization.cpp):
+// positions (Note [Normalization layouts] in src/backend/cpu/kernels/norm_channels.cpp):
 // planar, memory (Nb, C, S), or interleaved, memory (Nb, S, C). Every
 // statistic is first reduced per (block, channel) "slot" and per split of
 // its S positions into a partial record of four doubles (in the forward the

@@ -6,7 +6,9 @@
 // bias into per-(block, channel) coefficients, then one elementwise pass:
 //   forward   y  = (x - M) * A + B
 //   backward  dx = dy * A + (x - M) * B + Cc
-// (the CPU's formulas, Note [Normalization layouts] in src/nn/normalization.cpp).
+// (the CPU's formulas, Note [Normalization layouts] in
+// src/backend/cpu/kernels/norm_channels.cpp). Registered in the batch_norm
+// and group_norm slots of the kernel table.
 // Values are read and summed in float (double for float64); statistics and
 // coefficients are computed in double, coefficients rounded to the compute
 // type once. Deterministic: no atomics. See docs/design/cuda_nn.md.
@@ -21,9 +23,9 @@
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/iter_plan.h"  // IntDivider32 / IntDivider64
 #include "backend/cuda/nn_device.cuh"
-#include "backend/cuda/nn_kernels.h"
 #include "backend/cuda/norm_plan.h"
 #include "brisk/ops.h"
+#include "core/dispatch.h"
 
 namespace brisk::cuda::detail {
 namespace {
@@ -639,6 +641,13 @@ void group_norm_backward(const Tensor& gy, const Tensor& x, const NormView& v, i
     check_launch(op);
   }
   if (dx.defined()) apply(x, gy, dx, coef, N * C, C, v, s, op);
+}
+
+void register_norm_kernels() {
+  register_kernel<OpId::batch_norm>(kCUDA, batch_norm_forward);
+  register_kernel<OpId::batch_norm_backward>(kCUDA, batch_norm_backward);
+  register_kernel<OpId::group_norm>(kCUDA, group_norm_forward);
+  register_kernel<OpId::group_norm_backward>(kCUDA, group_norm_backward);
 }
 
 }  // namespace brisk::cuda::detail

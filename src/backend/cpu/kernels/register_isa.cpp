@@ -14,6 +14,11 @@ void register_conv_kernels();
 void register_pooling_kernels();
 void register_factory_kernels();
 void register_multi_tensor_kernels();
+void register_attention_kernels();
+void register_softmax_kernels();
+void register_norm_row_kernels();
+void register_norm_channel_kernels();
+void register_loss_kernels();
 
 void register_all() {
   register_elementwise_kernels();
@@ -26,6 +31,11 @@ void register_all() {
   register_pooling_kernels();
   register_factory_kernels();
   register_multi_tensor_kernels();
+  register_attention_kernels();
+  register_softmax_kernels();
+  register_norm_row_kernels();
+  register_norm_channel_kernels();
+  register_loss_kernels();
 }
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
