@@ -14,6 +14,14 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& msg) : std::runtime_error(msg) {}
 };
 
+/// A broken invariant inside brisk (BRISK_INTERNAL_ASSERT): a bug in brisk,
+/// never the caller's mistake. Derived from Error so that code catching
+/// brisk::Error still sees it; tests and tools can tell the two apart.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& msg) : Error(msg) {}
+};
+
 namespace detail {
 template <class... Args>
 [[noreturn]] __attribute__((noinline, cold)) void throw_error(const char* op, const Args&... args) {
@@ -23,6 +31,16 @@ template <class... Args>
   throw Error(os.str());
 }
 [[noreturn]] void internal_assert_fail(const char* file, int line, const char* cond);
+/// Throws InternalError("internal assert failed at file:line, please report a
+/// bug: cond (details)").
+[[noreturn]] void internal_assert_fail_msg(const char* file, int line, const char* cond, const std::string& details);
+template <class... Args>
+[[noreturn]] __attribute__((noinline, cold)) void internal_assert_fail_args(const char* file, int line,
+                                                                            const char* cond, const Args&... args) {
+  std::ostringstream os;
+  ((os << args), ...);
+  internal_assert_fail_msg(file, line, cond, os.str());
+}
 }  // namespace detail
 
 }  // namespace brisk
@@ -46,8 +64,16 @@ template <class... Args>
 /// Unconditional user error.
 #define BRISK_FAIL(op, ...) ::brisk::detail::throw_error(op, __VA_ARGS__)
 
-/// Broken invariant inside brisk (not a user mistake).
-#define BRISK_ASSERT(cond)                                                     \
-  do {                                                                         \
-    if (BRISK_UNLIKELY(!(cond))) ::brisk::detail::internal_assert_fail(__FILE__, __LINE__, #cond); \
+/// Broken invariant inside brisk, not a user mistake (those are BRISK_CHECK):
+/// `BRISK_INTERNAL_ASSERT(plan.ndim <= kMaxDims, "ndim ", plan.ndim)` throws
+/// brisk::InternalError "internal assert failed at file:line, please report a
+/// bug: <cond> (<message>)". Kept on in release builds: a broken invariant must
+/// not turn into a wrong value.
+#define BRISK_INTERNAL_ASSERT(cond, ...)                                                                  \
+  do {                                                                                                    \
+    if (BRISK_UNLIKELY(!(cond)))                                                                          \
+      ::brisk::detail::internal_assert_fail_args(__FILE__, __LINE__, #cond __VA_OPT__(, ) __VA_ARGS__);  \
   } while (0)
+
+/// The older spelling of BRISK_INTERNAL_ASSERT without a message.
+#define BRISK_ASSERT(cond) BRISK_INTERNAL_ASSERT(cond)

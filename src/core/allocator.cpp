@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "brisk/error.h"
-#include "profiler/record.h"
+#include "core/profile_hooks.h"
 
 namespace brisk {
 namespace {

@@ -4,6 +4,7 @@ namespace brisk {
 namespace detail {
 
 AnyFn g_kernel_table[kNumOps][kNumDeviceTypes] = {};
+uint32_t g_kernel_dtypes[kNumOps][kNumDeviceTypes] = {};
 
 void kernel_missing(OpId op, DeviceType dev, const char* caller) {
   BRISK_FAIL(caller, "not implemented on ", dev, " (kernel '", op_name(op), "')");

@@ -1,7 +1,9 @@
 // The kernel table: one slot per (op, device), filled by the backends.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <utility>
+#include <vector>
 
 #include "brisk/tensor.h"
 
@@ -9,6 +11,20 @@ namespace brisk {
 
 struct TensorIter;
 struct ReducePlan;
+namespace conv {
+struct ConvGeom;
+struct ConvScratch;
+}  // namespace conv
+namespace pool {
+struct MaxPlan;
+struct AvgPlan;
+}  // namespace pool
+namespace multi_tensor {
+enum class ForeachOp : int;
+struct FusedAdamArgs;
+struct FusedSgdArgs;
+struct FusedRmspropArgs;
+}  // namespace multi_tensor
 
 /// Extra arguments a kernel may read (alpha, clamp bounds, modes, ...).
 struct KernelArgs {
@@ -92,6 +108,60 @@ using IndexFn = void (*)(const Tensor& self, int64_t dim, const Tensor& index, c
                          const KernelArgs& args);
 /// nonzero: returns the (n, ndim) int64 index tensor.
 using NonzeroFn = Tensor (*)(const Tensor& in);
+// Convolutions (plan and contract in core/conv_plan.h); `op` names the op in
+// errors, `scratch` (may be null) shares converted activations between calls.
+using ConvForwardFn = void (*)(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
+                               const Tensor& bias, const Tensor& dst, conv::ConvScratch* scratch);
+using ConvBackwardDataFn = void (*)(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst,
+                                    const Tensor& w, const Tensor& grad_src, conv::ConvScratch* scratch);
+using ConvBackwardWeightsFn = void (*)(const char* op, const conv::ConvGeom& g, const Tensor& src,
+                                       const Tensor& grad_dst, const Tensor& grad_w, const Tensor& grad_bias,
+                                       conv::ConvScratch* scratch);
+// Pooling (plan and contract in core/pool_plan.h).
+/// y = max over each window of x; when `taps` is non-null the kernel also
+/// allocates and fills *taps, in its own format (the CPU: the winning tap of
+/// each window; CUDA: flat input indices), for the backward and for indices.
+using MaxPoolFn = void (*)(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, Tensor* taps);
+/// PyTorch's int64 flat indices (h * W + w, -1 for no tap) from the taps.
+using MaxPoolIndicesFn = Tensor (*)(const pool::MaxPlan& p, const Tensor& taps);
+using MaxPoolBackwardFn = void (*)(const pool::MaxPlan& p, const Tensor& gy, const Tensor& taps, const Tensor& gx);
+/// Average pooling forward (in = x, out = y) and backward (in = gy, out = gx).
+using AvgPoolFn = void (*)(const pool::AvgPlan& p, const Tensor& in, const Tensor& out);
+// Factories: fill a contiguous 1-D tensor.
+/// arange: out[i] = a + i * c (int64 wrap-around, `integer`) or s + double(i)
+/// * st (double), converted to out's dtype as copy_ converts int64 / double.
+using ArangeFn = void (*)(const Tensor& out, bool integer, int64_t a, int64_t c, double s, double st);
+/// linspace: i < half: a + step * i, else b - step * (steps - 1 - i), in
+/// double, converted to out's dtype as copy_ converts double.
+using LinspaceFn = void (*)(const Tensor& out, double a, double b, double step, int64_t half);
+// Multi-tensor kernels (contract in core/multi_tensor_plan.h).
+/// out[i] = op(x[i], y[i], z[i]) (absent lists are null); `scalars`, when
+/// given, holds one scalar per tensor and replaces `scalar`. Bumps no versions.
+using ForeachFn = void (*)(multi_tensor::ForeachOp op, const TensorList& out, const TensorList* x, const TensorList* y,
+                           const TensorList* z, const Scalar& scalar, const std::vector<double>* scalars);
+/// The ord-norm (1, 2 or +inf) of each tensor, as 0-dim tensors of its dtype.
+using ForeachNormFn = TensorList (*)(const TensorList& self, double ord);
+/// One fused Adam/AdamW step; step_sizes[i] = lr / (1 - beta1^step),
+/// bc2_sqrts[i] = sqrt(1 - beta2^step); max_exp_avg_sqs empty unless amsgrad.
+/// grad_scale / found_inf (one-element float32 tensors, or undefined): the
+/// gradients are divided by grad_scale; nothing changes when found_inf != 0.
+/// Bumps the versions of what it writes.
+using FusedAdamFn = void (*)(const multi_tensor::FusedAdamArgs& args, const TensorList& params, const TensorList& grads,
+                             const TensorList& exp_avgs, const TensorList& exp_avg_sqs,
+                             const TensorList& max_exp_avg_sqs, const std::vector<double>& step_sizes,
+                             const std::vector<double>& bc2_sqrts, const Tensor& grad_scale,
+                             const Tensor& found_inf);
+/// One fused SGD step; momentum_buffers empty when momentum == 0;
+/// first_step[i] != 0: buffer i starts as the gradient. grad_scale /
+/// found_inf as for FusedAdamFn. Bumps the versions of what it writes.
+using FusedSgdFn = void (*)(const multi_tensor::FusedSgdArgs& args, const TensorList& params, const TensorList& grads,
+                            const TensorList& momentum_buffers, const std::vector<char>& first_step,
+                            const Tensor& grad_scale, const Tensor& found_inf);
+/// One fused RMSprop step; grad_avgs empty unless centered, momentum_buffers
+/// empty unless momentum > 0. Bumps the versions of what it writes.
+using FusedRmspropFn = void (*)(const multi_tensor::FusedRmspropArgs& args, const TensorList& params,
+                                const TensorList& grads, const TensorList& square_avgs,
+                                const TensorList& grad_avgs, const TensorList& momentum_buffers);
 /// Fused (flash-style) attention, forward and backward. Every tensor has the
 /// same batch dims (..., rows, cols) (broadcast views with 0 strides are
 /// fine): q (..., L, E), k (..., S, E), v (..., S, Ev), mask (..., L, S)
@@ -179,6 +249,21 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(index, IndexFn)                                 \
   _(index_put, IndexFn)                             \
   _(nonzero, NonzeroFn)                             \
+  _(conv_forward, ConvForwardFn)                    \
+  _(conv_backward_data, ConvBackwardDataFn)         \
+  _(conv_backward_weights, ConvBackwardWeightsFn)   \
+  _(max_pool2d, MaxPoolFn)                          \
+  _(max_pool2d_indices, MaxPoolIndicesFn)           \
+  _(max_pool2d_backward, MaxPoolBackwardFn)         \
+  _(avg_pool2d, AvgPoolFn)                          \
+  _(avg_pool2d_backward, AvgPoolFn)                 \
+  _(arange, ArangeFn)                               \
+  _(linspace, LinspaceFn)                           \
+  _(foreach_pointwise, ForeachFn)                   \
+  _(foreach_norm, ForeachNormFn)                    \
+  _(fused_adam, FusedAdamFn)                        \
+  _(fused_sgd, FusedSgdFn)                          \
+  _(fused_rmsprop, FusedRmspropFn)                  \
   _(attention_fused, AttentionFn)                   \
   _(attention_fused_backward, AttentionFn)
 
@@ -206,8 +291,31 @@ BRISK_FORALL_OPS(BRISK_SIG)
 namespace detail {
 using AnyFn = void (*)();
 extern AnyFn g_kernel_table[kNumOps][kNumDeviceTypes];
+/// Per slot, the dtypes its kernel takes (bit i: ScalarType i), as registered.
+extern uint32_t g_kernel_dtypes[kNumOps][kNumDeviceTypes];
 [[noreturn]] void kernel_missing(OpId op, DeviceType dev, const char* caller);
 }  // namespace detail
+
+/// Every dtype (the default of register_kernel: the kernel switches on
+/// dtype itself and reports what it lacks).
+constexpr uint32_t kAllDTypes = 0xffffffffu;
+/// A dtype set for register_kernel: dtype_mask({kFloat, kDouble}).
+constexpr uint32_t dtype_mask(std::initializer_list<ScalarType> dts) {
+  uint32_t m = 0;
+  for (ScalarType t : dts) m |= 1u << static_cast<int>(t);
+  return m;
+}
+
+/// Whether a kernel for `op` is registered on `dev` and takes `dt` (derived
+/// from the registrations; ggml's supports_op).
+inline bool supports(OpId op, DeviceType dev, ScalarType dt) {
+  const int o = static_cast<int>(op), d = static_cast<int>(dev);
+  return detail::g_kernel_table[o][d] != nullptr && (detail::g_kernel_dtypes[o][d] >> static_cast<int>(dt) & 1u);
+}
+/// Whether a kernel for `op` is registered on `dev` at all.
+inline bool supports(OpId op, DeviceType dev) {
+  return detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)] != nullptr;
+}
 
 /// The kernel of `op` for a device; throws "[caller] not implemented on cuda".
 template <OpId op>
@@ -227,10 +335,12 @@ inline bool has_kernel(DeviceType dev) {
   return kernel_registered(op, dev);
 }
 
-/// Backends register kernels with this (at start-up).
+/// Backends register kernels with this (at start-up); `dtypes` is what
+/// supports() reports for the slot.
 template <OpId op>
-inline void register_kernel(DeviceType dev, typename OpSignature<op>::type fn) {
+inline void register_kernel(DeviceType dev, typename OpSignature<op>::type fn, uint32_t dtypes = kAllDTypes) {
   detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)] = reinterpret_cast<detail::AnyFn>(fn);
+  detail::g_kernel_dtypes[static_cast<int>(op)][static_cast<int>(dev)] = dtypes;
 }
 
 // Modes of the shared elementwise kernels (KernelArgs::mode).

@@ -246,15 +246,15 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(bilinear, Gemm, gemm, Float, Promote, kNoFlags)                                     \
   X(einsum, Gemm, gemm, Numeric, Lower, kNoFlags)                                       \
   /* convolution, pooling */                                                            \
-  X(conv1d, Convolution, none, Float, Lower, kNoFlags)                                  \
-  X(conv2d, Convolution, none, Float, Lower, kNoFlags)                                  \
-  X(conv_transpose2d, Convolution, none, Float, Lower, kNoFlags)                        \
-  X(max_pool1d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
-  X(max_pool2d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
-  X(max_pool2d_with_indices, Pooling, none, Numeric, Keep, kNoFlags)                    \
-  X(avg_pool1d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
-  X(avg_pool2d, Pooling, none, Numeric, Keep, kNoFlags)                                 \
-  X(adaptive_avg_pool2d, Pooling, none, Float, Keep, kNoFlags)                          \
+  X(conv1d, Convolution, conv_forward, Float, Lower, kNoFlags)                          \
+  X(conv2d, Convolution, conv_forward, Float, Lower, kNoFlags)                          \
+  X(conv_transpose2d, Convolution, conv_backward_data, Float, Lower, kNoFlags)          \
+  X(max_pool1d, Pooling, max_pool2d, Numeric, Keep, kNoFlags)                           \
+  X(max_pool2d, Pooling, max_pool2d, Numeric, Keep, kNoFlags)                           \
+  X(max_pool2d_with_indices, Pooling, max_pool2d, Numeric, Keep, kNoFlags)              \
+  X(avg_pool1d, Pooling, avg_pool2d, Numeric, Keep, kNoFlags)                           \
+  X(avg_pool2d, Pooling, avg_pool2d, Numeric, Keep, kNoFlags)                           \
+  X(adaptive_avg_pool2d, Pooling, avg_pool2d, Float, Keep, kNoFlags)                    \
   /* normalization, attention */                                                        \
   X(layer_norm, Normalization, layer_norm, Float, Fp32, kNoFlags)                       \
   X(rms_norm, Normalization, rms_norm, Float, Fp32, kNoFlags)                           \
@@ -307,20 +307,20 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(full_like, Factory, fill, All, Keep, kNoFlags)                                      \
   X(scalar_tensor, Factory, fill, All, Keep, kNoFlags)                                  \
   X(eye, Factory, fill, All, Keep, kNoFlags)                                            \
-  X(arange, Factory, none, Numeric, Keep, kNoFlags)                                     \
-  X(linspace, Factory, none, Numeric, Keep, kNoFlags)                                   \
+  X(arange, Factory, arange, Numeric, Keep, kNoFlags)                                   \
+  X(linspace, Factory, linspace, Numeric, Keep, kNoFlags)                               \
   X(from_blob, Factory, none, All, Keep, kNoFlags)                                      \
   /* multi-tensor (foreach) ops and fused optimizer steps */                            \
-  X(_foreach_add, Foreach, none, Float, Keep, kInplace)                                 \
-  X(_foreach_mul, Foreach, none, Float, Keep, kInplace)                                 \
-  X(_foreach_div, Foreach, none, Float, Keep, kInplace)                                 \
-  X(_foreach_sqrt, Foreach, none, Float, Keep, kInplace)                                \
-  X(_foreach_addcmul, Foreach, none, Float, Keep, kInplace)                             \
-  X(_foreach_addcdiv, Foreach, none, Float, Keep, kInplace)                             \
-  X(_foreach_lerp, Foreach, none, Float, Keep, kInplace)                                \
-  X(_foreach_maximum, Foreach, none, Float, Keep, kInplace)                             \
-  X(_foreach_zero, Foreach, none, Float, Keep, kInplace)                                \
-  X(_foreach_norm, Foreach, none, Float, Fp32, kNoFlags)
+  X(_foreach_add, Foreach, foreach_pointwise, Float, Keep, kInplace)                    \
+  X(_foreach_mul, Foreach, foreach_pointwise, Float, Keep, kInplace)                    \
+  X(_foreach_div, Foreach, foreach_pointwise, Float, Keep, kInplace)                    \
+  X(_foreach_sqrt, Foreach, foreach_pointwise, Float, Keep, kInplace)                   \
+  X(_foreach_addcmul, Foreach, foreach_pointwise, Float, Keep, kInplace)                \
+  X(_foreach_addcdiv, Foreach, foreach_pointwise, Float, Keep, kInplace)                \
+  X(_foreach_lerp, Foreach, foreach_pointwise, Float, Keep, kInplace)                   \
+  X(_foreach_maximum, Foreach, foreach_pointwise, Float, Keep, kInplace)                \
+  X(_foreach_zero, Foreach, foreach_pointwise, Float, Keep, kInplace)                   \
+  X(_foreach_norm, Foreach, foreach_norm, Float, Fp32, kNoFlags)
 // clang-format on
 
 /// The ops of the table, one enumerator per row (`Op::exp`).

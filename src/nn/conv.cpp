@@ -1,8 +1,10 @@
 // Front ends of conv1d, conv2d and conv_transpose2d (argument checks, output
 // shapes, layouts, the recorded backward) and the Conv1d / Conv2d /
-// ConvTranspose2d modules. The kernels are in conv_onednn.cpp and
-// conv_im2col.cpp (see nn/conv_kernels.h and docs/design/conv.md); CUDA
-// tensors go to cuDNN (backend/cuda/conv_cudnn.cpp, docs/design/cuda_conv.md).
+// ConvTranspose2d modules. The kernels are rows of the op table
+// (conv_forward, conv_backward_data, conv_backward_weights; plan in
+// core/conv_plan.h): oneDNN and im2col on the CPU (backend/cpu/conv_onednn.cpp,
+// backend/cpu/kernels/conv.cpp, docs/design/conv.md), cuDNN on CUDA
+// (backend/cuda/conv_cudnn.cpp, docs/design/cuda_conv.md).
 #include "brisk/nn/conv.h"
 
 #include <cmath>
@@ -13,97 +15,29 @@
 #include "core/tensor_create.h"
 #include "brisk/nn/init.h"
 #include "brisk/ops.h"
-#include "nn/conv_kernels.h"
-#include "profiler/record.h"
-#ifdef BRISK_HAVE_CUDA
-#include "backend/cuda/conv_cudnn.h"
-#endif
+#include "core/conv_plan.h"
+#include "core/dispatch.h"
+#include "core/profile_hooks.h"
 
 namespace brisk::nn {
-
-// ---- kernel dispatch ---------------------------------------------------------------------
-
-namespace conv {
-namespace {
-bool empty_problem(const ConvGeom& g) {
-  return g.n == 0 || g.ic == 0 || g.oc == 0 || g.ih == 0 || g.iw == 0 || g.oh == 0 || g.ow == 0;
-}
-void count_im2col() { conv_stats().im2col_calls.fetch_add(1, std::memory_order_relaxed); }
-}  // namespace
-
-void conv_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst,
-                  ConvScratch* scratch) {
-  NoGradGuard no_grad;
-  if (empty_problem(g)) {
-    Tensor(dst).zero_();
-    if (bias.defined()) Tensor(dst).add_(bias.view({1, g.oc, 1, 1}));
-    return;
-  }
-  if (src.dtype() == kFloat && onednn_forward(g, src, w, bias, dst, scratch)) return;
-  count_im2col();
-  im2col_forward(g, src, w, bias, dst);
-}
-
-void conv_backward_data(const ConvGeom& g, const Tensor& grad_dst, const Tensor& w, const Tensor& grad_src,
-                        ConvScratch* scratch) {
-  NoGradGuard no_grad;
-  if (empty_problem(g)) {
-    Tensor(grad_src).zero_();
-    return;
-  }
-  if (grad_dst.dtype() == kFloat && onednn_backward_data(g, grad_dst, w, grad_src, scratch)) return;
-  count_im2col();
-  im2col_backward_data(g, grad_dst, w, grad_src);
-}
-
-void conv_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& grad_dst, const Tensor& grad_w,
-                           const Tensor& grad_bias, ConvScratch* scratch) {
-  NoGradGuard no_grad;
-  if (!grad_w.defined()) {
-    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
-    return;
-  }
-  if (empty_problem(g)) {
-    Tensor(grad_w).zero_();
-    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
-    return;
-  }
-  if (src.dtype() == kFloat && onednn_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch)) return;
-  count_im2col();
-  im2col_backward_weights(g, src, grad_dst, grad_w, grad_bias);
-}
-
-}  // namespace conv
 
 namespace {
 
 using conv::ConvGeom;
 
-// The kernels of one call: cuDNN for CUDA tensors, the CPU kernels of
-// nn/conv_kernels.h otherwise (`scratch` serves the CPU kernels only).
+// The kernels of one call, from the op table (core/dispatch.h): oneDNN or
+// im2col on the CPU, cuDNN on CUDA (`scratch` serves the CPU kernels only).
 void kernel_forward(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias,
                     const Tensor& dst, conv::ConvScratch* scratch) {
-#ifdef BRISK_HAVE_CUDA
-  if (src.is_cuda()) return cuda::detail::cudnn_conv_forward(op, g, src, w, bias, dst);
-#endif
-  (void)op;
-  conv::conv_forward(g, src, w, bias, dst, scratch);
+  kernel<OpId::conv_forward>(src.device().type, op)(op, g, src, w, bias, dst, scratch);
 }
 void kernel_backward_data(const char* op, const ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
                           const Tensor& grad_src, conv::ConvScratch* scratch) {
-#ifdef BRISK_HAVE_CUDA
-  if (grad_dst.is_cuda()) return cuda::detail::cudnn_conv_backward_data(op, g, grad_dst, w, grad_src);
-#endif
-  (void)op;
-  conv::conv_backward_data(g, grad_dst, w, grad_src, scratch);
+  kernel<OpId::conv_backward_data>(grad_dst.device().type, op)(op, g, grad_dst, w, grad_src, scratch);
 }
 void kernel_backward_weights(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
                              const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch) {
-#ifdef BRISK_HAVE_CUDA
-  if (src.is_cuda()) return cuda::detail::cudnn_conv_backward_weights(op, g, src, grad_dst, grad_w, grad_bias);
-#endif
-  (void)op;
-  conv::conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch);
+  kernel<OpId::conv_backward_weights>(src.device().type, op)(op, g, src, grad_dst, grad_w, grad_bias, scratch);
 }
 
 /// One call's parameters, expanded to 2-D (a 1-D convolution has a neutral
@@ -221,7 +155,7 @@ void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Ten
   if (b.defined())
     BRISK_CHECK(b.device() == x.device(), op, "input and bias must be on the same device, got input on ",
                 x.device(), " and bias on ", b.device());
-  BRISK_CHECK(x.is_cpu() || x.is_cuda(), op, "not implemented on ", x.device().type);
+  BRISK_CHECK(supports(OpId::conv_forward, x.device().type), op, "not implemented on ", x.device().type);
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
   BRISK_CHECK(w.dtype() == x.dtype(), op, "input (", x.dtype(), ") and weight (", w.dtype(),
               ") must have the same dtype");
@@ -239,7 +173,7 @@ void check_inputs(const ConvArgs& a, const Tensor& x, const Tensor& w, const Ten
 }
 
 /// Checks shapes and computes the geometry of the direct convolution that
-/// runs the op (for a transposed op: its dual, see nn/conv_kernels.h), plus
+/// runs the op (for a transposed op: its dual, see core/conv_plan.h), plus
 /// the op's output shape (N, C, H, W).
 ConvGeom make_geometry(ConvArgs& a, const Tensor& x4, const Tensor& w4, const Tensor& b, const Tensor& x,
                        const Tensor& w, std::array<int64_t, 4>& out_shape) {

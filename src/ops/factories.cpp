@@ -5,10 +5,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
-#include "profiler/record.h"
-#ifdef BRISK_HAVE_CUDA
-#include "backend/cuda/nn_kernels.h"
-#endif
+#include "core/profile_hooks.h"
 
 namespace brisk {
 
@@ -148,23 +145,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, Tensor
                 " does not fit in int64");
   const int64_t ia = int_values ? start.to_long() : 0, ic = int_values ? step.to_long() : 0;
   Tensor t = detail::make_tensor({n}, {}, dt, opts.device_);
-#ifdef BRISK_HAVE_CUDA
-  if (t.is_cuda()) {
-    // filled on the device with the same values (src/backend/cuda/factories.cu)
-    cuda::detail::arange_fill(t, int_values, ia, ic, s, st);
-    return finish_factory(t, opts);
-  }
-#endif
-  Tensor buf = detail::make_tensor({n}, {}, int_values ? kInt64 : kDouble, kCPU);
-  if (int_values) {
-    int64_t* p = buf.data_ptr<int64_t>();
-    // two's complement wrap, as the CUDA fill
-    for (int64_t i = 0; i < n; ++i) p[i] = int64_t(uint64_t(ia) + uint64_t(i) * uint64_t(ic));
-  } else {
-    double* p = buf.data_ptr<double>();
-    for (int64_t i = 0; i < n; ++i) p[i] = s + static_cast<double>(i) * st;
-  }
-  t.copy_(buf);
+  // the same values on every device (the CPU's backend/cpu/kernels/factories.cpp)
+  kernel<OpId::arange>(t.device().type, "arange")(t, int_values, ia, ic, s, st);
   return finish_factory(t, opts);
 }
 
@@ -187,20 +169,8 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOpt
   // Fill symmetrically from both ends, as PyTorch does, so the last value is exact.
   // steps == 1 gives [start] (torch.linspace), so a single step counts from the front.
   const int64_t half = steps == 1 ? 1 : steps / 2;
-#ifdef BRISK_HAVE_CUDA
-  if (opts.device_.is_cuda()) {
-    // filled on the device with the same values (src/backend/cuda/factories.cu)
-    Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);
-    cuda::detail::linspace_fill(t, a, b, step, half);
-    return finish_factory(t, opts);
-  }
-#endif
-  Tensor dbl = detail::make_tensor({steps}, {}, kDouble, kCPU);
-  double* p = dbl.data_ptr<double>();
-  for (int64_t i = 0; i < steps; ++i)
-    p[i] = i < half ? a + step * static_cast<double>(i) : b - step * static_cast<double>(steps - 1 - i);
   Tensor t = detail::make_tensor({steps}, {}, dt, opts.device_);
-  t.copy_(dbl);
+  kernel<OpId::linspace>(t.device().type, "linspace")(t, a, b, step, half);
   return finish_factory(t, opts);
 }
 

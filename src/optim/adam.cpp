@@ -5,13 +5,14 @@
 //   v = beta2 * v + (1 - beta2) * g * g
 //   vmax = max(vmax, v) (amsgrad; v below reads vmax)
 //   p += -lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-#include <type_traits>
+#include <array>
 #include <cmath>
 
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 #include "optim/multi_tensor.h"
 
 namespace brisk::optim {
@@ -92,97 +93,9 @@ void adam_foreach(const AdamHyper& h, const TensorList& params, const TensorList
   (void)n;
 }
 
-template <class T>
-struct AdamLoopConsts {
-  T beta1, beta2, one_m_beta1, one_m_beta2, eps, wd, decay, step_size, bc2_sqrt;
-};
-template <class T, bool kMax, bool kDec, bool kL2, bool kAms>
-void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v, T* __restrict vmax,
-               int64_t len, const AdamLoopConsts<T> k) {
-  for (int64_t j = 0; j < len; ++j) {
-    T gj = kMax ? -g[j] : g[j];
-    T pj = p[j];
-    if constexpr (kDec) pj = pj * k.decay;
-    if constexpr (kL2) gj = gj + k.wd * pj;
-    const T mj = m[j] * k.beta1 + k.one_m_beta1 * gj;
-    T vj = v[j] * k.beta2 + k.one_m_beta2 * gj * gj;
-    m[j] = mj;
-    v[j] = vj;
-    if constexpr (kAms) {
-      vj = vmax[j] < vj || vj != vj ? vj : vmax[j];
-      vmax[j] = vj;
-    }
-    const T denom = std::sqrt(vj) / k.bc2_sqrt + k.eps;
-    p[j] = pj + k.step_size * (mj / denom);
-  }
-}
-
-// The whole update in one pass: per element, p, g, m, v (, vmax) are loaded
-// once, updated in registers and stored once.
-template <class T>
-void adam_fused_kernel(const AdamHyper& h, const TensorList& params, const TensorList& grads,
-                       const std::vector<ParamState*>& states) {
-  const size_t n = params.size();
-  struct Ptrs {
-    T* p;
-    const T* g;
-    T* m;
-    T* v;
-    T* vmax;
-    T step_size, bc2_sqrt;
-  };
-  std::vector<Ptrs> ptrs(n);
-  std::vector<int64_t> numels(n);
-  for (size_t i = 0; i < n; ++i) {
-    const AdamStep st = adam_step(h, states[i]->step);
-    ptrs[i] = Ptrs{static_cast<T*>(params[i].data_ptr()), static_cast<const T*>(grads[i].data_ptr()),
-                   static_cast<T*>(states[i]->exp_avg.data_ptr()), static_cast<T*>(states[i]->exp_avg_sq.data_ptr()),
-                   h.amsgrad ? static_cast<T*>(states[i]->max_exp_avg_sq.data_ptr()) : nullptr,
-                   T(-st.step_size), T(st.bc2_sqrt)};
-    numels[i] = params[i].numel();
-  }
-  const T beta1 = T(h.beta1), beta2 = T(h.beta2), one_m_beta1 = T(1 - h.beta1), one_m_beta2 = T(1 - h.beta2);
-  const T eps = T(h.eps), wd = T(h.wd), decay = T(1 - h.lr * h.wd);
-  const bool l2 = !h.decoupled && h.wd != 0, decoupled = h.decoupled && h.wd != 0;
-  const bool maximize = h.maximize, amsgrad = h.amsgrad;
-  detail::multi_tensor_apply(numels, [&](size_t i, int64_t b, int64_t e) {
-    const Ptrs& q = ptrs[i];
-    T* __restrict p = q.p + b;
-    const T* __restrict g = q.g + b;
-    T* __restrict m = q.m + b;
-    T* __restrict v = q.v + b;
-    T* __restrict vmax = amsgrad ? q.vmax + b : nullptr;
-    const T step_size = q.step_size, bc2_sqrt = q.bc2_sqrt;
-    const int64_t len = e - b;
-    // The flags become template arguments: each variant is a straight-line
-    // loop over restrict pointers that the compiler vectorizes (a runtime
-    // flag in the loop, or pointers reached through a closure, kept it scalar).
-    const AdamLoopConsts<T> k{beta1, beta2, one_m_beta1, one_m_beta2, eps, wd, decay, step_size, bc2_sqrt};
-    using F = std::false_type;
-    using Tr = std::true_type;
-    auto run = [&](auto mx, auto dc, auto l2c, auto am) {
-      adam_loop<T, decltype(mx)::value, decltype(dc)::value, decltype(l2c)::value, decltype(am)::value>(
-          p, g, m, v, vmax, len, k);
-    };
-    auto with_ams = [&](auto mx, auto dc, auto l2c) { amsgrad ? run(mx, dc, l2c, Tr{}) : run(mx, dc, l2c, F{}); };
-    auto with_l2 = [&](auto mx, auto dc) { l2 ? with_ams(mx, dc, Tr{}) : with_ams(mx, dc, F{}); };
-    auto with_dec = [&](auto mx) { decoupled ? with_l2(mx, Tr{}) : with_l2(mx, F{}); };
-    maximize ? with_dec(Tr{}) : with_dec(F{});
-  });
-  for (size_t i = 0; i < n; ++i) {
-    params[i].bump_version();
-    states[i]->exp_avg.bump_version();
-    states[i]->exp_avg_sq.bump_version();
-    if (amsgrad) states[i]->max_exp_avg_sq.bump_version();
-  }
-}
-
-/// The fused step of CUDA parameters: one multi-tensor kernel per device and
-/// dtype (backend/cuda/optim.cu); the step counts stay here and reach the
-/// kernel as bias corrections.
-void adam_fused_cuda(const AdamHyper& h, const TensorList& params, const TensorList& grads,
-                     const std::vector<ParamState*>& states) {
-#ifdef BRISK_HAVE_CUDA
+/// One fused step over lists of one device type (core/multi_tensor_plan.h).
+void adam_fused(const AdamHyper& h, const TensorList& params, const TensorList& grads,
+                const std::vector<ParamState*>& states) {
   TensorList m, v, vmax;
   std::vector<double> step_sizes, bc2_sqrts;
   int64_t last_step = -1;
@@ -195,12 +108,9 @@ void adam_fused_cuda(const AdamHyper& h, const TensorList& params, const TensorL
     step_sizes.push_back(st.step_size);
     bc2_sqrts.push_back(st.bc2_sqrt);
   }
-  cuda::detail::fused_adam_cuda({h.lr, h.beta1, h.beta2, h.eps, h.wd, h.amsgrad, h.maximize, h.decoupled}, params,
-                                grads, m, v, vmax, step_sizes, bc2_sqrts);
-#else
-  (void)h, (void)params, (void)grads, (void)states;
-  BRISK_FAIL("Adam", "CUDA parameters in a build without the CUDA backend");
-#endif
+  kernel<OpId::fused_adam>(params[0].device().type, h.decoupled ? "AdamW" : "Adam")(
+      {h.lr, h.beta1, h.beta2, h.eps, h.wd, h.amsgrad, h.maximize, h.decoupled}, params, grads, m, v, vmax,
+      step_sizes, bc2_sqrts, Tensor(), Tensor());
 }
 
 }  // namespace
@@ -267,39 +177,23 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
     return;
   }
   // Fused for eligible tensors, the reference for the rest (and for ForLoop).
-  TensorList fp, fg, cp, cg;  // c*: CUDA tensors for the CUDA fused kernel
-  std::vector<ParamState*> fs, cs;
+  // Fused candidates by device type (each device's kernel takes its lists whole).
+  std::array<TensorList, kNumDeviceTypes> fp, fg;
+  std::array<std::vector<ParamState*>, kNumDeviceTypes> fs;
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
     if (impl == Impl::Fused &&
-        detail::fusable(params[i], {&grads[i], &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq})) {
-      fp.push_back(params[i]);
-      fg.push_back(grads[i]);
-      fs.push_back(&s);
-    } else if (impl == Impl::Fused && cuda::detail::fusable_cuda(params[i], {&grads[i], &s.exp_avg, &s.exp_avg_sq,
-                                                                               &s.max_exp_avg_sq})) {
-      cp.push_back(params[i]);
-      cg.push_back(grads[i]);
-      cs.push_back(&s);
+        detail::fusable(OpId::fused_adam, params[i], {&grads[i], &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq})) {
+      const int d = static_cast<int>(params[i].device().type);
+      fp[d].push_back(params[i]);
+      fg[d].push_back(grads[i]);
+      fs[d].push_back(&s);
     } else {
       adam_for_loop(h, params[i], grads[i], s);
     }
   }
-  if (!cp.empty()) adam_fused_cuda(h, cp, cg, cs);
-  // One kernel per dtype: a group may mix float32 and float64 parameters.
-  for (ScalarType dt : {kFloat, kDouble}) {
-    TensorList dp, dg;
-    std::vector<ParamState*> ds;
-    for (size_t i = 0; i < fp.size(); ++i)
-      if (fp[i].dtype() == dt) {
-        dp.push_back(fp[i]);
-        dg.push_back(fg[i]);
-        ds.push_back(fs[i]);
-      }
-    if (dp.empty()) continue;
-    if (dt == kFloat) adam_fused_kernel<float>(h, dp, dg, ds);
-    else adam_fused_kernel<double>(h, dp, dg, ds);
-  }
+  for (int d = 0; d < kNumDeviceTypes; ++d)
+    if (!fp[d].empty()) adam_fused(h, fp[d], fg[d], fs[d]);
 }
 
 }  // namespace brisk::optim

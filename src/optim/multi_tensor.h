@@ -1,65 +1,41 @@
-// Multi-tensor apply on the CPU: a list of tensors is cut into (tensor, range)
-// pieces and the pieces are split across brisk's threads. The foreach ops and
-// the fused optimizers sit on it (the CPU counterpart of the CUDA
-// multi_tensor_apply described in DESIGN.md).
+// When the foreach ops and the optimizers can hand lists to a multi-tensor
+// kernel of the op table (rows foreach_pointwise, foreach_norm, fused_adam,
+// fused_sgd, fused_rmsprop; contract in core/multi_tensor_plan.h), whatever
+// the device: the table says which devices and dtypes have one.
 #pragma once
-#include <cstdint>
 #include <initializer_list>
-#include <vector>
 
 #include "brisk/tensor.h"
-#include "core/parallel.h"
+#include "core/dispatch.h"
 
 namespace brisk::detail {
 
-/// Elements in one piece: big enough to amortize the loop set-up, small
-/// enough that a long tensor is shared between threads.
-constexpr int64_t kPieceSize = 16384;
-
-struct Piece {
-  int32_t tensor;  ///< index into the lists
-  int64_t begin, end;  ///< element range inside that tensor
-};
-
-/// Pieces covering tensors of the given sizes, in list order.
-inline std::vector<Piece> make_pieces(const std::vector<int64_t>& numels, int64_t* total = nullptr) {
-  std::vector<Piece> pieces;
-  int64_t sum = 0;
-  for (size_t i = 0; i < numels.size(); ++i) {
-    for (int64_t b = 0; b < numels[i]; b += kPieceSize)
-      pieces.push_back(Piece{int32_t(i), b, std::min(numels[i], b + kPieceSize)});
-    sum += numels[i];
-  }
-  if (total) *total = sum;
-  return pieces;
-}
-
-/// Calls f(piece_index, piece) for every piece; in parallel when the total
-/// work exceeds the elementwise grain size. Each piece is visited once.
-template <class F>
-inline void for_each_piece(const std::vector<Piece>& pieces, int64_t total, const F& f) {
-  const int64_t n = int64_t(pieces.size());
-  auto body = [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) f(k, pieces[size_t(k)]);
-  };
-  if (total <= kGrainSize) body(0, n);
-  else parallel_for(0, n, 1, body);
-}
-
-/// Calls f(tensor, begin, end) over the pieces of tensors of the given sizes.
-template <class F>
-inline void multi_tensor_apply(const std::vector<int64_t>& numels, const F& f) {
-  int64_t total = 0;
-  std::vector<Piece> pieces = make_pieces(numels, &total);
-  for_each_piece(pieces, total, [&](int64_t, const Piece& p) { f(size_t(p.tensor), p.begin, p.end); });
-}
-
-/// True when the tensors can be updated by a fused kernel: CPU, contiguous,
-/// and all of p's float dtype (undefined entries are skipped).
-inline bool fusable(const Tensor& p, std::initializer_list<const Tensor*> others) {
-  if (!p.is_cpu() || !p.is_contiguous() || (p.dtype() != kFloat && p.dtype() != kDouble)) return false;
+/// True when a fused optimizer kernel (`op`) can update `p` together with
+/// `others` (undefined entries are skipped): a kernel for p's device and
+/// dtype, every tensor contiguous, on p's device, of p's dtype and size.
+inline bool fusable(OpId op, const Tensor& p, std::initializer_list<const Tensor*> others) {
+  if (!p.is_contiguous() || !supports(op, p.device().type, p.dtype())) return false;
   for (const Tensor* t : others)
-    if (t->defined() && (!t->is_cpu() || !t->is_contiguous() || t->dtype() != p.dtype())) return false;
+    if (t->defined() && (t->device() != p.device() || !t->is_contiguous() || t->dtype() != p.dtype() ||
+                         !(t->sizes() == p.sizes())))
+      return false;
+  return true;
+}
+
+/// True when the lists can go to the foreach kernel `op`: empty, or every
+/// tensor contiguous on the first tensor's device and of its dtype (which
+/// the kernel supports), with equal sizes at each index (no broadcasting).
+inline bool foreach_eligible(OpId op, std::initializer_list<const TensorList*> lists) {
+  const TensorList& s = **lists.begin();
+  if (s.empty()) return true;
+  const Device dev = s[0].device();
+  const ScalarType dt = s[0].dtype();
+  if (!supports(op, dev.type, dt)) return false;
+  for (size_t i = 0; i < s.size(); ++i)
+    for (const TensorList* l : lists) {
+      const Tensor& t = (*l)[i];
+      if (t.device() != dev || !t.is_contiguous() || t.dtype() != dt || !(t.sizes() == s[i].sizes())) return false;
+    }
   return true;
 }
 

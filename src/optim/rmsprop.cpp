@@ -6,11 +6,13 @@
 //   momentum > 0: buf = momentum * buf + g / avg;  p += -lr * buf
 //   else: p += -lr * g / avg
 #include <cmath>
-#include <type_traits>
+#include <array>
 
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 #include "optim/multi_tensor.h"
 
 namespace brisk::optim {
@@ -74,89 +76,6 @@ void rmsprop_foreach(const RMSHyper& h, const TensorList& params, const TensorLi
   }
 }
 
-template <class T>
-struct RMSLoopConsts {
-  T lr, alpha, one_m_alpha, eps, wd, mom;
-};
-// One variant per flag combination: a straight-line loop over restrict
-// pointers that the compiler vectorizes (see adam_loop in adam.cpp).
-template <class T, bool kMax, bool kWd, bool kCentered, bool kMom>
-void rmsprop_loop(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict ga, T* __restrict buf,
-                  int64_t len, const RMSLoopConsts<T> k) {
-  for (int64_t j = 0; j < len; ++j) {
-    const T pj = p[j];
-    T gj = kMax ? -g[j] : g[j];
-    if constexpr (kWd) gj = gj + k.wd * pj;
-    const T sj = sq[j] * k.alpha + k.one_m_alpha * gj * gj;
-    sq[j] = sj;
-    T avg;
-    if constexpr (kCentered) {
-      const T aj = ga[j] * k.alpha + k.one_m_alpha * gj;
-      ga[j] = aj;
-      avg = std::sqrt(sj + T(-1) * aj * aj) + k.eps;
-    } else {
-      avg = std::sqrt(sj) + k.eps;
-    }
-    if constexpr (kMom) {
-      const T bj = buf[j] * k.mom + gj / avg;
-      buf[j] = bj;
-      p[j] = pj + k.lr * bj;
-    } else {
-      p[j] = pj + k.lr * (gj / avg);
-    }
-  }
-}
-
-template <class T>
-void rmsprop_fused_kernel(const RMSHyper& h, const TensorList& params, const TensorList& grads,
-                          const std::vector<ParamState*>& states) {
-  const size_t n = params.size();
-  struct Ptrs {
-    T* p;
-    const T* g;
-    T* sq;
-    T* ga;
-    T* buf;
-  };
-  std::vector<Ptrs> ptrs(n);
-  std::vector<int64_t> numels(n);
-  for (size_t i = 0; i < n; ++i) {
-    ParamState& s = *states[i];
-    ptrs[i] = Ptrs{static_cast<T*>(params[i].data_ptr()), static_cast<const T*>(grads[i].data_ptr()),
-                   static_cast<T*>(s.square_avg.data_ptr()),
-                   h.centered ? static_cast<T*>(s.grad_avg.data_ptr()) : nullptr,
-                   h.momentum > 0 ? static_cast<T*>(s.momentum_buffer.data_ptr()) : nullptr};
-    numels[i] = params[i].numel();
-  }
-  const RMSLoopConsts<T> k{T(-h.lr), T(h.alpha), T(1 - h.alpha), T(h.eps), T(h.wd), T(h.momentum)};
-  const bool use_wd = h.wd != 0, centered = h.centered, use_mom = h.momentum > 0, maximize = h.maximize;
-  detail::multi_tensor_apply(numels, [&](size_t i, int64_t b, int64_t e) {
-    const Ptrs& q = ptrs[i];
-    T* p = q.p + b;
-    const T* g = q.g + b;
-    T* sq = q.sq + b;
-    T* ga = centered ? q.ga + b : nullptr;
-    T* buf = use_mom ? q.buf + b : nullptr;
-    const int64_t len = e - b;
-    using F = std::false_type;
-    using Tr = std::true_type;
-    auto run = [&](auto mx, auto wd, auto c, auto mo) {
-      rmsprop_loop<T, decltype(mx)::value, decltype(wd)::value, decltype(c)::value, decltype(mo)::value>(
-          p, g, sq, ga, buf, len, k);
-    };
-    auto with_mom = [&](auto mx, auto wd, auto c) { use_mom ? run(mx, wd, c, Tr{}) : run(mx, wd, c, F{}); };
-    auto with_c = [&](auto mx, auto wd) { centered ? with_mom(mx, wd, Tr{}) : with_mom(mx, wd, F{}); };
-    auto with_wd = [&](auto mx) { use_wd ? with_c(mx, Tr{}) : with_c(mx, F{}); };
-    maximize ? with_wd(Tr{}) : with_wd(F{});
-  });
-  for (size_t i = 0; i < n; ++i) {
-    params[i].bump_version();
-    states[i]->square_avg.bump_version();
-    if (h.centered) states[i]->grad_avg.bump_version();
-    if (use_mom) states[i]->momentum_buffer.bump_version();
-  }
-}
-
 }  // namespace
 
 RMSprop::RMSprop(std::vector<OptimizerParamGroup> groups, RMSpropOptions defaults)
@@ -195,26 +114,26 @@ void RMSprop::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
     rmsprop_foreach(h, params, grads, states);
     return;
   }
-  for (ScalarType dt : {kFloat, kDouble}) {
-    TensorList fp, fg;
-    std::vector<ParamState*> fs;
-    for (size_t i = 0; i < params.size(); ++i) {
-      ParamState& s = *states[i];
-      const bool fused = o.impl() == Impl::Fused &&
-                         detail::fusable(params[i], {&grads[i], &s.square_avg, &s.grad_avg, &s.momentum_buffer});
-      if (!fused) {
-        if (dt == kFloat) rmsprop_for_loop(h, params[i], grads[i], s);  // once, in the first pass
-        continue;
-      }
-      if (params[i].dtype() != dt) continue;
-      fp.push_back(params[i]);
-      fg.push_back(grads[i]);
-      fs.push_back(&s);
+  // Fused candidates by device type (each device's kernel takes its lists whole).
+  std::array<TensorList, kNumDeviceTypes> fp, fg, fsq, fga, fbufs;
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamState& s = *states[i];
+    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_rmsprop, params[i], {&grads[i], &s.square_avg,
+                                                                                     &s.grad_avg, &s.momentum_buffer})) {
+      rmsprop_for_loop(h, params[i], grads[i], s);
+      continue;
     }
-    if (fp.empty()) continue;
-    if (dt == kFloat) rmsprop_fused_kernel<float>(h, fp, fg, fs);
-    else rmsprop_fused_kernel<double>(h, fp, fg, fs);
+    const int d = static_cast<int>(params[i].device().type);
+    fp[d].push_back(params[i]);
+    fg[d].push_back(grads[i]);
+    fsq[d].push_back(s.square_avg);
+    if (h.centered) fga[d].push_back(s.grad_avg);
+    if (h.momentum > 0) fbufs[d].push_back(s.momentum_buffer);
   }
+  for (int d = 0; d < kNumDeviceTypes; ++d)
+    if (!fp[d].empty())
+      kernel<OpId::fused_rmsprop>(static_cast<DeviceType>(d), "RMSprop")(
+          {h.lr, h.alpha, h.eps, h.wd, h.momentum, h.centered, h.maximize}, fp[d], fg[d], fsq[d], fga[d], fbufs[d]);
 }
 
 }  // namespace brisk::optim

@@ -3,10 +3,13 @@
 //   buf = first step ? d : momentum * buf + (1 - dampening) * d
 //   d = nesterov ? d + momentum * buf : buf      (when momentum != 0)
 //   p += -lr * d
+#include <array>
+
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 #include "optim/multi_tensor.h"
 
 namespace brisk::optim {
@@ -68,51 +71,6 @@ void sgd_foreach(const SGDHyper& h, const TensorList& params, const TensorList& 
   foreach_add_(params, d, -h.lr);
 }
 
-template <class T>
-void sgd_fused_kernel(const SGDHyper& h, const TensorList& params, const TensorList& grads,
-                      const std::vector<ParamState*>& states, const std::vector<char>& first) {
-  const size_t n = params.size();
-  struct Ptrs {
-    T* p;
-    const T* g;
-    T* buf;
-    bool first;
-  };
-  std::vector<Ptrs> ptrs(n);
-  std::vector<int64_t> numels(n);
-  for (size_t i = 0; i < n; ++i) {
-    ptrs[i] = Ptrs{static_cast<T*>(params[i].data_ptr()), static_cast<const T*>(grads[i].data_ptr()),
-                   h.momentum != 0 ? static_cast<T*>(states[i]->momentum_buffer.data_ptr()) : nullptr,
-                   first[i] != 0};
-    numels[i] = params[i].numel();
-  }
-  const T lr = T(-h.lr), wd = T(h.wd), mom = T(h.momentum), damp = T(1 - h.dampening);
-  const bool use_wd = h.wd != 0, use_mom = h.momentum != 0, nesterov = h.nesterov, maximize = h.maximize;
-  detail::multi_tensor_apply(numels, [&](size_t i, int64_t b, int64_t e) {
-    const Ptrs& q = ptrs[i];
-    T* __restrict p = q.p + b;
-    const T* __restrict g = q.g + b;
-    T* __restrict buf = use_mom ? q.buf + b : nullptr;
-    const bool first_step = q.first;
-    const int64_t len = e - b;
-    for (int64_t j = 0; j < len; ++j) {
-      const T pj = p[j];
-      T d = maximize ? -g[j] : g[j];
-      if (use_wd) d = d + wd * pj;
-      if (use_mom) {
-        const T bj = first_step ? d : buf[j] * mom + damp * d;
-        buf[j] = bj;
-        d = nesterov ? d + mom * bj : bj;
-      }
-      p[j] = pj + lr * d;
-    }
-  });
-  for (size_t i = 0; i < n; ++i) {
-    params[i].bump_version();
-    if (h.momentum != 0) states[i]->momentum_buffer.bump_version();
-  }
-}
-
 }  // namespace
 
 SGD::SGD(std::vector<OptimizerParamGroup> groups, SGDOptions defaults)
@@ -147,48 +105,27 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
     return;
   }
   // CUDA parameters: one multi-tensor kernel per device and dtype (backend/cuda/optim.cu).
-  TensorList cp, cg, cbufs;
-  std::vector<char> cfirst;
-  for (ScalarType dt : {kFloat, kDouble}) {
-    TensorList fp, fg;
-    std::vector<ParamState*> fs;
-    std::vector<char> first;
-    for (size_t i = 0; i < params.size(); ++i) {
-      ParamState& s = *states[i];
-      const bool fused =
-          o.impl() == Impl::Fused && detail::fusable(params[i], {&grads[i], &s.momentum_buffer});
-      if (!fused) {
-        if (dt != kFloat) continue;  // the rest is handled once, in the first pass
-        if (o.impl() == Impl::Fused && cuda::detail::fusable_cuda(params[i], {&grads[i], &s.momentum_buffer})) {
-          cfirst.push_back(h.momentum != 0 && !s.momentum_buffer.defined());
-          if (cfirst.back()) s.momentum_buffer = empty_like(params[i], params[i].options());
-          cp.push_back(params[i]);
-          cg.push_back(grads[i]);
-          if (h.momentum != 0) cbufs.push_back(s.momentum_buffer);
-        } else {
-          sgd_for_loop(h, params[i], grads[i], s);
-        }
-        continue;
-      }
-      if (params[i].dtype() != dt) continue;
-      first.push_back(h.momentum != 0 && !s.momentum_buffer.defined());
-      if (first.back()) s.momentum_buffer = empty_like(params[i], params[i].options());
-      fp.push_back(params[i]);
-      fg.push_back(grads[i]);
-      fs.push_back(&s);
+  // Fused candidates by device type (each device's kernel takes its lists whole).
+  std::array<TensorList, kNumDeviceTypes> fp, fg, fbufs;
+  std::array<std::vector<char>, kNumDeviceTypes> ffirst;
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamState& s = *states[i];
+    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_sgd, params[i], {&grads[i], &s.momentum_buffer})) {
+      sgd_for_loop(h, params[i], grads[i], s);
+      continue;
     }
-    if (fp.empty()) continue;
-    if (dt == kFloat) sgd_fused_kernel<float>(h, fp, fg, fs, first);
-    else sgd_fused_kernel<double>(h, fp, fg, fs, first);
+    const int d = static_cast<int>(params[i].device().type);
+    ffirst[d].push_back(h.momentum != 0 && !s.momentum_buffer.defined());
+    if (ffirst[d].back()) s.momentum_buffer = empty_like(params[i], params[i].options());
+    fp[d].push_back(params[i]);
+    fg[d].push_back(grads[i]);
+    if (h.momentum != 0) fbufs[d].push_back(s.momentum_buffer);
   }
-  if (!cp.empty()) {
-#ifdef BRISK_HAVE_CUDA
-    cuda::detail::fused_sgd_cuda({h.lr, h.momentum, h.dampening, h.wd, h.nesterov, h.maximize}, cp, cg, cbufs,
-                                 cfirst);
-#else
-    BRISK_FAIL("SGD", "CUDA parameters in a build without the CUDA backend");
-#endif
-  }
+  for (int d = 0; d < kNumDeviceTypes; ++d)
+    if (!fp[d].empty())
+      kernel<OpId::fused_sgd>(static_cast<DeviceType>(d), "SGD")(
+          {h.lr, h.momentum, h.dampening, h.wd, h.nesterov, h.maximize}, fp[d], fg[d], fbufs[d], ffirst[d],
+          Tensor(), Tensor());
 }
 
 }  // namespace brisk::optim

@@ -22,13 +22,28 @@
 #include <vector>
 
 #include "brisk/brisk.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 #include "test_util.h"
 
 using namespace brisk;
 using brisk::testing::close;
 namespace optim = brisk::optim;
-namespace cu = brisk::cuda::detail;
+
+// The fused CUDA kernels, called through the op table (rows fused_adam, fused_sgd).
+namespace cu {
+using brisk::multi_tensor::FusedAdamArgs;
+using brisk::multi_tensor::FusedSgdArgs;
+void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& p, const TensorList& g, const TensorList& m,
+                     const TensorList& v, const TensorList& vmax, const std::vector<double>& ss,
+                     const std::vector<double>& bc2, const Tensor& grad_scale = {}, const Tensor& found_inf = {}) {
+  kernel<OpId::fused_adam>(kCUDA, "fused_adam")(a, p, g, m, v, vmax, ss, bc2, grad_scale, found_inf);
+}
+void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& p, const TensorList& g, const TensorList& bufs,
+                    const std::vector<char>& first, const Tensor& grad_scale = {}, const Tensor& found_inf = {}) {
+  kernel<OpId::fused_sgd>(kCUDA, "fused_sgd")(a, p, g, bufs, first, grad_scale, found_inf);
+}
+}  // namespace cu
 
 namespace {
 
@@ -381,7 +396,7 @@ TensorList cpu_copy(const TensorList& l) {
 
 TEST(CudaOptim, FusedAdamGradScaleAndFoundInf) {
   REQUIRE_CUDA();
-  ASSERT_NE(&cu::fused_adam_cuda, nullptr);
+  ASSERT_TRUE(supports(OpId::fused_adam, kCUDA, kFloat));
   const size_t n = kParamShapes.size();
   const cu::FusedAdamArgs args{0.01, 0.9, 0.999, 1e-8, 0.01, true, false, true};
   const std::vector<double> ss(n, 0.01 / (1 - 0.9)), bc2(n, std::sqrt(1 - 0.999));
@@ -437,7 +452,7 @@ TEST(CudaOptim, FusedAdamPerTensorBiasCorrections) {
 
 TEST(CudaOptim, FusedSgdGradScaleAndFoundInf) {
   REQUIRE_CUDA();
-  ASSERT_NE(&cu::fused_sgd_cuda, nullptr);
+  ASSERT_TRUE(supports(OpId::fused_sgd, kCUDA, kFloat));
   const cu::FusedSgdArgs args{0.1, 0.9, 0.0, 0.01, true, false};
   auto make = [](double grad_mul, TensorList& p, TensorList& g, TensorList& buf) {
     manual_seed(5);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "autograd/grad_util.h"
-#include "nn/conv_kernels.h"
+#include "backend/cpu/conv.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -168,14 +168,14 @@ TEST(Conv2d, ForwardMatchesNaiveLoopFloat64) {
 
 TEST(Conv2d, ForwardMatchesNaiveLoopFloat32) {
   manual_seed(1);
-  auto& st = nn::conv::conv_stats();
+  auto& st = cpu::conv_stats();
   for (const Case2d& c : cases2d()) {
     SCOPED_TRACE(c.name);
     const Inputs in = make_inputs(c, kFloat);
     const uint64_t im2col = st.im2col_calls.load();
     const Tensor y = run_conv2d(c, in);
     // with oneDNN, no case of the table falls back to im2col
-    if (nn::conv::onednn_available()) EXPECT_EQ(st.im2col_calls.load(), im2col);
+    if (cpu::onednn_available()) EXPECT_EQ(st.im2col_calls.load(), im2col);
     EXPECT_EQ(y.dtype(), kFloat);
     EXPECT_TRUE(y.is_contiguous());
     EXPECT_TRUE(close32(y, ref_of(c, in)));
@@ -366,12 +366,12 @@ TEST(ConvTranspose2d, MatchesNaiveLoop) {
         Tensor x = randn(c.x, dt);
         const Tensor w = randn(c.w, dt), b = c.bias ? randn({c.w[1] * c.p.groups}, dt) : Tensor();
         if (cl) x = x.contiguous(kChannelsLast);
-        const uint64_t im2col = nn::conv::conv_stats().im2col_calls.load();
+        const uint64_t im2col = cpu::conv_stats().im2col_calls.load();
         const Tensor y = run_t(c, x, w, b);
         // oneDNN runs every float32 case but one: output_padding >= stride
         // needs a right padding oneDNN refuses (see right_pad in conv_onednn.cpp)
-        if (dt == kFloat && nn::conv::onednn_available())
-          EXPECT_EQ(nn::conv::conv_stats().im2col_calls.load(),
+        if (dt == kFloat && cpu::onednn_available())
+          EXPECT_EQ(cpu::conv_stats().im2col_calls.load(),
                     im2col + (std::string(c.name) == "output_padding_below_dilation" ? 1 : 0));
         const Tensor want = ref_conv_transpose2d(x, w, b, c.p, c.oph, c.opw);
         EXPECT_TRUE(dt == kFloat ? close32(y, want) : close(y, want, 1e-10, 1e-10));
@@ -612,9 +612,9 @@ TEST(ConvGrad, NodeAndPartialGradients) {
 // ---- layouts, oneDNN and threads --------------------------------------------------------------
 
 TEST(ConvLayout, ChannelsLastRunsWithoutActivationReorders) {
-  if (!nn::conv::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
+  if (!cpu::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
   manual_seed(16);
-  auto& st = nn::conv::conv_stats();
+  auto& st = cpu::conv_stats();
   const Tensor x = randn({4, 16, 10, 10}).contiguous(kChannelsLast).requires_grad_();
   const Tensor w = randn({32, 16, 3, 3}).requires_grad_(), b = randn({32}).requires_grad_();
   const uint64_t reorders = st.activation_reorders.load(), dnnl = st.onednn_calls.load(),
@@ -636,9 +636,9 @@ TEST(ConvLayout, ChannelsLastRunsWithoutActivationReorders) {
 }
 
 TEST(ConvLayout, BackwardConvertsEachActivationOnce) {
-  if (!nn::conv::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
+  if (!cpu::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
   manual_seed(21);
-  auto& st = nn::conv::conv_stats();
+  auto& st = cpu::conv_stats();
   // NCHW float32: oneDNN runs in its blocked layout; grad_dst is converted
   // once for both gradients and the forward's converted input is reused
   const Tensor x = randn({4, 16, 10, 10}).requires_grad_();
@@ -667,9 +667,9 @@ TEST(ConvLayout, BackwardConvertsEachActivationOnce) {
 }
 
 TEST(ConvLayout, PrimitiveCacheAndThreadCount) {
-  if (!nn::conv::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
+  if (!cpu::onednn_available()) GTEST_SKIP() << "brisk was built without oneDNN";
   manual_seed(17);
-  auto& st = nn::conv::conv_stats();
+  auto& st = cpu::conv_stats();
   const int threads = get_num_threads();
   const Tensor x = randn({8, 8, 12, 12}), w = randn({16, 8, 3, 3}), b = randn({16});
   set_num_threads(1);
@@ -683,7 +683,7 @@ TEST(ConvLayout, PrimitiveCacheAndThreadCount) {
   EXPECT_EQ(st.primitives_created.load(), created + 1) << "the thread count is part of the cache key";
   EXPECT_TRUE(close(y2, y1, 1e-5, 1e-5));
   set_num_threads(threads);
-  nn::conv::clear_primitive_cache();
+  cpu::clear_conv_primitive_cache();
   EXPECT_TRUE(close(F::conv2d(x, w, b, 1, 1), y1, 1e-5, 1e-5));
 }
 

@@ -341,7 +341,7 @@ void blas_gemm(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const 
 // the two paths differ only in the order of the float32 sums.
 // Primitives are cached by everything that shapes them (batch dims, sizes,
 // the 9 strides, alpha, beta, thread count: see Note [oneDNN primitive
-// cache] in nn/conv_onednn.cpp); their scratchpads come from brisk's
+// cache] in backend/cpu/conv_onednn.cpp); their scratchpads come from brisk's
 // allocator on each call, so one primitive can run on several threads at
 // once. Layouts oneDNN would only run on its reference loop (neither rows
 // nor columns contiguous) and CPUs without a bf16 kernel are cached as

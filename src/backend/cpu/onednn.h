@@ -1,5 +1,5 @@
 // What brisk's oneDNN users share: the CPU engine and a stream per thread
-// (the bfloat16 GEMM in blas.cpp, the convolutions in nn/conv_onednn.cpp),
+// (the bfloat16 GEMM in blas.cpp, the convolutions in backend/cpu/conv_onednn.cpp),
 // and the GEMM path counter tests read.
 #pragma once
 #include <array>

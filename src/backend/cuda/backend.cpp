@@ -19,6 +19,10 @@ void register_sort_kernels();
 void register_index_kernels();
 void register_random_kernels();
 void register_gemm_kernels();
+void register_conv_kernels();
+void register_factory_kernels();
+void register_pooling_kernels();
+void register_multi_tensor_kernels();
 void register_norm_kernels();
 
 namespace {
@@ -78,6 +82,10 @@ void register_cuda_kernels() {
   register_index_kernels();
   register_random_kernels();
   register_gemm_kernels();
+  register_conv_kernels();
+  register_factory_kernels();
+  register_pooling_kernels();
+  register_multi_tensor_kernels();
   register_norm_kernels();
 }
 

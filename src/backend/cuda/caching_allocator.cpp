@@ -12,7 +12,7 @@
 #include "backend/cuda/block_allocator.h"
 #include "backend/cuda/cuda_common.h"
 #include "brisk/tensor.h"
-#include "profiler/record.h"
+#include "core/profile_hooks.h"
 
 namespace brisk::cuda {
 namespace detail {

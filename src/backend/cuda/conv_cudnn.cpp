@@ -2,7 +2,7 @@
 // cudnnConvolutionBackwardData, cudnnConvolutionBackwardFilter; the legacy
 // API, still part of cuDNN 9). See docs/design/cuda_conv.md.
 //
-// Every call is one direct 2-D convolution of nn/conv_kernels.h (conv1d has
+// Every call is one direct 2-D convolution of core/conv_plan.h (conv1d has
 // H = KH = 1; a transposed convolution runs as its dual, the front end swaps
 // the passes). For each call:
 //   1. Activations go to cuDNN in the geometry's layout, NCHW or NHWC
@@ -73,6 +73,7 @@
 #include "backend/cuda/thread_handles.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
+#include "core/dispatch.h"
 
 namespace brisk::cuda::detail {
 
@@ -83,7 +84,7 @@ CudnnConvStats& cudnn_conv_stats() {
 
 namespace {
 
-using nn::conv::ConvGeom;
+using conv::ConvGeom;
 
 // ---- handles ------------------------------------------------------------------------
 
@@ -638,9 +639,7 @@ void unfit_gradient(const Fitted& f, const Tensor& grad_fitted, const Tensor& gr
   grad_src.narrow(2, 0, hk).narrow(3, 0, wk).copy_(grad_fitted.narrow(2, f.fh.before, hk).narrow(3, f.fw.before, wk));
 }
 
-bool empty_problem(const ConvGeom& g) {
-  return g.n == 0 || g.ic == 0 || g.oc == 0 || g.ih == 0 || g.iw == 0 || g.oh == 0 || g.ow == 0;
-}
+using conv::empty_problem;
 
 }  // namespace
 
@@ -705,6 +704,28 @@ void cudnn_conv_backward_weights(const char* op, const ConvGeom& g, const Tensor
     }
   }
   if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
+}
+
+namespace {
+// The op table's signatures (the CPU's ConvScratch is not used here).
+void forward_kernel(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias,
+                    const Tensor& dst, conv::ConvScratch*) {
+  cudnn_conv_forward(op, g, src, w, bias, dst);
+}
+void backward_data_kernel(const char* op, const ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+                          const Tensor& grad_src, conv::ConvScratch*) {
+  cudnn_conv_backward_data(op, g, grad_dst, w, grad_src);
+}
+void backward_weights_kernel(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
+                             const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch*) {
+  cudnn_conv_backward_weights(op, g, src, grad_dst, grad_w, grad_bias);
+}
+}  // namespace
+
+void register_conv_kernels() {
+  register_kernel<OpId::conv_forward>(kCUDA, forward_kernel);
+  register_kernel<OpId::conv_backward_data>(kCUDA, backward_data_kernel);
+  register_kernel<OpId::conv_backward_weights>(kCUDA, backward_weights_kernel);
 }
 
 }  // namespace brisk::cuda::detail

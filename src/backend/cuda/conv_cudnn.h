@@ -1,8 +1,8 @@
-// Convolutions on CUDA tensors through cuDNN: the three kernels of
-// nn/conv_kernels.h (forward, backward data, backward weights) for the front
-// end in src/nn/conv.cpp, which includes this header only in a build with
-// the CUDA backend (BRISK_HAVE_CUDA). Plain brisk types only; the cuDNN code
-// is in conv_cudnn.cpp (see docs/design/cuda_conv.md).
+// Convolutions on CUDA tensors through cuDNN: the CUDA kernels of the rows
+// conv_forward, conv_backward_data and conv_backward_weights of the op table
+// (core/dispatch.h; plan in core/conv_plan.h), registered by
+// register_conv_kernels(). Plain brisk types only; the cuDNN code is in
+// conv_cudnn.cpp (see docs/design/cuda_conv.md).
 //
 // Tensors are CUDA tensors of one device and one dtype (float32, float64,
 // float16, bfloat16) with the shapes of the geometry `g`. Activations may
@@ -17,19 +17,22 @@
 #include <cstdint>
 
 #include "brisk/tensor.h"
-#include "nn/conv_kernels.h"
+#include "core/conv_plan.h"
 
 namespace brisk::cuda::detail {
 
+/// Fills the CUDA slots of the three convolution rows.
+void register_conv_kernels();
+
 /// dst = conv(src, w) + bias (bias may be undefined).
-void cudnn_conv_forward(const char* op, const nn::conv::ConvGeom& g, const Tensor& src, const Tensor& w,
+void cudnn_conv_forward(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
                         const Tensor& bias, const Tensor& dst);
 /// grad_src = conv^T(grad_dst, w).
-void cudnn_conv_backward_data(const char* op, const nn::conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+void cudnn_conv_backward_data(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
                               const Tensor& grad_src);
 /// grad_w = sum over n of grad_dst (x) src (when defined); grad_bias =
 /// grad_dst summed over (N, OH, OW) (when defined).
-void cudnn_conv_backward_weights(const char* op, const nn::conv::ConvGeom& g, const Tensor& src,
+void cudnn_conv_backward_weights(const char* op, const conv::ConvGeom& g, const Tensor& src,
                                  const Tensor& grad_dst, const Tensor& grad_w, const Tensor& grad_bias);
 
 // ---- planning (plain arithmetic, tested on the host) ---------------------------------

@@ -16,6 +16,7 @@
 #include "backend/cuda/nn_kernels.h"
 #include "backend/cuda/norm_plan.h"  // elementwise_blocks
 #include "brisk/ops.h"
+#include "core/dispatch.h"
 
 namespace brisk::cuda::detail {
 namespace {
@@ -64,7 +65,8 @@ __global__ void __launch_bounds__(kFillThreads) fill_kernel(void* out, const Fil
 }
 
 void launch_fill(const Tensor& out, FillArgs f, bool integer, const char* op) {
-  BRISK_CHECK(out.is_cuda() && out.dim() == 1 && out.is_contiguous(), op, "internal: expected a contiguous 1-D CUDA tensor");
+  BRISK_INTERNAL_ASSERT(out.is_cuda() && out.dim() == 1 && out.is_contiguous(), op,
+                        ": expected a contiguous 1-D CUDA tensor");
   f.n = out.numel();
   if (f.n == 0) return;
   DeviceGuard g(out.device().index);
@@ -107,6 +109,11 @@ void linspace_fill(const Tensor& out, double a, double b, double step, int64_t h
   f.lstep = step;
   f.half = half;
   launch_fill(out, f, false, "linspace");
+}
+
+void register_factory_kernels() {
+  register_kernel<OpId::arange>(kCUDA, arange_fill);
+  register_kernel<OpId::linspace>(kCUDA, linspace_fill);
 }
 
 }  // namespace brisk::cuda::detail

@@ -1,5 +1,5 @@
-// The foreach ops on CUDA (include/brisk/foreach.h, entry points in
-// src/optim/cuda_hooks.h): one multi_tensor_apply kernel per dtype whose
+// The foreach ops on CUDA (include/brisk/foreach.h; rows foreach_pointwise
+// and foreach_norm of the op table): one multi_tensor_apply kernel per dtype whose
 // functor switches on the op (the switch is uniform across the launch), and
 // a two-kernel norm (per-chunk partial sums, then one block per tensor).
 #include <cmath>
@@ -12,9 +12,16 @@
 #include "backend/cuda/multi_tensor_apply.cuh"
 #include "brisk/ops.h"
 #include "kernels/math.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 
 namespace brisk::cuda::detail {
+
+using ::brisk::multi_tensor::ForeachOp;
+using ::brisk::multi_tensor::FusedAdamArgs;
+using ::brisk::multi_tensor::FusedSgdArgs;
+void register_optim_kernels();  // optim.cu
+
 namespace {
 
 // Foreach lists: 0 out, 1 x, 2 y, 3 z, and one per-tensor scalar; the norm
@@ -237,6 +244,20 @@ TensorList foreach_norm_cuda(const TensorList& self, double ord) {
   r.reserve(n);
   for (size_t i = 0; i < n; ++i) r.push_back(result.select(0, int64_t(i)));
   return r;
+}
+
+namespace {
+void foreach_kernel(ForeachOp op, const TensorList& out, const TensorList* x, const TensorList* y,
+                    const TensorList* z, const Scalar& scalar, const std::vector<double>* scalars) {
+  foreach_cuda(op, out, x, y, z, scalar.to_double(), scalars);
+}
+}  // namespace
+
+void register_multi_tensor_kernels() {
+  const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
+  register_kernel<OpId::foreach_pointwise>(kCUDA, foreach_kernel, fl);
+  register_kernel<OpId::foreach_norm>(kCUDA, foreach_norm_cuda, fl);
+  register_optim_kernels();
 }
 
 }  // namespace brisk::cuda::detail

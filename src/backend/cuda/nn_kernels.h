@@ -1,7 +1,7 @@
 // Entry points of the CUDA pooling and factory kernels
-// (src/backend/cuda/{pooling,factories}.cu), called by the front ends in
-// src/nn/pooling.cpp and src/ops/factories.cpp under #ifdef BRISK_HAVE_CUDA
-// (normalization goes through the kernel table: core/dispatch.h). Plain brisk types
+// (src/backend/cuda/{pooling,factories}.cu), reached through the op table:
+// their rows are registered by register_pooling_kernels /
+// register_factory_kernels (normalization registers its own slots). Plain brisk types
 // only. The front ends keep their checks, shapes, layouts and autograd
 // recording; these functions only fill tensors the caller allocated (in
 // the layout the caller chose) and launch on the current stream of the

@@ -1,4 +1,5 @@
-// Fused optimizer steps on CUDA (entry points in src/optim/cuda_hooks.h):
+// Fused optimizer steps on CUDA (rows fused_adam and fused_sgd of the op table,
+// core/multi_tensor_plan.h):
 // Adam/AdamW and SGD over multi_tensor_apply, one pass over memory per step.
 // The arithmetic is that of the CPU fused loops (src/optim/adam.cpp,
 // sgd.cpp), in float for float32/float16/bfloat16 and double for float64.
@@ -18,9 +19,15 @@
 #include "backend/cuda/float_io.cuh"
 #include "backend/cuda/multi_tensor_apply.cuh"
 #include "brisk/ops.h"
-#include "optim/cuda_hooks.h"
+#include "core/dispatch.h"
+#include "core/multi_tensor_plan.h"
 
 namespace brisk::cuda::detail {
+
+using ::brisk::multi_tensor::ForeachOp;
+using ::brisk::multi_tensor::FusedAdamArgs;
+using ::brisk::multi_tensor::FusedSgdArgs;
+
 namespace {
 
 using mta::kIlp;
@@ -221,9 +228,10 @@ void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& params, const Ten
                      const Tensor& grad_scale, const Tensor& found_inf) {
   const char* op = a.decoupled ? "AdamW" : "Adam";
   const size_t n = params.size();
-  BRISK_CHECK(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n && step_sizes.size() == n &&
-                  bc2_sqrts.size() == n && (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
-              op, "fused step: lists of different lengths");
+  BRISK_INTERNAL_ASSERT(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n &&
+                            step_sizes.size() == n && bc2_sqrts.size() == n &&
+                            (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
+                        op, " fused step: lists of different lengths");
   if (n == 0) return;
   std::vector<std::pair<double, double>> keys(n);
   for (size_t i = 0; i < n; ++i) keys[i] = {step_sizes[i], bc2_sqrts[i]};
@@ -268,9 +276,9 @@ void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& params, const Tenso
   const char* op = "SGD";
   const size_t n = params.size();
   const bool use_mom = a.momentum != 0;
-  BRISK_CHECK(grads.size() == n && first_step.size() == n &&
-                  (use_mom ? momentum_buffers.size() == n : momentum_buffers.empty()),
-              op, "fused step: lists of different lengths");
+  BRISK_INTERNAL_ASSERT(grads.size() == n && first_step.size() == n &&
+                            (use_mom ? momentum_buffers.size() == n : momentum_buffers.empty()),
+                        op, " fused step: lists of different lengths");
   if (n == 0) return;
   std::vector<char> keys(n);
   for (size_t i = 0; i < n; ++i) keys[i] = use_mom && first_step[i] != 0;
@@ -302,6 +310,12 @@ void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& params, const Tenso
     if (use_mom) momentum_buffers[i].bump_version();
     if (grad_scale.defined()) grads[i].bump_version();
   }
+}
+
+void register_optim_kernels() {
+  const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
+  register_kernel<OpId::fused_adam>(kCUDA, fused_adam_cuda, fl);
+  register_kernel<OpId::fused_sgd>(kCUDA, fused_sgd_cuda, fl);
 }
 
 }  // namespace brisk::cuda::detail

@@ -24,6 +24,10 @@
 #include "backend/cuda/nn_kernels.h"
 #include "backend/cuda/norm_plan.h"  // elementwise_blocks
 #include "backend/cuda/pool_window.h"
+#include "brisk/ops.h"
+#include "core/dispatch.h"
+#include "core/pool_plan.h"
+#include "core/tensor_create.h"
 
 namespace brisk::cuda::detail {
 namespace {
@@ -313,12 +317,12 @@ Dividers<Div> make_dividers(const PoolK& k, bool over_output) {
 }
 
 void check_tensor(const Tensor& t, const PoolK& k, bool input, const char* op, ScalarType dt) {
-  BRISK_CHECK(t.defined() && t.is_cuda(), op, "internal: expected a CUDA tensor");
-  BRISK_CHECK(t.dtype() == dt, op, "internal: dtype ", t.dtype(), " where ", dt, " was expected");
-  BRISK_CHECK(t.numel() == k.N * k.C * (input ? k.H * k.W : k.OH * k.OW), op, "internal: tensor of shape ",
-              t.sizes(), " does not match the pooling sizes");
-  BRISK_CHECK(k.cl ? t.is_contiguous(kChannelsLast) : t.is_contiguous(), op,
-              "internal: tensor not dense in the layout of the call");
+  BRISK_INTERNAL_ASSERT(t.defined() && t.is_cuda(), op, ": expected a CUDA tensor");
+  BRISK_INTERNAL_ASSERT(t.dtype() == dt, op, ": dtype ", t.dtype(), " where ", dt, " was expected");
+  BRISK_INTERNAL_ASSERT(t.numel() == k.N * k.C * (input ? k.H * k.W : k.OH * k.OW), op, ": tensor of shape ",
+                        t.sizes(), " does not match the pooling sizes");
+  BRISK_INTERNAL_ASSERT(k.cl ? t.is_contiguous(kChannelsLast) : t.is_contiguous(), op,
+                        ": tensor not dense in the layout of the call");
 }
 
 int blocks_for(int64_t n) { return static_cast<int>(elementwise_blocks(n, sm_count(), kPoolThreads)); }
@@ -434,6 +438,66 @@ void avg_pool2d_backward(const Tensor& gy, const Tensor& gx, const AvgPoolParams
     });
   });
   check_launch(op);
+}
+
+// ---- the op table's pooling rows (plan in core/pool_plan.h) -------------------------
+
+namespace {
+
+PoolDims dims_of(const pool::Shape& s) {
+  PoolDims d;
+  d.N = s.N, d.C = s.C, d.H = s.H, d.W = s.W, d.OH = s.OH, d.OW = s.OW;
+  d.channels_last = s.cl;
+  return d;
+}
+
+MaxPoolParams params_of(const pool::MaxPlan& g) {
+  MaxPoolParams p;
+  p.d = dims_of(g.sh);
+  p.kH = g.kH, p.kW = g.kW, p.sH = g.sH, p.sW = g.sW, p.pH = g.pH, p.pW = g.pW, p.dH = g.dH, p.dW = g.dW;
+  return p;
+}
+
+AvgPoolParams params_of(const pool::AvgPlan& g) {
+  AvgPoolParams p;
+  p.d = dims_of(g.sh);
+  p.adaptive = g.adaptive;
+  p.kH = g.kH, p.kW = g.kW, p.sH = g.sH, p.sW = g.sW, p.pH = g.pH, p.pW = g.pW;
+  p.count_include_pad = g.count_pad;
+  p.divisor_override = g.divisor.value_or(0);
+  return p;
+}
+
+/// The taps of CUDA max pooling are PyTorch's int64 flat indices (the
+/// backward gathers with them).
+void max_pool_kernel(const pool::MaxPlan& g, const Tensor& x, const Tensor& y, Tensor* taps) {
+  if (taps) {
+    const IntArrayRef sizes = g.sh.out_sizes;
+    *taps = g.sh.cl ? brisk::detail::make_tensor(sizes, brisk::detail::channels_last_strides(sizes), kInt64, x.device())
+                    : brisk::detail::make_tensor(sizes, {}, kInt64, x.device());
+  }
+  max_pool2d_forward(x, y, taps ? *taps : Tensor(), params_of(g));
+}
+Tensor max_indices_kernel(const pool::MaxPlan&, const Tensor& taps) { return taps; }  // already flat indices
+void max_pool_backward_kernel(const pool::MaxPlan& g, const Tensor& gy, const Tensor& taps, const Tensor& gx) {
+  max_pool2d_backward(gy, taps, gx, params_of(g));
+}
+void avg_pool_kernel(const pool::AvgPlan& g, const Tensor& x, const Tensor& y) {
+  avg_pool2d_forward(x, y, params_of(g));
+}
+void avg_pool_backward_kernel(const pool::AvgPlan& g, const Tensor& gy, const Tensor& gx) {
+  avg_pool2d_backward(gy, gx, params_of(g));
+}
+
+}  // namespace
+
+void register_pooling_kernels() {
+  const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
+  register_kernel<OpId::max_pool2d>(kCUDA, max_pool_kernel, fl);
+  register_kernel<OpId::max_pool2d_indices>(kCUDA, max_indices_kernel, dtype_mask({kInt64}));
+  register_kernel<OpId::max_pool2d_backward>(kCUDA, max_pool_backward_kernel, fl);
+  register_kernel<OpId::avg_pool2d>(kCUDA, avg_pool_kernel, fl);
+  register_kernel<OpId::avg_pool2d_backward>(kCUDA, avg_pool_backward_kernel, fl);
 }
 
 }  // namespace brisk::cuda::detail

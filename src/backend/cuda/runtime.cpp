@@ -17,7 +17,7 @@
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/device_errors.h"
 #include "core/device_backend.h"
-#include "profiler/record.h"
+#include "core/profile_hooks.h"
 
 namespace brisk::cuda {
 namespace detail {

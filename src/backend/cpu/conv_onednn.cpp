@@ -43,12 +43,15 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include "backend/cpu/conv.h"
 #include "backend/cpu/onednn.h"
 #include "brisk/ops.h"
 #include "core/parallel.h"
-#include "nn/conv_kernels.h"
 
-namespace brisk::nn::conv {
+namespace brisk::cpu {
+
+using conv::ConvGeom;
+using conv::ConvScratch;
 
 ConvStats& conv_stats() {
   static ConvStats s;
@@ -58,15 +61,15 @@ ConvStats& conv_stats() {
 #ifndef BRISK_HAVE_DNNL
 
 bool onednn_available() { return false; }
-bool onednn_forward(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, ConvScratch*) {
+bool onednn_conv_forward(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, ConvScratch*) {
   return false;
 }
-bool onednn_backward_data(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, ConvScratch*) { return false; }
-bool onednn_backward_weights(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+bool onednn_conv_backward_data(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, ConvScratch*) { return false; }
+bool onednn_conv_backward_weights(const ConvGeom&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                              ConvScratch*) {
   return false;
 }
-void clear_primitive_cache() {}
+void clear_conv_primitive_cache() {}
 
 #else
 
@@ -76,8 +79,8 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using DType = memory::data_type;
 
-dnnl::engine& cpu_engine() { return cpu::onednn_engine(); }
-dnnl::stream& thread_stream() { return cpu::onednn_stream(); }
+dnnl::engine& cpu_engine() { return onednn_engine(); }
+dnnl::stream& thread_stream() { return onednn_stream(); }
 
 int effective_threads() { return in_parallel_region() ? 1 : get_num_threads(); }
 
@@ -95,7 +98,7 @@ enum class Pass : int64_t { Forward, BackwardData, BackwardWeights };
 
 constexpr size_t kKeyLen = 24;
 using Key = std::array<int64_t, kKeyLen>;
-using KeyHash = cpu::PrimitiveKeyHash;
+using KeyHash = PrimitiveKeyHash;
 
 /// The user tensors' layouts: src-side and dst-side activations NCHW or
 /// NHWC, weights OIHW or OHWI (channels_last).
@@ -334,7 +337,8 @@ const Tensor* find_converted(const ConvScratch* sc, const Arg& a, const Tensor& 
 /// Runs a cached primitive on user tensors given in the entry's argument
 /// order. Converted input activations are looked up in and added to `sc`.
 void execute(const Entry& e, std::initializer_list<const Tensor*> tensors, ConvScratch* sc) {
-  BRISK_ASSERT(tensors.size() == e.args.size());
+  BRISK_INTERNAL_ASSERT(tensors.size() == e.args.size(), "oneDNN convolution: ", tensors.size(), " tensors for ",
+                        e.args.size(), " primitive arguments");
   auto& eng = cpu_engine();
   auto& s = thread_stream();
   std::unordered_map<int, memory> args;
@@ -408,13 +412,13 @@ bool run(const ConvGeom& g, Pass pass, UserLayouts u, bool bias, std::initialize
 
 bool onednn_available() { return true; }
 
-void clear_primitive_cache() {
+void clear_conv_primitive_cache() {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mu);
   c.map.clear();
 }
 
-bool onednn_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst,
+bool onednn_conv_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst,
                     ConvScratch* sc) {
   const auto s = user_cl(src), d = user_cl(dst), wl = user_cl(w);
   if (!s || !d || !wl || !bias_ok(bias)) return false;
@@ -423,14 +427,14 @@ bool onednn_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const
   return run(g, Pass::Forward, u, false, {&src, &w, &dst}, sc);
 }
 
-bool onednn_backward_data(const ConvGeom& g, const Tensor& grad_dst, const Tensor& w, const Tensor& grad_src,
+bool onednn_conv_backward_data(const ConvGeom& g, const Tensor& grad_dst, const Tensor& w, const Tensor& grad_src,
                           ConvScratch* sc) {
   const auto s = user_cl(grad_src), d = user_cl(grad_dst), wl = user_cl(w);
   if (!s || !d || !wl) return false;
   return run(g, Pass::BackwardData, UserLayouts{*s, *d, *wl}, false, {&grad_dst, &w, &grad_src}, sc);
 }
 
-bool onednn_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& grad_dst, const Tensor& grad_w,
+bool onednn_conv_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& grad_dst, const Tensor& grad_w,
                              const Tensor& grad_bias, ConvScratch* sc) {
   const auto s = user_cl(src), d = user_cl(grad_dst), wl = user_cl(grad_w);
   if (!s || !d || !wl || !bias_ok(grad_bias)) return false;
@@ -442,4 +446,4 @@ bool onednn_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor&
 
 #endif  // BRISK_HAVE_DNNL
 
-}  // namespace brisk::nn::conv
+}  // namespace brisk::cpu

@@ -1,6 +1,8 @@
-// Convolution by im2col + GEMM (brisk's matmul): the float64 path, the
-// float32 path without oneDNN, and the reference the oneDNN path is tested
-// against. See src/nn/conv_kernels.h for the geometry.
+// The CPU convolution kernels (rows conv_forward, conv_backward_data and
+// conv_backward_weights of core/dispatch.h; plan in core/conv_plan.h): float32
+// on oneDNN when it takes the parameters (backend/cpu/conv_onednn.cpp),
+// otherwise im2col + GEMM (brisk's matmul): the float64 path, the float32
+// path without oneDNN, and the reference the oneDNN path is tested against.
 //
 // For a chunk of nc samples, col (nc, G, K, L) holds, for every output
 // position l = oy * OW + ox (L = OH * OW) and every kernel tap
@@ -12,13 +14,18 @@
 // Chunks keep col under kColBudgetBytes.
 #include <algorithm>
 
+#include "backend/cpu/conv.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
+#include "core/dispatch.h"
 #include "core/parallel.h"
-#include "nn/conv_kernels.h"
 
-namespace brisk::nn::conv {
+namespace brisk::cpu {
+namespace BRISK_CPU_ISA {
 namespace {
+
+using conv::ConvGeom;
+using conv::ConvScratch;
 
 constexpr int64_t kColBudgetBytes = int64_t(32) << 20;
 
@@ -107,10 +114,8 @@ Tensor make_col(const ConvGeom& g, const Tensor& src, int64_t n0, int64_t nc) {
 }
 
 void check_dtype(const Tensor& t) {
-  BRISK_ASSERT(t.dtype() == kFloat || t.dtype() == kDouble);
+  BRISK_INTERNAL_ASSERT(t.dtype() == kFloat || t.dtype() == kDouble, "conv kernel dtype ", t.dtype());
 }
-
-}  // namespace
 
 void im2col_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst) {
   check_dtype(src);
@@ -163,4 +168,57 @@ void im2col_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor&
   if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
 }
 
-}  // namespace brisk::nn::conv
+void count_im2col() { conv_stats().im2col_calls.fetch_add(1, std::memory_order_relaxed); }
+
+void conv_forward_kernel(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias,
+                         const Tensor& dst, ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (conv::empty_problem(g)) {
+    Tensor(dst).zero_();
+    if (bias.defined()) Tensor(dst).add_(bias.view({1, g.oc, 1, 1}));
+    return;
+  }
+  if (src.dtype() == kFloat && onednn_conv_forward(g, src, w, bias, dst, scratch)) return;
+  count_im2col();
+  im2col_forward(g, src, w, bias, dst);
+}
+
+void conv_backward_data_kernel(const char* op, const ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+                               const Tensor& grad_src, ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (conv::empty_problem(g)) {
+    Tensor(grad_src).zero_();
+    return;
+  }
+  if (grad_dst.dtype() == kFloat && onednn_conv_backward_data(g, grad_dst, w, grad_src, scratch)) return;
+  count_im2col();
+  im2col_backward_data(g, grad_dst, w, grad_src);
+}
+
+void conv_backward_weights_kernel(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
+                                  const Tensor& grad_w, const Tensor& grad_bias, ConvScratch* scratch) {
+  NoGradGuard no_grad;
+  if (!grad_w.defined()) {
+    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
+    return;
+  }
+  if (conv::empty_problem(g)) {
+    Tensor(grad_w).zero_();
+    if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
+    return;
+  }
+  if (src.dtype() == kFloat && onednn_conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch)) return;
+  count_im2col();
+  im2col_backward_weights(g, src, grad_dst, grad_w, grad_bias);
+}
+
+}  // namespace
+
+void register_conv_kernels() {
+  register_kernel<OpId::conv_forward>(kCPU, conv_forward_kernel);
+  register_kernel<OpId::conv_backward_data>(kCPU, conv_backward_data_kernel);
+  register_kernel<OpId::conv_backward_weights>(kCPU, conv_backward_weights_kernel);
+}
+
+}  // namespace BRISK_CPU_ISA
+}  // namespace brisk::cpu
