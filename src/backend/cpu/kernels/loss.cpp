@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backend/cpu/vec_exp.h"
+#include "backend/cpu/row_reduce.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
 
@@ -40,55 +41,9 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace {
 
+using namespace rows;
+
 using ::brisk::cpu::exp_vec;
-
-constexpr int64_t kChunk = 2048;
-template <class M>
-constexpr int kLanes = 128 / sizeof(M);
-
-template <class M>
-inline M max_nan(M a, M b) {
-  return ((b > a) | (b != b)) ? b : a;
-}
-
-template <class M>
-inline M row_max(const M* __restrict p, int64_t n) {
-  constexpr int L = kLanes<M>;
-  M lane[L];
-  for (int k = 0; k < L; ++k) lane[k] = -std::numeric_limits<M>::infinity();
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-#pragma omp simd
-    for (int k = 0; k < L; ++k) lane[k] = max_nan(lane[k], p[i + k]);
-  for (int k = 0; i < n; ++i, ++k) lane[k] = max_nan(lane[k], p[i]);
-  M mx = lane[0];
-  for (int k = 1; k < L; ++k) mx = max_nan(mx, lane[k]);
-  return mx;
-}
-
-template <class M, class F>
-inline double row_sum(int64_t n, const F& f) {
-  constexpr int L = kLanes<M>;
-  double total = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t c1 = std::min(n, c0 + kChunk);
-    M lane[L] = {};
-    int64_t i = c0;
-    for (; i + L <= c1; i += L)
-#pragma omp simd
-      for (int k = 0; k < L; ++k) lane[k] += f(i + k);
-    for (int k = 0; i < c1; ++i, ++k) lane[k] += f(i);
-    M part = 0;
-    for (int k = 0; k < L; ++k) part += lane[k];
-    total += double(part);
-  }
-  return total;
-}
-
-template <class T, class M>
-inline void load_row(const T* __restrict src, M* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<M>(src[i]);
-}
 
 /// The class weights in the compute type (nullptr: all 1) and their sum.
 template <class T, class M>

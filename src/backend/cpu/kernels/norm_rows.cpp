@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/row_reduce.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
 
@@ -38,63 +39,8 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace {
 
-constexpr int64_t kChunk = 2048;
-template <class M>
-constexpr int kLanes = 128 / sizeof(M);
+using namespace rows;
 
-template <class M, class F>
-inline double row_sum(int64_t n, const F& f) {
-  constexpr int L = kLanes<M>;
-  double total = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t c1 = std::min(n, c0 + kChunk);
-    M lane[L] = {};
-    int64_t i = c0;
-    for (; i + L <= c1; i += L)
-#pragma omp simd
-      for (int k = 0; k < L; ++k) lane[k] += f(i + k);
-    for (int k = 0; i < c1; ++i, ++k) lane[k] += f(i);
-    M part = 0;
-    for (int k = 0; k < L; ++k) part += lane[k];
-    total += double(part);
-  }
-  return total;
-}
-
-template <class M, class F, class G>
-inline void row_sum2(int64_t n, const F& f, const G& g, double& out_f, double& out_g) {
-  constexpr int L = kLanes<M>;
-  double tf = 0, tg = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t c1 = std::min(n, c0 + kChunk);
-    M lf[L] = {}, lg[L] = {};
-    int64_t i = c0;
-    for (; i + L <= c1; i += L)
-#pragma omp simd
-      for (int k = 0; k < L; ++k) {
-        lf[k] += f(i + k);
-        lg[k] += g(i + k);
-      }
-    for (int k = 0; i < c1; ++i, ++k) {
-      lf[k] += f(i);
-      lg[k] += g(i);
-    }
-    M pf = 0, pg = 0;
-    for (int k = 0; k < L; ++k) {
-      pf += lf[k];
-      pg += lg[k];
-    }
-    tf += double(pf);
-    tg += double(pg);
-  }
-  out_f = tf;
-  out_g = tg;
-}
-
-template <class T, class M>
-inline void load_row(const T* __restrict src, M* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<M>(src[i]);
-}
 template <class T, class M>
 inline void store_row(const M* __restrict src, T* __restrict dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);

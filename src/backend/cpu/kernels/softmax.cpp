@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "backend/cpu/vec_exp.h"
+#include "backend/cpu/row_reduce.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
 
@@ -42,13 +43,11 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace {
 
+using namespace rows;
+
 using ::brisk::cpu::exp_vec;
 
 constexpr int64_t kTileWidth = 256;  // columns per task when dim is not the innermost
-constexpr int64_t kChunk = 2048;     // values per float accumulation chunk
-
-template <class M>
-constexpr int kLanes = 128 / sizeof(M);  // four 256-bit vectors of accumulators
 
 struct DimLayout {
   int64_t outer = 1, n = 1, inner = 1;
@@ -64,47 +63,6 @@ DimLayout dim_layout(const Tensor& t, int64_t dim) {
       l.inner *= t.size(d);
   }
   return l;
-}
-
-template <class M>
-inline M max_nan(M a, M b) {
-  return ((b > a) | (b != b)) ? b : a;
-}
-
-/// max over p[0, n) (NaN wins), -inf for n == 0.
-template <class M>
-inline M row_max(const M* __restrict p, int64_t n) {
-  constexpr int L = kLanes<M>;
-  M lane[L];
-  for (int k = 0; k < L; ++k) lane[k] = -std::numeric_limits<M>::infinity();
-  int64_t i = 0;
-  for (; i + L <= n; i += L)
-#pragma omp simd
-    for (int k = 0; k < L; ++k) lane[k] = max_nan(lane[k], p[i + k]);
-  for (int k = 0; i < n; ++i, ++k) lane[k] = max_nan(lane[k], p[i]);
-  M mx = lane[0];
-  for (int k = 1; k < L; ++k) mx = max_nan(mx, lane[k]);
-  return mx;
-}
-
-/// sum of f(i) over [0, n): lanes of M per chunk, chunks in double.
-template <class M, class F>
-inline double row_sum(int64_t n, const F& f) {
-  constexpr int L = kLanes<M>;
-  double total = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += kChunk) {
-    const int64_t c1 = std::min(n, c0 + kChunk);
-    M lane[L] = {};
-    int64_t i = c0;
-    for (; i + L <= c1; i += L)
-#pragma omp simd
-      for (int k = 0; k < L; ++k) lane[k] += f(i + k);
-    for (int k = 0; i < c1; ++i, ++k) lane[k] += f(i);
-    M part = 0;
-    for (int k = 0; k < L; ++k) part += lane[k];
-    total += double(part);
-  }
-  return total;
 }
 
 /// y = exp(x - max) stored into e (which may alias nothing), returns the sum.
@@ -168,10 +126,6 @@ inline void softmax_backward_row(const M* __restrict g, const M* __restrict y, M
   }
 }
 
-template <class T, class M>
-inline void load_row(const T* __restrict src, M* __restrict dst, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<M>(src[i]);
-}
 template <class T, class M>
 inline void store_row(const M* __restrict src, T* __restrict dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(src[i]);
