@@ -325,16 +325,6 @@ inline typename OpSignature<op>::type kernel(DeviceType dev, const char* caller)
   return reinterpret_cast<typename OpSignature<op>::type>(fn);
 }
 
-/// Whether a backend registered a kernel for `op` on a device.
-inline bool kernel_registered(OpId op, DeviceType dev) {
-  return detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)] != nullptr;
-}
-/// The same for a compile-time op (front ends with a composite fallback ask this).
-template <OpId op>
-inline bool has_kernel(DeviceType dev) {
-  return kernel_registered(op, dev);
-}
-
 /// Backends register kernels with this (at start-up); `dtypes` is what
 /// supports() reports for the slot.
 template <OpId op>

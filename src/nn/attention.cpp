@@ -557,8 +557,8 @@ AttnOut attention(const Problem& pr, const Tensor& q, const Tensor& k, const Ten
                   bool need_weights) {
   const DeviceType dev = q.device().type;
   const bool fusable = dropout_p == 0.0 && !need_weights && !(pr.mask.defined() && pr.mask.requires_grad()) &&
-                       kernel_registered(OpId::attention_fused, dev) &&
-                       kernel_registered(OpId::attention_fused_backward, dev);
+                       supports(OpId::attention_fused, dev) &&
+                       supports(OpId::attention_fused_backward, dev);
   if (fusable && (q.dtype() == kFloat || q.dtype() == kDouble)) return {attention_flash(pr, q, k, v, causal), {}};
   if (fusable && is_reduced_float(q.dtype())) {
     Problem pf = pr;

@@ -309,7 +309,7 @@ Tensor row_norm_fused(const char* op, const Tensor& x, const std::vector<int64_t
          [s = std::move(s), lead, N, ct](BackwardCtx& c) -> TensorList {
            const Tensor x = c.saved(0), w = c.saved(1);
            const bool need_db = !rms && c.needs(2);
-           if (GradMode::is_enabled() || !has_kernel<bwd>(x.device().type)) {
+           if (GradMode::is_enabled() || !supports(bwd, x.device().type)) {
              TensorList r = row_norm_backward_composite(rms, c.grad(), x.to(ct), w.defined() ? w.to(ct) : w,
                                                         s.dims, s.eps);
              TensorList out{c.needs(0) ? r[0].to(x.dtype()) : Tensor(), c.needs(1) ? r[1].to(s.weight_dtype) : Tensor()};
@@ -350,7 +350,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
   ScalarType out_dtype = x.dtype();
   if (weight.defined()) out_dtype = promote_types(out_dtype, weight.dtype());
   if (bias.defined()) out_dtype = promote_types(out_dtype, bias.dtype());
-  if (has_kernel<OpId::layer_norm>(x.device().type))
+  if (supports(OpId::layer_norm, x.device().type))
     return row_norm_fused<OpId::layer_norm, OpId::layer_norm_backward>("layer_norm", x, shape, weight, bias, eps,
                                                                        out_dtype);
   const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
@@ -367,7 +367,7 @@ Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor
   const double e = eps ? *eps
                        : ct == kDouble ? std::numeric_limits<double>::epsilon()
                                        : double(std::numeric_limits<float>::epsilon());
-  if (has_kernel<OpId::rms_norm>(x.device().type) && (!weight.defined() || weight.dtype() == x.dtype()))
+  if (supports(OpId::rms_norm, x.device().type) && (!weight.defined() || weight.dtype() == x.dtype()))
     return row_norm_fused<OpId::rms_norm, OpId::rms_norm_backward>("rms_norm", x, shape, weight, Tensor(), e,
                                                                    x.dtype());
   return rms_norm_composite(x.to(ct), trailing_dims(shape.size()), x.dtype(), weight.defined() ? weight.to(ct) : weight, e);
@@ -531,7 +531,7 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
            [t, wk, ignore, ls, C](BackwardCtx& c) -> TensorList {
              const Tensor x = c.saved(0);
              const Tensor& g = c.grad();
-             if (GradMode::is_enabled() || !has_kernel<OpId::cross_entropy_backward>(x.device().type)) {
+             if (GradMode::is_enabled() || !supports(OpId::cross_entropy_backward, x.device().type)) {
                // differentiable: (1 - ls) w[t] (p - onehot(t)) + ls / C (W p - w), 0 where ignored
                const Tensor valid = t.ne(ignore);
                const Tensor safe = where(valid, t, Scalar(int64_t(0)));
@@ -581,7 +581,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   }
   BRISK_CHECK(input.dim() >= 2, op, "expected an input of shape (N, C, ...) or (C), got ", shape_str(input.sizes()));
   // (N, C) logits with class indices: the fused kernels.
-  if (input.dim() == 2 && !target.is_floating_point() && has_kernel<OpId::cross_entropy>(input.device().type))
+  if (input.dim() == 2 && !target.is_floating_point() && supports(OpId::cross_entropy, input.device().type))
     return cross_entropy_fused(input, target, o);
   const int64_t C = input.size(1);
   const Tensor& weight = o.weight();

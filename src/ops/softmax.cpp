@@ -38,7 +38,7 @@ Tensor run_dim_backward(const char* name, const Tensor& g, const Tensor& y, int6
 /// the composite formula is differentiable) or the device has none.
 template <OpId op>
 bool fused_backward(const Tensor& y) {
-  return !GradMode::is_enabled() && has_kernel<op>(y.device().type);
+  return !GradMode::is_enabled() && supports(op, y.device().type);
 }
 
 // softmax/log_softmax compute in `dtype` when given; the input must then be,
