@@ -369,6 +369,10 @@ Tensor mean_impl(const Tensor& x, uint64_t mask, bool keepdim, std::optional<Sca
                 x.dtype());
   }
   const ScalarType t = dtype ? *dtype : x.dtype();
+  // torch 2.x: a float16/bfloat16 mean of another dtype is computed in
+  // float32 and converted at the end (float32 input is not rounded to 16
+  // bits first: mean([3e38, -inf], dtype=half) is -inf, not NaN).
+  if (is_reduced_float(t) && x.dtype() != t) return mean_impl(x.to(kFloat), mask, keepdim, std::nullopt).to(t);
   Reduction r("mean", x.to(t), mask, keepdim);
   r.add_output(t, t);
   KernelArgs a;

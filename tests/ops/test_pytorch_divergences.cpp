@@ -1234,5 +1234,18 @@ TEST(PyTorchDivergence, PowOfAZeroDimTensorExponentIsPow) {
   EXPECT_TRUE(same_bits(first3(pow(x, Scalar(0.5))), {kNan, -0.0, 2.0}));
 }
 
+TEST(PyTorchDivergence, HalfMeanOfAWiderInputIsComputedInFloat) {
+  // torch 2.15: tensor([3e38, -inf, 1.]).mean(dtype=half) -> -inf (1.13: nan; sum(dtype=half): nan)
+  //   tensor([[1e-4] * 3000, [70000.] * 3000]).double().mean(1, dtype=half) -> [1.0002e-04, inf]
+  //   tensor([3, 4, 5]).mean(dtype=half) -> 4.
+  EXPECT_TRUE(same_bits(tensor<float>({3e38f, -INFINITY, 1.0f}).mean(kHalf).to(kDouble), {-kInf}));
+  Tensor rows = cat({full({1, 3000}, 1e-4, kDouble), full({1, 3000}, 70000.0, kDouble)});
+  Tensor m = rows.mean({1}, false, kHalf);
+  EXPECT_EQ(m.dtype(), kHalf);
+  EXPECT_NEAR(m.to(kDouble)[0].item<double>(), 1e-4, 1e-7);
+  EXPECT_TRUE(std::isinf(m.to(kDouble)[1].item<double>()));
+  EXPECT_EQ(tensor<int64_t>({3, 4, 5}).mean(kHalf).to(kDouble).item<double>(), 4.0);
+}
+
 }  // namespace
 }  // namespace brisk
