@@ -2,12 +2,15 @@
 // layer_norm/rms_norm, cross_entropy): sums in kLanes independent
 // accumulators of the compute type over chunks of kChunk values, the chunks
 // added in double (so float32 rows of any length keep float32 speed and
-// near-double accuracy), and a NaN-propagating row maximum. Compiled inside
+// near-double accuracy), a NaN-propagating row maximum, and the
+// (outer, n, inner) view of a tensor around the reduced dim. Compiled inside
 // each ISA variant's namespace, as loops.h.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+
+#include "brisk/tensor.h"
 
 namespace brisk {
 namespace cpu {
@@ -17,6 +20,25 @@ namespace rows {
 constexpr int64_t kChunk = 2048;  // values per accumulation chunk
 template <class M>
 constexpr int kLanes = 128 / sizeof(M);  // four 256-bit vectors of accumulators
+
+constexpr int64_t kTileWidth = 256;  // columns per task when dim is not the innermost
+
+/// A tensor seen around one dim: outer rows, n values along dim, inner columns.
+struct DimLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline DimLayout dim_layout(const Tensor& t, int64_t dim) {
+  DimLayout l;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim)
+      l.outer *= t.size(d);
+    else if (d == dim)
+      l.n = t.size(d);
+    else
+      l.inner *= t.size(d);
+  }
+  return l;
+}
 
 /// The larger of a and b; NaN wins.
 template <class M>

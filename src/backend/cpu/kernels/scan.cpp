@@ -12,6 +12,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "backend/cpu/row_reduce.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
 
@@ -24,23 +25,7 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace {
 
-constexpr int64_t kTileWidth = 256;  // columns per task when dim is not the innermost
-
-struct DimLayout {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-DimLayout dim_layout(const Tensor& in, int64_t dim) {
-  DimLayout l;
-  for (int64_t d = 0; d < in.dim(); ++d) {
-    if (d < dim)
-      l.outer *= in.size(d);
-    else if (d == dim)
-      l.n = in.size(d);
-    else
-      l.inner *= in.size(d);
-  }
-  return l;
-}
+using namespace rows;
 
 // Calls f(o, j0, w) for every task: row o (of the outer dims), columns [j0, j0 + w).
 template <class F>

@@ -47,23 +47,6 @@ using namespace rows;
 
 using ::brisk::cpu::exp_vec;
 
-constexpr int64_t kTileWidth = 256;  // columns per task when dim is not the innermost
-
-struct DimLayout {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-DimLayout dim_layout(const Tensor& t, int64_t dim) {
-  DimLayout l;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim)
-      l.outer *= t.size(d);
-    else if (d == dim)
-      l.n = t.size(d);
-    else
-      l.inner *= t.size(d);
-  }
-  return l;
-}
 
 /// y = exp(x - max) stored into e (which may alias nothing), returns the sum.
 template <class M>
