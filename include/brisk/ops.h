@@ -128,57 +128,10 @@ Tensor where(const Tensor& cond, const Scalar& a, const Scalar& b);
 /// where(cond) = nonzero(cond) unbound into one index tensor per dim.
 std::vector<Tensor> where(const Tensor& cond);
 
-#define BRISK_DECLARE_UNARY(name) \
-  Tensor name(const Tensor& x);   \
-  Tensor& name##_out(Tensor& out, const Tensor& x);
-BRISK_DECLARE_UNARY(neg)
-BRISK_DECLARE_UNARY(abs)
-BRISK_DECLARE_UNARY(sign)
-BRISK_DECLARE_UNARY(exp)
-BRISK_DECLARE_UNARY(exp2)
-BRISK_DECLARE_UNARY(log)
-BRISK_DECLARE_UNARY(log2)
-BRISK_DECLARE_UNARY(log10)
-BRISK_DECLARE_UNARY(log1p)
-BRISK_DECLARE_UNARY(expm1)
-BRISK_DECLARE_UNARY(sqrt)
-BRISK_DECLARE_UNARY(rsqrt)
-BRISK_DECLARE_UNARY(square)
-BRISK_DECLARE_UNARY(reciprocal)
-BRISK_DECLARE_UNARY(sin)
-BRISK_DECLARE_UNARY(cos)
-BRISK_DECLARE_UNARY(tan)
-BRISK_DECLARE_UNARY(asin)
-BRISK_DECLARE_UNARY(acos)
-BRISK_DECLARE_UNARY(atan)
-BRISK_DECLARE_UNARY(sinh)
-BRISK_DECLARE_UNARY(cosh)
-BRISK_DECLARE_UNARY(tanh)
-BRISK_DECLARE_UNARY(sigmoid)
-BRISK_DECLARE_UNARY(erf)
-BRISK_DECLARE_UNARY(erfc)
-BRISK_DECLARE_UNARY(relu)
-BRISK_DECLARE_UNARY(silu)
-BRISK_DECLARE_UNARY(floor)
-BRISK_DECLARE_UNARY(ceil)
-BRISK_DECLARE_UNARY(round)
-BRISK_DECLARE_UNARY(trunc)
-BRISK_DECLARE_UNARY(frac)
-BRISK_DECLARE_UNARY(logical_not)
-BRISK_DECLARE_UNARY(bitwise_not)
-BRISK_DECLARE_UNARY(isnan)
-BRISK_DECLARE_UNARY(isinf)
-BRISK_DECLARE_UNARY(isfinite)
-BRISK_DECLARE_UNARY(asinh)
-BRISK_DECLARE_UNARY(acosh)
-BRISK_DECLARE_UNARY(atanh)
-BRISK_DECLARE_UNARY(erfinv)
-BRISK_DECLARE_UNARY(lgamma)
-BRISK_DECLARE_UNARY(digamma)
-/// x * tanh(softplus(x)) (torch.nn.functional.mish); mish_ works in place.
-BRISK_DECLARE_UNARY(mish)
-Tensor& mish_(Tensor& x);
-#undef BRISK_DECLARE_UNARY
+// The unary pointwise ops of include/brisk/detail/unary_ops.h: name(x) and
+// name_out(out, x) for each (exp, log, sigmoid, erf, ..., isnan), and
+// mish_(x); logit is declared below.
+BRISK_FORALL_UNARY_OPS(BRISK_DETAIL_UNARY_DECLARE_FREE, _)
 /// log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps].
 Tensor logit(const Tensor& x, std::optional<double> eps = std::nullopt);
 Tensor& logit_out(Tensor& out, const Tensor& x, std::optional<double> eps = std::nullopt);

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "brisk/detail/unary_ops.h"
 #include "brisk/error.h"
 #include "brisk/options.h"
 #include "brisk/scalar.h"
@@ -233,51 +234,9 @@ class Tensor {
   Tensor& clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
   Tensor& clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
 
-#define BRISK_UNARY_METHODS(name) \
-  Tensor name() const;            \
-  Tensor& name##_();
-  BRISK_UNARY_METHODS(neg)
-  BRISK_UNARY_METHODS(abs)
-  BRISK_UNARY_METHODS(sign)
-  BRISK_UNARY_METHODS(exp)
-  BRISK_UNARY_METHODS(exp2)
-  BRISK_UNARY_METHODS(log)
-  BRISK_UNARY_METHODS(log2)
-  BRISK_UNARY_METHODS(log10)
-  BRISK_UNARY_METHODS(log1p)
-  BRISK_UNARY_METHODS(expm1)
-  BRISK_UNARY_METHODS(sqrt)
-  BRISK_UNARY_METHODS(rsqrt)
-  BRISK_UNARY_METHODS(square)
-  BRISK_UNARY_METHODS(reciprocal)
-  BRISK_UNARY_METHODS(sin)
-  BRISK_UNARY_METHODS(cos)
-  BRISK_UNARY_METHODS(tan)
-  BRISK_UNARY_METHODS(asin)
-  BRISK_UNARY_METHODS(acos)
-  BRISK_UNARY_METHODS(atan)
-  BRISK_UNARY_METHODS(sinh)
-  BRISK_UNARY_METHODS(cosh)
-  BRISK_UNARY_METHODS(tanh)
-  BRISK_UNARY_METHODS(sigmoid)
-  BRISK_UNARY_METHODS(erf)
-  BRISK_UNARY_METHODS(erfc)
-  BRISK_UNARY_METHODS(relu)
-  BRISK_UNARY_METHODS(silu)
-  BRISK_UNARY_METHODS(floor)
-  BRISK_UNARY_METHODS(ceil)
-  BRISK_UNARY_METHODS(round)
-  BRISK_UNARY_METHODS(trunc)
-  BRISK_UNARY_METHODS(frac)
-  BRISK_UNARY_METHODS(logical_not)
-  BRISK_UNARY_METHODS(bitwise_not)
-  BRISK_UNARY_METHODS(asinh)
-  BRISK_UNARY_METHODS(acosh)
-  BRISK_UNARY_METHODS(atanh)
-  BRISK_UNARY_METHODS(erfinv)
-  BRISK_UNARY_METHODS(lgamma)
-  BRISK_UNARY_METHODS(digamma)
-#undef BRISK_UNARY_METHODS
+  // The unary pointwise ops of include/brisk/detail/unary_ops.h: x.exp(),
+  // x.exp_(), ..., x.isnan(); logit is declared below.
+  BRISK_FORALL_UNARY_OPS(BRISK_DETAIL_UNARY_DECLARE_METHODS, _)
   /// log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps].
   Tensor logit(std::optional<double> eps = std::nullopt) const;
   Tensor& logit_(std::optional<double> eps = std::nullopt);
@@ -290,9 +249,6 @@ class Tensor {
                     std::optional<double> neginf = std::nullopt) const;
   Tensor& nan_to_num_(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
                       std::optional<double> neginf = std::nullopt);
-  Tensor isnan() const;
-  Tensor isinf() const;
-  Tensor isfinite() const;
 
   // ---- reductions ---------------------------------------------------------
   Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;

@@ -337,19 +337,25 @@ inline void register_kernel(DeviceType dev, typename OpSignature<op>::type fn, u
 enum class CompareMode : int { Eq, Ne, Lt, Le, Gt, Ge };
 enum class LogicalMode : int { And, Or, Xor };
 enum class BitwiseMode : int { And, Or, Xor, LeftShift, RightShift };
-// Unary ops: X(name, float_only?) — the int ones work on integers too.
-#define BRISK_FORALL_UNARY(_) \
-  _(neg) _(abs) _(sign) _(exp) _(exp2) _(log) _(log2) _(log10) _(log1p) _(expm1) _(sqrt) _(rsqrt) \
-  _(square) _(reciprocal) _(sin) _(cos) _(tan) _(asin) _(acos) _(atan) _(sinh) _(cosh) _(tanh) \
-  _(sigmoid) _(erf) _(erfc) _(relu) _(silu) _(floor) _(ceil) _(round) _(trunc) _(frac) \
-  _(logical_not) _(bitwise_not) _(isnan) _(isinf) _(isfinite) \
-  _(asinh) _(acosh) _(atanh) _(erfinv) _(lgamma) _(digamma) _(mish) _(logit) \
-  _(trigamma) /* internal: digamma's gradient */
+// The mode of the `unary` slot: one per row of the unary list
+// (brisk/detail/unary_ops.h), then the internal ones.
 enum class UnaryMode : int {
-#define BRISK_UNARY_ENUM(name) name,
-  BRISK_FORALL_UNARY(BRISK_UNARY_ENUM)
+#define BRISK_UNARY_ENUM(ctx, name, group, dtypes, amp, forms) name,
+  BRISK_FORALL_UNARY_OPS(BRISK_UNARY_ENUM, _)
 #undef BRISK_UNARY_ENUM
+  trigamma,  // digamma's gradient (polygamma(1, x))
+  kNumModes
 };
+/// "exp", ... (the row's name).
+inline const char* unary_mode_name(UnaryMode m) {
+  static constexpr const char* kNames[] = {
+#define BRISK_UNARY_NAME(ctx, name, group, dtypes, amp, forms) #name,
+      BRISK_FORALL_UNARY_OPS(BRISK_UNARY_NAME, _)
+#undef BRISK_UNARY_NAME
+      "trigamma"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(UnaryMode::kNumModes));
+  return kNames[static_cast<int>(m)];
+}
 
 /// Registers every CPU kernel (picks the ISA variant for this CPU).
 void register_cpu_kernels();

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "brisk/detail/unary_ops.h"
+
 namespace brisk {
 
 // Note [The op table]
@@ -17,6 +19,9 @@ namespace brisk {
 //    whether it has in-place / out= forms or reads device memory on the host.
 //    The profiler's names, the advisor's lists (views, ops with an in-place
 //    form) and later autocast, compile and graph capture read this table.
+// The unary pointwise rows come from the unary list (brisk/detail/unary_ops.h,
+// Note [The unary list]); each pointwise row's scalar functor is
+// math::ScalarFunctor<Op::name> (kernels/functors.h, Note [Scalar functors]).
 // A name seen by the profiler that has no row fails the test
 // tests/core/op_table_names.py (names with a trailing `_` are the in-place
 // form of their row, `_out` the out= form).
@@ -64,56 +69,20 @@ enum OpFlags : uint8_t { kNoFlags = 0, kInplace = 1, kOut = 2, kSync = 4, kRando
 constexpr uint8_t operator|(OpFlags a, OpFlags b) { return uint8_t(uint8_t(a) | uint8_t(b)); }
 constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b)); }
 
+// The rows of the unary list (brisk/detail/unary_ops.h), whose `forms`
+// give the flags.
+#define BRISK_UNARY_FLAGS_Full (kInplace | kOut)
+#define BRISK_UNARY_FLAGS_NoInplace kOut
+#define BRISK_UNARY_FLAGS_FreeInplace (kInplace | kOut)
+#define BRISK_UNARY_FLAGS_Custom (kInplace | kOut)
+#define BRISK_UNARY_OP_ROW(X, name, group, dtypes, amp, forms) \
+  X(name, Unary, unary, dtypes, amp, BRISK_UNARY_FLAGS_##forms)
+
 // clang-format off
 #define BRISK_FORALL_OP_ROWS(X)                                                         \
-  /* pointwise unary (slot `unary`, mode UnaryMode::name) */                            \
-  X(neg, Unary, unary, Numeric, Keep, kInplace)                                         \
-  X(abs, Unary, unary, Numeric, Keep, kInplace)                                         \
-  X(sign, Unary, unary, All, Keep, kInplace)                                            \
+  /* pointwise unary: the unary list (slot `unary`, mode UnaryMode::name) */              \
+  BRISK_FORALL_UNARY_OPS(BRISK_UNARY_OP_ROW, X)                                           \
   X(sgn, Unary, unary, Numeric, Keep, kNoFlags)                                         \
-  X(exp, Unary, unary, All, Fp32, kInplace)                                             \
-  X(exp2, Unary, unary, All, Fp32, kInplace)                                            \
-  X(expm1, Unary, unary, All, Fp32, kInplace)                                           \
-  X(log, Unary, unary, All, Fp32, kInplace)                                             \
-  X(log2, Unary, unary, All, Fp32, kInplace)                                            \
-  X(log10, Unary, unary, All, Fp32, kInplace)                                           \
-  X(log1p, Unary, unary, All, Fp32, kInplace)                                           \
-  X(sqrt, Unary, unary, All, Keep, kInplace)                                            \
-  X(rsqrt, Unary, unary, All, Fp32, kInplace)                                           \
-  X(square, Unary, unary, All, Keep, kInplace)                                          \
-  X(reciprocal, Unary, unary, All, Fp32, kInplace)                                      \
-  X(sin, Unary, unary, All, Keep, kInplace)                                             \
-  X(cos, Unary, unary, All, Keep, kInplace)                                             \
-  X(tan, Unary, unary, All, Fp32, kInplace)                                             \
-  X(asin, Unary, unary, All, Fp32, kInplace)                                            \
-  X(acos, Unary, unary, All, Fp32, kInplace)                                            \
-  X(atan, Unary, unary, All, Keep, kInplace)                                            \
-  X(sinh, Unary, unary, All, Fp32, kInplace)                                            \
-  X(cosh, Unary, unary, All, Fp32, kInplace)                                            \
-  X(tanh, Unary, unary, All, Keep, kInplace)                                            \
-  X(sigmoid, Unary, unary, All, Keep, kInplace)                                         \
-  X(erf, Unary, unary, All, Keep, kInplace)                                             \
-  X(erfc, Unary, unary, All, Keep, kInplace)                                            \
-  X(relu, Unary, unary, Numeric, Keep, kInplace)                                        \
-  X(silu, Unary, unary, Float, Keep, kInplace)                                          \
-  X(floor, Unary, unary, Numeric, Keep, kInplace)                                       \
-  X(ceil, Unary, unary, Numeric, Keep, kInplace)                                        \
-  X(round, Unary, unary, Numeric, Keep, kInplace)                                       \
-  X(trunc, Unary, unary, Numeric, Keep, kInplace)                                       \
-  X(frac, Unary, unary, Float, Keep, kInplace)                                          \
-  X(logical_not, Unary, unary, All, Keep, kInplace)                                     \
-  X(bitwise_not, Unary, unary, Integral, Keep, kInplace)                                \
-  X(isnan, Unary, unary, All, Keep, kNoFlags)                                           \
-  X(isinf, Unary, unary, All, Keep, kNoFlags)                                           \
-  X(isfinite, Unary, unary, All, Keep, kNoFlags)                                        \
-  X(asinh, Unary, unary, All, Keep, kInplace)                                           \
-  X(acosh, Unary, unary, All, Keep, kInplace)                                           \
-  X(atanh, Unary, unary, All, Keep, kInplace)                                           \
-  X(erfinv, Unary, unary, All, Fp32, kInplace)                                          \
-  X(lgamma, Unary, unary, All, Keep, kInplace)                                          \
-  X(digamma, Unary, unary, All, Keep, kInplace)                                         \
-  X(mish, Unary, unary, Float, Keep, kInplace)                                          \
-  X(logit, Unary, unary, All, Keep, kInplace)                                           \
   X(gelu, Unary, gelu, Float, Keep, kInplace)                                           \
   X(softplus, Unary, softplus, Float, Fp32, kNoFlags)                                   \
   X(nan_to_num, Unary, none, All, Keep, kInplace)                                       \

@@ -18,33 +18,31 @@ Tensor trigamma(const Tensor& x);
 }  // namespace detail
 
 namespace {
-enum class UnaryKind { Float, Numeric, Predicate, Integral };
+// The row's group (Note [The unary list]); trigamma is internal.
+enum class UnaryGroup { Float, FloatOnly, Numeric, Predicate, Integral };
 
-UnaryKind kind_of(UnaryMode m) {
+UnaryGroup group_of(UnaryMode m) {
   switch (m) {
-    case UnaryMode::neg: case UnaryMode::abs: case UnaryMode::sign: case UnaryMode::square:
-    case UnaryMode::relu: case UnaryMode::floor: case UnaryMode::ceil: case UnaryMode::round:
-    case UnaryMode::trunc:
-      return UnaryKind::Numeric;
-    case UnaryMode::logical_not: case UnaryMode::isnan: case UnaryMode::isinf: case UnaryMode::isfinite:
-      return UnaryKind::Predicate;
-    case UnaryMode::bitwise_not:
-      return UnaryKind::Integral;
+#define BRISK_UNARY_GROUP(ctx, name, group, dtypes, amp, forms) \
+  case UnaryMode::name:                                         \
+    return UnaryGroup::group;
+    BRISK_FORALL_UNARY_OPS(BRISK_UNARY_GROUP, _)
+#undef BRISK_UNARY_GROUP
     default:
-      return UnaryKind::Float;
+      return UnaryGroup::Float;
   }
 }
 
 // The kernel call, without autograd.
 // `eps`: logit's clamp (nan: none).
 Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace, double eps = NAN) {
-  const UnaryKind k = kind_of(mode);
+  const UnaryGroup g = group_of(mode);
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
   if (x.dtype() == kBool && !out) {
     if (mode == UnaryMode::sign) return inplace ? x : x.clone();  // sign_ of bool leaves it alone
     if (mode == UnaryMode::square && !inplace) return x.to(kInt64).square();
   }
-  if (mode == UnaryMode::silu || mode == UnaryMode::mish)
+  if (g == UnaryGroup::FloatOnly)
     BRISK_CHECK(x.is_floating_point(), name, "expected a floating point tensor, got ", x.dtype());
   IterBuilder it(name);
   if (inplace)
@@ -52,22 +50,22 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
   else if (out)
     it.output(*out).resize_out();
   it.input(x);
-  switch (k) {
-    case UnaryKind::Float:
+  switch (g) {
+    case UnaryGroup::Float:
+    case UnaryGroup::FloatOnly:
       it.promote_int_to_float();
       break;
-    case UnaryKind::Numeric:
+    case UnaryGroup::Numeric:
       BRISK_CHECK(x.dtype() != kBool, name,
                   "not supported for bool tensors");
       break;
-    case UnaryKind::Predicate:
+    case UnaryGroup::Predicate:
       it.output_dtype(kBool);
       break;
-    case UnaryKind::Integral:
+    case UnaryGroup::Integral:
       BRISK_CHECK(!x.is_floating_point(), name, "only integer and bool tensors are supported, got ", x.dtype());
       break;
   }
-  if (mode == UnaryMode::frac) BRISK_CHECK(x.is_floating_point(), name, "expected a floating point tensor, got ", x.dtype());
   TensorIter iter;
   it.build(iter);
   KernelArgs a;
@@ -82,16 +80,11 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
 }
 
 // ---- backward ------------------------------------------------------------------
-// Modes with a gradient. The others give bool/integer results or are only
-// defined for integers (logical_not, bitwise_not, isnan, isinf, isfinite).
+// Modes with a gradient. The others give bool results or are only defined
+// for integers (logical_not, bitwise_not, isnan, isinf, isfinite).
 bool differentiable(UnaryMode m) {
-  switch (m) {
-    case UnaryMode::logical_not: case UnaryMode::bitwise_not: case UnaryMode::isnan: case UnaryMode::isinf:
-    case UnaryMode::isfinite:
-      return false;
-    default:
-      return true;
-  }
+  const UnaryGroup g = group_of(m);
+  return g != UnaryGroup::Predicate && g != UnaryGroup::Integral;
 }
 // Modes whose formula reads the input (an in-place form saves a copy of
 // self's old value); the others read the result or nothing.
@@ -319,8 +312,8 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
         return {where((v < eps).logical_or(v > 1 - eps), zeros_like(g), g)};
       });
       break;
-    default:
-      break;
+    default:  // a differentiable row without its derivative here
+      BRISK_INTERNAL_ASSERT(false, "unary op ", unary_mode_name(mode), " has no derivative in record_unary");
   }
 }
 
@@ -346,72 +339,38 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
 }
 }  // namespace
 
-#define BRISK_UNARY_OP(name)                                                                         \
-  Tensor name(const Tensor& x) { return unary_impl(#name, UnaryMode::name, x, nullptr, false); }      \
-  Tensor& name##_out(Tensor& out, const Tensor& x) {                                                  \
-    unary_impl(#name "_out", UnaryMode::name, x, &out, false);                                         \
-    return out;                                                                                        \
+// The functions of the unary list's rows (by their `forms`).
+#define BRISK_UNARY_FN(name)                                                                     \
+  Tensor name(const Tensor& x) { return unary_impl(#name, UnaryMode::name, x, nullptr, false); } \
+  Tensor& name##_out(Tensor& out, const Tensor& x) {                                             \
+    unary_impl(#name "_out", UnaryMode::name, x, &out, false);                                   \
+    return out;                                                                                  \
   }
-#define BRISK_UNARY_METHOD(name)                                  \
+#define BRISK_UNARY_DEF_Full(name)                                \
+  BRISK_UNARY_FN(name)                                            \
   Tensor Tensor::name() const { return brisk::name(*this); }      \
   Tensor& Tensor::name##_() {                                     \
     unary_impl(#name "_", UnaryMode::name, *this, nullptr, true); \
     return *this;                                                 \
   }
-#define BRISK_UNARY_BOTH(name) BRISK_UNARY_OP(name) BRISK_UNARY_METHOD(name)
-BRISK_UNARY_BOTH(neg)
-BRISK_UNARY_BOTH(abs)
-BRISK_UNARY_BOTH(sign)
-BRISK_UNARY_BOTH(exp)
-BRISK_UNARY_BOTH(exp2)
-BRISK_UNARY_BOTH(log)
-BRISK_UNARY_BOTH(log2)
-BRISK_UNARY_BOTH(log10)
-BRISK_UNARY_BOTH(log1p)
-BRISK_UNARY_BOTH(expm1)
-BRISK_UNARY_BOTH(sqrt)
-BRISK_UNARY_BOTH(rsqrt)
-BRISK_UNARY_BOTH(square)
-BRISK_UNARY_BOTH(reciprocal)
-BRISK_UNARY_BOTH(sin)
-BRISK_UNARY_BOTH(cos)
-BRISK_UNARY_BOTH(tan)
-BRISK_UNARY_BOTH(asin)
-BRISK_UNARY_BOTH(acos)
-BRISK_UNARY_BOTH(atan)
-BRISK_UNARY_BOTH(sinh)
-BRISK_UNARY_BOTH(cosh)
-BRISK_UNARY_BOTH(tanh)
-BRISK_UNARY_BOTH(sigmoid)
-BRISK_UNARY_BOTH(erf)
-BRISK_UNARY_BOTH(erfc)
-BRISK_UNARY_BOTH(relu)
-BRISK_UNARY_BOTH(silu)
-BRISK_UNARY_BOTH(floor)
-BRISK_UNARY_BOTH(ceil)
-BRISK_UNARY_BOTH(round)
-BRISK_UNARY_BOTH(trunc)
-BRISK_UNARY_BOTH(frac)
-BRISK_UNARY_BOTH(asinh)
-BRISK_UNARY_BOTH(acosh)
-BRISK_UNARY_BOTH(atanh)
-BRISK_UNARY_BOTH(erfinv)
-BRISK_UNARY_BOTH(lgamma)
-BRISK_UNARY_BOTH(digamma)
-BRISK_UNARY_OP(mish)
-BRISK_UNARY_BOTH(logical_not)
-BRISK_UNARY_BOTH(bitwise_not)
-BRISK_UNARY_OP(isnan)
-BRISK_UNARY_OP(isinf)
-BRISK_UNARY_OP(isfinite)
-#undef BRISK_UNARY_BOTH
-#undef BRISK_UNARY_OP
-#undef BRISK_UNARY_METHOD
-Tensor Tensor::isnan() const { return brisk::isnan(*this); }
-Tensor& mish_(Tensor& x) {
-  unary_impl("mish_", UnaryMode::mish, x, nullptr, true);
-  return x;
-}
+#define BRISK_UNARY_DEF_NoInplace(name) \
+  BRISK_UNARY_FN(name)                  \
+  Tensor Tensor::name() const { return brisk::name(*this); }
+#define BRISK_UNARY_DEF_FreeInplace(name)                    \
+  BRISK_UNARY_FN(name)                                       \
+  Tensor& name##_(Tensor& x) {                               \
+    unary_impl(#name "_", UnaryMode::name, x, nullptr, true); \
+    return x;                                                \
+  }
+#define BRISK_UNARY_DEF_Custom(name)
+#define BRISK_UNARY_DEF(ctx, name, group, dtypes, amp, forms) BRISK_UNARY_DEF_##forms(name)
+BRISK_FORALL_UNARY_OPS(BRISK_UNARY_DEF, _)
+#undef BRISK_UNARY_DEF
+#undef BRISK_UNARY_DEF_Full
+#undef BRISK_UNARY_DEF_NoInplace
+#undef BRISK_UNARY_DEF_FreeInplace
+#undef BRISK_UNARY_DEF_Custom
+#undef BRISK_UNARY_FN
 Tensor logit(const Tensor& x, std::optional<double> eps) {
   return unary_impl("logit", UnaryMode::logit, x, nullptr, false, eps.value_or(NAN));
 }
@@ -427,8 +386,6 @@ Tensor& Tensor::logit_(std::optional<double> eps) {
 namespace detail {
 Tensor trigamma(const Tensor& x) { return unary_run("digamma_backward", UnaryMode::trigamma, x, nullptr, false); }
 }  // namespace detail
-Tensor Tensor::isinf() const { return brisk::isinf(*this); }
-Tensor Tensor::isfinite() const { return brisk::isfinite(*this); }
 
 namespace {
 Tensor gelu_run(const Tensor& x, bool tanh_approx, bool inplace) {

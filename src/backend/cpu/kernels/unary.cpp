@@ -228,7 +228,11 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
           else return true;
         };
       });
+    default:
+      break;
   }
+  // Every mode returns above: a row of the unary list without its case here.
+  BRISK_INTERNAL_ASSERT(false, "unary op ", unary_mode_name(static_cast<UnaryMode>(a.mode)), " has no CPU kernel");
 }
 #undef VEC_OP
 #undef FLOAT_OP

@@ -1,0 +1,250 @@
+// The scalar functor of each pointwise op: what the op computes on one
+// element, in the op's math type (float for float16/bfloat16 storage),
+// usable from host and device code (Note [Scalar functors]).
+#pragma once
+#include <cmath>
+#include <type_traits>
+
+#include "core/op_table.h"
+#include "kernels/math.h"
+
+namespace brisk {
+namespace math {
+namespace op {
+
+// Note [Scalar functors]
+// math::op::<row> is the definition of a pointwise op-table row on one
+// element. The CUDA unary kernel is generated from them (one case per row of
+// the unary list), the CPU kernels use them where an op has no vector form
+// (and the vector forms are tested against them), and compile's fusion
+// (issue 15) reads ScalarFunctor<Op::name> for each pointwise row. Ops with
+// parameters (logit's eps, addcmul's value) take them as members.
+// Integer-only or float-only rows need only handle those types: the front
+// end promotes or refuses the others before a kernel runs.
+
+#define BRISK_FLOAT_FN(name, expr)                 \
+  struct name {                                    \
+    template <class T>                             \
+    BRISK_HOST_DEVICE T operator()(T x) const {    \
+      return expr;                                 \
+    }                                              \
+  };
+#define BRISK_PRED_FN(name, expr)                  \
+  struct name {                                    \
+    template <class T>                             \
+    BRISK_HOST_DEVICE bool operator()(T x) const { \
+      return expr;                                 \
+    }                                              \
+  };
+// clang-format off
+BRISK_FLOAT_FN(neg, math::neg(x))
+BRISK_FLOAT_FN(abs, math::abs(x))
+BRISK_FLOAT_FN(sign, math::sign(x))
+BRISK_FLOAT_FN(exp, std::exp(x))
+BRISK_FLOAT_FN(exp2, std::exp2(x))
+BRISK_FLOAT_FN(log, std::log(x))
+BRISK_FLOAT_FN(log2, std::log2(x))
+BRISK_FLOAT_FN(log10, std::log10(x))
+BRISK_FLOAT_FN(log1p, std::log1p(x))
+BRISK_FLOAT_FN(expm1, std::expm1(x))
+BRISK_FLOAT_FN(sqrt, std::sqrt(x))
+BRISK_FLOAT_FN(rsqrt, math::rsqrt(x))
+BRISK_FLOAT_FN(square, math::square(x))
+BRISK_FLOAT_FN(reciprocal, T(1) / x)
+BRISK_FLOAT_FN(sin, std::sin(x))
+BRISK_FLOAT_FN(cos, std::cos(x))
+BRISK_FLOAT_FN(tan, std::tan(x))
+BRISK_FLOAT_FN(asin, std::asin(x))
+BRISK_FLOAT_FN(acos, std::acos(x))
+BRISK_FLOAT_FN(atan, std::atan(x))
+BRISK_FLOAT_FN(sinh, std::sinh(x))
+BRISK_FLOAT_FN(cosh, std::cosh(x))
+BRISK_FLOAT_FN(tanh, std::tanh(x))
+BRISK_FLOAT_FN(sigmoid, math::sigmoid(x))
+BRISK_FLOAT_FN(erf, std::erf(x))
+BRISK_FLOAT_FN(erfc, std::erfc(x))
+BRISK_FLOAT_FN(silu, math::silu(x))
+BRISK_FLOAT_FN(floor, std::is_floating_point_v<T> ? T(std::floor(x)) : x)
+BRISK_FLOAT_FN(ceil, std::is_floating_point_v<T> ? T(std::ceil(x)) : x)
+BRISK_FLOAT_FN(round, math::round_even(x))
+BRISK_FLOAT_FN(trunc, std::is_floating_point_v<T> ? T(std::trunc(x)) : x)
+BRISK_FLOAT_FN(frac, x - std::trunc(x))
+BRISK_FLOAT_FN(asinh, std::asinh(x))
+BRISK_FLOAT_FN(acosh, std::acosh(x))
+BRISK_FLOAT_FN(atanh, std::atanh(x))
+BRISK_FLOAT_FN(erfinv, math::erfinv(x))
+BRISK_FLOAT_FN(lgamma, std::lgamma(x))
+BRISK_FLOAT_FN(digamma, math::digamma(x))
+BRISK_FLOAT_FN(trigamma, math::trigamma(x))
+BRISK_FLOAT_FN(mish, math::mish(x))
+BRISK_PRED_FN(logical_not, x == T(0))
+BRISK_PRED_FN(isnan, x != x)
+// clang-format on
+#undef BRISK_FLOAT_FN
+#undef BRISK_PRED_FN
+
+struct relu {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else
+      return math::relu(x);
+  }
+};
+struct bitwise_not {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return !x;
+    else
+      return T(~x);
+  }
+};
+struct isinf {
+  template <class T>
+  BRISK_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::isinf(x);
+    else
+      return false;
+  }
+};
+struct isfinite {
+  template <class T>
+  BRISK_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>)
+      return std::isfinite(x);
+    else
+      return true;
+  }
+};
+/// eps < 0: no clamp (torch's eps=None).
+struct logit {
+  double eps = -1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::logit(x, T(eps));
+  }
+};
+struct gelu {
+  bool tanh_approx = false;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return tanh_approx ? math::gelu_tanh(x) : math::gelu_erf(x);
+  }
+};
+struct softplus {
+  double beta = 1, threshold = 20;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::softplus(x, T(beta), T(threshold));
+  }
+};
+
+// Binary rows: add and sub without their alpha (the front end scales the
+// second operand), div the true division of floats.
+#define BRISK_BINARY_FN(name, R, expr)                  \
+  struct name {                                         \
+    template <class T>                                  \
+    BRISK_HOST_DEVICE R operator()(T a, T b) const {    \
+      return expr;                                      \
+    }                                                   \
+  };
+// clang-format off
+BRISK_BINARY_FN(add, T, a + b)
+BRISK_BINARY_FN(sub, T, a - b)
+BRISK_BINARY_FN(mul, T, a * b)
+BRISK_BINARY_FN(div, T, a / b)
+BRISK_BINARY_FN(remainder, T, math::remainder(a, b))
+BRISK_BINARY_FN(fmod, T, math::fmod(a, b))
+BRISK_BINARY_FN(pow, T, math::pow(a, b))
+BRISK_BINARY_FN(minimum, T, math::minimum(a, b))
+BRISK_BINARY_FN(maximum, T, math::maximum(a, b))
+BRISK_BINARY_FN(atan2, T, std::atan2(a, b))
+BRISK_BINARY_FN(eq, bool, a == b)
+BRISK_BINARY_FN(ne, bool, a != b)
+BRISK_BINARY_FN(lt, bool, a < b)
+BRISK_BINARY_FN(le, bool, a <= b)
+BRISK_BINARY_FN(gt, bool, a > b)
+BRISK_BINARY_FN(ge, bool, a >= b)
+BRISK_BINARY_FN(logical_and, bool, a != T(0) && b != T(0))
+BRISK_BINARY_FN(logical_or, bool, a != T(0) || b != T(0))
+BRISK_BINARY_FN(logical_xor, bool, (a != T(0)) != (b != T(0)))
+BRISK_BINARY_FN(bitwise_and, T, T(a & b))
+BRISK_BINARY_FN(bitwise_or, T, T(a | b))
+BRISK_BINARY_FN(bitwise_xor, T, T(a ^ b))
+BRISK_BINARY_FN(bitwise_left_shift, T, math::shift_left(a, b))
+BRISK_BINARY_FN(bitwise_right_shift, T, math::shift_right(a, b))
+// clang-format on
+#undef BRISK_BINARY_FN
+
+// Ternary rows.
+struct lerp {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T a, T b, T w) const {
+    return math::lerp(a, b, w);
+  }
+};
+struct addcmul {
+  double value = 1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x, T a, T b) const {
+    return x + T(value) * a * b;
+  }
+};
+struct addcdiv {
+  double value = 1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x, T a, T b) const {
+    return x + T(value) * (a / b);
+  }
+};
+/// clamp(x, lo, hi) = minimum(maximum(x, lo), hi): nan in any operand gives nan.
+struct clamp {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x, T lo, T hi) const {
+    return math::minimum(math::maximum(x, lo), hi);
+  }
+};
+struct where {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(bool c, T a, T b) const {
+    return c ? a : b;
+  }
+};
+
+}  // namespace op
+
+/// The scalar functor of an op-table row: `type` is math::op::<name> for
+/// the pointwise rows that have one (`defined`); compile's fusion reads it.
+template <Op op>
+struct ScalarFunctor {
+  static constexpr bool defined = false;
+};
+#define BRISK_SCALAR_FUNCTOR(name)               \
+  template <>                                    \
+  struct ScalarFunctor<Op::name> {               \
+    static constexpr bool defined = true;        \
+    using type = op::name;                       \
+  };
+#define BRISK_UNARY_SCALAR_FUNCTOR(ctx, name, group, dtypes, amp, forms) BRISK_SCALAR_FUNCTOR(name)
+BRISK_FORALL_UNARY_OPS(BRISK_UNARY_SCALAR_FUNCTOR, _)
+#undef BRISK_UNARY_SCALAR_FUNCTOR
+// clang-format off
+BRISK_SCALAR_FUNCTOR(gelu) BRISK_SCALAR_FUNCTOR(softplus)
+BRISK_SCALAR_FUNCTOR(add) BRISK_SCALAR_FUNCTOR(sub) BRISK_SCALAR_FUNCTOR(mul) BRISK_SCALAR_FUNCTOR(div)
+BRISK_SCALAR_FUNCTOR(remainder) BRISK_SCALAR_FUNCTOR(fmod) BRISK_SCALAR_FUNCTOR(pow)
+BRISK_SCALAR_FUNCTOR(minimum) BRISK_SCALAR_FUNCTOR(maximum) BRISK_SCALAR_FUNCTOR(atan2)
+BRISK_SCALAR_FUNCTOR(eq) BRISK_SCALAR_FUNCTOR(ne) BRISK_SCALAR_FUNCTOR(lt) BRISK_SCALAR_FUNCTOR(le)
+BRISK_SCALAR_FUNCTOR(gt) BRISK_SCALAR_FUNCTOR(ge)
+BRISK_SCALAR_FUNCTOR(logical_and) BRISK_SCALAR_FUNCTOR(logical_or) BRISK_SCALAR_FUNCTOR(logical_xor)
+BRISK_SCALAR_FUNCTOR(bitwise_and) BRISK_SCALAR_FUNCTOR(bitwise_or) BRISK_SCALAR_FUNCTOR(bitwise_xor)
+BRISK_SCALAR_FUNCTOR(bitwise_left_shift) BRISK_SCALAR_FUNCTOR(bitwise_right_shift)
+BRISK_SCALAR_FUNCTOR(lerp) BRISK_SCALAR_FUNCTOR(addcmul) BRISK_SCALAR_FUNCTOR(addcdiv)
+BRISK_SCALAR_FUNCTOR(clamp) BRISK_SCALAR_FUNCTOR(where)
+// clang-format on
+#undef BRISK_SCALAR_FUNCTOR
+
+}  // namespace math
+}  // namespace brisk

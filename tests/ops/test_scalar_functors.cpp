@@ -1,0 +1,230 @@
+// The scalar functors of the pointwise rows (src/kernels/functors.h, Note
+// [Scalar functors]): every pointwise row has one (or a reason not to), and
+// each computes what the op computes: the CPU kernels (Sleef's vector math
+// where the op has a vector form) against the functor on every element.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "brisk/brisk.h"
+#include "core/dispatch.h"
+#include "kernels/functors.h"
+
+using namespace brisk;
+
+namespace {
+
+struct RowFunctor {
+  const char* name;
+  OpKind kind;
+  bool defined;
+};
+constexpr RowFunctor kRows[] = {
+#define BRISK_ROW_FUNCTOR(name, kind, slot, dtypes, amp, flags) \
+  {#name, OpKind::kind, math::ScalarFunctor<Op::name>::defined},
+    BRISK_FORALL_OP_ROWS(BRISK_ROW_FUNCTOR)
+#undef BRISK_ROW_FUNCTOR
+};
+
+// Pointwise rows without a scalar functor, and why.
+const std::set<std::string> kNoFunctor = {
+    "sgn",                 // sign for real dtypes (complex is not supported)
+    "nan_to_num",          // composite of where/isnan (no kernel of its own)
+    "threshold_backward",  // a backward helper, not fused
+    "rsub",                // sub with the operands swapped
+    "isclose",             // composite tolerances (rtol, atol, equal_nan)
+    "masked_fill",         // where with a scalar
+    "outer",               // mul of broadcast views
+};
+
+TEST(ScalarFunctors, EveryPointwiseRowHasOne) {
+  for (const RowFunctor& r : kRows) {
+    const bool pointwise = r.kind == OpKind::Unary || r.kind == OpKind::Binary || r.kind == OpKind::Ternary;
+    if (!pointwise) {
+      EXPECT_FALSE(r.defined) << r.name << " is not pointwise but has a scalar functor";
+      continue;
+    }
+    if (kNoFunctor.count(r.name))
+      EXPECT_FALSE(r.defined) << r.name << " has a functor now: drop it from kNoFunctor";
+    else
+      EXPECT_TRUE(r.defined) << "pointwise row " << r.name << " has no math::op functor (src/kernels/functors.h)";
+  }
+}
+
+// Inputs covering each function's domain and its special values.
+std::vector<double> inputs() {
+  std::vector<double> v = {0.0, -0.0, 0.5, -0.5, 0.999, -0.999, 1.0, -1.0, 1.5, -1.5, 2.0, -2.5, 3.7, -7.25, 10.0, -30.0,
+                           88.0, -88.0, 1e-3, -1e-3, 1e-30, 700.0, -700.0, INFINITY, -INFINITY, NAN};
+  for (int i = 0; i < 64; ++i) v.push_back(-20.0 + 40.0 * i / 63.0 + 1e-3 * i);
+  return v;
+}
+
+// |a - b| within `ulps` units in the last place of float64 (both nan, or
+// both the same infinity, also agree).
+bool close_ulps(double a, double b, double ulps) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  const double scale = std::max(std::fabs(a), std::fabs(b));
+  const double ulp = scale > 0 ? std::ldexp(1.0, std::ilogb(scale) - 52) : std::numeric_limits<double>::denorm_min();
+  return std::fabs(a - b) <= ulps * std::max(ulp, 1e-300);
+}
+
+// Each row of the unary list with a free function: the op on a float64
+// tensor against its functor on every element. The vector forms are Sleef's
+// (1 ulp) or brisk's own (documented bounds in docs/design/vectorized_math.md),
+// the functors libm's: they agree to a few ulp, and on every special value.
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> fn;
+  std::function<double(double)> functor;
+  std::function<bool(double)> predicate;  // predicate rows
+  double ulps;
+};
+
+#define BRISK_CASE_Full(name, group) BRISK_CASE_##group(name)
+#define BRISK_CASE_NoInplace(name, group) BRISK_CASE_##group(name)
+#define BRISK_CASE_FreeInplace(name, group) BRISK_CASE_##group(name)
+#define BRISK_CASE_Custom(name, group)
+#define BRISK_CASE_VALUE(name) \
+  {#name, [](const Tensor& x) { return brisk::name(x); }, [](double x) { return math::op::name{}(x); }, nullptr, 8},
+#define BRISK_CASE_Float(name) BRISK_CASE_VALUE(name)
+#define BRISK_CASE_FloatOnly(name) BRISK_CASE_VALUE(name)
+#define BRISK_CASE_Numeric(name) BRISK_CASE_VALUE(name)
+#define BRISK_CASE_Integral(name)  // integers only: IntegralRowsMatchTheirFunctors
+#define BRISK_CASE_Predicate(name) \
+  {#name, [](const Tensor& x) { return brisk::name(x); }, nullptr, [](double x) { return math::op::name{}(x); }, 0},
+#define BRISK_UNARY_CASE(ctx, name, group, dtypes, amp, forms) BRISK_CASE_##forms(name, group)
+const std::vector<UnaryCase>& unary_cases() {
+  static const std::vector<UnaryCase> cases = {BRISK_FORALL_UNARY_OPS(BRISK_UNARY_CASE, _)};
+  return cases;
+}
+
+TEST(ScalarFunctors, UnaryRowsMatchTheirFunctors) {
+  set_num_threads(1);
+  const std::vector<double> v = inputs();
+  const Tensor x = tensor(v, kFloat64);
+  int checked = 0;
+  for (const UnaryCase& c : unary_cases()) {
+    const Tensor y = c.fn(x).contiguous();
+    ASSERT_EQ(y.numel(), x.numel()) << c.name;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (c.predicate) {
+        EXPECT_EQ(y[i].item<bool>(), c.predicate(v[i])) << c.name << "(" << v[i] << ")";
+      } else {
+        const double got = y[i].item<double>(), want = c.functor(v[i]);
+        EXPECT_TRUE(close_ulps(got, want, c.ulps)) << c.name << "(" << v[i] << "): kernel " << got << ", functor " << want;
+      }
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 40);
+}
+
+TEST(ScalarFunctors, IntegerRowsMatchTheirFunctors) {
+  set_num_threads(1);
+  const std::vector<int64_t> v = {0, 1, -1, 7, -8, 100, -128, 127, 1 << 20, -(1 << 20)};
+  const Tensor x = tensor(v, kInt32);
+  auto check = [&](const char* name, const Tensor& y, auto f) {
+    ASSERT_EQ(y.dtype(), kInt32) << name;
+    for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(y[i].item<int64_t>(), f(int32_t(v[i]))) << name << "(" << v[i] << ")";
+  };
+  check("neg", brisk::neg(x), math::op::neg{});
+  check("abs", brisk::abs(x), math::op::abs{});
+  check("sign", brisk::sign(x), math::op::sign{});
+  check("square", brisk::square(x), math::op::square{});
+  check("relu", brisk::relu(x), math::op::relu{});
+  check("floor", brisk::floor(x), math::op::floor{});
+  check("round", brisk::round(x), math::op::round{});
+  check("bitwise_not", brisk::bitwise_not(x), math::op::bitwise_not{});
+}
+
+TEST(ScalarFunctors, BinaryAndTernaryRowsMatchTheirFunctors) {
+  set_num_threads(1);
+  const std::vector<double> av = {0.0, -0.0, 1.5, -2.5, 3.0, 7.0, -7.0, 0.5, INFINITY, NAN, 2.0, -1.0};
+  const std::vector<double> bv = {1.0, 2.0, -0.5, 0.0, 3.0, -2.0, 2.0, 0.25, 1.0, 1.0, -INFINITY, 0.5};
+  const Tensor a = tensor(av, kFloat64), b = tensor(bv, kFloat64);
+  auto check = [&](const char* name, const Tensor& y, auto f) {
+    for (size_t i = 0; i < av.size(); ++i) {
+      const double got = y[i].to(kFloat64).item<double>(), want = double(f(av[i], bv[i]));
+      EXPECT_TRUE(close_ulps(got, want, 2)) << name << "(" << av[i] << ", " << bv[i] << "): kernel " << got
+                                            << ", functor " << want;
+    }
+  };
+  check("add", brisk::add(a, b), math::op::add{});
+  check("sub", brisk::sub(a, b), math::op::sub{});
+  check("mul", brisk::mul(a, b), math::op::mul{});
+  check("div", brisk::div(a, b), math::op::div{});
+  check("remainder", brisk::remainder(a, b), math::op::remainder{});
+  check("fmod", brisk::fmod(a, b), math::op::fmod{});
+  check("pow", brisk::pow(a, b), math::op::pow{});
+  check("minimum", brisk::minimum(a, b), math::op::minimum{});
+  check("maximum", brisk::maximum(a, b), math::op::maximum{});
+  check("atan2", brisk::atan2(a, b), math::op::atan2{});
+  check("eq", brisk::eq(a, b), math::op::eq{});
+  check("ne", brisk::ne(a, b), math::op::ne{});
+  check("lt", brisk::lt(a, b), math::op::lt{});
+  check("le", brisk::le(a, b), math::op::le{});
+  check("gt", brisk::gt(a, b), math::op::gt{});
+  check("ge", brisk::ge(a, b), math::op::ge{});
+  check("logical_and", brisk::logical_and(a, b), math::op::logical_and{});
+  check("logical_or", brisk::logical_or(a, b), math::op::logical_or{});
+  check("logical_xor", brisk::logical_xor(a, b), math::op::logical_xor{});
+  // ternary: the third operand 0.25 (a weight, a value, a bound)
+  const Tensor w = full({int64_t(av.size())}, 0.25, kFloat64);
+  auto check3 = [&](const char* name, const Tensor& y, auto f) {
+    for (size_t i = 0; i < av.size(); ++i) {
+      const double got = y[i].item<double>(), want = f(av[i], bv[i]);
+      EXPECT_TRUE(close_ulps(got, want, 2)) << name << "(" << av[i] << ", " << bv[i] << "): kernel " << got
+                                            << ", functor " << want;
+    }
+  };
+  check3("lerp", brisk::lerp(a, b, w), [](double x, double y) { return math::op::lerp{}(x, y, 0.25); });
+  check3("addcmul", brisk::addcmul(a, b, w, 3.0), [](double x, double y) { return math::op::addcmul{3.0}(x, y, 0.25); });
+  check3("addcdiv", brisk::addcdiv(a, b, w, 3.0), [](double x, double y) { return math::op::addcdiv{3.0}(x, y, 0.25); });
+  check3("clamp", brisk::clamp(a, b.minimum(w), b.maximum(w)),
+         [](double x, double y) { return math::op::clamp{}(x, std::fmin(y, 0.25), std::fmax(y, 0.25)); });
+  check3("where", brisk::where(a > b, a, w), [](double x, double y) { return math::op::where{}(x > y, x, 0.25); });
+  // integer bitwise rows
+  const std::vector<int64_t> iv = {0, 5, -6, 1 << 10, 255, -1}, jv = {3, 1, 2, 70, -1, 63};
+  const Tensor i = tensor(iv, kInt64), j = tensor(jv, kInt64);
+  auto checki = [&](const char* name, const Tensor& y, auto f) {
+    for (size_t k = 0; k < iv.size(); ++k) EXPECT_EQ(y[k].item<int64_t>(), f(iv[k], jv[k])) << name << "(" << iv[k] << ", " << jv[k] << ")";
+  };
+  checki("bitwise_and", brisk::bitwise_and(i, j), math::op::bitwise_and{});
+  checki("bitwise_or", brisk::bitwise_or(i, j), math::op::bitwise_or{});
+  checki("bitwise_xor", brisk::bitwise_xor(i, j), math::op::bitwise_xor{});
+  checki("bitwise_left_shift", brisk::bitwise_left_shift(i, j), math::op::bitwise_left_shift{});
+  checki("bitwise_right_shift", brisk::bitwise_right_shift(i, j), math::op::bitwise_right_shift{});
+}
+
+// The parametrised rows (logit's eps, gelu's approximation, softplus' beta
+// and threshold) carry their arguments as members.
+TEST(ScalarFunctors, ParametrisedRows) {
+  set_num_threads(1);
+  const std::vector<double> v = {-3.0, -0.5, 0.0, 0.1, 0.5, 0.9, 1.0, 2.0, 30.0};
+  const Tensor x = tensor(v, kFloat64);
+  const Tensor lg = logit(x, 0.2), ge = gelu(x), gt = gelu(x, "tanh"), sp = softplus(x, 2.0, 5.0);
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_TRUE(close_ulps(lg[i].item<double>(), math::op::logit{0.2}(v[i]), 8)) << "logit " << v[i];
+    EXPECT_TRUE(close_ulps(ge[i].item<double>(), math::op::gelu{false}(v[i]), 8)) << "gelu " << v[i];
+    EXPECT_TRUE(close_ulps(gt[i].item<double>(), math::op::gelu{true}(v[i]), 8)) << "gelu tanh " << v[i];
+    EXPECT_TRUE(close_ulps(sp[i].item<double>(), math::op::softplus{2.0, 5.0}(v[i]), 8)) << "softplus " << v[i];
+  }
+}
+
+// UnaryMode and the op table's unary rows come from the list, with the
+// forms each row declares.
+TEST(ScalarFunctors, UnaryModeNamesFollowTheList) {
+  EXPECT_STREQ(unary_mode_name(UnaryMode::exp), "exp");
+  EXPECT_STREQ(unary_mode_name(UnaryMode::logit), "logit");
+  EXPECT_STREQ(unary_mode_name(UnaryMode::trigamma), "trigamma");
+  EXPECT_EQ(find_op("exp_out").out, true);
+  EXPECT_EQ(find_op("isnan_").info, nullptr);  // no in-place form
+  EXPECT_EQ(find_op("mish_").inplace, true);
+}
+
+}  // namespace
