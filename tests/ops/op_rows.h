@@ -1,0 +1,570 @@
+// The test rows of the pointwise ops (Note [The test row]): one row per way
+// of calling an op of the op table (src/core/op_table.h) of kind Unary,
+// Binary or Ternary, with a float64 reference, an input domain, whether it is
+// differentiable and a tolerance per dtype. Four legs run every row:
+//   tests/ops/test_op_rows.cpp           CPU against the reference, gradcheck
+//                                        (named gradient rows), completeness,
+//                                        support matrix;
+//   tests/cuda/test_cuda_op_rows.cpp     CUDA against CPU;
+//   tests/parity/test_parity_op_rows.cpp libtorch on the same inputs.
+//
+// Note [The test row]
+// A row says how to call the op (`fn` on a list of tensors; `inplace` and
+// `out` where the op has those forms), what it should compute (`ref`, one
+// element in float64), on which values (`dom`, per input), which dtype the
+// result has (`res`), which inputs are differentiable (`args` names them:
+// the gradient rows are `<row>.grad_<arg>`) and how close float results must
+// be (`tol`, by result dtype). The dtypes come from the op's DTypeClass in the
+// table; `not_dtypes` takes some out (with the reason in a comment) and the
+// support-matrix test then expects those to raise an error naming the op.
+#pragma once
+#include <brisk/brisk.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/function.h"  // sgn (an internal op: abs's gradient)
+#include "core/op_table.h"
+
+namespace brisk::testing::rows {
+
+/// The values an input takes (floats / integers):
+///  Any      [-4, 4], 3 decimals, exact .5 ties / [-6, 6] ([0, 12] uint8)
+///  Pos      [0.1, 5] / [1, 8]
+///  Unit     (-0.95, 0.95) / {-1, 0, 1} ({0, 1} uint8)
+///  NonZero  Any with |x| >= 0.25 / nonzero integers
+///  Exp      {0, 0.5, ..., 4} / [0, 4] (exponents, shift counts)
+///  Special  Any with nan, +-inf and +-0 for floats
+///  GeOne    [1, 5] / [1, 8] (acosh)
+///  Prob     (0.02, 0.98) / {0, 1} (logit)
+///  Mask     a bool tensor whatever the row's dtype (where's condition)
+enum class Dom { Any, Pos, Unit, NonZero, Exp, Special, GeOne, Prob, Mask };
+/// The result dtype (all inputs but masks share the row's dtype): Same,
+/// Float (integers and bool give the default float dtype) or Bool.
+enum class Res { Same, Float, Bool };
+
+using Fn = std::function<Tensor(const TensorList&)>;
+/// In-place and out= forms: (self or out, the inputs).
+using InplaceFn = std::function<Tensor&(Tensor&, const TensorList&)>;
+using OutFn = std::function<Tensor&(Tensor&, const TensorList&)>;
+using Ref = std::function<double(const double*)>;
+
+/// Per result dtype: float32, float64, float16, bfloat16 (rtol = atol).
+using Tol = std::array<double, 4>;
+constexpr Tol kDefaultTol = {2e-5, 1e-12, 2e-3, 1.6e-2};
+inline Tol scaled(double s) { return {kDefaultTol[0] * s, kDefaultTol[1] * s, kDefaultTol[2] * s, kDefaultTol[3] * s}; }
+
+struct Row {
+  std::string name;  ///< "exp", "div.floor": the op's name, then a variant
+  Op op;             ///< the op-table row it covers
+  int arity;
+  Fn fn;
+  Ref ref;
+  std::vector<Dom> dom;           ///< one per input
+  Res res = Res::Same;
+  std::vector<std::string> args;  ///< input names; empty name: not differentiable
+  bool differentiable = false;    ///< gradcheck the inputs with a name
+  InplaceFn inplace;              ///< self = input 0
+  OutFn out;
+  Tol tol = kDefaultTol;
+  std::vector<ScalarType> not_dtypes;  ///< the op rejects these although its DTypeClass has them
+};
+
+inline const std::vector<ScalarType>& all_dtypes() {
+  static const std::vector<ScalarType> v = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+  return v;
+}
+inline bool class_has(DTypeClass c, ScalarType t) {
+  switch (c) {
+    case DTypeClass::All: return true;
+    case DTypeClass::Numeric: return t != kBool;
+    case DTypeClass::Float: return is_floating_point(t);
+    case DTypeClass::Integral: return !is_floating_point(t);
+  }
+  return false;
+}
+/// The dtypes a row runs on: its op's DTypeClass less `not_dtypes`.
+inline std::vector<ScalarType> row_dtypes(const Row& r) {
+  std::vector<ScalarType> v;
+  for (ScalarType t : all_dtypes()) {
+    bool excluded = false;
+    for (ScalarType x : r.not_dtypes) excluded |= x == t;
+    if (class_has(op_info(r.op).dtypes, t) && !excluded) v.push_back(t);
+  }
+  return v;
+}
+inline ScalarType result_dtype(Res r, ScalarType in) {
+  switch (r) {
+    case Res::Bool: return kBool;
+    case Res::Float: return is_floating_point(in) ? in : default_dtype();
+    default: return in;
+  }
+}
+inline double row_tol(const Row& r, ScalarType result) {
+  switch (result) {
+    case kFloat: return r.tol[0];
+    case kDouble: return r.tol[1];
+    case kHalf: return r.tol[2];
+    case kBFloat16: return r.tol[3];
+    default: return 0;  // integers and bool: exact
+  }
+}
+
+// ---- references ---------------------------------------------------------------------------
+
+inline double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+inline double softplus_ref(double x, double beta, double threshold) {
+  return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+}
+inline double py_remainder(double a, double b) {
+  double r = std::fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+inline double py_floor_div(double a, double b) {
+  if (b == 0) return a / b;
+  const double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div == 0) return std::copysign(0.0, a / b);
+  double fl = std::floor(div);
+  if (div - fl > 0.5) fl += 1;
+  return fl;
+}
+inline double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
+inline double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
+inline int64_t as_int(double v) { return static_cast<int64_t>(v); }
+inline double lerp_ref(double a, double b, double w) {
+  return std::abs(w) < 0.5 ? a + w * (b - a) : b - (b - a) * (1 - w);
+}
+/// erfinv by Newton on erf (float64, to the last bits).
+inline double erfinv_ref(double y) {
+  if (y <= -1) return y == -1 ? -INFINITY : NAN;
+  if (y >= 1) return y == 1 ? INFINITY : NAN;
+  double x = 0;
+  for (int i = 0; i < 100; ++i) {
+    const double step = (std::erf(x) - y) / (2 / std::sqrt(M_PI) * std::exp(-x * x));
+    x -= step;
+    if (std::abs(step) <= 1e-17 * std::abs(x)) break;
+  }
+  return x;
+}
+/// digamma: recurrence up to x >= 10, then the asymptotic series; reflection
+/// for x < 0.
+inline double digamma_ref(double x) {
+  if (x == 0) return -INFINITY;
+  if (x < 0) {
+    if (x == std::floor(x)) return NAN;
+    return digamma_ref(1 - x) - M_PI / std::tan(M_PI * x);
+  }
+  double r = 0;
+  while (x < 10) r -= 1 / x, x += 1;
+  const double f = 1 / (x * x);
+  return r + std::log(x) - 0.5 / x -
+         f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));
+}
+inline double gelu_ref(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+inline double gelu_tanh_ref(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+// ---- the rows ------------------------------------------------------------------------------
+
+#define BRISK_ROW_UNARY(name) [](const TensorList& t) { return brisk::name(t[0]); }
+#define BRISK_ROW_UNARY_INPLACE(name) [](Tensor& s, const TensorList&) -> Tensor& { return s.name##_(); }
+#define BRISK_ROW_UNARY_OUT(name) [](Tensor& o, const TensorList& t) -> Tensor& { return brisk::name##_out(o, t[0]); }
+#define BRISK_ROW_BINARY(name) [](const TensorList& t) { return brisk::name(t[0], t[1]); }
+#define BRISK_ROW_BINARY_INPLACE(name) [](Tensor& s, const TensorList& t) -> Tensor& { return s.name##_(t[1]); }
+#define BRISK_ROW_BINARY_OUT(name) \
+  [](Tensor& o, const TensorList& t) -> Tensor& { return brisk::name##_out(o, t[0], t[1]); }
+
+/// A unary row: reference, domain, result dtype, differentiable, then the
+/// functional, in-place and out= forms (U(name) gives all three).
+inline Row unary(std::string name, Op op, std::function<double(double)> ref, Dom dom, Res res, bool diff, Fn fn,
+                 InplaceFn inplace = nullptr, OutFn out = nullptr) {
+  Row r;
+  r.name = std::move(name);
+  r.op = op;
+  r.arity = 1;
+  r.fn = std::move(fn);
+  r.ref = [ref](const double* x) { return ref(x[0]); };
+  r.dom = {dom};
+  r.res = res;
+  r.args = {"self"};
+  r.differentiable = diff;
+  r.inplace = std::move(inplace);
+  r.out = std::move(out);
+  return r;
+}
+inline Row binary(std::string name, Op op, std::function<double(double, double)> ref, Dom d0, Dom d1, Res res,
+                  bool diff, Fn fn, InplaceFn inplace = nullptr, OutFn out = nullptr,
+                  std::vector<std::string> args = {"self", "other"}) {
+  Row r;
+  r.name = std::move(name);
+  r.op = op;
+  r.arity = 2;
+  r.fn = std::move(fn);
+  r.ref = [ref](const double* x) { return ref(x[0], x[1]); };
+  r.dom = {d0, d1};
+  r.res = res;
+  r.args = std::move(args);
+  r.differentiable = diff;
+  r.inplace = std::move(inplace);
+  r.out = std::move(out);
+  return r;
+}
+inline Row ternary(std::string name, Op op, std::function<double(double, double, double)> ref, std::vector<Dom> dom,
+                   std::vector<std::string> args, bool diff, Fn fn, InplaceFn inplace = nullptr, OutFn out = nullptr) {
+  Row r;
+  r.name = std::move(name);
+  r.op = op;
+  r.arity = 3;
+  r.fn = std::move(fn);
+  r.ref = [ref](const double* x) { return ref(x[0], x[1], x[2]); };
+  r.dom = std::move(dom);
+  r.res = Res::Same;
+  r.args = std::move(args);
+  r.differentiable = diff;
+  r.inplace = std::move(inplace);
+  r.out = std::move(out);
+  return r;
+}
+inline Row with_tol(Row r, Tol t) {
+  r.tol = t;
+  return r;
+}
+/// The op rejects these dtypes although its DTypeClass has them.
+inline Row without(Row r, std::vector<ScalarType> dts) {
+  r.not_dtypes = std::move(dts);
+  return r;
+}
+
+/// Every test row. Names are unique; several rows may cover one op (variants).
+inline const std::vector<Row>& op_test_rows() {
+  static const std::vector<Row> rows = [] {
+#define U(name) BRISK_ROW_UNARY(name), BRISK_ROW_UNARY_INPLACE(name), BRISK_ROW_UNARY_OUT(name)
+#define B(name) BRISK_ROW_BINARY(name), BRISK_ROW_BINARY_INPLACE(name), BRISK_ROW_BINARY_OUT(name)
+#define F1(expr) [](double x) { return expr; }
+#define F2(expr) [](double a, double b) { return expr; }
+#define F3(expr) [](double a, double b, double c) { return expr; }
+#define FN(expr) [](const TensorList& t) { return expr; }
+#define IP(expr) [](Tensor& s, const TensorList& t) -> Tensor& { (void)t; return expr; }
+#define OUT(expr) [](Tensor& o, const TensorList& t) -> Tensor& { return expr; }
+    using D = Dom;
+    const std::vector<ScalarType> ints = {kInt32, kInt64, kUInt8, kBool};
+    std::vector<Row> v = {
+        // -- unary ------------------------------------------------------------------------
+        unary("neg", Op::neg, F1(-x), D::Special, Res::Same, true, U(neg)),
+        unary("abs", Op::abs, F1(std::abs(x)), D::Special, Res::Same, true, U(abs)),
+        unary("sign", Op::sign, F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, true, U(sign)),
+        unary("sgn", Op::sgn, F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, false,
+              FN(brisk::autograd::sgn(t[0]))),
+        unary("exp", Op::exp, F1(std::exp(x)), D::Any, Res::Float, true, U(exp)),
+        unary("exp2", Op::exp2, F1(std::exp2(x)), D::Any, Res::Float, true, U(exp2)),
+        unary("expm1", Op::expm1, F1(std::expm1(x)), D::Any, Res::Float, true, U(expm1)),
+        unary("log", Op::log, F1(std::log(x)), D::Pos, Res::Float, true, U(log)),
+        unary("log.special", Op::log, F1(std::log(x)), D::Special, Res::Float, false, FN(brisk::log(t[0]))),
+        unary("log2", Op::log2, F1(std::log2(x)), D::Pos, Res::Float, true, U(log2)),
+        unary("log10", Op::log10, F1(std::log10(x)), D::Pos, Res::Float, true, U(log10)),
+        unary("log1p", Op::log1p, F1(std::log1p(x)), D::Pos, Res::Float, true, U(log1p)),
+        unary("sqrt", Op::sqrt, F1(std::sqrt(x)), D::Pos, Res::Float, true, U(sqrt)),
+        unary("rsqrt", Op::rsqrt, F1(1 / std::sqrt(x)), D::Pos, Res::Float, true, U(rsqrt)),
+        unary("square", Op::square, F1(x * x), D::Any, Res::Same, true, U(square)),
+        unary("reciprocal", Op::reciprocal, F1(1 / x), D::NonZero, Res::Float, true, U(reciprocal)),
+        unary("sin", Op::sin, F1(std::sin(x)), D::Any, Res::Float, true, U(sin)),
+        unary("cos", Op::cos, F1(std::cos(x)), D::Any, Res::Float, true, U(cos)),
+        unary("tan", Op::tan, F1(std::tan(x)), D::Unit, Res::Float, true, U(tan)),
+        unary("asin", Op::asin, F1(std::asin(x)), D::Unit, Res::Float, true, U(asin)),
+        unary("acos", Op::acos, F1(std::acos(x)), D::Unit, Res::Float, true, U(acos)),
+        unary("atan", Op::atan, F1(std::atan(x)), D::Special, Res::Float, true, U(atan)),
+        unary("sinh", Op::sinh, F1(std::sinh(x)), D::Any, Res::Float, true, U(sinh)),
+        unary("cosh", Op::cosh, F1(std::cosh(x)), D::Any, Res::Float, true, U(cosh)),
+        unary("tanh", Op::tanh, F1(std::tanh(x)), D::Special, Res::Float, true, U(tanh)),
+        unary("sigmoid", Op::sigmoid, F1(sigmoid_ref(x)), D::Any, Res::Float, true, U(sigmoid)),
+        unary("erf", Op::erf, F1(std::erf(x)), D::Any, Res::Float, true, U(erf)),
+        unary("erfc", Op::erfc, F1(std::erfc(x)), D::Any, Res::Float, true, U(erfc)),
+        unary("relu", Op::relu, F1(x > 0 ? x : 0.0), D::Any, Res::Same, true, U(relu)),
+        unary("silu", Op::silu, F1(x * sigmoid_ref(x)), D::Any, Res::Same, true, U(silu)),
+        unary("floor", Op::floor, F1(std::floor(x)), D::Special, Res::Same, true, U(floor)),
+        unary("ceil", Op::ceil, F1(std::ceil(x)), D::Any, Res::Same, true, U(ceil)),
+        unary("round", Op::round, F1(std::nearbyint(x)), D::Any, Res::Same, true, U(round)),  // half to even
+        unary("trunc", Op::trunc, F1(std::trunc(x)), D::Any, Res::Same, true, U(trunc)),
+        unary("frac", Op::frac, F1(x - std::trunc(x)), D::Any, Res::Same, true, U(frac)),
+        unary("logical_not", Op::logical_not, F1(double(x == 0)), D::Special, Res::Bool, false, U(logical_not)),
+        unary("bitwise_not", Op::bitwise_not, F1(double(~as_int(x))), D::Any, Res::Same, false, U(bitwise_not)),
+        unary("isnan", Op::isnan, F1(double(std::isnan(x))), D::Special, Res::Bool, false, FN(brisk::isnan(t[0])),
+              nullptr, OUT(brisk::isnan_out(o, t[0]))),
+        unary("isinf", Op::isinf, F1(double(std::isinf(x))), D::Special, Res::Bool, false, FN(brisk::isinf(t[0])),
+              nullptr, OUT(brisk::isinf_out(o, t[0]))),
+        unary("isfinite", Op::isfinite, F1(double(std::isfinite(x))), D::Special, Res::Bool, false,
+              FN(brisk::isfinite(t[0])), nullptr, OUT(brisk::isfinite_out(o, t[0]))),
+        unary("asinh", Op::asinh, F1(std::asinh(x)), D::Any, Res::Float, true, U(asinh)),
+        unary("acosh", Op::acosh, F1(std::acosh(x)), D::GeOne, Res::Float, true, U(acosh)),
+        unary("atanh", Op::atanh, F1(std::atanh(x)), D::Unit, Res::Float, true, U(atanh)),
+        unary("erfinv", Op::erfinv, F1(erfinv_ref(x)), D::Unit, Res::Float, true, U(erfinv)),
+        unary("lgamma", Op::lgamma, F1(std::lgamma(x)), D::Pos, Res::Float, true, U(lgamma)),
+        unary("digamma", Op::digamma, F1(digamma_ref(x)), D::Pos, Res::Float, true, U(digamma)),
+        unary("mish", Op::mish, F1(x * std::tanh(softplus_ref(x, 1, 20))), D::Any, Res::Same, true, BRISK_ROW_UNARY(mish),
+              IP(brisk::mish_(s)), BRISK_ROW_UNARY_OUT(mish)),
+        unary("logit", Op::logit, F1(std::log(x / (1 - x))), D::Prob, Res::Float, true, FN(brisk::logit(t[0])),
+              IP(s.logit_()), OUT(brisk::logit_out(o, t[0]))),
+        unary("logit.eps", Op::logit, F1(std::log(std::clamp(x, 0.25, 0.75) / (1 - std::clamp(x, 0.25, 0.75)))),
+              D::Prob, Res::Float, true, FN(brisk::logit(t[0], 0.25)), IP(s.logit_(0.25)),
+              OUT(brisk::logit_out(o, t[0], 0.25))),
+        unary("gelu", Op::gelu, F1(gelu_ref(x)), D::Any, Res::Same, true, FN(brisk::gelu(t[0])), IP(s.gelu_())),
+        unary("gelu.tanh", Op::gelu, F1(gelu_tanh_ref(x)), D::Any, Res::Same, true, FN(brisk::gelu(t[0], "tanh")),
+              IP(s.gelu_("tanh"))),
+        unary("softplus", Op::softplus, F1(softplus_ref(x, 1, 20)), D::Any, Res::Same, true,
+              FN(brisk::softplus(t[0]))),
+        // beta 2, threshold 4: both branches inside the domain
+        unary("softplus.beta", Op::softplus, F1(softplus_ref(x, 2, 4)), D::Any, Res::Same, true,
+              FN(brisk::softplus(t[0], 2, 4))),
+        unary("nan_to_num", Op::nan_to_num,
+              F1(std::isnan(x) ? 1.5 : x == INFINITY ? 100.0 : x == -INFINITY ? -100.0 : x), D::Special, Res::Same,
+              true, FN(brisk::nan_to_num(t[0], 1.5, 100, -100)), IP(s.nan_to_num_(1.5, 100, -100))),
+        // rsub(x, 3) = 3 - x: a binary op with a Scalar other
+        unary("rsub", Op::rsub, F1(3 - x), D::Any, Res::Same, true, FN(brisk::rsub(t[0], 3))),
+        unary("clamp.scalar", Op::clamp, F1(std::isnan(x) ? x : std::min(std::max(x, -1.0), 2.0)), D::Special,
+              Res::Same, true, FN(brisk::clamp(t[0], -1, 2)), IP(s.clamp_(-1, 2)), OUT(brisk::clamp_out(o, t[0], -1, 2))),
+        // -- binary -----------------------------------------------------------------------
+        binary("threshold_backward", Op::threshold_backward, F2(b > 0.5 || std::isnan(b) ? a : 0.0), D::Any, D::Any,
+               Res::Same, false, FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("add", Op::add, F2(a + b), D::Any, D::Any, Res::Same, true, B(add)),
+        without(binary("add.alpha", Op::add, F2(a + 2 * b), D::Any, D::Any, Res::Same, true,
+                       FN(brisk::add(t[0], t[1], 2)), IP(s.add_(t[1], 2)), OUT(brisk::add_out(o, t[0], t[1], 2))),
+                {kBool}),  // an integer alpha with bool tensors: torch refuses
+        binary("sub", Op::sub, F2(a - b), D::Any, D::Any, Res::Same, true, B(sub)),
+        binary("mul", Op::mul, F2(a * b), D::Any, D::Any, Res::Same, true, B(mul)),
+        binary("div", Op::div, F2(a / b), D::Any, D::NonZero, Res::Float, true, B(div)),
+        without(binary("div.trunc", Op::div, F2(std::trunc(a / b)), D::Any, D::NonZero, Res::Same, true,
+                       FN(brisk::div(t[0], t[1], RoundingMode::Trunc)), IP(s.div_(t[1], RoundingMode::Trunc)),
+                       OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Trunc))),
+                {kBool}),  // torch: no bool kernel for rounding division
+        without(binary("div.floor", Op::div, F2(py_floor_div(a, b)), D::Any, D::NonZero, Res::Same, true,
+                       FN(brisk::div(t[0], t[1], RoundingMode::Floor)), IP(s.div_(t[1], RoundingMode::Floor)),
+                       OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Floor))),
+                {kBool}),
+        binary("remainder", Op::remainder, F2(py_remainder(a, b)), D::Any, D::NonZero, Res::Same, true, B(remainder)),
+        binary("fmod", Op::fmod, F2(std::fmod(a, b)), D::Any, D::NonZero, Res::Same, true, B(fmod)),
+        binary("pow", Op::pow, F2(std::pow(a, b)), D::Pos, D::Exp, Res::Same, true, B(pow)),
+        // negative bases: integer exponents only make sense (nan for floats otherwise)
+        binary("pow.negative_base", Op::pow, F2(std::pow(a, b)), D::Any, D::Exp, Res::Same, false,
+               FN(brisk::pow(t[0], t[1]))),
+        binary("minimum", Op::minimum, F2(nan_min(a, b)), D::Special, D::Special, Res::Same, true, FN(brisk::minimum(t[0], t[1])),
+               nullptr, BRISK_ROW_BINARY_OUT(minimum)),
+        binary("maximum", Op::maximum, F2(nan_max(a, b)), D::Special, D::Special, Res::Same, true, FN(brisk::maximum(t[0], t[1])),
+               nullptr, BRISK_ROW_BINARY_OUT(maximum)),
+        binary("atan2", Op::atan2, F2(std::atan2(a, b)), D::Any, D::Any, Res::Float, true, B(atan2)),
+        binary("eq", Op::eq, F2(double(a == b)), D::Unit, D::Unit, Res::Bool, false, B(eq)),
+        binary("ne", Op::ne, F2(double(a != b)), D::Unit, D::Unit, Res::Bool, false, B(ne)),
+        binary("lt", Op::lt, F2(double(a < b)), D::Special, D::Unit, Res::Bool, false, B(lt)),
+        binary("le", Op::le, F2(double(a <= b)), D::Unit, D::Unit, Res::Bool, false, B(le)),
+        binary("gt", Op::gt, F2(double(a > b)), D::Unit, D::Special, Res::Bool, false, B(gt)),
+        binary("ge", Op::ge, F2(double(a >= b)), D::Unit, D::Unit, Res::Bool, false, B(ge)),
+        binary("logical_and", Op::logical_and, F2(double(a != 0 && b != 0)), D::Unit, D::Special, Res::Bool, false,
+               B(logical_and)),
+        binary("logical_or", Op::logical_or, F2(double(a != 0 || b != 0)), D::Unit, D::Unit, Res::Bool, false,
+               B(logical_or)),
+        binary("logical_xor", Op::logical_xor, F2(double((a != 0) != (b != 0))), D::Unit, D::Unit, Res::Bool, false,
+               B(logical_xor)),
+        binary("bitwise_and", Op::bitwise_and, F2(double(as_int(a) & as_int(b))), D::Any, D::Any, Res::Same, false,
+               B(bitwise_and)),
+        binary("bitwise_or", Op::bitwise_or, F2(double(as_int(a) | as_int(b))), D::Any, D::Any, Res::Same, false,
+               B(bitwise_or)),
+        binary("bitwise_xor", Op::bitwise_xor, F2(double(as_int(a) ^ as_int(b))), D::Any, D::Any, Res::Same, false,
+               B(bitwise_xor)),
+        // counts in [0, 4] (counts past the width: tests/ops/test_new_ops.cpp)
+        without(binary("bitwise_left_shift", Op::bitwise_left_shift,
+                       F2(double(int64_t(uint64_t(as_int(a)) << as_int(b)))), D::Any, D::Exp, Res::Same, false,
+                       B(bitwise_left_shift)),
+                {kBool}),  // torch: no bool shift kernel
+        without(binary("bitwise_right_shift", Op::bitwise_right_shift, F2(double(as_int(a) >> as_int(b))), D::Any,
+                       D::Exp, Res::Same, false, B(bitwise_right_shift)),
+                {kBool}),
+        binary("isclose", Op::isclose,
+               F2(double(a == b || (std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= 1e-8 + 1e-5 * std::abs(b)))),
+               D::Unit, D::Special, Res::Bool, false, FN(brisk::isclose(t[0], t[1]))),
+        binary("masked_fill", Op::masked_fill, F2(b != 0 ? 3.0 : a), D::Any, D::Mask, Res::Same, true,
+               FN(t[0].masked_fill(t[1], 3)), IP(s.masked_fill_(t[1], 3)), nullptr, {"self", ""}),
+        binary("lerp.scalar_weight", Op::lerp, F2(lerp_ref(a, b, 0.75)), D::Any, D::Any, Res::Same, true,
+               FN(brisk::lerp(t[0], t[1], 0.75)), IP(s.lerp_(t[1], 0.75)), nullptr, {"self", "end"}),
+        // -- ternary ----------------------------------------------------------------------
+        ternary("lerp", Op::lerp, F3(lerp_ref(a, b, c)), {D::Any, D::Any, D::Unit}, {"self", "end", "weight"}, true,
+                FN(brisk::lerp(t[0], t[1], t[2])), IP(s.lerp_(t[1], t[2]))),
+        ternary("addcmul", Op::addcmul, F3(a + 2 * b * c), {D::Any, D::Any, D::Any}, {"self", "tensor1", "tensor2"},
+                true, FN(brisk::addcmul(t[0], t[1], t[2], 2)), IP(s.addcmul_(t[1], t[2], 2))),
+        without(ternary("addcdiv", Op::addcdiv, F3(a + 0.5 * (b / c)), {D::Any, D::Any, D::NonZero},
+                        {"self", "tensor1", "tensor2"}, true, FN(brisk::addcdiv(t[0], t[1], t[2], 0.5)),
+                        IP(s.addcdiv_(t[1], t[2], 0.5))),
+                {kInt32, kInt64, kUInt8}),  // torch: integer division with addcdiv is refused
+        ternary("clamp", Op::clamp, F3(std::min(std::max(a, b), c)), {D::Any, D::Any, D::Any}, {"self", "min", "max"},
+                true, FN(brisk::clamp(t[0], t[1], t[2]))),
+        ternary("where", Op::where, F3(a != 0 ? b : c), {D::Mask, D::Special, D::Special}, {"", "self", "other"}, true,
+                FN(brisk::where(t[0], t[1], t[2]))),
+    };
+    return v;
+#undef U
+#undef B
+#undef F1
+#undef F2
+#undef F3
+#undef FN
+#undef IP
+#undef OUT
+  }();
+  return rows;
+}
+
+/// Rows of kind Unary/Binary/Ternary in the op table that have no test row
+/// here, each with the reason (the completeness test reads this list).
+struct Exception {
+  Op op;
+  const char* reason;
+};
+inline const std::vector<Exception>& row_exceptions() {
+  static const std::vector<Exception> v = {
+      {Op::outer, "not pointwise in shape (a[i] * b[j]); tests/ops/test_linalg.cpp and the parity Linalg family"},
+  };
+  return v;
+}
+
+// ---- inputs ----------------------------------------------------------------------------------
+
+/// Deterministic values of `dom` stored exactly in dt.
+inline std::vector<double> gen_values(int64_t n, ScalarType dt, Dom dom, uint32_t seed) {
+  std::vector<double> v(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 12345u;
+  auto uni = [&] {
+    s = s * 1664525u + 1013904223u;
+    return static_cast<double>(s >> 8) / 16777216.0;
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = uni();
+    double x;
+    if (dom == Dom::Mask || dt == kBool) {
+      x = (dom == Dom::Pos || dom == Dom::NonZero || dom == Dom::GeOne) ? 1.0 : (u < 0.5 ? 1.0 : 0.0);
+    } else if (is_floating_point(dt)) {
+      switch (dom) {
+        case Dom::Pos: x = 0.1 + std::round(u * 4900) / 1000; break;
+        case Dom::GeOne: x = 1 + std::round(u * 4000) / 1000; break;
+        case Dom::Unit: x = -0.95 + std::round(u * 1900) / 1000; break;
+        case Dom::Prob: x = 0.02 + std::round(u * 960) / 1000; break;
+        case Dom::Exp: x = std::round(u * 8) / 2; break;
+        default:
+          // every 7th value an exact multiple of 0.5 (rounding ties), else 3 decimals
+          x = i % 7 == 3 ? std::round(u * 16 - 8) / 2 : std::round((u * 8 - 4) * 1000) / 1000;
+          if (dom == Dom::NonZero && std::abs(x) < 0.25) x += x < 0 ? -0.5 : 0.5;
+          if (dom == Dom::Special && i % 5 == 1) {
+            const double specials[] = {nan, inf, -inf, 0.0, -0.0};
+            x = specials[(i / 5) % 5];
+          }
+      }
+    } else {
+      const bool u8 = dt == kUInt8;
+      switch (dom) {
+        case Dom::Pos:
+        case Dom::GeOne: x = 1 + std::floor(u * 8); break;
+        case Dom::Unit: x = u8 ? std::floor(u * 2) : std::floor(u * 3) - 1; break;
+        case Dom::Prob: x = std::floor(u * 2); break;
+        case Dom::Exp: x = std::floor(u * 5); break;
+        case Dom::NonZero:
+          x = u8 ? 1 + std::floor(u * 12) : std::floor(u * 13) - 6;
+          if (x == 0) x = 3;
+          break;
+        default: x = u8 ? std::floor(u * 13) : std::floor(u * 13) - 6;
+      }
+    }
+    v[static_cast<size_t>(i)] = x;
+  }
+  return v;
+}
+
+/// How an input is laid out in memory.
+enum class Layout { Contiguous, Transposed, Strided, Expanded };
+/// One input of a layout case (2-D shapes for the non-contiguous layouts).
+struct Spec {
+  std::vector<int64_t> shape;
+  Layout layout = Layout::Contiguous;
+};
+/// An input of `dom` (a Mask input is bool whatever dt).
+inline Tensor make_input(const Spec& spec, ScalarType dt, Dom dom, uint32_t seed) {
+  if (dom == Dom::Mask) dt = kBool;
+  const auto& sh = spec.shape;
+  switch (spec.layout) {
+    case Layout::Transposed: return make_input({{sh[1], sh[0]}}, dt, dom, seed).t();
+    case Layout::Strided: return make_input({{sh[0], sh[1] * 2}}, dt, dom, seed).slice(1, 0, std::nullopt, 2);
+    case Layout::Expanded: return make_input({{1, sh[1]}}, dt, dom, seed).expand(sh);
+    default: break;
+  }
+  int64_t n = 1;
+  for (int64_t d : sh) n *= d;
+  return tensor(gen_values(n, dt, dom, seed), sh, TensorOptions(dt));
+}
+
+/// The layout cases every row runs: per input a spec (the last one repeats).
+struct LayoutCase {
+  const char* name;
+  std::vector<Spec> specs;
+  int min_arity = 1;  ///< broadcasting cases need two inputs
+};
+inline const std::vector<LayoutCase>& layout_cases() {
+  using L = Layout;
+  static const std::vector<LayoutCase> v = {
+      {"contiguous", {{{3, 4}}}},
+      {"transposed", {{{3, 4}, L::Transposed}, {{3, 4}}}},
+      {"strided", {{{3, 4}, L::Strided}, {{3, 4}, L::Transposed}}},
+      {"expanded", {{{3, 4}, L::Expanded}, {{3, 4}, L::Strided}}},
+      {"0-dim", {{{}}}},
+      {"zero-size", {{{0, 4}}, {{4}}}},
+      {"broadcast", {{{3, 1}}, {{4}}, {{1, 4}}}, 2},
+      {"broadcast-self", {{{4}}, {{3, 4}, L::Transposed}, {{3, 1}}}, 2},
+      {"0-dim-others", {{{2, 3}}, {{}}}, 2},
+      {"zero-size-broadcast", {{{3, 0}}, {{3, 1}}, {{1}}}, 2},
+  };
+  return v;
+}
+inline Spec spec_of(const LayoutCase& c, int i) { return c.specs[std::min<size_t>(size_t(i), c.specs.size() - 1)]; }
+
+/// The inputs of a row for a layout case and dtype.
+inline TensorList make_inputs(const Row& r, const LayoutCase& c, ScalarType dt, uint32_t seed) {
+  TensorList in;
+  for (int i = 0; i < r.arity; ++i) in.push_back(make_input(spec_of(c, i), dt, r.dom[size_t(i)], seed * 7 + uint32_t(i)));
+  return in;
+}
+
+/// The reference over the broadcast of the inputs, as float64 (stored as the
+/// result dtype would store it: integers wrap, bool is != 0).
+inline double store_as(double v, ScalarType dt) {
+  if (std::isnan(v) || is_floating_point(dt)) return v;
+  switch (dt) {
+    case kBool: return v != 0;
+    case kUInt8: return static_cast<uint8_t>(static_cast<int64_t>(v));
+    case kInt32: return static_cast<int32_t>(static_cast<int64_t>(v));
+    default: return static_cast<double>(static_cast<int64_t>(v));
+  }
+}
+inline Tensor reference(const Row& r, const TensorList& in, ScalarType result) {
+  DimVector shape = broadcast_shapes(in[0].sizes(), in[0].sizes());
+  for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].sizes());
+  std::vector<std::vector<double>> vals;
+  for (const Tensor& t : in) vals.push_back(t.expand(shape).to_vector<double>());
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<double> out(static_cast<size_t>(n));
+  double x[3];
+  for (size_t k = 0; k < out.size(); ++k) {
+    for (size_t i = 0; i < in.size(); ++i) x[i] = vals[i][k];
+    out[k] = store_as(r.ref(x), result);
+  }
+  return tensor(out, shape, kDouble);
+}
+
+}  // namespace brisk::testing::rows
