@@ -70,7 +70,7 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(neg, Unary, unary, Numeric, Keep, kInplace)                                         \
   X(abs, Unary, unary, Numeric, Keep, kInplace)                                         \
   X(sign, Unary, unary, All, Keep, kInplace)                                            \
-  X(sgn, Unary, unary, Numeric, Keep, kNoFlags)                                         \
+  X(sgn, Unary, unary, All, Keep, kNoFlags)                                             \
   X(exp, Unary, unary, All, Fp32, kInplace)                                             \
   X(exp2, Unary, unary, All, Fp32, kInplace)                                            \
   X(expm1, Unary, unary, All, Fp32, kInplace)                                           \

@@ -64,7 +64,7 @@ TEST_P(OpRows, CpuAgainstReference) {
         continue;
       }
       EXPECT_EQ(got.dtype(), odt) << label(r, dt, c.name);
-      EXPECT_TRUE(close(got, reference(r, in, odt), tol, tol)) << label(r, dt, c.name);
+      EXPECT_TRUE(close(got, reference(r, in, dt, odt), tol, tol)) << label(r, dt, c.name);
       for (size_t i = 0; i < in.size(); ++i)
         EXPECT_TRUE(close(in[i], before[i], 0, 0)) << label(r, dt, c.name) << ": input " << i << " was written";
     }
@@ -87,11 +87,15 @@ TEST_P(OpRows, CpuAgainstReference) {
         EXPECT_TRUE(close(xt, want.to(dt), 0, 0)) << label(r, dt, "in-place transposed");
       } else {
         Tensor x = in[0].clone();
-        expect_error([&] { r.inplace(x, in); }, {"can't be cast to the desired output type"});
+        // "result type Float can't be cast to the desired output type Int" (or, square_ of bool: not supported)
+        expect_error([&] { r.inplace(x, in); }, {op_info(r.op).name});
         EXPECT_TRUE(x.equal(in[0])) << label(r, dt, "a failed in-place op wrote");
       }
     }
-    if (r.out) {
+    if (r.out && known_bug(r, dt, "out")) {
+      Tensor out = empty({0}, odt);
+      expect_error([&] { r.out(out, in); }, {r.name});  // fixed? drop it from known_bugs()
+    } else if (r.out) {
       Tensor out = empty({0}, odt);  // resized
       EXPECT_TRUE(r.out(out, in).is_same(out)) << label(r, dt, "out returns out");
       EXPECT_TRUE(close(out, want, 0, 0)) << label(r, dt, "out resized");
@@ -266,10 +270,8 @@ TEST(OpRowsTable, SupportMatrixAgreesWithWhatRuns) {
   for (const Row& r : op_test_rows()) {
     const OpInfo& info = op_info(r.op);
     for (ScalarType dt : all_dtypes()) {
-      bool excluded = false;
-      for (ScalarType x : r.not_dtypes) excluded |= x == dt;
       const bool slot_takes = info.slot < 0 || supports(static_cast<OpId>(info.slot), kCPU, dt);
-      const bool expected = slot_takes && class_has(info.dtypes, dt) && !excluded;
+      const bool expected = slot_takes && row_takes(r, dt);
       const TensorList in = make_inputs(r, contiguous, dt, 7);
       std::string error;
       bool ran = false;
@@ -286,8 +288,9 @@ TEST(OpRowsTable, SupportMatrixAgreesWithWhatRuns) {
         EXPECT_TRUE(ran) << label(r, dt, "") << ": supported (slot " << (info.slot < 0 ? "none" : op_name(static_cast<OpId>(info.slot)))
                          << ", class of the table) but raised: " << error;
       } else {
-        EXPECT_FALSE(ran) << label(r, dt, "") << ": runs, but the table (" << (slot_takes ? "DTypeClass" : "slot registration")
-                          << (excluded ? ", the row's not_dtypes" : "") << ") says it is not supported";
+        EXPECT_FALSE(ran) << label(r, dt, "") << ": runs, but the table ("
+                          << (slot_takes ? "the op's DTypeClass, the row's not_dtypes" : "the slot's registration")
+                          << ") says it is not supported";
         if (!ran)
           EXPECT_NE(error.find(info.name), std::string::npos)
               << label(r, dt, "") << ": the error does not name the op: " << error;
