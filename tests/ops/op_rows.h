@@ -546,19 +546,22 @@ struct Spec {
   std::vector<int64_t> shape;
   Layout layout = Layout::Contiguous;
 };
-/// An input of `dom` (a Mask input is bool whatever dt).
-inline Tensor make_input(const Spec& spec, ScalarType dt, Dom dom, uint32_t seed) {
+/// An input of `dom` (a Mask input is bool whatever dt), its values made on
+/// the CPU, the layout taken on `device`.
+inline Tensor make_input(const Spec& spec, ScalarType dt, Dom dom, uint32_t seed, Device device = Device(kCPU)) {
   if (dom == Dom::Mask) dt = kBool;
   const auto& sh = spec.shape;
   switch (spec.layout) {
-    case Layout::Transposed: return make_input({{sh[1], sh[0]}}, dt, dom, seed).t();
-    case Layout::Strided: return make_input({{sh[0], sh[1] * 2}}, dt, dom, seed).slice(1, 0, std::nullopt, 2);
-    case Layout::Expanded: return make_input({{1, sh[1]}}, dt, dom, seed).expand(sh);
+    case Layout::Transposed: return make_input({{sh[1], sh[0]}}, dt, dom, seed, device).t();
+    case Layout::Strided:
+      return make_input({{sh[0], sh[1] * 2}}, dt, dom, seed, device).slice(1, 0, std::nullopt, 2);
+    case Layout::Expanded: return make_input({{1, sh[1]}}, dt, dom, seed, device).expand(sh);
     default: break;
   }
   int64_t n = 1;
   for (int64_t d : sh) n *= d;
-  return tensor(gen_values(n, dt, dom, seed), sh, TensorOptions(dt));
+  Tensor t = tensor(gen_values(n, dt, dom, seed), sh, TensorOptions(dt));
+  return device.type == kCPU ? t : t.to(device);
 }
 
 /// The layout cases every row runs: per input a spec (the last one repeats).
@@ -586,9 +589,11 @@ inline const std::vector<LayoutCase>& layout_cases() {
 inline Spec spec_of(const LayoutCase& c, int i) { return c.specs[std::min<size_t>(size_t(i), c.specs.size() - 1)]; }
 
 /// The inputs of a row for a layout case and dtype.
-inline TensorList make_inputs(const Row& r, const LayoutCase& c, ScalarType dt, uint32_t seed) {
+inline TensorList make_inputs(const Row& r, const LayoutCase& c, ScalarType dt, uint32_t seed,
+                              Device device = Device(kCPU)) {
   TensorList in;
-  for (int i = 0; i < r.arity; ++i) in.push_back(make_input(spec_of(c, i), dt, r.dom[size_t(i)], seed * 7 + uint32_t(i)));
+  for (int i = 0; i < r.arity; ++i)
+    in.push_back(make_input(spec_of(c, i), dt, r.dom[size_t(i)], seed * 7 + uint32_t(i), device));
   return in;
 }
 
@@ -618,6 +623,66 @@ inline Tensor reference(const Row& r, const TensorList& in, ScalarType dt, Scala
     out[k] = store_as(ref(x), result);
   }
   return tensor(out, shape, kDouble);
+}
+
+// ---- named gradient rows ---------------------------------------------------------------------
+
+/// `<row>.grad_<arg>`: the gradient of a differentiable row w.r.t. one input.
+struct GradRow {
+  const Row* row;
+  int arg;
+  std::string name() const { return row->name + ".grad_" + row->args[size_t(arg)]; }
+};
+inline std::vector<GradRow> grad_rows() {
+  std::vector<GradRow> v;
+  for (const Row& r : op_test_rows())
+    if (r.differentiable)
+      for (int i = 0; i < r.arity; ++i)
+        if (!r.args[size_t(i)].empty()) v.push_back({&r, i});
+  return v;
+}
+
+/// Full-precision values away from the kinks and poles of the domain (0,
+/// integers and ties are hit with probability ~0), made on the CPU.
+inline Tensor smooth_input(IntArrayRef shape, Dom dom, ScalarType dt, uint64_t seed) {
+  manual_seed(seed);
+  if (dom == Dom::Mask) return rand(shape, kDouble) < 0.5;
+  Tensor u = rand(shape, kDouble);
+  Tensor sign = where(rand(shape, kDouble) < 0.5, Scalar(-1.0), Scalar(1.0));
+  Tensor x;
+  switch (dom) {
+    case Dom::Pos: x = u * 3 + 0.2; break;
+    case Dom::GeOne: x = u * 3 + 1.2; break;
+    case Dom::Unit: x = sign * (u * 0.75 + 0.1); break;
+    case Dom::Prob: x = u * 0.8 + 0.1; break;
+    case Dom::Exp: x = u * 2 + 0.5; break;
+    default: x = sign * (u * 1.8 + 0.2); break;
+  }
+  return x.to(dt);
+}
+
+/// Inputs of a gradient row: the differentiated input is broadcast ({4}
+/// against {3, 4}) where there are others, transposed where it is alone;
+/// the differentiated one is a leaf that requires grad.
+inline TensorList grad_inputs(const GradRow& g, ScalarType dt, Device device = Device(kCPU)) {
+  const Row& r = *g.row;
+  TensorList in;
+  for (int j = 0; j < r.arity; ++j) {
+    const uint64_t seed = 1000 + 17 * uint64_t(j) + 3 * uint64_t(g.arg);
+    const bool alone = j == g.arg && r.arity > 1;
+    const std::vector<int64_t> shape = alone ? std::vector<int64_t>{4}
+                                       : j % 2 == 0 ? std::vector<int64_t>{4, 3}
+                                                    : std::vector<int64_t>{3, 4};
+    Tensor t = smooth_input(shape, r.dom[size_t(j)], dt, seed);
+    if (device.type != kCPU) t = t.to(device);
+    if (!alone && j % 2 == 0) t = t.t();
+    if (j == g.arg) {
+      t = t.detach();
+      t.requires_grad_(true);
+    }
+    in.push_back(t);
+  }
+  return in;
 }
 
 }  // namespace brisk::testing::rows
