@@ -198,7 +198,7 @@ inline double gelu_tanh_ref(double x) {
   [](Tensor& o, const TensorList& t) -> Tensor& { return brisk::name##_out(o, t[0], t[1]); }
 
 /// A unary row: reference, domain, result dtype, differentiable, then the
-/// functional, in-place and out= forms (U(name) gives all three).
+/// functional, in-place and out= forms (ROW_U(name) gives all three).
 inline Row unary(std::string name, Op op, std::function<double(double)> ref, Dom dom, Res res, bool diff, Fn fn,
                  InplaceFn inplace = nullptr, OutFn out = nullptr) {
   Row r;
@@ -266,184 +266,184 @@ inline Row also(Row r, std::vector<ScalarType> dts) {
 /// Every test row. Names are unique; several rows may cover one op (variants).
 inline const std::vector<Row>& op_test_rows() {
   static const std::vector<Row> rows = [] {
-#define U(name) BRISK_ROW_UNARY(name), BRISK_ROW_UNARY_INPLACE(name), BRISK_ROW_UNARY_OUT(name)
-#define B(name) BRISK_ROW_BINARY(name), BRISK_ROW_BINARY_INPLACE(name), BRISK_ROW_BINARY_OUT(name)
-#define F1(expr) [](double x) { return expr; }
-#define F2(expr) [](double a, double b) { return expr; }
-#define F3(expr) [](double a, double b, double c) { return expr; }
-#define FN(expr) [](const TensorList& t) { return expr; }
-#define IP(expr) [](Tensor& s, const TensorList& t) -> Tensor& { (void)t; return expr; }
-#define OUT(expr) [](Tensor& o, const TensorList& t) -> Tensor& { return expr; }
+#define ROW_U(name) BRISK_ROW_UNARY(name), BRISK_ROW_UNARY_INPLACE(name), BRISK_ROW_UNARY_OUT(name)
+#define ROW_B(name) BRISK_ROW_BINARY(name), BRISK_ROW_BINARY_INPLACE(name), BRISK_ROW_BINARY_OUT(name)
+#define ROW_F1(expr) [](double x) { return expr; }
+#define ROW_F2(expr) [](double a, double b) { return expr; }
+#define ROW_F3(expr) [](double a, double b, double c) { return expr; }
+#define ROW_FN(expr) [](const TensorList& t) { return expr; }
+#define ROW_IP(expr) [](Tensor& s, const TensorList& t) -> Tensor& { (void)t; return expr; }
+#define ROW_OUT(expr) [](Tensor& o, const TensorList& t) -> Tensor& { return expr; }
     using D = Dom;
     const std::vector<ScalarType> ints = {kInt32, kInt64, kUInt8, kBool};
     std::vector<Row> v = {
         // -- unary ------------------------------------------------------------------------
-        unary("neg", Op::neg, F1(-x), D::Special, Res::Same, true, U(neg)),
-        unary("abs", Op::abs, F1(std::abs(x)), D::Special, Res::Same, true, U(abs)),
-        unary("sign", Op::sign, F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, true, U(sign)),
-        unary("sgn", Op::sgn, F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, false,
-              FN(brisk::autograd::sgn(t[0]))),
-        unary("exp", Op::exp, F1(std::exp(x)), D::Any, Res::Float, true, U(exp)),
-        unary("exp2", Op::exp2, F1(std::exp2(x)), D::Any, Res::Float, true, U(exp2)),
-        unary("expm1", Op::expm1, F1(std::expm1(x)), D::Any, Res::Float, true, U(expm1)),
-        unary("log", Op::log, F1(std::log(x)), D::Pos, Res::Float, true, U(log)),
-        unary("log.special", Op::log, F1(std::log(x)), D::Special, Res::Float, false, FN(brisk::log(t[0]))),
-        unary("log2", Op::log2, F1(std::log2(x)), D::Pos, Res::Float, true, U(log2)),
-        unary("log10", Op::log10, F1(std::log10(x)), D::Pos, Res::Float, true, U(log10)),
-        unary("log1p", Op::log1p, F1(std::log1p(x)), D::Pos, Res::Float, true, U(log1p)),
-        unary("sqrt", Op::sqrt, F1(std::sqrt(x)), D::Pos, Res::Float, true, U(sqrt)),
-        unary("rsqrt", Op::rsqrt, F1(1 / std::sqrt(x)), D::Pos, Res::Float, true, U(rsqrt)),
-        unary("square", Op::square, F1(x * x), D::Any, Res::IntForBool, true, U(square)),
-        unary("reciprocal", Op::reciprocal, F1(1 / x), D::NonZero, Res::Float, true, U(reciprocal)),
-        unary("sin", Op::sin, F1(std::sin(x)), D::Any, Res::Float, true, U(sin)),
-        unary("cos", Op::cos, F1(std::cos(x)), D::Any, Res::Float, true, U(cos)),
-        unary("tan", Op::tan, F1(std::tan(x)), D::Unit, Res::Float, true, U(tan)),
-        unary("asin", Op::asin, F1(std::asin(x)), D::Unit, Res::Float, true, U(asin)),
-        unary("acos", Op::acos, F1(std::acos(x)), D::Unit, Res::Float, true, U(acos)),
-        unary("atan", Op::atan, F1(std::atan(x)), D::Special, Res::Float, true, U(atan)),
-        unary("sinh", Op::sinh, F1(std::sinh(x)), D::Any, Res::Float, true, U(sinh)),
-        unary("cosh", Op::cosh, F1(std::cosh(x)), D::Any, Res::Float, true, U(cosh)),
-        unary("tanh", Op::tanh, F1(std::tanh(x)), D::Special, Res::Float, true, U(tanh)),
-        unary("sigmoid", Op::sigmoid, F1(sigmoid_ref(x)), D::Any, Res::Float, true, U(sigmoid)),
-        unary("erf", Op::erf, F1(std::erf(x)), D::Any, Res::Float, true, U(erf)),
-        unary("erfc", Op::erfc, F1(std::erfc(x)), D::Any, Res::Float, true, U(erfc)),
-        unary("relu", Op::relu, F1(x > 0 ? x : 0.0), D::Any, Res::Same, true, U(relu)),
-        unary("silu", Op::silu, F1(x * sigmoid_ref(x)), D::Any, Res::Same, true, U(silu)),
-        unary("floor", Op::floor, F1(std::floor(x)), D::Special, Res::Same, true, U(floor)),
-        unary("ceil", Op::ceil, F1(std::ceil(x)), D::Any, Res::Same, true, U(ceil)),
-        unary("round", Op::round, F1(std::nearbyint(x)), D::Any, Res::Same, true, U(round)),  // half to even
-        unary("trunc", Op::trunc, F1(std::trunc(x)), D::Any, Res::Same, true, U(trunc)),
-        unary("frac", Op::frac, F1(x - std::trunc(x)), D::Any, Res::Same, true, U(frac)),
-        unary("logical_not", Op::logical_not, F1(double(x == 0)), D::Special, Res::Bool, false, U(logical_not)),
+        unary("neg", Op::neg, ROW_F1(-x), D::Special, Res::Same, true, ROW_U(neg)),
+        unary("abs", Op::abs, ROW_F1(std::abs(x)), D::Special, Res::Same, true, ROW_U(abs)),
+        unary("sign", Op::sign, ROW_F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, true, ROW_U(sign)),
+        unary("sgn", Op::sgn, ROW_F1(std::isnan(x) ? x : double((0 < x) - (x < 0))), D::Any, Res::Same, false,
+              ROW_FN(brisk::autograd::sgn(t[0]))),
+        unary("exp", Op::exp, ROW_F1(std::exp(x)), D::Any, Res::Float, true, ROW_U(exp)),
+        unary("exp2", Op::exp2, ROW_F1(std::exp2(x)), D::Any, Res::Float, true, ROW_U(exp2)),
+        unary("expm1", Op::expm1, ROW_F1(std::expm1(x)), D::Any, Res::Float, true, ROW_U(expm1)),
+        unary("log", Op::log, ROW_F1(std::log(x)), D::Pos, Res::Float, true, ROW_U(log)),
+        unary("log.special", Op::log, ROW_F1(std::log(x)), D::Special, Res::Float, false, ROW_FN(brisk::log(t[0]))),
+        unary("log2", Op::log2, ROW_F1(std::log2(x)), D::Pos, Res::Float, true, ROW_U(log2)),
+        unary("log10", Op::log10, ROW_F1(std::log10(x)), D::Pos, Res::Float, true, ROW_U(log10)),
+        unary("log1p", Op::log1p, ROW_F1(std::log1p(x)), D::Pos, Res::Float, true, ROW_U(log1p)),
+        unary("sqrt", Op::sqrt, ROW_F1(std::sqrt(x)), D::Pos, Res::Float, true, ROW_U(sqrt)),
+        unary("rsqrt", Op::rsqrt, ROW_F1(1 / std::sqrt(x)), D::Pos, Res::Float, true, ROW_U(rsqrt)),
+        unary("square", Op::square, ROW_F1(x * x), D::Any, Res::IntForBool, true, ROW_U(square)),
+        unary("reciprocal", Op::reciprocal, ROW_F1(1 / x), D::NonZero, Res::Float, true, ROW_U(reciprocal)),
+        unary("sin", Op::sin, ROW_F1(std::sin(x)), D::Any, Res::Float, true, ROW_U(sin)),
+        unary("cos", Op::cos, ROW_F1(std::cos(x)), D::Any, Res::Float, true, ROW_U(cos)),
+        unary("tan", Op::tan, ROW_F1(std::tan(x)), D::Unit, Res::Float, true, ROW_U(tan)),
+        unary("asin", Op::asin, ROW_F1(std::asin(x)), D::Unit, Res::Float, true, ROW_U(asin)),
+        unary("acos", Op::acos, ROW_F1(std::acos(x)), D::Unit, Res::Float, true, ROW_U(acos)),
+        unary("atan", Op::atan, ROW_F1(std::atan(x)), D::Special, Res::Float, true, ROW_U(atan)),
+        unary("sinh", Op::sinh, ROW_F1(std::sinh(x)), D::Any, Res::Float, true, ROW_U(sinh)),
+        unary("cosh", Op::cosh, ROW_F1(std::cosh(x)), D::Any, Res::Float, true, ROW_U(cosh)),
+        unary("tanh", Op::tanh, ROW_F1(std::tanh(x)), D::Special, Res::Float, true, ROW_U(tanh)),
+        unary("sigmoid", Op::sigmoid, ROW_F1(sigmoid_ref(x)), D::Any, Res::Float, true, ROW_U(sigmoid)),
+        unary("erf", Op::erf, ROW_F1(std::erf(x)), D::Any, Res::Float, true, ROW_U(erf)),
+        unary("erfc", Op::erfc, ROW_F1(std::erfc(x)), D::Any, Res::Float, true, ROW_U(erfc)),
+        unary("relu", Op::relu, ROW_F1(x > 0 ? x : 0.0), D::Any, Res::Same, true, ROW_U(relu)),
+        unary("silu", Op::silu, ROW_F1(x * sigmoid_ref(x)), D::Any, Res::Same, true, ROW_U(silu)),
+        unary("floor", Op::floor, ROW_F1(std::floor(x)), D::Special, Res::Same, true, ROW_U(floor)),
+        unary("ceil", Op::ceil, ROW_F1(std::ceil(x)), D::Any, Res::Same, true, ROW_U(ceil)),
+        unary("round", Op::round, ROW_F1(std::nearbyint(x)), D::Any, Res::Same, true, ROW_U(round)),  // half to even
+        unary("trunc", Op::trunc, ROW_F1(std::trunc(x)), D::Any, Res::Same, true, ROW_U(trunc)),
+        unary("frac", Op::frac, ROW_F1(x - std::trunc(x)), D::Any, Res::Same, true, ROW_U(frac)),
+        unary("logical_not", Op::logical_not, ROW_F1(double(x == 0)), D::Special, Res::Bool, false, ROW_U(logical_not)),
         [] {
-          Row r = unary("bitwise_not", Op::bitwise_not, F1(double(~as_int(x))), D::Any, Res::Same, false, U(bitwise_not));
+          Row r = unary("bitwise_not", Op::bitwise_not, ROW_F1(double(~as_int(x))), D::Any, Res::Same, false, ROW_U(bitwise_not));
           r.bool_ref = [](const double* x) { return double(x[0] == 0); };  // ~ of bool is not
           return r;
         }(),
-        unary("isnan", Op::isnan, F1(double(std::isnan(x))), D::Special, Res::Bool, false, FN(brisk::isnan(t[0])),
-              nullptr, OUT(brisk::isnan_out(o, t[0]))),
-        unary("isinf", Op::isinf, F1(double(std::isinf(x))), D::Special, Res::Bool, false, FN(brisk::isinf(t[0])),
-              nullptr, OUT(brisk::isinf_out(o, t[0]))),
-        unary("isfinite", Op::isfinite, F1(double(std::isfinite(x))), D::Special, Res::Bool, false,
-              FN(brisk::isfinite(t[0])), nullptr, OUT(brisk::isfinite_out(o, t[0]))),
-        unary("asinh", Op::asinh, F1(std::asinh(x)), D::Any, Res::Float, true, U(asinh)),
-        unary("acosh", Op::acosh, F1(std::acosh(x)), D::GeOne, Res::Float, true, U(acosh)),
-        unary("atanh", Op::atanh, F1(std::atanh(x)), D::Unit, Res::Float, true, U(atanh)),
-        unary("erfinv", Op::erfinv, F1(erfinv_ref(x)), D::Unit, Res::Float, true, U(erfinv)),
-        unary("lgamma", Op::lgamma, F1(std::lgamma(x)), D::Pos, Res::Float, true, U(lgamma)),
-        unary("digamma", Op::digamma, F1(digamma_ref(x)), D::Pos, Res::Float, true, U(digamma)),
-        unary("mish", Op::mish, F1(x * std::tanh(softplus_ref(x, 1, 20))), D::Any, Res::Same, true, BRISK_ROW_UNARY(mish),
-              IP(brisk::mish_(s)), BRISK_ROW_UNARY_OUT(mish)),
-        unary("logit", Op::logit, F1(std::log(x / (1 - x))), D::Prob, Res::Float, true, FN(brisk::logit(t[0])),
-              IP(s.logit_()), OUT(brisk::logit_out(o, t[0]))),
-        unary("logit.eps", Op::logit, F1(std::log(std::clamp(x, 0.25, 0.75) / (1 - std::clamp(x, 0.25, 0.75)))),
-              D::Prob, Res::Float, true, FN(brisk::logit(t[0], 0.25)), IP(s.logit_(0.25)),
-              OUT(brisk::logit_out(o, t[0], 0.25))),
-        unary("gelu", Op::gelu, F1(gelu_ref(x)), D::Any, Res::Same, true, FN(brisk::gelu(t[0])), IP(s.gelu_())),
-        unary("gelu.tanh", Op::gelu, F1(gelu_tanh_ref(x)), D::Any, Res::Same, true, FN(brisk::gelu(t[0], "tanh")),
-              IP(s.gelu_("tanh"))),
-        unary("softplus", Op::softplus, F1(softplus_ref(x, 1, 20)), D::Any, Res::Same, true,
-              FN(brisk::softplus(t[0]))),
+        unary("isnan", Op::isnan, ROW_F1(double(std::isnan(x))), D::Special, Res::Bool, false, ROW_FN(brisk::isnan(t[0])),
+              nullptr, ROW_OUT(brisk::isnan_out(o, t[0]))),
+        unary("isinf", Op::isinf, ROW_F1(double(std::isinf(x))), D::Special, Res::Bool, false, ROW_FN(brisk::isinf(t[0])),
+              nullptr, ROW_OUT(brisk::isinf_out(o, t[0]))),
+        unary("isfinite", Op::isfinite, ROW_F1(double(std::isfinite(x))), D::Special, Res::Bool, false,
+              ROW_FN(brisk::isfinite(t[0])), nullptr, ROW_OUT(brisk::isfinite_out(o, t[0]))),
+        unary("asinh", Op::asinh, ROW_F1(std::asinh(x)), D::Any, Res::Float, true, ROW_U(asinh)),
+        unary("acosh", Op::acosh, ROW_F1(std::acosh(x)), D::GeOne, Res::Float, true, ROW_U(acosh)),
+        unary("atanh", Op::atanh, ROW_F1(std::atanh(x)), D::Unit, Res::Float, true, ROW_U(atanh)),
+        unary("erfinv", Op::erfinv, ROW_F1(erfinv_ref(x)), D::Unit, Res::Float, true, ROW_U(erfinv)),
+        unary("lgamma", Op::lgamma, ROW_F1(std::lgamma(x)), D::Pos, Res::Float, true, ROW_U(lgamma)),
+        unary("digamma", Op::digamma, ROW_F1(digamma_ref(x)), D::Pos, Res::Float, true, ROW_U(digamma)),
+        unary("mish", Op::mish, ROW_F1(x * std::tanh(softplus_ref(x, 1, 20))), D::Any, Res::Same, true, BRISK_ROW_UNARY(mish),
+              ROW_IP(brisk::mish_(s)), BRISK_ROW_UNARY_OUT(mish)),
+        unary("logit", Op::logit, ROW_F1(std::log(x / (1 - x))), D::Prob, Res::Float, true, ROW_FN(brisk::logit(t[0])),
+              ROW_IP(s.logit_()), ROW_OUT(brisk::logit_out(o, t[0]))),
+        unary("logit.eps", Op::logit, ROW_F1(std::log(std::clamp(x, 0.25, 0.75) / (1 - std::clamp(x, 0.25, 0.75)))),
+              D::Prob, Res::Float, true, ROW_FN(brisk::logit(t[0], 0.25)), ROW_IP(s.logit_(0.25)),
+              ROW_OUT(brisk::logit_out(o, t[0], 0.25))),
+        unary("gelu", Op::gelu, ROW_F1(gelu_ref(x)), D::Any, Res::Same, true, ROW_FN(brisk::gelu(t[0])), ROW_IP(s.gelu_())),
+        unary("gelu.tanh", Op::gelu, ROW_F1(gelu_tanh_ref(x)), D::Any, Res::Same, true, ROW_FN(brisk::gelu(t[0], "tanh")),
+              ROW_IP(s.gelu_("tanh"))),
+        unary("softplus", Op::softplus, ROW_F1(softplus_ref(x, 1, 20)), D::Any, Res::Same, true,
+              ROW_FN(brisk::softplus(t[0]))),
         // beta 2, threshold 4: both branches inside the domain
-        unary("softplus.beta", Op::softplus, F1(softplus_ref(x, 2, 4)), D::Any, Res::Same, true,
-              FN(brisk::softplus(t[0], 2, 4))),
+        unary("softplus.beta", Op::softplus, ROW_F1(softplus_ref(x, 2, 4)), D::Any, Res::Same, true,
+              ROW_FN(brisk::softplus(t[0], 2, 4))),
         unary("nan_to_num", Op::nan_to_num,
-              F1(std::isnan(x) ? 1.5 : x == INFINITY ? 100.0 : x == -INFINITY ? -100.0 : x), D::Special, Res::Same,
-              true, FN(brisk::nan_to_num(t[0], 1.5, 100, -100)), IP(s.nan_to_num_(1.5, 100, -100))),
+              ROW_F1(std::isnan(x) ? 1.5 : x == INFINITY ? 100.0 : x == -INFINITY ? -100.0 : x), D::Special, Res::Same,
+              true, ROW_FN(brisk::nan_to_num(t[0], 1.5, 100, -100)), ROW_IP(s.nan_to_num_(1.5, 100, -100))),
         // rsub(x, 3) = 3 - x: a binary op with a Scalar other
-        unary("rsub", Op::rsub, F1(3 - x), D::Any, Res::Same, true, FN(brisk::rsub(t[0], 3))),
+        unary("rsub", Op::rsub, ROW_F1(3 - x), D::Any, Res::Same, true, ROW_FN(brisk::rsub(t[0], 3))),
         // bool with the integer bounds promotes to int64 (torch)
-        also(unary("clamp.scalar", Op::clamp, F1(std::isnan(x) ? x : std::min(std::max(x, -1.0), 2.0)), D::Special,
-                   Res::IntForBool, true, FN(brisk::clamp(t[0], -1, 2)), IP(s.clamp_(-1, 2)),
-                   OUT(brisk::clamp_out(o, t[0], -1, 2))),
+        also(unary("clamp.scalar", Op::clamp, ROW_F1(std::isnan(x) ? x : std::min(std::max(x, -1.0), 2.0)), D::Special,
+                   Res::IntForBool, true, ROW_FN(brisk::clamp(t[0], -1, 2)), ROW_IP(s.clamp_(-1, 2)),
+                   ROW_OUT(brisk::clamp_out(o, t[0], -1, 2))),
              {kBool}),
         // -- binary -----------------------------------------------------------------------
         // brisk: floating point only (ReLU's backward); torch 1.13 also takes integers
-        without(binary("threshold_backward", Op::threshold_backward, F2(b > 0.5 || std::isnan(b) ? a : 0.0), D::Any,
-                       D::Any, Res::Same, false, FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
+        without(binary("threshold_backward", Op::threshold_backward, ROW_F2(b > 0.5 || std::isnan(b) ? a : 0.0), D::Any,
+                       D::Any, Res::Same, false, ROW_FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
                        {"grad_output", "self"}),
                 {kInt32, kInt64, kUInt8}),
-        binary("add", Op::add, F2(a + b), D::Any, D::Any, Res::Same, true, B(add)),
-        binary("add.alpha", Op::add, F2(a + 2 * b), D::Any, D::Any, Res::Same, true, FN(brisk::add(t[0], t[1], 2)),
-               IP(s.add_(t[1], 2)), OUT(brisk::add_out(o, t[0], t[1], 2))),
-        binary("sub", Op::sub, F2(a - b), D::Any, D::Any, Res::Same, true, B(sub)),
-        binary("mul", Op::mul, F2(a * b), D::Any, D::Any, Res::Same, true, B(mul)),
-        binary("div", Op::div, F2(a / b), D::Any, D::NonZero, Res::Float, true, B(div)),
-        without(binary("div.trunc", Op::div, F2(std::trunc(a / b)), D::Any, D::NonZero, Res::Same, true,
-                       FN(brisk::div(t[0], t[1], RoundingMode::Trunc)), IP(s.div_(t[1], RoundingMode::Trunc)),
-                       OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Trunc))),
+        binary("add", Op::add, ROW_F2(a + b), D::Any, D::Any, Res::Same, true, ROW_B(add)),
+        binary("add.alpha", Op::add, ROW_F2(a + 2 * b), D::Any, D::Any, Res::Same, true, ROW_FN(brisk::add(t[0], t[1], 2)),
+               ROW_IP(s.add_(t[1], 2)), ROW_OUT(brisk::add_out(o, t[0], t[1], 2))),
+        binary("sub", Op::sub, ROW_F2(a - b), D::Any, D::Any, Res::Same, true, ROW_B(sub)),
+        binary("mul", Op::mul, ROW_F2(a * b), D::Any, D::Any, Res::Same, true, ROW_B(mul)),
+        binary("div", Op::div, ROW_F2(a / b), D::Any, D::NonZero, Res::Float, true, ROW_B(div)),
+        without(binary("div.trunc", Op::div, ROW_F2(std::trunc(a / b)), D::Any, D::NonZero, Res::Same, true,
+                       ROW_FN(brisk::div(t[0], t[1], RoundingMode::Trunc)), ROW_IP(s.div_(t[1], RoundingMode::Trunc)),
+                       ROW_OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Trunc))),
                 {kBool}),  // torch: no bool kernel for rounding division
-        without(binary("div.floor", Op::div, F2(py_floor_div(a, b)), D::Any, D::NonZero, Res::Same, true,
-                       FN(brisk::div(t[0], t[1], RoundingMode::Floor)), IP(s.div_(t[1], RoundingMode::Floor)),
-                       OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Floor))),
+        without(binary("div.floor", Op::div, ROW_F2(py_floor_div(a, b)), D::Any, D::NonZero, Res::Same, true,
+                       ROW_FN(brisk::div(t[0], t[1], RoundingMode::Floor)), ROW_IP(s.div_(t[1], RoundingMode::Floor)),
+                       ROW_OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Floor))),
                 {kBool}),
-        binary("remainder", Op::remainder, F2(py_remainder(a, b)), D::Any, D::NonZero, Res::Same, true, B(remainder)),
-        binary("fmod", Op::fmod, F2(std::fmod(a, b)), D::Any, D::NonZero, Res::Same, true, B(fmod)),
-        binary("pow", Op::pow, F2(std::pow(a, b)), D::Pos, D::Exp, Res::Same, true, B(pow)),
+        binary("remainder", Op::remainder, ROW_F2(py_remainder(a, b)), D::Any, D::NonZero, Res::Same, true, ROW_B(remainder)),
+        binary("fmod", Op::fmod, ROW_F2(std::fmod(a, b)), D::Any, D::NonZero, Res::Same, true, ROW_B(fmod)),
+        binary("pow", Op::pow, ROW_F2(std::pow(a, b)), D::Pos, D::Exp, Res::Same, true, ROW_B(pow)),
         // negative bases: integer exponents only make sense (nan for floats otherwise)
-        binary("pow.negative_base", Op::pow, F2(std::pow(a, b)), D::Any, D::Exp, Res::Same, false,
-               FN(brisk::pow(t[0], t[1]))),
-        binary("minimum", Op::minimum, F2(nan_min(a, b)), D::Special, D::Special, Res::Same, true, FN(brisk::minimum(t[0], t[1])),
+        binary("pow.negative_base", Op::pow, ROW_F2(std::pow(a, b)), D::Any, D::Exp, Res::Same, false,
+               ROW_FN(brisk::pow(t[0], t[1]))),
+        binary("minimum", Op::minimum, ROW_F2(nan_min(a, b)), D::Special, D::Special, Res::Same, true, ROW_FN(brisk::minimum(t[0], t[1])),
                nullptr, BRISK_ROW_BINARY_OUT(minimum)),
-        binary("maximum", Op::maximum, F2(nan_max(a, b)), D::Special, D::Special, Res::Same, true, FN(brisk::maximum(t[0], t[1])),
+        binary("maximum", Op::maximum, ROW_F2(nan_max(a, b)), D::Special, D::Special, Res::Same, true, ROW_FN(brisk::maximum(t[0], t[1])),
                nullptr, BRISK_ROW_BINARY_OUT(maximum)),
-        binary("atan2", Op::atan2, F2(std::atan2(a, b)), D::Any, D::Any, Res::Float, true, B(atan2)),
-        binary("eq", Op::eq, F2(double(a == b)), D::Unit, D::Unit, Res::Bool, false, B(eq)),
-        binary("ne", Op::ne, F2(double(a != b)), D::Unit, D::Unit, Res::Bool, false, B(ne)),
-        binary("lt", Op::lt, F2(double(a < b)), D::Special, D::Unit, Res::Bool, false, B(lt)),
-        binary("le", Op::le, F2(double(a <= b)), D::Unit, D::Unit, Res::Bool, false, B(le)),
-        binary("gt", Op::gt, F2(double(a > b)), D::Unit, D::Special, Res::Bool, false, B(gt)),
-        binary("ge", Op::ge, F2(double(a >= b)), D::Unit, D::Unit, Res::Bool, false, B(ge)),
-        binary("logical_and", Op::logical_and, F2(double(a != 0 && b != 0)), D::Unit, D::Special, Res::Bool, false,
-               B(logical_and)),
-        binary("logical_or", Op::logical_or, F2(double(a != 0 || b != 0)), D::Unit, D::Unit, Res::Bool, false,
-               B(logical_or)),
-        binary("logical_xor", Op::logical_xor, F2(double((a != 0) != (b != 0))), D::Unit, D::Unit, Res::Bool, false,
-               B(logical_xor)),
-        binary("bitwise_and", Op::bitwise_and, F2(double(as_int(a) & as_int(b))), D::Any, D::Any, Res::Same, false,
-               B(bitwise_and)),
-        binary("bitwise_or", Op::bitwise_or, F2(double(as_int(a) | as_int(b))), D::Any, D::Any, Res::Same, false,
-               B(bitwise_or)),
-        binary("bitwise_xor", Op::bitwise_xor, F2(double(as_int(a) ^ as_int(b))), D::Any, D::Any, Res::Same, false,
-               B(bitwise_xor)),
+        binary("atan2", Op::atan2, ROW_F2(std::atan2(a, b)), D::Any, D::Any, Res::Float, true, ROW_B(atan2)),
+        binary("eq", Op::eq, ROW_F2(double(a == b)), D::Unit, D::Unit, Res::Bool, false, ROW_B(eq)),
+        binary("ne", Op::ne, ROW_F2(double(a != b)), D::Unit, D::Unit, Res::Bool, false, ROW_B(ne)),
+        binary("lt", Op::lt, ROW_F2(double(a < b)), D::Special, D::Unit, Res::Bool, false, ROW_B(lt)),
+        binary("le", Op::le, ROW_F2(double(a <= b)), D::Unit, D::Unit, Res::Bool, false, ROW_B(le)),
+        binary("gt", Op::gt, ROW_F2(double(a > b)), D::Unit, D::Special, Res::Bool, false, ROW_B(gt)),
+        binary("ge", Op::ge, ROW_F2(double(a >= b)), D::Unit, D::Unit, Res::Bool, false, ROW_B(ge)),
+        binary("logical_and", Op::logical_and, ROW_F2(double(a != 0 && b != 0)), D::Unit, D::Special, Res::Bool, false,
+               ROW_B(logical_and)),
+        binary("logical_or", Op::logical_or, ROW_F2(double(a != 0 || b != 0)), D::Unit, D::Unit, Res::Bool, false,
+               ROW_B(logical_or)),
+        binary("logical_xor", Op::logical_xor, ROW_F2(double((a != 0) != (b != 0))), D::Unit, D::Unit, Res::Bool, false,
+               ROW_B(logical_xor)),
+        binary("bitwise_and", Op::bitwise_and, ROW_F2(double(as_int(a) & as_int(b))), D::Any, D::Any, Res::Same, false,
+               ROW_B(bitwise_and)),
+        binary("bitwise_or", Op::bitwise_or, ROW_F2(double(as_int(a) | as_int(b))), D::Any, D::Any, Res::Same, false,
+               ROW_B(bitwise_or)),
+        binary("bitwise_xor", Op::bitwise_xor, ROW_F2(double(as_int(a) ^ as_int(b))), D::Any, D::Any, Res::Same, false,
+               ROW_B(bitwise_xor)),
         // counts in [0, 4] (counts past the width: tests/ops/test_new_ops.cpp)
         without(binary("bitwise_left_shift", Op::bitwise_left_shift,
-                       F2(double(int64_t(uint64_t(as_int(a)) << as_int(b)))), D::Any, D::Exp, Res::Same, false,
-                       B(bitwise_left_shift)),
+                       ROW_F2(double(int64_t(uint64_t(as_int(a)) << as_int(b)))), D::Any, D::Exp, Res::Same, false,
+                       ROW_B(bitwise_left_shift)),
                 {kBool}),  // torch: no bool shift kernel
-        without(binary("bitwise_right_shift", Op::bitwise_right_shift, F2(double(as_int(a) >> as_int(b))), D::Any,
-                       D::Exp, Res::Same, false, B(bitwise_right_shift)),
+        without(binary("bitwise_right_shift", Op::bitwise_right_shift, ROW_F2(double(as_int(a) >> as_int(b))), D::Any,
+                       D::Exp, Res::Same, false, ROW_B(bitwise_right_shift)),
                 {kBool}),
         binary("isclose", Op::isclose,
-               F2(double(a == b || (std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= 1e-8 + 1e-5 * std::abs(b)))),
-               D::Unit, D::Special, Res::Bool, false, FN(brisk::isclose(t[0], t[1]))),
-        binary("masked_fill", Op::masked_fill, F2(b != 0 ? 3.0 : a), D::Any, D::Mask, Res::Same, true,
-               FN(t[0].masked_fill(t[1], 3)), IP(s.masked_fill_(t[1], 3)), nullptr, {"self", ""}),
-        binary("lerp.scalar_weight", Op::lerp, F2(lerp_ref(a, b, 0.75)), D::Any, D::Any, Res::Same, true,
-               FN(brisk::lerp(t[0], t[1], 0.75)), IP(s.lerp_(t[1], 0.75)), nullptr, {"self", "end"}),
+               ROW_F2(double(a == b || (std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= 1e-8 + 1e-5 * std::abs(b)))),
+               D::Unit, D::Special, Res::Bool, false, ROW_FN(brisk::isclose(t[0], t[1]))),
+        binary("masked_fill", Op::masked_fill, ROW_F2(b != 0 ? 3.0 : a), D::Any, D::Mask, Res::Same, true,
+               ROW_FN(t[0].masked_fill(t[1], 3)), ROW_IP(s.masked_fill_(t[1], 3)), nullptr, {"self", ""}),
+        binary("lerp.scalar_weight", Op::lerp, ROW_F2(lerp_ref(a, b, 0.75)), D::Any, D::Any, Res::Same, true,
+               ROW_FN(brisk::lerp(t[0], t[1], 0.75)), ROW_IP(s.lerp_(t[1], 0.75)), nullptr, {"self", "end"}),
         // -- ternary ----------------------------------------------------------------------
-        ternary("lerp", Op::lerp, F3(lerp_ref(a, b, c)), {D::Any, D::Any, D::Unit}, {"self", "end", "weight"}, true,
-                FN(brisk::lerp(t[0], t[1], t[2])), IP(s.lerp_(t[1], t[2]))),
-        ternary("addcmul", Op::addcmul, F3(a + 2 * b * c), {D::Any, D::Any, D::Any}, {"self", "tensor1", "tensor2"},
-                true, FN(brisk::addcmul(t[0], t[1], t[2], 2)), IP(s.addcmul_(t[1], t[2], 2))),
-        without(ternary("addcdiv", Op::addcdiv, F3(a + 0.5 * (b / c)), {D::Any, D::Any, D::NonZero},
-                        {"self", "tensor1", "tensor2"}, true, FN(brisk::addcdiv(t[0], t[1], t[2], 0.5)),
-                        IP(s.addcdiv_(t[1], t[2], 0.5))),
+        ternary("lerp", Op::lerp, ROW_F3(lerp_ref(a, b, c)), {D::Any, D::Any, D::Unit}, {"self", "end", "weight"}, true,
+                ROW_FN(brisk::lerp(t[0], t[1], t[2])), ROW_IP(s.lerp_(t[1], t[2]))),
+        ternary("addcmul", Op::addcmul, ROW_F3(a + 2 * b * c), {D::Any, D::Any, D::Any}, {"self", "tensor1", "tensor2"},
+                true, ROW_FN(brisk::addcmul(t[0], t[1], t[2], 2)), ROW_IP(s.addcmul_(t[1], t[2], 2))),
+        without(ternary("addcdiv", Op::addcdiv, ROW_F3(a + 0.5 * (b / c)), {D::Any, D::Any, D::NonZero},
+                        {"self", "tensor1", "tensor2"}, true, ROW_FN(brisk::addcdiv(t[0], t[1], t[2], 0.5)),
+                        ROW_IP(s.addcdiv_(t[1], t[2], 0.5))),
                 {kInt32, kInt64, kUInt8}),  // torch: integer division with addcdiv is refused
-        ternary("clamp", Op::clamp, F3(std::min(std::max(a, b), c)), {D::Any, D::Any, D::Any}, {"self", "min", "max"},
-                true, FN(brisk::clamp(t[0], t[1], t[2]))),
-        ternary("where", Op::where, F3(a != 0 ? b : c), {D::Mask, D::Special, D::Special}, {"", "self", "other"}, true,
-                FN(brisk::where(t[0], t[1], t[2]))),
+        ternary("clamp", Op::clamp, ROW_F3(std::min(std::max(a, b), c)), {D::Any, D::Any, D::Any}, {"self", "min", "max"},
+                true, ROW_FN(brisk::clamp(t[0], t[1], t[2]))),
+        ternary("where", Op::where, ROW_F3(a != 0 ? b : c), {D::Mask, D::Special, D::Special}, {"", "self", "other"}, true,
+                ROW_FN(brisk::where(t[0], t[1], t[2]))),
     };
     return v;
-#undef U
-#undef B
-#undef F1
-#undef F2
-#undef F3
-#undef FN
-#undef IP
-#undef OUT
+#undef ROW_U
+#undef ROW_B
+#undef ROW_F1
+#undef ROW_F2
+#undef ROW_F3
+#undef ROW_FN
+#undef ROW_IP
+#undef ROW_OUT
   }();
   return rows;
 }
