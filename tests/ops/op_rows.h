@@ -360,7 +360,7 @@ inline const std::vector<Row>& op_test_rows() {
         // -- binary -----------------------------------------------------------------------
         // brisk: floating point only (ReLU's backward); torch 1.13 also takes integers
         without(binary("threshold_backward", Op::threshold_backward, ROW_F2(b > 0.5 || std::isnan(b) ? a : 0.0), D::Any,
-                       D::Any, Res::Same, false, ROW_FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
+                       D::Any, Res::Same, true, ROW_FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
                        {"grad_output", "self"}),
                 {kInt32, kInt64, kUInt8}),
         binary("add", Op::add, ROW_F2(a + b), D::Any, D::Any, Res::Same, true, ROW_B(add)),

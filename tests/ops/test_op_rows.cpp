@@ -151,6 +151,21 @@ TEST_P(OpGradRows, Float32GradientHasTheInputsShapeAndMatchesFloat64) {
 INSTANTIATE_TEST_SUITE_P(Pointwise, OpGradRows, ::testing::ValuesIn(grad_rows()),
                          [](const ::testing::TestParamInfo<GradRow>& i) { return test_name(i.param.name()); });
 
+/// Rows with a bool result (comparisons, predicates, isclose) are not
+/// differentiable: inputs that require grad give a result that does not
+/// (torch), never a graph that would hand back a gradient.
+TEST(OpRowsTable, BoolResultsDoNotRequireGrad) {
+  for (const Row& r : op_test_rows()) {
+    if (r.res != Res::Bool) continue;
+    TensorList in = make_inputs(r, layout_cases()[0], kFloat, 3);
+    for (Tensor& t : in)
+      if (t.is_floating_point()) t.requires_grad_(true);
+    const Tensor y = r.fn(in);
+    EXPECT_FALSE(y.requires_grad()) << r.name;
+    EXPECT_EQ(y.dtype(), kBool) << r.name;
+  }
+}
+
 // ---- completeness ------------------------------------------------------------------------------
 
 /// Forms the op table's flags promise that brisk does not have (yet): the
