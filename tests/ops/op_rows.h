@@ -19,6 +19,7 @@
 // support-matrix test then expects those to raise an error naming the op.
 #pragma once
 #include <brisk/brisk.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
@@ -78,7 +79,17 @@ struct Row {
   std::vector<ScalarType> not_dtypes;    ///< the op rejects these although its DTypeClass has them
   std::vector<ScalarType> extra_dtypes;  ///< this form takes these although the op's DTypeClass lacks them
   Ref bool_ref;                          ///< the reference for bool inputs where it differs (bitwise_not)
+  /// A second accepted result for 16-bit float dtypes where the op computes an
+  /// intermediate in the dtype (as torch's vectorized loop does), given the
+  /// dtype: an element passes when it is close to `ref` or to this.
+  std::function<double(const double*, ScalarType)> alt16_ref;
 };
+/// v rounded to a 16-bit float dtype (other dtypes: unchanged).
+inline double round_to(double v, ScalarType dt) {
+  if (dt == kHalf) return static_cast<float>(Half(static_cast<float>(v)));
+  if (dt == kBFloat16) return static_cast<float>(BFloat16(static_cast<float>(v)));
+  return v;
+}
 
 inline const std::vector<ScalarType>& all_dtypes() {
   static const std::vector<ScalarType> v = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kBool};
@@ -369,6 +380,8 @@ inline const std::vector<Row>& op_test_rows() {
         binary("sub", Op::sub, ROW_F2(a - b), D::Any, D::Any, Res::Same, true, ROW_B(sub)),
         binary("mul", Op::mul, ROW_F2(a * b), D::Any, D::Any, Res::Same, true, ROW_B(mul)),
         binary("div", Op::div, ROW_F2(a / b), D::Any, D::NonZero, Res::Float, true, ROW_B(div)),
+        // 16-bit: the quotient may be rounded to the dtype before trunc/floor
+        // (torch's vectorized loop does, its scalar loop does not; so does brisk)
         without(binary("div.trunc", Op::div, ROW_F2(std::trunc(a / b)), D::Any, D::NonZero, Res::Same, true,
                        ROW_FN(brisk::div(t[0], t[1], RoundingMode::Trunc)), ROW_IP(s.div_(t[1], RoundingMode::Trunc)),
                        ROW_OUT(brisk::div_out(o, t[0], t[1], RoundingMode::Trunc))),
@@ -435,6 +448,12 @@ inline const std::vector<Row>& op_test_rows() {
         ternary("where", Op::where, ROW_F3(a != 0 ? b : c), {D::Mask, D::Special, D::Special}, {"", "self", "other"}, true,
                 ROW_FN(brisk::where(t[0], t[1], t[2]))),
     };
+    for (Row& r : v) {
+      if (r.name == "div.trunc")
+        r.alt16_ref = [](const double* x, ScalarType dt) { return std::trunc(round_to(x[0] / x[1], dt)); };
+      if (r.name == "div.floor")
+        r.alt16_ref = [](const double* x, ScalarType dt) { return py_floor_div(round_to(x[0] / x[1], dt), 1.0); };
+    }
     return v;
 #undef ROW_U
 #undef ROW_B
@@ -583,6 +602,9 @@ inline const std::vector<LayoutCase>& layout_cases() {
       {"broadcast-self", {{{4}}, {{3, 4}, L::Transposed}, {{3, 1}}}, 2},
       {"0-dim-others", {{{2, 3}}, {{}}}, 2},
       {"zero-size-broadcast", {{{3, 0}}, {{3, 1}}, {{1}}}, 2},
+      // past the vector width, with a tail: the vectorized loops' main path
+      {"long", {{{5, 67}}}},
+      {"long-transposed", {{{5, 67}, L::Transposed}, {{67}}}},
   };
   return v;
 }
@@ -608,8 +630,12 @@ inline double store_as(double v, ScalarType dt) {
     default: return static_cast<double>(static_cast<int64_t>(v));
   }
 }
-inline Tensor reference(const Row& r, const TensorList& in, ScalarType dt, ScalarType result) {
-  const Ref& ref = dt == kBool && r.bool_ref ? r.bool_ref : r.ref;
+inline Tensor reference(const Row& r, const TensorList& in, ScalarType dt, ScalarType result, bool alt = false) {
+  Ref ref = dt == kBool && r.bool_ref ? r.bool_ref : r.ref;
+  if (alt) {
+    if (!r.alt16_ref || (dt != kHalf && dt != kBFloat16)) return Tensor();
+    ref = [f = r.alt16_ref, dt](const double* x) { return f(x, dt); };
+  }
   DimVector shape = broadcast_shapes(in[0].sizes(), in[0].sizes());
   for (size_t i = 1; i < in.size(); ++i) shape = broadcast_shapes(shape, in[i].sizes());
   std::vector<std::vector<double>> vals;
@@ -623,6 +649,19 @@ inline Tensor reference(const Row& r, const TensorList& in, ScalarType dt, Scala
     out[k] = store_as(ref(x), result);
   }
   return tensor(out, shape, kDouble);
+}
+
+/// Close to `want` or, element by element, to `alt`.
+inline ::testing::AssertionResult close_either(const Tensor& got, const Tensor& want, const Tensor& alt, double tol) {
+  if (!(got.sizes() == want.sizes())) return ::testing::AssertionFailure() << "shape " << got.sizes();
+  const auto g = got.to(kDouble).contiguous().to_vector<double>(), w = want.to_vector<double>(),
+             a = alt.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) {
+    auto near = [&](double x) { return (std::isnan(g[i]) && std::isnan(x)) || std::abs(g[i] - x) <= tol + tol * std::abs(x); };
+    if (!near(w[i]) && !near(a[i]))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", expected " << w[i] << " or " << a[i];
+  }
+  return ::testing::AssertionSuccess();
 }
 
 // ---- named gradient rows ---------------------------------------------------------------------

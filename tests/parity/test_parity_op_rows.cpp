@@ -206,6 +206,7 @@ std::vector<Case> op_row_cases() {
       {"zero_size", {{0, 4}, {4}}},
       {"broadcast", {{3, 1}, {4}, {1, 4}}, Layout::Contig, 2},
       {"broadcast_self", {{4}, {3, 4}, {3, 1}}, Layout::Contig, 2},
+      {"long", {{5, 67}}},
   };
   std::vector<Case> v;
   for (const rows::Row& r : rows::op_test_rows()) {
