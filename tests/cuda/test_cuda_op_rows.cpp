@@ -49,9 +49,10 @@ TEST(CudaOpRowsNoDevice, EveryRowsSlotHasACudaKernel) {
   if (!supports(OpId::copy, kCUDA)) GTEST_SKIP() << "this build has no CUDA backend";
   for (const Row& r : op_test_rows()) {
     const int slot = op_info(r.op).slot;
-    if (slot >= 0)
+    if (slot >= 0) {
       EXPECT_TRUE(supports(static_cast<OpId>(slot), kCUDA))
           << r.name << ": slot " << op_name(static_cast<OpId>(slot)) << " has no CUDA kernel";
+    }
   }
 }
 

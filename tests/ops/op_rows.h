@@ -290,7 +290,6 @@ inline const std::vector<Row>& op_test_rows() {
 #define ROW_IP(expr) [](Tensor& s, const TensorList& t) -> Tensor& { (void)t; return expr; }
 #define ROW_OUT(expr) [](Tensor& o, const TensorList& t) -> Tensor& { return expr; }
     using D = Dom;
-    const std::vector<ScalarType> ints = {kInt32, kInt64, kUInt8, kBool};
     std::vector<Row> v = {
         // -- unary ------------------------------------------------------------------------
         unary("neg", Op::neg, ROW_F1(-x), D::Special, Res::Same, true, ROW_U(neg)),

@@ -234,12 +234,14 @@ TEST(OpRowsTable, EveryPointwiseOpHasATestRowOrAnException) {
     }
     bool inplace = false, out = false;
     for (const Row* r : it->second) inplace |= bool(r->inplace), out |= bool(r->out);
-    if (info.has_inplace() && !kFormsMissing.count({op, 'i'}))
+    if (info.has_inplace() && !kFormsMissing.count({op, 'i'})) {
       EXPECT_TRUE(inplace) << info.name << ": the op table says it has `" << info.name
                            << "_`, but no test row calls it";
-    if (info.has_out() && !kFormsMissing.count({op, 'o'}))
+    }
+    if (info.has_out() && !kFormsMissing.count({op, 'o'})) {
       EXPECT_TRUE(out) << info.name << ": the op table says it has `" << info.name
                        << "_out`, but no test row calls it";
+    }
   }
   for (const auto& [op, form] : kFormsMissing) {
     bool has = false;
@@ -281,9 +283,10 @@ TEST(OpRowsTable, SupportMatrixAgreesWithWhatRuns) {
         EXPECT_FALSE(ran) << label(r, dt, "") << ": runs, but the table ("
                           << (slot_takes ? "the op's DTypeClass, the row's not_dtypes" : "the slot's registration")
                           << ") says it is not supported";
-        if (!ran)
+        if (!ran) {
           EXPECT_NE(error.find(info.name), std::string::npos)
               << label(r, dt, "") << ": the error does not name the op: " << error;
+        }
       }
     }
   }
