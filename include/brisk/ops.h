@@ -142,7 +142,7 @@ Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
                   std::optional<double> posinf = std::nullopt, std::optional<double> neginf = std::nullopt);
 /// grad where self > threshold (or nan), else 0, in one pass (ReLU's
-/// backward; not differentiable itself).
+/// backward). Differentiable as torch's: in grad the same mask, in self 0.
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
 
 // ---- reductions -----------------------------------------------------------------

@@ -82,11 +82,11 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
 #define BRISK_FORALL_OP_ROWS(X)                                                         \
   /* pointwise unary: the unary list (slot `unary`, mode UnaryMode::name) */              \
   BRISK_FORALL_UNARY_OPS(BRISK_UNARY_OP_ROW, X)                                           \
-  X(sgn, Unary, unary, Numeric, Keep, kNoFlags)                                         \
+  X(sgn, Unary, unary, All, Keep, kNoFlags)                                             \
   X(gelu, Unary, gelu, Float, Keep, kInplace)                                           \
   X(softplus, Unary, softplus, Float, Fp32, kNoFlags)                                   \
   X(nan_to_num, Unary, none, All, Keep, kInplace)                                       \
-  X(threshold_backward, Binary, threshold_backward, Numeric, Keep, kNoFlags)            \
+  X(threshold_backward, Binary, threshold_backward, Float, Keep, kNoFlags)              \
   /* pointwise binary */                                                                \
   X(add, Binary, add, All, Keep, kInplace | kOut)                                       \
   X(sub, Binary, add, Numeric, Keep, kInplace | kOut)                                   \
@@ -116,9 +116,9 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(isclose, Binary, isclose, All, Keep, kNoFlags)                                      \
   X(masked_fill, Binary, where, All, Keep, kInplace)                                    \
   /* pointwise ternary */                                                               \
-  X(lerp, Ternary, lerp, Float, Keep, kInplace | kOut)                                  \
-  X(addcmul, Ternary, addcmul, Numeric, Promote, kInplace | kOut)                       \
-  X(addcdiv, Ternary, addcdiv, Numeric, Promote, kInplace | kOut)                       \
+  X(lerp, Ternary, lerp, Float, Keep, kInplace)                                         \
+  X(addcmul, Ternary, addcmul, Numeric, Promote, kInplace)                              \
+  X(addcdiv, Ternary, addcdiv, Numeric, Promote, kInplace)                              \
   X(clamp, Ternary, clamp, Numeric, Keep, kInplace | kOut)                              \
   X(where, Ternary, where, All, Keep, kNoFlags)                                         \
   /* reductions */                                                                      \

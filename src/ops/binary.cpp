@@ -1006,7 +1006,14 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
   KernelArgs args;
   args.s0 = threshold;
   args.has_s0 = true;
-  return run<OpId::threshold_backward>("threshold_backward", it, args);
+  Tensor r = run<OpId::threshold_backward>("threshold_backward", it, args);
+  // As torch's: linear in grad (the same mask again); self only selects (a zero gradient).
+  if (BRISK_UNLIKELY(autograd::should_record(grad, self)))
+    autograd::record("ThresholdBackwardBackward0", {r}, {grad, self}, {autograd::save(self)},
+                     [threshold](autograd::BackwardCtx& c) -> TensorList {
+                       return {threshold_backward(c.grad(), c.saved(0), threshold), zeros_like(c.saved(0))};
+                     });
+  return r;
 }
 
 }  // namespace brisk

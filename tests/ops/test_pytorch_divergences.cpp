@@ -533,7 +533,7 @@ TEST(PyTorchDivergence, LikeFactoriesKeepTheInputsDevice) {
   EXPECT_TRUE(TensorOptions(kDouble).device(Device(kCPU)).has_device_);
   Tensor x = ones({2, 3});
   EXPECT_EQ(zeros_like(x, kDouble).device(), x.device());
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device: the device half of this test needs one";
+  REQUIRE_CUDA();  // the device half of this test
   Tensor g = ones({2, 3}, TensorOptions().device(Device(kCUDA))).t();
   for (const Tensor& r : {zeros_like(g, kDouble), ones_like(g, kHalf), empty_like(g, kInt64), full_like(g, 2, kInt32),
                           rand_like(g, kDouble), randn_like(g, kDouble)}) {
@@ -545,7 +545,7 @@ TEST(PyTorchDivergence, LikeFactoriesKeepTheInputsDevice) {
 }
 
 TEST(PyTorchDivergence, CudaMatchesCpuOnTheseFixes) {
-  if (!cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  REQUIRE_CUDA();
   const TensorOptions gpu = TensorOptions().device(Device(kCUDA));
   auto same = [](const Tensor& g, const Tensor& c) { return same_bits(g.cpu(), values(c)); };
   // 16-bit truncating / floor division (the functor shared with the CPU, src/kernels/math.h)

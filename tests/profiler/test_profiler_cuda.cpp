@@ -599,9 +599,6 @@ TEST(CuptiLoader, SearchPaths) {
 
 // ---- on a GPU ---------------------------------------------------------------------------------
 
-#define REQUIRE_GPU() \
-  if (!brisk::cuda::is_available()) GTEST_SKIP() << "no CUDA device: " << brisk::cuda::unavailable_reason()
-
 ProfileOptions cuda_options() { return ProfileOptions().activities({Activity::CPU, Activity::CUDA}); }
 
 // Whether event `i` is `anc` or lies inside it (parent links).
@@ -622,7 +619,7 @@ void print_gpu_events(const prof::ProfileResult& r) {
 }
 
 TEST(ProfilerCudaGpu, KernelsAndCopiesLinkedToTheirOps) {
-  REQUIRE_GPU();
+  REQUIRE_CUDA();
   const int64_t n = 256;
   Tensor a = randn({n, n}).to(Device(kCUDA)), b = randn({n, n}).to(Device(kCUDA));
   (void)matmul(a, b).add(a).cpu();  // warm-up: cuBLAS is opened, handles made, outside the profile
@@ -721,7 +718,7 @@ TEST(ProfilerCudaGpu, KernelsAndCopiesLinkedToTheirOps) {
 }
 
 TEST(ProfilerCudaGpu, ThreadsAndConsecutiveProfiles) {
-  REQUIRE_GPU();
+  REQUIRE_CUDA();
   Tensor x = randn({1000}).to(Device(kCUDA));
   (void)(x * 2).cpu();
   for (int round = 0; round < 2; ++round) {
@@ -759,7 +756,7 @@ TEST(ProfilerCudaGpu, ThreadsAndConsecutiveProfiles) {
 }
 
 TEST(ProfilerCudaGpu, AdvisorFindsSyncsAndHostTensorsInALoop) {
-  REQUIRE_GPU();
+  REQUIRE_CUDA();
   Tensor w = randn({64, 64}).to(Device(kCUDA));
   (void)matmul(w, w).sum().item<float>();
   prof::profile p(cuda_options().record_shapes(true));
