@@ -168,7 +168,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
   if (strides.empty()) {
     // Contiguous: strides, numel and extent in one pass.
     const size_t nd = sizes.size();
-    impl->strides.resize(nd);
+    impl->strides.assign(sizes.begin(), sizes.end());  // sized so (no memset call): each entry is set below
     int64_t acc = 1;
     for (size_t i = nd; i-- > 0;) {
       const int64_t s = sizes[i];

@@ -545,11 +545,14 @@ inline Tensor narrow_nr(const Tensor& x, int64_t d, int64_t start, int64_t lengt
 }
 /// select without checks or recording (d wrapped, index in [0, size)).
 inline Tensor select_nr(const Tensor& x, int64_t d, int64_t index) {
-  DimVector sz(x.sizes().begin(), x.sizes().end()), st(x.strides().begin(), x.strides().end());
-  const int64_t offset = x.storage_offset() + index * st[d];
-  sz.erase(d);
-  st.erase(d);
-  return make_view(x, sz, st, offset);
+  const TensorImpl* xi = x.impl();
+  DimVector sz, st;  // x's dims without d
+  for (size_t i = 0; i < xi->sizes.size(); ++i) {
+    if (static_cast<int64_t>(i) == d) continue;
+    sz.push_back(xi->sizes[i]);
+    st.push_back(xi->strides[i]);
+  }
+  return make_view(x, sz, st, xi->storage_offset + index * xi->strides[d]);
 }
 }  // namespace
 
