@@ -36,7 +36,9 @@ class SmallVec {
   void assign(const int64_t* b, const int64_t* e) {
     size_t n = static_cast<size_t>(e - b);
     reserve(n);
-    if (n) std::memmove(data_, b, n * sizeof(int64_t));  // b may be null when n == 0
+    // Shapes are short: a loop, not a call of memmove. Copying forwards is
+    // right for the one overlap possible, b inside this vector (b >= data_).
+    for (size_t i = 0; i < n; ++i) data_[i] = b[i];
     size_ = n;
   }
   void reserve(size_t n) {
@@ -93,7 +95,7 @@ class SmallVec {
   }
   void move_from(SmallVec& o) {
     if (o.data_ == o.inline_) {
-      std::memcpy(inline_, o.inline_, o.size_ * sizeof(int64_t));
+      for (size_t i = 0; i < o.size_; ++i) inline_[i] = o.inline_[i];
       data_ = inline_;
       cap_ = N;
     } else {

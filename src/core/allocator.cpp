@@ -42,10 +42,10 @@ struct Stats {
   std::atomic<int64_t> allocated{0}, peak_allocated{0}, reserved{0}, peak_reserved{0};
   std::atomic<int64_t> num_allocs{0}, hits{0}, misses{0};
 };
-Stats& stats() {
-  static Stats* s = new Stats();
-  return *s;
-}
+// Constant-initialised and trivially destructible (atomics): usable by frees
+// during static destruction, and reached without a guard check.
+constinit Stats g_stats;
+inline Stats& stats() { return g_stats; }
 // Counters only this library increments: a plain relaxed load+store (no
 // locked instruction). Increments racing on two threads may lose a count;
 // these are statistics, not accounting (allocated/reserved use atomic adds).

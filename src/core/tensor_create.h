@@ -35,7 +35,12 @@ Scalar scalar_to_dtype_unchecked_16bit(const char* op, const Scalar& v, ScalarTy
 Scalar fill_value(const char* op, const Scalar& v, ScalarType t, bool one_cpu_element);
 /// Wraps a dim into [0, ndim); throws "[op] dimension out of range".
 /// A 0-dim tensor accepts dims 0 and -1 (PyTorch's maybe_wrap_dim).
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
+[[noreturn, gnu::cold]] void wrap_dim_fail(int64_t dim, int64_t ndim, const char* op);
+inline int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t n = ndim > 1 ? ndim : 1;  // 0-dim tensors accept dims -1 and 0
+  if (BRISK_LIKELY(dim >= -n && dim < n)) return dim < 0 ? dim + n : dim;
+  wrap_dim_fail(dim, ndim, op);
+}
 /// As wrap_dim for ops that need a real dimension (unbind, roll with dims,
 /// unflatten): a 0-dim tensor throws "Dimension specified as d but tensor
 /// has no dimensions", as PyTorch does.

@@ -1,5 +1,7 @@
 #include "brisk/tensor_impl.h"
 
+#include <new>
+
 #include "brisk/ops.h"
 #include "core/autograd_meta.h"
 #include "core/device_backend.h"
@@ -55,6 +57,12 @@ void FreeList<Size>::give(void* p) {
   else
     ::operator delete(p);
 }
+
+// The factories below take their objects from the free lists directly: a
+// call of the exported operator new from inside the library goes through the
+// PLT (it could be interposed).
+inline TensorImpl* new_tensor_impl() { return ::new (t_tensor_impls.take()) TensorImpl; }
+inline StorageImpl* new_storage_impl() { return ::new (t_storage_impls.take()) StorageImpl; }
 }  // namespace
 
 void* TensorImpl::operator new(size_t n) {
@@ -101,11 +109,9 @@ DimVector channels_last_strides(IntArrayRef sz) {
   return DimVector{c * h * w, 1, w * c, c};
 }
 
-int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
-  const int64_t n = std::max<int64_t>(ndim, 1);  // 0-dim tensors accept dims -1 and 0
-  BRISK_CHECK(dim >= -n && dim < n, op, "dimension out of range (expected to be in range of [", -n, ", ", n - 1,
-              "], but got ", dim, ")");
-  return dim < 0 ? dim + n : dim;
+void wrap_dim_fail(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t n = std::max<int64_t>(ndim, 1);
+  BRISK_FAIL(op, "dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ", dim, ")");
 }
 
 int64_t wrap_dim_nonscalar(int64_t dim, int64_t ndim, const char* op) {
@@ -153,7 +159,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
     alloc = device_backend(device.type)->allocator(device.index);
   }
   // Owned from the start: a bad shape or a failed allocation below throws.
-  Ref<TensorImpl> owner = Ref<TensorImpl>::adopt(new TensorImpl);
+  Ref<TensorImpl> owner = Ref<TensorImpl>::adopt(new_tensor_impl());
   TensorImpl* impl = owner.get();
   impl->sizes.assign(sizes.begin(), sizes.end());
   impl->dtype = dtype;
@@ -162,7 +168,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
   if (strides.empty()) {
     // Contiguous: strides, numel and extent in one pass.
     const size_t nd = sizes.size();
-    impl->strides.resize(nd);
+    impl->strides.assign(sizes.begin(), sizes.end());  // sized so (no memset call): each entry is set below
     int64_t acc = 1;
     for (size_t i = nd; i-- > 0;) {
       const int64_t s = sizes[i];
@@ -183,7 +189,7 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
     if (impl->numel > 0)
       for (size_t i = 0; i < sizes.size(); ++i) extent += (sizes[i] - 1) * impl->strides[i];
   }
-  impl->storage = Ref<StorageImpl>::adopt(new StorageImpl);
+  impl->storage = Ref<StorageImpl>::adopt(new_storage_impl());
   StorageImpl* st = impl->storage.get();
   st->nbytes = static_cast<size_t>(extent) * element_size(dtype);
   st->device = device;
@@ -194,23 +200,20 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
 }
 
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset) {
-  auto* impl = new TensorImpl;
   const TensorImpl* b = base.impl();
+  Ref<TensorImpl> owner = Ref<TensorImpl>::adopt(new_tensor_impl());
+  TensorImpl* impl = owner.get();
   impl->storage = b->storage;
-  impl->storage_offset = storage_offset;
-  impl->sizes.assign(sizes.begin(), sizes.end());
-  impl->strides.assign(strides.begin(), strides.end());
-  impl->dtype = b->dtype;
-  impl->device = b->device;
-  impl->is_inference = b->is_inference;
-  impl->refresh();
   // Note [View tracking]: every view knows the root of its chain of views,
   // so that an in-place op that records on a view can rewrite the root's
   // history (CopySlices, src/autograd/autograd.cpp) even when the root did
   // not require grad before. One refcount increment per view op; inference
   // tensors are not tracked.
   if (!b->is_inference) {
-    impl->view_base = b->view_base ? b->view_base : Ref<TensorImpl>::borrow(const_cast<TensorImpl*>(b));
+    // One increment: not `b->view_base ? b->view_base : Ref::borrow(b)`,
+    // whose const and non-const operands make a temporary that is copied
+    // (three locked instructions).
+    impl->view_base = Ref<TensorImpl>::borrow(b->view_base ? b->view_base.get() : const_cast<TensorImpl*>(b));
     // Note [View + in-place] (src/autograd/autograd.cpp): the version the
     // view's history matches, and whether it was made with grad mode off.
     impl->view_version = b->storage->version.load(std::memory_order_relaxed);
@@ -221,7 +224,14 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
             ? b->view_creation
             : static_cast<uint8_t>(autograd::tls::t_grad_enabled ? ViewCreation::Default : ViewCreation::NoGradMode);
   }
-  return Tensor(Ref<TensorImpl>::adopt(impl));
+  impl->storage_offset = storage_offset;
+  impl->sizes.assign(sizes.begin(), sizes.end());
+  impl->strides.assign(strides.begin(), strides.end());
+  impl->dtype = b->dtype;
+  impl->device = b->device;
+  impl->is_inference = b->is_inference;
+  impl->refresh();
+  return Tensor(std::move(owner));
 }
 
 void resize_(const Tensor& t, IntArrayRef sizes) {

@@ -23,7 +23,10 @@ Tensor finish_factory(Tensor t, const TensorOptions& opts) {
 Tensor empty(IntArrayRef sizes, TensorOptions opts) {
   BRISK_PROFILE_OP("empty");
   Tensor t = detail::make_tensor(sizes, {}, opts.dtype_or_default(), opts.device_);
-  return opts.requires_grad_ ? finish_factory(t, opts) : t;
+  // Not `c ? finish_factory(t, opts) : t`: the conditional copies t (a locked
+  // increment and decrement of its refcount).
+  if (BRISK_UNLIKELY(opts.requires_grad_)) return finish_factory(std::move(t), opts);
+  return t;
 }
 
 Tensor empty(IntArrayRef sizes, TensorOptions opts, MemoryFormat fmt) {

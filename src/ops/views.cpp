@@ -425,7 +425,9 @@ Tensor Tensor::t() const {
   if (dim() < 2) {
     r = make_view(*this, sizes(), strides(), storage_offset());
   } else {
-    const int64_t sz[2] = {size(1), size(0)}, st[2] = {stride(1), stride(0)};
+    const DimVector& s0 = impl_->sizes;
+    const DimVector& t0 = impl_->strides;
+    const int64_t sz[2] = {s0[1], s0[0]}, st[2] = {t0[1], t0[0]};
     r = make_view(*this, IntArrayRef(sz, 2), IntArrayRef(st, 2), storage_offset());
   }
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
@@ -543,10 +545,14 @@ inline Tensor narrow_nr(const Tensor& x, int64_t d, int64_t start, int64_t lengt
 }
 /// select without checks or recording (d wrapped, index in [0, size)).
 inline Tensor select_nr(const Tensor& x, int64_t d, int64_t index) {
-  DimVector sz(x.sizes().begin(), x.sizes().end()), st(x.strides().begin(), x.strides().end());
-  sz.erase(d);
-  st.erase(d);
-  return make_view(x, sz, st, x.storage_offset() + index * x.stride(d));
+  const TensorImpl* xi = x.impl();
+  DimVector sz, st;  // x's dims without d
+  for (size_t i = 0; i < xi->sizes.size(); ++i) {
+    if (static_cast<int64_t>(i) == d) continue;
+    sz.push_back(xi->sizes[i]);
+    st.push_back(xi->strides[i]);
+  }
+  return make_view(x, sz, st, xi->storage_offset + index * xi->strides[d]);
 }
 }  // namespace
 
@@ -571,7 +577,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   BRISK_PROFILE_OP("select", *this);
   BRISK_CHECK(dim() > 0, "select", "cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
-  const int64_t n = size(d);
+  const int64_t n = impl_->sizes[d];
   BRISK_CHECK(index >= -n && index < n, "select", "index ", index, " is out of bounds for dimension ", d,
               " with size ", n);
   if (index < 0) index += n;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -701,6 +702,72 @@ TEST(Views, NarrowSelectSlice) {
   EXPECT_EQ(vals<int64_t>(y.slice(0, 1, -1, 3)), (std::vector<int64_t>{1, 4, 7}));
   expect_error([&] { y.slice(0, 0, 5, 0); }, {"[slice]", "step must be greater than zero"});
   expect_error([&] { y.slice(0, 0, 5, -1); }, {"[slice]", "step must be greater than zero"});
+}
+
+// The host path's shortcuts (Note [Releasing the last reference], make_view's
+// one reference to the root, select's one-pass shape) against plain rules.
+TEST(Views, RootStorageAndCountsThroughChains) {
+  Tensor x = arange(24.0).view({2, 3, 4});  // a view of arange's result
+  Tensor root = x._base();
+  ASSERT_TRUE(root.defined());
+  const int32_t n0 = root.use_count();
+  {
+    Tensor t = x.transpose(0, 2);
+    Tensor s = t[1];
+    Tensor u = s.t();
+    for (const Tensor* v : {&t, &s, &u}) {
+      EXPECT_TRUE(v->_is_view());
+      EXPECT_TRUE(v->_base().is_same(root));  // the root, never an intermediate view
+      EXPECT_TRUE(v->is_alias_of(x));
+    }
+    EXPECT_EQ(root.use_count(), n0 + 3);  // one reference per view (x holds one already)
+    EXPECT_EQ(shape_of(u), (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(strides_of(u), (std::vector<int64_t>{12, 4}));
+    EXPECT_EQ(u.storage_offset(), 1);
+    EXPECT_EQ(vals<float>(u.contiguous()), (std::vector<float>{1, 5, 9, 13, 17, 21}));
+  }
+  EXPECT_EQ(root.use_count(), n0);
+  // select on more dims than a shape holds inline (6), every dim and index
+  std::vector<int64_t> sz{2, 1, 3, 1, 2, 2, 3};
+  Tensor big = arange(72).view(sz);
+  for (int64_t d = 0; d < 7; ++d)
+    for (int64_t i = -sz[d]; i < sz[d]; ++i) {
+      Tensor s = big.select(d, i);
+      std::vector<int64_t> esz, est, st = strides_of(big);
+      for (int64_t k = 0; k < 7; ++k)
+        if (k != d) esz.push_back(sz[k]), est.push_back(st[k]);
+      EXPECT_EQ(shape_of(s), esz);
+      EXPECT_EQ(strides_of(s), est);
+      EXPECT_EQ(s.storage_offset(), (i < 0 ? i + sz[d] : i) * st[d]);
+    }
+  expect_error([&] { big.select(7, 0); },
+               {"[select]", "dimension out of range (expected to be in range of [-7, 6], but got 7)"});
+  expect_error([&] { big.transpose(0, -8); },
+               {"[transpose]", "dimension out of range (expected to be in range of [-7, 6], but got -8)"});
+}
+
+TEST(Views, SharedTensorsReleasedFromManyThreads) {
+  set_num_threads(1);
+  const int64_t before = cpu::memory_allocated();
+  for (int round = 0; round < 20; ++round) {
+    Tensor x = ones({64, 64});
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k)
+      threads.emplace_back([c = x, k] {  // each thread owns a copy and drops it last or first
+        std::vector<Tensor> held;
+        for (int i = 0; i < 200; ++i) {
+          held.push_back(i % 2 ? c.t() : c[i % 64]);
+          if (held.size() > 8) held.erase(held.begin() + (i + k) % 8);
+        }
+      });
+    if (round % 2) x = Tensor();  // the main thread lets go before or after the others
+    for (auto& t : threads) t.join();
+    if (x.defined()) {
+      EXPECT_EQ(x.use_count(), 1);
+      EXPECT_EQ(x.sum().item<double>(), 4096.0);
+    }
+  }
+  EXPECT_EQ(cpu::memory_allocated(), before);
 }
 
 TEST(Views, SplitChunkUnbind) {
