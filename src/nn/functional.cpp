@@ -527,7 +527,10 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
   }
   if (autograd::should_record(input)) {
     using namespace autograd;
-    record("CrossEntropyLossBackward0", {loss}, {input}, {save(x), save(lse)},
+    // Saves the input itself, not its contiguous copy: the differentiable
+    // backward below must reach the input's history (a non-contiguous
+    // input's copy has none, and the second derivative was lost).
+    record("CrossEntropyLossBackward0", {loss}, {input}, {save(input), save(lse)},
            [t, wk, ignore, ls, C](BackwardCtx& c) -> TensorList {
              const Tensor x = c.saved(0);
              const Tensor& g = c.grad();
@@ -550,7 +553,7 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
              Tensor gx = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
              if (x.size(0) != 0)
                kernel<OpId::cross_entropy_backward>(x.device().type, "cross_entropy_backward")(
-                   gx, g.to(x.dtype()).contiguous(), x, t, wk, c.saved(1), ignore, ls);
+                   gx, g.to(x.dtype()).contiguous(), x.contiguous(), t, wk, c.saved(1), ignore, ls);
              return {gx};
            });
   }

@@ -1247,5 +1247,52 @@ TEST(PyTorchDivergence, HalfMeanOfAWiderInputIsComputedInFloat) {
   EXPECT_EQ(tensor<int64_t>({3, 4, 5}).mean(kHalf).to(kDouble).item<double>(), 4.0);
 }
 
+TEST(PyTorchDivergence, AddcmulAddcdivGradientOfAnIntegerTensorIsFormedInFloat) {
+  // difffuzz seed 31 case 9665 (torch 2.15): the tensor2 gradient is g * (tensor1 * value); an int64
+  // tensor1 times a float value is float32 in torch, so 2^31 * 0 is 0 (brisk formed it in the
+  // float16 g's dtype: inf * 0 = NaN).
+  //   s = tensor([2.439453125, 1.], dtype=half); t1 = tensor([2147483648, -129]); t2 = tensor(-1.876, dtype=half)
+  //   torch.addcmul(s, t1, t2, value=0.) -> [nan, 1.]; t2.grad -> 0.   (addcdiv: the same)
+  //   torch.addcmul(s, t1, t2, value=0.5) -> [-inf, 122.]; t2.grad -> inf
+  for (int div = 0; div < 2; ++div) {
+    for (double v : {0.0, 0.5}) {
+      if (div && v != 0.0) continue;
+      Tensor s = tensor<double>({2.439453125, 1.0}, kDouble).to(kHalf).requires_grad_();
+      Tensor t1 = tensor<int64_t>({int64_t(1) << 31, -129});
+      Tensor t2 = scalar_tensor(-1.8759765625, kHalf).requires_grad_();
+      Tensor y = div ? addcdiv(s, t1, t2, v) : addcmul(s, t1, t2, v);
+      y.sum().backward();
+      EXPECT_EQ(t2.grad().dtype(), kHalf);
+      EXPECT_TRUE(same_bits(t2.grad(), {v == 0.0 ? 0.0 : kInf})) << "div " << div << " value " << v;
+      EXPECT_TRUE(same_bits(s.grad(), {1, 1}));
+    }
+  }
+}
+
+TEST(PyTorchDivergence, CrossEntropyOfNonContiguousInputHasSecondDerivatives) {
+  // difffuzz seed 31 case 3765: the fused cross_entropy saved its contiguous copy of a
+  // non-contiguous input, which has no history, so grad(create_graph=True) did not require grad
+  // and the second derivative was silently missing. torch 2.15 (and 1.13):
+  //   x = tensor([[0.5, 1.], [-1., 0.], [2., 3.]], dtype=float64).t().requires_grad_(); t = tensor([2, 0])
+  //   g, = grad(F.cross_entropy(x, t), x, create_graph=True)
+  //   grad((g * tensor([[1., 0, 0], [0, 0, 1]])).sum(), x)
+  //   -> [[0.072281835282, -0.003428029153, -0.068853806129], [-0.048178653972, -0.017723936300, 0.065902590271]]
+  for (bool contiguous : {false, true}) {
+    Tensor x = tensor<double>({0.5, 1, -1, 0, 2, 3}, kDouble).view({3, 2}).t();
+    if (contiguous) x = x.contiguous();
+    x.requires_grad_();
+    Tensor t = tensor<int64_t>({2, 0});
+    auto g = autograd::grad({nn::functional::cross_entropy(x, t)}, {x}, {}, true, true);
+    ASSERT_TRUE(g[0].requires_grad()) << "contiguous " << contiguous;
+    Tensor u = tensor<double>({1, 0, 0, 0, 0, 1}, kDouble).view({2, 3});
+    Tensor h = autograd::grad({(g[0] * u).sum()}, {x})[0];
+    EXPECT_TRUE(close(h,
+                      tensor<double>({0.072281835282, -0.003428029153, -0.068853806129, -0.048178653972,
+                                      -0.017723936300, 0.065902590271}, kDouble).view({2, 3}),
+                      1e-9, 1e-11))
+        << "contiguous " << contiguous;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
