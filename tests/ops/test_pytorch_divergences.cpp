@@ -1123,6 +1123,32 @@ TEST(PyTorchDivergence, AbsSecondDerivativeIsAStructuralZero) {
   EXPECT_TRUE(same_bits(z.grad(), {kInf, -kInf}));
 }
 
+TEST(PyTorchDivergence, AbsSecondDerivativeThroughMatrixProductsStaysZero) {
+  // abs's zero second derivative met by an infinite operand of a matrix product: torch 2.15's
+  // matmul/mv (and F.bilinear) backward multiply its "efficient zero" by inf (NaN), while its
+  // elementwise (a * b).sum(1) keeps the exact value (difffuzz seed 31 case 8683, seed 23 case 6897):
+  //   a = tensor([[1., 2.], [inf, 3.]], float64, requires_grad); b = tensor([0.5, 2.], requires_grad)
+  //   g = grad(f(a, b).abs().sum(), [a, b], create_graph=True); grad(g[0].sum(), b)
+  //   f = matmul, mv -> [nan, 2.]; f = (a * b).sum(1) -> [2., 2.] (exact: sum_i sign(y_i))
+  for (int k = 0; k < 4; ++k) {
+    Tensor a = tensor<double>({1, 2, kInf, 3}, kDouble).view({2, 2}).requires_grad_();
+    Tensor b = tensor<double>({0.5, 2}, kDouble).requires_grad_();
+    Tensor y = k == 0 ? matmul(a, b) : k == 1 ? mv(a, b) : k == 2 ? (a * b).sum(1) : mm(a, b.unsqueeze(1));
+    auto g = autograd::grad({y.abs().sum()}, {a, b}, {}, true, true);
+    EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {b})[0], {2, 2})) << "variant " << k;
+  }
+  // F.bilinear is linear in x2, so through abs its second derivative in x2 is 0; torch 2.15:
+  //   x1 = tensor([[1., inf], [2., -1.]]); x2 = tensor([[0.5], [-3.]], requires_grad)
+  //   w = tensor([[[1.], [2.]], [[-1.], [0.5]]]); g, = grad(F.bilinear(x1, x2, w).abs().sum(), x2,
+  //   create_graph=True) -> [[inf], [-2.5]]; grad(g.sum(), x2) -> [[nan], [0.]]
+  Tensor x1 = tensor<double>({1, kInf, 2, -1}, kDouble).view({2, 2});
+  Tensor x2 = tensor<double>({0.5, -3}, kDouble).view({2, 1}).requires_grad_();
+  Tensor w = tensor<double>({1, 2, -1, 0.5}, kDouble).view({2, 2, 1});
+  auto gb = autograd::grad({nn::functional::bilinear(x1, x2, w).abs().sum()}, {x2}, {}, true, true);
+  EXPECT_TRUE(same_bits(gb[0], {kInf, -2.5}));
+  EXPECT_TRUE(same_bits(autograd::grad({gb[0].sum()}, {x2})[0], {0, 0}));
+}
+
 TEST(PyTorchDivergence, OverwrittenValuesGetZeroGradients) {
   // x = ones(2, requires_grad=True); y = x * 1; y.fill_(1); y.sum().backward(): x.grad [0., 0.]
   // (a leaf reached only by a structural zero gets zeros, not none)
@@ -1171,6 +1197,14 @@ TEST(PyTorchDivergence, TorchBugsWithIntegerOperands) {
   Tensor x = tensor<double>({0.75, -2.0}, kDouble).requires_grad_();
   atan2(y, x).sum().backward();
   EXPECT_TRUE(close(x.grad(), tensor<double>({-254.0 / (0.5625 + 254.0 * 254.0), -5.0 / 29.0}, kDouble), 1e-14, 0));
+  // With an integer second operand, d/dy atan2(y, x) = x / (x^2 + y^2); torch squares x in uint8
+  // (255^2 wraps to 1; difffuzz seed 31 case 8284): y = tensor([-2.453125, 1.5], float64),
+  // x = tensor([255, 16], uint8): torch y.grad [36.336, 7.111]; the derivative is [0.0039212, 0.061955]
+  Tensor y2 = tensor<double>({-2.453125, 1.5}, kDouble).requires_grad_();
+  atan2(y2, tensor<uint8_t>({255, 16})).sum().backward();
+  EXPECT_TRUE(close(y2.grad(),
+                    tensor<double>({255.0 / (2.453125 * 2.453125 + 255.0 * 255.0), 16.0 / (2.25 + 256.0)}, kDouble),
+                    1e-14, 0));
   // x[1:3] = v with an integer x and a float v that requires grad: torch marks x as requiring
   // grad (CopySlices) and a backward through it hits an internal assert; an integer tensor
   // never requires grad in brisk. x = tensor([6, 7, 8, 5], uint8); x[1:3] = tensor(2.4) -> [6, 2, 2, 5]
