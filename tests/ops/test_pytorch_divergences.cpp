@@ -1301,6 +1301,12 @@ TEST(PyTorchDivergence, AddcmulAddcdivGradientOfAnIntegerTensorIsFormedInFloat) 
       EXPECT_TRUE(same_bits(s.grad(), {1, 1}));
     }
   }
+  // An integer value: torch forms tensor1 * value in int32 and wraps (seed 41 case 49188):
+  //   t1 = tensor([2147483647], dtype=int32); t2 = tensor([1.5], requires_grad)
+  //   torch.addcmul(zeros(1), t1, t2, value=2).sum().backward(): t2.grad [-2.]; the derivative is 4294967294
+  Tensor t2 = tensor<float>({1.5f}).requires_grad_();
+  addcmul(zeros({1}), tensor<int32_t>({std::numeric_limits<int32_t>::max()}), t2, 2).sum().backward();
+  EXPECT_TRUE(same_bits(t2.grad(), {double(4294967294.0f)}));
 }
 
 TEST(PyTorchDivergence, CrossEntropyOfNonContiguousInputHasSecondDerivatives) {
