@@ -52,6 +52,13 @@ TEST(PyTorchDivergence, PowScalarZeroBaseGradIsZero) {
   Tensor e2 = tensor<float>({0, 1, 2}).requires_grad_();
   pow(Scalar(0), e2).sum().backward();
   EXPECT_TRUE(same_bits(e2.grad(), {0, 0, 0}));
+  // And a bool base False: torch 1.13 (False ** e).sum().backward() gives [0, 0] for e = [0.5, 2.];
+  // torch 2.15 gives [nan, nan] (its base == 0 test misses a bool Scalar; difffuzz seed 32 case 1344)
+  Tensor e3 = tensor<float>({0.5f, 2}).requires_grad_();
+  Tensor r3 = pow(Scalar(false), e3);
+  EXPECT_TRUE(same_bits(r3, {0, 0}));
+  r3.sum().backward();
+  EXPECT_TRUE(same_bits(e3.grad(), {0, 0}));
 }
 
 TEST(PyTorchDivergence, PowScalarBaseOtherBasesGrad) {
@@ -1130,10 +1137,11 @@ TEST(PyTorchDivergence, AbsSecondDerivativeThroughMatrixProductsStaysZero) {
   //   a = tensor([[1., 2.], [inf, 3.]], float64, requires_grad); b = tensor([0.5, 2.], requires_grad)
   //   g = grad(f(a, b).abs().sum(), [a, b], create_graph=True); grad(g[0].sum(), b)
   //   f = matmul, mv -> [nan, 2.]; f = (a * b).sum(1) -> [2., 2.] (exact: sum_i sign(y_i))
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < 5; ++k) {
     Tensor a = tensor<double>({1, 2, kInf, 3}, kDouble).view({2, 2}).requires_grad_();
     Tensor b = tensor<double>({0.5, 2}, kDouble).requires_grad_();
-    Tensor y = k == 0 ? matmul(a, b) : k == 1 ? mv(a, b) : k == 2 ? (a * b).sum(1) : mm(a, b.unsqueeze(1));
+    Tensor y = k == 0 ? matmul(a, b) : k == 1 ? mv(a, b) : k == 2 ? (a * b).sum(1)
+             : k == 3 ? mm(a, b.unsqueeze(1)) : addmm(zeros({2, 1}, kDouble), a, b.unsqueeze(1));
     auto g = autograd::grad({y.abs().sum()}, {a, b}, {}, true, true);
     EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {b})[0], {2, 2})) << "variant " << k;
   }
@@ -1187,6 +1195,14 @@ TEST(PyTorchDivergence, SecondDerivativesTorchGetsWrong) {
   auto gg = autograd::grad({yg.sum()}, {x}, {}, true, true);
   Tensor second = autograd::grad({gg[0].sum()}, {x})[0];
   EXPECT_TRUE(same_bits(second.slice(0, 0, 3), {0, 0, 0}));
+  // erfc'' = 4x / sqrt(pi) * exp(-x^2) is 0 at 3e38 (exp underflows); torch (1.13 and 2.15) groups
+  // it as 0 * inf: x = tensor([3e38, 1.]), g, = grad(erfc(x).sum(), x, create_graph=True)
+  //   -> [-0., -0.4151]; grad(g.sum(), x) -> [nan, 0.8302] (difffuzz seed 32 case 2658)
+  Tensor xe = tensor<float>({3e38f, 1.0f}).requires_grad_();
+  auto ge = autograd::grad({erfc(xe).sum()}, {xe}, {}, true, true);
+  Tensor he = autograd::grad({ge[0].sum()}, {xe})[0];
+  EXPECT_EQ(he.to(kDouble)[0].item<double>(), 0.0);
+  EXPECT_NEAR(he.to(kDouble)[1].item<double>(), 4.0 / std::sqrt(M_PI) * std::exp(-1.0), 1e-6);
 }
 
 TEST(PyTorchDivergence, TorchBugsWithIntegerOperands) {
