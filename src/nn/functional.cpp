@@ -56,6 +56,13 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target,
               shape_str(target.sizes()), " differ");
 }
 
+/// A bool operand of a loss computed in the promoted dtype, converted to it:
+/// torch's mse/smooth_l1 kernels promote a bool operand where brisk's sub
+/// (as torch's `-`) refuses one. (A bool never requires grad.)
+Tensor unbool(const Tensor& t, const Tensor& other) {
+  return t.dtype() == kBool ? t.to(result_type(t, other)) : t;
+}
+
 Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
   switch (r) {
     case Reduction::None: return loss;
@@ -408,7 +415,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
   // d * d, not square(): its gradient is g * d + g * d, where square's is
   // 2 * d * g, whose 2 * d overflows first (bfloat16 d = 3e38 gave an inf
   // gradient where PyTorch's fused 2 * d * g / n is finite).
-  const Tensor d = input - target;
+  const Tensor d = unbool(input, target) - unbool(target, input);
   return reduce("mse_loss", d * d, o.reduction());
 }
 
@@ -457,7 +464,10 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
   if (beta == 0.0) return reduce("smooth_l1_loss", (input - target).abs(), o.reduction());
-  return reduce("smooth_l1_loss", huber_elementwise("SmoothL1LossBackward0", input, target, beta, true), o.reduction());
+  // (beta 0 is l1_loss, which refuses a bool operand, as torch's.)
+  return reduce("smooth_l1_loss",
+                huber_elementwise("SmoothL1LossBackward0", unbool(input, target), unbool(target, input), beta, true),
+                o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -466,7 +476,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
   // PyTorch's result has the input's dtype (not the promoted one).
-  const Tensor loss = huber_elementwise("HuberLossBackward0", input, target, delta, false);
+  const Tensor loss = huber_elementwise("HuberLossBackward0", input, unbool(target, input), delta, false);
   return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
 }
 

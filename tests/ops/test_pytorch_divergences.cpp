@@ -59,6 +59,11 @@ TEST(PyTorchDivergence, PowScalarZeroBaseGradIsZero) {
   EXPECT_TRUE(same_bits(r3, {0, 0}));
   r3.sum().backward();
   EXPECT_TRUE(same_bits(e3.grad(), {0, 0}));
+  // pow(x, False) is 1, so its gradient is 0 even at x = 0: torch (1.13 and 2.15)
+  //   x = tensor([0., 1., 2.], dtype=bfloat16); torch.pow(x, False).sum().backward(): x.grad [nan, 0, 0]
+  Tensor xb = tensor<float>({0, 1, 2}).to(kBFloat16).requires_grad_();
+  pow(xb, Scalar(false)).sum().backward();
+  EXPECT_TRUE(same_bits(xb.grad(), {0, 0, 0}));
 }
 
 TEST(PyTorchDivergence, PowScalarBaseOtherBasesGrad) {
@@ -1317,6 +1322,18 @@ TEST(PyTorchDivergence, AddcmulAddcdivGradientOfAnIntegerTensorIsFormedInFloat) 
       EXPECT_TRUE(same_bits(s.grad(), {1, 1}));
     }
   }
+  // addcdiv's tensor2 gradient -g * (value * t1 / (t2 * t2)) with an int64 t1 past float16's range
+  // and t2 = inf is 0; torch (int value 1) forms value * t1 in int64, converts it to float16 (inf)
+  // and gives inf / inf = NaN (difffuzz seed 33 case 9117). The forward rounds t1 to float16 in
+  // both (NaN):
+  //   torch.addcdiv(zeros(2, half), tensor([9223372036854775806, 3]), tensor([inf, 2.], half))
+  //   -> [nan, 1.5]; t2.grad -> [nan, -0.75]
+  Tensor s2 = zeros({2}, kHalf).requires_grad_();
+  Tensor d2 = tensor<double>({kInf, 2.0}, kDouble).to(kHalf).requires_grad_();
+  Tensor yd = addcdiv(s2, tensor<int64_t>({int64_t(9223372036854775806LL), 3}), d2);
+  EXPECT_TRUE(same_bits(yd, {kNan, 1.5}));
+  yd.sum().backward();
+  EXPECT_TRUE(same_bits(d2.grad(), {-0.0, -0.75}));
   // An integer value: torch forms tensor1 * value in int32 and wraps (seed 41 case 49188):
   //   t1 = tensor([2147483647], dtype=int32); t2 = tensor([1.5], requires_grad)
   //   torch.addcmul(zeros(1), t1, t2, value=2).sum().backward(): t2.grad [-2.]; the derivative is 4294967294
@@ -1348,6 +1365,32 @@ TEST(PyTorchDivergence, CrossEntropyOfNonContiguousInputHasSecondDerivatives) {
                       1e-9, 1e-11))
         << "contiguous " << contiguous;
   }
+}
+
+TEST(PyTorchDivergence, MseAndSmoothL1LossPromoteABoolOperand) {
+  // torch's mse/smooth_l1/huber kernels promote a bool operand (difffuzz seed 33 case 12423);
+  // l1_loss (and smooth_l1 with beta 0, which is l1_loss) subtract and refuse it, as huber does a
+  // bool input. torch 2.15, b = tensor([False, True, True]), h = tensor([2.3125, 0.785, 2.4375], bfloat16):
+  //   F.mse_loss(b, h) -> 2.484375 (bfloat16), F.mse_loss(h, b) too; F.smooth_l1_loss(b, h) -> 0.92578125;
+  //   F.huber_loss(h, b) -> 0.92578125; F.l1_loss(b, h), F.smooth_l1_loss(b, h, beta=0),
+  //   F.huber_loss(b, h) raise; x = h.requires_grad_(): F.mse_loss(x, b).backward(): x.grad
+  //   [1.5469, -0.1436, 0.9609]
+  namespace F = nn::functional;
+  Tensor b = tensor<bool>({false, true, true});
+  Tensor h = tensor<double>({2.3125, 0.785, 2.4375}, kDouble).to(kBFloat16);
+  for (const Tensor& l : {F::mse_loss(b, h), F::mse_loss(h, b)}) {
+    EXPECT_EQ(l.dtype(), kBFloat16);
+    EXPECT_TRUE(same_bits(l, {2.484375}));
+  }
+  EXPECT_TRUE(same_bits(F::smooth_l1_loss(b, h), {0.92578125}));
+  EXPECT_TRUE(same_bits(F::huber_loss(h, b), {0.92578125}));
+  expect_error([&] { F::l1_loss(b, h); }, {"[sub]"});
+  expect_error([&] { F::smooth_l1_loss(b, h, F::SmoothL1LossFuncOptions().beta(0.0)); }, {"[sub]"});
+  expect_error([&] { F::huber_loss(b, h); }, {"[huber_loss]"});
+  expect_error([&] { F::mse_loss(b, b); }, {"[mse_loss]"});
+  Tensor x = h.clone().requires_grad_();
+  F::mse_loss(x, b).backward();
+  EXPECT_TRUE(close(x.grad().to(kDouble), tensor<double>({1.546875, -0.1435546875, 0.9609375}, kDouble), 1e-2, 0));
 }
 
 }  // namespace
