@@ -1393,5 +1393,31 @@ TEST(PyTorchDivergence, MseAndSmoothL1LossPromoteABoolOperand) {
   EXPECT_TRUE(close(x.grad().to(kDouble), tensor<double>({1.546875, -0.1435546875, 0.9609375}, kDouble), 1e-2, 0));
 }
 
+TEST(PyTorchDivergence, FmodOfAHugeQuotientIsExact) {
+  // torch's vector loop forms a - b * trunc(a / b); a / b past float32's range gives NaN there,
+  // while its scalar loop (short tensors) gives the exact fmod (difffuzz seed 34 cases 12722, 10998):
+  //   torch.fmod(full((16,), 3e38), 0.1957309) -> nan (16 elements); full((1,), 3e38): 0.0404933...
+  //   torch.fmod(full((16,), 1.8828125), full((16,), 1e-40)) -> nan; one element: 7.294038766503538e-41
+  // brisk gives the exact value at every length.
+  for (int64_t n : {1, 16, 67}) {
+    EXPECT_TRUE(same_bits(fmod(full({n}, 3e38f), 0.1957309).slice(0, 0, 1), {double(std::fmod(3e38f, 0.1957309f))}));
+    Tensor d = fmod(full({n}, 1.8828125f), full({n}, 1e-40f));
+    EXPECT_TRUE(same_bits(d.slice(0, n - 1, n), {double(std::fmod(1.8828125f, 1e-40f))}));
+    EXPECT_TRUE(same_bits(remainder(full({n}, 3e38f), 0.1957309).slice(0, 0, 1), {double(std::fmod(3e38f, 0.1957309f))}));
+  }
+}
+
+TEST(PyTorchDivergence, MseLossGradientDoesNotOverflowBeforeTheIncomingGradient) {
+  // d/dx (x - t)^2 * g = 2 (x - t) g; torch forms 2 (x - t) first, inf in float16 (difffuzz seed 34
+  // case 8342): x = tensor([65504.], half, requires_grad); t = tensor([1.4287109375], half)
+  //   F.mse_loss(x, t, reduction='none').backward(tensor([0.5], half)): x.grad [inf]; the exact 65502.57
+  //   rounds to 65504
+  Tensor x = tensor<double>({65504.0}, kDouble).to(kHalf).requires_grad_();
+  Tensor t = tensor<double>({1.4287109375}, kDouble).to(kHalf);
+  nn::functional::mse_loss(x, t, nn::functional::MSELossFuncOptions(nn::kNone))
+      .backward(tensor<double>({0.5}, kDouble).to(kHalf));
+  EXPECT_TRUE(same_bits(x.grad(), {65504.0}));
+}
+
 }  // namespace
 }  // namespace brisk
