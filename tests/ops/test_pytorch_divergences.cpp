@@ -1419,5 +1419,26 @@ TEST(PyTorchDivergence, MseLossGradientDoesNotOverflowBeforeTheIncomingGradient)
   EXPECT_TRUE(same_bits(x.grad(), {65504.0}));
 }
 
+TEST(PyTorchDivergence, TrainingBatchNormGradientWithAStridedWeight) {
+  // torch (1.13 and 2.15) reads a non-contiguous weight as contiguous in its CPU batch_norm backward
+  // in training mode too (tools/fuzz TORCH_BUGS; difffuzz seed 35 case 8998): with
+  //   x = tensor([[-1.25, .5, 3.], [2.75, 2.5, .25], [-2.25, -2., 1.25]], float64, requires_grad)
+  //   w = zeros(6); w[::2] = tensor([-.5, 2.25, 1.5]); w = w[::2]
+  //   (F.batch_norm(x, None, None, training=True, weight=w) * arange(9.).view(3, 3)).sum().backward()
+  //   torch x.grad [0.7440, -0., -1.9159, ...] (weights -0.5, 0, 2.25); with w.contiguous():
+  //   [0.7439616768, -3.5164184735, -1.2772648875, -0.1487920378, 1.9535598077, -2.2351599093,
+  //    -0.5951696390, 1.5628586658, 3.5124247968], brisk's for both layouts
+  const Tensor want = tensor<double>({0.7439616768, -3.5164184735, -1.2772648875, -0.1487920378, 1.9535598077,
+                                      -2.2351599093, -0.5951696390, 1.5628586658, 3.5124247968},
+                                     kDouble);
+  const Tensor w_s = tensor<double>({-0.5, 0, 2.25, 0, 1.5, 0}, kDouble).slice(0, 0, 6, 2);
+  ASSERT_FALSE(w_s.is_contiguous());
+  for (const Tensor& w : {w_s, w_s.contiguous()}) {
+    Tensor x = tensor<double>({-1.25, 0.5, 3.0, 2.75, 2.5, 0.25, -2.25, -2.0, 1.25}, kDouble).view({3, 3}).requires_grad_();
+    (nn::functional::batch_norm(x, {}, {}, w, {}, true) * arange(9, kDouble).view({3, 3})).sum().backward();
+    EXPECT_TRUE(close(x.grad().reshape({-1}), want, 0, 1e-9)) << "contiguous weight " << w.is_contiguous();
+  }
+}
+
 }  // namespace
 }  // namespace brisk

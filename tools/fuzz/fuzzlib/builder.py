@@ -84,6 +84,9 @@ TORCH_BUGS = [
         _noncontig(a[1]) or _noncontig(a[2]) or _noncontig(kw.get("weight"))),
      "eval-mode batch_norm backward on the CPU reads a non-contiguous running_mean, running_var or weight as "
      "contiguous (garbage that changes from run to run)"),
+    ("F.batch_norm", lambda a, kw, b: _arg(a, kw, 5, "training") and _noncontig(_arg(a, kw, 3, "weight")),
+     "training-mode batch_norm backward on the CPU reads a non-contiguous weight as contiguous (seed 35 case "
+     "8998; tests/ops/test_pytorch_divergences.cpp TrainingBatchNormGradientWithAStridedWeight)"),
     ("F.batch_norm", lambda a, kw, b: _odd_channels_last(a[0]),
      "batch_norm backward of a channels_last input whose size-1 dims have other strides than channels_last's "
      "(strides (1, 1, 2, 2) for (1, 2, 1, 3)) is wrong"),
