@@ -655,15 +655,46 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_weight_without_grad(op, "pos_weight", o.pos_weight());
   // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
   // finite for any |x| (softplus switches to the identity past 20).
-  Tensor sp = input.neg().softplus();
-  Tensor loss = (1.0 - target) * input;
-  if (o.pos_weight().defined())
-    loss = loss + ((o.pos_weight() - 1.0) * target + 1.0) * sp;
-  else
-    loss = loss + sp;
-  if (o.weight().defined()) loss = loss * o.weight();
+  const Tensor& w = o.weight();
+  const Tensor& pw = o.pos_weight();
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    Tensor sp = input.neg().softplus();
+    loss = (1.0 - target) * input;
+    loss = pw.defined() ? loss + ((pw - 1.0) * target + 1.0) * sp : loss + sp;
+    if (w.defined()) loss = loss * w;
+  }
   BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight or pos_weight does not broadcast to input shape ",
               shape_str(input.sizes()));
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // Its own node with PyTorch's formulas, each one product with g: the
+    // composite's derivatives were sums of two infinite terms (NaN) where
+    // torch's are inf (an infinite g, or the target gradient
+    // -x + (pw - 1) softplus(-x) at x = -inf). Written with brisk ops, so
+    // they have second derivatives.
+    using namespace autograd;
+    record("BinaryCrossEntropyWithLogitsBackward0", {loss}, {input, target},
+           {save(input), save(target), save(w), save(pw)}, [](BackwardCtx& c) -> TensorList {
+             const Tensor x = c.saved(0), t = c.saved(1), wt = c.saved(2), p = c.saved(3);
+             const Tensor g = wt.defined() ? c.grad() * wt : c.grad();
+             Tensor gx, gt;
+             if (c.needs(0)) {
+               // ((pw t + 1 - t) sigmoid(x) - pw t) g
+               if (p.defined()) {
+                 const Tensor pt = p * t;
+                 gx = ((pt + 1.0 - t) * x.sigmoid() - pt) * g;
+               } else {
+                 gx = (x.sigmoid() - t) * g;
+               }
+             }
+             if (c.needs(1)) {
+               // (log_sigmoid(-x) - pw log_sigmoid(x)) g = (pw softplus(-x) - softplus(x)) g
+               gt = p.defined() ? (p * x.neg().softplus() - x.softplus()) * g : x.neg() * g;
+             }
+             return {gx, gt};
+           });
+  }
   return reduce(op, loss, o.reduction());
 }
 

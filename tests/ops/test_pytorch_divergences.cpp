@@ -1440,5 +1440,65 @@ TEST(PyTorchDivergence, TrainingBatchNormGradientWithAStridedWeight) {
   }
 }
 
+TEST(PyTorchDivergence, FloatBatchNormOfValuesNearTheRangeEnd) {
+  // float32 statistics whose squared deviations pass float32's range are summed in double
+  // (difffuzz seed 7 cases 35533, 48631, nn family). torch 2.15:
+  //   x = tensor([[.5, 1.], [70000., 2.], [3e38, 3.], [-2.5e38, 4.]]); w = tensor([-.25, 2.]); b = tensor([.5, -1.])
+  //   y = F.batch_norm(x, None, None, w, b, training=True); (y * arange(8.).view(4, 2)).sum().backward()
+  //   float64: y [0.5160375075, -3.6832708399, 0.5160375075, -1.8944236133, 0.1311373280,
+  //               -0.1055763867, 0.8367876570, 1.6832708399]
+  //            x.grad [3.8965e-39, -4.2931989983e-05, 1.3305e-39, -1.4310663328e-05, -2.3759e-39,
+  //                    1.4310663328e-05, -2.8511e-39, 4.2931989983e-05]
+  //   float32: y [0.5, ..., 0.5, ...] (the bias: the variance overflowed), x.grad [nan, ...]
+  const Tensor want_y = tensor<double>({0.5160375075, -3.6832708399, 0.5160375075, -1.8944236133, 0.1311373280,
+                                        -0.1055763867, 0.8367876570, 1.6832708399}, kDouble);
+  const Tensor want_g = tensor<double>({3.8965203353e-39, -4.2931989983e-05, 1.3305191389e-39, -1.4310663328e-05,
+                                        -2.3759270337e-39, 1.4310663328e-05, -2.8511124404e-39, 4.2931989983e-05},
+                                       kDouble);
+  const Tensor x64 = tensor<double>({0.5, 1, 70000, 2, 3e38, 3, -2.5e38, 4}, kDouble).view({4, 2});
+  // (4, 2) is the interleaved layout; (4, 2, 1, 1) as NCHW-contiguous is planar. The denormal
+  // gradients of the first channel (below 1.2e-38) lose their (x - mean) * B term, B ~ 1e-77 in float.
+  for (bool planar : {false, true}) {
+    Tensor x = x64.to(kFloat);
+    if (planar) x = x.view({4, 2, 1, 1}).contiguous(kChannelsLast).contiguous();
+    x.requires_grad_();
+    Tensor y = nn::functional::batch_norm(x, {}, {}, tensor<float>({-0.25f, 2.0f}), tensor<float>({0.5f, -1.0f}), true);
+    (y.reshape({4, 2}) * arange(8, kFloat).view({4, 2})).sum().backward();
+    EXPECT_TRUE(close(y.reshape({-1}).to(kDouble), want_y, 1e-5, 1e-6)) << "planar " << planar;
+    EXPECT_TRUE(close(x.grad().reshape({-1}).to(kDouble), want_g, 1e-3, 1.2e-38)) << "planar " << planar;
+  }
+}
+
+TEST(PyTorchDivergence, BceWithLogitsGradientsAtInfinity) {
+  // binary_cross_entropy_with_logits has PyTorch's backward formulas, one product with the incoming
+  // gradient each (the composite's were inf - inf; difffuzz seed 34 case 5019). torch 2.15, float64:
+  //   x = tensor([-inf, 1.5, -.5], requires_grad); t = tensor([.25, .5, 1.], requires_grad)
+  //   pw = tensor([.5, 2., 3.]); l = F.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction='none')
+  //   -> [nan, 1.0521199170, 2.9222309525]; l.backward(tensor([1., inf, 1.]))
+  //   x.grad [-0.125, inf, -1.8673779936], t.grad [inf, -inf, 2.4481539684]
+  //   second derivatives: x2 = tensor([1.5, -.5]), t2 = tensor([.5, 1.]), pw[1:], mean:
+  //   g = grad(l, [x2, t2], create_graph=True); grad(g[0].sum() + g[1].sum(), [x2, t2])
+  //   -> x2 [-0.4793529229, -0.7699537629], t2 [-0.5912127619, -1.1224593312]
+  namespace F = nn::functional;
+  Tensor x = tensor<double>({-kInf, 1.5, -0.5}, kDouble).requires_grad_();
+  Tensor t = tensor<double>({0.25, 0.5, 1.0}, kDouble).requires_grad_();
+  const Tensor pw = tensor<double>({0.5, 2.0, 3.0}, kDouble);
+  Tensor l = F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(pw).reduction(nn::kNone));
+  EXPECT_TRUE(close(l.slice(0, 1, 3), tensor<double>({1.0521199170, 2.9222309525}, kDouble), 1e-9, 0));
+  l.backward(tensor<double>({1.0, kInf, 1.0}, kDouble));
+  EXPECT_TRUE(same_bits(x.grad().slice(0, 0, 2), {-0.125, kInf}));
+  EXPECT_NEAR(x.grad()[2].item<double>(), -1.8673779936, 1e-9);
+  EXPECT_TRUE(same_bits(t.grad().slice(0, 0, 2), {kInf, -kInf}));
+  EXPECT_NEAR(t.grad()[2].item<double>(), 2.4481539684, 1e-9);
+  Tensor x2 = tensor<double>({1.5, -0.5}, kDouble).requires_grad_();
+  Tensor t2 = tensor<double>({0.5, 1.0}, kDouble).requires_grad_();
+  auto g = autograd::grad({F::binary_cross_entropy_with_logits(
+                              x2, t2, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(pw.slice(0, 1, 3)))},
+                          {x2, t2}, {}, true, true);
+  auto h = autograd::grad({g[0].sum() + g[1].sum()}, {x2, t2});
+  EXPECT_TRUE(close(h[0], tensor<double>({-0.4793529229, -0.7699537629}, kDouble), 1e-9, 0));
+  EXPECT_TRUE(close(h[1], tensor<double>({-0.5912127619, -1.1224593312}, kDouble), 1e-9, 0));
+}
+
 }  // namespace
 }  // namespace brisk
