@@ -1274,6 +1274,14 @@ TEST(PyTorchDivergence, AddmmChecksIntegerAlphaAndBeta) {
   EXPECT_EQ(addmm(c, a, b, 1, 2).to(kInt).contiguous().to_vector<int32_t>(), (std::vector<int32_t>{5, 5, 5, 5}));
 }
 
+TEST(PyTorchDivergence, AddmmWithAlphaDoesNotOverflowBeforeTheProduct) {
+  // torch 2.15 (difffuzz seed 36 case 8567): a = tensor([[1e-40, 3e38]]); b = tensor([[0.804], [0.0176]])
+  //   torch.addmm(zeros(1, 1), a, b, beta=2, alpha=2) -> inf; 1.13 and alpha * mm(a, b): 1.056e37
+  Tensor a = tensor<float>({1e-40f, 3e38f}).view({1, 2}), b = tensor<float>({0.804f, 0.0176f}).view({2, 1});
+  Tensor r = addmm(zeros({1, 1}), a, b, 2, 2);
+  EXPECT_TRUE(close(r.to(kDouble).reshape({-1}), tensor<double>({1.0559999798273836e+37}, kDouble), 1e-6, 0));
+}
+
 TEST(PyTorchDivergence, PowOfAZeroDimTensorExponentIsPow) {
   // torch 2.15, 18 elements (vector loops):
   //   x = tensor([-inf, -0., 4.] * 6)
