@@ -460,10 +460,12 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
-  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
-  if (beta == 0.0) return reduce("smooth_l1_loss", (input - target).abs(), o.reduction());
+  // beta 0 is l1_loss, as torch's: integer operands too (|a - b| wraps in
+  // their dtype), bool ones refused by the subtraction.
+  if (beta == 0.0) return l1_loss(input, target, L1LossFuncOptions(o.reduction()));
+  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   // (beta 0 is l1_loss, which refuses a bool operand, as torch's.)
   return reduce("smooth_l1_loss",
                 huber_elementwise("SmoothL1LossBackward0", unbool(input, target), unbool(target, input), beta, true),

@@ -1375,7 +1375,7 @@ TEST(PyTorchDivergence, CrossEntropyOfNonContiguousInputHasSecondDerivatives) {
   }
 }
 
-TEST(PyTorchDivergence, MseAndSmoothL1LossPromoteABoolOperand) {
+TEST(PyTorchDivergence, MseAndSmoothL1LossOperandDtypes) {
   // torch's mse/smooth_l1/huber kernels promote a bool operand (difffuzz seed 33 case 12423);
   // l1_loss (and smooth_l1 with beta 0, which is l1_loss) subtract and refuse it, as huber does a
   // bool input. torch 2.15, b = tensor([False, True, True]), h = tensor([2.3125, 0.785, 2.4375], bfloat16):
@@ -1396,6 +1396,17 @@ TEST(PyTorchDivergence, MseAndSmoothL1LossPromoteABoolOperand) {
   expect_error([&] { F::smooth_l1_loss(b, h, F::SmoothL1LossFuncOptions().beta(0.0)); }, {"[sub]"});
   expect_error([&] { F::huber_loss(b, h); }, {"[huber_loss]"});
   expect_error([&] { F::mse_loss(b, b); }, {"[mse_loss]"});
+  // smooth_l1_loss with beta 0 is l1_loss, integers included (difffuzz seed 37 case 6259):
+  //   a = tensor([[11, 11, 6, 11], [1, 6, 7, 7]], uint8); c = tensor([[8, 1, 11, 11], [11, 2, 7, 8]], uint8)
+  //   F.smooth_l1_loss(a, c, reduction='none', beta=0.) -> [[3, 10, 251, 0], [246, 4, 0, 255]] (uint8);
+  //   'sum' -> 769 (int64); beta=1.: "smooth_l1_cpu" not implemented for 'Byte'
+  Tensor a = tensor<uint8_t>({11, 11, 6, 11, 1, 6, 7, 7}).view({2, 4});
+  Tensor c = tensor<uint8_t>({8, 1, 11, 11, 11, 2, 7, 8}).view({2, 4});
+  Tensor r = F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions(nn::kNone).beta(0.0));
+  EXPECT_EQ(r.dtype(), kByte);
+  EXPECT_EQ(values(r), (std::vector<double>{3, 10, 251, 0, 246, 4, 0, 255}));
+  EXPECT_EQ(F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions(nn::kSum).beta(0.0)).item<int64_t>(), 769);
+  expect_error([&] { F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions().beta(1.0)); }, {"[smooth_l1_loss]"});
   Tensor x = h.clone().requires_grad_();
   F::mse_loss(x, b).backward();
   EXPECT_TRUE(close(x.grad().to(kDouble), tensor<double>({1.546875, -0.1435546875, 0.9609375}, kDouble), 1e-2, 0));
