@@ -1519,5 +1519,24 @@ TEST(PyTorchDivergence, BceWithLogitsGradientsAtInfinity) {
   EXPECT_TRUE(close(h[1], tensor<double>({-0.5912127619, -1.1224593312}, kDouble), 1e-9, 0));
 }
 
+TEST(PyTorchDivergence, SetItemWithOnlyBoolsConvertsAScalarUnchecked) {
+  // torch 2.15 (difffuzz seed 38 case 491), x = zeros(4, dtype=half):
+  //   x[True, False] = 1e5 -> x unchanged (version bumped); x[True, True] = 1e5 -> [inf] * 4
+  //   x[True] = 1e5, x2[0, False] = 1e5 (2-D): "value cannot be converted to type c10::Half without overflow"
+  //   (torch 1.13 raises for all of them)
+  Tensor x = zeros({4}, kHalf);
+  const auto v0 = x._version();
+  x.index_put_({true, false}, 1e5);
+  EXPECT_TRUE(same_bits(x, {0, 0, 0, 0}));
+  EXPECT_EQ(x._version(), v0 + 1);
+  x.index_put_({true, true}, 1e5);
+  EXPECT_TRUE(same_bits(x, {kInf, kInf, kInf, kInf}));
+  expect_error([] { zeros({4}, kHalf).index_put_({true}, 1e5); }, {"out of range"});
+  expect_error([] { zeros({2, 2}, kHalf).index_put_({0, false}, 1e5); }, {"[index_put_]", "out of range"});
+  Tensor y = zeros({4}, kHalf);
+  y.index_put_({true, true}, 2);
+  EXPECT_TRUE(same_bits(y, {2, 2, 2, 2}));
+}
+
 }  // namespace
 }  // namespace brisk
