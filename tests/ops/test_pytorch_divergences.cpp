@@ -1538,5 +1538,20 @@ TEST(PyTorchDivergence, SetItemWithOnlyBoolsConvertsAScalarUnchecked) {
   EXPECT_TRUE(same_bits(y, {2, 2, 2, 2}));
 }
 
+TEST(PyTorchDivergence, HalfGeluGradientIsComputedInFloat) {
+  // torch 2.15 (difffuzz seed 38 case 25803): x = tensor([65504., 1.5, -2., -65504.], dtype=half)
+  //   F.gelu(x, approximate='tanh').sum().backward(): x.grad [1., 1.1279296875, -0.08612060546875, 0.]
+  //   approximate='none': [1., 1.1279296875, -0.085205078125, 0.]
+  // brisk formed x^2 in float16 (inf) and the tanh form's gradient at 65504 was NaN.
+  for (const char* appr : {"tanh", "none"}) {
+    Tensor x = tensor<double>({65504, 1.5, -2, -65504}, kDouble).to(kHalf).requires_grad_();
+    gelu(x, appr).sum().backward();
+    EXPECT_EQ(x.grad().dtype(), kHalf);
+    EXPECT_TRUE(same_bits(x.grad(), {1.0, 1.1279296875, std::string(appr) == "tanh" ? -0.08612060546875 : -0.085205078125,
+                                     0.0}))
+        << appr;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
