@@ -1553,5 +1553,16 @@ TEST(PyTorchDivergence, HalfGeluGradientIsComputedInFloat) {
   }
 }
 
+TEST(PyTorchDivergence, NllLossGradientOfAChannelsLastInput) {
+  // torch 2.15 (difffuzz seed 38 case 9154): x = randn(1, 3, 1, 2).permute(3, 2, 1, 0).contiguous()
+  //   .permute(3, 2, 1, 0).requires_grad_(); F.nll_loss(x, tensor([[[1, 2]]])).backward() raises
+  //   "grad_input must be contiguous"; with x contiguous: x.grad[0, :, 0, :] = [[0, 0], [-.5, 0], [0, -.5]]
+  Tensor x = tensor<double>({1.14, -2.80, -0.99, 0.75, 0.085, 2.33}, kDouble).view({1, 3, 1, 2});
+  x = x.permute({3, 2, 1, 0}).contiguous().permute({3, 2, 1, 0}).requires_grad_();
+  ASSERT_FALSE(x.is_contiguous());
+  nn::functional::nll_loss(x, tensor<int64_t>({1, 2}).view({1, 1, 2})).backward();
+  EXPECT_TRUE(same_bits(x.grad().contiguous(), {0, 0, -0.5, 0, 0, -0.5}));
+}
+
 }  // namespace
 }  // namespace brisk
