@@ -1564,5 +1564,17 @@ TEST(PyTorchDivergence, NllLossGradientOfAChannelsLastInput) {
   EXPECT_TRUE(same_bits(x.grad().contiguous(), {0, 0, -0.5, 0, 0, -0.5}));
 }
 
+TEST(PyTorchDivergence, LayerNormOfTwoValuesHasZeroGradient) {
+  // Two values normalize to -1 and 1 whatever they are, so the gradient is 0. torch 2.15 (difffuzz
+  // seed 27 case 7930): x = tensor([-1e-30, 0.], float64, requires_grad); y = F.layer_norm(x, [2],
+  // eps=0.) -> [-1., 1.]; y.backward(tensor([.5, -.25])): x.grad [-70368744177664., 0.] (rounding
+  // noise times rstd = 2e30)
+  Tensor x = tensor<double>({-1e-30, 0.0}, kDouble).requires_grad_();
+  Tensor y = nn::functional::layer_norm(x, {2}, {}, {}, 0.0);
+  EXPECT_TRUE(same_bits(y, {-1, 1}));
+  y.backward(tensor<double>({0.5, -0.25}, kDouble));
+  EXPECT_TRUE(close(x.grad(), zeros({2}, kDouble), 0, 1e-12));
+}
+
 }  // namespace
 }  // namespace brisk
