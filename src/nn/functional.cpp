@@ -56,6 +56,13 @@ void check_same_shape(const char* op, const Tensor& input, const Tensor& target,
               shape_str(target.sizes()), " differ");
 }
 
+/// A bool operand of a loss computed in the promoted dtype, converted to it:
+/// torch's mse/smooth_l1 kernels promote a bool operand where brisk's sub
+/// (as torch's `-`) refuses one. (A bool never requires grad.)
+Tensor unbool(const Tensor& t, const Tensor& other) {
+  return t.dtype() == kBool ? t.to(result_type(t, other)) : t;
+}
+
 Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
   switch (r) {
     case Reduction::None: return loss;
@@ -408,7 +415,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
   // d * d, not square(): its gradient is g * d + g * d, where square's is
   // 2 * d * g, whose 2 * d overflows first (bfloat16 d = 3e38 gave an inf
   // gradient where PyTorch's fused 2 * d * g / n is finite).
-  const Tensor d = input - target;
+  const Tensor d = unbool(input, target) - unbool(target, input);
   return reduce("mse_loss", d * d, o.reduction());
 }
 
@@ -453,11 +460,16 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
-  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
-  if (beta == 0.0) return reduce("smooth_l1_loss", (input - target).abs(), o.reduction());
-  return reduce("smooth_l1_loss", huber_elementwise("SmoothL1LossBackward0", input, target, beta, true), o.reduction());
+  // beta 0 is l1_loss, as torch's: integer operands too (|a - b| wraps in
+  // their dtype), bool ones refused by the subtraction.
+  if (beta == 0.0) return l1_loss(input, target, L1LossFuncOptions(o.reduction()));
+  check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
+  // (beta 0 is l1_loss, which refuses a bool operand, as torch's.)
+  return reduce("smooth_l1_loss",
+                huber_elementwise("SmoothL1LossBackward0", unbool(input, target), unbool(target, input), beta, true),
+                o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -466,7 +478,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
   // PyTorch's result has the input's dtype (not the promoted one).
-  const Tensor loss = huber_elementwise("HuberLossBackward0", input, target, delta, false);
+  const Tensor loss = huber_elementwise("HuberLossBackward0", input, unbool(target, input), delta, false);
   return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
 }
 
@@ -527,7 +539,10 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
   }
   if (autograd::should_record(input)) {
     using namespace autograd;
-    record("CrossEntropyLossBackward0", {loss}, {input}, {save(x), save(lse)},
+    // Saves the input itself, not its contiguous copy: the differentiable
+    // backward below must reach the input's history (a non-contiguous
+    // input's copy has none, and the second derivative was lost).
+    record("CrossEntropyLossBackward0", {loss}, {input}, {save(input), save(lse)},
            [t, wk, ignore, ls, C](BackwardCtx& c) -> TensorList {
              const Tensor x = c.saved(0);
              const Tensor& g = c.grad();
@@ -550,7 +565,7 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
              Tensor gx = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
              if (x.size(0) != 0)
                kernel<OpId::cross_entropy_backward>(x.device().type, "cross_entropy_backward")(
-                   gx, g.to(x.dtype()).contiguous(), x, t, wk, c.saved(1), ignore, ls);
+                   gx, g.to(x.dtype()).contiguous(), x.contiguous(), t, wk, c.saved(1), ignore, ls);
              return {gx};
            });
   }
@@ -642,15 +657,46 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_weight_without_grad(op, "pos_weight", o.pos_weight());
   // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
   // finite for any |x| (softplus switches to the identity past 20).
-  Tensor sp = input.neg().softplus();
-  Tensor loss = (1.0 - target) * input;
-  if (o.pos_weight().defined())
-    loss = loss + ((o.pos_weight() - 1.0) * target + 1.0) * sp;
-  else
-    loss = loss + sp;
-  if (o.weight().defined()) loss = loss * o.weight();
+  const Tensor& w = o.weight();
+  const Tensor& pw = o.pos_weight();
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    Tensor sp = input.neg().softplus();
+    loss = (1.0 - target) * input;
+    loss = pw.defined() ? loss + ((pw - 1.0) * target + 1.0) * sp : loss + sp;
+    if (w.defined()) loss = loss * w;
+  }
   BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight or pos_weight does not broadcast to input shape ",
               shape_str(input.sizes()));
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // Its own node with PyTorch's formulas, each one product with g: the
+    // composite's derivatives were sums of two infinite terms (NaN) where
+    // torch's are inf (an infinite g, or the target gradient
+    // -x + (pw - 1) softplus(-x) at x = -inf). Written with brisk ops, so
+    // they have second derivatives.
+    using namespace autograd;
+    record("BinaryCrossEntropyWithLogitsBackward0", {loss}, {input, target},
+           {save(input), save(target), save(w), save(pw)}, [](BackwardCtx& c) -> TensorList {
+             const Tensor x = c.saved(0), t = c.saved(1), wt = c.saved(2), p = c.saved(3);
+             const Tensor g = wt.defined() ? c.grad() * wt : c.grad();
+             Tensor gx, gt;
+             if (c.needs(0)) {
+               // ((pw t + 1 - t) sigmoid(x) - pw t) g
+               if (p.defined()) {
+                 const Tensor pt = p * t;
+                 gx = ((pt + 1.0 - t) * x.sigmoid() - pt) * g;
+               } else {
+                 gx = (x.sigmoid() - t) * g;
+               }
+             }
+             if (c.needs(1)) {
+               // (log_sigmoid(-x) - pw log_sigmoid(x)) g = (pw softplus(-x) - softplus(x)) g
+               gt = p.defined() ? (p * x.neg().softplus() - x.softplus()) * g : x.neg() * g;
+             }
+             return {gx, gt};
+           });
+  }
   return reduce(op, loss, o.reduction());
 }
 

@@ -727,18 +727,25 @@ Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1
       const Tensor& g = c.grad();
       Tensor x = c.saved(0), y = c.saved(1);
       Tensor g1, g2;
+      // A float tensor as it is; an integer or bool one in g's dtype
+      // promoted with float32.
+      auto wide = [&g](const Tensor& t) {
+        return t.is_floating_point() ? t : t.to(promote_types(g.dtype(), kFloat32));
+      };
       if constexpr (op == OpId::addcmul) {
-        // g * (y * v) as torch groups it, except that an integer y * v would
-        // wrap in y's dtype (torch's gradient wraps; brisk's stays right).
-        if (c.needs(1)) g1 = y.is_floating_point() ? g * (y * v) : g * y * v;
-        if (c.needs(2)) g2 = x.is_floating_point() ? g * (x * v) : g * x * v;
+        // g * (y * v) as torch groups it. An integer y * v is formed in at
+        // least float32 (wide() above): torch's float32 y * v with a float v,
+        // without its wrap in y's dtype with an integer v, and never in a
+        // 16-bit g's dtype (2^31 is inf there, times value 0 is NaN).
+        if (c.needs(1)) g1 = g * (wide(y) * v);
+        if (c.needs(2)) g2 = g * (wide(x) * v);
       } else {
         // Grouped as torch groups them; its v / y is C++'s Scalar / Tensor:
         // v in y's dtype divided by y. (For an integer y torch raises; brisk
         // gives the gradient.)
         if (c.needs(1))
           g1 = g * (y.is_floating_point() ? scalar_tensor(v, y.dtype()).div(y) : y.reciprocal().mul(v));
-        if (c.needs(2)) g2 = -g * ((x.is_floating_point() ? x * v : x.to(g.dtype()) * v) / (y * y));
+        if (c.needs(2)) g2 = -g * ((wide(x) * v) / (y * y));
       }
       return {c.needs(0) ? g : Tensor(), g1, g2};
     };

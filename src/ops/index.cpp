@@ -438,7 +438,13 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   // index_put_'s otherwise.
   const Scalar& scalar_v = scalar;
   const bool bool_advanced = p.bools && !lone_bool;
-  if (!value && !(p.adv.empty() && !bool_advanced)) detail::check_scalar_fits(op, scalar, self.dtype());
+  // Two or more indices that are all bools (x[True, False] = v) convert a
+  // scalar unchecked in torch 2.x (1e5 is inf in float16; nothing is
+  // written past a False), where x[True] = v and bools among other indices
+  // check it.
+  bool all_bools = n > 1 && !mode.strict;
+  for (size_t i = 0; i < n; ++i) all_bools = all_bools && ix[i].kind() == TensorIndex::Kind::Boolean;
+  if (!value && !(p.adv.empty() && !bool_advanced) && !all_bools) detail::check_scalar_fits(op, scalar, self.dtype());
   if (value) {
     val = mode.strict ? *value : strip_leading_ones(*value);
     // Reading and writing the same memory: work from a copy.
@@ -456,6 +462,9 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
         Tensor(v).add_(val);
       else
         Tensor(v).copy_(val);
+    } else if (all_bools) {
+      const ScalarType st = scalar_v.is_floating_point() ? kDouble : scalar_v.is_bool() ? kBool : kLong;
+      Tensor(v).copy_(scalar_tensor(scalar_v, TensorOptions(st).device(self.device())));
     } else {
       Tensor(v).fill_(scalar_v);
     }

@@ -402,8 +402,11 @@ Tensor gelu_run(const Tensor& x, bool tanh_approx, bool inplace) {
   return std::move(iter.result);
 }
 
-// d gelu(x) / dx for the exact (erf) and the tanh approximation.
-Tensor gelu_derivative(const Tensor& x, bool tanh_approx) {
+// d gelu(x) / dx for the exact (erf) and the tanh approximation; a 16-bit x
+// in float32, as PyTorch's kernels (x^2 of float16 65504 is inf, and the tanh
+// form's x (1 - t^2) x^2 term was 0 * inf = NaN).
+Tensor gelu_derivative(const Tensor& x_in, bool tanh_approx) {
+  const Tensor x = is_reduced_float(x_in.dtype()) ? x_in.to(kFloat) : x_in;
   if (!tanh_approx) {
     constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
     const Tensor cdf = ((x * kInvSqrt2).erf() + 1) * 0.5;

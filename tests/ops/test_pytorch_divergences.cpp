@@ -52,6 +52,18 @@ TEST(PyTorchDivergence, PowScalarZeroBaseGradIsZero) {
   Tensor e2 = tensor<float>({0, 1, 2}).requires_grad_();
   pow(Scalar(0), e2).sum().backward();
   EXPECT_TRUE(same_bits(e2.grad(), {0, 0, 0}));
+  // And a bool base False: torch 1.13 (False ** e).sum().backward() gives [0, 0] for e = [0.5, 2.];
+  // torch 2.15 gives [nan, nan] (its base == 0 test misses a bool Scalar; difffuzz seed 32 case 1344)
+  Tensor e3 = tensor<float>({0.5f, 2}).requires_grad_();
+  Tensor r3 = pow(Scalar(false), e3);
+  EXPECT_TRUE(same_bits(r3, {0, 0}));
+  r3.sum().backward();
+  EXPECT_TRUE(same_bits(e3.grad(), {0, 0}));
+  // pow(x, False) is 1, so its gradient is 0 even at x = 0: torch (1.13 and 2.15)
+  //   x = tensor([0., 1., 2.], dtype=bfloat16); torch.pow(x, False).sum().backward(): x.grad [nan, 0, 0]
+  Tensor xb = tensor<float>({0, 1, 2}).to(kBFloat16).requires_grad_();
+  pow(xb, Scalar(false)).sum().backward();
+  EXPECT_TRUE(same_bits(xb.grad(), {0, 0, 0}));
 }
 
 TEST(PyTorchDivergence, PowScalarBaseOtherBasesGrad) {
@@ -1123,6 +1135,33 @@ TEST(PyTorchDivergence, AbsSecondDerivativeIsAStructuralZero) {
   EXPECT_TRUE(same_bits(z.grad(), {kInf, -kInf}));
 }
 
+TEST(PyTorchDivergence, AbsSecondDerivativeThroughMatrixProductsStaysZero) {
+  // abs's zero second derivative met by an infinite operand of a matrix product: torch 2.15's
+  // matmul/mv (and F.bilinear) backward multiply its "efficient zero" by inf (NaN), while its
+  // elementwise (a * b).sum(1) keeps the exact value (difffuzz seed 31 case 8683, seed 23 case 6897):
+  //   a = tensor([[1., 2.], [inf, 3.]], float64, requires_grad); b = tensor([0.5, 2.], requires_grad)
+  //   g = grad(f(a, b).abs().sum(), [a, b], create_graph=True); grad(g[0].sum(), b)
+  //   f = matmul, mv -> [nan, 2.]; f = (a * b).sum(1) -> [2., 2.] (exact: sum_i sign(y_i))
+  for (int k = 0; k < 5; ++k) {
+    Tensor a = tensor<double>({1, 2, kInf, 3}, kDouble).view({2, 2}).requires_grad_();
+    Tensor b = tensor<double>({0.5, 2}, kDouble).requires_grad_();
+    Tensor y = k == 0 ? matmul(a, b) : k == 1 ? mv(a, b) : k == 2 ? (a * b).sum(1)
+             : k == 3 ? mm(a, b.unsqueeze(1)) : addmm(zeros({2, 1}, kDouble), a, b.unsqueeze(1));
+    auto g = autograd::grad({y.abs().sum()}, {a, b}, {}, true, true);
+    EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {b})[0], {2, 2})) << "variant " << k;
+  }
+  // F.bilinear is linear in x2, so through abs its second derivative in x2 is 0; torch 2.15:
+  //   x1 = tensor([[1., inf], [2., -1.]]); x2 = tensor([[0.5], [-3.]], requires_grad)
+  //   w = tensor([[[1.], [2.]], [[-1.], [0.5]]]); g, = grad(F.bilinear(x1, x2, w).abs().sum(), x2,
+  //   create_graph=True) -> [[inf], [-2.5]]; grad(g.sum(), x2) -> [[nan], [0.]]
+  Tensor x1 = tensor<double>({1, kInf, 2, -1}, kDouble).view({2, 2});
+  Tensor x2 = tensor<double>({0.5, -3}, kDouble).view({2, 1}).requires_grad_();
+  Tensor w = tensor<double>({1, 2, -1, 0.5}, kDouble).view({2, 2, 1});
+  auto gb = autograd::grad({nn::functional::bilinear(x1, x2, w).abs().sum()}, {x2}, {}, true, true);
+  EXPECT_TRUE(same_bits(gb[0], {kInf, -2.5}));
+  EXPECT_TRUE(same_bits(autograd::grad({gb[0].sum()}, {x2})[0], {0, 0}));
+}
+
 TEST(PyTorchDivergence, OverwrittenValuesGetZeroGradients) {
   // x = ones(2, requires_grad=True); y = x * 1; y.fill_(1); y.sum().backward(): x.grad [0., 0.]
   // (a leaf reached only by a structural zero gets zeros, not none)
@@ -1161,6 +1200,14 @@ TEST(PyTorchDivergence, SecondDerivativesTorchGetsWrong) {
   auto gg = autograd::grad({yg.sum()}, {x}, {}, true, true);
   Tensor second = autograd::grad({gg[0].sum()}, {x})[0];
   EXPECT_TRUE(same_bits(second.slice(0, 0, 3), {0, 0, 0}));
+  // erfc'' = 4x / sqrt(pi) * exp(-x^2) is 0 at 3e38 (exp underflows); torch (1.13 and 2.15) groups
+  // it as 0 * inf: x = tensor([3e38, 1.]), g, = grad(erfc(x).sum(), x, create_graph=True)
+  //   -> [-0., -0.4151]; grad(g.sum(), x) -> [nan, 0.8302] (difffuzz seed 32 case 2658)
+  Tensor xe = tensor<float>({3e38f, 1.0f}).requires_grad_();
+  auto ge = autograd::grad({erfc(xe).sum()}, {xe}, {}, true, true);
+  Tensor he = autograd::grad({ge[0].sum()}, {xe})[0];
+  EXPECT_EQ(he.to(kDouble)[0].item<double>(), 0.0);
+  EXPECT_NEAR(he.to(kDouble)[1].item<double>(), 4.0 / std::sqrt(M_PI) * std::exp(-1.0), 1e-6);
 }
 
 TEST(PyTorchDivergence, TorchBugsWithIntegerOperands) {
@@ -1171,6 +1218,14 @@ TEST(PyTorchDivergence, TorchBugsWithIntegerOperands) {
   Tensor x = tensor<double>({0.75, -2.0}, kDouble).requires_grad_();
   atan2(y, x).sum().backward();
   EXPECT_TRUE(close(x.grad(), tensor<double>({-254.0 / (0.5625 + 254.0 * 254.0), -5.0 / 29.0}, kDouble), 1e-14, 0));
+  // With an integer second operand, d/dy atan2(y, x) = x / (x^2 + y^2); torch squares x in uint8
+  // (255^2 wraps to 1; difffuzz seed 31 case 8284): y = tensor([-2.453125, 1.5], float64),
+  // x = tensor([255, 16], uint8): torch y.grad [36.336, 7.111]; the derivative is [0.0039212, 0.061955]
+  Tensor y2 = tensor<double>({-2.453125, 1.5}, kDouble).requires_grad_();
+  atan2(y2, tensor<uint8_t>({255, 16})).sum().backward();
+  EXPECT_TRUE(close(y2.grad(),
+                    tensor<double>({255.0 / (2.453125 * 2.453125 + 255.0 * 255.0), 16.0 / (2.25 + 256.0)}, kDouble),
+                    1e-14, 0));
   // x[1:3] = v with an integer x and a float v that requires grad: torch marks x as requiring
   // grad (CopySlices) and a backward through it hits an internal assert; an integer tensor
   // never requires grad in brisk. x = tensor([6, 7, 8, 5], uint8); x[1:3] = tensor(2.4) -> [6, 2, 2, 5]
@@ -1219,6 +1274,14 @@ TEST(PyTorchDivergence, AddmmChecksIntegerAlphaAndBeta) {
   EXPECT_EQ(addmm(c, a, b, 1, 2).to(kInt).contiguous().to_vector<int32_t>(), (std::vector<int32_t>{5, 5, 5, 5}));
 }
 
+TEST(PyTorchDivergence, AddmmWithAlphaDoesNotOverflowBeforeTheProduct) {
+  // torch 2.15 (difffuzz seed 36 case 8567): a = tensor([[1e-40, 3e38]]); b = tensor([[0.804], [0.0176]])
+  //   torch.addmm(zeros(1, 1), a, b, beta=2, alpha=2) -> inf; 1.13 and alpha * mm(a, b): 1.056e37
+  Tensor a = tensor<float>({1e-40f, 3e38f}).view({1, 2}), b = tensor<float>({0.804f, 0.0176f}).view({2, 1});
+  Tensor r = addmm(zeros({1, 1}), a, b, 2, 2);
+  EXPECT_TRUE(close(r.to(kDouble).reshape({-1}), tensor<double>({1.0559999798273836e+37}, kDouble), 1e-6, 0));
+}
+
 TEST(PyTorchDivergence, PowOfAZeroDimTensorExponentIsPow) {
   // torch 2.15, 18 elements (vector loops):
   //   x = tensor([-inf, -0., 4.] * 6)
@@ -1245,6 +1308,272 @@ TEST(PyTorchDivergence, HalfMeanOfAWiderInputIsComputedInFloat) {
   EXPECT_NEAR(m.to(kDouble)[0].item<double>(), 1e-4, 1e-7);
   EXPECT_TRUE(std::isinf(m.to(kDouble)[1].item<double>()));
   EXPECT_EQ(tensor<int64_t>({3, 4, 5}).mean(kHalf).to(kDouble).item<double>(), 4.0);
+}
+
+TEST(PyTorchDivergence, AddcmulAddcdivGradientOfAnIntegerTensorIsFormedInFloat) {
+  // difffuzz seed 31 case 9665 (torch 2.15): the tensor2 gradient is g * (tensor1 * value); an int64
+  // tensor1 times a float value is float32 in torch, so 2^31 * 0 is 0 (brisk formed it in the
+  // float16 g's dtype: inf * 0 = NaN).
+  //   s = tensor([2.439453125, 1.], dtype=half); t1 = tensor([2147483648, -129]); t2 = tensor(-1.876, dtype=half)
+  //   torch.addcmul(s, t1, t2, value=0.) -> [nan, 1.]; t2.grad -> 0.   (addcdiv: the same)
+  //   torch.addcmul(s, t1, t2, value=0.5) -> [-inf, 122.]; t2.grad -> inf
+  for (int div = 0; div < 2; ++div) {
+    for (double v : {0.0, 0.5}) {
+      if (div && v != 0.0) continue;
+      Tensor s = tensor<double>({2.439453125, 1.0}, kDouble).to(kHalf).requires_grad_();
+      Tensor t1 = tensor<int64_t>({int64_t(1) << 31, -129});
+      Tensor t2 = scalar_tensor(-1.8759765625, kHalf).requires_grad_();
+      Tensor y = div ? addcdiv(s, t1, t2, v) : addcmul(s, t1, t2, v);
+      y.sum().backward();
+      EXPECT_EQ(t2.grad().dtype(), kHalf);
+      EXPECT_TRUE(same_bits(t2.grad(), {v == 0.0 ? 0.0 : kInf})) << "div " << div << " value " << v;
+      EXPECT_TRUE(same_bits(s.grad(), {1, 1}));
+    }
+  }
+  // addcdiv's tensor2 gradient -g * (value * t1 / (t2 * t2)) with an int64 t1 past float16's range
+  // and t2 = inf is 0; torch (int value 1) forms value * t1 in int64, converts it to float16 (inf)
+  // and gives inf / inf = NaN (difffuzz seed 33 case 9117). The forward rounds t1 to float16 in
+  // both (NaN):
+  //   torch.addcdiv(zeros(2, half), tensor([9223372036854775806, 3]), tensor([inf, 2.], half))
+  //   -> [nan, 1.5]; t2.grad -> [nan, -0.75]
+  Tensor s2 = zeros({2}, kHalf).requires_grad_();
+  Tensor d2 = tensor<double>({kInf, 2.0}, kDouble).to(kHalf).requires_grad_();
+  Tensor yd = addcdiv(s2, tensor<int64_t>({int64_t(9223372036854775806LL), 3}), d2);
+  EXPECT_TRUE(same_bits(yd, {kNan, 1.5}));
+  yd.sum().backward();
+  EXPECT_TRUE(same_bits(d2.grad(), {-0.0, -0.75}));
+  // An integer value: torch forms tensor1 * value in int32 and wraps (seed 41 case 49188):
+  //   t1 = tensor([2147483647], dtype=int32); t2 = tensor([1.5], requires_grad)
+  //   torch.addcmul(zeros(1), t1, t2, value=2).sum().backward(): t2.grad [-2.]; the derivative is 4294967294
+  Tensor t2 = tensor<float>({1.5f}).requires_grad_();
+  addcmul(zeros({1}), tensor<int32_t>({std::numeric_limits<int32_t>::max()}), t2, 2).sum().backward();
+  EXPECT_TRUE(same_bits(t2.grad(), {double(4294967294.0f)}));
+}
+
+TEST(PyTorchDivergence, CrossEntropyOfNonContiguousInputHasSecondDerivatives) {
+  // difffuzz seed 31 case 3765: the fused cross_entropy saved its contiguous copy of a
+  // non-contiguous input, which has no history, so grad(create_graph=True) did not require grad
+  // and the second derivative was silently missing. torch 2.15 (and 1.13):
+  //   x = tensor([[0.5, 1.], [-1., 0.], [2., 3.]], dtype=float64).t().requires_grad_(); t = tensor([2, 0])
+  //   g, = grad(F.cross_entropy(x, t), x, create_graph=True)
+  //   grad((g * tensor([[1., 0, 0], [0, 0, 1]])).sum(), x)
+  //   -> [[0.072281835282, -0.003428029153, -0.068853806129], [-0.048178653972, -0.017723936300, 0.065902590271]]
+  for (bool contiguous : {false, true}) {
+    Tensor x = tensor<double>({0.5, 1, -1, 0, 2, 3}, kDouble).view({3, 2}).t();
+    if (contiguous) x = x.contiguous();
+    x.requires_grad_();
+    Tensor t = tensor<int64_t>({2, 0});
+    auto g = autograd::grad({nn::functional::cross_entropy(x, t)}, {x}, {}, true, true);
+    ASSERT_TRUE(g[0].requires_grad()) << "contiguous " << contiguous;
+    Tensor u = tensor<double>({1, 0, 0, 0, 0, 1}, kDouble).view({2, 3});
+    Tensor h = autograd::grad({(g[0] * u).sum()}, {x})[0];
+    EXPECT_TRUE(close(h,
+                      tensor<double>({0.072281835282, -0.003428029153, -0.068853806129, -0.048178653972,
+                                      -0.017723936300, 0.065902590271}, kDouble).view({2, 3}),
+                      1e-9, 1e-11))
+        << "contiguous " << contiguous;
+  }
+}
+
+TEST(PyTorchDivergence, MseAndSmoothL1LossOperandDtypes) {
+  // torch's mse/smooth_l1/huber kernels promote a bool operand (difffuzz seed 33 case 12423);
+  // l1_loss (and smooth_l1 with beta 0, which is l1_loss) subtract and refuse it, as huber does a
+  // bool input. torch 2.15, b = tensor([False, True, True]), h = tensor([2.3125, 0.785, 2.4375], bfloat16):
+  //   F.mse_loss(b, h) -> 2.484375 (bfloat16), F.mse_loss(h, b) too; F.smooth_l1_loss(b, h) -> 0.92578125;
+  //   F.huber_loss(h, b) -> 0.92578125; F.l1_loss(b, h), F.smooth_l1_loss(b, h, beta=0),
+  //   F.huber_loss(b, h) raise; x = h.requires_grad_(): F.mse_loss(x, b).backward(): x.grad
+  //   [1.5469, -0.1436, 0.9609]
+  namespace F = nn::functional;
+  Tensor b = tensor<bool>({false, true, true});
+  Tensor h = tensor<double>({2.3125, 0.785, 2.4375}, kDouble).to(kBFloat16);
+  for (const Tensor& l : {F::mse_loss(b, h), F::mse_loss(h, b)}) {
+    EXPECT_EQ(l.dtype(), kBFloat16);
+    EXPECT_TRUE(same_bits(l, {2.484375}));
+  }
+  EXPECT_TRUE(same_bits(F::smooth_l1_loss(b, h), {0.92578125}));
+  EXPECT_TRUE(same_bits(F::huber_loss(h, b), {0.92578125}));
+  expect_error([&] { F::l1_loss(b, h); }, {"[sub]"});
+  expect_error([&] { F::smooth_l1_loss(b, h, F::SmoothL1LossFuncOptions().beta(0.0)); }, {"[sub]"});
+  expect_error([&] { F::huber_loss(b, h); }, {"[huber_loss]"});
+  expect_error([&] { F::mse_loss(b, b); }, {"[mse_loss]"});
+  // smooth_l1_loss with beta 0 is l1_loss, integers included (difffuzz seed 37 case 6259):
+  //   a = tensor([[11, 11, 6, 11], [1, 6, 7, 7]], uint8); c = tensor([[8, 1, 11, 11], [11, 2, 7, 8]], uint8)
+  //   F.smooth_l1_loss(a, c, reduction='none', beta=0.) -> [[3, 10, 251, 0], [246, 4, 0, 255]] (uint8);
+  //   'sum' -> 769 (int64); beta=1.: "smooth_l1_cpu" not implemented for 'Byte'
+  Tensor a = tensor<uint8_t>({11, 11, 6, 11, 1, 6, 7, 7}).view({2, 4});
+  Tensor c = tensor<uint8_t>({8, 1, 11, 11, 11, 2, 7, 8}).view({2, 4});
+  Tensor r = F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions(nn::kNone).beta(0.0));
+  EXPECT_EQ(r.dtype(), kByte);
+  EXPECT_EQ(values(r), (std::vector<double>{3, 10, 251, 0, 246, 4, 0, 255}));
+  EXPECT_EQ(F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions(nn::kSum).beta(0.0)).item<int64_t>(), 769);
+  expect_error([&] { F::smooth_l1_loss(a, c, F::SmoothL1LossFuncOptions().beta(1.0)); }, {"[smooth_l1_loss]"});
+  Tensor x = h.clone().requires_grad_();
+  F::mse_loss(x, b).backward();
+  EXPECT_TRUE(close(x.grad().to(kDouble), tensor<double>({1.546875, -0.1435546875, 0.9609375}, kDouble), 1e-2, 0));
+}
+
+TEST(PyTorchDivergence, FmodOfAHugeQuotientIsExact) {
+  // torch's vector loop forms a - b * trunc(a / b); a / b past float32's range gives NaN there,
+  // while its scalar loop (short tensors) gives the exact fmod (difffuzz seed 34 cases 12722, 10998):
+  //   torch.fmod(full((16,), 3e38), 0.1957309) -> nan (16 elements); full((1,), 3e38): 0.0404933...
+  //   torch.fmod(full((16,), 1.8828125), full((16,), 1e-40)) -> nan; one element: 7.294038766503538e-41
+  // brisk gives the exact value at every length.
+  for (int64_t n : {1, 16, 67}) {
+    EXPECT_TRUE(same_bits(fmod(full({n}, 3e38f), 0.1957309).slice(0, 0, 1), {double(std::fmod(3e38f, 0.1957309f))}));
+    Tensor d = fmod(full({n}, 1.8828125f), full({n}, 1e-40f));
+    EXPECT_TRUE(same_bits(d.slice(0, n - 1, n), {double(std::fmod(1.8828125f, 1e-40f))}));
+    EXPECT_TRUE(same_bits(remainder(full({n}, 3e38f), 0.1957309).slice(0, 0, 1), {double(std::fmod(3e38f, 0.1957309f))}));
+  }
+}
+
+TEST(PyTorchDivergence, MseLossGradientDoesNotOverflowBeforeTheIncomingGradient) {
+  // d/dx (x - t)^2 * g = 2 (x - t) g; torch forms 2 (x - t) first, inf in float16 (difffuzz seed 34
+  // case 8342): x = tensor([65504.], half, requires_grad); t = tensor([1.4287109375], half)
+  //   F.mse_loss(x, t, reduction='none').backward(tensor([0.5], half)): x.grad [inf]; the exact 65502.57
+  //   rounds to 65504
+  Tensor x = tensor<double>({65504.0}, kDouble).to(kHalf).requires_grad_();
+  Tensor t = tensor<double>({1.4287109375}, kDouble).to(kHalf);
+  nn::functional::mse_loss(x, t, nn::functional::MSELossFuncOptions(nn::kNone))
+      .backward(tensor<double>({0.5}, kDouble).to(kHalf));
+  EXPECT_TRUE(same_bits(x.grad(), {65504.0}));
+}
+
+TEST(PyTorchDivergence, TrainingBatchNormGradientWithAStridedWeight) {
+  // torch (1.13 and 2.15) reads a non-contiguous weight as contiguous in its CPU batch_norm backward
+  // in training mode too (tools/fuzz TORCH_BUGS; difffuzz seed 35 case 8998): with
+  //   x = tensor([[-1.25, .5, 3.], [2.75, 2.5, .25], [-2.25, -2., 1.25]], float64, requires_grad)
+  //   w = zeros(6); w[::2] = tensor([-.5, 2.25, 1.5]); w = w[::2]
+  //   (F.batch_norm(x, None, None, training=True, weight=w) * arange(9.).view(3, 3)).sum().backward()
+  //   torch x.grad [0.7440, -0., -1.9159, ...] (weights -0.5, 0, 2.25); with w.contiguous():
+  //   [0.7439616768, -3.5164184735, -1.2772648875, -0.1487920378, 1.9535598077, -2.2351599093,
+  //    -0.5951696390, 1.5628586658, 3.5124247968], brisk's for both layouts
+  const Tensor want = tensor<double>({0.7439616768, -3.5164184735, -1.2772648875, -0.1487920378, 1.9535598077,
+                                      -2.2351599093, -0.5951696390, 1.5628586658, 3.5124247968},
+                                     kDouble);
+  const Tensor w_s = tensor<double>({-0.5, 0, 2.25, 0, 1.5, 0}, kDouble).slice(0, 0, 6, 2);
+  ASSERT_FALSE(w_s.is_contiguous());
+  for (const Tensor& w : {w_s, w_s.contiguous()}) {
+    Tensor x = tensor<double>({-1.25, 0.5, 3.0, 2.75, 2.5, 0.25, -2.25, -2.0, 1.25}, kDouble).view({3, 3}).requires_grad_();
+    (nn::functional::batch_norm(x, {}, {}, w, {}, true) * arange(9, kDouble).view({3, 3})).sum().backward();
+    EXPECT_TRUE(close(x.grad().reshape({-1}), want, 0, 1e-9)) << "contiguous weight " << w.is_contiguous();
+  }
+}
+
+TEST(PyTorchDivergence, FloatBatchNormOfValuesNearTheRangeEnd) {
+  // float32 statistics whose squared deviations pass float32's range are summed in double
+  // (difffuzz seed 7 cases 35533, 48631, nn family). torch 2.15:
+  //   x = tensor([[.5, 1.], [70000., 2.], [3e38, 3.], [-2.5e38, 4.]]); w = tensor([-.25, 2.]); b = tensor([.5, -1.])
+  //   y = F.batch_norm(x, None, None, w, b, training=True); (y * arange(8.).view(4, 2)).sum().backward()
+  //   float64: y [0.5160375075, -3.6832708399, 0.5160375075, -1.8944236133, 0.1311373280,
+  //               -0.1055763867, 0.8367876570, 1.6832708399]
+  //            x.grad [3.8965e-39, -4.2931989983e-05, 1.3305e-39, -1.4310663328e-05, -2.3759e-39,
+  //                    1.4310663328e-05, -2.8511e-39, 4.2931989983e-05]
+  //   float32: y [0.5, ..., 0.5, ...] (the bias: the variance overflowed), x.grad [nan, ...]
+  const Tensor want_y = tensor<double>({0.5160375075, -3.6832708399, 0.5160375075, -1.8944236133, 0.1311373280,
+                                        -0.1055763867, 0.8367876570, 1.6832708399}, kDouble);
+  const Tensor want_g = tensor<double>({3.8965203353e-39, -4.2931989983e-05, 1.3305191389e-39, -1.4310663328e-05,
+                                        -2.3759270337e-39, 1.4310663328e-05, -2.8511124404e-39, 4.2931989983e-05},
+                                       kDouble);
+  const Tensor x64 = tensor<double>({0.5, 1, 70000, 2, 3e38, 3, -2.5e38, 4}, kDouble).view({4, 2});
+  // (4, 2) is the interleaved layout; (4, 2, 1, 1) as NCHW-contiguous is planar. The denormal
+  // gradients of the first channel (below 1.2e-38) lose their (x - mean) * B term, B ~ 1e-77 in float.
+  for (bool planar : {false, true}) {
+    Tensor x = x64.to(kFloat);
+    if (planar) x = x.view({4, 2, 1, 1}).contiguous(kChannelsLast).contiguous();
+    x.requires_grad_();
+    Tensor y = nn::functional::batch_norm(x, {}, {}, tensor<float>({-0.25f, 2.0f}), tensor<float>({0.5f, -1.0f}), true);
+    (y.reshape({4, 2}) * arange(8, kFloat).view({4, 2})).sum().backward();
+    EXPECT_TRUE(close(y.reshape({-1}).to(kDouble), want_y, 1e-5, 1e-6)) << "planar " << planar;
+    EXPECT_TRUE(close(x.grad().reshape({-1}).to(kDouble), want_g, 1e-3, 1.2e-38)) << "planar " << planar;
+  }
+}
+
+TEST(PyTorchDivergence, BceWithLogitsGradientsAtInfinity) {
+  // binary_cross_entropy_with_logits has PyTorch's backward formulas, one product with the incoming
+  // gradient each (the composite's were inf - inf; difffuzz seed 34 case 5019). torch 2.15, float64:
+  //   x = tensor([-inf, 1.5, -.5], requires_grad); t = tensor([.25, .5, 1.], requires_grad)
+  //   pw = tensor([.5, 2., 3.]); l = F.binary_cross_entropy_with_logits(x, t, pos_weight=pw, reduction='none')
+  //   -> [nan, 1.0521199170, 2.9222309525]; l.backward(tensor([1., inf, 1.]))
+  //   x.grad [-0.125, inf, -1.8673779936], t.grad [inf, -inf, 2.4481539684]
+  //   second derivatives: x2 = tensor([1.5, -.5]), t2 = tensor([.5, 1.]), pw[1:], mean:
+  //   g = grad(l, [x2, t2], create_graph=True); grad(g[0].sum() + g[1].sum(), [x2, t2])
+  //   -> x2 [-0.4793529229, -0.7699537629], t2 [-0.5912127619, -1.1224593312]
+  namespace F = nn::functional;
+  Tensor x = tensor<double>({-kInf, 1.5, -0.5}, kDouble).requires_grad_();
+  Tensor t = tensor<double>({0.25, 0.5, 1.0}, kDouble).requires_grad_();
+  const Tensor pw = tensor<double>({0.5, 2.0, 3.0}, kDouble);
+  Tensor l = F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(pw).reduction(nn::kNone));
+  EXPECT_TRUE(close(l.slice(0, 1, 3), tensor<double>({1.0521199170, 2.9222309525}, kDouble), 1e-9, 0));
+  l.backward(tensor<double>({1.0, kInf, 1.0}, kDouble));
+  EXPECT_TRUE(same_bits(x.grad().slice(0, 0, 2), {-0.125, kInf}));
+  EXPECT_NEAR(x.grad()[2].item<double>(), -1.8673779936, 1e-9);
+  EXPECT_TRUE(same_bits(t.grad().slice(0, 0, 2), {kInf, -kInf}));
+  EXPECT_NEAR(t.grad()[2].item<double>(), 2.4481539684, 1e-9);
+  Tensor x2 = tensor<double>({1.5, -0.5}, kDouble).requires_grad_();
+  Tensor t2 = tensor<double>({0.5, 1.0}, kDouble).requires_grad_();
+  auto g = autograd::grad({F::binary_cross_entropy_with_logits(
+                              x2, t2, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(pw.slice(0, 1, 3)))},
+                          {x2, t2}, {}, true, true);
+  auto h = autograd::grad({g[0].sum() + g[1].sum()}, {x2, t2});
+  EXPECT_TRUE(close(h[0], tensor<double>({-0.4793529229, -0.7699537629}, kDouble), 1e-9, 0));
+  EXPECT_TRUE(close(h[1], tensor<double>({-0.5912127619, -1.1224593312}, kDouble), 1e-9, 0));
+}
+
+TEST(PyTorchDivergence, SetItemWithOnlyBoolsConvertsAScalarUnchecked) {
+  // torch 2.15 (difffuzz seed 38 case 491), x = zeros(4, dtype=half):
+  //   x[True, False] = 1e5 -> x unchanged (version bumped); x[True, True] = 1e5 -> [inf] * 4
+  //   x[True] = 1e5, x2[0, False] = 1e5 (2-D): "value cannot be converted to type c10::Half without overflow"
+  //   (torch 1.13 raises for all of them)
+  Tensor x = zeros({4}, kHalf);
+  const auto v0 = x._version();
+  x.index_put_({true, false}, 1e5);
+  EXPECT_TRUE(same_bits(x, {0, 0, 0, 0}));
+  EXPECT_EQ(x._version(), v0 + 1);
+  x.index_put_({true, true}, 1e5);
+  EXPECT_TRUE(same_bits(x, {kInf, kInf, kInf, kInf}));
+  expect_error([] { zeros({4}, kHalf).index_put_({true}, 1e5); }, {"out of range"});
+  expect_error([] { zeros({2, 2}, kHalf).index_put_({0, false}, 1e5); }, {"[index_put_]", "out of range"});
+  Tensor y = zeros({4}, kHalf);
+  y.index_put_({true, true}, 2);
+  EXPECT_TRUE(same_bits(y, {2, 2, 2, 2}));
+}
+
+TEST(PyTorchDivergence, HalfGeluGradientIsComputedInFloat) {
+  // torch 2.15 (difffuzz seed 38 case 25803): x = tensor([65504., 1.5, -2., -65504.], dtype=half)
+  //   F.gelu(x, approximate='tanh').sum().backward(): x.grad [1., 1.1279296875, -0.08612060546875, 0.]
+  //   approximate='none': [1., 1.1279296875, -0.085205078125, 0.]
+  // brisk formed x^2 in float16 (inf) and the tanh form's gradient at 65504 was NaN.
+  for (const char* appr : {"tanh", "none"}) {
+    Tensor x = tensor<double>({65504, 1.5, -2, -65504}, kDouble).to(kHalf).requires_grad_();
+    gelu(x, appr).sum().backward();
+    EXPECT_EQ(x.grad().dtype(), kHalf);
+    EXPECT_TRUE(same_bits(x.grad(), {1.0, 1.1279296875, std::string(appr) == "tanh" ? -0.08612060546875 : -0.085205078125,
+                                     0.0}))
+        << appr;
+  }
+}
+
+TEST(PyTorchDivergence, NllLossGradientOfAChannelsLastInput) {
+  // torch 2.15 (difffuzz seed 38 case 9154): x = randn(1, 3, 1, 2).permute(3, 2, 1, 0).contiguous()
+  //   .permute(3, 2, 1, 0).requires_grad_(); F.nll_loss(x, tensor([[[1, 2]]])).backward() raises
+  //   "grad_input must be contiguous"; with x contiguous: x.grad[0, :, 0, :] = [[0, 0], [-.5, 0], [0, -.5]]
+  Tensor x = tensor<double>({1.14, -2.80, -0.99, 0.75, 0.085, 2.33}, kDouble).view({1, 3, 1, 2});
+  x = x.permute({3, 2, 1, 0}).contiguous().permute({3, 2, 1, 0}).requires_grad_();
+  ASSERT_FALSE(x.is_contiguous());
+  nn::functional::nll_loss(x, tensor<int64_t>({1, 2}).view({1, 1, 2})).backward();
+  EXPECT_TRUE(same_bits(x.grad().contiguous(), {0, 0, -0.5, 0, 0, -0.5}));
+}
+
+TEST(PyTorchDivergence, LayerNormOfTwoValuesHasZeroGradient) {
+  // Two values normalize to -1 and 1 whatever they are, so the gradient is 0. torch 2.15 (difffuzz
+  // seed 27 case 7930): x = tensor([-1e-30, 0.], float64, requires_grad); y = F.layer_norm(x, [2],
+  // eps=0.) -> [-1., 1.]; y.backward(tensor([.5, -.25])): x.grad [-70368744177664., 0.] (rounding
+  // noise times rstd = 2e30)
+  Tensor x = tensor<double>({-1e-30, 0.0}, kDouble).requires_grad_();
+  Tensor y = nn::functional::layer_norm(x, {2}, {}, {}, 0.0);
+  EXPECT_TRUE(same_bits(y, {-1, 1}));
+  y.backward(tensor<double>({0.5, -0.25}, kDouble));
+  EXPECT_TRUE(close(x.grad(), zeros({2}, kDouble), 0, 1e-12));
 }
 
 }  // namespace

@@ -84,9 +84,16 @@ TORCH_BUGS = [
         _noncontig(a[1]) or _noncontig(a[2]) or _noncontig(kw.get("weight"))),
      "eval-mode batch_norm backward on the CPU reads a non-contiguous running_mean, running_var or weight as "
      "contiguous (garbage that changes from run to run)"),
+    ("F.batch_norm", lambda a, kw, b: _arg(a, kw, 5, "training") and _noncontig(_arg(a, kw, 3, "weight")),
+     "training-mode batch_norm backward on the CPU reads a non-contiguous weight as contiguous (seed 35 case "
+     "8998; tests/ops/test_pytorch_divergences.cpp TrainingBatchNormGradientWithAStridedWeight)"),
     ("F.batch_norm", lambda a, kw, b: _odd_channels_last(a[0]),
      "batch_norm backward of a channels_last input whose size-1 dims have other strides than channels_last's "
      "(strides (1, 1, 2, 2) for (1, 2, 1, 3)) is wrong"),
+    ("F.batch_norm", lambda a, kw, b: _arg(a, kw, 5, "training") and _past(a[0], 1e18),
+     "float statistics of values past ~1e19 overflow in torch's float paths (the output is the bias, or NaN, "
+     "where float64 gives finite values; tests/ops/test_pytorch_divergences.cpp "
+     "FloatBatchNormOfValuesNearTheRangeEnd)"),
     ("F.layer_norm", lambda a, kw, b: math.prod(a[1]) == 1,
      "layer_norm over one element is exactly 0 (times weight, plus bias): torch's folded affine leaves rounding "
      "noise, and its 16-bit double backward NaN"),

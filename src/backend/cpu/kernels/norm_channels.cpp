@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -154,6 +155,30 @@ void interleaved_reduce(const NormLayout& L, const Rows& rows, std::vector<doubl
       }
 }
 
+/// Float lanes overflow where PyTorch's CPU kernels, which accumulate float
+/// statistics in double, do not (squares of values past ~1e19, sums past
+/// 3.4e38: batch_norm of a channel holding 3e38 gave the bias everywhere).
+/// The (k, block, channel) sums of `out` that came out inf or NaN are summed
+/// again in double from value(k, r, offset) (r = block * C + channel, offset
+/// the element's index); an inf or NaN input gives the same sum again.
+template <class T, class V>
+void redo_nonfinite_in_double(const NormLayout& L, int K, std::vector<double>& out, const V& value) {
+  if constexpr (std::is_same_v<opmath_t<T>, double>) {
+    return;
+  } else {
+    const int64_t R = L.Nb * L.C;
+    for (int k = 0; k < K; ++k)
+      for (int64_t r = 0; r < R; ++r) {
+        double& o = out[static_cast<size_t>(k * R + r)];
+        if (std::isfinite(o)) continue;
+        const int64_t nb = r / L.C, c = r % L.C;
+        double sum = 0;
+        for (int64_t i = 0; i < L.S; ++i) sum += value(k, r, L.interleaved ? (nb * L.S + i) * L.C + c : r * L.S + i);
+        o = sum;
+      }
+  }
+}
+
 /// Per (block, channel): sum of x - k, with k per (block, channel) a value
 /// near the mean (the first value of the channel or group): the float lanes
 /// then sum deviations, not raw values, and keep their digits when the mean
@@ -176,16 +201,18 @@ std::vector<double> sum_shifted(const NormLayout& L, const T* x, const std::vect
             for (int64_t c = 0; c < C; ++c) acc[c] += acc_t(xr[c]) - kr[c];
         },
         out);
-    return out;
+  } else {
+    out.resize(static_cast<size_t>(L.Nb * L.C));
+    parallel_for(0, L.Nb * L.C, grain_for(L.S), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = x + r * L.S;
+        const acc_t kr = k[r];
+        out[r] = lane_sum<acc_t>(L.S, [xr, kr](int64_t i) { return acc_t(xr[i]) - kr; });
+      }
+    });
   }
-  out.resize(static_cast<size_t>(L.Nb * L.C));
-  parallel_for(0, L.Nb * L.C, grain_for(L.S), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * L.S;
-      const acc_t kr = k[r];
-      out[r] = lane_sum<acc_t>(L.S, [xr, kr](int64_t i) { return acc_t(xr[i]) - kr; });
-    }
-  });
+  redo_nonfinite_in_double<T>(L, 1, out,
+                              [&](int, int64_t r, int64_t i) { return double(x[i]) - double(k[static_cast<size_t>(r)]); });
   return out;
 }
 
@@ -214,18 +241,22 @@ std::vector<double> sum_sq_dev(const NormLayout& L, const T* x, const std::vecto
             }
         },
         out);
-    return out;
+  } else {
+    out.resize(static_cast<size_t>(L.Nb * L.C));
+    parallel_for(0, L.Nb * L.C, grain_for(L.S), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = x + r * L.S;
+        const acc_t mr = m[r];
+        out[r] = lane_sum<acc_t>(L.S, [xr, mr](int64_t i) {
+          const acc_t d = acc_t(xr[i]) - mr;
+          return d * d;
+        });
+      }
+    });
   }
-  out.resize(static_cast<size_t>(L.Nb * L.C));
-  parallel_for(0, L.Nb * L.C, grain_for(L.S), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * L.S;
-      const acc_t mr = m[r];
-      out[r] = lane_sum<acc_t>(L.S, [xr, mr](int64_t i) {
-        const acc_t d = acc_t(xr[i]) - mr;
-        return d * d;
-      });
-    }
+  redo_nonfinite_in_double<T>(L, 1, out, [&](int, int64_t r, int64_t i) {
+    const double d = double(x[i]) - double(m[static_cast<size_t>(r)]);
+    return d * d;
   });
   return out;
 }
@@ -255,19 +286,23 @@ std::vector<double> sum_grad(const NormLayout& L, const T* dy, const T* x, const
             }
         },
         out);
-    return out;
+  } else {
+    const int64_t R = L.Nb * L.C;
+    out.resize(static_cast<size_t>(2 * R));
+    parallel_for(0, R, grain_for(2 * L.S), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* xr = x + r * L.S;
+        const T* gr = dy + r * L.S;
+        const acc_t mr = m[r];
+        lane_sum2<acc_t>(
+            L.S, [gr](int64_t i) { return acc_t(gr[i]); },
+            [gr, xr, mr](int64_t i) { return acc_t(gr[i]) * (acc_t(xr[i]) - mr); }, out[r], out[R + r]);
+      }
+    });
   }
-  const int64_t R = L.Nb * L.C;
-  out.resize(static_cast<size_t>(2 * R));
-  parallel_for(0, R, grain_for(2 * L.S), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const T* xr = x + r * L.S;
-      const T* gr = dy + r * L.S;
-      const acc_t mr = m[r];
-      lane_sum2<acc_t>(
-          L.S, [gr](int64_t i) { return acc_t(gr[i]); },
-          [gr, xr, mr](int64_t i) { return acc_t(gr[i]) * (acc_t(xr[i]) - mr); }, out[r], out[R + r]);
-    }
+  redo_nonfinite_in_double<T>(L, 2, out, [&](int k, int64_t r, int64_t i) {
+    const double g = double(dy[i]);
+    return k == 0 ? g : g * (double(x[i]) - double(m[static_cast<size_t>(r)]));
   });
   return out;
 }
@@ -498,8 +533,9 @@ std::pair<Tensor, Tensor> group_norm_forward(const Tensor& x, const Tensor& y, c
       mean = per_group(sum_shifted(L, xp, per_channel(shift)));
       for (int64_t i = 0; i < N * G; ++i) mean[i] = double(acc_t(shift[i])) + mean[i] / cnt;
       std::vector<double> var = per_group(sum_sq_dev(L, xp, per_channel(mean)));
-      // A sum of squares past the float range: NaN as PyTorch (not rstd = 0,
-      // which would silently output the bias).
+      // A sum of squares past the double range (float sums that overflow are
+      // summed again in double): NaN, not rstd = 0, which would silently
+      // output the bias.
       for (size_t i = 0; i < var.size(); ++i)
         rstd[i] = std::isinf(var[i]) ? std::numeric_limits<double>::quiet_NaN() : 1.0 / std::sqrt(var[i] / cnt + eps);
       std::vector<acc_t> A(static_cast<size_t>(N * C)), B(static_cast<size_t>(N * C));
