@@ -240,17 +240,29 @@ Tensor to_impl(const Tensor& self, TensorOptions o, bool non_blocking, bool copy
 }
 }  // namespace
 
-Tensor Tensor::to(TensorOptions o, bool nb, bool copy) const { return to_impl(*this, o, nb, copy, false); }
+// (`x.grad().to(...)` of a tensor without a gradient must raise, not crash.)
+#define BRISK_TO_CHECK_DEFINED() BRISK_CHECK(defined(), "to", "called on an undefined tensor")
+Tensor Tensor::to(TensorOptions o, bool nb, bool copy) const {
+  BRISK_TO_CHECK_DEFINED();
+  return to_impl(*this, o, nb, copy, false);
+}
 Tensor Tensor::to(ScalarType t, bool nb, bool copy) const {
+  BRISK_TO_CHECK_DEFINED();
   return to_impl(*this, TensorOptions(t).device(device()), nb, copy, false);
 }
 Tensor Tensor::to(Device d, bool nb, bool copy) const {
+  BRISK_TO_CHECK_DEFINED();
   return to_impl(*this, TensorOptions(dtype()).device(d), nb, copy, d.is_cpu());
 }
 Tensor Tensor::to(Device d, ScalarType t, bool nb, bool copy) const {
+  BRISK_TO_CHECK_DEFINED();
   return to_impl(*this, TensorOptions(t).device(d), nb, copy, d.is_cpu());
 }
-Tensor Tensor::to(MemoryFormat fmt) const { return contiguous(fmt); }
+Tensor Tensor::to(MemoryFormat fmt) const {
+  BRISK_TO_CHECK_DEFINED();
+  return contiguous(fmt);
+}
+#undef BRISK_TO_CHECK_DEFINED
 
 Tensor Tensor::contiguous(MemoryFormat fmt) const {
   if (fmt == kPreserve) return *this;

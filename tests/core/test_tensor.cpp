@@ -1109,3 +1109,16 @@ TEST(Version, BumpsOnInPlaceAndIsSharedByViews) {
 
 }  // namespace
 }  // namespace brisk
+
+// An undefined tensor (the grad of a tensor without one) raises in to(),
+// it does not crash (found by the fuzzer triage).
+TEST(Copy, ToOnAnUndefinedTensorRaises) {
+  Tensor u;
+  EXPECT_THROW(u.to(kFloat), Error);
+  EXPECT_THROW(u.to(kCPU), Error);
+  EXPECT_THROW(u.to(TensorOptions(kDouble)), Error);
+  EXPECT_THROW(u.to(kCPU, kHalf), Error);
+  Tensor x = ones({2}, TensorOptions(kFloat).requires_grad(true));
+  Tensor y = x * 2;
+  EXPECT_THROW(y.grad().to(kDouble), Error);
+}
