@@ -256,6 +256,12 @@ inline V poly(V x, const double (&c)[K]) {
 /// the exponent bits. Only for float results (Sleef's exp for float64 ops).
 template <size_t K>
 inline VD exp_poly(VD v, const double (&c)[K]) {
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  const VD k = _mm512_roundscale_pd(v * splat<VD>(1.4426950408889634), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  VD r = v - k * splat<VD>(0.6931471803691238);
+  r = r - k * splat<VD>(1.9082149292705877e-10);
+  return _mm512_scalef_pd(poly(r, c), k);
+#else
   using VI = long long __attribute__((vector_size(sizeof(VD))));
   const VD magic = splat<VD>(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
   const VD kb = v * splat<VD>(1.4426950408889634) + magic;
@@ -265,28 +271,59 @@ inline VD exp_poly(VD v, const double (&c)[K]) {
   r = r - k * splat<VD>(1.9082149292705877e-10);
   const VD two_k = (VD)((ki + 1023) << 52);
   return poly(r, c) * two_k;
+#endif
 }
 inline VD exp_lite(VD v) {
   static constexpr double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320};
   return exp_poly(v, c);
 }
-/// exp on float vectors, inline (a Sleef call spills every vector register
-/// of the caller's loop), for v <= 88.3; v below -87 is taken as -87 (2^k stays
-/// normal), so only for callers where exp(v) < 1.7e-38 does not matter
-/// (sigmoid's 1 + exp(-x)). exp_lite's reduction with ln2 in two float parts
-/// (the high one has 16 bits), Taylor to r^7 (remainder < 5e-9): within 0.92
-/// ulp with FMA, 1.2 without (tests/ops/test_vectorized_math.cpp, sigmoid).
-inline VF exp_clamped(VF v) {
+/// -|x| (one OR of the sign bit).
+inline VF neg_abs(VF x) {
   using VI = int __attribute__((vector_size(sizeof(VF))));
+  return (VF)((VI)x | std::numeric_limits<int>::min());
+}
+/// 1 / d for float d in [1, 2] (or nan): on AVX-512 the 14-bit reciprocal
+/// estimate and one Newton step (relative error below 2^-27 before the last
+/// rounding: within 1 ulp), where a division would bound the loop (vdivps
+/// zmm); a division elsewhere.
+inline VF recip_1_2(VF d) {
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  const VF r = _mm512_rcp14_ps(d);
+  return r + r * (splat<VF>(1.0) - d * r);
+#else
+  return splat<VF>(1.0) / d;
+#endif
+}
+/// exp on float vectors, inline (a Sleef call spills every vector register
+/// of the caller's loop): exp_lite's reduction with ln2 in two float parts
+/// (the high one has 16 bits), Taylor to r^7 (remainder < 5e-9), and 2^k
+/// applied as two normal factors 2^(k/2) 2^(k - k/2), so subnormal results
+/// (v down to -103.9) are rounded once and v > 88.72 gives inf. v is clamped
+/// to [-104, 89] first (exp(-104) rounds to 0). Within 0.92 ulp with FMA,
+/// 1.2 without (through sigmoid in tests/ops/test_vectorized_math.cpp).
+inline VF exp_inline(VF v) {
   static constexpr double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
-  v = select(v < splat<VF>(-87.0), splat<VF>(-87.0), v);  // nan stays
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  // vscalefps applies 2^k with one rounding, subnormal and overflow included.
+  v = _mm512_max_ps(splat<VF>(-104.0), v);  // nan stays (max returns its second operand)
+  v = _mm512_min_ps(splat<VF>(89.0), v);
+  const VF k = _mm512_roundscale_ps(v * splat<VF>(1.4426950408889634), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  VF r = v - k * splat<VF>(0.693145751953125);
+  r = r - k * splat<VF>(1.42860682030941723212e-6);
+  return _mm512_scalef_ps(poly(r, c), k);
+#else
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  v = select(v < splat<VF>(-104.0), splat<VF>(-104.0), v);  // nan stays
+  v = select(v > splat<VF>(89.0), splat<VF>(89.0), v);
   const VF magic = splat<VF>(12582912.0);  // 1.5 * 2^23
   const VF kb = v * splat<VF>(1.4426950408889634) + magic;
   const VF k = kb - magic;
   const VI ki = (VI)kb - (VI)magic;
   VF r = v - k * splat<VF>(0.693145751953125);
   r = r - k * splat<VF>(1.42860682030941723212e-6);
-  return poly(r, c) * (VF)((ki + 127) << 23);
+  const VI k1 = ki >> 1, k2 = ki - k1;
+  return (poly(r, c) * (VF)((k1 + 127) << 23)) * (VF)((k2 + 127) << 23);
+#endif
 }
 /// exp on float vectors for v in [-87, 88], relative error below 7e-4 (the
 /// reduction of exp_lite, Taylor to r^3): for Newton corrections only.
@@ -346,7 +383,7 @@ inline VF erf_f32(VF x) {
   const VF a = abs(x);
   const VF small = via_double(x, [](VD v) { return v * poly(v * v, kErfSmall); });
   const VF ac = select(a > splat<VF>(4.0), splat<VF>(4.0), a);  // nan stays nan
-  const VF big = splat<VF>(1.0) - exp(poly(ac - splat<VF>(1.5), q));
+  const VF big = splat<VF>(1.0) - exp_inline(poly(ac - splat<VF>(1.5), q));
   return select(a < splat<VF>(1.5), small, select(x < VF{}, -big, big));
 }
 

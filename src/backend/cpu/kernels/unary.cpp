@@ -44,19 +44,22 @@ inline V one() {
 // (PyTorch's does) although the value is normal down to -87.3 and subnormal
 // to -103: lanes below -80 (-700 in double) take math::sigmoid, which goes
 // through exp(-|x|) and never overflows (rare lanes: one mask test per vector).
-// exp(-x) for x >= -80 (the other lanes are fixed up): float inline.
-template <class V>
-inline V exp_neg(V x) {
-  if constexpr (vec::is_float_vec<V>)
-    return vec::exp_clamped(-x);
-  else
-    return vec::exp(-x);
-}
+//
+// float32 computes math::sigmoid's form directly, e = exp(-|x|), 1/(1+e) or
+// e/(1+e), with vec::exp_inline (right down to subnormal results) and
+// 1/(1+e) by vec::recip_1_2 (1 + e is in [1, 2]): no call,
+// no fixup (the fixup's spill of x and of the mask to the stack made the
+// kernel loop 1.6x slower with an inline exp).
 template <class V>
 inline V sigmoid_v(V x) {
-  const V r = one<V>() / (one<V>() + exp_neg(x));
-  return vec::fixup(x, r, x < vec::splat<V>(vec::is_float_vec<V> ? -80.0 : -700.0),
-                    [](auto v) { return math::sigmoid(v); });
+  if constexpr (vec::is_float_vec<V>) {
+    const V e = vec::exp_inline(vec::neg_abs(x));  // exp(-|x|)
+    const V r = vec::recip_1_2(one<V>() + e);
+    return vec::select(x < V{}, e * r, r);
+  } else {
+    const V r = one<V>() / (one<V>() + vec::exp(-x));
+    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::sigmoid(v); });
+  }
 }
 struct Sigmoid {
   template <class V>
@@ -65,9 +68,12 @@ struct Sigmoid {
 struct Silu {
   template <class V>
   V operator()(V x) const {
-    const V r = x / (one<V>() + exp_neg(x));
-    return vec::fixup(x, r, x < vec::splat<V>(vec::is_float_vec<V> ? -80.0 : -700.0),
-                      [](auto v) { return math::silu(v); });
+    if constexpr (vec::is_float_vec<V>) {
+      return x * sigmoid_v(x);
+    } else {
+      const V r = x / (one<V>() + vec::exp(-x));
+      return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::silu(v); });
+    }
   }
 };
 struct Mish {
@@ -85,7 +91,11 @@ inline V erfc_fast(V x) {
   for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
                    1.00002368, -1.26551223})
     p = p * t + vec::splat<V>(c);
-  const V r = t * vec::exp(p - z * z);
+  V r;
+  if constexpr (vec::is_float_vec<V>)
+    r = t * vec::exp_inline(p - z * z);
+  else
+    r = t * vec::exp(p - z * z);
   return vec::select(x < V{}, vec::splat<V>(2.0) - r, r);
 }
 // gelu(x) = x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2): the erfc
