@@ -54,7 +54,9 @@ template <class V>
 inline V sigmoid_v(V x) {
   if constexpr (vec::is_float_vec<V>) {
     const V e = vec::exp_inline(vec::neg_abs(x));  // exp(-|x|)
-    const V r = vec::recip_1_2(one<V>() + e);
+    const V d = one<V>() + e, d_err = e - (d - one<V>());  // 1 + e = d + d_err exactly
+    V r = vec::recip_1_2(d);
+    r = r - r * r * d_err;  // 1 / (d + d_err): half an ulp less error
     return vec::select(x < V{}, e * r, r);
   } else {
     const V r = one<V>() / (one<V>() + vec::exp(-x));
