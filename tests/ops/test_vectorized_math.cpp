@@ -410,6 +410,14 @@ TEST(VectorizedMathSemantics, MatchesPyTorchAtSpecialValues) {
   expect_same(v(u.acosh()), {nan, 0, nan, 1.31695795f, nan, nan}, "acosh");
   expect_same(v(u.logit(1e-6)), {-13.8155098f, 13.8023176f, -13.8155098f, 13.8023176f, nan, -13.8155098f}, "logit eps");
   expect_same(v(u.log1p()), {-inf, 0.693147182f, 0, 1.09861231f, nan, -0.0f}, "log1p");
+  // brisk's own float32 erf / erfc / digamma (vec_math.h) at their edges, as torch 2.15.0 gives them.
+  const float dmin = std::numeric_limits<float>::denorm_min();
+  Tensor e = tensor(std::vector<float>{-inf, inf, nan, 0.0f, -0.0f, dmin, -dmin, 10.5f, -10.5f});
+  expect_same(v(e.erf()), {-1, 1, nan, 0, -0.0f, dmin, -dmin, 1, -1}, "erf");
+  expect_same(v(e.erfc()), {2, 0, nan, 1, 1, 1, 1, 0, 2}, "erfc");
+  Tensor g = tensor(std::vector<float>{dmin, -dmin, -1, 1e30f, -1e30f});
+  expect_same(v(g.digamma()), {-inf, inf, nan, 69.0775528f, nan}, "digamma edges");
+  expect_same(v(tensor(std::vector<float>{dmin, -dmin}).erfinv()), {dmin, -dmin}, "erfinv subnormal");
 }
 
 // digamma and its gradient (trigamma) at known values.
