@@ -210,11 +210,14 @@ inline VF sqrt(VF x) { return sqrt_(x); }
 inline VD sqrt(VD x) { return sqrt_(x); }
 
 // ---- float32 functions computed in double vectors -------------------------------
-// erf, erfc, erfinv and digamma of float32 are evaluated in double vectors
-// with cheap formulas whose relative error (< 1e-9) is far below a float ulp
-// (6e-8), then rounded once to float: within 0.5 ulp + 0.02 of the exact
-// value, and no FMA dependence (the base variant gives the same bound).
-// docs/design/vectorized_math.md has the derivation and the measured errors.
+// erf, erfc, erfinv and digamma of float32 are evaluated (wholly or where
+// float would not do) in double vectors with cheap formulas whose relative
+// error (< 5e-9) is far below a float ulp (6e-8), then rounded once to float:
+// within 0.5 ulp + 0.07 of the exact value, and no FMA dependence (the base
+// variant gives the same bound). Also inline float helpers (exp_inline,
+// recip_1_2, neg_abs) for sigmoid and silu: a Sleef call inside a composite
+// formula spills every vector register of the kernel loop.
+// docs/design/vectorized_math.md has the formulas and the measured errors.
 
 /// The two double halves of a float vector (lanes 0..N/2-1, N/2..N-1), and back
 /// (rounded to nearest, subnormals kept).
