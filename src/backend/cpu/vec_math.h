@@ -209,6 +209,300 @@ inline VD atan2(VD y, VD x) { return BRISK_SLEEF_D(atan2, u10)(y, x); }
 inline VF sqrt(VF x) { return sqrt_(x); }
 inline VD sqrt(VD x) { return sqrt_(x); }
 
+// ---- float32 functions computed in double vectors -------------------------------
+// erf, erfc, erfinv and digamma of float32 are evaluated (wholly or where
+// float would not do) in double vectors with cheap formulas whose relative
+// error (< 5e-9) is far below a float ulp (6e-8), then rounded once to float:
+// within 0.5 ulp + 0.07 of the exact value, and no FMA dependence (the base
+// variant gives the same bound). Also inline float helpers (exp_inline,
+// recip_1_2, neg_abs) for sigmoid and silu: a Sleef call inside a composite
+// formula spills every vector register of the kernel loop.
+// docs/design/vectorized_math.md has the formulas and the measured errors.
+
+/// The two double halves of a float vector (lanes 0..N/2-1, N/2..N-1), and back
+/// (rounded to nearest, subnormals kept).
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+inline VD lo_pd(VF x) { return _mm512_cvtps_pd(_mm512_castps512_ps256(x)); }
+inline VD hi_pd(VF x) { return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))); }
+inline VF pack_ps(VD lo, VD hi) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm512_cvtpd_ps(lo))),
+                                             _mm256_castps_pd(_mm512_cvtpd_ps(hi)), 1));
+}
+#elif BRISK_ISA_ID(BRISK_CPU_ISA) == 1
+inline VD lo_pd(VF x) { return _mm256_cvtps_pd(_mm256_castps256_ps128(x)); }
+inline VD hi_pd(VF x) { return _mm256_cvtps_pd(_mm256_extractf128_ps(x, 1)); }
+inline VF pack_ps(VD lo, VD hi) {
+  return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(lo)), _mm256_cvtpd_ps(hi), 1);
+}
+#else
+inline VD lo_pd(VF x) { return _mm_cvtps_pd(x); }
+inline VD hi_pd(VF x) { return _mm_cvtps_pd(_mm_movehl_ps(x, x)); }
+inline VF pack_ps(VD lo, VD hi) { return _mm_movelh_ps(_mm_cvtpd_ps(lo), _mm_cvtpd_ps(hi)); }
+#endif
+/// f applied to both double halves of a float vector, rounded back to float.
+template <class F>
+inline VF via_double(VF x, F f) {
+  return pack_ps(f(lo_pd(x)), f(hi_pd(x)));
+}
+
+/// Horner: c[0] + c[1] x + ... (coefficients lowest first).
+template <class V, size_t K>
+inline V poly(V x, const double (&c)[K]) {
+  V p = splat<V>(c[K - 1]);
+  for (size_t i = K - 1; i-- > 0;) p = p * x + splat<V>(c[i]);
+  return p;
+}
+
+/// exp on double vectors for v in [-700, 700], relative error below 3e-10:
+/// Cody-Waite reduction v = k ln2 + r (ln2's high part has 32 bits, so k ln2_hi
+/// is exact), |r| <= 0.35, Taylor to r^8 (remainder < 2.1e-10), times 2^k built in
+/// the exponent bits. Only for float results (Sleef's exp for float64 ops).
+template <size_t K>
+inline VD exp_poly(VD v, const double (&c)[K]) {
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  const VD k = _mm512_roundscale_pd(v * splat<VD>(1.4426950408889634), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  VD r = v - k * splat<VD>(0.6931471803691238);
+  r = r - k * splat<VD>(1.9082149292705877e-10);
+  return _mm512_scalef_pd(poly(r, c), k);
+#else
+  using VI = long long __attribute__((vector_size(sizeof(VD))));
+  const VD magic = splat<VD>(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
+  const VD kb = v * splat<VD>(1.4426950408889634) + magic;
+  const VD k = kb - magic;
+  const VI ki = (VI)kb - (VI)magic;
+  VD r = v - k * splat<VD>(0.6931471803691238);
+  r = r - k * splat<VD>(1.9082149292705877e-10);
+  const VD two_k = (VD)((ki + 1023) << 52);
+  return poly(r, c) * two_k;
+#endif
+}
+inline VD exp_lite(VD v) {
+  static constexpr double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320};
+  return exp_poly(v, c);
+}
+/// -|x| (one OR of the sign bit).
+inline VF neg_abs(VF x) {
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  return (VF)((VI)x | std::numeric_limits<int>::min());
+}
+/// 1 / d for float d in [1, 2] (or nan): on AVX-512 the 14-bit reciprocal
+/// estimate and one Newton step (relative error below 2^-27 before the last
+/// rounding: within 1 ulp), where a division would bound the loop (vdivps
+/// zmm); a division elsewhere.
+inline VF recip_1_2(VF d) {
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  const VF r = _mm512_rcp14_ps(d);
+  return r + r * (splat<VF>(1.0) - d * r);
+#else
+  return splat<VF>(1.0) / d;
+#endif
+}
+/// exp on float vectors, inline (a Sleef call spills every vector register
+/// of the caller's loop): exp_lite's reduction with ln2 in two float parts
+/// (the high one has 16 bits), Taylor to r^7 (remainder < 5e-9), and 2^k
+/// applied as two normal factors 2^(k/2) 2^(k - k/2), so subnormal results
+/// (v down to -103.9) are rounded once and v > 88.72 gives inf. v is clamped
+/// to [-104, 89] first (exp(-104) rounds to 0). Within 0.92 ulp with FMA,
+/// 1.2 without (through sigmoid in tests/ops/test_vectorized_math.cpp).
+inline VF exp_inline(VF v) {
+  static constexpr double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040};
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  // vscalefps applies 2^k with one rounding, subnormal and overflow included.
+  v = _mm512_max_ps(splat<VF>(-104.0), v);  // nan stays (max returns its second operand)
+  v = _mm512_min_ps(splat<VF>(89.0), v);
+  const VF k = _mm512_roundscale_ps(v * splat<VF>(1.4426950408889634), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  VF r = v - k * splat<VF>(0.693145751953125);
+  r = r - k * splat<VF>(1.42860682030941723212e-6);
+  return _mm512_scalef_ps(poly(r, c), k);
+#else
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  v = select(v < splat<VF>(-104.0), splat<VF>(-104.0), v);  // nan stays
+  v = select(v > splat<VF>(89.0), splat<VF>(89.0), v);
+  const VF magic = splat<VF>(12582912.0);  // 1.5 * 2^23
+  const VF kb = v * splat<VF>(1.4426950408889634) + magic;
+  const VF k = kb - magic;
+  const VI ki = (VI)kb - (VI)magic;
+  VF r = v - k * splat<VF>(0.693145751953125);
+  r = r - k * splat<VF>(1.42860682030941723212e-6);
+  const VI k1 = ki >> 1, k2 = ki - k1;
+  return (poly(r, c) * (VF)((k1 + 127) << 23)) * (VF)((k2 + 127) << 23);
+#endif
+}
+/// exp on float vectors for v in [-87, 88], relative error below 7e-4 (the
+/// reduction of exp_lite, Taylor to r^3): for Newton corrections only.
+inline VF exp_rough(VF v) {
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  static constexpr double c[] = {1.0, 1.0, 1.0 / 2, 1.0 / 6};
+  const VF magic = splat<VF>(12582912.0);  // 1.5 * 2^23
+  const VF kb = v * splat<VF>(1.4426950408889634) + magic;
+  const VF k = kb - magic;
+  const VI ki = (VI)kb - (VI)magic;
+  const VF r = v - k * splat<VF>(0.69314718055994531);
+  return poly(r, c) * (VF)((ki + 127) << 23);
+}
+
+/// erfc(a) for a in [0, 10.5] (or nan), relative error below 5e-9: the form of
+/// Numerical Recipes' erfcc, erfc(a) = t exp(g(t) - a^2), t = 1 / (1 + 0.4 a),
+/// with g a degree-10 polynomial fitted here (weighted least squares / Lawson on
+/// Chebyshev nodes, against mpmath) to |error| < 4.1e-9 on t in [0.19, 1]. a^2
+/// is exact in double for a float a. t0 is t to float precision (one float
+/// division serves two double vectors); a Newton step makes it exact to 1e-15.
+inline VD erfc_core(VD a, VD t0) {
+  static constexpr double g[] = {-1.4886499749834297, 0.9997075990217179,  0.42505380544875937, 0.12826469680558378,
+                                 0.2674457987704958,  -0.8865802046903537, 1.7977636239510613,  -2.8086958126186214,
+                                 2.4600359527472353,  -1.086913877760562,  0.19256839736548162};
+  const VD one = splat<VD>(1.0);
+  const VD t = t0 + t0 * (one - (one + splat<VD>(0.4) * a) * t0);
+  return t * exp_lite(poly(t, g) - a * a);
+}
+/// 1 / (1 + 0.4 a) in float, for erfc_core's t0.
+inline VF erfc_t0(VF a) { return splat<VF>(1.0) / (splat<VF>(1.0) + splat<VF>(0.4) * a); }
+/// erf(x) / x as a polynomial in s = x^2 for |x| <= 1.5 (relative error below 9e-10,
+/// fitted as erfc_core's g).
+inline constexpr double kErfSmall[] = {1.128379166176374,      -0.376126325752395,     0.11283718736726928,
+                                       -0.026862889304994628,  0.0052164818871663285,  -0.0008450582614969726,
+                                       0.00011288870416548136, -1.1272972157000405e-05, 6.144704296495718e-07};
+/// erfc of float32 in double: erfc(|x|) for x >= 0, 2 - erfc(|x|) below
+/// (within 0.51 ulp).
+inline VF erfc_f32(VF x) {
+  VF a = abs(x);
+  a = select(a > splat<VF>(10.5), splat<VF>(10.5), a);  // erfc(10.5) < 1e-49 rounds to 0; nan stays
+  const VF t0 = erfc_t0(a);
+  auto half = [](VD xd, VD ad, VD td) {
+    const VD c = erfc_core(ad, td);
+    return select(xd < VD{}, splat<VD>(2.0) - c, c);
+  };
+  return pack_ps(half(lo_pd(x), lo_pd(a), lo_pd(t0)), half(hi_pd(x), hi_pd(a), hi_pd(t0)));
+}
+/// erf of float32: x P(x^2) in double for |x| < 1.5 (kErfSmall), and
+/// +-(1 - exp(Q(|x| - 1.5))) in float for 1.5 <= |x| <= 4, Q a degree-7 fit of
+/// log erfc on [1.5, 4] (|error| < 7e-8; erfc <= 0.034 there, so float's
+/// rounding of Q and exp cost a fraction of erf's ulp), 1 above 4
+/// (erfc(4) < 2^-25).
+inline VF erf_f32(VF x) {
+  static constexpr double q[] = {-3.384492155524058,     -3.5087973349756565,   -0.8926702316546486,
+                                 -0.025725783127900095,  0.005847741271754525,  -0.0011182422147464344,
+                                 0.0001508866500339323,  -1.0158389788905708e-05};
+  const VF a = abs(x);
+  const VF small = via_double(x, [](VD v) { return v * poly(v * v, kErfSmall); });
+  const VF ac = select(a > splat<VF>(4.0), splat<VF>(4.0), a);  // nan stays nan
+  const VF big = splat<VF>(1.0) - exp_inline(poly(ac - splat<VF>(1.5), q));
+  return select(a < splat<VF>(1.5), small, select(x < VF{}, -big, big));
+}
+
+/// Giles' single-precision erfinv ("Approximating the erfinv function", GPU
+/// Computing Gems, 2011) for |x| = ax, w = -log((1 - ax)(1 + ax)): relative
+/// error about 1e-7 (more where w itself is rounded); the start of the Newton
+/// steps below and in the kernels.
+template <class V>
+inline V erfinv_start(V ax, V w) {
+  static constexpr double c1[] = {1.50140941,       0.246640727,   -0.00417768164, -0.00125372503, 0.00021858087,
+                                  -4.39150654e-06, -3.5233877e-06, 3.43273939e-07, 2.81022636e-08};
+  static constexpr double c2[] = {2.83297682,    1.00167406,     0.00943887047, -0.0076224613, 0.00573950773,
+                                  -0.00367342844, 0.00134934322, 0.000100950558, -0.000200214257};
+  V p = poly(w - splat<V>(2.5), c1);
+  const auto tail = !(w < splat<V>(5.0));  // |x| > 0.9966 (or nan): rare, so only when a lane needs it
+  if (any(tail)) p = select(tail, poly(sqrt_(w) - splat<V>(3.0), c2), p);
+  return p * ax;
+}
+/// log(v) for float v > 0 (normal), relative error about 2e-7: exponent from
+/// the bits, log(m) = u P(u) for m = 1 + u in [0.707, 1.414] (P a degree-7 fit
+/// of log1p(u) / u). Inline (a Sleef call spills every vector register), for
+/// erfinv's start, which Newton corrects anyway.
+inline VF log_lite(VF v) {
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  static constexpr double c[] = {0.9999999453935307,   -0.5000036548387344, 0.33335056797144297, -0.24969883823758682,
+                                 0.19900235644319902, -0.17251283412677917, 0.16222050641551108, -0.10104475528721324};
+  const VI bits = (VI)v;
+  // m in [sqrt(1/2), sqrt(2)): bias the exponent split by 0x3f3504f3 (sqrt(1/2))
+  const VI off = bits - 0x3f3504f3;
+  const VI e = off >> 23;  // arithmetic shift
+  const VF m = (VF)((off & 0x007fffff) + 0x3f3504f3);
+  const VF u = m - splat<VF>(1.0);
+  return __builtin_convertvector(e, VF) * splat<VF>(0.69314718055994531) + u * poly(u, c);
+}
+/// erfinv of float32: Giles' start y0 in float, then one Newton step
+/// y = y0 - f / erf'(y0) in double, where the residual f = erf(y0) - |x|
+/// (y0 <= 1.85) or (1 - |x|) - erfc(y0) (the tail, where 1 - |x| is exact) is
+/// computed with a polynomial / erfc_core (relative error < 5e-9): within
+/// 0.5 ulp + 0.02 after the final rounding.
+inline VF erfinv_f32(VF x) {
+  const VF one = splat<VF>(1.0), ax = abs(x);
+  const VF w = -log_lite((one - ax) * (one + ax));
+  const VF y0 = erfinv_start(ax, w);
+  // The tail residual (y0 > 1.85, |x| > 0.991; inf or nan) only when a lane needs it.
+  const auto tail = !(y0 <= splat<VF>(1.85));
+  VF t0 = one;
+  if (any(tail)) t0 = erfc_t0(select(y0 > splat<VF>(10.5), splat<VF>(10.5), y0));
+  // 1 / erf'(y0) = sqrt(pi)/2 exp(y0^2): the correction is ~1e-7 y, so a
+  // 1e-3-accurate value is plenty.
+  const VF dinv = splat<VF>(0.88622692545275801365) * exp_rough(y0 * y0);
+  auto newton = [](VD y, VD ax, VD t0, VD dinv) {
+    // erf(y) / y in y^2 on [0, 1.85] (|x| <= 0.991), relative error below 1.5e-10
+    static constexpr double e[] = {1.1283791669569183,     -0.37612637937781246,   0.1128378080135995,
+                                   -0.026865686944328133,  0.005222859702703355,   -0.0008533054882280478,
+                                   0.00011923202093999143, -1.4175331905098842e-05, 1.3628191738584983e-06,
+                                   -9.276288764903384e-08, 3.2399129490379153e-09};
+    VD f = y * poly(y * y, e) - ax;
+    const auto tail = !(y <= splat<VD>(1.85));
+    if (any(tail)) {
+      const VD yc = select(y > splat<VD>(10.5), splat<VD>(10.5), y);
+      f = select(tail, (splat<VD>(1.0) - ax) - erfc_core(yc, t0), f);
+    }
+    return y - f * dinv;
+  };
+  VF y = pack_ps(newton(lo_pd(y0), lo_pd(ax), lo_pd(t0), lo_pd(dinv)),
+                 newton(hi_pd(y0), hi_pd(ax), hi_pd(t0), hi_pd(dinv)));
+  y = select(ax == one, splat<VF>(INFINITY), y);
+  y = select(ax > one || ax != ax, splat<VF>(NAN), y);  // nan for |x| > 1 and nan
+  y = select(x < VF{}, -y, y);
+  return select(x == VF{}, x, y);  // keeps the sign of zero
+}
+
+
+/// digamma of float32 in double (lanes of one double vector): reflection
+/// psi(x) = psi(1 - x) - pi / tan(pi r) for x < 0 (r = x - nearest integer,
+/// exact; only when a lane is negative), the recurrence psi(x) = psi(x + 1) -
+/// 1 / x up to x >= 10 carried as one fraction N / D (no division per step),
+/// then the asymptotic series (next term below 5e-16 at x = 10). One division
+/// for 1/x, 1/x^2 and N / D. PyTorch's values at the poles: psi(+-0) = -+inf,
+/// psi(negative integer) = nan, psi(-inf) = nan.
+inline VD digamma_f32d(VD x) {
+  using VI = long long __attribute__((vector_size(sizeof(VD))));
+  const VD one = splat<VD>(1.0), zero{};
+  const auto neg = x < zero;
+  VD xr = x, refl = zero;
+  auto pole = x != x;  // all false
+  if (any(neg)) {
+    const VD magic = splat<VD>(6755399441055744.0);  // 1.5 * 2^52: (x + magic) - magic = nearbyint(x)
+    const VD n = select(abs(x) < splat<VD>(4503599627370496.0), (x + magic) - magic, x);
+    const VD r = x - n;
+    constexpr double kPi = 3.14159265358979323846;
+    refl = select(neg, splat<VD>(-kPi) / tan(splat<VD>(kPi) * r), zero);
+    xr = select(neg, one - x, x);
+    pole = neg && r == zero;  // negative integers (and -inf)
+  }
+  VD num = zero, den = one;  // sum of 1 / (x + i) so far = num / den
+  for (int i = 0; i < 10; ++i) {
+    const auto m = xr < splat<VD>(10.0);
+    if (!any(m)) break;
+    num = select(m, num * xr + den, num);
+    den = select(m, den * xr, den);
+    xr = select(m, xr + one, xr);
+  }
+  const VD q = one / (xr * den);
+  const VD inv = q * den;  // 1 / xr
+  const VD z = inv * inv;
+  static constexpr double b[] = {1.0 / 12, -1.0 / 120, 1.0 / 252, -1.0 / 240, 1.0 / 132, -691.0 / 32760, 1.0 / 12};
+  VD res = log(xr) - splat<VD>(0.5) * inv - z * poly(z, b) - num * xr * q + refl;
+  res = select(x == splat<VD>(INFINITY), x, res);
+  res = select(pole, splat<VD>(NAN), res);
+  // +-0: -+inf (the sign bit of x flips that of -inf)
+  const VD signed_inf = (VD)((VI)splat<VD>(-INFINITY) ^ ((VI)x & (VI{} + std::numeric_limits<long long>::min())));
+  return select(x == zero, signed_inf, res);
+}
+inline VF digamma_f32(VF x) { return via_double(x, [](VD v) { return digamma_f32d(v); }); }
+
 }  // namespace vec
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
