@@ -42,6 +42,17 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
     if (mode == UnaryMode::sign) return inplace ? x : x.clone();  // sign_ of bool leaves it alone
     if (mode == UnaryMode::square && !inplace) return x.to(kInt64).square();
   }
+  if (x.dtype() == kBool && out && (mode == UnaryMode::sign || mode == UnaryMode::square)) {
+    // The same results written to out=, cast as any op's result is.
+    const Tensor r = mode == UnaryMode::sign ? x : x.to(kInt64).square();
+    BRISK_CHECK(r.dtype() == out->dtype() || can_cast(r.dtype(), out->dtype()), name, "result type ", r.dtype(),
+                " can't be cast to the desired output type ", out->dtype());
+    TensorIter iter;
+    IterBuilder(name).output(*out).resize_out().input(r).no_cast_inputs().build(iter);
+    kernel<OpId::copy>(out->device().type, name)(iter, KernelArgs{});
+    out->bump_version();
+    return *out;
+  }
   if (g == UnaryGroup::FloatOnly)
     BRISK_CHECK(x.is_floating_point(), name, "expected a floating point tensor, got ", x.dtype());
   IterBuilder it(name);

@@ -523,12 +523,6 @@ struct KnownBug {
 };
 inline const std::vector<KnownBug>& known_bugs() {
   static const std::vector<KnownBug> v = {
-      {"sign", kBool, "out",
-       "sign_out(out, bool) raises '[sign_out] not supported for bool tensors'; torch returns the input (sign(bool) "
-       "and sign_(bool) work: src/ops/unary.cpp special-cases them only without out=)"},
-      {"square", kBool, "out",
-       "square_out(out int64, bool) raises '[square_out] not supported for bool tensors'; torch writes the int64 "
-       "squares (square(bool) works: the same special case as sign)"},
   };
   return v;
 }

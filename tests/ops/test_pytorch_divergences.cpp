@@ -1576,5 +1576,22 @@ TEST(PyTorchDivergence, LayerNormOfTwoValuesHasZeroGradient) {
   EXPECT_TRUE(close(x.grad(), zeros({2}, kDouble), 0, 1e-12));
 }
 
+// sign_out / square_out of a bool input compute as torch (they raised
+// "not supported for bool tensors"; found by the op rows).
+TEST(PyTorchDivergence, SignAndSquareOutOfBool) {
+  const Tensor b = tensor({true, false, true});
+  Tensor o1 = empty({0}, kFloat);
+  sign_out(o1, b);
+  EXPECT_TRUE(o1.equal(tensor({1.f, 0.f, 1.f})));
+  Tensor o2 = empty({3}, kBool);
+  sign_out(o2, b);
+  EXPECT_TRUE(o2.equal(b));
+  Tensor o3 = empty({3}, kInt64);
+  square_out(o3, b);
+  EXPECT_TRUE(o3.equal(tensor({int64_t(1), int64_t(0), int64_t(1)})));
+  Tensor o4 = empty({3}, kBool);  // int64 can't be cast to bool
+  EXPECT_THROW(square_out(o4, b), Error);
+}
+
 }  // namespace
 }  // namespace brisk
