@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_rows.h"
 #include "test_util.h"
 
 namespace brisk {
@@ -25,54 +26,13 @@ const std::vector<ScalarType> kIntegral = {kInt32, kInt64, kUInt8, kBool};
 
 // ---- inputs ---------------------------------------------------------------------------
 
-/// Value sets: Any (mixed signs, exact .5 ties included), Pos (> 0), Unit
-/// (inside (-1, 1)), NonZero, Exp (small non-negative exponents), Special
-/// (Any plus nan, +-inf and signed zeros for floats).
-enum class Dom { Any, Pos, Unit, NonZero, Exp, Special };
-
+/// Value sets (the op rows' generator, tests/ops/op_rows.h): Any (mixed
+/// signs, exact .5 ties included), Pos (> 0), Unit (inside (-1, 1)),
+/// NonZero, Exp (small non-negative exponents), Special (Any plus nan, +-inf
+/// and signed zeros for floats).
+using testing::rows::Dom;
 std::vector<double> gen(int64_t n, ScalarType dt, Dom dom, uint32_t seed) {
-  std::vector<double> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  auto uni = [&] {
-    s = s * 1664525u + 1013904223u;
-    return static_cast<double>(s >> 8) / 16777216.0;
-  };
-  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = uni();
-    double x;
-    if (dt == kBool) {
-      x = (dom == Dom::Pos || dom == Dom::NonZero) ? 1.0 : (u < 0.5 ? 1.0 : 0.0);
-    } else if (is_floating_point(dt)) {
-      switch (dom) {
-        case Dom::Pos: x = 0.1 + std::round(u * 4900) / 1000; break;
-        case Dom::Unit: x = -0.95 + std::round(u * 1900) / 1000; break;
-        case Dom::Exp: x = std::round(u * 8) / 2; break;
-        default:
-          // every 7th value an exact multiple of 0.5 (rounding ties), else 3 decimals
-          x = i % 7 == 3 ? std::round(u * 16 - 8) / 2 : std::round((u * 8 - 4) * 1000) / 1000;
-          if (dom == Dom::NonZero && std::abs(x) < 0.25) x += x < 0 ? -0.5 : 0.5;
-          if (dom == Dom::Special && i % 5 == 1) {
-            const double specials[] = {nan, inf, -inf, 0.0, -0.0};
-            x = specials[(i / 5) % 5];
-          }
-      }
-    } else {
-      const bool u8 = dt == kUInt8;
-      switch (dom) {
-        case Dom::Pos: x = 1 + std::floor(u * 8); break;
-        case Dom::Unit: x = u8 ? std::floor(u * 2) : std::floor(u * 3) - 1; break;
-        case Dom::Exp: x = std::floor(u * 5); break;
-        case Dom::NonZero:
-          x = u8 ? 1 + std::floor(u * 12) : std::floor(u * 13) - 6;
-          if (x == 0) x = 3;
-          break;
-        default: x = u8 ? std::floor(u * 13) : std::floor(u * 13) - 6;
-      }
-    }
-    v[static_cast<size_t>(i)] = x;
-  }
-  return v;
+  return testing::rows::gen_values(n, dt, dom, seed);
 }
 
 enum class Layout { Contiguous, Transposed, Strided };
