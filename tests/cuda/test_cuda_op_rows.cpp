@@ -23,14 +23,6 @@ namespace {
 
 const Device kGpu(kCUDA);
 
-std::string label(const Row& r, ScalarType dt, const std::string& form) {
-  return r.name + " " + std::string(dtype_name(dt)) + " " + form;
-}
-std::string test_name(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
 /// CUDA's math functions are not the CPU's: a few ulp apart in float32 and
 /// float64; the reduced types round the same float32 value.
 double cuda_tol(const Row& r, ScalarType result) {

@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -533,6 +534,17 @@ inline const KnownBug* known_bug(const Row& r, ScalarType dt, const std::string&
 }
 
 // ---- inputs ----------------------------------------------------------------------------------
+
+/// "div.floor float16 out": a row, a dtype and a form, for messages.
+inline std::string label(const Row& r, ScalarType dt, const std::string& form) {
+  return r.name + " " + std::string(dtype_name(dt)) + " " + form;
+}
+/// A gtest parameter name of a row's name (letters, digits and `_`).
+inline std::string test_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
 
 /// Deterministic values of `dom` stored exactly in dt.
 inline std::vector<double> gen_values(int64_t n, ScalarType dt, Dom dom, uint32_t seed) {

@@ -31,14 +31,6 @@ using brisk::testing::expect_error;
 
 namespace {
 
-std::string label(const Row& r, ScalarType dt, const std::string& form) {
-  return r.name + " " + std::string(dtype_name(dt)) + " " + form;
-}
-std::string test_name(std::string s) {
-  for (char& c : s)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return s;
-}
 
 class OpRows : public ::testing::TestWithParam<Row> {
  protected:
