@@ -1107,9 +1107,6 @@ TEST(Version, BumpsOnInPlaceAndIsSharedByViews) {
   EXPECT_EQ(x._version(), before);
 }
 
-}  // namespace
-}  // namespace brisk
-
 // An undefined tensor (the grad of a tensor without one) raises in to(),
 // it does not crash (found by the fuzzer triage).
 TEST(Copy, ToOnAnUndefinedTensorRaises) {
@@ -1122,3 +1119,6 @@ TEST(Copy, ToOnAnUndefinedTensorRaises) {
   Tensor y = x * 2;
   EXPECT_THROW(y.grad().to(kDouble), Error);
 }
+
+}  // namespace
+}  // namespace brisk
