@@ -1112,9 +1112,9 @@ TEST(Version, BumpsOnInPlaceAndIsSharedByViews) {
 TEST(Copy, ToOnAnUndefinedTensorRaises) {
   Tensor u;
   EXPECT_THROW(u.to(kFloat), Error);
-  EXPECT_THROW(u.to(kCPU), Error);
+  EXPECT_THROW(u.to(Device(kCPU)), Error);
   EXPECT_THROW(u.to(TensorOptions(kDouble)), Error);
-  EXPECT_THROW(u.to(kCPU, kHalf), Error);
+  EXPECT_THROW(u.to(Device(kCPU), kHalf), Error);
   Tensor x = ones({2}, TensorOptions(kFloat).requires_grad(true));
   Tensor y = x * 2;
   EXPECT_THROW(y.grad().to(kDouble), Error);
