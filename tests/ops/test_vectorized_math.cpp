@@ -356,6 +356,7 @@ TEST(VectorizedMathDense, Float32Sweep) {
       {"digamma", FN(x.digamma()), REF(ref_digamma(x)), 1.0, 1e-6, 1u << 13},
       {"sigmoid", FN(x.sigmoid()), REF(1 / (1 + std::exp(-x))), 2.5, 0, 1u << 13},
       {"silu", FN(x.silu()), REF(x / (1 + std::exp(-x))), 3.5, 5e-43, 1u << 13},
+      {"log1p", FN(x.log1p()), REF(std::log1p(x)), 1.0, 0, 1u << 11},
   };
   for (const Case& c : cases) {
     std::vector<float> in;

@@ -191,7 +191,7 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(log, vec::log(x))
     VEC_OP(log2, vec::log2(x))
     VEC_OP(log10, vec::log10(x))
-    VEC_OP(log1p, vec::log1p_full(x))
+    VEC_OP(log1p, vec::log1p_fast(x))
     VEC_OP(expm1, vec::expm1(x))
     VEC_OP(sqrt, vec::sqrt(x))
     VEC_OP(rsqrt, one<decltype(x)>() / vec::sqrt(x))
