@@ -63,15 +63,7 @@ Scalar make_scalar(ScalarType dt, Dom dom, uint32_t seed) {
 // ---- references --------------------------------------------------------------------------
 
 /// What C++ does when the double result is stored in dt (integers wrap).
-double store_as(double v, ScalarType dt) {
-  if (std::isnan(v) || is_floating_point(dt)) return v;
-  switch (dt) {
-    case kBool: return v != 0;
-    case kUInt8: return static_cast<uint8_t>(static_cast<int64_t>(v));
-    case kInt32: return static_cast<int32_t>(static_cast<int64_t>(v));
-    default: return static_cast<double>(static_cast<int64_t>(v));
-  }
-}
+using testing::rows::store_as;
 
 void check_result(const Tensor& got, const Tensor& want_double, ScalarType want_dtype, const std::string& what) {
   ASSERT_TRUE(got.defined()) << what;
@@ -136,24 +128,11 @@ struct BinaryRow {
       [](Tensor& a, const Scalar& b) -> Tensor& { return a.div_(b, mode); },                  \
       [](Tensor& o, const Tensor& a, const Tensor& b) -> Tensor& { return brisk::div_out(o, a, b, mode); }
 
-double py_remainder(double a, double b) {
-  double r = std::fmod(a, b);
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-double py_floor_div(double a, double b) {
-  if (b == 0) return a / b;
-  const double mod = std::fmod(a, b);
-  double div = (a - mod) / b;
-  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
-  if (div == 0) return std::copysign(0.0, a / b);
-  double fl = std::floor(div);
-  if (div - fl > 0.5) fl += 1;
-  return fl;
-}
-double nan_max(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
-double nan_min(double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
-int64_t as_int(double v) { return static_cast<int64_t>(v); }
+using testing::rows::as_int;
+using testing::rows::nan_max;
+using testing::rows::nan_min;
+using testing::rows::py_floor_div;
+using testing::rows::py_remainder;
 
 std::vector<BinaryRow> binary_rows() {
   const std::vector<ScalarType> no_bool = kNumeric;
@@ -297,7 +276,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, Binary, ::testing::ValuesIn(binary_rows()),
 // The binary table stays: its Tensor-Scalar forms and float64 out= are not
 // in the rows.
 
-double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+using testing::rows::sigmoid_ref;
 
 Tensor expected1(const Tensor& a, const std::function<double(double)>& ref, ScalarType dt) {
   auto av = a.to_vector<double>();
