@@ -664,10 +664,10 @@ Tensor scaled_dot_product_attention_math(const Tensor& query, const Tensor& key,
 
 // ---- MultiheadAttention ------------------------------------------------------------------
 
-MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
+MultiheadAttentionImpl::MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads, double dropout, bool bias,
                                        bool add_bias_kv, bool add_zero_attn, std::optional<int64_t> kdim,
                                        std::optional<int64_t> vdim, bool batch_first, TensorOptions opts)
-    : MultiheadAttention(MultiheadAttentionOptions(embed_dim, num_heads)
+    : MultiheadAttentionImpl(MultiheadAttentionOptions(embed_dim, num_heads)
                              .dropout(dropout)
                              .bias(bias)
                              .add_bias_kv(add_bias_kv)
@@ -677,7 +677,7 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, dou
                              .batch_first(batch_first),
                          opts) {}
 
-MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, TensorOptions opts)
+MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& o, TensorOptions opts)
     : Module("MultiheadAttention"),
       options(o),
       embed_dim(o.embed_dim()),
@@ -703,7 +703,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Tenso
     v_proj_weight = register_parameter("v_proj_weight", empty({E, vdim}, opts));
   }
   if (o.bias()) in_proj_bias = register_parameter("in_proj_bias", empty({3 * E}, opts));
-  out_proj = register_module("out_proj", std::make_shared<Linear>(E, E, o.bias(), opts));
+  out_proj = register_module("out_proj", Linear(E, E, o.bias(), opts));
   if (o.add_bias_kv()) {
     bias_k = register_parameter("bias_k", empty({1, 1, E}, opts));
     bias_v = register_parameter("bias_v", empty({1, 1, E}, opts));
@@ -711,7 +711,7 @@ MultiheadAttention::MultiheadAttention(const MultiheadAttentionOptions& o, Tenso
   reset_parameters();
 }
 
-void MultiheadAttention::reset_parameters() {
+void MultiheadAttentionImpl::reset_parameters() {
   if (qkv_same_embed_dim) {
     init::xavier_uniform_(in_proj_weight);
   } else {
@@ -729,7 +729,7 @@ void MultiheadAttention::reset_parameters() {
   }
 }
 
-std::string MultiheadAttention::extra_repr() const {
+std::string MultiheadAttentionImpl::extra_repr() const {
   std::ostringstream os;
   os << "embed_dim=" << embed_dim << ", num_heads=" << num_heads;
   if (options.dropout() != 0.0) os << ", dropout=" << options.dropout();
@@ -754,7 +754,7 @@ Tensor canonical_mask(const Tensor& m, const char* what, ScalarType dtype) {
 
 }  // namespace
 
-std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                        const Tensor& key_padding_mask, bool need_weights,
                                                        const Tensor& attn_mask, bool average_attn_weights,
                                                        bool is_causal) {
@@ -866,6 +866,6 @@ std::tuple<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query, cons
   return {out, w};
 }
 
-Tensor MultiheadAttention::forward(const Tensor& x) { return std::get<0>(forward(x, x, x, {}, false)); }
+Tensor MultiheadAttentionImpl::forward(const Tensor& x) { return std::get<0>(forward(x, x, x, {}, false)); }
 
 }  // namespace brisk::nn

@@ -522,7 +522,7 @@ std::vector<int64_t> weight_shape(int64_t first, int64_t second, const Expanding
 
 }  // namespace
 
-Conv2d::Conv2d(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), options(o) {
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), options(o) {
   check_channels("Conv2d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("Conv2d", o.kernel_size());
   (void)direct_args<2>("Conv2d", o.stride(), o.padding(), o.dilation(), o.groups());  // validates padding
@@ -531,13 +531,13 @@ Conv2d::Conv2d(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), o
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
   reset_parameters();
 }
-void Conv2d::reset_parameters() { init_conv(weight, bias); }
-Tensor Conv2d::forward(const Tensor& x) {
+void Conv2dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor Conv2dImpl::forward(const Tensor& x) {
   return F::conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
 }
-std::string Conv2d::extra_repr() const { return direct_repr<Conv2dOptions, 2>(options, bias.defined()); }
+std::string Conv2dImpl::extra_repr() const { return direct_repr<Conv2dOptions, 2>(options, bias.defined()); }
 
-Conv1d::Conv1d(const Conv1dOptions& o, TensorOptions opts) : Module("Conv1d"), options(o) {
+Conv1dImpl::Conv1dImpl(const Conv1dOptions& o, TensorOptions opts) : Module("Conv1d"), options(o) {
   check_channels("Conv1d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("Conv1d", o.kernel_size());
   (void)direct_args<1>("Conv1d", o.stride(), o.padding(), o.dilation(), o.groups());
@@ -546,13 +546,13 @@ Conv1d::Conv1d(const Conv1dOptions& o, TensorOptions opts) : Module("Conv1d"), o
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
   reset_parameters();
 }
-void Conv1d::reset_parameters() { init_conv(weight, bias); }
-Tensor Conv1d::forward(const Tensor& x) {
+void Conv1dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor Conv1dImpl::forward(const Tensor& x) {
   return F::conv1d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
 }
-std::string Conv1d::extra_repr() const { return direct_repr<Conv1dOptions, 1>(options, bias.defined()); }
+std::string Conv1dImpl::extra_repr() const { return direct_repr<Conv1dOptions, 1>(options, bias.defined()); }
 
-ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, TensorOptions opts)
+ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o, TensorOptions opts)
     : Module("ConvTranspose2d"), options(o) {
   check_channels("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("ConvTranspose2d", o.kernel_size());
@@ -561,12 +561,12 @@ ConvTranspose2d::ConvTranspose2d(const ConvTranspose2dOptions& o, TensorOptions 
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
   reset_parameters();
 }
-void ConvTranspose2d::reset_parameters() { init_conv(weight, bias); }
-Tensor ConvTranspose2d::forward(const Tensor& x) {
+void ConvTranspose2dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
   return F::conv_transpose2d(x, weight, bias, options.stride(), options.padding(), options.output_padding(),
                              options.groups(), options.dilation());
 }
-std::string ConvTranspose2d::extra_repr() const {
+std::string ConvTranspose2dImpl::extra_repr() const {
   const auto& o = options;
   std::ostringstream os;
   os << o.in_channels() << ", " << o.out_channels() << ", kernel_size=" << tuple_str(o.kernel_size())

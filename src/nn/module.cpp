@@ -1,5 +1,8 @@
 // nn::Module: registration, traversal, conversion, state dicts, printing.
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <ostream>
 #include <sstream>
 
@@ -50,13 +53,25 @@ void Module::register_module_impl(std::string name, ModulePtr module) {
   children_.insert(std::move(name), std::move(module));
 }
 
+ModulePtr Module::unregister_module(const std::string& name) {
+  BRISK_CHECK(children_.contains(name), "unregister_module", "no child module named '", name, "' in ", type_name_);
+  return children_.pop(name);
+}
+
+void Module::replace_module_impl(const std::string& name, ModulePtr module) {
+  BRISK_CHECK(children_.contains(name), "replace_module", "no child module named '", name, "' in ", type_name_);
+  BRISK_CHECK(module != nullptr, "replace_module", "module '", name, "' is null");
+  BRISK_CHECK(module.get() != this, "replace_module", "a module cannot be its own child ('", name, "')");
+  children_.insert_or_assign(name, std::move(module));
+}
+
 // ---- traversal -------------------------------------------------------------------
 
 static std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
-void Module::collect_named(bool params, bool recurse, const std::string& prefix, OrderedDict<Tensor>& out,
+void Module::collect_named(bool params, bool recurse, const std::string& prefix, OrderedDict<std::string, Tensor>& out,
                            std::vector<const TensorImpl*>& seen) const {
   for (const auto& [name, t] : params ? params_ : buffers_) {
     if (std::find(seen.begin(), seen.end(), t.impl()) != seen.end()) continue;
@@ -67,16 +82,16 @@ void Module::collect_named(bool params, bool recurse, const std::string& prefix,
     for (const auto& [name, child] : children_) child->collect_named(params, true, join(prefix, name), out, seen);
 }
 
-OrderedDict<Tensor> Module::named_parameters(bool recurse) const {
-  OrderedDict<Tensor> out;
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
   std::vector<const TensorImpl*> seen;
   collect_named(true, recurse, "", out, seen);
   return out;
 }
 std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
 
-OrderedDict<Tensor> Module::named_buffers(bool recurse) const {
-  OrderedDict<Tensor> out;
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
   std::vector<const TensorImpl*> seen;
   collect_named(false, recurse, "", out, seen);
   return out;
@@ -85,7 +100,7 @@ std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(r
 
 std::vector<ModulePtr> Module::children() const { return children_.values(); }
 
-void Module::collect_modules(const std::string& prefix, OrderedDict<ModulePtr>& out,
+void Module::collect_modules(const std::string& prefix, OrderedDict<std::string, ModulePtr>& out,
                              std::vector<const Module*>& seen) {
   for (const auto& [name, child] : children_) {
     if (std::find(seen.begin(), seen.end(), child.get()) != seen.end()) continue;
@@ -96,8 +111,8 @@ void Module::collect_modules(const std::string& prefix, OrderedDict<ModulePtr>& 
   }
 }
 
-OrderedDict<ModulePtr> Module::named_modules() {
-  OrderedDict<ModulePtr> out;
+OrderedDict<std::string, ModulePtr> Module::named_modules() {
+  OrderedDict<std::string, ModulePtr> out;
   // A module held by a shared_ptr hands out a shared reference to itself; one
   // on the stack (a plain member) gets a non-owning pointer.
   std::shared_ptr<Module> self = weak_from_this().lock();
@@ -179,6 +194,11 @@ void Module::to(Device device) {
 void Module::to(Device device, ScalarType dtype) {
   BRISK_CHECK(is_floating_point(dtype), "Module::to", "expected a floating point dtype, got ", dtype);
   convert([device, dtype](const Tensor& t) { return t.is_floating_point() ? t.to(device, dtype) : t.to(device); });
+}
+
+void Module::to(MemoryFormat fmt) {
+  BRISK_CHECK(fmt != MemoryFormat::Preserve, "Module::to", "expected Contiguous or ChannelsLast, got Preserve");
+  convert([fmt](const Tensor& t) { return t.dim() == 4 ? t.contiguous(fmt) : t; });
 }
 
 void Module::zero_grad(bool set_to_none) {
@@ -294,6 +314,35 @@ std::string to_string(const Module& m) {
   std::ostringstream os;
   os << m;
   return os.str();
+}
+
+// ---- holders ------------------------------------------------------------------------
+
+namespace {
+std::string demangle(const char* mangled) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : mangled;
+  std::free(d);
+  return out;
+}
+
+}  // namespace
+
+void throw_empty_module_holder(const char* mangled_type) {
+  std::string type = demangle(mangled_type);
+  if (auto colon = type.rfind("::"); colon != std::string::npos) type = type.substr(colon + 2);
+  std::string holder = type.size() > 4 && type.ends_with("Impl") ? type.substr(0, type.size() - 4) : type;
+  throw Error(std::string("ModuleHolder: the ") + holder + " holder is empty (made from nullptr or default-constructed " +
+              "without a module); assign it a module first, e.g. `x = " + holder + "(...)`");
+}
+
+Tensor AnyModule::forward(const Tensor& x) const {
+  BRISK_CHECK(module_ != nullptr, "AnyModule", "forward() on an empty AnyModule");
+  if (forward_) return forward_(module_.get(), x);
+  BRISK_CHECK(false, "AnyModule", module_->name(),
+              "'s forward does not take one tensor and return a tensor, so it cannot be chained in a Sequential");
+  return {};
 }
 
 }  // namespace brisk::nn

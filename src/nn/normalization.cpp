@@ -391,28 +391,28 @@ std::string BatchNormBase::extra_repr() const {
   return os.str();
 }
 
-BatchNorm1d::BatchNorm1d(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm1d", o, opts) {}
-void BatchNorm1d::check_input_dim(const Tensor& x) const {
+BatchNorm1dImpl::BatchNorm1dImpl(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm1d", o, opts) {}
+void BatchNorm1dImpl::check_input_dim(const Tensor& x) const {
   BRISK_CHECK(x.defined(), "BatchNorm1d", "input is undefined");
   BRISK_CHECK(x.dim() == 2 || x.dim() == 3, "BatchNorm1d", "expected 2D (N, C) or 3D (N, C, L) input, got ", x.dim(),
               "D input of shape ", x.sizes());
 }
 
-BatchNorm2d::BatchNorm2d(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm2d", o, opts) {}
-void BatchNorm2d::check_input_dim(const Tensor& x) const {
+BatchNorm2dImpl::BatchNorm2dImpl(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm2d", o, opts) {}
+void BatchNorm2dImpl::check_input_dim(const Tensor& x) const {
   BRISK_CHECK(x.defined(), "BatchNorm2d", "input is undefined");
   BRISK_CHECK(x.dim() == 4, "BatchNorm2d", "expected 4D (N, C, H, W) input, got ", x.dim(), "D input of shape ",
               x.sizes());
 }
 
-BatchNorm3d::BatchNorm3d(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm3d", o, opts) {}
-void BatchNorm3d::check_input_dim(const Tensor& x) const {
+BatchNorm3dImpl::BatchNorm3dImpl(const BatchNormOptions& o, TensorOptions opts) : BatchNormBase("BatchNorm3d", o, opts) {}
+void BatchNorm3dImpl::check_input_dim(const Tensor& x) const {
   BRISK_CHECK(x.defined(), "BatchNorm3d", "input is undefined");
   BRISK_CHECK(x.dim() == 5, "BatchNorm3d", "expected 5D (N, C, D, H, W) input, got ", x.dim(), "D input of shape ",
               x.sizes());
 }
 
-GroupNorm::GroupNorm(const GroupNormOptions& o, TensorOptions opts) : Module("GroupNorm"), options(o) {
+GroupNormImpl::GroupNormImpl(const GroupNormOptions& o, TensorOptions opts) : Module("GroupNorm"), options(o) {
   BRISK_CHECK(o.num_groups() > 0, "GroupNorm", "num_groups must be positive, got ", o.num_groups());
   BRISK_CHECK(o.num_channels() % o.num_groups() == 0, "GroupNorm", "num_channels ", o.num_channels(),
               " must be divisible by num_groups ", o.num_groups());
@@ -423,21 +423,21 @@ GroupNorm::GroupNorm(const GroupNormOptions& o, TensorOptions opts) : Module("Gr
   reset_parameters();
 }
 
-void GroupNorm::reset_parameters() {
+void GroupNormImpl::reset_parameters() {
   if (!options.affine()) return;
   NoGradGuard ng;
   weight.fill_(1);
   bias.zero_();
 }
 
-Tensor GroupNorm::forward(const Tensor& x) {
+Tensor GroupNormImpl::forward(const Tensor& x) {
   BRISK_CHECK(x.defined(), "GroupNorm", "input is undefined");
   BRISK_CHECK(x.dim() >= 2 && x.size(1) == options.num_channels(), "GroupNorm", "expected input of shape (N, ",
               options.num_channels(), ", *), got ", x.sizes());
   return F::group_norm(x, options.num_groups(), weight, bias, options.eps());
 }
 
-RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> e, bool affine, TensorOptions opts)
+RMSNormImpl::RMSNormImpl(std::vector<int64_t> shape, std::optional<double> e, bool affine, TensorOptions opts)
     : Module("RMSNorm"), normalized_shape(std::move(shape)), eps(e), elementwise_affine(affine) {
   for (int64_t s : normalized_shape)
     BRISK_CHECK(s >= 0, "RMSNorm", "normalized_shape must be non-negative, got ", IntArrayRef(normalized_shape));
@@ -445,15 +445,15 @@ RMSNorm::RMSNorm(std::vector<int64_t> shape, std::optional<double> e, bool affin
   if (affine) weight = register_parameter("weight", ones(normalized_shape, opts));
 }
 
-void RMSNorm::reset_parameters() {
+void RMSNormImpl::reset_parameters() {
   if (!elementwise_affine) return;
   NoGradGuard ng;
   weight.fill_(1);
 }
 
-Tensor RMSNorm::forward(const Tensor& x) { return F::rms_norm(x, normalized_shape, weight, eps); }
+Tensor RMSNormImpl::forward(const Tensor& x) { return F::rms_norm(x, normalized_shape, weight, eps); }
 
-std::string RMSNorm::extra_repr() const {
+std::string RMSNormImpl::extra_repr() const {
   std::ostringstream os;
   os << '(';
   for (size_t i = 0; i < normalized_shape.size(); ++i) os << (i ? ", " : "") << normalized_shape[i];
@@ -466,7 +466,7 @@ std::string RMSNorm::extra_repr() const {
   return os.str();
 }
 
-std::string GroupNorm::extra_repr() const {
+std::string GroupNormImpl::extra_repr() const {
   std::ostringstream os;
   os << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
      << ", affine=" << bool_str(options.affine());

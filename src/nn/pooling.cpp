@@ -504,31 +504,31 @@ namespace {
 const char* bool_str(bool b) { return b ? "true" : "false"; }
 }  // namespace
 
-MaxPool2d::MaxPool2d(const MaxPool2dOptions& o) : Module("MaxPool2d"), options(o) {}
-Tensor MaxPool2d::forward(const Tensor& x) { return F::max_pool2d(x, options); }
-std::tuple<Tensor, Tensor> MaxPool2d::forward_with_indices(const Tensor& x) {
+MaxPool2dImpl::MaxPool2dImpl(const MaxPool2dOptions& o) : Module("MaxPool2d"), options(o) {}
+Tensor MaxPool2dImpl::forward(const Tensor& x) { return F::max_pool2d(x, options); }
+std::tuple<Tensor, Tensor> MaxPool2dImpl::forward_with_indices(const Tensor& x) {
   return F::max_pool2d_with_indices(x, options);
 }
-std::string MaxPool2d::extra_repr() const {
+std::string MaxPool2dImpl::extra_repr() const {
   return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
          ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
          ", ceil_mode=" + bool_str(options.ceil_mode());
 }
 
-MaxPool1d::MaxPool1d(const MaxPool1dOptions& o) : Module("MaxPool1d"), options(o) {}
-Tensor MaxPool1d::forward(const Tensor& x) { return F::max_pool1d(x, options); }
-std::tuple<Tensor, Tensor> MaxPool1d::forward_with_indices(const Tensor& x) {
+MaxPool1dImpl::MaxPool1dImpl(const MaxPool1dOptions& o) : Module("MaxPool1d"), options(o) {}
+Tensor MaxPool1dImpl::forward(const Tensor& x) { return F::max_pool1d(x, options); }
+std::tuple<Tensor, Tensor> MaxPool1dImpl::forward_with_indices(const Tensor& x) {
   return F::max_pool1d_with_indices(x, options);
 }
-std::string MaxPool1d::extra_repr() const {
+std::string MaxPool1dImpl::extra_repr() const {
   return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
          ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
          ", ceil_mode=" + bool_str(options.ceil_mode());
 }
 
-AvgPool2d::AvgPool2d(const AvgPool2dOptions& o) : Module("AvgPool2d"), options(o) {}
-Tensor AvgPool2d::forward(const Tensor& x) { return F::avg_pool2d(x, options); }
-std::string AvgPool2d::extra_repr() const {
+AvgPool2dImpl::AvgPool2dImpl(const AvgPool2dOptions& o) : Module("AvgPool2d"), options(o) {}
+Tensor AvgPool2dImpl::forward(const Tensor& x) { return F::avg_pool2d(x, options); }
+std::string AvgPool2dImpl::extra_repr() const {
   std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
                   ", padding=" + options.padding().str();
   if (options.ceil_mode()) s += ", ceil_mode=true";
@@ -537,9 +537,9 @@ std::string AvgPool2d::extra_repr() const {
   return s;
 }
 
-AvgPool1d::AvgPool1d(const AvgPool1dOptions& o) : Module("AvgPool1d"), options(o) {}
-Tensor AvgPool1d::forward(const Tensor& x) { return F::avg_pool1d(x, options); }
-std::string AvgPool1d::extra_repr() const {
+AvgPool1dImpl::AvgPool1dImpl(const AvgPool1dOptions& o) : Module("AvgPool1d"), options(o) {}
+Tensor AvgPool1dImpl::forward(const Tensor& x) { return F::avg_pool1d(x, options); }
+std::string AvgPool1dImpl::extra_repr() const {
   std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
                   ", padding=" + options.padding().str();
   if (options.ceil_mode()) s += ", ceil_mode=true";
@@ -547,8 +547,8 @@ std::string AvgPool1d::extra_repr() const {
   return s;
 }
 
-AdaptiveAvgPool2d::AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& o) : Module("AdaptiveAvgPool2d"), options(o) {}
-Tensor AdaptiveAvgPool2d::forward(const Tensor& x) { return F::adaptive_avg_pool2d(x, options); }
-std::string AdaptiveAvgPool2d::extra_repr() const { return "output_size=" + options.output_size().str(); }
+AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& o) : Module("AdaptiveAvgPool2d"), options(o) {}
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& x) { return F::adaptive_avg_pool2d(x, options); }
+std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + options.output_size().str(); }
 
 }  // namespace brisk::nn

@@ -306,9 +306,9 @@ Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& o) {
 
 // ---- Upsample ----------------------------------------------------------------------------
 
-Upsample::Upsample(const UpsampleOptions& o) : Module("Upsample"), options(o) {}
+UpsampleImpl::UpsampleImpl(const UpsampleOptions& o) : Module("Upsample"), options(o) {}
 
-Tensor Upsample::forward(const Tensor& x) {
+Tensor UpsampleImpl::forward(const Tensor& x) {
   return F::interpolate(x, F::InterpolateFuncOptions()
                                .size(options.size())
                                .scale_factor(options.scale_factor())
@@ -317,7 +317,7 @@ Tensor Upsample::forward(const Tensor& x) {
                                .recompute_scale_factor(options.recompute_scale_factor()));
 }
 
-std::string Upsample::extra_repr() const {
+std::string UpsampleImpl::extra_repr() const {
   std::ostringstream os;
   auto seq = [&os](const auto& v) {
     if (v.size() == 1) {

@@ -81,10 +81,10 @@ struct MultiheadAttentionOptions {
 /// the child out_proj (a Linear: out_proj.weight, out_proj.bias). Init as
 /// PyTorch: xavier_uniform_ on the input projections, zero biases, Linear's
 /// init for out_proj.weight, xavier_normal_ for bias_k / bias_v.
-class MultiheadAttention : public Module {
+class MultiheadAttentionImpl : public Module {
  public:
-  explicit MultiheadAttention(const MultiheadAttentionOptions& options, TensorOptions opts = {});
-  MultiheadAttention(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
+  explicit MultiheadAttentionImpl(const MultiheadAttentionOptions& options, TensorOptions opts = {});
+  MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads, double dropout = 0.0, bool bias = true,
                      bool add_bias_kv = false, bool add_zero_attn = false, std::optional<int64_t> kdim = std::nullopt,
                      std::optional<int64_t> vdim = std::nullopt, bool batch_first = false, TensorOptions opts = {});
 
@@ -123,7 +123,8 @@ class MultiheadAttention : public Module {
   Tensor q_proj_weight, k_proj_weight, v_proj_weight;  ///< when kdim or vdim differ from E
   Tensor in_proj_bias;                                 ///< (3E), or undefined without bias
   Tensor bias_k, bias_v;                               ///< (1, 1, E) with add_bias_kv
-  std::shared_ptr<Linear> out_proj;
+  Linear out_proj{nullptr};
 };
+BRISK_MODULE(MultiheadAttention);
 
 }  // namespace brisk::nn

@@ -160,11 +160,11 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspo
 // and bias ~ U(+-1/sqrt(fan_in)), fan_in = weight.size(1) * kH * kW.
 
 /// Conv2d(Conv2dOptions(1, 32, 3).padding(1)): weight (32, 1, 3, 3), bias (32).
-class Conv2d : public Module {
+class Conv2dImpl : public Module {
  public:
-  explicit Conv2d(const Conv2dOptions& options, TensorOptions opts = {});
-  Conv2d(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
-      : Conv2d(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv2dImpl(const Conv2dOptions& options, TensorOptions opts = {});
+  Conv2dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
+      : Conv2dImpl(Conv2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -172,13 +172,14 @@ class Conv2d : public Module {
   Tensor weight;  ///< (out, in / groups, kH, kW)
   Tensor bias;    ///< (out), undefined without bias
 };
+BRISK_MODULE(Conv2d);
 
 /// Conv1d(Conv1dOptions(16, 32, 5).stride(2)): weight (32, 16, 5).
-class Conv1d : public Module {
+class Conv1dImpl : public Module {
  public:
-  explicit Conv1d(const Conv1dOptions& options, TensorOptions opts = {});
-  Conv1d(int64_t in_channels, int64_t out_channels, ExpandingInts<1> kernel_size)
-      : Conv1d(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit Conv1dImpl(const Conv1dOptions& options, TensorOptions opts = {});
+  Conv1dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<1> kernel_size)
+      : Conv1dImpl(Conv1dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -186,14 +187,15 @@ class Conv1d : public Module {
   Tensor weight;  ///< (out, in / groups, k)
   Tensor bias;    ///< (out)
 };
+BRISK_MODULE(Conv1d);
 
 /// ConvTranspose2d(ConvTranspose2dOptions(32, 16, 4).stride(2).padding(1)):
 /// weight (32, 16, 4, 4) (in, out / groups, kH, kW), doubling H and W.
-class ConvTranspose2d : public Module {
+class ConvTranspose2dImpl : public Module {
  public:
-  explicit ConvTranspose2d(const ConvTranspose2dOptions& options, TensorOptions opts = {});
-  ConvTranspose2d(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
-      : ConvTranspose2d(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
+  explicit ConvTranspose2dImpl(const ConvTranspose2dOptions& options, TensorOptions opts = {});
+  ConvTranspose2dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<2> kernel_size)
+      : ConvTranspose2dImpl(ConvTranspose2dOptions(in_channels, out_channels, kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -201,5 +203,6 @@ class ConvTranspose2d : public Module {
   Tensor weight;  ///< (in, out / groups, kH, kW)
   Tensor bias;    ///< (out)
 };
+BRISK_MODULE(ConvTranspose2d);
 
 }  // namespace brisk::nn

@@ -11,64 +11,173 @@ namespace brisk::nn {
 
 // ---- containers ------------------------------------------------------------------
 
-/// Children named "0", "1", ...; forward(x) feeds x through each in order
-/// (every child must implement forward(const Tensor&)).
-class Sequential : public Module {
+/// Children named "0", "1", ... (or the names given); forward(x) feeds x
+/// through each in order. libtorch's spellings:
+///
+///   nn::Sequential seq(nn::Linear(784, 128), nn::ReLU(), nn::Linear(128, 10));
+///   nn::Sequential named({{"fc1", nn::Linear(3, 4)}, {"act", nn::Functional(brisk::relu)}});
+///   seq->push_back(nn::Dropout(0.5));
+///   seq[0]; seq->ptr<nn::LinearImpl>(0); seq->at<nn::LinearImpl>(0).weight;
+///
+/// Each child's own forward(const Tensor&) (or forward(Tensor)) is called,
+/// through AnyModule: a child without a one-tensor forward raises
+/// brisk::Error when the sequence runs.
+class SequentialImpl : public Module {
  public:
-  Sequential() : Module("Sequential") {}
-  Sequential(std::initializer_list<ModulePtr> modules);
+  SequentialImpl() : Module("Sequential") {}
+  /// Modules (holders, shared pointers or AnyModules) named by position.
+  template <class... Modules>
+    requires(sizeof...(Modules) > 0)
+  explicit SequentialImpl(Modules&&... modules) : Module("Sequential") {
+    (push_back(std::forward<Modules>(modules)), ...);
+  }
+  /// Named modules, in order.
+  explicit SequentialImpl(OrderedDict<std::string, AnyModule> named_modules);
+  SequentialImpl(std::initializer_list<std::pair<std::string, AnyModule>> named_modules);
+  /// brisk's earlier form: `Sequential(std::initializer_list<ModulePtr>{...})`.
+  SequentialImpl(std::initializer_list<ModulePtr> modules);
+
   /// Appends a module named by its position.
-  void push_back(ModulePtr m);
+  void push_back(AnyModule m);
   /// Appends a module under `name` (as an OrderedDict-built nn.Sequential).
-  void push_back(std::string name, ModulePtr m);
+  void push_back(std::string name, AnyModule m);
+  /// Appends every module of `other` (shared, not copied).
+  void extend(const SequentialImpl& other);
   Tensor forward(const Tensor& x) override;
-  size_t size() const { return order_.size(); }
-  bool empty() const { return order_.empty(); }
-  const ModulePtr& operator[](size_t i) const;
-  auto begin() const { return order_.begin(); }
-  auto end() const { return order_.end(); }
+  size_t size() const noexcept { return modules_.size(); }
+  bool is_empty() const noexcept { return modules_.empty(); }
+  bool empty() const noexcept { return modules_.empty(); }
+  /// The i-th module; throws brisk::Error when out of range.
+  const ModulePtr& operator[](size_t i) const { return ptr(i); }
+  const ModulePtr& ptr(size_t i) const;
+  template <class T>
+  auto ptr(size_t i) const {
+    check_index(i);
+    return modules_[i].ptr<T>();
+  }
+  template <class T>
+  auto& at(size_t i) const {
+    return *ptr<T>(i);
+  }
+  /// Iterates over the AnyModules (`m.ptr()` is the module).
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
 
  private:
-  std::vector<ModulePtr> order_;
+  void check_index(size_t i) const;
+  std::vector<AnyModule> modules_;
 };
+BRISK_MODULE(Sequential);
 
 /// A list of registered modules (children "0", "1", ...). No forward.
-class ModuleList : public Module {
+class ModuleListImpl : public Module {
  public:
-  ModuleList() : Module("ModuleList") {}
-  ModuleList(std::initializer_list<ModulePtr> modules);
+  ModuleListImpl() : Module("ModuleList") {}
+  template <class... Modules>
+    requires(sizeof...(Modules) > 0)
+  explicit ModuleListImpl(Modules&&... modules) : Module("ModuleList") {
+    (push_back(std::forward<Modules>(modules)), ...);
+  }
+  ModuleListImpl(std::initializer_list<ModulePtr> modules);
   void push_back(ModulePtr m);
-  size_t size() const { return order_.size(); }
-  bool empty() const { return order_.empty(); }
-  const ModulePtr& operator[](size_t i) const;
+  template <class M>
+  void push_back(const ModuleHolder<M>& m) {
+    push_back(ModulePtr(m.ptr()));
+  }
+  void extend(const ModuleListImpl& other);
+  /// Inserts before position `index` (renumbering the children after it).
+  void insert(size_t index, ModulePtr m);
+  size_t size() const noexcept { return order_.size(); }
+  bool is_empty() const noexcept { return order_.empty(); }
+  bool empty() const noexcept { return order_.empty(); }
+  const ModulePtr& operator[](size_t i) const { return ptr(i); }
+  const ModulePtr& ptr(size_t i) const;
+  template <class T>
+  auto ptr(size_t i) const {
+    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
+    auto p = std::dynamic_pointer_cast<C>(ptr(i));
+    BRISK_CHECK(p != nullptr, "ModuleList", "module ", i, " is a ", ptr(i)->name(), ", not the requested type");
+    return p;
+  }
+  template <class T>
+  auto& at(size_t i) const {
+    return *ptr<T>(i);
+  }
   auto begin() const { return order_.begin(); }
   auto end() const { return order_.end(); }
 
  private:
+  void renumber();
   std::vector<ModulePtr> order_;
 };
+BRISK_MODULE(ModuleList);
 
 /// Registered modules by name, in insertion order. No forward.
-class ModuleDict : public Module {
+class ModuleDictImpl : public Module {
  public:
-  ModuleDict() : Module("ModuleDict") {}
-  ModuleDict(std::initializer_list<std::pair<std::string, ModulePtr>> modules);
+  ModuleDictImpl() : Module("ModuleDict") {}
+  ModuleDictImpl(std::initializer_list<std::pair<std::string, ModulePtr>> modules);
+  explicit ModuleDictImpl(const std::vector<std::pair<std::string, ModulePtr>>& modules);
+  explicit ModuleDictImpl(const OrderedDict<std::string, ModulePtr>& modules);
+  /// Adds `name`; throws brisk::Error when it is already present.
   void insert(std::string name, ModulePtr m);
+  template <class M>
+  void insert(std::string name, const ModuleHolder<M>& m) {
+    insert(std::move(name), ModulePtr(m.ptr()));
+  }
+  /// Adds or replaces every module of `other`.
+  void update(const ModuleDictImpl& other);
+  /// Removes `name` and returns its module.
+  ModulePtr pop(const std::string& name);
+  void clear();
   bool contains(const std::string& name) const { return named_children().contains(name); }
   /// Throws brisk::Error naming the key when absent.
   const ModulePtr& operator[](const std::string& name) const;
+  template <class T>
+  auto at(const std::string& name) const {
+    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
+    auto p = std::dynamic_pointer_cast<C>((*this)[name]);
+    BRISK_CHECK(p != nullptr, "ModuleDict", "module '", name, "' is a ", (*this)[name]->name(),
+                ", not the requested type");
+    return p;
+  }
+  std::vector<std::string> keys() const { return named_children().keys(); }
+  std::vector<ModulePtr> values() const { return named_children().values(); }
+  const auto& items() const { return named_children().items(); }
   size_t size() const { return named_children().size(); }
+  bool is_empty() const { return named_children().empty(); }
+  bool empty() const { return named_children().empty(); }
   auto begin() const { return named_children().begin(); }
   auto end() const { return named_children().end(); }
 };
+BRISK_MODULE(ModuleDict);
+
+/// A function as a module (libtorch's Functional): `nn::Functional(brisk::relu)`,
+/// or with trailing arguments bound, `nn::Functional(brisk::leaky_relu, 0.2)`.
+class FunctionalImpl : public Module {
+ public:
+  using Function = std::function<Tensor(Tensor)>;
+  explicit FunctionalImpl(Function function);
+  template <class F, class A, class... Rest>
+  explicit FunctionalImpl(F function, A&& arg, Rest&&... rest)
+      : FunctionalImpl(Function([function, arg = std::decay_t<A>(std::forward<A>(arg)),
+                                 ... rest = std::decay_t<Rest>(std::forward<Rest>(rest))](Tensor x) {
+          return function(std::move(x), arg, rest...);
+        })) {}
+  Tensor forward(const Tensor& x) override;
+  /// Functional is not serializable: it has no state.
+ private:
+  Function function_;
+};
+BRISK_MODULE(Functional);
 
 // ---- layers ----------------------------------------------------------------------
 
 /// y = x W^T + b with W: (out, in), b: (out). PyTorch's init:
 /// kaiming_uniform_(W, a=sqrt(5)), b ~ U(-1/sqrt(in), 1/sqrt(in)).
-class Linear : public Module {
+class LinearImpl : public Module {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias = true, TensorOptions opts = {});
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, TensorOptions opts = {});
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -76,11 +185,12 @@ class Linear : public Module {
   Tensor weight;  ///< (out, in)
   Tensor bias;    ///< (out), undefined without bias
 };
+BRISK_MODULE(Linear);
 
 /// y = x1^T A x2 + b with A: (out, in1, in2). Init U(-1/sqrt(in1), 1/sqrt(in1)).
-class Bilinear : public Module {
+class BilinearImpl : public Module {
  public:
-  Bilinear(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true,
+  BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true,
            TensorOptions opts = {});
   Tensor forward(const Tensor& x1, const Tensor& x2);
   Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
@@ -89,96 +199,108 @@ class Bilinear : public Module {
   Tensor weight;  ///< (out, in1, in2)
   Tensor bias;    ///< (out)
 };
+BRISK_MODULE(Bilinear);
 
-class Identity : public Module {
+class IdentityImpl : public Module {
  public:
-  Identity() : Module("Identity") {}
+  IdentityImpl() : Module("Identity") {}
   Tensor forward(const Tensor& x) override { return x; }
 };
+BRISK_MODULE(Identity);
 
-class ReLU : public Module {
+class ReLUImpl : public Module {
  public:
-  ReLU() : Module("ReLU") {}
+  ReLUImpl() : Module("ReLU") {}
   Tensor forward(const Tensor& x) override;
 };
+BRISK_MODULE(ReLU);
 
 /// approximate: "none" (erf) or "tanh".
-class GELU : public Module {
+class GELUImpl : public Module {
  public:
-  explicit GELU(std::string approximate = "none");
+  explicit GELUImpl(std::string approximate = "none");
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   std::string approximate;
 };
+BRISK_MODULE(GELU);
 
-class SiLU : public Module {
+class SiLUImpl : public Module {
  public:
-  SiLU() : Module("SiLU") {}
+  SiLUImpl() : Module("SiLU") {}
   Tensor forward(const Tensor& x) override;
 };
+BRISK_MODULE(SiLU);
 
 /// x * tanh(softplus(x)) (torch.nn.Mish).
-class Mish : public Module {
+class MishImpl : public Module {
  public:
-  explicit Mish(bool inplace = false) : Module("Mish"), inplace(inplace) {}
+  explicit MishImpl(bool inplace = false) : Module("Mish"), inplace(inplace) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   bool inplace;
 };
+BRISK_MODULE(Mish);
 
-class Tanh : public Module {
+class TanhImpl : public Module {
  public:
-  Tanh() : Module("Tanh") {}
+  TanhImpl() : Module("Tanh") {}
   Tensor forward(const Tensor& x) override;
 };
+BRISK_MODULE(Tanh);
 
-class Sigmoid : public Module {
+class SigmoidImpl : public Module {
  public:
-  Sigmoid() : Module("Sigmoid") {}
+  SigmoidImpl() : Module("Sigmoid") {}
   Tensor forward(const Tensor& x) override;
 };
+BRISK_MODULE(Sigmoid);
 
-class Softmax : public Module {
+class SoftmaxImpl : public Module {
  public:
-  explicit Softmax(int64_t dim) : Module("Softmax"), dim(dim) {}
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  int64_t dim;
-};
-
-class LogSoftmax : public Module {
- public:
-  explicit LogSoftmax(int64_t dim) : Module("LogSoftmax"), dim(dim) {}
+  explicit SoftmaxImpl(int64_t dim) : Module("Softmax"), dim(dim) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   int64_t dim;
 };
+BRISK_MODULE(Softmax);
+
+class LogSoftmaxImpl : public Module {
+ public:
+  explicit LogSoftmaxImpl(int64_t dim) : Module("LogSoftmax"), dim(dim) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  int64_t dim;
+};
+BRISK_MODULE(LogSoftmax);
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
-class Flatten : public Module {
+class FlattenImpl : public Module {
  public:
-  explicit Flatten(int64_t start_dim = 1, int64_t end_dim = -1)
+  explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1)
       : Module("Flatten"), start_dim(start_dim), end_dim(end_dim) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   int64_t start_dim, end_dim;
 };
+BRISK_MODULE(Flatten);
 
 /// Zeroes each element with probability p in training mode and scales the
 /// rest by 1/(1-p); the identity in eval mode.
-class Dropout : public Module {
+class DropoutImpl : public Module {
  public:
-  explicit Dropout(double p = 0.5);
+  explicit DropoutImpl(double p = 0.5);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p;
 };
+BRISK_MODULE(Dropout);
 
 /// A lookup table: forward(indices) -> indices.shape + [embedding_dim].
 /// Init N(0, 1); the padding_idx row starts at zero and gets no gradient.
-class Embedding : public Module {
+class EmbeddingImpl : public Module {
  public:
-  Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt,
+  EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt,
             TensorOptions opts = {});
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
@@ -186,15 +308,16 @@ class Embedding : public Module {
   std::optional<int64_t> padding_idx;
   Tensor weight;  ///< (num_embeddings, embedding_dim)
 };
+BRISK_MODULE(Embedding);
 
 /// Normalizes over the trailing dims `normalized_shape` (biased variance),
 /// then weight * x + bias (ones and zeros at init) when elementwise_affine.
-class LayerNorm : public Module {
+class LayerNormImpl : public Module {
  public:
-  LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
+  LayerNormImpl(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
             TensorOptions opts = {});
   /// PyTorch's bias=False: an affine weight without a bias.
-  LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine, bool bias,
+  LayerNormImpl(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine, bool bias,
             TensorOptions opts = {});
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
@@ -203,5 +326,6 @@ class LayerNorm : public Module {
   bool elementwise_affine;
   Tensor weight, bias;
 };
+BRISK_MODULE(LayerNorm);
 
 }  // namespace brisk::nn

@@ -1,7 +1,11 @@
 // brisk::nn::Module: the base of every layer, with registered parameters,
 // buffers and child modules (PyTorch's torch.nn.Module). See docs/design/nn.md.
 #pragma once
+#include <concepts>
+#include <cstddef>
 #include <functional>
+#include <type_traits>
+#include <typeinfo>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -11,81 +15,19 @@
 #include <vector>
 
 #include "brisk/io.h"
+#include "brisk/ordered_dict.h"
 #include "brisk/tensor.h"
 
 namespace brisk::nn {
 
-/// A map that remembers insertion order (libtorch's OrderedDict): the type of
-/// named_parameters(), named_buffers(), state_dict(). Iterating yields
-/// `std::pair<std::string, V>`, so `for (auto& [name, t] : m.named_parameters())`.
-template <class V>
-class OrderedDict {
- public:
-  using Item = std::pair<std::string, V>;
-  OrderedDict() = default;
-  OrderedDict(std::initializer_list<Item> items) {
-    for (const auto& it : items) insert(it.first, it.second);
-  }
-
-  /// Adds `key`, or replaces its value when it is already present.
-  V& insert(std::string key, V value) {
-    auto f = index_.find(key);
-    if (f != index_.end()) return items_[f->second].second = std::move(value);
-    index_.emplace(key, items_.size());
-    items_.emplace_back(std::move(key), std::move(value));
-    return items_.back().second;
-  }
-  bool contains(const std::string& key) const { return index_.count(key) != 0; }
-  /// The value of `key`, or null.
-  const V* find(const std::string& key) const {
-    auto f = index_.find(key);
-    return f == index_.end() ? nullptr : &items_[f->second].second;
-  }
-  V* find(const std::string& key) {
-    auto f = index_.find(key);
-    return f == index_.end() ? nullptr : &items_[f->second].second;
-  }
-  /// The value of `key`; throws brisk::Error naming the key when absent.
-  const V& at(const std::string& key) const {
-    const V* v = find(key);
-    BRISK_CHECK(v, "OrderedDict", "key '", key, "' not found");
-    return *v;
-  }
-  V& at(const std::string& key) { return const_cast<V&>(std::as_const(*this).at(key)); }
-  const V& operator[](const std::string& key) const { return at(key); }
-  V& operator[](const std::string& key) { return at(key); }
-  size_t size() const { return items_.size(); }
-  bool empty() const { return items_.empty(); }
-  std::vector<std::string> keys() const {
-    std::vector<std::string> k;
-    k.reserve(items_.size());
-    for (const auto& it : items_) k.push_back(it.first);
-    return k;
-  }
-  std::vector<V> values() const {
-    std::vector<V> v;
-    v.reserve(items_.size());
-    for (const auto& it : items_) v.push_back(it.second);
-    return v;
-  }
-  const std::vector<Item>& items() const { return items_; }
-  auto begin() const { return items_.begin(); }
-  auto end() const { return items_.end(); }
-  auto begin() { return items_.begin(); }
-  auto end() { return items_.end(); }
-
- private:
-  std::vector<Item> items_;
-  std::unordered_map<std::string, size_t> index_;
-};
-
-/// Parameters and buffers by dotted name ("fc1.weight", "0.bias").
 /// Parameters and buffers by dotted name: the same type brisk::save writes
 /// and brisk::load returns (include/brisk/io.h).
 using StateDict = ::brisk::StateDict;
 
 class Module;
 using ModulePtr = std::shared_ptr<Module>;
+template <class Contained>
+class ModuleHolder;
 
 /// What a non-strict load_state_dict did not match.
 struct LoadStateDictResult {
@@ -134,21 +76,42 @@ class Module : public std::enable_shared_from_this<Module> {
     register_module_impl(std::move(name), module);
     return module;
   }
+  /// libtorch's form: `fc1 = register_module("fc1", nn::Linear(3, 4))`
+  /// (the holder member `fc1` and the registry share the module).
+  template <class M>
+  std::shared_ptr<M> register_module(std::string name, const ModuleHolder<M>& module) {
+    register_module_impl(std::move(name), module.ptr());
+    return module.ptr();
+  }
+
+  /// Removes the child `name` and returns it; throws brisk::Error when absent.
+  ModulePtr unregister_module(const std::string& name);
+  /// Replaces the child `name` with `module` (keeping its place) and returns it.
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    replace_module_impl(name, module);
+    return module;
+  }
+  template <class M>
+  std::shared_ptr<M> replace_module(const std::string& name, const ModuleHolder<M>& module) {
+    replace_module_impl(name, module.ptr());
+    return module.ptr();
+  }
 
   // ---- traversal ----------------------------------------------------------
   /// All parameters (each shared tensor once), this module's first, then the
   /// children's in registration order.
   std::vector<Tensor> parameters(bool recurse = true) const;
-  OrderedDict<Tensor> named_parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
-  OrderedDict<Tensor> named_buffers(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
   /// Direct children.
   std::vector<ModulePtr> children() const;
-  const OrderedDict<ModulePtr>& named_children() const { return children_; }
+  const OrderedDict<std::string, ModulePtr>& named_children() const { return children_; }
   /// This module and all descendants in pre-order (each module once).
   std::vector<ModulePtr> modules();
   /// As modules(), with dotted names; this module's name is "".
-  OrderedDict<ModulePtr> named_modules();
+  OrderedDict<std::string, ModulePtr> named_modules();
   /// Runs fn on every descendant and then on this module (PyTorch's order).
   void apply(const std::function<void(Module&)>& fn);
 
@@ -164,6 +127,30 @@ class Module : public std::enable_shared_from_this<Module> {
   /// module unchanged) when brisk cannot use the device.
   void to(Device device);
   void to(Device device, ScalarType dtype);
+  /// libtorch's signatures (`non_blocking` is accepted; copies to and from
+  /// CUDA are ordered on the current stream either way).
+  void to(ScalarType dtype, bool /*non_blocking*/) { to(dtype); }
+  void to(Device device, bool /*non_blocking*/) { to(device); }
+  void to(Device device, ScalarType dtype, bool /*non_blocking*/) { to(device, dtype); }
+  /// Converts every 4-d parameter and buffer (and its gradient) to `fmt`, in
+  /// place: `model->to(brisk::MemoryFormat::ChannelsLast)` keeps convolution
+  /// weights NHWC, so channels_last inputs stay channels_last through the
+  /// model (PyTorch's `model.to(memory_format=torch.channels_last)`).
+  void to(MemoryFormat fmt);
+
+  /// This module as `T` (a module class or its holder), or null when it is
+  /// not one: `if (auto* lin = m->as<nn::Linear>()) ...`.
+  template <class T>
+  auto* as() noexcept {
+    if constexpr (requires { typename T::ContainedType; })
+      return dynamic_cast<typename T::ContainedType*>(this);
+    else
+      return dynamic_cast<T*>(this);
+  }
+  template <class T>
+  const auto* as() const noexcept {
+    return const_cast<Module*>(this)->as<T>();
+  }
   /// Sets every parameter's gradient to none (the default) or to zero.
   void zero_grad(bool set_to_none = true);
 
@@ -184,23 +171,26 @@ class Module : public std::enable_shared_from_this<Module> {
   int64_t num_parameters() const;
 
  protected:
-  OrderedDict<Tensor>& own_parameters() { return params_; }
-  OrderedDict<Tensor>& own_buffers() { return buffers_; }
+  /// Removes every child (containers that renumber them).
+  void clear_children() { children_.clear(); }
+  OrderedDict<std::string, Tensor>& own_parameters() { return params_; }
+  OrderedDict<std::string, Tensor>& own_buffers() { return buffers_; }
 
  private:
   void register_module_impl(std::string name, ModulePtr module);
+  void replace_module_impl(const std::string& name, ModulePtr module);
   void check_new_name(const char* op, const std::string& name) const;
-  void collect_modules(const std::string& prefix, OrderedDict<ModulePtr>& out, std::vector<const Module*>& seen);
-  void collect_named(bool params, bool recurse, const std::string& prefix, OrderedDict<Tensor>& out,
+  void collect_modules(const std::string& prefix, OrderedDict<std::string, ModulePtr>& out, std::vector<const Module*>& seen);
+  void collect_named(bool params, bool recurse, const std::string& prefix, OrderedDict<std::string, Tensor>& out,
                      std::vector<const TensorImpl*>& seen) const;
   void collect_state(const std::string& prefix, StateDict& out) const;
   void convert(const std::function<Tensor(const Tensor&)>& fn);
 
   std::string type_name_;
   bool training_ = true;
-  OrderedDict<Tensor> params_;
-  OrderedDict<Tensor> buffers_;
-  OrderedDict<ModulePtr> children_;
+  OrderedDict<std::string, Tensor> params_;
+  OrderedDict<std::string, Tensor> buffers_;
+  OrderedDict<std::string, ModulePtr> children_;
 };
 
 /// PyTorch's format, with parameter counts:
@@ -211,4 +201,149 @@ class Module : public std::enable_shared_from_this<Module> {
 std::ostream& operator<<(std::ostream& os, const Module& m);
 std::string to_string(const Module& m);
 
+// ---- holders ------------------------------------------------------------------------
+
+/// Internal: the error of an empty holder, out of line.
+[[noreturn]] void throw_empty_module_holder(const char* mangled_type);
+
+/// A shared, copyable handle to a module (libtorch's ModuleHolder): what
+/// `nn::Linear` is, around the module class `nn::LinearImpl`.
+///
+///   nn::Linear lin(3, 4);          // makes a LinearImpl
+///   nn::Linear same = lin;         // copies the handle: one module
+///   lin->weight; lin(x); lin->forward(x);
+///   nn::Linear later = nullptr;    // empty; using it throws brisk::Error
+///
+/// `lin(x)` is `lin->forward(x)`, inline: no extra cost. A holder converts to
+/// `std::shared_ptr<LinearImpl>` (ptr()) wherever one is expected. Declare
+/// one for a module of your own with BRISK_MODULE (or TORCH_MODULE):
+///
+///   struct NetImpl : brisk::nn::Module { ... };
+///   BRISK_MODULE(Net);             // Net is ModuleHolder<NetImpl>
+template <class Contained>
+class ModuleHolder {
+ public:
+  using ContainedType = Contained;
+
+  /// Constructs the module with its default arguments. A module without a
+  /// default constructor must be given arguments, or `nullptr` for an empty
+  /// holder (`nn::Linear lin = nullptr;`).
+  ModuleHolder() : impl_(default_construct()) {}
+  /// The empty holder.
+  ModuleHolder(std::nullptr_t) noexcept {}  // NOLINT: implicit, as libtorch
+  /// Shares an existing module.
+  ModuleHolder(std::shared_ptr<Contained> module) noexcept : impl_(std::move(module)) {}  // NOLINT
+  /// Constructs the module from `args` (`nn::Linear(3, 4)`,
+  /// `nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1))`).
+  template <class Head, class... Tail>
+    requires(!(sizeof...(Tail) == 0 &&
+               (std::is_base_of_v<ModuleHolder, std::decay_t<Head>> ||
+                std::is_convertible_v<Head&&, std::shared_ptr<Contained>> ||
+                std::is_same_v<std::decay_t<Head>, std::nullptr_t>)) &&
+             std::is_constructible_v<Contained, Head&&, Tail&&...>)
+  explicit ModuleHolder(Head&& head, Tail&&... tail)
+      : impl_(std::make_shared<Contained>(std::forward<Head>(head), std::forward<Tail>(tail)...)) {}
+
+  Contained* operator->() { return get(); }
+  const Contained* operator->() const { return get(); }
+  Contained& operator*() { return *get(); }
+  const Contained& operator*() const { return *get(); }
+  /// The module; throws brisk::Error when the holder is empty.
+  Contained* get() const {
+    if (!impl_) [[unlikely]]
+      throw_empty_module_holder(typeid(Contained).name());
+    return impl_.get();
+  }
+  /// The shared pointer (null when empty; does not throw).
+  const std::shared_ptr<Contained>& ptr() const noexcept { return impl_; }
+  operator std::shared_ptr<Contained>() const noexcept { return impl_; }  // NOLINT: implicit, as libtorch
+  bool is_empty() const noexcept { return impl_ == nullptr; }
+  explicit operator bool() const noexcept { return impl_ != nullptr; }
+
+  /// `module(args...)` is `module->forward(args...)`.
+  template <class... Args>
+  decltype(auto) operator()(Args&&... args) {
+    return get()->forward(std::forward<Args>(args)...);
+  }
+  /// Indexing of containers: `seq[0]`, `dict["fc"]`.
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) {
+    return (*get())[std::forward<Arg>(arg)];
+  }
+
+ private:
+  static std::shared_ptr<Contained> default_construct() {
+    static_assert(std::is_default_constructible_v<Contained>,
+                  "this module needs constructor arguments: pass them, or initialize the holder with nullptr "
+                  "(`nn::Linear lin = nullptr;`) and assign it later");
+    return std::make_shared<Contained>();
+  }
+  std::shared_ptr<Contained> impl_;
+};
+
+template <class M>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<M>& h) {
+  return os << *h;
+}
+
+/// A module behind one interface, `Tensor forward(const Tensor&)`, called on
+/// the module's own type (so a user module whose forward takes `Tensor` by
+/// value works as well as one overriding Module::forward). What Sequential
+/// holds (libtorch's AnyModule, for the one-tensor signature).
+class AnyModule {
+ public:
+  AnyModule() = default;
+  template <class M>
+    requires std::is_base_of_v<Module, M>
+  AnyModule(std::shared_ptr<M> module) : module_(std::move(module)) {  // NOLINT: implicit, as libtorch
+    BRISK_CHECK(module_ != nullptr, "AnyModule", "the module is null");
+    if constexpr (requires(M & m, const Tensor& x) {
+                    { m.forward(x) } -> std::convertible_to<Tensor>;
+                  })
+      forward_ = [](Module* m, const Tensor& x) -> Tensor { return static_cast<M*>(m)->forward(x); };
+  }
+  template <class M>
+  AnyModule(const ModuleHolder<M>& holder) : AnyModule(holder.ptr()) {}  // NOLINT: implicit, as libtorch
+
+  /// Runs the module; throws brisk::Error when its forward does not take one
+  /// tensor and return one.
+  Tensor forward(const Tensor& x) const;
+  bool is_empty() const noexcept { return module_ == nullptr; }
+  const ModulePtr& ptr() const noexcept { return module_; }
+  /// The module as `T` (a module class or holder); throws when it is another type.
+  template <class T>
+  auto ptr() const {
+    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
+    auto p = std::dynamic_pointer_cast<C>(module_);
+    BRISK_CHECK(p != nullptr, "AnyModule", "the module is a ", module_ ? module_->name() : std::string("null"),
+                ", not the requested type");
+    return p;
+  }
+  template <class T>
+  auto& get() const {
+    return *ptr<T>();
+  }
+
+ private:
+  ModulePtr module_;
+  Tensor (*forward_)(Module*, const Tensor&) = nullptr;
+};
+
 }  // namespace brisk::nn
+
+/// Declares `Name` as the holder of `ImplType` (libtorch's TORCH_MODULE_IMPL).
+#define BRISK_MODULE_IMPL(Name, ImplType)                                  \
+  class Name : public ::brisk::nn::ModuleHolder<ImplType> {               \
+   public:                                                                \
+    using ::brisk::nn::ModuleHolder<ImplType>::ModuleHolder;              \
+    using Impl [[maybe_unused]] = ImplType;                               \
+  }
+/// Declares `Name` as the holder of `Name##Impl` (libtorch's TORCH_MODULE).
+#define BRISK_MODULE(Name) BRISK_MODULE_IMPL(Name, Name##Impl)
+
+// libtorch's spellings, so that code ports by renaming the namespace (not
+// defined when libtorch's own headers came first).
+#ifndef TORCH_MODULE
+#define TORCH_MODULE(Name) BRISK_MODULE(Name)
+#define TORCH_MODULE_IMPL(Name, ImplType) BRISK_MODULE_IMPL(Name, ImplType)
+#endif

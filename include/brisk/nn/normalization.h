@@ -107,41 +107,44 @@ class BatchNormBase : public Module {
 };
 
 /// Input (N, C) or (N, C, L).
-class BatchNorm1d : public BatchNormBase {
+class BatchNorm1dImpl : public BatchNormBase {
  public:
-  explicit BatchNorm1d(const BatchNormOptions& options, TensorOptions opts = {});
-  explicit BatchNorm1d(int64_t num_features) : BatchNorm1d(BatchNormOptions(num_features)) {}
+  explicit BatchNorm1dImpl(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm1dImpl(int64_t num_features) : BatchNorm1dImpl(BatchNormOptions(num_features)) {}
 
  protected:
   void check_input_dim(const Tensor& x) const override;
 };
+BRISK_MODULE(BatchNorm1d);
 
 /// Input (N, C, H, W), contiguous or channels_last.
-class BatchNorm2d : public BatchNormBase {
+class BatchNorm2dImpl : public BatchNormBase {
  public:
-  explicit BatchNorm2d(const BatchNormOptions& options, TensorOptions opts = {});
-  explicit BatchNorm2d(int64_t num_features) : BatchNorm2d(BatchNormOptions(num_features)) {}
+  explicit BatchNorm2dImpl(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm2dImpl(int64_t num_features) : BatchNorm2dImpl(BatchNormOptions(num_features)) {}
 
  protected:
   void check_input_dim(const Tensor& x) const override;
 };
+BRISK_MODULE(BatchNorm2d);
 
 /// Input (N, C, D, H, W).
-class BatchNorm3d : public BatchNormBase {
+class BatchNorm3dImpl : public BatchNormBase {
  public:
-  explicit BatchNorm3d(const BatchNormOptions& options, TensorOptions opts = {});
-  explicit BatchNorm3d(int64_t num_features) : BatchNorm3d(BatchNormOptions(num_features)) {}
+  explicit BatchNorm3dImpl(const BatchNormOptions& options, TensorOptions opts = {});
+  explicit BatchNorm3dImpl(int64_t num_features) : BatchNorm3dImpl(BatchNormOptions(num_features)) {}
 
  protected:
   void check_input_dim(const Tensor& x) const override;
 };
+BRISK_MODULE(BatchNorm3d);
 
 /// GroupNorm(num_groups, num_channels): weight (ones) and bias (zeros) of
 /// shape (C) when affine.
-class GroupNorm : public Module {
+class GroupNormImpl : public Module {
  public:
-  explicit GroupNorm(const GroupNormOptions& options, TensorOptions opts = {});
-  GroupNorm(int64_t num_groups, int64_t num_channels) : GroupNorm(GroupNormOptions(num_groups, num_channels)) {}
+  explicit GroupNormImpl(const GroupNormOptions& options, TensorOptions opts = {});
+  GroupNormImpl(int64_t num_groups, int64_t num_channels) : GroupNormImpl(GroupNormOptions(num_groups, num_channels)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -149,14 +152,15 @@ class GroupNorm : public Module {
   GroupNormOptions options;
   Tensor weight, bias;
 };
+BRISK_MODULE(GroupNorm);
 
 /// RMSNorm(normalized_shape, eps, elementwise_affine), as torch.nn.RMSNorm:
 /// F::rms_norm over the trailing dims normalized_shape with a weight (ones)
 /// of that shape when elementwise_affine. eps = nullopt: the machine epsilon
 /// of the input's compute dtype (see F::rms_norm).
-class RMSNorm : public Module {
+class RMSNormImpl : public Module {
  public:
-  explicit RMSNorm(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
+  explicit RMSNormImpl(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
                    bool elementwise_affine = true, TensorOptions opts = {});
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
@@ -168,5 +172,6 @@ class RMSNorm : public Module {
   bool elementwise_affine;
   Tensor weight;  ///< normalized_shape, undefined unless elementwise_affine
 };
+BRISK_MODULE(RMSNorm);
 
 }  // namespace brisk::nn

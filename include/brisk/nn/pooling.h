@@ -150,54 +150,59 @@ Tensor avg_pool1d(const Tensor& x, ExpandingInts<1> kernel_size, std::optional<E
 // ---- modules ------------------------------------------------------------------------
 
 /// MaxPool2d(2): 2x2 windows, stride 2.
-class MaxPool2d : public Module {
+class MaxPool2dImpl : public Module {
  public:
-  explicit MaxPool2d(const MaxPool2dOptions& options);
-  explicit MaxPool2d(ExpandingInts<2> kernel_size) : MaxPool2d(MaxPool2dOptions(kernel_size)) {}
+  explicit MaxPool2dImpl(const MaxPool2dOptions& options);
+  explicit MaxPool2dImpl(ExpandingInts<2> kernel_size) : MaxPool2dImpl(MaxPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   /// (values, flat indices), as functional::max_pool2d_with_indices.
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
   MaxPool2dOptions options;
 };
+BRISK_MODULE(MaxPool2d);
 
-class MaxPool1d : public Module {
+class MaxPool1dImpl : public Module {
  public:
-  explicit MaxPool1d(const MaxPool1dOptions& options);
-  explicit MaxPool1d(ExpandingInts<1> kernel_size) : MaxPool1d(MaxPool1dOptions(kernel_size)) {}
+  explicit MaxPool1dImpl(const MaxPool1dOptions& options);
+  explicit MaxPool1dImpl(ExpandingInts<1> kernel_size) : MaxPool1dImpl(MaxPool1dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
   std::string extra_repr() const override;
   MaxPool1dOptions options;
 };
+BRISK_MODULE(MaxPool1d);
 
-class AvgPool2d : public Module {
+class AvgPool2dImpl : public Module {
  public:
-  explicit AvgPool2d(const AvgPool2dOptions& options);
-  explicit AvgPool2d(ExpandingInts<2> kernel_size) : AvgPool2d(AvgPool2dOptions(kernel_size)) {}
+  explicit AvgPool2dImpl(const AvgPool2dOptions& options);
+  explicit AvgPool2dImpl(ExpandingInts<2> kernel_size) : AvgPool2dImpl(AvgPool2dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   AvgPool2dOptions options;
 };
+BRISK_MODULE(AvgPool2d);
 
-class AvgPool1d : public Module {
+class AvgPool1dImpl : public Module {
  public:
-  explicit AvgPool1d(const AvgPool1dOptions& options);
-  explicit AvgPool1d(ExpandingInts<1> kernel_size) : AvgPool1d(AvgPool1dOptions(kernel_size)) {}
+  explicit AvgPool1dImpl(const AvgPool1dOptions& options);
+  explicit AvgPool1dImpl(ExpandingInts<1> kernel_size) : AvgPool1dImpl(AvgPool1dOptions(kernel_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   AvgPool1dOptions options;
 };
+BRISK_MODULE(AvgPool1d);
 
 /// AdaptiveAvgPool2d(1): global average pooling to (N, C, 1, 1).
-class AdaptiveAvgPool2d : public Module {
+class AdaptiveAvgPool2dImpl : public Module {
  public:
-  explicit AdaptiveAvgPool2d(const AdaptiveAvgPool2dOptions& options);
-  explicit AdaptiveAvgPool2d(ExpandingInts<2> output_size)
-      : AdaptiveAvgPool2d(AdaptiveAvgPool2dOptions(output_size)) {}
+  explicit AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& options);
+  explicit AdaptiveAvgPool2dImpl(ExpandingInts<2> output_size)
+      : AdaptiveAvgPool2dImpl(AdaptiveAvgPool2dOptions(output_size)) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   AdaptiveAvgPool2dOptions options;
 };
+BRISK_MODULE(AdaptiveAvgPool2d);
 
 }  // namespace brisk::nn

@@ -34,10 +34,10 @@ struct TransformerEncoderLayerOptions {
 /// (self_attn.in_proj_weight, linear1.weight, norm1.weight, ...), so state
 /// dicts carry over. The attention runs without weights, so on the CPU it is
 /// the fused flash-attention kernel when dropout is off (eval() or p = 0).
-class TransformerEncoderLayer : public Module {
+class TransformerEncoderLayerImpl : public Module {
  public:
-  explicit TransformerEncoderLayer(const TransformerEncoderLayerOptions& options, TensorOptions opts = {});
-  TransformerEncoderLayer(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048, double dropout = 0.1,
+  explicit TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options, TensorOptions opts = {});
+  TransformerEncoderLayerImpl(int64_t d_model, int64_t nhead, int64_t dim_feedforward = 2048, double dropout = 0.1,
                           TensorOptions opts = {});
 
   /// src (S, N, E), (N, S, E) with batch_first, or unbatched (S, E);
@@ -56,24 +56,25 @@ class TransformerEncoderLayer : public Module {
   std::string extra_repr() const override;
 
   TransformerEncoderLayerOptions options;
-  std::shared_ptr<MultiheadAttention> self_attn;
-  std::shared_ptr<Linear> linear1, linear2;
-  std::shared_ptr<Dropout> dropout, dropout1, dropout2;
-  std::shared_ptr<LayerNorm> norm1, norm2;
+  MultiheadAttention self_attn{nullptr};
+  Linear linear1{nullptr}, linear2{nullptr};
+  Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
 
  private:
   Tensor activate(const Tensor& x) const;
   Tensor sa_block(const Tensor& x, const Tensor& mask, const Tensor& kpm, bool is_causal);
   Tensor ff_block(const Tensor& x);
 };
+BRISK_MODULE(TransformerEncoderLayer);
 
 /// PyTorch's nn.TransformerEncoder: num_layers deep copies of `layer`
 /// (children "layers.0", "layers.1", ...; fresh parameters initialized as
 /// the layer's constructor does), then an optional final `norm`.
-class TransformerEncoder : public Module {
+class TransformerEncoderImpl : public Module {
  public:
-  TransformerEncoder(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers,
-                     std::shared_ptr<LayerNorm> norm = nullptr, TensorOptions opts = {});
+  TransformerEncoderImpl(const TransformerEncoderLayerOptions& layer_options, int64_t num_layers,
+                     LayerNorm norm = nullptr, TensorOptions opts = {});
   Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {},
                  bool is_causal = false);
   Tensor forward(const Tensor& src) override { return forward(src, Tensor(), Tensor(), false); }
@@ -83,8 +84,9 @@ class TransformerEncoder : public Module {
   }
   using Module::operator();
 
-  std::vector<std::shared_ptr<TransformerEncoderLayer>> layers;
-  std::shared_ptr<LayerNorm> norm;
+  std::vector<TransformerEncoderLayer> layers;
+  LayerNorm norm{nullptr};
 };
+BRISK_MODULE(TransformerEncoder);
 
 }  // namespace brisk::nn

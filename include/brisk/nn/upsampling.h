@@ -81,14 +81,15 @@ struct UpsampleOptions {
 
 /// Upsample(UpsampleOptions().scale_factor(std::vector<double>{2})):
 /// functional::interpolate with the module's options.
-class Upsample : public Module {
+class UpsampleImpl : public Module {
  public:
-  explicit Upsample(const UpsampleOptions& options = {});
+  explicit UpsampleImpl(const UpsampleOptions& options = {});
   Tensor forward(const Tensor& x) override;
   /// "scale_factor=2.0, mode='nearest'" or "size=(4, 4), mode='bilinear'" (PyTorch's).
   std::string extra_repr() const override;
   UpsampleOptions options;
 };
+BRISK_MODULE(Upsample);
 
 }  // namespace nn
 
