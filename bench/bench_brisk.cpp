@@ -265,7 +265,7 @@ Runner prepare(const Spec& s) {
     }
     case Kind::EncoderForward:
     case Kind::EncoderForwardBackward: {
-      auto layer = std::make_shared<brisk::nn::TransformerEncoderLayer>(
+      auto layer = std::make_shared<brisk::nn::TransformerEncoderLayerImpl>(
           brisk::nn::TransformerEncoderLayerOptions(kEncoderDModel, kEncoderHeads)
               .dim_feedforward(kEncoderFfn)
               .dropout(0.0)

@@ -57,9 +57,9 @@ Data load_data(const std::string& dir) {
   }
 }
 
-std::shared_ptr<nn::Sequential> make_model() {
-  return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(784, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+std::shared_ptr<nn::SequentialImpl> make_model() {
+  return std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(784, 128), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(128, 10)});
 }
 
 // Every parameter's gradient, cloned (zero_grad() will drop the originals).

@@ -29,16 +29,16 @@ namespace {
 
 struct Model : nn::Module {
   Model() : nn::Module("Model") {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(512, 1024));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(1024, 1024));
-    fc3 = register_module("fc3", std::make_shared<nn::Linear>(1024, 256));
+    fc1 = register_module("fc1", std::make_shared<nn::LinearImpl>(512, 1024));
+    fc2 = register_module("fc2", std::make_shared<nn::LinearImpl>(1024, 1024));
+    fc3 = register_module("fc3", std::make_shared<nn::LinearImpl>(1024, 256));
   }
   Tensor forward(const Tensor& x) override {
     prof::record_function scope("LINEAR PASS");
     // relu_ in place: nothing else needs the pre-activation here.
     return fc3->forward(fc2->forward(fc1->forward(x).relu_()).relu_());
   }
-  std::shared_ptr<nn::Linear> fc1, fc2, fc3;
+  std::shared_ptr<nn::LinearImpl> fc1, fc2, fc3;
 };
 
 prof::ProfileOptions options() {

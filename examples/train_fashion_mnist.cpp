@@ -97,18 +97,18 @@ Tensor model_input(const std::string& kind, const Tensor& images) {
   return kind == "mlp" ? images.flatten(1) : images.unsqueeze(1);
 }
 
-std::shared_ptr<nn::Sequential> make_model(const std::string& kind) {
+std::shared_ptr<nn::SequentialImpl> make_model(const std::string& kind) {
   using nn::ModulePtr;
   if (kind == "mlp")
-    return std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-        std::make_shared<nn::Linear>(784, 256), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(256, 128),
-        std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+    return std::make_shared<nn::SequentialImpl>(std::initializer_list<ModulePtr>{
+        std::make_shared<nn::LinearImpl>(784, 256), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(256, 128),
+        std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(128, 10)});
   // 28x28 -> conv 16 -> pool -> 14x14 -> conv 32 -> pool -> 7x7 -> 128 -> 10
-  return std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-      std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(nn::Conv2dOptions(16, 32, 3).padding(1)),
-      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Flatten>(),
-      std::make_shared<nn::Linear>(32 * 7 * 7, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
+  return std::make_shared<nn::SequentialImpl>(std::initializer_list<ModulePtr>{
+      std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<nn::ReLUImpl>(),
+      std::make_shared<nn::MaxPool2dImpl>(2), std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(16, 32, 3).padding(1)),
+      std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::MaxPool2dImpl>(2), std::make_shared<nn::FlattenImpl>(),
+      std::make_shared<nn::LinearImpl>(32 * 7 * 7, 128), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(128, 10)});
 }
 
 double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader, Device device) {

@@ -557,19 +557,19 @@ TEST(CudaConv, Conv2dModuleOnCuda) {
   nn::Conv2d cpu_m(nn::Conv2dOptions(3, 8, 3).padding(1).stride(2));
   manual_seed(11);
   nn::Conv2d gpu_m(nn::Conv2dOptions(3, 8, 3).padding(1).stride(2));
-  gpu_m.to(gpu());
-  ASSERT_TRUE(gpu_m.weight.is_cuda());
-  ASSERT_TRUE(close(gpu_m.weight.cpu(), cpu_m.weight, 0, 0));
+  gpu_m->to(gpu());
+  ASSERT_TRUE(gpu_m->weight.is_cuda());
+  ASSERT_TRUE(close(gpu_m->weight.cpu(), cpu_m->weight, 0, 0));
   const Tensor x = randn({4, 3, 16, 16});
-  const Tensor yc = cpu_m.forward(x), yg = gpu_m.forward(x.to(gpu()));
+  const Tensor yc = cpu_m->forward(x), yg = gpu_m->forward(x.to(gpu()));
   EXPECT_TRUE(yg.is_cuda());
   EXPECT_TRUE(close(yg.cpu(), yc, 1e-4, 1e-4));
   yc.square().mean().backward();
   yg.square().mean().backward();
-  EXPECT_TRUE(close(gpu_m.weight.grad().cpu(), cpu_m.weight.grad(), 1e-4, 1e-5));
-  EXPECT_TRUE(close(gpu_m.bias.grad().cpu(), cpu_m.bias.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(close(gpu_m->weight.grad().cpu(), cpu_m->weight.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(close(gpu_m->bias.grad().cpu(), cpu_m->bias.grad(), 1e-4, 1e-5));
   // channels_last input through the module
-  const Tensor ycl = gpu_m.forward(x.to(gpu()).contiguous(kChannelsLast));
+  const Tensor ycl = gpu_m->forward(x.to(gpu()).contiguous(kChannelsLast));
   EXPECT_TRUE(ycl.is_contiguous(kChannelsLast));
   EXPECT_TRUE(close(ycl.cpu(), yc, 1e-4, 1e-4));
 }

@@ -376,19 +376,19 @@ TEST(CudaPooling, ModulesOnCuda) {
   manual_seed(25);
   const Tensor x = values({2, 4, 12, 10}, kFloat);
   std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>> mods = {
-      {"MaxPool2d", std::make_shared<nn::MaxPool2d>(nn::MaxPool2dOptions(3).stride(2).padding(1))},
-      {"AvgPool2d", std::make_shared<nn::AvgPool2d>(nn::AvgPool2dOptions(2).ceil_mode(true))},
-      {"AdaptiveAvgPool2d", std::make_shared<nn::AdaptiveAvgPool2d>(nn::AdaptiveAvgPool2dOptions({3, 4}))},
+      {"MaxPool2d", std::make_shared<nn::MaxPool2dImpl>(nn::MaxPool2dOptions(3).stride(2).padding(1))},
+      {"AvgPool2d", std::make_shared<nn::AvgPool2dImpl>(nn::AvgPool2dOptions(2).ceil_mode(true))},
+      {"AdaptiveAvgPool2d", std::make_shared<nn::AdaptiveAvgPool2dImpl>(nn::AdaptiveAvgPool2dOptions({3, 4}))},
   };
   for (auto& [n, m] : mods)
     for (bool cl : {false, true})
       check_fwd_bwd(in_layout(x, cl), [&](const Tensor& t) { return m->forward(t); }, pool_tol(kFloat), n, cl);
   nn::MaxPool1d m1(nn::MaxPool1dOptions(3).stride(2));
   const Tensor x1 = values({2, 4, 19}, kFloat);
-  EXPECT_TRUE(close(m1.forward(x1.to(kGpu)).cpu(), m1.forward(x1), 0, 0));
+  EXPECT_TRUE(close(m1->forward(x1.to(kGpu)).cpu(), m1->forward(x1), 0, 0));
   nn::MaxPool2d m2(nn::MaxPool2dOptions(2));
-  const auto [v, i] = m2.forward_with_indices(x.to(kGpu));
-  EXPECT_TRUE(equal(i.cpu(), std::get<1>(m2.forward_with_indices(x))));
+  const auto [v, i] = m2->forward_with_indices(x.to(kGpu));
+  EXPECT_TRUE(equal(i.cpu(), std::get<1>(m2->forward_with_indices(x))));
 }
 
 TEST(CudaPooling, BackwardIsDeterministic) {
@@ -658,51 +658,51 @@ TEST(CudaNorm, BatchNorm2dModuleRunningStatsMatchTheCpu) {
     for (bool cl : {false, true}) {
       nn::BatchNorm2d cpu(nn::BatchNormOptions(5).momentum(momentum));
       nn::BatchNorm2d gpu(nn::BatchNormOptions(5).momentum(momentum));
-      gpu.to(kGpu);
+      gpu->to(kGpu);
       const std::string what = std::string(momentum ? "momentum 0.1" : "cumulative") + (cl ? " channels_last" : "");
       for (int step = 0; step < 4; ++step) {
         const Tensor x = norm_input({4, 5, 6, 7}, kFloat, cl, double(step));
         const Tensor gy = values({4, 5, 6, 7}, kFloat, 1.0);
-        const Tensor yc = cpu.forward(x), yg = gpu.forward(x.to(kGpu));
+        const Tensor yc = cpu->forward(x), yg = gpu->forward(x.to(kGpu));
         EXPECT_TRUE(close(yg.cpu(), yc, 2e-4, 2e-4)) << what << " step " << step;
         yc.backward(gy);
         yg.backward(gy.to(kGpu));
       }
-      EXPECT_TRUE(close(gpu.running_mean.cpu(), cpu.running_mean, 1e-5, 1e-5)) << what;
-      EXPECT_TRUE(close(gpu.running_var.cpu(), cpu.running_var, 1e-5, 1e-5)) << what;
-      EXPECT_EQ(gpu.num_batches_tracked.cpu().item<int64_t>(), 4) << what;
-      EXPECT_TRUE(close(gpu.weight.grad().cpu(), cpu.weight.grad(), 1e-4, 1e-3)) << what;
-      EXPECT_TRUE(close(gpu.bias.grad().cpu(), cpu.bias.grad(), 1e-4, 1e-3)) << what;
-      cpu.eval();
-      gpu.eval();
+      EXPECT_TRUE(close(gpu->running_mean.cpu(), cpu->running_mean, 1e-5, 1e-5)) << what;
+      EXPECT_TRUE(close(gpu->running_var.cpu(), cpu->running_var, 1e-5, 1e-5)) << what;
+      EXPECT_EQ(gpu->num_batches_tracked.cpu().item<int64_t>(), 4) << what;
+      EXPECT_TRUE(close(gpu->weight.grad().cpu(), cpu->weight.grad(), 1e-4, 1e-3)) << what;
+      EXPECT_TRUE(close(gpu->bias.grad().cpu(), cpu->bias.grad(), 1e-4, 1e-3)) << what;
+      cpu->eval();
+      gpu->eval();
       const Tensor x = norm_input({2, 5, 3, 3}, kFloat, cl);
-      EXPECT_TRUE(close(gpu.forward(x.to(kGpu)).cpu(), cpu.forward(x), 2e-4, 2e-4)) << what << " eval";
+      EXPECT_TRUE(close(gpu->forward(x.to(kGpu)).cpu(), cpu->forward(x), 2e-4, 2e-4)) << what << " eval";
     }
   // BatchNorm1d on (N, C) and (N, C, L)
   nn::BatchNorm1d c1(7), g1(7);
-  g1.to(kGpu);
+  g1->to(kGpu);
   for (const std::vector<int64_t>& shape : std::vector<std::vector<int64_t>>{{9, 7}, {3, 7, 11}}) {
     const Tensor x = norm_input(shape, kFloat, false, 1.0);
-    EXPECT_TRUE(close(g1.forward(x.to(kGpu)).cpu(), c1.forward(x), 2e-4, 2e-4));
+    EXPECT_TRUE(close(g1->forward(x.to(kGpu)).cpu(), c1->forward(x), 2e-4, 2e-4));
   }
-  EXPECT_TRUE(close(g1.running_var.cpu(), c1.running_var, 1e-5, 1e-5));
+  EXPECT_TRUE(close(g1->running_var.cpu(), c1->running_var, 1e-5, 1e-5));
 }
 
 TEST(CudaNorm, GroupNormModule) {
   REQUIRE_CUDA();
   manual_seed(52);
   nn::GroupNorm cpu(3, 12), gpu(3, 12);
-  gpu.to(kGpu);
+  gpu->to(kGpu);
   for (bool cl : {false, true}) {
     const Tensor x = norm_input({2, 12, 5, 6}, kFloat, cl, 1.0);
     const Tensor gy = values({2, 12, 5, 6}, kFloat, 1.0);
-    const Tensor yc = cpu.forward(x), yg = gpu.forward(x.to(kGpu));
+    const Tensor yc = cpu->forward(x), yg = gpu->forward(x.to(kGpu));
     EXPECT_TRUE(close(yg.cpu(), yc, 2e-4, 2e-4));
     yc.backward(gy);
     yg.backward(gy.to(kGpu));
   }
-  EXPECT_TRUE(close(gpu.weight.grad().cpu(), cpu.weight.grad(), 1e-4, 1e-3));
-  EXPECT_TRUE(close(gpu.bias.grad().cpu(), cpu.bias.grad(), 1e-4, 1e-3));
+  EXPECT_TRUE(close(gpu->weight.grad().cpu(), cpu->weight.grad(), 1e-4, 1e-3));
+  EXPECT_TRUE(close(gpu->bias.grad().cpu(), cpu->bias.grad(), 1e-4, 1e-3));
 }
 
 // ---- factories ------------------------------------------------------------------------------------------------------

@@ -11,15 +11,15 @@ using namespace brisk;
 
 namespace {
 
-std::shared_ptr<nn::Sequential> mlp() {
+std::shared_ptr<nn::SequentialImpl> mlp() {
   using nn::ModulePtr;
-  return std::make_shared<nn::Sequential>(std::initializer_list<ModulePtr>{
-      std::make_shared<nn::Linear>(20, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 16),
-      std::make_shared<nn::GELU>(), std::make_shared<nn::Linear>(16, 5)});
+  return std::make_shared<nn::SequentialImpl>(std::initializer_list<ModulePtr>{
+      std::make_shared<nn::LinearImpl>(20, 32), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(32, 16),
+      std::make_shared<nn::GELUImpl>(), std::make_shared<nn::LinearImpl>(16, 5)});
 }
 
 // Trains `steps` steps on (x, y) on `device` and returns the losses.
-std::vector<double> train(nn::Sequential& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y,
+std::vector<double> train(nn::SequentialImpl& model, optim::Optimizer& opt, const Tensor& x, const Tensor& y,
                           Device device, int steps) {
   std::vector<double> losses;
   Tensor xd = x.to(device), yd = y.to(device);

@@ -434,7 +434,7 @@ namespace {
 /// PyTorch's multi_head_attention_forward written out with matmuls, one head
 /// at a time, in (L, N, E) layout. Masks follow MHA's convention (bool true =
 /// masked out). Returns {output (L, N, E), per-head weights (N, H, L, S)}.
-std::pair<Tensor, Tensor> reference_mha(const nn::MultiheadAttention& m, Tensor q, Tensor k, Tensor v,
+std::pair<Tensor, Tensor> reference_mha(const nn::MultiheadAttentionImpl& m, Tensor q, Tensor k, Tensor v,
                                         Tensor kpm = {}, Tensor am = {}) {
   const int64_t E = m.embed_dim, H = m.num_heads, hd = m.head_dim, L = q.size(0), N = q.size(1);
   Tensor Wq, Wk, Wv;
@@ -499,37 +499,37 @@ std::pair<Tensor, Tensor> reference_mha(const nn::MultiheadAttention& m, Tensor 
 TEST(MultiheadAttention, ParametersAndInit) {
   manual_seed(30);
   nn::MultiheadAttention m(16, 4);
-  EXPECT_EQ(m.named_parameters().keys(),
+  EXPECT_EQ(m->named_parameters().keys(),
             (std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"}));
-  EXPECT_EQ(m.state_dict().keys(), m.named_parameters().keys());
-  EXPECT_EQ(m.in_proj_weight.sizes(), IntArrayRef({48, 16}));
-  EXPECT_EQ(m.in_proj_bias.sizes(), IntArrayRef({48}));
-  EXPECT_EQ(m.head_dim, 4);
+  EXPECT_EQ(m->state_dict().keys(), m->named_parameters().keys());
+  EXPECT_EQ(m->in_proj_weight.sizes(), IntArrayRef({48, 16}));
+  EXPECT_EQ(m->in_proj_bias.sizes(), IntArrayRef({48}));
+  EXPECT_EQ(m->head_dim, 4);
   // xavier_uniform_ on (3E, E): U(+-sqrt(6 / (E + 3E)))
   const double bound = std::sqrt(6.0 / 64.0);
-  EXPECT_LE(m.in_proj_weight.abs().max().item<double>(), bound);
-  EXPECT_GT(m.in_proj_weight.abs().max().item<double>(), 0.95 * bound);
-  EXPECT_EQ(m.in_proj_bias.abs().sum().item<double>(), 0.0);
-  EXPECT_EQ(m.out_proj->bias.abs().sum().item<double>(), 0.0);
-  EXPECT_LE(m.out_proj->weight.abs().max().item<double>(), 1.0 / std::sqrt(16.0));  // Linear's init
+  EXPECT_LE(m->in_proj_weight.abs().max().item<double>(), bound);
+  EXPECT_GT(m->in_proj_weight.abs().max().item<double>(), 0.95 * bound);
+  EXPECT_EQ(m->in_proj_bias.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(m->out_proj->bias.abs().sum().item<double>(), 0.0);
+  EXPECT_LE(m->out_proj->weight.abs().max().item<double>(), 1.0 / std::sqrt(16.0));  // Linear's init
 
   nn::MultiheadAttention kv(nn::MultiheadAttentionOptions(8, 2).kdim(5).vdim(3).add_bias_kv(true).bias(false));
-  EXPECT_EQ(kv.named_parameters().keys(), (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
+  EXPECT_EQ(kv->named_parameters().keys(), (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
                                                                     "bias_k", "bias_v", "out_proj.weight"}));
-  EXPECT_EQ(kv.k_proj_weight.sizes(), IntArrayRef({8, 5}));
-  EXPECT_EQ(kv.v_proj_weight.sizes(), IntArrayRef({8, 3}));
-  EXPECT_EQ(kv.bias_k.sizes(), IntArrayRef({1, 1, 8}));
-  EXPECT_GT(kv.bias_k.abs().sum().item<double>(), 0.0);
-  EXPECT_FALSE(kv.in_proj_weight.defined());
-  EXPECT_FALSE(kv.out_proj->bias.defined());
+  EXPECT_EQ(kv->k_proj_weight.sizes(), IntArrayRef({8, 5}));
+  EXPECT_EQ(kv->v_proj_weight.sizes(), IntArrayRef({8, 3}));
+  EXPECT_EQ(kv->bias_k.sizes(), IntArrayRef({1, 1, 8}));
+  EXPECT_GT(kv->bias_k.abs().sum().item<double>(), 0.0);
+  EXPECT_FALSE(kv->in_proj_weight.defined());
+  EXPECT_FALSE(kv->out_proj->bias.defined());
   const std::string printed = nn::to_string(m);
   EXPECT_NE(printed.find("embed_dim=16, num_heads=4"), std::string::npos) << printed;
   EXPECT_NE(printed.find("(out_proj): Linear(in_features=16, out_features=16, bias=true)"), std::string::npos) << printed;
   // a state dict carries over
   nn::MultiheadAttention m2(16, 4);
-  m2.load_state_dict(m.state_dict());
-  EXPECT_TRUE(m2.in_proj_weight.equal(m.in_proj_weight));
-  EXPECT_TRUE(m2.out_proj->weight.equal(m.out_proj->weight));
+  m2->load_state_dict(m->state_dict());
+  EXPECT_TRUE(m2->in_proj_weight.equal(m->in_proj_weight));
+  EXPECT_TRUE(m2->out_proj->weight.equal(m->out_proj->weight));
 }
 
 TEST(MultiheadAttention, MatchesMatmulReference) {
@@ -538,29 +538,29 @@ TEST(MultiheadAttention, MatchesMatmulReference) {
   nn::MultiheadAttention m(E, H);
   {
     NoGradGuard ng;
-    m.in_proj_bias.normal_();
-    m.out_proj->bias.normal_();
+    m->in_proj_bias.normal_();
+    m->out_proj->bias.normal_();
   }
   Tensor q = randn({L, N, E}), k = randn({S, N, E}), v = randn({S, N, E});
   auto [out, w] = m(q, k, v);
-  auto [ro, rw] = reference_mha(m, q, k, v);
+  auto [ro, rw] = reference_mha(*m, q, k, v);
   EXPECT_EQ(out.sizes(), IntArrayRef({L, N, E}));
   EXPECT_EQ(w.sizes(), IntArrayRef({N, L, S}));
   EXPECT_TRUE(close(out, ro, 1e-5, 1e-5));
   EXPECT_TRUE(close(w, rw.mean(1), 1e-5, 1e-6));
   // per-head weights; no weights
-  auto [out2, w2] = m(q, k, v, {}, true, {}, /*average_attn_weights=*/false);
+  auto [out2, w2] = m->forward(q, k, v, {}, true, {}, /*average_attn_weights=*/false);
   EXPECT_EQ(w2.sizes(), IntArrayRef({N, H, L, S}));
   EXPECT_TRUE(close(w2, rw, 1e-5, 1e-6));
-  auto [out3, w3] = m(q, k, v, {}, /*need_weights=*/false);
+  auto [out3, w3] = m->forward(q, k, v, {}, /*need_weights=*/false);
   EXPECT_FALSE(w3.defined());
   EXPECT_TRUE(close(out3, ro, 1e-5, 1e-5));
   // self-attention (one packed projection) and the single-input forward
   auto [so, sw] = m(q, q, q);
-  EXPECT_TRUE(close(so, reference_mha(m, q, q, q).first, 1e-5, 1e-5));
-  EXPECT_TRUE(close(m.forward(q), so, 1e-6, 1e-6));
+  EXPECT_TRUE(close(so, reference_mha(*m, q, q, q).first, 1e-5, 1e-5));
+  EXPECT_TRUE(close(m->forward(q), so, 1e-6, 1e-6));
   // key and value the same tensor
-  EXPECT_TRUE(close(std::get<0>(m(q, k, k)), reference_mha(m, q, k, k).first, 1e-5, 1e-5));
+  EXPECT_TRUE(close(std::get<0>(m(q, k, k)), reference_mha(*m, q, k, k).first, 1e-5, 1e-5));
 }
 
 TEST(MultiheadAttention, Masks) {
@@ -582,7 +582,7 @@ TEST(MultiheadAttention, Masks) {
                      C{"both", kpm, am_float}, C{"both bool", kpm, am_bool}}) {
     SCOPED_TRACE(c.what);
     auto [out, w] = m(q, k, v, c.kpm, true, c.am, false);
-    auto [ro, rw] = reference_mha(m, q, k, v, c.kpm, c.am);
+    auto [ro, rw] = reference_mha(*m, q, k, v, c.kpm, c.am);
     EXPECT_TRUE(close(out, ro, 1e-5, 1e-5));
     EXPECT_TRUE(close(w, rw, 1e-5, 1e-6));
   }
@@ -591,10 +591,10 @@ TEST(MultiheadAttention, Masks) {
   EXPECT_EQ(where(kpm.unsqueeze(1).expand({N, L, S}), w, Scalar(0.0)).abs().sum().item<double>(), 0.0);
   // is_causal without a mask builds the causal mask; with one, the mask is used
   Tensor causal = ones({L, S}, kBool).triu(1);  // true = not allowed
-  auto [co, cw] = m(q, k, v, {}, true, {}, true, /*is_causal=*/true);
-  EXPECT_TRUE(close(co, reference_mha(m, q, k, v, {}, causal).first, 1e-5, 1e-5));
-  auto [ho, hw] = m(q, k, v, {}, true, am_float, true, /*is_causal=*/true);
-  EXPECT_TRUE(close(ho, reference_mha(m, q, k, v, {}, am_float).first, 1e-5, 1e-5));
+  auto [co, cw] = m->forward(q, k, v, {}, true, {}, true, /*is_causal=*/true);
+  EXPECT_TRUE(close(co, reference_mha(*m, q, k, v, {}, causal).first, 1e-5, 1e-5));
+  auto [ho, hw] = m->forward(q, k, v, {}, true, am_float, true, /*is_causal=*/true);
+  EXPECT_TRUE(close(ho, reference_mha(*m, q, k, v, {}, am_float).first, 1e-5, 1e-5));
 }
 
 TEST(MultiheadAttention, LayoutsAndOptions) {
@@ -605,7 +605,7 @@ TEST(MultiheadAttention, LayoutsAndOptions) {
   Tensor q = randn({N, L, E}), k = randn({N, S, E}), v = randn({N, S, E});
   auto [out, w] = bf(q, k, v);
   EXPECT_EQ(out.sizes(), IntArrayRef({N, L, E}));
-  EXPECT_TRUE(close(out, reference_mha(bf, q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)).first.transpose(0, 1),
+  EXPECT_TRUE(close(out, reference_mha(*bf, q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)).first.transpose(0, 1),
                     1e-5, 1e-5));
   // unbatched input (L, E): output (L, E), weights (L, S)
   nn::MultiheadAttention m(E, 4);
@@ -613,7 +613,7 @@ TEST(MultiheadAttention, LayoutsAndOptions) {
   auto [uo, uw] = m(qu, ku, vu, arange(S).eq(2));
   EXPECT_EQ(uo.sizes(), IntArrayRef({L, E}));
   EXPECT_EQ(uw.sizes(), IntArrayRef({L, S}));
-  auto [ro, rw] = reference_mha(m, qu.unsqueeze(1), ku.unsqueeze(1), vu.unsqueeze(1), arange(S).eq(2).unsqueeze(0));
+  auto [ro, rw] = reference_mha(*m, qu.unsqueeze(1), ku.unsqueeze(1), vu.unsqueeze(1), arange(S).eq(2).unsqueeze(0));
   EXPECT_TRUE(close(uo, ro.squeeze(1), 1e-5, 1e-5));
   EXPECT_TRUE(close(uw, rw.mean(1).squeeze(0), 1e-5, 1e-6));
   // kdim / vdim, add_bias_kv and add_zero_attn, no bias
@@ -624,7 +624,7 @@ TEST(MultiheadAttention, LayoutsAndOptions) {
     Tensor kp = arange(S).eq(1).unsqueeze(0).expand({N, S});
     Tensor am = randn({L, S});
     auto [o, ww] = kv(qq, kk, vv, kp, true, am, false);
-    auto [ro2, rw2] = reference_mha(kv, qq, kk, vv, kp, am);
+    auto [ro2, rw2] = reference_mha(*kv, qq, kk, vv, kp, am);
     EXPECT_EQ(ww.size(-1), S + 1 + (zero_attn ? 1 : 0));
     EXPECT_TRUE(close(o, ro2, 1e-5, 1e-5));
     EXPECT_TRUE(close(ww, rw2, 1e-5, 1e-6));
@@ -638,12 +638,12 @@ TEST(MultiheadAttention, GradientsMatchTheReference) {
   Tensor q = randn({L, N, E}, kDouble).requires_grad_(), k = randn({S, N, E}, kDouble), v = randn({S, N, E}, kDouble);
   Tensor kpm = arange(S).eq(3).unsqueeze(0).expand({N, S});
   Tensor g = randn({L, N, E}, kDouble), gw = randn({N, L, S + 1}, kDouble);
-  TensorList params = m.parameters();
+  TensorList params = m->parameters();
   TensorList ins = params;
   ins.push_back(q);
   auto [o, w] = m(q, k, v, kpm);
   TensorList g1 = autograd::grad({(o * g).sum() + (w * gw).sum()}, ins);
-  auto [ro, rw] = reference_mha(m, q, k, v, kpm);
+  auto [ro, rw] = reference_mha(*m, q, k, v, kpm);
   TensorList g2 = autograd::grad({(ro * g).sum() + (rw.mean(1) * gw).sum()}, ins);
   for (size_t i = 0; i < ins.size(); ++i) EXPECT_TRUE(close(g1[i], g2[i], 1e-9, 1e-11)) << "input " << i;
   // gradcheck of the module as a function of its input
@@ -655,12 +655,12 @@ TEST(MultiheadAttention, DropoutOnlyInTraining) {
   manual_seed(35);
   nn::MultiheadAttention m(nn::MultiheadAttentionOptions(8, 2).dropout(0.5));
   Tensor x = randn({20, 2, 8});
-  auto [o1, w1] = m(x, x, x, {}, true, {}, false);
+  auto [o1, w1] = m->forward(x, x, x, {}, true, {}, false);
   EXPECT_GT(w1.eq(0).to(kDouble).mean().item<double>(), 0.3);  // dropped probabilities are returned as zeros
-  m.eval();
-  auto [o2, w2] = m(x, x, x, {}, true, {}, false);
+  m->eval();
+  auto [o2, w2] = m->forward(x, x, x, {}, true, {}, false);
   EXPECT_EQ(w2.eq(0).sum().item<int64_t>(), 0);
-  auto [ro, rw] = reference_mha(m, x, x, x);
+  auto [ro, rw] = reference_mha(*m, x, x, x);
   EXPECT_TRUE(close(o2, ro, 1e-5, 1e-5));
 }
 
@@ -675,7 +675,7 @@ TEST(MultiheadAttention, Errors) {
   expect_error([&] { m(q, randn({4, 3, 8}), randn({4, 3, 8})); }, {op, "batch size"});
   expect_error([&] { m(q, k, randn({5, 2, 8})); }, {op, "same length"});
   expect_error([&] { m(q, k, k, ones({2, 5}, kBool)); }, {op, "key_padding_mask of shape [2, 5]"});
-  expect_error([&] { m(q, k, k, {}, true, ones({3, 5}, kBool)); }, {op, "attn_mask of shape [3, 5]"});
-  expect_error([&] { m(q, k, k, {}, true, ones({3, 4}, kInt64)); }, {op, "only bool and floating"});
+  expect_error([&] { m->forward(q, k, k, {}, true, ones({3, 5}, kBool)); }, {op, "attn_mask of shape [3, 5]"});
+  expect_error([&] { m->forward(q, k, k, {}, true, ones({3, 4}, kInt64)); }, {op, "only bool and floating"});
   expect_error([&] { m(q, k, k, ones({4}, kBool)); }, {op, "key_padding_mask must be 2-D"});
 }

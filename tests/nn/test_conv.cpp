@@ -751,31 +751,31 @@ TEST(ConvErrors, NameTheOpAndTheProblem) {
 TEST(ConvModules, Conv2dParametersInitAndForward) {
   manual_seed(18);
   nn::Conv2d conv(nn::Conv2dOptions(16, 32, 3).padding(1));
-  EXPECT_EQ(conv.weight.sizes(), IntArrayRef({32, 16, 3, 3}));
-  EXPECT_EQ(conv.bias.sizes(), IntArrayRef({32}));
-  EXPECT_EQ(conv.named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(conv->weight.sizes(), IntArrayRef({32, 16, 3, 3}));
+  EXPECT_EQ(conv->bias.sizes(), IntArrayRef({32}));
+  EXPECT_EQ(conv->named_parameters().keys(), (std::vector<std::string>{"weight", "bias"}));
   // kaiming_uniform_(a = sqrt(5)) and the bias: U(+-1/sqrt(fan_in)), fan_in = 16 * 9
   const double bound = 1.0 / std::sqrt(144.0);
-  EXPECT_LE(conv.weight.abs().max().item<double>(), bound);
-  EXPECT_GT(conv.weight.abs().max().item<double>(), 0.98 * bound);
-  EXPECT_NEAR(conv.weight.std().item<double>(), bound / std::sqrt(3.0), 0.03 * bound);
-  EXPECT_LE(conv.bias.abs().max().item<double>(), bound);
-  EXPECT_GT(conv.bias.abs().max().item<double>(), 0.5 * bound);
+  EXPECT_LE(conv->weight.abs().max().item<double>(), bound);
+  EXPECT_GT(conv->weight.abs().max().item<double>(), 0.98 * bound);
+  EXPECT_NEAR(conv->weight.std().item<double>(), bound / std::sqrt(3.0), 0.03 * bound);
+  EXPECT_LE(conv->bias.abs().max().item<double>(), bound);
+  EXPECT_GT(conv->bias.abs().max().item<double>(), 0.5 * bound);
   const Tensor x = randn({2, 16, 8, 8});
   const Tensor y = conv(x);
   EXPECT_EQ(y.sizes(), IntArrayRef({2, 32, 8, 8}));
-  EXPECT_TRUE(close(y, F::conv2d(x, conv.weight, conv.bias, 1, 1), 0, 0));
+  EXPECT_TRUE(close(y, F::conv2d(x, conv->weight, conv->bias, 1, 1), 0, 0));
   y.sum().backward();
-  EXPECT_TRUE(conv.weight.grad().defined());
-  EXPECT_TRUE(conv.bias.grad().defined());
+  EXPECT_TRUE(conv->weight.grad().defined());
+  EXPECT_TRUE(conv->bias.grad().defined());
 
   nn::Conv2d nob(nn::Conv2dOptions(1, 32, 3).padding(1).bias(false));
-  EXPECT_FALSE(nob.bias.defined());
-  EXPECT_EQ(nob.parameters().size(), 1u);
-  nn::Conv2d simple(3, 8, {3, 5});
-  EXPECT_EQ(simple.weight.sizes(), IntArrayRef({8, 3, 3, 5}));
+  EXPECT_FALSE(nob->bias.defined());
+  EXPECT_EQ(nob->parameters().size(), 1u);
+  nn::Conv2d simple(nn::Conv2dOptions(3, 8, {3, 5}));
+  EXPECT_EQ(simple->weight.sizes(), IntArrayRef({8, 3, 3, 5}));
   nn::Conv2d grouped(nn::Conv2dOptions(4, 8, 3).groups(2).dilation(2).padding("same").bias(false));
-  EXPECT_EQ(grouped.weight.sizes(), IntArrayRef({8, 2, 3, 3}));
+  EXPECT_EQ(grouped->weight.sizes(), IntArrayRef({8, 2, 3, 3}));
 }
 
 TEST(ConvModules, Printing) {
@@ -802,31 +802,31 @@ TEST(ConvModules, Printing) {
 TEST(ConvModules, Conv1dAndTransposed) {
   manual_seed(19);
   nn::Conv1d c1(nn::Conv1dOptions(4, 6, 3).stride(2).groups(2));
-  EXPECT_EQ(c1.weight.sizes(), IntArrayRef({6, 2, 3}));
+  EXPECT_EQ(c1->weight.sizes(), IntArrayRef({6, 2, 3}));
   const Tensor x = randn({2, 4, 11});
-  EXPECT_TRUE(close(c1(x), F::conv1d(x, c1.weight, c1.bias, 2, 0, 1, 2), 0, 0));
+  EXPECT_TRUE(close(c1(x), F::conv1d(x, c1->weight, c1->bias, 2, 0, 1, 2), 0, 0));
   const double bound1 = 1.0 / std::sqrt(6.0);
-  EXPECT_LE(c1.weight.abs().max().item<double>(), bound1);
+  EXPECT_LE(c1->weight.abs().max().item<double>(), bound1);
 
   nn::ConvTranspose2d ct(nn::ConvTranspose2dOptions(8, 4, 4).stride(2).padding(1));
-  EXPECT_EQ(ct.weight.sizes(), IntArrayRef({8, 4, 4, 4}));
-  EXPECT_EQ(ct.bias.sizes(), IntArrayRef({4}));
+  EXPECT_EQ(ct->weight.sizes(), IntArrayRef({8, 4, 4, 4}));
+  EXPECT_EQ(ct->bias.sizes(), IntArrayRef({4}));
   // PyTorch's fan_in of a transposed weight: weight.size(1) * kH * kW
   const double bound = 1.0 / std::sqrt(64.0);
-  EXPECT_LE(ct.weight.abs().max().item<double>(), bound);
-  EXPECT_GT(ct.weight.abs().max().item<double>(), 0.95 * bound);
-  EXPECT_LE(ct.bias.abs().max().item<double>(), bound);
+  EXPECT_LE(ct->weight.abs().max().item<double>(), bound);
+  EXPECT_GT(ct->weight.abs().max().item<double>(), 0.95 * bound);
+  EXPECT_LE(ct->bias.abs().max().item<double>(), bound);
   const Tensor z = randn({2, 8, 5, 5});
   const Tensor y = ct(z);
   EXPECT_EQ(y.sizes(), IntArrayRef({2, 4, 10, 10}));
-  EXPECT_TRUE(close(y, F::conv_transpose2d(z, ct.weight, ct.bias, 2, 1), 0, 0));
+  EXPECT_TRUE(close(y, F::conv_transpose2d(z, ct->weight, ct->bias, 2, 1), 0, 0));
 }
 
 TEST(ConvModules, DtypeAndConstructorErrors) {
   nn::Conv2d c(nn::Conv2dOptions(2, 4, 3), kDouble);
-  EXPECT_EQ(c.weight.dtype(), kDouble);
+  EXPECT_EQ(c->weight.dtype(), kDouble);
   EXPECT_EQ(c(randn({1, 2, 4, 4}, kDouble)).dtype(), kDouble);
-  c.to(kFloat);
+  c->to(kFloat);
   EXPECT_EQ(c(randn({1, 2, 4, 4})).dtype(), kFloat);
   expect_error([] { nn::Conv2d(nn::Conv2dOptions(3, 4, 3).groups(2)); }, {"Conv2d", "in_channels 3", "groups 2"});
   expect_error([] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).groups(4)); }, {"Conv2d", "out_channels 6"});
@@ -834,14 +834,14 @@ TEST(ConvModules, DtypeAndConstructorErrors) {
   expect_error([] { nn::Conv2d(nn::Conv2dOptions(4, 6, 3).padding("same").stride(2)); }, {"Conv2d", "strided"});
   expect_error([] { nn::Conv1d(nn::Conv1dOptions(4, 6, 3).padding("bogus")); }, {"Conv1d", "'bogus'"});
   expect_error([] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(0, 6, 3)); }, {"ConvTranspose2d", "positive"});
-  expect_error([] { nn::Conv2d(4, 6, 3).forward(randn({1, 3, 5, 5})); }, {"[conv2d]", "3 channels"});
+  expect_error([] { nn::Conv2d(4, 6, 3)->forward(randn({1, 3, 5, 5})); }, {"[conv2d]", "3 channels"});
 }
 
 TEST(ConvModules, SmallCnnTrains) {
   // conv -> relu -> conv -> mean: a few SGD steps lower the loss on a fixed batch
   manual_seed(20);
-  auto c1 = std::make_shared<nn::Conv2d>(nn::Conv2dOptions(1, 8, 3).padding(1));
-  auto c2 = std::make_shared<nn::Conv2d>(nn::Conv2dOptions(8, 4, 3).stride(2));
+  auto c1 = std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(1, 8, 3).padding(1));
+  auto c2 = std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(8, 4, 3).stride(2));
   const Tensor x = randn({8, 1, 12, 12}), target = randn({8, 4, 5, 5});
   auto loss_of = [&] { return F::mse_loss(c2->forward(F::relu(c1->forward(x))), target); };
   const double first = loss_of().item<double>();

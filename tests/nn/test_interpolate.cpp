@@ -424,10 +424,10 @@ TEST(Interpolate, ErrorsAsPyTorch) {
 TEST(Upsample, Module) {
   manual_seed(8);
   Tensor x = randn({1, 2, 3, 4});
-  auto up = std::make_shared<nn::Upsample>(nn::UpsampleOptions().scale_factor(std::vector<double>{2}));
+  auto up = std::make_shared<nn::UpsampleImpl>(nn::UpsampleOptions().scale_factor(std::vector<double>{2}));
   EXPECT_TRUE(up->forward(x).equal(F::interpolate(x, by_factor({2}, kNearest))));
   EXPECT_EQ(up->extra_repr(), "scale_factor=2.0, mode='nearest'");
-  auto bi = std::make_shared<nn::Upsample>(
+  auto bi = std::make_shared<nn::UpsampleImpl>(
       nn::UpsampleOptions().size(std::vector<int64_t>{5, 6}).mode(kBilinear).align_corners(true));
   EXPECT_TRUE(bi->forward(x).equal(F::interpolate(x, by_size({5, 6}, kBilinear).align_corners(true))));
   EXPECT_EQ(bi->extra_repr(), "size=(5, 6), mode='bilinear'");

@@ -416,8 +416,8 @@ TEST(Losses, Gradcheck) {
 TEST(Losses, ModuleTrainingStepReducesLoss) {
   // A tiny classifier: a few SGD steps on cross entropy lower the loss.
   manual_seed(8);
-  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(4, 16), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(16, 3)});
+  auto net = std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(4, 16), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(16, 3)});
   Tensor x = randn({32, 4});
   Tensor y = x.narrow(1, 0, 3).argmax(1);
   double first = 0, last = 0;

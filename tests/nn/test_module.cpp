@@ -14,23 +14,23 @@ namespace {
 // A user-defined module in the libtorch style.
 struct Net : nn::Module {
   Net() : nn::Module("Net") {
-    fc1 = register_module("fc1", std::make_shared<nn::Linear>(4, 3));
-    fc2 = register_module("fc2", std::make_shared<nn::Linear>(3, 2, /*bias=*/false));
+    fc1 = register_module("fc1", std::make_shared<nn::LinearImpl>(4, 3));
+    fc2 = register_module("fc2", std::make_shared<nn::LinearImpl>(3, 2, /*bias=*/false));
     scale = register_parameter("scale", ones({1}));
     steps = register_buffer("steps", zeros({}, kInt64));
   }
   Tensor forward(const Tensor& x) override { return fc2->forward(fc1->forward(x).relu()) * scale; }
-  std::shared_ptr<nn::Linear> fc1, fc2;
+  std::shared_ptr<nn::LinearImpl> fc1, fc2;
   Tensor scale, steps;
 };
 
 // Layers kept in a plain std::vector are not registered.
 struct Unregistered : nn::Module {
-  Unregistered() : nn::Module("Unregistered") { layers.push_back(std::make_shared<nn::Linear>(2, 2)); }
-  std::vector<std::shared_ptr<nn::Linear>> layers;
+  Unregistered() : nn::Module("Unregistered") { layers.push_back(std::make_shared<nn::LinearImpl>(2, 2)); }
+  std::vector<std::shared_ptr<nn::LinearImpl>> layers;
 };
 
-std::vector<std::string> keys_of(const nn::OrderedDict<Tensor>& d) { return d.keys(); }
+std::vector<std::string> keys_of(const OrderedDict<std::string, Tensor>& d) { return d.keys(); }
 
 }  // namespace
 
@@ -67,7 +67,7 @@ TEST(Module, RegistrationErrors) {
   expect_error([&] { m.register_parameter("a.b", zeros({2})); }, {"register_parameter", "'.'"});
   expect_error([&] { m.register_parameter("", zeros({2})); }, {"register_parameter", "empty"});
   expect_error([&] { m.register_parameter("i", zeros({2}, kInt64)); }, {"register_parameter", "floating"});
-  expect_error([&] { m.register_module("c", std::shared_ptr<nn::Linear>()); }, {"register_module", "null"});
+  expect_error([&] { m.register_module("c", std::shared_ptr<nn::LinearImpl>()); }, {"register_module", "null"});
   // A parameter registered from a non-leaf becomes a leaf.
   Tensor base = ones({2}).requires_grad_();
   Tensor p = m.register_parameter("p", base * 2);
@@ -82,51 +82,51 @@ TEST(Module, PlainVectorIsNotRegistered) {
   EXPECT_TRUE(u.parameters().empty());
   EXPECT_TRUE(u.state_dict().empty());
   // A ModuleList registers them.
-  nn::ModuleList list{std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::ReLU>()};
-  EXPECT_EQ(keys_of(list.named_parameters()), (std::vector<std::string>{"0.weight", "0.bias"}));
-  EXPECT_EQ(list.size(), 2u);
+  nn::ModuleList list{std::make_shared<nn::LinearImpl>(2, 2), std::make_shared<nn::ReLUImpl>()};
+  EXPECT_EQ(keys_of(list->named_parameters()), (std::vector<std::string>{"0.weight", "0.bias"}));
+  EXPECT_EQ(list->size(), 2u);
   EXPECT_EQ(list[1]->name(), "ReLU");
   expect_error([&] { (void)list[5]; }, {"ModuleList", "5"});
 }
 
 TEST(Module, SharedParametersCountOnce) {
-  auto fc = std::make_shared<nn::Linear>(3, 3);
+  auto fc = std::make_shared<nn::LinearImpl>(3, 3);
   nn::Sequential seq;
-  seq.push_back(fc);
-  seq.push_back(fc);  // the same layer twice (weight tying)
-  EXPECT_EQ(seq.parameters().size(), 2u);
-  EXPECT_EQ(seq.modules().size(), 2u);  // itself and fc once
-  EXPECT_EQ(seq.state_dict().size(), 4u);  // both names are saved
+  seq->push_back(fc);
+  seq->push_back(fc);  // the same layer twice (weight tying)
+  EXPECT_EQ(seq->parameters().size(), 2u);
+  EXPECT_EQ(seq->modules().size(), 2u);  // itself and fc once
+  EXPECT_EQ(seq->state_dict().size(), 4u);  // both names are saved
 }
 
 TEST(Module, SequentialForward) {
   manual_seed(0);
-  auto seq = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(4, 8), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(8, 2)});
+  auto seq = std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(4, 8), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(8, 2)});
   EXPECT_EQ(keys_of(seq->named_parameters()),
             (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
   Tensor x = randn({3, 4});
-  auto l0 = std::static_pointer_cast<nn::Linear>((*seq)[0]);
-  auto l2 = std::static_pointer_cast<nn::Linear>((*seq)[2]);
+  auto l0 = std::static_pointer_cast<nn::LinearImpl>((*seq)[0]);
+  auto l2 = std::static_pointer_cast<nn::LinearImpl>((*seq)[2]);
   Tensor want = (x.matmul(l0->weight.t()) + l0->bias).relu().matmul(l2->weight.t()) + l2->bias;
   EXPECT_TRUE(brisk::testing::close((*seq)(x), want));
   // a module without forward(Tensor) in a Sequential fails by name
-  nn::Sequential bad{std::make_shared<nn::ModuleList>()};
-  expect_error([&] { bad.forward(x); }, {"forward", "ModuleList"});
+  nn::Sequential bad{std::make_shared<nn::ModuleListImpl>()};
+  expect_error([&] { bad->forward(x); }, {"forward", "ModuleList"});
   // named entries
   nn::Sequential named;
-  named.push_back("enc", std::make_shared<nn::Linear>(2, 2));
-  EXPECT_EQ(keys_of(named.named_parameters()), (std::vector<std::string>{"enc.weight", "enc.bias"}));
+  named->push_back("enc", std::make_shared<nn::LinearImpl>(2, 2));
+  EXPECT_EQ(keys_of(named->named_parameters()), (std::vector<std::string>{"enc.weight", "enc.bias"}));
 }
 
 TEST(Module, ModuleDict) {
-  nn::ModuleDict d{{"a", std::make_shared<nn::Linear>(2, 3)}, {"b", std::make_shared<nn::Tanh>()}};
-  EXPECT_TRUE(d.contains("a"));
-  EXPECT_FALSE(d.contains("c"));
-  EXPECT_EQ(d.size(), 2u);
+  nn::ModuleDict d(std::vector<std::pair<std::string, nn::ModulePtr>>{{"a", std::make_shared<nn::LinearImpl>(2, 3)}, {"b", std::make_shared<nn::TanhImpl>()}});
+  EXPECT_TRUE(d->contains("a"));
+  EXPECT_FALSE(d->contains("c"));
+  EXPECT_EQ(d->size(), 2u);
   EXPECT_EQ(d["b"]->name(), "Tanh");
   expect_error([&] { (void)d["zz"]; }, {"ModuleDict", "'zz'"});
-  EXPECT_EQ(keys_of(d.named_parameters()), (std::vector<std::string>{"a.weight", "a.bias"}));
+  EXPECT_EQ(keys_of(d->named_parameters()), (std::vector<std::string>{"a.weight", "a.bias"}));
 }
 
 TEST(Module, StateDictRoundTrip) {
@@ -190,8 +190,8 @@ TEST(Module, StrictLoadErrors) {
 }
 
 TEST(Module, TrainEval) {
-  auto net = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Dropout>(0.5)});
+  auto net = std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(2, 2), std::make_shared<nn::DropoutImpl>(0.5)});
   EXPECT_TRUE(net->is_training());
   net->eval();
   for (auto& m : net->modules()) EXPECT_FALSE(m->is_training()) << m->name();
@@ -255,7 +255,7 @@ TEST(Module, Apply) {
   std::vector<std::string> order;
   net->apply([&](nn::Module& m) {
     order.push_back(m.name());
-    if (auto* lin = dynamic_cast<nn::Linear*>(&m)) nn::init::zeros_(lin->weight);
+    if (auto* lin = dynamic_cast<nn::LinearImpl*>(&m)) nn::init::zeros_(lin->weight);
   });
   EXPECT_EQ(order, (std::vector<std::string>{"Linear", "Linear", "Net"}));
   EXPECT_TRUE(net->fc1->weight.equal(zeros({3, 4})));
@@ -263,9 +263,9 @@ TEST(Module, Apply) {
 }
 
 TEST(Module, Printing) {
-  auto seq = std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(784, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25),
-      std::make_shared<nn::Linear>(128, 10, false)});
+  auto seq = std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(784, 128), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::DropoutImpl>(0.25),
+      std::make_shared<nn::LinearImpl>(128, 10, false)});
   const std::string want =
       "Sequential(  # 101760 parameters\n"
       "  (0): Linear(in_features=784, out_features=128, bias=true)  # 100480 parameters\n"
@@ -281,17 +281,36 @@ TEST(Module, Printing) {
             "  (fc1): Linear(in_features=4, out_features=3, bias=true)  # 15 parameters\n"
             "  (fc2): Linear(in_features=3, out_features=2, bias=false)  # 6 parameters\n"
             ")");
-  EXPECT_EQ(nn::to_string(nn::LayerNorm({8})), "LayerNorm((8,), eps=1e-05, elementwise_affine=true)  # 16 parameters");
+  EXPECT_EQ(nn::to_string(nn::LayerNorm(std::vector<int64_t>{8})), "LayerNorm((8,), eps=1e-05, elementwise_affine=true)  # 16 parameters");
   EXPECT_EQ(nn::to_string(nn::Embedding(10, 3, 0)), "Embedding(10, 3, padding_idx=0)  # 30 parameters");
 }
 
 TEST(Module, OrderedDict) {
-  nn::OrderedDict<int> d;
+  OrderedDict<std::string, int> d;
   d.insert("b", 1);
   d.insert("a", 2);
-  d.insert("b", 3);  // replaces, keeps its place
+  expect_error([&] { d.insert("b", 3); }, {"OrderedDict", "'b' already defined"});  // as libtorch's
+  d.insert_or_assign("b", 3);  // replaces, keeps its place
   EXPECT_EQ(d.keys(), (std::vector<std::string>{"b", "a"}));
   EXPECT_EQ(d["b"], 3);
   EXPECT_EQ(d.find("z"), nullptr);
   expect_error([&] { (void)d.at("z"); }, {"'z'"});
+  // libtorch's item accessors, positional access, structured bindings
+  EXPECT_EQ(d[0].key(), "b");
+  EXPECT_EQ(d[1].value(), 2);
+  EXPECT_EQ(d.front().value(), 3);
+  EXPECT_EQ(d.back().key(), "a");
+  expect_error([&] { (void)d[size_t(2)]; }, {"OrderedDict", "index 2 is out of range"});
+  int sum = 0;
+  for (const auto& [k, v] : d) sum += v + static_cast<int>(k.size());
+  EXPECT_EQ(sum, 7);
+  for (auto& item : d) item.value() *= 10;
+  EXPECT_EQ(d["a"], 20);
+  EXPECT_EQ(d.pop("b"), 30);
+  EXPECT_EQ(d.keys(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(d["a"], 20);  // positions renumbered
+  OrderedDict<std::string, int> other{{"c", 1}, {"a", 5}};
+  d.update(other);
+  EXPECT_EQ(d.keys(), (std::vector<std::string>{"a", "c"}));
+  EXPECT_EQ(d["a"], 5);
 }

@@ -334,11 +334,11 @@ TEST(BatchNorm, GradientDoesNotDependOnSizeOneStrides) {
 TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
   manual_seed(6);
   nn::BatchNorm2d bn(4);
-  EXPECT_EQ(bn.state_dict().keys(),
+  EXPECT_EQ(bn->state_dict().keys(),
             (std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"}));
-  EXPECT_EQ(bn.num_batches_tracked.dtype(), kInt64);
-  EXPECT_EQ(bn.num_batches_tracked.dim(), 0);
-  EXPECT_EQ(bn.parameters().size(), 2u);
+  EXPECT_EQ(bn->num_batches_tracked.dtype(), kInt64);
+  EXPECT_EQ(bn->num_batches_tracked.dim(), 0);
+  EXPECT_EQ(bn->parameters().size(), 2u);
   EXPECT_EQ(nn::to_string(bn), "BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)  # 8 parameters");
 
   // cumulative moving average: after k steps the running mean is the mean of the k batch means
@@ -346,66 +346,66 @@ TEST(BatchNormModule, StateDictTrainEvalAndMomentumNone) {
   std::vector<double> sum_means(4, 0.0);
   for (int step = 1; step <= 3; ++step) {
     const Tensor x = randn({3, 4, 2, 2}) + step;
-    cma.forward(x);
+    cma->forward(x);
     const Stats s = channel_stats(x);
     for (int c = 0; c < 4; ++c) sum_means[c] += s.mean[c];
-    EXPECT_EQ(cma.num_batches_tracked.item<int64_t>(), step);
+    EXPECT_EQ(cma->num_batches_tracked.item<int64_t>(), step);
   }
   for (double& m : sum_means) m /= 3;
-  EXPECT_TRUE(near(cma.running_mean, sum_means, 1e-5));
+  EXPECT_TRUE(near(cma->running_mean, sum_means, 1e-5));
   EXPECT_EQ(nn::to_string(cma), "BatchNorm2d(4, eps=1e-05, momentum=None, affine=true, track_running_stats=true)  # 8 parameters");
 
   // train uses batch statistics, eval the running ones (and counts nothing)
   const Tensor x = randn({3, 4, 2, 2}) * 2 + 1;
-  bn.train();
-  const Tensor yt = bn.forward(x);
+  bn->train();
+  const Tensor yt = bn->forward(x);
   const Stats s = channel_stats(x);
   EXPECT_TRUE(near(yt, ref_normalize(x, s.mean, s.var, std::vector<double>(4, 1), std::vector<double>(4, 0), 1e-5), 1e-5));
-  bn.eval();
-  const Tensor ye = bn.forward(x);
-  EXPECT_TRUE(near(ye, ref_normalize(x, values(bn.running_mean), values(bn.running_var), std::vector<double>(4, 1),
+  bn->eval();
+  const Tensor ye = bn->forward(x);
+  EXPECT_TRUE(near(ye, ref_normalize(x, values(bn->running_mean), values(bn->running_var), std::vector<double>(4, 1),
                                      std::vector<double>(4, 0), 1e-5),
                    1e-5));
-  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 1);
   EXPECT_FALSE(ye.equal(yt));
 }
 
 TEST(BatchNormModule, NoRunningStatsUsesBatchStatisticsInEval) {
   manual_seed(7);
   nn::BatchNorm1d bn(nn::BatchNormOptions(3).track_running_stats(false).affine(false));
-  EXPECT_TRUE(bn.state_dict().empty());
-  EXPECT_FALSE(bn.running_mean.defined());
-  bn.eval();
+  EXPECT_TRUE(bn->state_dict().empty());
+  EXPECT_FALSE(bn->running_mean.defined());
+  bn->eval();
   const Tensor x = randn({6, 3});
   const Stats s = channel_stats(x);
-  EXPECT_TRUE(near(bn.forward(x), ref_normalize(x, s.mean, s.var, {1, 1, 1}, {0, 0, 0}, 1e-5), 1e-5));
+  EXPECT_TRUE(near(bn->forward(x), ref_normalize(x, s.mean, s.var, {1, 1, 1}, {0, 0, 0}, 1e-5), 1e-5));
   EXPECT_EQ(nn::to_string(bn), "BatchNorm1d(3, eps=1e-05, momentum=0.1, affine=false, track_running_stats=false)");
 }
 
 TEST(BatchNormModule, Inputs1d2d3dAndGradients) {
   manual_seed(8);
   nn::BatchNorm1d b1(5);
-  EXPECT_EQ(b1.forward(randn({4, 5})).sizes(), IntArrayRef({4, 5}));
-  EXPECT_EQ(b1.forward(randn({4, 5, 7})).sizes(), IntArrayRef({4, 5, 7}));
+  EXPECT_EQ(b1->forward(randn({4, 5})).sizes(), IntArrayRef({4, 5}));
+  EXPECT_EQ(b1->forward(randn({4, 5, 7})).sizes(), IntArrayRef({4, 5, 7}));
   nn::BatchNorm3d b3(2);
-  EXPECT_EQ(b3.forward(randn({2, 2, 3, 3, 3})).sizes(), IntArrayRef({2, 2, 3, 3, 3}));
+  EXPECT_EQ(b3->forward(randn({2, 2, 3, 3, 3})).sizes(), IntArrayRef({2, 2, 3, 3, 3}));
   nn::BatchNorm2d b2(nn::BatchNormOptions(3).eps(1e-3).momentum(0.5));
   const Tensor x = randn({4, 3, 5, 5}).contiguous(kChannelsLast);
-  const Tensor y = b2.forward(x);
+  const Tensor y = b2->forward(x);
   EXPECT_TRUE(is_cl(y));
   (y * randn({4, 3, 5, 5})).sum().backward();
-  EXPECT_TRUE(b2.weight.grad().defined() && b2.bias.grad().defined());
+  EXPECT_TRUE(b2->weight.grad().defined() && b2->bias.grad().defined());
   // to(kDouble) converts parameters and running stats, not the batch count
-  b2.to(kDouble);
-  EXPECT_EQ(b2.running_mean.dtype(), kDouble);
-  EXPECT_EQ(b2.num_batches_tracked.dtype(), kInt64);
-  EXPECT_EQ(b2.forward(randn({2, 3, 4, 4}, kDouble)).dtype(), kDouble);
+  b2->to(kDouble);
+  EXPECT_EQ(b2->running_mean.dtype(), kDouble);
+  EXPECT_EQ(b2->num_batches_tracked.dtype(), kInt64);
+  EXPECT_EQ(b2->forward(randn({2, 3, 4, 4}, kDouble)).dtype(), kDouble);
   // load_state_dict round trip
   nn::BatchNorm2d other(3);
-  other.to(kDouble);
-  other.load_state_dict(b2.state_dict());
-  EXPECT_TRUE(other.running_var.equal(b2.running_var));
-  EXPECT_EQ(other.num_batches_tracked.item<int64_t>(), 2);
+  other->to(kDouble);
+  other->load_state_dict(b2->state_dict());
+  EXPECT_TRUE(other->running_var.equal(b2->running_var));
+  EXPECT_EQ(other->num_batches_tracked.item<int64_t>(), 2);
 }
 
 // ---- group_norm -------------------------------------------------------------------------------------
@@ -445,13 +445,13 @@ TEST(GroupNorm, GradcheckAndModule) {
   }
   nn::GroupNorm gn(2, 6);
   EXPECT_EQ(nn::to_string(gn), "GroupNorm(2, 6, eps=1e-05, affine=true)  # 12 parameters");
-  EXPECT_EQ(gn.state_dict().keys(), (std::vector<std::string>{"weight", "bias"}));
+  EXPECT_EQ(gn->state_dict().keys(), (std::vector<std::string>{"weight", "bias"}));
   const Tensor x = randn({3, 6, 4, 4});
-  const Tensor y = gn.forward(x);
+  const Tensor y = gn->forward(x);
   EXPECT_EQ(y.grad_fn()->name(), "NativeGroupNormBackward0");
   EXPECT_TRUE(near(y, ref_group_norm(x, 2, std::vector<double>(6, 1), std::vector<double>(6, 0), 1e-5), 1e-5));
   y.sum().backward();
-  EXPECT_TRUE(gn.weight.grad().defined());
+  EXPECT_TRUE(gn->weight.grad().defined());
 }
 
 // Regression (difffuzz nn:F.group_norm:missing-error): PyTorch's F.group_norm
@@ -595,9 +595,9 @@ TEST(NormErrors, NameTheOpAndTheProblem) {
   expect_error([&] { F::batch_norm(randn({3}), {}, {}, {}, {}, true); }, {"[batch_norm]", "(N, C, *)"});
   expect_error([&] { F::batch_norm(ones({4, 3}, kInt64), {}, {}, {}, {}, true); }, {"[batch_norm]", "floating point"});
   nn::BatchNorm2d bn(3);
-  expect_error([&] { bn.forward(randn({4, 3, 5})); }, {"[BatchNorm2d]", "expected 4D"});
-  expect_error([&] { bn.forward(randn({4, 5, 2, 2})); }, {"[BatchNorm2d]", "3 channels"});
+  expect_error([&] { bn->forward(randn({4, 3, 5})); }, {"[BatchNorm2d]", "expected 4D"});
+  expect_error([&] { bn->forward(randn({4, 5, 2, 2})); }, {"[BatchNorm2d]", "3 channels"});
   nn::BatchNorm1d b1(3);
-  expect_error([&] { b1.forward(randn({4, 3, 2, 2})); }, {"[BatchNorm1d]", "expected 2D"});
+  expect_error([&] { b1->forward(randn({4, 3, 2, 2})); }, {"[BatchNorm1d]", "expected 2D"});
   expect_error([&] { nn::BatchNorm2d(0); }, {"[BatchNorm2d]", "num_features must be positive"});
 }

@@ -518,7 +518,7 @@ TEST(Pool1d, MaxAndAvgAgainstNaiveLoop) {
 TEST(PoolModules, ForwardAndPrinting) {
   manual_seed(12);
   const Tensor x = randn({2, 3, 8, 8});
-  auto mp = std::make_shared<nn::MaxPool2d>(2);
+  auto mp = std::make_shared<nn::MaxPool2dImpl>(2);
   EXPECT_TRUE(mp->forward(x).equal(F::max_pool2d(x, 2)));
   EXPECT_TRUE(std::get<1>(mp->forward_with_indices(x)).equal(std::get<1>(F::max_pool2d_with_indices(x, 2))));
   EXPECT_EQ(nn::to_string(*mp), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=false)");
@@ -531,7 +531,7 @@ TEST(PoolModules, ForwardAndPrinting) {
   EXPECT_TRUE(ap(x).equal(F::avg_pool2d(x, 3, 2, 1, false, false)));
   nn::AdaptiveAvgPool2d gap(1);
   EXPECT_EQ(nn::to_string(gap), "AdaptiveAvgPool2d(output_size=1)");
-  EXPECT_EQ(nn::to_string(nn::AdaptiveAvgPool2d({5, 7})), "AdaptiveAvgPool2d(output_size=(5, 7))");
+  EXPECT_EQ(nn::to_string(nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions({5, 7}))), "AdaptiveAvgPool2d(output_size=(5, 7))");
   EXPECT_EQ(gap(x).sizes(), IntArrayRef({2, 3, 1, 1}));
   nn::MaxPool1d m1(3);
   EXPECT_EQ(nn::to_string(m1), "MaxPool1d(kernel_size=3, stride=3, padding=0, dilation=1, ceil_mode=false)");
@@ -539,9 +539,9 @@ TEST(PoolModules, ForwardAndPrinting) {
   nn::AvgPool1d a1(2);
   EXPECT_EQ(a1(randn({2, 4, 9})).sizes(), IntArrayRef({2, 4, 4}));
   // no parameters, and they chain in Sequential
-  nn::Sequential seq({std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::AdaptiveAvgPool2d>(1)});
-  EXPECT_EQ(seq.num_parameters(), 0);
-  EXPECT_EQ(seq.forward(x).sizes(), IntArrayRef({2, 3, 1, 1}));
+  nn::Sequential seq(nn::MaxPool2d(2), nn::AdaptiveAvgPool2d(1));
+  EXPECT_EQ(seq->num_parameters(), 0);
+  EXPECT_EQ(seq->forward(x).sizes(), IntArrayRef({2, 3, 1, 1}));
 }
 
 // ---- errors ----------------------------------------------------------------------------------------

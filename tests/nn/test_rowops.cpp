@@ -465,18 +465,18 @@ TEST_F(RowOps, RmsNormEpsNoneAndModule) {
     EXPECT_GE(same, 0.97);
   }
 
-  nn::RMSNorm m({16});
-  ASSERT_TRUE(m.weight.defined());
-  EXPECT_TRUE(m.weight.equal(ones({16}, kFloat)));
-  EXPECT_TRUE(m.weight.requires_grad());
-  EXPECT_EQ(m.named_parameters().size(), 1u);
-  EXPECT_TRUE(m.forward(x).equal(F::rms_norm(x, {16}, m.weight)));
-  EXPECT_EQ(m.extra_repr(), "(16,), eps=None, elementwise_affine=true");
-  nn::RMSNorm m2({4, 16}, 1e-3, /*elementwise_affine=*/false);
-  EXPECT_FALSE(m2.weight.defined());
-  EXPECT_EQ(m2.named_parameters().size(), 0u);
+  nn::RMSNorm m(std::vector<int64_t>{16});
+  ASSERT_TRUE(m->weight.defined());
+  EXPECT_TRUE(m->weight.equal(ones({16}, kFloat)));
+  EXPECT_TRUE(m->weight.requires_grad());
+  EXPECT_EQ(m->named_parameters().size(), 1u);
+  EXPECT_TRUE(m->forward(x).equal(F::rms_norm(x, {16}, m->weight)));
+  EXPECT_EQ(m->extra_repr(), "(16,), eps=None, elementwise_affine=true");
+  nn::RMSNorm m2(std::vector<int64_t>{4, 16}, 1e-3, /*elementwise_affine=*/false);
+  EXPECT_FALSE(m2->weight.defined());
+  EXPECT_EQ(m2->named_parameters().size(), 0u);
   const Tensor x3 = randn({2, 4, 16}, kFloat);
-  EXPECT_TRUE(m2.forward(x3).equal(F::rms_norm(x3, {4, 16}, Tensor(), 1e-3)));
+  EXPECT_TRUE(m2->forward(x3).equal(F::rms_norm(x3, {4, 16}, Tensor(), 1e-3)));
 }
 
 TEST_F(RowOps, RowNormErrors) {

@@ -410,9 +410,9 @@ TEST(SdpaFused, RoutesThroughTheKernelWhenItCan) {
   // MultiheadAttention without weights (and without dropout) runs the fused kernel too
   nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(8, 2));
   Tensor x = randn({5, 2, 8});
-  auto [y, w] = mha(x, x, x, {}, /*need_weights=*/false);
+  auto [y, w] = mha->forward(x, x, x, {}, /*need_weights=*/false);
   EXPECT_FALSE(w.defined());
-  auto [y2, w2] = mha(x, x, x, {}, /*need_weights=*/true);
+  auto [y2, w2] = mha->forward(x, x, x, {}, /*need_weights=*/true);
   EXPECT_TRUE(close(y, y2, 1e-5, 1e-6));
 }
 

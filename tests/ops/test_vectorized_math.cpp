@@ -451,12 +451,12 @@ TEST(VectorizedMathSemantics, IntegerInputsPromote) {
 TEST(VectorizedMathSemantics, MishModule) {
   nn::Mish m;
   Tensor x = tensor(std::vector<float>{-1, 0, 2});
-  auto y = m.forward(x).to_vector<float>();
+  auto y = m->forward(x).to_vector<float>();
   EXPECT_NEAR(y[0], -0.303401f, 1e-6);
   EXPECT_NEAR(y[2], 1.943959f, 1e-6);
   nn::Mish mi(true);
   Tensor x2 = x.clone();
-  mi.forward(x2);
+  mi->forward(x2);
   EXPECT_NEAR(x2.to_vector<float>()[0], -0.303401f, 1e-6);
 }
 

@@ -21,14 +21,14 @@ namespace {
 
 // Tanh rather than ReLU: no exactly-zero gradients, whose sign Adam would
 // amplify from rounding noise.
-std::shared_ptr<nn::Sequential> make_model() {
+std::shared_ptr<nn::SequentialImpl> make_model() {
   manual_seed(3);
-  return std::make_shared<nn::Sequential>(std::initializer_list<nn::ModulePtr>{
-      std::make_shared<nn::Linear>(12, 16), std::make_shared<nn::Tanh>(), std::make_shared<nn::Linear>(16, 5)});
+  return std::make_shared<nn::SequentialImpl>(std::initializer_list<nn::ModulePtr>{
+      std::make_shared<nn::LinearImpl>(12, 16), std::make_shared<nn::TanhImpl>(), std::make_shared<nn::LinearImpl>(16, 5)});
 }
 
 /// A second model with the same parameters.
-std::shared_ptr<nn::Sequential> copy_of(const nn::Sequential& m) {
+std::shared_ptr<nn::SequentialImpl> copy_of(const nn::SequentialImpl& m) {
   auto c = make_model();
   c->load_state_dict(m.state_dict());
   return c;

@@ -220,7 +220,7 @@ TEST(ParityAttention, MultiheadAttentionMathForm) {
       sd.insert("in_proj_bias", w[nw].b);
       sd.insert("out_proj.weight", w[nw + 1].b);
       sd.insert("out_proj.bias", w[nw + 2].b);
-      m.load_state_dict(sd);
+      m->load_state_dict(sd);
 
       BT qb = q.b.clone().requires_grad_();
       auto [ob, wb] = m(qb, k.b, v.b, kpm.b, true, am.b);
@@ -238,7 +238,7 @@ TEST(ParityAttention, MultiheadAttentionMathForm) {
       EXPECT_TRUE(compare(ob, ot, t, false, "output"));
       EXPECT_TRUE(compare(wb, wt, t, false, "weights"));
       EXPECT_TRUE(compare(qb.grad(), qt.grad(), t, false, "grad of query"));
-      const auto params = m.named_parameters();
+      const auto params = m->named_parameters();
       const std::vector<std::string> names = params.keys();
       ASSERT_EQ(names.size(), tw.size());
       for (size_t i = 0; i < tw.size(); ++i) {
@@ -265,9 +265,9 @@ TEST(ParityAttention, MultiheadAttentionNative) {
     kpm.b = kpm.b.logical_and(brisk::arange(L).ne(0));
     kpm.t = kpm.t.logical_and(at::arange(L).ne(0));
     brisk::nn::MultiheadAttention m(brisk::nn::MultiheadAttentionOptions(E, H).batch_first(true));
-    m.load_state_dict(brisk::StateDict{
+    m->load_state_dict(brisk::StateDict{
         {"in_proj_weight", w_in.b}, {"in_proj_bias", b_in.b}, {"out_proj.weight", w_out.b}, {"out_proj.bias", b_out.b}});
-    m.eval();
+    m->eval();
     brisk::NoGradGuard ng;
     at::NoGradGuard tng;
     const BT& kb = variant == 1 ? y.b : x.b;

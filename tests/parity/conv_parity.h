@@ -211,8 +211,8 @@ TEST(ParityConv, Modules) {
     std::memcpy(t.data_ptr(), c.data_ptr(), size_t(c.numel()) * sizeof(float));
     return t;
   };
-  const TT want = at::conv2d(to_torch_tensor(x), to_torch_tensor(conv.weight.detach()),
-                             to_torch_tensor(conv.bias.detach()), {2, 2}, {1, 1}, {1, 1}, 1);
+  const TT want = at::conv2d(to_torch_tensor(x), to_torch_tensor(conv->weight.detach()),
+                             to_torch_tensor(conv->bias.detach()), {2, 2}, {1, 1}, {1, 1}, 1);
   EXPECT_TRUE(compare(conv(x), want, tol(1e-5, 1e-5), false, "Conv2d forward"));
 }
 

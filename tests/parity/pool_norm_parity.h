@@ -225,11 +225,11 @@ TEST(ParityPoolNorm, BatchNorm) {
       "batch_norm.module_steps", {in({4, 3, 5, 5})}, {in({4, 3, 5, 5})},
       [](const BList& p, const BList& d) {
         pn_nn::BatchNorm2d bn(3);
-        bn.forward(d[0]);
-        bn.forward(d[0] * 2 + 1);
-        bn.eval();
-        return BList{bn.forward(p[0]), bn.running_mean.clone(), bn.running_var.clone(),
-                     bn.num_batches_tracked.clone()};
+        bn->forward(d[0]);
+        bn->forward(d[0] * 2 + 1);
+        bn->eval();
+        return BList{bn->forward(p[0]), bn->running_mean.clone(), bn->running_var.clone(),
+                     bn->num_batches_tracked.clone()};
       },
       [](const TList& p, const TList& d) {
         TT rm = at::zeros({3}), rv = at::ones({3});

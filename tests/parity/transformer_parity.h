@@ -32,7 +32,7 @@ void check_encoder_layer(const std::string& name, bool gelu, int with_masks) {
   {
     at::NoGradGuard ng;
     auto tp = t->named_parameters();
-    auto bp = b.named_parameters();
+    auto bp = b->named_parameters();
     ASSERT_EQ(tp.size(), bp.size());
     for (const auto& [key, value] : bp) {
       ASSERT_TRUE(tp.contains(key)) << "torch has no parameter " << key;
@@ -62,7 +62,7 @@ void check_encoder_layer(const std::string& name, bool gelu, int with_masks) {
   (ot * g.t).sum().backward();
   EXPECT_TRUE(compare(x.b.grad(), x.t.grad(), tol(1e-4, 1e-5), false, "input gradient"));
   auto tp = t->named_parameters();
-  for (const auto& [key, value] : b.named_parameters())
+  for (const auto& [key, value] : b->named_parameters())
     EXPECT_TRUE(compare(value.grad(), tp[key].grad(), tol(1e-4, 1e-5), false, key + " gradient"));
 }
 

@@ -583,7 +583,7 @@ TEST(AdvisorProgram, SyncInLoop) {
 // The handbook's case: nonzero on a model's output in every iteration,
 // against a mask that keeps the shape static.
 TEST(AdvisorProgram, NonzeroInLoop) {
-  auto model = std::make_shared<nn::Linear>(32, 8);
+  auto model = std::make_shared<nn::LinearImpl>(32, 8);
   Tensor x = randn({16, 32});
   InferenceMode guard;
   {
@@ -647,7 +647,7 @@ TEST(AdvisorProgram, LaunchBound) {
 
 // A small regression problem trained for `steps` steps.
 struct Training {
-  std::shared_ptr<nn::Linear> model = std::make_shared<nn::Linear>(8, 4);
+  std::shared_ptr<nn::LinearImpl> model = std::make_shared<nn::LinearImpl>(8, 4);
   Tensor x = randn({32, 8}), y = randn({32, 4});
   Tensor loss() { return (model->forward(x) - y).square().mean(); }
 };

@@ -469,12 +469,12 @@ TEST(Profiler, OptimizerStepNamesItsImplementation) {
 
 TEST(Profiler, ZeroGradDetailSaysWhetherItZeroFills) {
   nn::Linear lin(3, 2);
-  optim::SGD opt(lin.parameters(), optim::SGDOptions(0.1));
-  lin.forward(ones({1, 3})).sum().backward();
+  optim::SGD opt(lin->parameters(), optim::SGDOptions(0.1));
+  lin->forward(ones({1, 3})).sum().backward();
   prof::profile p;
-  lin.zero_grad(/*set_to_none=*/false);
+  lin->zero_grad(/*set_to_none=*/false);
   opt.zero_grad(/*set_to_none=*/false);
-  lin.zero_grad();
+  lin->zero_grad();
   const auto& r = p.result();
   check_structure(r);
   auto mz = named(r, "Module.zero_grad");

@@ -285,6 +285,10 @@ template <class M>
 std::ostream& operator<<(std::ostream& os, const ModuleHolder<M>& h) {
   return os << *h;
 }
+template <class M>
+std::string to_string(const ModuleHolder<M>& h) {
+  return to_string(static_cast<const Module&>(*h));
+}
 
 /// A module behind one interface, `Tensor forward(const Tensor&)`, called on
 /// the module's own type (so a user module whose forward takes `Tensor` by
