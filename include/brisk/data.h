@@ -538,6 +538,25 @@ struct DataLoaderOptions {
 };
 #undef BRISK_DATA_OPTION
 
+/// The options a StatelessDataLoader runs with, defaults resolved (libtorch's
+/// `loader->options().batch_size` is a field of this).
+struct FullDataLoaderOptions {
+  explicit FullDataLoaderOptions(const DataLoaderOptions& options)
+      : batch_size(options.batch_size()),
+        workers(options.workers()),
+        max_jobs(options.max_jobs().value_or(2 * options.workers())),
+        timeout(options.timeout()),
+        enforce_ordering(options.enforce_ordering()),
+        drop_last(options.drop_last()) {}
+
+  size_t batch_size;
+  size_t workers;
+  size_t max_jobs;
+  std::optional<std::chrono::milliseconds> timeout;
+  bool enforce_ordering;
+  bool drop_last;
+};
+
 // ---- the worker pipeline ----------------------------------------------------------------
 
 namespace detail {
@@ -591,9 +610,11 @@ struct EpochState {
   }
 };
 
-/// Per-worker prefetch depth from the options.
+/// Per-worker prefetch depth: ceil(max_jobs / workers), at least 1; max_jobs
+/// defaults to workers * prefetch_factor.
 size_t prefetch_depth(const DataLoaderOptions& options, size_t workers);
-void check_options(const DataLoaderOptions& options, const char* loader);
+/// batch_size and max_jobs positive, timeout positive (brisk::Error naming `loader`).
+const DataLoaderOptions& check_options(const DataLoaderOptions& options, const char* loader);
 
 template <typename T>
 struct is_shared_ptr : std::false_type {};
@@ -654,8 +675,10 @@ class StatelessDataLoader {
   using BatchRequestType = typename Sampler::BatchRequestType;
 
   StatelessDataLoader(Dataset dataset, Sampler sampler, DataLoaderOptions options)
-      : dataset_(std::move(dataset)), sampler_(std::move(sampler)), options_(std::move(options)) {
-    detail::check_options(options_, "DataLoader");
+      : dataset_(std::move(dataset)),
+        sampler_(std::move(sampler)),
+        options_(detail::check_options(options, "DataLoader")),
+        full_options_(options_.max_jobs() ? options_ : DataLoaderOptions(options_).max_jobs(2 * options_.workers())) {
     if constexpr (std::is_copy_constructible_v<Dataset>) {
       for (size_t w = 0; w < options_.workers(); ++w) copies_.push_back(std::make_unique<Dataset>(dataset_));
     }
@@ -670,12 +693,12 @@ class StatelessDataLoader {
     join();
     sampler_.reset();
     auto requests = std::make_shared<std::vector<BatchRequestType>>();
-    const size_t bs = options_.batch_size();
+    const size_t bs = full_options_.batch_size;
     while (auto r = sampler_.next(bs)) {
-      if (options_.drop_last() && r->size() < bs) break;
+      if (full_options_.drop_last && r->size() < bs) break;
       requests->push_back(std::move(*r));
     }
-    const size_t workers = std::min(options_.workers(), requests->size());
+    const size_t workers = std::min(full_options_.workers, requests->size());
     auto job = [this, requests](size_t k, size_t w) -> std::shared_ptr<void> {
       Dataset& d = w < copies_.size() ? *copies_[w] : dataset_;
       return std::make_shared<BatchType>(d.get_batch((*requests)[k]));
@@ -683,19 +706,21 @@ class StatelessDataLoader {
     epoch_ = std::make_unique<detail::EpochState<BatchType>>();
     epoch_->prefetcher =
         std::make_unique<detail::Prefetcher>(requests->size(), workers, detail::prefetch_depth(options_, workers),
-                                             options_.enforce_ordering(), options_.timeout(), std::move(job));
+                                             full_options_.enforce_ordering, full_options_.timeout, std::move(job));
     epoch_->advance();
     return Iterator<BatchType>(epoch_.get());
   }
   Iterator<BatchType> end() { return Iterator<BatchType>(); }
   /// Stops and joins the workers of the current epoch.
   void join() { epoch_.reset(); }
-  const DataLoaderOptions& options() const noexcept { return options_; }
+  /// The options with defaults resolved: `options().batch_size` (fields, as libtorch's).
+  const FullDataLoaderOptions& options() const noexcept { return full_options_; }
 
  private:
   Dataset dataset_;
   Sampler sampler_;
   DataLoaderOptions options_;
+  FullDataLoaderOptions full_options_;
   std::vector<std::unique_ptr<Dataset>> copies_;  // one per worker
   std::unique_ptr<detail::EpochState<BatchType>> epoch_;
 };

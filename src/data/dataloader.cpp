@@ -468,11 +468,12 @@ size_t prefetch_depth(const DataLoaderOptions& options, size_t workers) {
   return std::max<size_t>(1, options.prefetch_factor());
 }
 
-void check_options(const DataLoaderOptions& options, const char* loader) {
+const DataLoaderOptions& check_options(const DataLoaderOptions& options, const char* loader) {
   BRISK_CHECK(options.batch_size() > 0, loader, "batch_size must be positive, got 0");
   BRISK_CHECK(!options.max_jobs() || *options.max_jobs() > 0, loader, "max_jobs must be positive, got 0");
   BRISK_CHECK(!options.timeout() || options.timeout()->count() > 0, loader, "timeout must be positive, got ",
               options.timeout()->count(), " ms");
+  return options;
 }
 
 }  // namespace detail

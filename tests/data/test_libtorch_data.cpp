@@ -93,7 +93,9 @@ TEST(LibtorchData, LoaderWithoutStackYieldsVectorsOfExamples) {
   auto loader = data::make_data_loader<data::samplers::SequentialSampler>(Numbers(10), 4);
   static_assert(std::is_same_v<std::remove_reference_t<decltype(*loader->begin())>, std::vector<data::Example<>>>);
   EXPECT_EQ(epoch(*loader), (std::vector<std::vector<int64_t>>{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9}}));
-  EXPECT_EQ(loader->options().batch_size(), 4u);
+  EXPECT_EQ(loader->options().batch_size, 4u);
+  EXPECT_EQ(loader->options().workers, 0u);
+  EXPECT_TRUE(loader->options().enforce_ordering);
 }
 
 TEST(LibtorchData, StackCollatesIntoOneExample) {
@@ -293,6 +295,19 @@ TEST(LibtorchData, OptionsAndBadInput) {
   o.max_jobs(5).timeout(std::chrono::milliseconds(1000));
   EXPECT_EQ(o.max_jobs().value(), 5u);
   EXPECT_EQ(o.timeout()->count(), 1000);
+
+  // The resolved options, as fields (libtorch's FullDataLoaderOptions).
+  auto loader = data::make_data_loader(Numbers(4), data::DataLoaderOptions().batch_size(2).workers(3));
+  EXPECT_EQ(loader->options().max_jobs, 6u) << "2 * workers by default";
+  EXPECT_EQ(loader->options().batch_size, 2u);
+  EXPECT_FALSE(loader->options().timeout.has_value());
+  // A signed batch size, as pytorch/examples' mnist passes it, and a const loop.
+  const int64_t kBatchSize = 3;
+  auto signed_bs = data::make_data_loader<data::samplers::SequentialSampler>(
+      Numbers(7).map(data::transforms::Stack<>()), kBatchSize);
+  size_t n = 0;
+  for (const auto& batch : *signed_bs) n += static_cast<size_t>(batch.data.size(0));
+  EXPECT_EQ(n, 7u);
 
   testing::expect_error([] { data::make_data_loader(Numbers(4), data::DataLoaderOptions().batch_size(0)); },
                         {"[DataLoader]", "batch_size must be positive"});
