@@ -204,6 +204,44 @@ TEST(LibtorchData, TensorDatasetOfOneTensor) {
   testing::expect_error([&] { ds.get(4); }, {"[TensorDataset]", "out of range"});
 }
 
+// In the form of pytorch/examples' custom-dataset (after the rename): an
+// Example alias inside the class, get() without `override`, a vector of
+// (path, label) pairs, labels as [1] tensors flattened by the training loop.
+using PairData = std::vector<std::pair<std::string, long>>;
+class CustomDataset : public brisk::data::datasets::Dataset<CustomDataset> {
+  using Example = brisk::data::Example<>;
+  PairData data;
+
+ public:
+  CustomDataset(const PairData& data) : data(data) {}
+  Example get(size_t index) {
+    auto tdata = brisk::full({3, 4, 4}, static_cast<double>(data[index].first.size())).to(brisk::kFloat);
+    auto tlabel = brisk::tensor(std::vector<int64_t>{data[index].second});
+    return {tdata, tlabel};
+  }
+  std::optional<size_t> size() const { return data.size(); }
+};
+
+TEST(LibtorchData, CustomDatasetExampleForm) {
+  PairData pairs{{"a.jpg", 3}, {"bb.jpg", 1}, {"ccc.jpg", 4}};
+  auto train_set = CustomDataset(pairs).map(brisk::data::transforms::Stack<>());
+  auto train_size = train_set.size().value();
+  const size_t train_batch_size = 2;
+  auto train_loader = brisk::data::make_data_loader<brisk::data::samplers::SequentialSampler>(std::move(train_set),
+                                                                                             train_batch_size);
+  std::vector<int64_t> labels;
+  std::vector<float> firsts;
+  for (auto& batch : *train_loader) {
+    auto targets = batch.target.view({-1});
+    for (int64_t v : targets.to_vector<int64_t>()) labels.push_back(v);
+    EXPECT_EQ(batch.data.dim(), 4);
+    for (int64_t i = 0; i < batch.data.size(0); ++i) firsts.push_back(batch.data[i][0][0][0].item<float>());
+  }
+  EXPECT_EQ(train_size, 3u);
+  EXPECT_EQ(labels, (std::vector<int64_t>{3, 1, 4}));
+  EXPECT_EQ(firsts, (std::vector<float>{5, 6, 7}));
+}
+
 // ---- loaders with workers ----------------------------------------------------------
 
 TEST(LibtorchData, WorkersInOrderWithEnforceOrdering) {
