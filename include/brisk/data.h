@@ -175,7 +175,7 @@ class MNIST : public Dataset<MNIST> {
 /// (brisk's data::TensorDataset(data, targets) pairs two tensors).
 class TensorDataset : public Dataset<TensorDataset, TensorExample> {
  public:
-  /* implicit */ TensorDataset(const Tensor& tensor);
+  explicit TensorDataset(const Tensor& tensor);
   explicit TensorDataset(const std::vector<Tensor>& tensors);
   TensorExample get(size_t index) override;
   std::optional<size_t> size() const override;
