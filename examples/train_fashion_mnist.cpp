@@ -151,8 +151,8 @@ int run(const Args& args) {
                                         .transform(normalize));
   data::DataLoader test(test_set,
                         data::DataLoaderOptions().batch_size(1000).pin_memory(device.is_cuda()).transform(normalize));
-  std::printf("train %zu images, test %zu images, %zu batches of %lld per epoch\n", train_set->size(),
-              test_set->size(), train.size(), static_cast<long long>(args.batch));
+  std::printf("train %zu images, test %zu images, %zu batches of %lld per epoch\n", train_set->size().value(),
+              test_set->size().value(), train.size(), static_cast<long long>(args.batch));
 
   struct Summary {
     std::string model;

@@ -1,5 +1,7 @@
-// Datasets, samplers, collation and the DataLoader (worker threads with a
-// bounded, ordered prefetch). See docs/design/data.md.
+// Datasets, samplers, collation, transforms and the worker pipeline shared by
+// data::DataLoader and make_data_loader's StatelessDataLoader (worker threads
+// with a bounded, ordered prefetch). See docs/design/data.md.
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -11,6 +13,7 @@
 #include "brisk/data.h"
 #include "brisk/error.h"
 #include "brisk/ops.h"
+#include "core/generator.h"
 #include "profiler/record.h"
 
 namespace brisk::data {
@@ -27,25 +30,48 @@ TensorDataset::TensorDataset(Tensor data, Tensor targets) : data_(std::move(data
               ")");
 }
 
-Example TensorDataset::get(size_t index) {
-  BRISK_CHECK(index < size(), "TensorDataset", "index ", index, " out of range for ", size(), " samples");
+Example<> TensorDataset::get(size_t index) {
+  const auto n = static_cast<size_t>(data_.size(0));
+  BRISK_CHECK(index < n, "TensorDataset", "index ", index, " out of range for ", n, " samples");
   auto i = static_cast<int64_t>(index);
   return {data_.select(0, i), targets_.select(0, i)};
 }
 
-size_t TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
+std::optional<size_t> TensorDataset::size() const { return static_cast<size_t>(data_.size(0)); }
 
-// ---- samplers -------------------------------------------------------------------------
+namespace datasets {
 
-std::vector<size_t> SequentialSampler::epoch_indices() {
-  std::vector<size_t> idx(n_);
-  std::iota(idx.begin(), idx.end(), size_t{0});
-  return idx;
+TensorDataset::TensorDataset(const Tensor& t) : tensor(t) {
+  BRISK_CHECK(tensor.defined() && tensor.dim() >= 1, "TensorDataset",
+              "expected a defined tensor with a first (sample) dimension");
 }
 
 namespace {
+Tensor stack_nonempty(const std::vector<Tensor>& tensors) {
+  BRISK_CHECK(!tensors.empty(), "TensorDataset", "expected at least one tensor");
+  return stack(tensors, 0);
+}
+}  // namespace
+
+TensorDataset::TensorDataset(const std::vector<Tensor>& tensors) : TensorDataset(stack_nonempty(tensors)) {}
+
+TensorExample TensorDataset::get(size_t index) {
+  const auto n = static_cast<size_t>(tensor.size(0));
+  BRISK_CHECK(index < n, "TensorDataset", "index ", index, " out of range for ", n, " samples");
+  return TensorExample(tensor.select(0, static_cast<int64_t>(index)));
+}
+
+std::optional<size_t> TensorDataset::size() const { return static_cast<size_t>(tensor.size(0)); }
+
+}  // namespace datasets
+
+// ---- samplers -------------------------------------------------------------------------
+
+namespace samplers {
+
+namespace {
 // Note [Sampler randomness]: the shuffling order must be a pure function of
-// (seed, epoch), the same with every compiler and standard library, so it is
+// its seed, the same with every compiler and standard library, so it is
 // spelled out here: SplitMix64 for the stream, Lemire's multiply-shift for an
 // unbiased bounded draw, and a Fisher-Yates shuffle. std::shuffle and
 // std::uniform_int_distribution are implementation-defined.
@@ -71,65 +97,214 @@ struct SplitMix64 {
     return static_cast<uint64_t>(m >> 64);
   }
 };
-}  // namespace
 
-std::vector<size_t> RandomSampler::epoch_indices() {
-  std::vector<size_t> idx(n_);
+// The permutation of 0..n-1 for (seed, epoch).
+std::vector<size_t> permutation(size_t n, uint64_t seed, uint64_t epoch) {
+  std::vector<size_t> idx(n);
   std::iota(idx.begin(), idx.end(), size_t{0});
-  SplitMix64 rng{seed_};
-  rng.state = rng.next() ^ (epoch_ * 0xD1B54A32D192ED03ull);
-  for (size_t i = n_; i > 1; --i) std::swap(idx[i - 1], idx[rng.below(i)]);
-  ++epoch_;
+  SplitMix64 rng{seed};
+  rng.state = rng.next() ^ (epoch * 0xD1B54A32D192ED03ull);
+  for (size_t i = n; i > 1; --i) std::swap(idx[i - 1], idx[rng.below(i)]);
   return idx;
 }
 
-BatchSampler::BatchSampler(std::shared_ptr<Sampler> sampler, size_t batch_size, bool drop_last)
-    : sampler_(std::move(sampler)), batch_size_(batch_size), drop_last_(drop_last) {
-  BRISK_CHECK(sampler_, "BatchSampler", "sampler must not be null");
-  BRISK_CHECK(batch_size_ > 0, "BatchSampler", "batch_size must be positive, got 0");
+// The next up-to-batch_size entries of `indices` from `index` on.
+std::optional<std::vector<size_t>> take(const std::vector<size_t>& indices, size_t& index, size_t batch_size,
+                                        const char* sampler) {
+  BRISK_CHECK(batch_size > 0, sampler, "batch_size must be positive, got 0");
+  if (index >= indices.size()) return std::nullopt;
+  const size_t end = std::min(indices.size(), index + batch_size);
+  std::vector<size_t> out(indices.begin() + static_cast<std::ptrdiff_t>(index),
+                          indices.begin() + static_cast<std::ptrdiff_t>(end));
+  index = end;
+  return out;
+}
+}  // namespace
+
+void SequentialSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  index_ = 0;
 }
 
-std::vector<std::vector<size_t>> BatchSampler::epoch_batches() {
-  std::vector<size_t> idx = sampler_->epoch_indices();
-  std::vector<std::vector<size_t>> batches;
-  batches.reserve(idx.size() / batch_size_ + 1);
-  for (size_t start = 0; start < idx.size(); start += batch_size_) {
-    size_t end = std::min(idx.size(), start + batch_size_);
-    if (drop_last_ && end - start < batch_size_) break;
-    batches.emplace_back(idx.begin() + static_cast<std::ptrdiff_t>(start),
-                         idx.begin() + static_cast<std::ptrdiff_t>(end));
+std::optional<std::vector<size_t>> SequentialSampler::next(size_t batch_size) {
+  BRISK_CHECK(batch_size > 0, "SequentialSampler", "batch_size must be positive, got 0");
+  if (index_ >= size_) return std::nullopt;
+  const size_t end = std::min(size_, index_ + batch_size);
+  std::vector<size_t> out(end - index_);
+  std::iota(out.begin(), out.end(), index_);
+  index_ = end;
+  return out;
+}
+
+std::vector<size_t> SequentialSampler::epoch_indices() {
+  reset();
+  std::vector<size_t> out(size_);
+  std::iota(out.begin(), out.end(), size_t{0});
+  index_ = size_;
+  return out;
+}
+
+RandomSampler::RandomSampler(int64_t size, Dtype index_dtype) : size_(static_cast<size_t>(size)) {
+  BRISK_CHECK(size >= 0, "RandomSampler", "size must be non-negative, got ", size);
+  BRISK_CHECK(is_integral(index_dtype, /*include_bool=*/false), "RandomSampler",
+              "index_dtype must be an integer type, got ", index_dtype);
+}
+
+RandomSampler::RandomSampler(size_t size, uint64_t seed) : size_(size), seed_(seed) {}
+
+void RandomSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  uint64_t seed, epoch;
+  if (seed_) {
+    seed = *seed_;
+    epoch = epoch_++;
+  } else {
+    // One counter block of the default generator per epoch: manual_seed
+    // reproduces the sequence of epochs, and random ops in between shift it
+    // as they would shift any other random op.
+    brisk::detail::PhiloxState st = brisk::detail::reserve_random_blocks(1);
+    seed = st.seed;
+    epoch = st.offset;
   }
-  return batches;
+  indices_ = permutation(size_, seed, epoch);
+  index_ = 0;
+  fresh_ = false;
 }
 
-size_t BatchSampler::size() const {
-  size_t n = sampler_->size();
-  return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+std::optional<std::vector<size_t>> RandomSampler::next(size_t batch_size) {
+  if (fresh_) reset();
+  return take(indices_, index_, batch_size, "RandomSampler");
 }
 
-// ---- collation ------------------------------------------------------------------------
+std::vector<size_t> RandomSampler::epoch_indices() {
+  reset();
+  index_ = indices_.size();
+  return indices_;
+}
 
-Example default_collate(std::vector<Example>&& samples) {
-  BRISK_CHECK(!samples.empty(), "default_collate", "no samples to collate");
+DistributedRandomSampler::DistributedRandomSampler(size_t size, size_t num_replicas, size_t rank,
+                                                   bool allow_duplicates)
+    : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
+  populate_indices();
+}
+
+void DistributedRandomSampler::populate_indices() {
+  // Every rank computes the same permutation (it depends on the epoch only),
+  // pads it by wrapping around to num_replicas * local count, and takes its
+  // contiguous share.
+  const size_t local = local_sample_count();
+  std::vector<size_t> all = permutation(size_, /*seed=*/0x5EEDD157ull, epoch_);
+  indices_.resize(local);
+  for (size_t i = 0; i < local; ++i) indices_[i] = all[(rank_ * local + i) % size_];
+  sample_index_ = 0;
+}
+
+void DistributedRandomSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  populate_indices();
+}
+
+std::optional<std::vector<size_t>> DistributedRandomSampler::next(size_t batch_size) {
+  return take(indices_, sample_index_, batch_size, "DistributedRandomSampler");
+}
+
+DistributedSequentialSampler::DistributedSequentialSampler(size_t size, size_t num_replicas, size_t rank,
+                                                           bool allow_duplicates)
+    : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
+  populate_indices();
+}
+
+void DistributedSequentialSampler::populate_indices() {
+  const size_t local = local_sample_count();
+  indices_.resize(local);
+  for (size_t i = 0; i < local; ++i) indices_[i] = (rank_ * local + i) % size_;
+  sample_index_ = 0;
+}
+
+void DistributedSequentialSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  populate_indices();
+}
+
+std::optional<std::vector<size_t>> DistributedSequentialSampler::next(size_t batch_size) {
+  return take(indices_, sample_index_, batch_size, "DistributedSequentialSampler");
+}
+
+void StreamSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) epoch_size_ = *new_size;
+  examples_retrieved_so_far_ = 0;
+}
+
+std::optional<BatchSize> StreamSampler::next(size_t batch_size) {
+  BRISK_CHECK(batch_size > 0, "StreamSampler", "batch_size must be positive, got 0");
+  if (examples_retrieved_so_far_ >= epoch_size_) return std::nullopt;
+  const size_t n = std::min(batch_size, epoch_size_ - examples_retrieved_so_far_);
+  examples_retrieved_so_far_ += n;
+  return BatchSize(n);
+}
+
+}  // namespace samplers
+
+// ---- collation and transforms ---------------------------------------------------------
+
+namespace {
+// Stacks data (and target, when the examples have one) of `samples`.
+Example<> stack_examples(std::vector<Example<>>& samples, const char* what) {
+  BRISK_CHECK(!samples.empty(), what, "no samples to collate");
   std::vector<Tensor> data, target;
   data.reserve(samples.size());
   target.reserve(samples.size());
   bool has_target = samples[0].target.defined();
   for (size_t i = 0; i < samples.size(); ++i) {
-    BRISK_CHECK(samples[i].data.defined(), "default_collate", "sample ", i, " has no data tensor");
-    BRISK_CHECK(samples[i].target.defined() == has_target, "default_collate", "sample ", i,
+    BRISK_CHECK(samples[i].data.defined(), what, "sample ", i, " has no data tensor");
+    BRISK_CHECK(samples[i].target.defined() == has_target, what, "sample ", i,
                 has_target ? " lacks a target while sample 0 has one" : " has a target while sample 0 has none");
     data.push_back(std::move(samples[i].data));
     if (has_target) target.push_back(std::move(samples[i].target));
   }
-  Example batch;
+  Example<> batch;
   batch.data = stack(data, 0);
   if (has_target) batch.target = stack(target, 0);
   return batch;
 }
+}  // namespace
+
+Example<> default_collate(std::vector<Example<>>&& samples) { return stack_examples(samples, "default_collate"); }
+
+namespace transforms {
+
+Example<> Stack<Example<>>::apply_batch(std::vector<Example<>> examples) { return stack_examples(examples, "Stack"); }
+
+TensorExample Stack<TensorExample>::apply_batch(std::vector<TensorExample> examples) {
+  BRISK_CHECK(!examples.empty(), "Stack", "no samples to collate");
+  std::vector<Tensor> data;
+  data.reserve(examples.size());
+  for (auto& e : examples) data.push_back(std::move(e.data));
+  return TensorExample(stack(data, 0));
+}
+
+namespace detail {
+Tensor normalize_parameter(const std::vector<double>& values, const char* what) {
+  BRISK_CHECK(!values.empty(), "Normalize", what, " must have at least one value");
+  return brisk::tensor(values, kFloat).view({static_cast<int64_t>(values.size()), 1, 1});
+}
+
+Tensor normalize(const Tensor& input, const Tensor& mean, const Tensor& stddev) {
+  BRISK_CHECK(input.defined(), "Normalize", "input tensor is undefined");
+  const int64_t c = std::max(mean.size(0), stddev.size(0));
+  BRISK_CHECK(c == 1 || (input.dim() >= 3 && input.size(-3) == c), "Normalize", "mean and stddev have ", c,
+              " channels but the input has shape ", input.sizes(), " (expected [..., ", c, ", H, W])");
+  return input.sub(mean).div(stddev);
+}
+}  // namespace detail
+
+}  // namespace transforms
 
 Tensor to_float_normalized(const Tensor& x_u8, double mean, double std) {
   BRISK_CHECK(std > 0, "to_float_normalized", "std must be positive, got ", std);
+  BRISK_CHECK(x_u8.dtype() == kUInt8, "to_float_normalized",
+              "expected uint8 pixels (0..255), got ", x_u8.dtype(),
+              "; for float images in [0, 1] use transforms::Normalize<>");
   // (x / 255 - mean) / std == x * (1 / (255 std)) - mean / std
   Tensor y = x_u8.to(kFloat, false, /*copy=*/true);
   y.mul_(1.0 / (255.0 * std));
@@ -137,54 +312,40 @@ Tensor to_float_normalized(const Tensor& x_u8, double mean, double std) {
   return y;
 }
 
-Example Normalize::operator()(Example batch) const {
+Example<> Normalize::operator()(Example<> batch) const {
   batch.data = to_float_normalized(batch.data, mean, std);
   return batch;
 }
 
-// ---- DataLoader -----------------------------------------------------------------------
+// ---- the worker pipeline ----------------------------------------------------------------
 
 namespace detail {
 
-// One pass over the batches of an epoch. Without workers, batches are built
-// on the iterating thread when the iterator advances. With W workers, worker w
-// builds batches w, w + W, ... and pushes each into queues[w], holding at most
-// prefetch_factor finished batches; the consumer pops batch k from queues[k % W],
-// so batches arrive in sampler order whatever the workers' speeds.
-struct Epoch {
+// Without workers, jobs run on the consumer's thread when next() is called.
+// With W workers, worker w runs jobs w, w + W, ... and pushes each result
+// into queues[w], holding at most `depth` finished results; the consumer
+// pops job k from queues[k % W] (ordered), so results arrive in job order
+// whatever the workers' speeds, or from whichever queue has one (unordered).
+struct Prefetcher::State {
   struct Slot {
-    Example batch;
+    std::shared_ptr<void> result;
     std::exception_ptr error;
   };
 
-  Dataset* dataset;
-  const DataLoaderOptions* options;
-  std::vector<std::vector<size_t>> batches;
-  size_t next = 0;  // the batch advance() delivers next
-  Example current;
+  size_t num_jobs;
+  size_t depth;
+  bool ordered;
+  std::optional<std::chrono::milliseconds> timeout;
+  Job job;
+  size_t delivered = 0;
   bool done = false;
 
   std::mutex mu;
-  std::condition_variable cv_ready;  // a queue got a batch
+  std::condition_variable cv_ready;  // a queue got a result
   std::condition_variable cv_space;  // a queue has room, or stop
   std::vector<std::deque<Slot>> queues;
   bool stop = false;
   std::vector<std::thread> workers;
-
-  Epoch(Dataset* d, const DataLoaderOptions* o, std::vector<std::vector<size_t>> b)
-      : dataset(d), options(o), batches(std::move(b)) {
-    size_t w = std::min(options->num_workers(), batches.size());
-    if (w == 0) return;
-    queues.resize(w);
-    workers.reserve(w);
-    try {
-      for (size_t i = 0; i < w; ++i) workers.emplace_back([this, i] { work(i); });
-    } catch (...) {
-      shutdown();
-      throw;
-    }
-  }
-  ~Epoch() { shutdown(); }
 
   void shutdown() {
     {
@@ -197,28 +358,10 @@ struct Epoch {
     workers.clear();
   }
 
-  Example make_batch(size_t k) {
-    const auto& ids = batches[k];
-    std::vector<Example> samples;
-    samples.reserve(ids.size());
-    for (size_t i : ids) samples.push_back(dataset->get(i));
-    Example batch = options->collate() ? options->collate()(std::move(samples)) : default_collate(std::move(samples));
-    if (options->transform()) batch = options->transform()(std::move(batch));
-    // Pinned batches make `batch.data.to(kCUDA, /*non_blocking=*/true)`
-    // asynchronous. Without a GPU the option does nothing (as in PyTorch,
-    // which warns and carries on).
-    if (options->pin_memory() && cuda::is_available()) {
-      if (batch.data.defined() && batch.data.is_cpu()) batch.data = batch.data.pin_memory();
-      if (batch.target.defined() && batch.target.is_cpu()) batch.target = batch.target.pin_memory();
-    }
-    return batch;
-  }
-
   void work(size_t w) {
     profiler::detail::set_thread_name("dataloader " + std::to_string(w));
     const size_t stride = queues.size();
-    const size_t depth = std::max<size_t>(1, options->prefetch_factor());
-    for (size_t k = w; k < batches.size(); k += stride) {
+    for (size_t k = w; k < num_jobs; k += stride) {
       {
         std::unique_lock<std::mutex> lock(mu);
         cv_space.wait(lock, [&] { return stop || queues[w].size() < depth; });
@@ -226,7 +369,7 @@ struct Epoch {
       }
       Slot slot;
       try {
-        slot.batch = make_batch(k);
+        slot.result = job(k, w);
       } catch (...) {
         slot.error = std::current_exception();
       }
@@ -236,87 +379,159 @@ struct Epoch {
         queues[w].push_back(std::move(slot));
       }
       cv_ready.notify_all();
-      if (failed) return;  // the consumer stops at this batch
+      if (failed) return;  // the consumer stops at this job
     }
-  }
-
-  // Loads batch `next` into `current`, or marks the epoch done. The
-  // profiler sees the caller's wait: building the batch without workers, or
-  // waiting for a worker's batch.
-  void advance() {
-    profiler::detail::ScopedEvent event(profiler::EventKind::DataLoaderWait, "DataLoader.next");
-    current = {};
-    if (done || next >= batches.size()) {
-      done = true;
-      return;
-    }
-    size_t k = next++;
-    if (workers.empty()) {
-      try {
-        current = make_batch(k);
-      } catch (...) {
-        done = true;
-        throw;
-      }
-      return;
-    }
-    Slot slot;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      auto& q = queues[k % queues.size()];
-      cv_ready.wait(lock, [&] { return !q.empty(); });
-      slot = std::move(q.front());
-      q.pop_front();
-    }
-    cv_space.notify_all();
-    if (slot.error) {
-      done = true;
-      std::rethrow_exception(slot.error);
-    }
-    current = std::move(slot.batch);
   }
 };
 
+Prefetcher::Prefetcher(size_t num_jobs, size_t workers, size_t depth, bool ordered,
+                       std::optional<std::chrono::milliseconds> timeout, Job job)
+    : s_(std::make_unique<State>()) {
+  s_->num_jobs = num_jobs;
+  s_->depth = std::max<size_t>(1, depth);
+  s_->ordered = ordered;
+  s_->timeout = timeout;
+  s_->job = std::move(job);
+  const size_t w = std::min(workers, num_jobs);
+  if (w == 0) return;
+  s_->queues.resize(w);
+  s_->workers.reserve(w);
+  try {
+    for (size_t i = 0; i < w; ++i) s_->workers.emplace_back([st = s_.get(), i] { st->work(i); });
+  } catch (...) {
+    s_->shutdown();
+    throw;
+  }
+}
+
+Prefetcher::~Prefetcher() { s_->shutdown(); }
+
+// The profiler sees the caller's wait: running the job without workers, or
+// waiting for a worker's result.
+std::shared_ptr<void> Prefetcher::next() {
+  profiler::detail::ScopedEvent event(profiler::EventKind::DataLoaderWait, "DataLoader.next");
+  State& s = *s_;
+  if (s.done || s.delivered >= s.num_jobs) {
+    s.done = true;
+    return nullptr;
+  }
+  const size_t k = s.delivered++;
+  if (s.workers.empty()) {
+    try {
+      return s.job(k, kCaller);
+    } catch (...) {
+      s.done = true;
+      throw;
+    }
+  }
+  State::Slot slot;
+  {
+    std::unique_lock<std::mutex> lock(s.mu);
+    const size_t W = s.queues.size();
+    std::deque<State::Slot>* q = nullptr;
+    auto ready = [&] {
+      if (s.ordered) {
+        q = &s.queues[k % W];
+        return !q->empty();
+      }
+      for (size_t i = 0; i < W; ++i) {
+        auto& c = s.queues[(k + i) % W];
+        if (!c.empty()) {
+          q = &c;
+          return true;
+        }
+      }
+      return false;
+    };
+    if (s.timeout) {
+      if (!s.cv_ready.wait_for(lock, *s.timeout, ready)) {
+        --s.delivered;  // a later next() may still get it
+        BRISK_FAIL("DataLoader", "timed out after ", s.timeout->count(), " ms waiting for the next batch");
+      }
+    } else {
+      s.cv_ready.wait(lock, ready);
+    }
+    slot = std::move(q->front());
+    q->pop_front();
+  }
+  s.cv_space.notify_all();
+  if (slot.error) {
+    s.done = true;
+    std::rethrow_exception(slot.error);
+  }
+  return std::move(slot.result);
+}
+
+size_t prefetch_depth(const DataLoaderOptions& options, size_t workers) {
+  if (workers == 0) return 1;
+  if (options.max_jobs()) return std::max<size_t>(1, (*options.max_jobs() + workers - 1) / workers);
+  return std::max<size_t>(1, options.prefetch_factor());
+}
+
+const DataLoaderOptions& check_options(const DataLoaderOptions& options, const char* loader) {
+  BRISK_CHECK(options.batch_size() > 0, loader, "batch_size must be positive, got 0");
+  BRISK_CHECK(!options.max_jobs() || *options.max_jobs() > 0, loader, "max_jobs must be positive, got 0");
+  BRISK_CHECK(!options.timeout() || options.timeout()->count() > 0, loader, "timeout must be positive, got ",
+              options.timeout()->count(), " ms");
+  return options;
+}
+
 }  // namespace detail
 
-namespace {
-std::shared_ptr<Sampler> make_sampler(const Dataset& d, const DataLoaderOptions& o) {
-  if (o.shuffle()) return std::make_shared<RandomSampler>(d.size(), o.seed());
-  return std::make_shared<SequentialSampler>(d.size());
-}
-const std::shared_ptr<Dataset>& checked(const std::shared_ptr<Dataset>& d) {
-  BRISK_CHECK(d != nullptr, "DataLoader", "dataset must not be null");
-  return d;
-}
-}  // namespace
+// ---- brisk's DataLoader -----------------------------------------------------------------
 
-DataLoader::DataLoader(std::shared_ptr<Dataset> dataset, DataLoaderOptions options)
-    : dataset_(checked(dataset)),
-      options_(std::move(options)),
-      batch_sampler_(make_sampler(*dataset_, options_), options_.batch_size(), options_.drop_last()) {}
+DataLoader::DataLoader(std::shared_ptr<void> owner, GetFn get, size_t size, DataLoaderOptions options)
+    : owner_(std::move(owner)), get_(std::move(get)), size_(size), options_(std::move(options)) {
+  detail::check_options(options_, "DataLoader");
+  if (options_.shuffle())
+    sampler_ = std::make_unique<samplers::RandomSampler>(size_, options_.seed());
+  else
+    sampler_ = std::make_unique<samplers::SequentialSampler>(size_);
+}
 
 DataLoader::~DataLoader() = default;
 
+Example<> DataLoader::make_batch(const std::vector<size_t>& ids) const {
+  std::vector<Example<>> samples;
+  samples.reserve(ids.size());
+  for (size_t i : ids) samples.push_back(get_(i));
+  Example<> batch =
+      options_.collate() ? options_.collate()(std::move(samples)) : default_collate(std::move(samples));
+  if (options_.transform()) batch = options_.transform()(std::move(batch));
+  // Pinned batches make `batch.data.to(kCUDA, /*non_blocking=*/true)`
+  // asynchronous. Without a GPU the option does nothing (as in PyTorch,
+  // which warns and carries on).
+  if (options_.pin_memory() && cuda::is_available()) {
+    if (batch.data.defined() && batch.data.is_cpu()) batch.data = batch.data.pin_memory();
+    if (batch.target.defined() && batch.target.is_cpu()) batch.target = batch.target.pin_memory();
+  }
+  return batch;
+}
+
 DataLoader::Iterator DataLoader::begin() {
   epoch_.reset();  // joins the workers of an unfinished epoch
-  epoch_ = std::make_unique<detail::Epoch>(dataset_.get(), &options_, batch_sampler_.epoch_batches());
+  sampler_->reset();
+  auto batches = std::make_shared<std::vector<std::vector<size_t>>>();
+  const size_t bs = options_.batch_size();
+  while (auto b = sampler_->next(bs)) {
+    if (options_.drop_last() && b->size() < bs) break;
+    batches->push_back(std::move(*b));
+  }
+  const size_t workers = std::min(options_.workers(), batches->size());
+  auto job = [this, batches](size_t k, size_t) -> std::shared_ptr<void> {
+    return std::make_shared<Example<>>(make_batch((*batches)[k]));
+  };
+  epoch_ = std::make_unique<detail::EpochState<Example<>>>();
+  epoch_->prefetcher =
+      std::make_unique<detail::Prefetcher>(batches->size(), workers, detail::prefetch_depth(options_, workers),
+                                           options_.enforce_ordering(), options_.timeout(), std::move(job));
   epoch_->advance();
   return Iterator(epoch_.get());
 }
 
-size_t DataLoader::size() const { return batch_sampler_.size(); }
-
-bool DataLoader::Iterator::at_end() const { return epoch_ == nullptr || epoch_->done; }
-
-Example& DataLoader::Iterator::operator*() const {
-  BRISK_CHECK(!at_end(), "DataLoader", "dereferencing an iterator past the last batch");
-  return epoch_->current;
-}
-
-DataLoader::Iterator& DataLoader::Iterator::operator++() {
-  BRISK_CHECK(epoch_ != nullptr, "DataLoader", "incrementing the end iterator");
-  epoch_->advance();
-  return *this;
+size_t DataLoader::size() const {
+  const size_t bs = options_.batch_size();
+  return options_.drop_last() ? size_ / bs : (size_ + bs - 1) / bs;
 }
 
 }  // namespace brisk::data

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <memory>
+#include <tuple>
 
 #include "brisk/data.h"
 #include "brisk/error.h"
@@ -232,23 +233,51 @@ std::string find_idx_file(const std::string& root, const std::string& name) {
 }
 }  // namespace
 
-MNIST::MNIST(const std::string& root, bool train) {
+namespace {
+// Reads {prefix}-images-idx3-ubyte and {prefix}-labels-idx1-ubyte (each
+// optionally .gz) from root: uint8 images [N, H, W], int64 labels [N].
+std::pair<Tensor, Tensor> read_mnist(const std::string& root, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   std::string images_path = find_idx_file(root, prefix + "-images-idx3-ubyte");
   std::string labels_path = find_idx_file(root, prefix + "-labels-idx1-ubyte");
-  images_ = read_idx_images(images_path);
-  targets_ = read_idx_labels(labels_path);
-  BRISK_CHECK(images_.size(0) == targets_.size(0), "MNIST", images_path, " has ", images_.size(0), " images but ",
-              labels_path, " has ", targets_.size(0), " labels");
+  Tensor images = read_idx_images(images_path);
+  Tensor targets = read_idx_labels(labels_path);
+  BRISK_CHECK(images.size(0) == targets.size(0), "MNIST", images_path, " has ", images.size(0), " images but ",
+              labels_path, " has ", targets.size(0), " labels");
+  return {std::move(images), std::move(targets)};
 }
+}  // namespace
 
-Example MNIST::get(size_t index) {
-  BRISK_CHECK(index < size(), "MNIST", "index ", index, " out of range for ", size(), " samples");
+MNIST::MNIST(const std::string& root, bool train) { std::tie(images_, targets_) = read_mnist(root, train); }
+
+Example<> MNIST::get(size_t index) {
+  const auto n = static_cast<size_t>(images_.size(0));
+  BRISK_CHECK(index < n, "MNIST", "index ", index, " out of range for ", n, " samples");
   auto i = static_cast<int64_t>(index);
   return {images_.select(0, i), targets_.select(0, i)};
 }
 
-size_t MNIST::size() const { return static_cast<size_t>(images_.size(0)); }
+std::optional<size_t> MNIST::size() const { return static_cast<size_t>(images_.size(0)); }
+
+namespace datasets {
+
+MNIST::MNIST(const std::string& root, Mode mode) : train_(mode == Mode::kTrain) {
+  Tensor u8;
+  std::tie(u8, targets_) = read_mnist(root, train_);
+  // float32 [N, 1, H, W] in [0, 1], as libtorch's MNIST.
+  images_ = u8.to(kFloat).div_(255.0).unsqueeze(1);
+}
+
+Example<> MNIST::get(size_t index) {
+  const auto n = static_cast<size_t>(images_.size(0));
+  BRISK_CHECK(index < n, "MNIST", "index ", index, " out of range for ", n, " samples");
+  auto i = static_cast<int64_t>(index);
+  return {images_.select(0, i), targets_.select(0, i)};
+}
+
+std::optional<size_t> MNIST::size() const { return static_cast<size_t>(images_.size(0)); }
+
+}  // namespace datasets
 
 std::string FashionMNIST::default_root() {
   if (const char* env = std::getenv("BRISK_FASHION_MNIST_ROOT"); env != nullptr && *env != '\0') return env;

@@ -17,7 +17,7 @@ namespace {
 
 using data::DataLoader;
 using data::DataLoaderOptions;
-using data::Example;
+using Example = data::Example<>;
 
 // data[i] = {i, 0.5 + i} (float32 [n, 2]); target[i] = i (int64 [n]).
 data::TensorDataset numbered(int64_t n) {
@@ -66,17 +66,18 @@ TEST(TensorDataset, IndexesTheFirstDimension) {
                         {"[TensorDataset]", "3 samples", "4"});
 }
 
-TEST(Samplers, SequentialAndBatch) {
+TEST(Samplers, SequentialResetAndNext) {
   data::SequentialSampler seq(5);
   EXPECT_EQ(seq.epoch_indices(), (std::vector<size_t>{0, 1, 2, 3, 4}));
-  data::BatchSampler keep(std::make_shared<data::SequentialSampler>(5), 2, false);
-  EXPECT_EQ(keep.size(), 3u);
-  EXPECT_EQ(keep.epoch_batches(), (std::vector<std::vector<size_t>>{{0, 1}, {2, 3}, {4}}));
-  data::BatchSampler drop(std::make_shared<data::SequentialSampler>(5), 2, true);
-  EXPECT_EQ(drop.size(), 2u);
-  EXPECT_EQ(drop.epoch_batches(), (std::vector<std::vector<size_t>>{{0, 1}, {2, 3}}));
-  testing::expect_error([] { data::BatchSampler(std::make_shared<data::SequentialSampler>(5), 0); },
-                        {"[BatchSampler]", "batch_size"});
+  seq.reset();
+  EXPECT_EQ(seq.next(2), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(seq.next(2), (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(seq.index(), 4u);
+  EXPECT_EQ(seq.next(2), (std::vector<size_t>{4}));
+  EXPECT_FALSE(seq.next(2).has_value());
+  seq.reset(3);  // a new size
+  EXPECT_EQ(seq.next(10), (std::vector<size_t>{0, 1, 2}));
+  testing::expect_error([&] { seq.next(0); }, {"[SequentialSampler]", "batch_size"});
 }
 
 TEST(Samplers, RandomIsAPermutationFixedBySeedAndEpoch) {
@@ -158,7 +159,7 @@ TEST(DataLoader, ShuffleIsSeededAndNewEachEpoch) {
 }
 
 // A dataset whose samples take uneven time, so that workers finish out of order.
-class SlowDataset : public data::Dataset {
+class SlowDataset : public data::Dataset<SlowDataset> {
  public:
   explicit SlowDataset(size_t n) : n_(n) {}
   Example get(size_t i) override {
@@ -167,7 +168,7 @@ class SlowDataset : public data::Dataset {
     Tensor x = full({3}, static_cast<double>(i), kFloat);
     return {x, scalar_tensor(static_cast<int64_t>(i))};
   }
-  size_t size() const override { return n_; }
+  std::optional<size_t> size() const override { return n_; }
   std::atomic<size_t> calls_{0};
 
  private:
@@ -213,7 +214,7 @@ TEST(DataLoader, PrefetchIsBounded) {
   });
 }
 
-class ThrowingDataset : public data::Dataset {
+class ThrowingDataset : public data::Dataset<ThrowingDataset> {
  public:
   struct Bad : std::runtime_error {
     using std::runtime_error::runtime_error;
@@ -222,7 +223,7 @@ class ThrowingDataset : public data::Dataset {
     if (i == 13) throw Bad("sample 13 is corrupt");
     return {full({2}, static_cast<double>(i), kFloat), scalar_tensor(static_cast<int64_t>(i))};
   }
-  size_t size() const override { return 40; }
+  std::optional<size_t> size() const override { return 40; }
 };
 
 TEST(DataLoader, WorkerExceptionReachesTheCaller) {

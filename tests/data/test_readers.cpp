@@ -185,7 +185,7 @@ TEST_F(Readers, MnistFromADirectory) {
   EXPECT_EQ(test.size(), 3u);
   EXPECT_EQ(train.images().dtype(), kUInt8);
   EXPECT_EQ(train.images().sizes(), IntArrayRef({12, 28, 28}));
-  data::Example e = train.get(11);
+  data::Example<> e = train.get(11);
   EXPECT_EQ(e.data.sizes(), IntArrayRef({28, 28}));
   EXPECT_EQ(e.target.item<int64_t>(), 1);
   EXPECT_EQ(e.data.index({0, 0}).item<uint8_t>(), (11 * 784) % 256);

@@ -799,12 +799,12 @@ TEST(AdvisorProgram, AllocatorCacheMisses) {
 
 // 8. A dataset that takes milliseconds per sample, loaded on the training
 // thread, against an in-memory dataset and real compute per batch.
-struct SlowDataset : data::Dataset {
-  data::Example get(size_t i) override {
+struct SlowDataset : data::Dataset<SlowDataset> {
+  data::Example<> get(size_t i) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     return {full({4}, static_cast<double>(i)), full({}, 1.0)};
   }
-  size_t size() const override { return 16; }
+  std::optional<size_t> size() const override { return 16; }
 };
 
 TEST(AdvisorProgram, DataLoaderStall) {
