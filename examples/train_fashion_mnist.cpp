@@ -97,18 +97,13 @@ Tensor model_input(const std::string& kind, const Tensor& images) {
   return kind == "mlp" ? images.flatten(1) : images.unsqueeze(1);
 }
 
-std::shared_ptr<nn::SequentialImpl> make_model(const std::string& kind) {
-  using nn::ModulePtr;
+nn::Sequential make_model(const std::string& kind) {
   if (kind == "mlp")
-    return std::make_shared<nn::SequentialImpl>(std::initializer_list<ModulePtr>{
-        std::make_shared<nn::LinearImpl>(784, 256), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(256, 128),
-        std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(128, 10)});
+    return nn::Sequential(nn::Linear(784, 256), nn::ReLU(), nn::Linear(256, 128), nn::ReLU(), nn::Linear(128, 10));
   // 28x28 -> conv 16 -> pool -> 14x14 -> conv 32 -> pool -> 7x7 -> 128 -> 10
-  return std::make_shared<nn::SequentialImpl>(std::initializer_list<ModulePtr>{
-      std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<nn::ReLUImpl>(),
-      std::make_shared<nn::MaxPool2dImpl>(2), std::make_shared<nn::Conv2dImpl>(nn::Conv2dOptions(16, 32, 3).padding(1)),
-      std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::MaxPool2dImpl>(2), std::make_shared<nn::FlattenImpl>(),
-      std::make_shared<nn::LinearImpl>(32 * 7 * 7, 128), std::make_shared<nn::ReLUImpl>(), std::make_shared<nn::LinearImpl>(128, 10)});
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                        nn::Flatten(), nn::Linear(32 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
 }
 
 double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader, Device device) {
@@ -175,7 +170,7 @@ int run(const Args& args) {
   for (const std::string& kind : kinds) {
     manual_seed(0);
     const std::string checkpoint = args.checkpoint_dir + "/fashion_" + kind + ".safetensors";
-    auto model = make_model(kind);
+    nn::Sequential model = make_model(kind);
     model->to(device);
     optim::AdamW opt(model->parameters(), optim::AdamWOptions(args.lr).weight_decay(1e-4));
     // The learning rate follows a cosine from lr to 0 over all the steps.
@@ -212,7 +207,7 @@ int run(const Args& args) {
       size_t done = 0, samples = 0;
       for (auto& batch : train) {
         // Pinned batches: the copies to a GPU do not block the host.
-        Tensor logits = model->forward(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
+        Tensor logits = model(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
         Tensor loss = nn::functional::cross_entropy(logits, batch.target.to(device, /*non_blocking=*/true));
         opt.zero_grad();  // gradients set to none
         loss.backward();

@@ -309,6 +309,19 @@ Metadata read_file(const std::string& path, bool use_mmap, StateDict* out) {
   } else if (!pread_full(f.fd, &n, 8, 0, &err)) {
     BRISK_FAIL("load", "cannot read ", ctx, ": ", err ? errno_text(err) : "the file shrank while reading");
   }
+  {
+    // libtorch's and PyTorch's torch.save write a zip archive (or, before
+    // PyTorch 1.6, a pickle starting with its magic number): say so.
+    unsigned char magic[8];
+    std::memcpy(magic, &n, 8);
+    BRISK_CHECK(!(magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4), "load", ctx,
+                " is a zip archive, the format of libtorch's and PyTorch's torch.save (.pt): brisk reads and writes "
+                "safetensors. Convert it in Python with safetensors.torch.save_file(torch.load(path), out) for a "
+                "state dict (for a scripted module, save its state_dict() first)");
+    BRISK_CHECK(!(magic[0] == 0x80 && magic[1] == 0x02 && magic[2] == 0x8a && magic[3] == 0x0a), "load", ctx,
+                " is a Python pickle (PyTorch's legacy torch.save format): brisk reads and writes safetensors. "
+                "Convert it in Python with safetensors.torch.save_file(torch.load(path), out)");
+  }
   BRISK_CHECK(n <= kMaxHeaderBytes, "load", ctx, ": header length ", n, " exceeds the limit of ", kMaxHeaderBytes,
               " bytes (corrupt or not a safetensors file?)");
   BRISK_CHECK(n <= file_size - 8, "load", ctx, ": header length ", n, " exceeds the ", file_size - 8,

@@ -15,10 +15,24 @@
 namespace brisk::nn {
 
 Module::Module(std::string type_name) : type_name_(std::move(type_name)) {}
+Module::Module() = default;
+
+namespace {
+std::string demangle(const char* mangled);
+std::string class_name(const std::type_info& type) {
+  std::string name = demangle(type.name());
+  if (auto lt = name.find('<'); lt != std::string::npos) name.resize(lt);  // templates: the name without arguments
+  if (auto colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+  if (name.size() > 4 && name.ends_with("Impl")) name.resize(name.size() - 4);
+  return name;
+}
+}  // namespace
+
+std::string Module::name() const { return type_name_.empty() ? class_name(typeid(*this)) : type_name_; }
 Module::~Module() = default;
 
 Tensor Module::forward(const Tensor&) {
-  BRISK_FAIL("forward", type_name_, " does not implement forward(const Tensor&)");
+  BRISK_FAIL("forward", name(), " does not implement forward(const Tensor&)");
 }
 
 // ---- registration ---------------------------------------------------------------
@@ -27,7 +41,7 @@ void Module::check_new_name(const char* op, const std::string& name) const {
   BRISK_CHECK(!name.empty(), op, "the name must not be empty");
   BRISK_CHECK(name.find('.') == std::string::npos, op, "the name '", name, "' must not contain '.'");
   BRISK_CHECK(!params_.contains(name) && !buffers_.contains(name) && !children_.contains(name), op, "'", name,
-              "' is already registered in ", type_name_);
+              "' is already registered in ", this->name());
 }
 
 Tensor Module::register_parameter(std::string name, Tensor t, bool requires_grad) {
@@ -54,12 +68,12 @@ void Module::register_module_impl(std::string name, ModulePtr module) {
 }
 
 ModulePtr Module::unregister_module(const std::string& name) {
-  BRISK_CHECK(children_.contains(name), "unregister_module", "no child module named '", name, "' in ", type_name_);
+  BRISK_CHECK(children_.contains(name), "unregister_module", "no child module named '", name, "' in ", this->name());
   return children_.pop(name);
 }
 
 void Module::replace_module_impl(const std::string& name, ModulePtr module) {
-  BRISK_CHECK(children_.contains(name), "replace_module", "no child module named '", name, "' in ", type_name_);
+  BRISK_CHECK(children_.contains(name), "replace_module", "no child module named '", name, "' in ", this->name());
   BRISK_CHECK(module != nullptr, "replace_module", "module '", name, "' is null");
   BRISK_CHECK(module.get() != this, "replace_module", "a module cannot be its own child ('", name, "')");
   children_.insert_or_assign(name, std::move(module));
@@ -251,7 +265,7 @@ LoadStateDictResult Module::load_state_dict(const StateDict& dict, bool strict) 
   for (const auto& [name, t] : dict)
     if (!own.contains(name)) r.unexpected_keys.push_back(name);
   if (strict && (!r.missing_keys.empty() || !r.unexpected_keys.empty())) {
-    std::string msg = "Error(s) loading the state dict of " + type_name_ + ":";
+    std::string msg = "Error(s) loading the state dict of " + name() + ":";
     if (!r.missing_keys.empty()) msg += " missing keys: " + quoted_list(r.missing_keys) + ".";
     if (!r.unexpected_keys.empty()) msg += " unexpected keys: " + quoted_list(r.unexpected_keys) + ".";
     BRISK_FAIL("load_state_dict", msg);
@@ -332,7 +346,7 @@ std::string demangle(const char* mangled) {
 void throw_empty_module_holder(const char* mangled_type) {
   std::string type = demangle(mangled_type);
   if (auto colon = type.rfind("::"); colon != std::string::npos) type = type.substr(colon + 2);
-  std::string holder = type.size() > 4 && type.ends_with("Impl") ? type.substr(0, type.size() - 4) : type;
+  const std::string holder = type.size() > 4 && type.ends_with("Impl") ? type.substr(0, type.size() - 4) : type;
   throw Error(std::string("ModuleHolder: the ") + holder + " holder is empty (made from nullptr or default-constructed " +
               "without a module); assign it a module first, e.g. `x = " + holder + "(...)`");
 }

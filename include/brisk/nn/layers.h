@@ -67,7 +67,17 @@ class SequentialImpl : public Module {
   void check_index(size_t i) const;
   std::vector<AnyModule> modules_;
 };
-BRISK_MODULE(Sequential);
+
+/// The holder of SequentialImpl, with libtorch's named form:
+/// `nn::Sequential seq({{"fc", nn::Linear(3, 4)}, {"act", nn::ReLU()}})`.
+class Sequential : public ModuleHolder<SequentialImpl> {
+ public:
+  using ModuleHolder<SequentialImpl>::ModuleHolder;
+  using Impl [[maybe_unused]] = SequentialImpl;
+  Sequential() : ModuleHolder<SequentialImpl>() {}
+  Sequential(std::initializer_list<std::pair<std::string, AnyModule>> named_modules)
+      : ModuleHolder<SequentialImpl>(std::make_shared<SequentialImpl>(named_modules)) {}
+};
 
 /// A list of registered modules (children "0", "1", ...). No forward.
 class ModuleListImpl : public Module {
@@ -87,6 +97,10 @@ class ModuleListImpl : public Module {
   void extend(const ModuleListImpl& other);
   /// Inserts before position `index` (renumbering the children after it).
   void insert(size_t index, ModulePtr m);
+  template <class M>
+  void insert(size_t index, const ModuleHolder<M>& m) {
+    insert(index, ModulePtr(m.ptr()));
+  }
   size_t size() const noexcept { return order_.size(); }
   bool is_empty() const noexcept { return order_.empty(); }
   bool empty() const noexcept { return order_.empty(); }
@@ -94,8 +108,7 @@ class ModuleListImpl : public Module {
   const ModulePtr& ptr(size_t i) const;
   template <class T>
   auto ptr(size_t i) const {
-    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
-    auto p = std::dynamic_pointer_cast<C>(ptr(i));
+    auto p = std::dynamic_pointer_cast<module_type_t<T>>(ptr(i));
     BRISK_CHECK(p != nullptr, "ModuleList", "module ", i, " is a ", ptr(i)->name(), ", not the requested type");
     return p;
   }
@@ -135,8 +148,7 @@ class ModuleDictImpl : public Module {
   const ModulePtr& operator[](const std::string& name) const;
   template <class T>
   auto at(const std::string& name) const {
-    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
-    auto p = std::dynamic_pointer_cast<C>((*this)[name]);
+    auto p = std::dynamic_pointer_cast<module_type_t<T>>((*this)[name]);
     BRISK_CHECK(p != nullptr, "ModuleDict", "module '", name, "' is a ", (*this)[name]->name(),
                 ", not the requested type");
     return p;

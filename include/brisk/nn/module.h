@@ -29,6 +29,20 @@ using ModulePtr = std::shared_ptr<Module>;
 template <class Contained>
 class ModuleHolder;
 
+/// The module class of `T`: T itself, or the class a holder holds
+/// (module_type_t<nn::Linear> is nn::LinearImpl).
+template <class T>
+struct module_type {
+  using type = T;
+};
+template <class T>
+  requires requires { typename T::ContainedType; }
+struct module_type<T> {
+  using type = typename T::ContainedType;
+};
+template <class T>
+using module_type_t = typename module_type<T>::type;
+
 /// What a non-strict load_state_dict did not match.
 struct LoadStateDictResult {
   std::vector<std::string> missing_keys;     ///< in the module, not in the dict
@@ -50,12 +64,17 @@ struct LoadStateDictResult {
 class Module : public std::enable_shared_from_this<Module> {
  public:
   /// `type_name` is what printing shows ("Linear").
-  explicit Module(std::string type_name = "Module");
+  explicit Module(std::string type_name);
+  /// A module named after its class, as libtorch's: `struct NetImpl :
+  /// nn::Module` prints as "Net" (the namespace and an "Impl" suffix dropped).
+  Module();
   virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  const std::string& name() const { return type_name_; }
+  /// The name printing shows: the one given to the constructor, else the
+  /// class name.
+  std::string name() const;
 
   /// The forward of a module that takes and returns one tensor. The default
   /// throws: modules with another signature do not override it.
@@ -142,10 +161,7 @@ class Module : public std::enable_shared_from_this<Module> {
   /// not one: `if (auto* lin = m->as<nn::Linear>()) ...`.
   template <class T>
   auto* as() noexcept {
-    if constexpr (requires { typename T::ContainedType; })
-      return dynamic_cast<typename T::ContainedType*>(this);
-    else
-      return dynamic_cast<T*>(this);
+    return dynamic_cast<module_type_t<T>*>(this);
   }
   template <class T>
   const auto* as() const noexcept {
@@ -317,8 +333,7 @@ class AnyModule {
   /// The module as `T` (a module class or holder); throws when it is another type.
   template <class T>
   auto ptr() const {
-    using C = std::conditional_t<requires { typename T::ContainedType; }, typename T::ContainedType, T>;
-    auto p = std::dynamic_pointer_cast<C>(module_);
+    auto p = std::dynamic_pointer_cast<module_type_t<T>>(module_);
     BRISK_CHECK(p != nullptr, "AnyModule", "the module is a ", module_ ? module_->name() : std::string("null"),
                 ", not the requested type");
     return p;
