@@ -85,6 +85,46 @@ void RMSpropOptions::set_value(const std::string& n, double v) {
   else BRISK_FAIL("RMSprop", "unknown option '", n, "'");
 }
 
+std::vector<std::pair<std::string, double>> AdagradOptions::values() const {
+  return {{"lr", lr_}, {"lr_decay", lr_decay_}, {"weight_decay", weight_decay_},
+          {"initial_accumulator_value", initial_accumulator_value_}, {"eps", eps_}, {"maximize", maximize_},
+          {"impl", double(int(impl_))}};
+}
+void AdagradOptions::set_value(const std::string& n, double v) {
+  if (n == "lr") lr_ = v;
+  else if (n == "lr_decay") lr_decay_ = v;
+  else if (n == "weight_decay") weight_decay_ = v;
+  else if (n == "initial_accumulator_value") initial_accumulator_value_ = v;
+  else if (n == "eps") eps_ = v;
+  else if (n == "maximize") maximize_ = v != 0;
+  else if (n == "impl") impl_ = impl_of("Adagrad", v);
+  else BRISK_FAIL("Adagrad", "unknown option '", n, "'");
+}
+
+std::vector<std::pair<std::string, double>> LBFGSOptions::values() const {
+  return {{"lr", lr_},
+          {"max_iter", double(max_iter_)},
+          {"max_eval", max_eval_ ? double(*max_eval_) : -1.0},
+          {"tolerance_grad", tolerance_grad_},
+          {"tolerance_change", tolerance_change_},
+          {"history_size", double(history_size_)},
+          {"line_search_fn", line_search_fn_ ? (*line_search_fn_ == "strong_wolfe" ? 1.0 : 2.0) : 0.0},
+          {"maximize", maximize_}};
+}
+void LBFGSOptions::set_value(const std::string& n, double v) {
+  if (n == "lr") lr_ = v;
+  else if (n == "max_iter") max_iter_ = int64_t(v);
+  else if (n == "max_eval") max_eval_ = v < 0 ? std::nullopt : std::optional<int64_t>(int64_t(v));
+  else if (n == "tolerance_grad") tolerance_grad_ = v;
+  else if (n == "tolerance_change") tolerance_change_ = v;
+  else if (n == "history_size") history_size_ = int64_t(v);
+  else if (n == "line_search_fn") {
+    BRISK_CHECK(v == 0 || v == 1, "LBFGS", "invalid line_search_fn value ", v, " (0: none, 1: strong_wolfe)");
+    line_search_fn_ = v == 1 ? std::optional<std::string>("strong_wolfe") : std::nullopt;
+  } else if (n == "maximize") maximize_ = v != 0;
+  else BRISK_FAIL("LBFGS", "unknown option '", n, "'");
+}
+
 // ---- Optimizer ------------------------------------------------------------------------
 
 void Optimizer::init(const std::vector<OptimizerParamGroup>& groups) {
@@ -159,7 +199,7 @@ const char* step_impl_detail(const std::vector<OptimizerParamGroup>& groups) {
 }
 }  // namespace
 
-Tensor Optimizer::step(const LossClosure& closure) {
+Tensor Optimizer::step(LossClosure closure) {
   auto event = profiler::detail::ScopedEvent::lazy(
       profiler::EventKind::OptimizerStep, [this] { return std::string(name_) + ".step"; },
       [this] { return step_impl_detail(groups_); });
@@ -200,6 +240,7 @@ constexpr StateField kStateFields[] = {
     {"momentum_buffer", &ParamState::momentum_buffer},
     {"square_avg", &ParamState::square_avg},
     {"grad_avg", &ParamState::grad_avg},
+    {"sum", &ParamState::sum},
 };
 }  // namespace
 
