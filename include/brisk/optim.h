@@ -97,14 +97,60 @@ class OptimizerParamGroup {
   double initial_lr_ = -1;
 };
 
-/// Per-parameter state. Which tensors are defined depends on the optimizer:
-/// SGD momentum_buffer; Adam/AdamW exp_avg, exp_avg_sq (max_exp_avg_sq with
-/// amsgrad); RMSprop square_avg (momentum_buffer, grad_avg); Adagrad sum.
-/// (LBFGS keeps its state in the optimizer: LBFGS::lbfgs_state().)
-struct ParamState {
-  int64_t step = 0;
-  Tensor exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer, square_avg, grad_avg, sum;
+/// Base of per-parameter optimizer state (libtorch's OptimizerParamState).
+class OptimizerParamState {
+ public:
+  virtual ~OptimizerParamState() = default;
+  /// A copy sharing the tensors (as libtorch's clone).
+  virtual std::unique_ptr<OptimizerParamState> clone() const = 0;
 };
+
+/// A state field with libtorch's accessors (`s.exp_avg()`, `s.step(3)`);
+/// the getter of a non-const state returns a mutable reference.
+#define BRISK_STATE_ARG(T, name, init)              \
+ public:                                            \
+  T& name() { return name##_; }                     \
+  const T& name() const { return name##_; }         \
+  auto& name(const T& v) {                          \
+    name##_ = v;                                    \
+    return *this;                                   \
+  }                                                 \
+                                                    \
+ private:                                           \
+  T name##_ = init;                                 \
+                                                    \
+ public:
+
+/// Per-parameter state, one class for the optimizers that keep state per
+/// parameter (libtorch has one class each: SGDParamState, AdamParamState,
+/// ... are aliases of this one, so `static_cast<AdamParamState&>(*opt.state()[key])`
+/// works as in libtorch). Which tensors are defined depends on the
+/// optimizer: SGD momentum_buffer; Adam/AdamW exp_avg, exp_avg_sq
+/// (max_exp_avg_sq with amsgrad); RMSprop square_avg (momentum_buffer,
+/// grad_avg); Adagrad sum. LBFGS keeps its state in the optimizer
+/// (LBFGS::lbfgs_state()).
+class ParamState : public OptimizerParamState {
+  BRISK_STATE_ARG(int64_t, step, 0)
+  BRISK_STATE_ARG(Tensor, exp_avg, {})
+  BRISK_STATE_ARG(Tensor, exp_avg_sq, {})
+  BRISK_STATE_ARG(Tensor, max_exp_avg_sq, {})
+  BRISK_STATE_ARG(Tensor, momentum_buffer, {})
+  BRISK_STATE_ARG(Tensor, square_avg, {})
+  BRISK_STATE_ARG(Tensor, grad_avg, {})
+  BRISK_STATE_ARG(Tensor, sum, {})
+ public:
+  std::unique_ptr<OptimizerParamState> clone() const override { return std::make_unique<ParamState>(*this); }
+};
+#undef BRISK_STATE_ARG
+using SGDParamState = ParamState;
+using AdamParamState = ParamState;
+using AdamWParamState = ParamState;
+using RMSpropParamState = ParamState;
+using AdagradParamState = ParamState;
+
+/// The optimizer's state by parameter: key `p.impl()` (libtorch's
+/// `p.unsafeGetTensorImpl()`), values ParamState.
+using ParamStateMap = std::unordered_map<void*, std::unique_ptr<OptimizerParamState>>;
 
 /// A flat, serializable state dict (brisk::io can save it as safetensors):
 ///   "state.<i>.step"                   0-dim float64 (i: index of the parameter
@@ -141,8 +187,11 @@ class Optimizer {
   std::vector<Tensor> parameters() const;
   size_t size() const;
   /// State of a parameter (created empty on first use).
-  ParamState& state(const Tensor& param) { return state_[param.impl()]; }
+  ParamState& state(const Tensor& param);
   bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+  /// All states, keyed by `p.impl()` (libtorch's `optimizer.state()`).
+  ParamStateMap& state() noexcept { return state_; }
+  const ParamStateMap& state() const noexcept { return state_; }
 
   virtual StateDict state_dict() const;
   /// Restores state and group options saved by state_dict() from an optimizer
@@ -166,7 +215,7 @@ class Optimizer {
   const char* name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> groups_;
-  std::unordered_map<const TensorImpl*, ParamState> state_;
+  ParamStateMap state_;
 };
 
 // ---- SGD ----------------------------------------------------------------------------

@@ -23,9 +23,9 @@ void adagrad_for_loop(const AdagradHyper& h, const Tensor& p_, const Tensor& gra
   Tensor p = p_;
   Tensor g = h.maximize ? grad.neg() : grad;
   if (h.wd != 0) g = g.add(p, h.wd);
-  s.sum.addcmul_(g, g, 1);
-  Tensor std = s.sum.sqrt().add_(h.eps);
-  p.addcdiv_(g, std, -h.clr(s.step));
+  s.sum().addcmul_(g, g, 1);
+  Tensor std = s.sum().sqrt().add_(h.eps);
+  p.addcdiv_(g, std, -h.clr(s.step()));
 }
 
 // Each arithmetic step as one foreach op over the list (_multi_tensor_adagrad;
@@ -35,8 +35,8 @@ void adagrad_foreach(const AdagradHyper& h, const TensorList& params, const Tens
   TensorList sums;
   ScalarList minus_clr;
   for (ParamState* s : states) {
-    sums.push_back(s->sum);
-    minus_clr.push_back(-h.clr(s->step));
+    sums.push_back(s->sum());
+    minus_clr.push_back(-h.clr(s->step()));
   }
   TensorList g = h.maximize ? foreach_mul(grads_in, -1.0) : grads_in;
   if (h.wd != 0) g = foreach_add(g, params, h.wd);
@@ -57,8 +57,8 @@ Adagrad::Adagrad(std::vector<OptimizerParamGroup> groups, AdagradOptions default
     const auto& o = static_cast<const AdagradOptions&>(g.options());
     for (const Tensor& p : g.params()) {
       ParamState& s = state(p);
-      s.step = 0;
-      s.sum = full_like(p, o.initial_accumulator_value(), p.options());
+      s.step() = 0;
+      s.sum() = full_like(p, o.initial_accumulator_value(), p.options());
     }
   }
 }
@@ -82,11 +82,11 @@ void Adagrad::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
   for (const Tensor& p : params) {
     ParamState& s = state(p);
     // A group added after construction gets its state here.
-    if (!s.sum.defined()) {
-      s.step = 0;
-      s.sum = full_like(p, o.initial_accumulator_value(), p.options());
+    if (!s.sum().defined()) {
+      s.step() = 0;
+      s.sum() = full_like(p, o.initial_accumulator_value(), p.options());
     }
-    s.step += 1;
+    s.step() += 1;
     states.push_back(&s);
     grads.push_back(p.grad());
   }

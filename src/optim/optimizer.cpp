@@ -226,12 +226,18 @@ Tensor Optimizer::step(LossClosure closure) {
   return loss;
 }
 
+ParamState& Optimizer::state(const Tensor& param) {
+  std::unique_ptr<OptimizerParamState>& s = state_[param.impl()];
+  if (!s) s = std::make_unique<ParamState>();
+  return static_cast<ParamState&>(*s);
+}
+
 // ---- state dicts ------------------------------------------------------------------------
 
 namespace {
 struct StateField {
   const char* name;
-  Tensor ParamState::*member;
+  Tensor& (ParamState::*member)();
 };
 constexpr StateField kStateFields[] = {
     {"exp_avg", &ParamState::exp_avg},
@@ -256,10 +262,11 @@ StateDict Optimizer::state_dict() const {
       idx.push_back(index);
       auto it = state_.find(p.impl());
       if (it != state_.end()) {
+        auto& s = static_cast<ParamState&>(*it->second);
         const std::string sp = "state." + std::to_string(index) + ".";
-        d[sp + "step"] = scalar_tensor(double(it->second.step), kDouble);
+        d[sp + "step"] = scalar_tensor(double(s.step()), kDouble);
         for (const StateField& f : kStateFields) {
-          const Tensor& t = it->second.*f.member;
+          const Tensor& t = (s.*f.member)();
           if (t.defined()) d[sp + f.name] = t.detach().clone();
         }
       }
@@ -282,7 +289,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
                 idx.numel(), " parameters in the state dict but ", groups_[gi].params().size(), " in the optimizer");
   }
   std::vector<Tensor> params = parameters();
-  std::unordered_map<const TensorImpl*, ParamState> state;
+  std::unordered_map<void*, ParamState> state;
   for (const auto& [key, t] : dict) {
     if (key.rfind("state.", 0) != 0) continue;
     const size_t dot = key.find('.', 6);
@@ -295,7 +302,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
     const Tensor& p = params[size_t(i)];
     ParamState& s = state[p.impl()];
     if (field == "step") {
-      s.step = int64_t(t.item<double>());
+      s.step() = int64_t(t.item<double>());
       continue;
     }
     bool known = false;
@@ -303,7 +310,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
       if (field != f.name) continue;
       BRISK_CHECK(t.sizes() == p.sizes(), name_, "load_state_dict: '", key, "' has shape ", t.sizes(),
                   " but parameter ", i, " has shape ", p.sizes());
-      s.*f.member = t.to(p.device(), p.dtype(), false, true).contiguous();
+      (s.*f.member)() = t.to(p.device(), p.dtype(), false, true).contiguous();
       known = true;
     }
     BRISK_CHECK(known, name_, "load_state_dict: unknown state field in '", key, "'");
@@ -319,7 +326,9 @@ void Optimizer::load_state_dict(const StateDict& dict) {
     opts.push_back(std::move(o));
   }
   for (size_t gi = 0; gi < ngroups; ++gi) groups_[gi].set_options(std::move(opts[gi]));
-  state_ = std::move(state);
+  ParamStateMap states;
+  for (auto& [key, s] : state) states.emplace(key, std::make_unique<ParamState>(std::move(s)));
+  state_ = std::move(states);
 }
 
 }  // namespace brisk::optim

@@ -37,7 +37,7 @@ void run_adagrad(const char* name, optim::AdagradOptions o, bool maximize, const
     optim::Adagrad opt({w, b}, optim::AdagradOptions(o).maximize(maximize).impl(impl));
     // The state exists from construction on, as in PyTorch.
     ASSERT_TRUE(opt.has_state(w));
-    EXPECT_TRUE(close(opt.state(w).sum, full({3}, o.initial_accumulator_value(), kDouble)));
+    EXPECT_TRUE(close(opt.state(w).sum(), full({3}, o.initial_accumulator_value(), kDouble)));
     const size_t steps = traj.size() / 4;
     for (size_t k = 0; k < steps; ++k) {
       opt.zero_grad();
@@ -47,8 +47,8 @@ void run_adagrad(const char* name, optim::AdagradOptions o, bool maximize, const
       Tensor got = cat({w.detach(), b.detach()});
       ASSERT_TRUE(close(got, slice_of(traj, k, 4), 1e-12, 1e-14)) << "after step " << k + 1;
     }
-    EXPECT_TRUE(close(cat({opt.state(w).sum, opt.state(b).sum}), tensor(sums, kDouble), 1e-12, 1e-14));
-    EXPECT_EQ(double(opt.state(w).step), step);
+    EXPECT_TRUE(close(cat({opt.state(w).sum(), opt.state(b).sum()}), tensor(sums, kDouble), 1e-12, 1e-14));
+    EXPECT_EQ(double(opt.state(w).step()), step);
   }
 }
 
@@ -285,7 +285,22 @@ TEST(OptimizerApi, LibtorchCalls) {
   EXPECT_EQ(loss.item<float>(), 4.0f);
   EXPECT_TRUE(close(w.detach(), full({2, 2}, 0.9f)));
   EXPECT_TRUE(close(b.detach(), full({2}, -0.01f)));
-  EXPECT_TRUE(opt.state(w).momentum_buffer.defined());
+  EXPECT_TRUE(opt.state(w).momentum_buffer().defined());
+  // optimizer.state(): libtorch's map from p.unsafeGetTensorImpl() (brisk: p.impl()) to the state.
+  auto& sw = static_cast<optim::SGDParamState&>(*opt.state()[w.impl()]);
+  EXPECT_TRUE(close(sw.momentum_buffer(), full({2, 2}, 1.0f)));
+  EXPECT_EQ(opt.state().size(), 2u) << "c had no gradient: no state";
+  Tensor q = ones({3}, kDouble).requires_grad_();
+  optim::Adam adam({q}, optim::AdamOptions(0.1));
+  (q * q).sum().backward();
+  adam.step();
+  auto& sq = static_cast<optim::AdamParamState&>(*adam.state().at(q.impl()));
+  EXPECT_EQ(sq.step(), 1);
+  EXPECT_TRUE(close(sq.exp_avg(), full({3}, 0.2, kDouble)));  // (1 - 0.9) * 2
+  sq.step(5);  // libtorch's setter
+  EXPECT_EQ(adam.state(q).step(), 5);
+  std::unique_ptr<optim::OptimizerParamState> copy = sq.clone();
+  EXPECT_EQ(static_cast<optim::AdamParamState&>(*copy).step(), 5);
   // zero_grad(): to none (PyTorch 2's and libtorch 2's default), or zeros.
   opt.zero_grad(false);
   EXPECT_TRUE(w.grad().defined());
