@@ -241,6 +241,7 @@ std::string demangle(const char* mangled);
 /// then finish() gives the outputs their history.
 class CustomFunctionCall {
  public:
+  /// `name` must outlive the call's node (a static).
   CustomFunctionCall(const std::string& name, CustomBackward backward, std::vector<bool> is_tensor_arg,
                      variable_list inputs);
   ~CustomFunctionCall();

@@ -61,8 +61,9 @@ namespace autograd {
 /// the context and calls T::backward through a plain function pointer.
 class CustomFunctionNode final : public Node {
  public:
-  CustomFunctionNode(std::string name, fn_detail::CustomBackward backward, std::vector<bool> is_tensor_arg)
-      : name_(std::move(name)), backward_(backward), is_tensor_arg_(std::move(is_tensor_arg)) {
+  /// `name` outlives the node (Function<T>::apply's static).
+  CustomFunctionNode(const std::string& name, fn_detail::CustomBackward backward, std::vector<bool> is_tensor_arg)
+      : name_(name), backward_(backward), is_tensor_arg_(std::move(is_tensor_arg)) {
     ctx_.node_ = this;
   }
   std::string name() const override { return name_; }
@@ -105,7 +106,7 @@ class CustomFunctionNode final : public Node {
   bool released_ = false;
 
  private:
-  std::string name_;
+  const std::string& name_;
   fn_detail::CustomBackward backward_;
   std::vector<bool> is_tensor_arg_;
 };

@@ -309,6 +309,18 @@ struct Identity : autograd::Function<Identity> {
   static Tensor forward(AutogradContext*, Tensor x) { return x; }
   static variable_list backward(AutogradContext*, variable_list g) { return {g[0] * 3}; }
 };
+// Returns a view of its input (the first two elements).
+struct Head : autograd::Function<Head> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    ctx->saved_data["n"] = x.size(0);
+    return x.narrow(0, 0, 2);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list g) {
+    Tensor r = zeros({ctx->saved_data["n"].toInt()}, g[0].options());
+    r.narrow(0, 0, 2).copy_(g[0] * 5);  // 5: shows the gradient went through this backward
+    return {r};
+  }
+};
 struct SumList : autograd::Function<SumList> {
   static Tensor forward(AutogradContext* ctx, variable_list xs, Tensor w) {
     ctx->saved_data["n"] = int64_t(xs.size());
@@ -371,6 +383,19 @@ TEST(CustomFunction, InputReturnedAsIsAndNoGrad) {
   }
   Tensor plain = ones({2});
   EXPECT_FALSE(Exp::apply(plain).requires_grad());
+}
+
+TEST(CustomFunction, ViewOutput) {
+  Tensor l = leaf({4});
+  Tensor x = l * 1;
+  Tensor h = Head::apply(x);
+  EXPECT_EQ(h.data_ptr(), x.data_ptr());
+  EXPECT_NE(h.grad_fn()->name().find("Head"), std::string::npos);
+  h.sum().backward(ones({}, kDouble), /*retain_graph=*/true);
+  EXPECT_EQ(l.grad().to_vector<double>(), (std::vector<double>{5, 5, 0, 0}));
+  // Its history is the call's, not a view op's: changing it in place would
+  // bypass the function's backward, so it is refused (PyTorch refuses too).
+  expect_error([&] { h.mul_(2); }, {"no_grad"});
 }
 
 TEST(CustomFunction, TensorListArgumentCountsEachTensor) {
