@@ -28,6 +28,7 @@ namespace tls {
 inline thread_local bool t_grad_enabled BRISK_TLS_FAST = true;
 inline thread_local bool t_inference_mode BRISK_TLS_FAST = false;
 inline thread_local bool t_anomaly_mode BRISK_TLS_FAST = false;
+inline thread_local bool t_anomaly_check_nan BRISK_TLS_FAST = true;
 }  // namespace tls
 }  // namespace autograd
 
@@ -342,21 +343,37 @@ struct Function {
 };
 
 /// Anomaly mode: backward checks every node's output gradients for NaN and
-/// names the node that produced one.
+/// names the node that produced one (with check_nan false it checks nothing:
+/// brisk records no forward stack traces). Per thread.
 struct AnomalyMode {
   static bool is_enabled() { return tls::t_anomaly_mode; }
-  static void set_enabled(bool on) { tls::t_anomaly_mode = on; }
+  static bool should_check_nan() { return tls::t_anomaly_check_nan; }
+  static void set_enabled(bool enabled, bool check_nan = true) {
+    tls::t_anomaly_mode = enabled;
+    tls::t_anomaly_check_nan = check_nan;
+  }
 };
+/// Turns anomaly mode on for a scope (libtorch's DetectAnomalyGuard).
 class DetectAnomalyGuard {
  public:
-  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
-  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  explicit DetectAnomalyGuard(bool check_nan = true)
+      : prev_(AnomalyMode::is_enabled()), prev_check_nan_(AnomalyMode::should_check_nan()) {
+    AnomalyMode::set_enabled(true, check_nan);
+  }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_, prev_check_nan_); }
   DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
   DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
  private:
-  bool prev_;
+  bool prev_, prev_check_nan_;
 };
+
+/// libtorch also spells the grad-mode guards inside torch::autograd.
+using brisk::AutoGradMode;
+using brisk::EnableGradGuard;
+using brisk::GradMode;
+using brisk::InferenceMode;
+using brisk::NoGradGuard;
 
 /// Options of gradcheck (PyTorch's defaults).
 struct GradcheckOptions {

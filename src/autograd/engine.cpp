@@ -155,7 +155,7 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
     for (const Edge& r : roots)
       if (t.deps[r.function.get()] == 0 && pushed.insert(r.function.get()).second) ready.push(r.function.get());
   }
-  const bool anomaly = AnomalyMode::is_enabled();
+  const bool anomaly = AnomalyMode::is_enabled() && AnomalyMode::should_check_nan();
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();

@@ -427,5 +427,21 @@ TEST(CustomFunction, Spellings) {
   }
   autograd::AnomalyMode::set_enabled(true);
   EXPECT_TRUE(autograd::AnomalyMode::is_enabled());
+  EXPECT_TRUE(autograd::AnomalyMode::should_check_nan());
   autograd::AnomalyMode::set_enabled(false);
+  {
+    autograd::DetectAnomalyGuard detect(/*check_nan=*/false);
+    EXPECT_TRUE(autograd::AnomalyMode::is_enabled());
+    Tensor x = leaf({2});
+    NanBackward::apply(x).sum().backward();  // no NaN check requested
+    EXPECT_TRUE(std::isnan(x.grad()[0].item<double>()));
+  }
+  EXPECT_FALSE(autograd::AnomalyMode::is_enabled());
+  // torch::autograd::GradMode / AutoGradMode / InferenceMode spellings.
+  {
+    autograd::AutoGradMode off(false);
+    EXPECT_FALSE(autograd::GradMode::is_enabled());
+    autograd::InferenceMode inf;
+    EXPECT_TRUE(InferenceMode::is_enabled());
+  }
 }
