@@ -9,6 +9,7 @@
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "profiler/record.h"
 
 namespace brisk::optim {
 namespace {
@@ -181,6 +182,9 @@ void LBFGS::step_group(OptimizerParamGroup&, const std::vector<Tensor>&) {
 Tensor LBFGS::step(LossClosure closure) {
   BRISK_CHECK(closure != nullptr, name_, "step() needs a closure that reevaluates the model and returns the loss");
   BRISK_CHECK(groups_.size() == 1, name_, "expected exactly one param group, but got ", groups_.size());
+  // One event for the whole step, closure calls included (as the base's
+  // step); no implementation detail: the advisor's for-loop rule does not apply.
+  profiler::detail::ScopedEvent event(profiler::EventKind::OptimizerStep, "LBFGS.step");
   NoGradGuard no_grad;
   auto evaluate = [&closure] {
     EnableGradGuard grad_on;

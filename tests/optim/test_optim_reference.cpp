@@ -243,6 +243,26 @@ TEST(LBFGS, DefaultsAndErrors) {
   EXPECT_EQ(z.to_vector<double>(), (std::vector<double>{0, 0}));
 }
 
+TEST(LBFGS, ProfilerSeesOneStepEvent) {
+  Tensor x = tensor({-1.5, 2.0}, kDouble).requires_grad_();
+  optim::LBFGS opt({x}, optim::LBFGSOptions(1).max_iter(5));
+  profiler::profile p;
+  opt.step([&] {
+    opt.zero_grad();
+    Tensor f = rosenbrock(x);
+    f.backward();
+    return f;
+  });
+  int steps = 0;
+  for (const auto& e : p.result().events)
+    if (e.kind == profiler::EventKind::OptimizerStep) {
+      ++steps;
+      EXPECT_EQ(e.name, "LBFGS.step");
+      EXPECT_NE(e.detail, "for-loop");
+    }
+  EXPECT_EQ(steps, 1);
+}
+
 TEST(LBFGS, Float32Converges) {
   Tensor x = tensor({-1.5f, 2.0f}).requires_grad_();
   optim::LBFGS opt({x}, optim::LBFGSOptions(1).max_iter(50).line_search_fn("strong_wolfe"));
