@@ -2,13 +2,20 @@
 // backward/grad, gradcheck. Tensor's autograd methods (requires_grad_,
 // backward, grad, grad_fn, register_hook, ...) are declared in tensor.h.
 #pragma once
+#include <concepts>
 #include <cstdint>
+#include <typeinfo>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "brisk/ivalue.h"
 #include "brisk/tensor.h"
 
 namespace brisk {
@@ -21,6 +28,7 @@ namespace tls {
 inline thread_local bool t_grad_enabled BRISK_TLS_FAST = true;
 inline thread_local bool t_inference_mode BRISK_TLS_FAST = false;
 inline thread_local bool t_anomaly_mode BRISK_TLS_FAST = false;
+inline thread_local bool t_anomaly_check_nan BRISK_TLS_FAST = true;
 }  // namespace tls
 }  // namespace autograd
 
@@ -133,8 +141,13 @@ class Node : public std::enable_shared_from_this<Node> {
   /// Runs the pre-hooks of each output on `grads`.
   void run_pre_hooks(TensorList& grads) const;
   bool has_pre_hooks() const { return !pre_hooks_.empty(); }
+  /// Whether the engine replaces the undefined gradients of this node's
+  /// outputs by zeros before apply (true but for custom functions that
+  /// called ctx->set_materialize_grads(false)).
+  bool materialize_grads() const { return materialize_grads_; }
 
  protected:
+  bool materialize_grads_ = true;
   std::vector<Edge> next_edges_;
   std::vector<OutputMeta> out_meta_;
   uint64_t seq_;
@@ -159,22 +172,208 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                 bool allow_unused = false);
 
+// ---- custom functions (libtorch's torch::autograd::Function<T>) -------------------
+
+/// libtorch's names for a tensor in autograd code and for lists of them.
+using Variable = Tensor;
+using variable_list = std::vector<Tensor>;
+using tensor_list = std::vector<Tensor>;
+
+class CustomFunctionNode;
+namespace fn_detail {
+class CustomFunctionCall;
+}
+
+/// What forward() of a custom Function tells its backward() (libtorch's
+/// AutogradContext): tensors to save (version-checked on use), other data,
+/// which inputs were changed in place and which outputs carry no gradient.
+/// One context per call of apply(), owned by the call's node.
+class AutogradContext {
+ public:
+  AutogradContext() = default;
+  AutogradContext(const AutogradContext&) = delete;
+  AutogradContext& operator=(const AutogradContext&) = delete;
+
+  /// Non-tensor state for backward (save tensors with save_for_backward:
+  /// tensors stored here get no in-place check and may keep the graph alive).
+  std::unordered_map<std::string, IValue> saved_data;
+
+  /// Saves tensors (inputs, outputs or intermediates) for backward. Call
+  /// once, in forward.
+  void save_for_backward(variable_list to_save);
+  /// Marks inputs that forward changed in place: they are returned as
+  /// outputs, their version is bumped and their history becomes this call.
+  void mark_dirty(const variable_list& inputs);
+  /// Marks outputs that are not differentiable (indices, masks): they do not
+  /// require grad and backward gets zeros (or undefined) for them.
+  void mark_non_differentiable(const variable_list& outputs);
+  /// With false, backward gets undefined tensors for outputs whose gradient
+  /// did not flow, instead of zeros (default true).
+  void set_materialize_grads(bool value) { materialize_grads_ = value; }
+  /// The tensors saved by save_for_backward, in order. Throws if one of them
+  /// was changed in place since it was saved, or after the graph was freed.
+  variable_list get_saved_variables() const;
+  /// Whether the tensor input `index` (counting tensor arguments only, as in
+  /// libtorch) needs a gradient. Valid in forward and in backward.
+  bool needs_input_grad(size_t index) const;
+
+  const std::unordered_set<const TensorImpl*>& get_non_differentiable() const { return non_differentiable_; }
+  const std::unordered_set<const TensorImpl*>& get_dirty() const { return dirty_; }
+
+ private:
+  friend class CustomFunctionNode;
+  friend class fn_detail::CustomFunctionCall;
+  CustomFunctionNode* node_ = nullptr;
+  variable_list to_save_;
+  bool saved_called_ = false;
+  bool materialize_grads_ = true;
+  std::unordered_set<const TensorImpl*> non_differentiable_, dirty_;
+  std::vector<Tensor> dirty_tensors_;
+};
+
+namespace fn_detail {
+using CustomBackward = variable_list (*)(AutogradContext*, variable_list);
+
+/// "MyFn" from typeid(T).name() (demangled).
+std::string demangle(const char* mangled);
+
+/// One call of Function<T>::apply (non-template part, custom_function.cpp):
+/// the node is made before forward (so ctx->needs_input_grad works there),
+/// then finish() gives the outputs their history.
+class CustomFunctionCall {
+ public:
+  /// `name` must outlive the call's node (a static).
+  CustomFunctionCall(const std::string& name, CustomBackward backward, std::vector<bool> is_tensor_arg,
+                     variable_list inputs);
+  ~CustomFunctionCall();
+  CustomFunctionCall(const CustomFunctionCall&) = delete;
+  CustomFunctionCall& operator=(const CustomFunctionCall&) = delete;
+  AutogradContext* ctx();
+  /// Wraps forward's outputs: history, dirty inputs, non-differentiable
+  /// outputs, saved tensors.
+  variable_list finish(variable_list outputs);
+
+ private:
+  std::shared_ptr<CustomFunctionNode> node_;
+  variable_list inputs_;
+  bool executable_ = false;
+};
+
+template <class A>
+void collect_arg(std::vector<bool>& is_tensor, variable_list& tensors, const A& a) {
+  using D = std::decay_t<A>;
+  if constexpr (std::is_same_v<D, Tensor>) {
+    is_tensor.push_back(true);
+    tensors.push_back(a);
+  } else if constexpr (std::is_same_v<D, std::optional<Tensor>>) {
+    is_tensor.push_back(true);
+    tensors.push_back(a ? *a : Tensor());
+  } else if constexpr (std::is_same_v<D, variable_list>) {
+    for (const Tensor& t : a) {
+      is_tensor.push_back(true);
+      tensors.push_back(t);
+    }
+  } else {
+    is_tensor.push_back(false);
+  }
+}
+
+template <class T>
+concept HasStaticName = requires {
+  { T::name } -> std::convertible_to<const char*>;
+};
+template <class T>
+std::string custom_function_name() {
+  if constexpr (HasStaticName<T>)
+    return std::string(T::name);
+  else
+    return demangle(typeid(T).name());
+}
+}  // namespace fn_detail
+
+/// A differentiable function with a hand-written backward (libtorch's
+/// torch::autograd::Function<T>):
+///
+///   struct MulConst : autograd::Function<MulConst> {
+///     static Tensor forward(AutogradContext* ctx, Tensor x, double k) {
+///       ctx->saved_data["k"] = k;
+///       return x * k;
+///     }
+///     static variable_list backward(AutogradContext* ctx, variable_list g) {
+///       return {g[0] * ctx->saved_data["k"].toDouble(), Tensor()};
+///     }
+///   };
+///   Tensor y = MulConst::apply(x, 2.0);
+///
+/// forward runs with grad mode off and returns a Tensor or a variable_list;
+/// backward gets one gradient per output and returns one per forward
+/// argument (an undefined tensor for non-tensor arguments and inputs that
+/// need none; a variable_list argument counts as one per tensor). Under
+/// create_graph, backward's ops record, so double backward works when they
+/// are differentiable. The node is named after T (or T::name when T has a
+/// `static constexpr const char* name`) in profiles, anomaly reports and errors.
+template <class T>
+struct Function {
+  template <class... Args>
+  static auto apply(Args&&... args) {
+    using Out = decltype(T::forward(static_cast<AutogradContext*>(nullptr), std::forward<Args>(args)...));
+    static_assert(std::is_same_v<std::decay_t<Out>, Tensor> || std::is_same_v<std::decay_t<Out>, variable_list>,
+                  "Function<T>::forward must return a Tensor or a variable_list");
+    static const std::string fn_name = fn_detail::custom_function_name<T>();
+    std::vector<bool> is_tensor;
+    variable_list inputs;
+    is_tensor.reserve(sizeof...(Args));
+    (fn_detail::collect_arg(is_tensor, inputs, args), ...);
+    fn_detail::CustomFunctionCall call(
+        fn_name, +[](AutogradContext* ctx, variable_list grads) -> variable_list {
+          return T::backward(ctx, std::move(grads));
+        },
+        std::move(is_tensor), std::move(inputs));
+    std::decay_t<Out> out;
+    {
+      AutoGradMode no_grad(false);
+      out = T::forward(call.ctx(), std::forward<Args>(args)...);
+    }
+    if constexpr (std::is_same_v<std::decay_t<Out>, Tensor>) {
+      return call.finish({std::move(out)})[0];
+    } else {
+      return call.finish(std::move(out));
+    }
+  }
+};
+
 /// Anomaly mode: backward checks every node's output gradients for NaN and
-/// names the node that produced one.
+/// names the node that produced one (with check_nan false it checks nothing:
+/// brisk records no forward stack traces). Per thread.
 struct AnomalyMode {
   static bool is_enabled() { return tls::t_anomaly_mode; }
-  static void set_enabled(bool on) { tls::t_anomaly_mode = on; }
+  static bool should_check_nan() { return tls::t_anomaly_check_nan; }
+  static void set_enabled(bool enabled, bool check_nan = true) {
+    tls::t_anomaly_mode = enabled;
+    tls::t_anomaly_check_nan = check_nan;
+  }
 };
+/// Turns anomaly mode on for a scope (libtorch's DetectAnomalyGuard).
 class DetectAnomalyGuard {
  public:
-  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
-  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  explicit DetectAnomalyGuard(bool check_nan = true)
+      : prev_(AnomalyMode::is_enabled()), prev_check_nan_(AnomalyMode::should_check_nan()) {
+    AnomalyMode::set_enabled(true, check_nan);
+  }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_, prev_check_nan_); }
   DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
   DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
  private:
-  bool prev_;
+  bool prev_, prev_check_nan_;
 };
+
+/// libtorch also spells the grad-mode guards inside torch::autograd.
+using brisk::AutoGradMode;
+using brisk::EnableGradGuard;
+using brisk::GradMode;
+using brisk::InferenceMode;
+using brisk::NoGradGuard;
 
 /// Options of gradcheck (PyTorch's defaults).
 struct GradcheckOptions {

@@ -1,5 +1,5 @@
-// brisk::optim: optimizers (SGD, Adam, AdamW, RMSprop) with PyTorch's update
-// rules and libtorch's API, and learning-rate schedulers.
+// brisk::optim: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, LBFGS) with
+// PyTorch's update rules and libtorch's API, and learning-rate schedulers.
 //
 //   optim::AdamW opt(model.parameters(), optim::AdamWOptions(1e-3).weight_decay(0.01));
 //   for (...) { opt.zero_grad(); loss.backward(); opt.step(); }
@@ -10,8 +10,10 @@
 // Impl::Fused (the default: the whole update in one pass over memory).
 #pragma once
 #include <functional>
+#include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -95,13 +97,60 @@ class OptimizerParamGroup {
   double initial_lr_ = -1;
 };
 
-/// Per-parameter state. Which tensors are defined depends on the optimizer:
-/// SGD momentum_buffer; Adam/AdamW exp_avg, exp_avg_sq (max_exp_avg_sq with
-/// amsgrad); RMSprop square_avg (momentum_buffer, grad_avg).
-struct ParamState {
-  int64_t step = 0;
-  Tensor exp_avg, exp_avg_sq, max_exp_avg_sq, momentum_buffer, square_avg, grad_avg;
+/// Base of per-parameter optimizer state (libtorch's OptimizerParamState).
+class OptimizerParamState {
+ public:
+  virtual ~OptimizerParamState() = default;
+  /// A copy sharing the tensors (as libtorch's clone).
+  virtual std::unique_ptr<OptimizerParamState> clone() const = 0;
 };
+
+/// A state field with libtorch's accessors (`s.exp_avg()`, `s.step(3)`);
+/// the getter of a non-const state returns a mutable reference.
+#define BRISK_STATE_ARG(T, name, init)              \
+ public:                                            \
+  T& name() { return name##_; }                     \
+  const T& name() const { return name##_; }         \
+  auto& name(const T& v) {                          \
+    name##_ = v;                                    \
+    return *this;                                   \
+  }                                                 \
+                                                    \
+ private:                                           \
+  T name##_ = init;                                 \
+                                                    \
+ public:
+
+/// Per-parameter state, one class for the optimizers that keep state per
+/// parameter (libtorch has one class each: SGDParamState, AdamParamState,
+/// ... are aliases of this one, so `static_cast<AdamParamState&>(*opt.state()[key])`
+/// works as in libtorch). Which tensors are defined depends on the
+/// optimizer: SGD momentum_buffer; Adam/AdamW exp_avg, exp_avg_sq
+/// (max_exp_avg_sq with amsgrad); RMSprop square_avg (momentum_buffer,
+/// grad_avg); Adagrad sum. LBFGS keeps its state in the optimizer
+/// (LBFGS::lbfgs_state()).
+class ParamState : public OptimizerParamState {
+  BRISK_STATE_ARG(int64_t, step, 0)
+  BRISK_STATE_ARG(Tensor, exp_avg, {})
+  BRISK_STATE_ARG(Tensor, exp_avg_sq, {})
+  BRISK_STATE_ARG(Tensor, max_exp_avg_sq, {})
+  BRISK_STATE_ARG(Tensor, momentum_buffer, {})
+  BRISK_STATE_ARG(Tensor, square_avg, {})
+  BRISK_STATE_ARG(Tensor, grad_avg, {})
+  BRISK_STATE_ARG(Tensor, sum, {})
+ public:
+  std::unique_ptr<OptimizerParamState> clone() const override { return std::make_unique<ParamState>(*this); }
+};
+#undef BRISK_STATE_ARG
+using SGDParamState = ParamState;
+using AdamParamState = ParamState;
+using AdamWParamState = ParamState;
+using RMSpropParamState = ParamState;
+using AdagradParamState = ParamState;
+
+/// The optimizer's state by parameter: key `p.impl()` (libtorch's
+/// `p.unsafeGetTensorImpl()`), values ParamState.
+using ParamStateMap = std::unordered_map<void*, std::unique_ptr<OptimizerParamState>>;
 
 /// A flat, serializable state dict (brisk::io can save it as safetensors):
 ///   "state.<i>.step"                   0-dim float64 (i: index of the parameter
@@ -125,23 +174,29 @@ class Optimizer {
   /// Sets every gradient to none (default) or, with set_to_none = false, to zero.
   void zero_grad(bool set_to_none = true);
   /// One update of every parameter with a gradient (under NoGradGuard).
-  /// A closure, if given, is called first with grad mode on; its loss is returned.
-  Tensor step(const LossClosure& closure = nullptr);
+  /// A closure, if given, is called first with grad mode on; its loss is
+  /// returned (libtorch's `optimizer.step(closure)`). LBFGS requires one.
+  virtual Tensor step(LossClosure closure = nullptr);
 
   std::vector<OptimizerParamGroup>& param_groups() { return groups_; }
   const std::vector<OptimizerParamGroup>& param_groups() const { return groups_; }
+  /// The options a group added without options gets (libtorch's defaults()).
+  OptimizerOptions& defaults() { return *defaults_; }
   const OptimizerOptions& defaults() const { return *defaults_; }
   /// All parameters of all groups, in order.
   std::vector<Tensor> parameters() const;
   size_t size() const;
   /// State of a parameter (created empty on first use).
-  ParamState& state(const Tensor& param) { return state_[param.impl()]; }
+  ParamState& state(const Tensor& param);
   bool has_state(const Tensor& param) const { return state_.count(param.impl()) != 0; }
+  /// All states, keyed by `p.impl()` (libtorch's `optimizer.state()`).
+  ParamStateMap& state() noexcept { return state_; }
+  const ParamStateMap& state() const noexcept { return state_; }
 
-  StateDict state_dict() const;
+  virtual StateDict state_dict() const;
   /// Restores state and group options saved by state_dict() from an optimizer
   /// of the same kind with the same group sizes (tensors are copied).
-  void load_state_dict(const StateDict& dict);
+  virtual void load_state_dict(const StateDict& dict);
 
   /// "SGD", "Adam", ...: the name errors start with.
   const char* name() const { return name_; }
@@ -160,7 +215,7 @@ class Optimizer {
   const char* name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> groups_;
-  std::unordered_map<const TensorImpl*, ParamState> state_;
+  ParamStateMap state_;
 };
 
 // ---- SGD ----------------------------------------------------------------------------
@@ -282,6 +337,106 @@ class RMSprop : public Optimizer {
  protected:
   void check_options(const OptimizerOptions& o) const override;
   void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+};
+
+// ---- Adagrad ----------------------------------------------------------------------------
+
+class AdagradOptions : public OptimizerOptions {
+ public:
+  AdagradOptions(double lr = 1e-2) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_OPTIM_ARG(double, lr, 1e-2)
+  BRISK_OPTIM_ARG(double, lr_decay, 0.0)
+  BRISK_OPTIM_ARG(double, weight_decay, 0.0)
+  BRISK_OPTIM_ARG(double, initial_accumulator_value, 0.0)
+  BRISK_OPTIM_ARG(double, eps, 1e-10)
+  BRISK_OPTIM_ARG(bool, maximize, false)
+  /// No fused kernel yet: Fused runs the Foreach path.
+  BRISK_OPTIM_ARG(Impl, impl, Impl::Foreach)
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<AdagradOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  std::vector<std::pair<std::string, double>> values() const override;
+  void set_value(const std::string& name, double v) override;
+};
+
+/// Adagrad (torch.optim.Adagrad): sum += g * g; p -= clr * g / (sqrt(sum) + eps)
+/// with clr = lr / (1 + (step - 1) * lr_decay). The state (`sum`, filled
+/// with initial_accumulator_value, and `step`) exists from construction on,
+/// as in PyTorch.
+class Adagrad : public Optimizer {
+ public:
+  Adagrad(std::vector<OptimizerParamGroup> groups, AdagradOptions defaults = {});
+  Adagrad(std::vector<Tensor> params, AdagradOptions defaults = {})
+      : Adagrad(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+ protected:
+  void check_options(const OptimizerOptions& o) const override;
+  void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+};
+
+// ---- LBFGS -------------------------------------------------------------------------------
+
+class LBFGSOptions : public OptimizerOptions {
+ public:
+  LBFGSOptions(double lr = 1) : lr_(lr) {}  // NOLINT: implicit as libtorch
+  BRISK_OPTIM_ARG(double, lr, 1.0)
+  BRISK_OPTIM_ARG(int64_t, max_iter, 20)
+  /// Function evaluations per step(); none: max_iter * 5 / 4 (set by the constructor).
+  BRISK_OPTIM_ARG(std::optional<int64_t>, max_eval, std::nullopt)
+  BRISK_OPTIM_ARG(double, tolerance_grad, 1e-7)
+  BRISK_OPTIM_ARG(double, tolerance_change, 1e-9)
+  BRISK_OPTIM_ARG(int64_t, history_size, 100)
+  /// None (a fixed step of lr) or "strong_wolfe".
+  BRISK_OPTIM_ARG(std::optional<std::string>, line_search_fn, std::nullopt)
+  BRISK_OPTIM_ARG(bool, maximize, false)
+ public:
+  std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<LBFGSOptions>(*this); }
+  double get_lr() const override { return lr_; }
+  void set_lr(double lr) override { lr_ = lr; }
+  /// max_eval as -1 when none, line_search_fn as 0 (none) or 1 (strong_wolfe).
+  std::vector<std::pair<std::string, double>> values() const override;
+  void set_value(const std::string& name, double v) override;
+};
+
+/// L-BFGS (torch.optim.LBFGS): each step(closure) runs up to max_iter
+/// iterations of limited-memory BFGS over all parameters as one flat
+/// vector, calling the closure (which must zero the gradients, compute the
+/// loss, call backward and return the loss) once per function evaluation.
+/// One param group; parameters of one dtype and device.
+class LBFGS : public Optimizer {
+ public:
+  LBFGS(std::vector<OptimizerParamGroup> groups, LBFGSOptions defaults = {});
+  LBFGS(std::vector<Tensor> params, LBFGSOptions defaults = {})
+      : LBFGS(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+  /// Returns the loss of the first evaluation of the closure.
+  Tensor step(LossClosure closure) override;
+
+  /// What PyTorch keeps in state[params[0]].
+  struct State {
+    int64_t func_evals = 0, n_iter = 0;
+    Tensor d, prev_flat_grad;
+    double t = 0, H_diag = 1, prev_loss = 0;
+    bool has_prev_loss = false;
+    std::deque<Tensor> old_dirs, old_stps;
+    std::deque<double> ro;
+    std::vector<double> al;
+  };
+  const State& lbfgs_state() const { return state_lbfgs_; }
+
+  /// The base's groups and options, plus "state.0.<field>" for State (d,
+  /// prev_flat_grad, old_dirs.<k>, old_stps.<k>, ro and al as 1-D float64,
+  /// the numbers as 0-dim float64).
+  StateDict state_dict() const override;
+  void load_state_dict(const StateDict& dict) override;
+
+ protected:
+  void check_options(const OptimizerOptions& o) const override;
+  void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+
+ private:
+  State state_lbfgs_;
 };
 
 // ---- learning-rate schedulers -------------------------------------------------------------

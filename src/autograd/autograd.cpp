@@ -225,10 +225,6 @@ Edge gradient_edge(const Tensor& t) {
 // Gradients move between a view's geometry and its root's through
 // strided_transfer (src/ops/strided.h): any strides, non-contiguous roots,
 // overlapping views (expand). The root itself must not overlap itself.
-namespace {
-using detail::Geom;
-using detail::geom_of;
-
 void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr) {
   AutogradMeta& m = meta_of(out);
   if (BRISK_UNLIKELY(m.retains_grad) && m.grad_fn && (m.grad_fn != node || m.output_nr != nr)) {
@@ -245,6 +241,10 @@ void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t 
     impl->view_creation = static_cast<uint8_t>(ViewCreation::Default);
   }
 }
+
+namespace {
+using detail::Geom;
+using detail::geom_of;
 
 /// A view's history from its root's (regenerated or after an in-place op on
 /// the view): the gradient of the window, placed in the root's geometry.

@@ -155,7 +155,7 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
     for (const Edge& r : roots)
       if (t.deps[r.function.get()] == 0 && pushed.insert(r.function.get()).second) ready.push(r.function.get());
   }
-  const bool anomaly = AnomalyMode::is_enabled();
+  const bool anomaly = AnomalyMode::is_enabled() && AnomalyMode::should_check_nan();
   while (!ready.empty()) {
     Node* n = ready.top();
     ready.pop();
@@ -202,7 +202,7 @@ void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
       // The node's event covers its backward formula and the accumulation of
       // its outputs into the next nodes' buffers.
       auto event = profiler::detail::ScopedEvent::lazy(profiler::EventKind::Backward, [n] { return n->name(); });
-      for (size_t k = 0; k < grads.size(); ++k)
+      for (size_t k = 0; k < grads.size() && n->materialize_grads(); ++k)
         if (!grads[k].defined()) {
           const OutputMeta& m = n->output_meta(k);
           grads[k] = zeros(m.sizes, TensorOptions(m.dtype).device(m.device));

@@ -148,6 +148,9 @@ class FunctionNode final : public Node {
 /// Edge to the node that receives t's gradient (its grad_fn, or the
 /// AccumulateGrad of a leaf); invalid when t does not require grad.
 Edge gradient_edge(const Tensor& t);
+/// Makes `node` (its output `nr`) the history of `out`; a retained
+/// gradient's hook follows the tensor to the new node.
+void set_history(const Tensor& out, const std::shared_ptr<Node>& node, uint32_t nr);
 /// Connects `node` to `inputs` and makes it the grad_fn of `outputs`. An
 /// output that is also an input (in-place op) gets its history rewritten;
 /// an in-place op on a view also rewrites the view's base (CopySlices).

@@ -43,17 +43,17 @@ void adam_for_loop(const AdamHyper& h, const Tensor& p_, const Tensor& grad, Par
   } else if (h.wd != 0) {
     g = g.add(p, h.wd);
   }
-  s.exp_avg.mul_(h.beta1).add_(g, 1 - h.beta1);
-  s.exp_avg_sq.mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
-  const AdamStep st = adam_step(h, s.step);
+  s.exp_avg().mul_(h.beta1).add_(g, 1 - h.beta1);
+  s.exp_avg_sq().mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
+  const AdamStep st = adam_step(h, s.step());
   Tensor denom;
   if (h.amsgrad) {
-    maximum_out(s.max_exp_avg_sq, s.max_exp_avg_sq, s.exp_avg_sq);
-    denom = (s.max_exp_avg_sq.sqrt() / st.bc2_sqrt).add_(h.eps);
+    maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
+    denom = (s.max_exp_avg_sq().sqrt() / st.bc2_sqrt).add_(h.eps);
   } else {
-    denom = (s.exp_avg_sq.sqrt() / st.bc2_sqrt).add_(h.eps);
+    denom = (s.exp_avg_sq().sqrt() / st.bc2_sqrt).add_(h.eps);
   }
-  p.addcdiv_(s.exp_avg, denom, -st.step_size);
+  p.addcdiv_(s.exp_avg(), denom, -st.step_size);
 }
 
 // Each arithmetic step as one foreach op over the list (_multi_tensor_adam).
@@ -63,10 +63,10 @@ void adam_foreach(const AdamHyper& h, const TensorList& params, const TensorList
   TensorList exp_avgs, exp_avg_sqs, max_sqs;
   ScalarList step_sizes, bc2_sqrts;
   for (ParamState* s : states) {
-    exp_avgs.push_back(s->exp_avg);
-    exp_avg_sqs.push_back(s->exp_avg_sq);
-    if (h.amsgrad) max_sqs.push_back(s->max_exp_avg_sq);
-    const AdamStep st = adam_step(h, s->step);
+    exp_avgs.push_back(s->exp_avg());
+    exp_avg_sqs.push_back(s->exp_avg_sq());
+    if (h.amsgrad) max_sqs.push_back(s->max_exp_avg_sq());
+    const AdamStep st = adam_step(h, s->step());
     step_sizes.push_back(-st.step_size);
     bc2_sqrts.push_back(st.bc2_sqrt);
   }
@@ -101,10 +101,10 @@ void adam_fused(const AdamHyper& h, const TensorList& params, const TensorList& 
   int64_t last_step = -1;
   AdamStep st{};
   for (ParamState* s : states) {
-    m.push_back(s->exp_avg);
-    v.push_back(s->exp_avg_sq);
-    if (h.amsgrad) vmax.push_back(s->max_exp_avg_sq);
-    if (s->step != last_step) st = adam_step(h, s->step), last_step = s->step;  // usually one step count
+    m.push_back(s->exp_avg());
+    v.push_back(s->exp_avg_sq());
+    if (h.amsgrad) vmax.push_back(s->max_exp_avg_sq());
+    if (s->step() != last_step) st = adam_step(h, s->step()), last_step = s->step();  // usually one step count
     step_sizes.push_back(st.step_size);
     bc2_sqrts.push_back(st.bc2_sqrt);
   }
@@ -162,13 +162,13 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
   TensorList grads;
   for (const Tensor& p : params) {
     ParamState& s = state(p);
-    if (!s.exp_avg.defined()) {
-      s.step = 0;
-      s.exp_avg = zeros_like(p, p.options());
-      s.exp_avg_sq = zeros_like(p, p.options());
+    if (!s.exp_avg().defined()) {
+      s.step() = 0;
+      s.exp_avg() = zeros_like(p, p.options());
+      s.exp_avg_sq() = zeros_like(p, p.options());
     }
-    if (h.amsgrad && !s.max_exp_avg_sq.defined()) s.max_exp_avg_sq = zeros_like(p, p.options());
-    s.step += 1;
+    if (h.amsgrad && !s.max_exp_avg_sq().defined()) s.max_exp_avg_sq() = zeros_like(p, p.options());
+    s.step() += 1;
     states.push_back(&s);
     grads.push_back(p.grad());
   }
@@ -183,7 +183,7 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
     if (impl == Impl::Fused &&
-        detail::fusable(OpId::fused_adam, params[i], {&grads[i], &s.exp_avg, &s.exp_avg_sq, &s.max_exp_avg_sq})) {
+        detail::fusable(OpId::fused_adam, params[i], {&grads[i], &s.exp_avg(), &s.exp_avg_sq(), &s.max_exp_avg_sq()})) {
       const int d = static_cast<int>(params[i].device().type);
       fp[d].push_back(params[i]);
       fg[d].push_back(grads[i]);

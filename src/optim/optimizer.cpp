@@ -85,6 +85,46 @@ void RMSpropOptions::set_value(const std::string& n, double v) {
   else BRISK_FAIL("RMSprop", "unknown option '", n, "'");
 }
 
+std::vector<std::pair<std::string, double>> AdagradOptions::values() const {
+  return {{"lr", lr_}, {"lr_decay", lr_decay_}, {"weight_decay", weight_decay_},
+          {"initial_accumulator_value", initial_accumulator_value_}, {"eps", eps_}, {"maximize", maximize_},
+          {"impl", double(int(impl_))}};
+}
+void AdagradOptions::set_value(const std::string& n, double v) {
+  if (n == "lr") lr_ = v;
+  else if (n == "lr_decay") lr_decay_ = v;
+  else if (n == "weight_decay") weight_decay_ = v;
+  else if (n == "initial_accumulator_value") initial_accumulator_value_ = v;
+  else if (n == "eps") eps_ = v;
+  else if (n == "maximize") maximize_ = v != 0;
+  else if (n == "impl") impl_ = impl_of("Adagrad", v);
+  else BRISK_FAIL("Adagrad", "unknown option '", n, "'");
+}
+
+std::vector<std::pair<std::string, double>> LBFGSOptions::values() const {
+  return {{"lr", lr_},
+          {"max_iter", double(max_iter_)},
+          {"max_eval", max_eval_ ? double(*max_eval_) : -1.0},
+          {"tolerance_grad", tolerance_grad_},
+          {"tolerance_change", tolerance_change_},
+          {"history_size", double(history_size_)},
+          {"line_search_fn", line_search_fn_ ? (*line_search_fn_ == "strong_wolfe" ? 1.0 : 2.0) : 0.0},
+          {"maximize", maximize_}};
+}
+void LBFGSOptions::set_value(const std::string& n, double v) {
+  if (n == "lr") lr_ = v;
+  else if (n == "max_iter") max_iter_ = int64_t(v);
+  else if (n == "max_eval") max_eval_ = v < 0 ? std::nullopt : std::optional<int64_t>(int64_t(v));
+  else if (n == "tolerance_grad") tolerance_grad_ = v;
+  else if (n == "tolerance_change") tolerance_change_ = v;
+  else if (n == "history_size") history_size_ = int64_t(v);
+  else if (n == "line_search_fn") {
+    BRISK_CHECK(v == 0 || v == 1, "LBFGS", "invalid line_search_fn value ", v, " (0: none, 1: strong_wolfe)");
+    line_search_fn_ = v == 1 ? std::optional<std::string>("strong_wolfe") : std::nullopt;
+  } else if (n == "maximize") maximize_ = v != 0;
+  else BRISK_FAIL("LBFGS", "unknown option '", n, "'");
+}
+
 // ---- Optimizer ------------------------------------------------------------------------
 
 void Optimizer::init(const std::vector<OptimizerParamGroup>& groups) {
@@ -159,7 +199,7 @@ const char* step_impl_detail(const std::vector<OptimizerParamGroup>& groups) {
 }
 }  // namespace
 
-Tensor Optimizer::step(const LossClosure& closure) {
+Tensor Optimizer::step(LossClosure closure) {
   auto event = profiler::detail::ScopedEvent::lazy(
       profiler::EventKind::OptimizerStep, [this] { return std::string(name_) + ".step"; },
       [this] { return step_impl_detail(groups_); });
@@ -186,12 +226,18 @@ Tensor Optimizer::step(const LossClosure& closure) {
   return loss;
 }
 
+ParamState& Optimizer::state(const Tensor& param) {
+  std::unique_ptr<OptimizerParamState>& s = state_[param.impl()];
+  if (!s) s = std::make_unique<ParamState>();
+  return static_cast<ParamState&>(*s);
+}
+
 // ---- state dicts ------------------------------------------------------------------------
 
 namespace {
 struct StateField {
   const char* name;
-  Tensor ParamState::*member;
+  Tensor& (ParamState::*member)();
 };
 constexpr StateField kStateFields[] = {
     {"exp_avg", &ParamState::exp_avg},
@@ -200,6 +246,7 @@ constexpr StateField kStateFields[] = {
     {"momentum_buffer", &ParamState::momentum_buffer},
     {"square_avg", &ParamState::square_avg},
     {"grad_avg", &ParamState::grad_avg},
+    {"sum", &ParamState::sum},
 };
 }  // namespace
 
@@ -215,10 +262,11 @@ StateDict Optimizer::state_dict() const {
       idx.push_back(index);
       auto it = state_.find(p.impl());
       if (it != state_.end()) {
+        auto& s = static_cast<ParamState&>(*it->second);
         const std::string sp = "state." + std::to_string(index) + ".";
-        d[sp + "step"] = scalar_tensor(double(it->second.step), kDouble);
+        d[sp + "step"] = scalar_tensor(double(s.step()), kDouble);
         for (const StateField& f : kStateFields) {
-          const Tensor& t = it->second.*f.member;
+          const Tensor& t = (s.*f.member)();
           if (t.defined()) d[sp + f.name] = t.detach().clone();
         }
       }
@@ -241,7 +289,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
                 idx.numel(), " parameters in the state dict but ", groups_[gi].params().size(), " in the optimizer");
   }
   std::vector<Tensor> params = parameters();
-  std::unordered_map<const TensorImpl*, ParamState> state;
+  std::unordered_map<void*, ParamState> state;
   for (const auto& [key, t] : dict) {
     if (key.rfind("state.", 0) != 0) continue;
     const size_t dot = key.find('.', 6);
@@ -254,7 +302,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
     const Tensor& p = params[size_t(i)];
     ParamState& s = state[p.impl()];
     if (field == "step") {
-      s.step = int64_t(t.item<double>());
+      s.step() = int64_t(t.item<double>());
       continue;
     }
     bool known = false;
@@ -262,7 +310,7 @@ void Optimizer::load_state_dict(const StateDict& dict) {
       if (field != f.name) continue;
       BRISK_CHECK(t.sizes() == p.sizes(), name_, "load_state_dict: '", key, "' has shape ", t.sizes(),
                   " but parameter ", i, " has shape ", p.sizes());
-      s.*f.member = t.to(p.device(), p.dtype(), false, true).contiguous();
+      (s.*f.member)() = t.to(p.device(), p.dtype(), false, true).contiguous();
       known = true;
     }
     BRISK_CHECK(known, name_, "load_state_dict: unknown state field in '", key, "'");
@@ -278,7 +326,9 @@ void Optimizer::load_state_dict(const StateDict& dict) {
     opts.push_back(std::move(o));
   }
   for (size_t gi = 0; gi < ngroups; ++gi) groups_[gi].set_options(std::move(opts[gi]));
-  state_ = std::move(state);
+  ParamStateMap states;
+  for (auto& [key, s] : state) states.emplace(key, std::make_unique<ParamState>(std::move(s)));
+  state_ = std::move(states);
 }
 
 }  // namespace brisk::optim

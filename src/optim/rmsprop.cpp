@@ -27,18 +27,18 @@ void rmsprop_for_loop(const RMSHyper& h, const Tensor& p_, const Tensor& grad, P
   Tensor p = p_;
   Tensor g = h.maximize ? grad.neg() : grad;
   if (h.wd != 0) g = g.add(p, h.wd);
-  s.square_avg.mul_(h.alpha).addcmul_(g, g, 1 - h.alpha);
+  s.square_avg().mul_(h.alpha).addcmul_(g, g, 1 - h.alpha);
   Tensor avg;
   if (h.centered) {
-    s.grad_avg.mul_(h.alpha).add_(g, 1 - h.alpha);
-    avg = s.square_avg.addcmul(s.grad_avg, s.grad_avg, -1).sqrt_();
+    s.grad_avg().mul_(h.alpha).add_(g, 1 - h.alpha);
+    avg = s.square_avg().addcmul(s.grad_avg(), s.grad_avg(), -1).sqrt_();
   } else {
-    avg = s.square_avg.sqrt();
+    avg = s.square_avg().sqrt();
   }
   avg.add_(h.eps);
   if (h.momentum > 0) {
-    s.momentum_buffer.mul_(h.momentum).addcdiv_(g, avg);
-    p.add_(s.momentum_buffer, -h.lr);
+    s.momentum_buffer().mul_(h.momentum).addcdiv_(g, avg);
+    p.add_(s.momentum_buffer(), -h.lr);
   } else {
     p.addcdiv_(g, avg, -h.lr);
   }
@@ -48,9 +48,9 @@ void rmsprop_foreach(const RMSHyper& h, const TensorList& params, const TensorLi
                      const std::vector<ParamState*>& states) {
   TensorList sq, ga, bufs;
   for (ParamState* s : states) {
-    sq.push_back(s->square_avg);
-    if (h.centered) ga.push_back(s->grad_avg);
-    if (h.momentum > 0) bufs.push_back(s->momentum_buffer);
+    sq.push_back(s->square_avg());
+    if (h.centered) ga.push_back(s->grad_avg());
+    if (h.momentum > 0) bufs.push_back(s->momentum_buffer());
   }
   TensorList g = h.maximize ? foreach_mul(grads_in, -1.0) : grads_in;
   if (h.wd != 0) g = foreach_add(g, params, h.wd);
@@ -100,13 +100,13 @@ void RMSprop::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
   TensorList grads;
   for (const Tensor& p : params) {
     ParamState& s = state(p);
-    if (!s.square_avg.defined()) {
-      s.step = 0;
-      s.square_avg = zeros_like(p, p.options());
+    if (!s.square_avg().defined()) {
+      s.step() = 0;
+      s.square_avg() = zeros_like(p, p.options());
     }
-    if (h.momentum > 0 && !s.momentum_buffer.defined()) s.momentum_buffer = zeros_like(p, p.options());
-    if (h.centered && !s.grad_avg.defined()) s.grad_avg = zeros_like(p, p.options());
-    s.step += 1;
+    if (h.momentum > 0 && !s.momentum_buffer().defined()) s.momentum_buffer() = zeros_like(p, p.options());
+    if (h.centered && !s.grad_avg().defined()) s.grad_avg() = zeros_like(p, p.options());
+    s.step() += 1;
     states.push_back(&s);
     grads.push_back(p.grad());
   }
@@ -118,17 +118,17 @@ void RMSprop::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
   std::array<TensorList, kNumDeviceTypes> fp, fg, fsq, fga, fbufs;
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
-    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_rmsprop, params[i], {&grads[i], &s.square_avg,
-                                                                                     &s.grad_avg, &s.momentum_buffer})) {
+    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_rmsprop, params[i], {&grads[i], &s.square_avg(),
+                                                                                     &s.grad_avg(), &s.momentum_buffer()})) {
       rmsprop_for_loop(h, params[i], grads[i], s);
       continue;
     }
     const int d = static_cast<int>(params[i].device().type);
     fp[d].push_back(params[i]);
     fg[d].push_back(grads[i]);
-    fsq[d].push_back(s.square_avg);
-    if (h.centered) fga[d].push_back(s.grad_avg);
-    if (h.momentum > 0) fbufs[d].push_back(s.momentum_buffer);
+    fsq[d].push_back(s.square_avg());
+    if (h.centered) fga[d].push_back(s.grad_avg());
+    if (h.momentum > 0) fbufs[d].push_back(s.momentum_buffer());
   }
   for (int d = 0; d < kNumDeviceTypes; ++d)
     if (!fp[d].empty())

@@ -25,12 +25,12 @@ void sgd_for_loop(const SGDHyper& h, const Tensor& p_, const Tensor& grad, Param
   Tensor d = h.maximize ? grad.neg() : grad;
   if (h.wd != 0) d = d.add(p, h.wd);
   if (h.momentum != 0) {
-    if (!s.momentum_buffer.defined()) {
-      s.momentum_buffer = d.clone().detach();
+    if (!s.momentum_buffer().defined()) {
+      s.momentum_buffer() = d.clone().detach();
     } else {
-      s.momentum_buffer.mul_(h.momentum).add_(d, 1 - h.dampening);
+      s.momentum_buffer().mul_(h.momentum).add_(d, 1 - h.dampening);
     }
-    d = h.nesterov ? d.add(s.momentum_buffer, h.momentum) : s.momentum_buffer;
+    d = h.nesterov ? d.add(s.momentum_buffer(), h.momentum) : s.momentum_buffer();
   }
   p.add_(d, -h.lr);
 }
@@ -51,13 +51,13 @@ void sgd_foreach(const SGDHyper& h, const TensorList& params, const TensorList& 
     TensorList bufs, old_bufs, old_d;
     for (size_t i = 0; i < params.size(); ++i) {
       ParamState& s = *states[i];
-      if (!s.momentum_buffer.defined()) {
-        s.momentum_buffer = d[i].clone();
+      if (!s.momentum_buffer().defined()) {
+        s.momentum_buffer() = d[i].clone();
       } else {
-        old_bufs.push_back(s.momentum_buffer);
+        old_bufs.push_back(s.momentum_buffer());
         old_d.push_back(d[i]);
       }
-      bufs.push_back(s.momentum_buffer);
+      bufs.push_back(s.momentum_buffer());
     }
     foreach_mul_(old_bufs, h.momentum);
     foreach_add_(old_bufs, old_d, 1 - h.dampening);
@@ -96,7 +96,7 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
   TensorList grads;
   for (const Tensor& p : params) {
     ParamState& s = state(p);
-    s.step += 1;
+    s.step() += 1;
     states.push_back(&s);
     grads.push_back(p.grad());
   }
@@ -110,16 +110,16 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
   std::array<std::vector<char>, kNumDeviceTypes> ffirst;
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
-    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_sgd, params[i], {&grads[i], &s.momentum_buffer})) {
+    if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_sgd, params[i], {&grads[i], &s.momentum_buffer()})) {
       sgd_for_loop(h, params[i], grads[i], s);
       continue;
     }
     const int d = static_cast<int>(params[i].device().type);
-    ffirst[d].push_back(h.momentum != 0 && !s.momentum_buffer.defined());
-    if (ffirst[d].back()) s.momentum_buffer = empty_like(params[i], params[i].options());
+    ffirst[d].push_back(h.momentum != 0 && !s.momentum_buffer().defined());
+    if (ffirst[d].back()) s.momentum_buffer() = empty_like(params[i], params[i].options());
     fp[d].push_back(params[i]);
     fg[d].push_back(grads[i]);
-    if (h.momentum != 0) fbufs[d].push_back(s.momentum_buffer);
+    if (h.momentum != 0) fbufs[d].push_back(s.momentum_buffer());
   }
   for (int d = 0; d < kNumDeviceTypes; ++d)
     if (!fp[d].empty())

@@ -61,7 +61,7 @@ void check_impls_agree(const char* what, const MakeOpt& make, ScalarType dt = kF
       EXPECT_FALSE(params[i][k].allclose(init[k])) << "parameter " << k << " did not move";
     }
   // step counts: parameter 2 skipped a third of the steps
-  EXPECT_EQ(opts[2]->state(params[2][2]).step, opts[0]->state(params[0][2]).step);
+  EXPECT_EQ(opts[2]->state(params[2][2]).step(), opts[0]->state(params[0][2]).step());
 }
 
 TEST(Optim, SGDImplsAgree) {

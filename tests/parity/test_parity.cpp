@@ -19,6 +19,7 @@
 #include "pool_norm_parity.h"
 #include "attention_parity.h"
 #include "transformer_parity.h"
+#include "custom_function_parity.h"
 
 namespace parity {
 namespace {
