@@ -45,21 +45,21 @@ std::pair<Tensor, Tensor> step(RNNMode mode, const Tensor& xp, const Tensor& h, 
     case RNNMode::RNNTanh: return {addmm(xp, h, w.w_hh_t).tanh(), {}};
     case RNNMode::RNNReLU: return {addmm(xp, h, w.w_hh_t).relu(), {}};
     case RNNMode::LSTM: {
-      const int64_t H = c.size(1);
-      Tensor gates = addmm(xp, h, w.w_hh_t);  // (b, 4H): i, f, g, o
-      Tensor sig = gates.sigmoid();            // g's quarter is unused: one op instead of two
-      Tensor g = gates.narrow(1, 2 * H, H).tanh();
-      Tensor c_new = addcmul(sig.narrow(1, H, H) * c, sig.narrow(1, 0, H), g);
-      Tensor h_new = sig.narrow(1, 3 * H, H) * c_new.tanh();
+      // One split of the gates (its backward is one cat), not a narrow per
+      // gate (each narrow's backward would fill a zero gradient of all gates).
+      auto gates = addmm(xp, h, w.w_hh_t).chunk(4, 1);  // (b, H) each: i, f, g, o
+      Tensor c_new = addcmul(gates[1].sigmoid() * c, gates[0].sigmoid(), gates[2].tanh());
+      Tensor h_new = gates[3].sigmoid() * c_new.tanh();
       if (w.w_hr_t.defined()) h_new = h_new.mm(w.w_hr_t);
       return {h_new, c_new};
     }
     case RNNMode::GRU: {
-      const int64_t H = h.size(1);
-      Tensor hp = w.b_hh.defined() ? addmm(w.b_hh, h, w.w_hh_t) : h.mm(w.w_hh_t);  // (b, 3H): r, z, n
-      Tensor rz = (xp.narrow(1, 0, 2 * H) + hp.narrow(1, 0, 2 * H)).sigmoid();
-      Tensor n = addcmul(xp.narrow(1, 2 * H, H), rz.narrow(1, 0, H), hp.narrow(1, 2 * H, H)).tanh();
-      return {addcmul(n, rz.narrow(1, H, H), h - n), {}};  // (1 - z) n + z h
+      auto hp = (w.b_hh.defined() ? addmm(w.b_hh, h, w.w_hh_t) : h.mm(w.w_hh_t)).chunk(3, 1);  // r, z, n
+      auto xs = xp.chunk(3, 1);
+      Tensor r = (xs[0] + hp[0]).sigmoid();
+      Tensor z = (xs[1] + hp[1]).sigmoid();
+      Tensor n = addcmul(xs[2], r, hp[2]).tanh();
+      return {addcmul(n, z, h - n), {}};  // (1 - z) n + z h
     }
   }
   return {};
@@ -69,7 +69,7 @@ std::pair<Tensor, Tensor> step(RNNMode mode, const Tensor& xp, const Tensor& h, 
 // x: (N, in) with batch_sizes[t] rows at step t (non-increasing);
 // h0: (B, Hout), c0: (B, H) (LSTM). Returns out (N, Hout), h_n (B, Hout), c_n.
 std::tuple<Tensor, Tensor, Tensor> run_direction(RNNMode mode, const Tensor& x, const std::vector<int64_t>& bs,
-                                                 const std::vector<int64_t>& offsets, const Tensor& h0,
+                                                 const Tensor& h0,
                                                  const Tensor& c0, const Tensor* w, bool has_bias, bool has_proj,
                                                  bool reverse) {
   const Tensor& w_ih = w[0];
@@ -86,7 +86,10 @@ std::tuple<Tensor, Tensor, Tensor> run_direction(RNNMode mode, const Tensor& x, 
   }
   if (has_proj) sw.w_hr_t = w[has_bias ? 4 : 2].t();
   // Input projection of the whole sequence at once: (N, G*H).
-  Tensor xp = nn::functional::linear(x, w_ih, bias);
+  // Input projection of the whole sequence at once, split into steps (one
+  // split: its backward is one cat, where a narrow per step would fill a
+  // zero gradient of the whole projection at every step).
+  const std::vector<Tensor> xps = nn::functional::linear(x, w_ih, bias).split(IntArrayRef(bs), 0);
   const bool lstm = mode == RNNMode::LSTM;
   const int64_t T = static_cast<int64_t>(bs.size());
   std::vector<Tensor> outs(static_cast<size_t>(T));
@@ -98,14 +101,16 @@ std::tuple<Tensor, Tensor, Tensor> run_direction(RNNMode mode, const Tensor& x, 
     for (int64_t t = 0; t < T; ++t) {
       const int64_t b = bs[size_t(t)];
       if (b < h.size(0)) {
-        h_done.push_back(h.narrow(0, b, h.size(0) - b));
-        h = h.narrow(0, 0, b);
+        auto hs = h.split(IntArrayRef({b, h.size(0) - b}), 0);
+        h_done.push_back(hs[1]);
+        h = hs[0];
         if (lstm) {
-          c_done.push_back(c.narrow(0, b, c.size(0) - b));
-          c = c.narrow(0, 0, b);
+          auto cs = c.split(IntArrayRef({b, c.size(0) - b}), 0);
+          c_done.push_back(cs[1]);
+          c = cs[0];
         }
       }
-      std::tie(h, c) = step(mode, xp.narrow(0, offsets[size_t(t)], b), h, c, sw);
+      std::tie(h, c) = step(mode, xps[size_t(t)], h, c, sw);
       outs[size_t(t)] = h;
     }
     if (!h_done.empty()) {
@@ -129,7 +134,7 @@ std::tuple<Tensor, Tensor, Tensor> run_direction(RNNMode mode, const Tensor& x, 
         h = cat({h, h0.narrow(0, k, b - k)}, 0);
         if (lstm) c = cat({c, c0.narrow(0, k, b - k)}, 0);
       }
-      std::tie(h, c) = step(mode, xp.narrow(0, offsets[size_t(t)], b), h, c, sw);
+      std::tie(h, c) = step(mode, xps[size_t(t)], h, c, sw);
       outs[size_t(t)] = h;
     }
   }
@@ -225,16 +230,16 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run_layers(const Tensor& x, cons
   const int64_t D = o.bidirectional ? 2 : 1;
   const size_t per = flat_weights_.size() / size_t(o.num_layers * D);
   const auto weights = parameters(false);  // the registry's handles (see all_weights)
-  std::vector<int64_t> offsets(bs.size());
-  std::exclusive_scan(bs.begin(), bs.end(), offsets.begin(), int64_t(0));
+  const std::vector<Tensor> h0s = h0.unbind(0);
+  const std::vector<Tensor> c0s = lstm ? c0.unbind(0) : std::vector<Tensor>();
   std::vector<Tensor> h_n, c_n;
   Tensor layer_in = x;
   for (int64_t l = 0; l < o.num_layers; ++l) {
     std::vector<Tensor> dir_out;
     for (int64_t d = 0; d < D; ++d) {
       const int64_t idx = l * D + d;
-      auto [out, h, c] = run_direction(o.mode, layer_in, bs, offsets, h0.select(0, idx),
-                                       lstm ? c0.select(0, idx) : Tensor(), &weights[size_t(idx) * per], o.bias,
+      auto [out, h, c] = run_direction(o.mode, layer_in, bs, h0s[size_t(idx)],
+                                       lstm ? c0s[size_t(idx)] : Tensor(), &weights[size_t(idx) * per], o.bias,
                                        o.proj_size > 0, d == 1);
       dir_out.push_back(out);
       h_n.push_back(h);
