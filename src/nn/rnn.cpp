@@ -555,6 +555,7 @@ PackedSequence::PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_in
 
 PackedSequence PackedSequence::to(TensorOptions options) const {
   PackedSequence p = *this;
+  if (!options.has_device_) options = options.device(data_.device());  // a dtype alone keeps the device
   p.data_ = data_.to(options);
   if (options.has_device_) {
     if (sorted_indices_.defined()) p.sorted_indices_ = sorted_indices_.to(options.device_);

@@ -40,10 +40,13 @@ void set_params(nn::Module& m) {
 
 std::vector<double> flat(const Tensor& t) { return t.defined() ? t.contiguous().to_vector<double>() : std::vector<double>{}; }
 
+// float64 runs match to 1e-9 relative; float32 runs to 1e-4 (+1e-5 absolute).
+double g_rtol = 1e-9, g_atol = 1e-10;
+
 void expect_near(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], 1e-10 + 1e-9 * std::abs(want[i])) << what << " element " << i;
+    ASSERT_NEAR(got[i], want[i], g_atol + g_rtol * std::abs(want[i])) << what << " element " << i;
 }
 
 // What one case returns: output (padded for packed input), h_n, c_n.
@@ -53,27 +56,29 @@ struct Outs {
 using Runner = std::function<Outs(nn::Module&, const Tensor& x, const Tensor& h0, const Tensor& c0)>;
 
 void check_case(const std::string& name, nn::Module& m, std::vector<int64_t> xs, std::vector<int64_t> h0s,
-                std::vector<int64_t> c0s, const Runner& run) {
+                std::vector<int64_t> c0s, const Runner& run, ScalarType dtype = kFloat64) {
   const rnn_ref::Case* ref = nullptr;
   for (const auto& c : rnn_ref::cases())
     if (c.name == name) ref = &c;
   ASSERT_NE(ref, nullptr) << name;
   SCOPED_TRACE(name);
-  m.to(kFloat64);
+  m.to(dtype);
   set_params(m);
-  Tensor x = formula(xs, 0.29, 0.3).requires_grad_();
-  Tensor h0 = h0s.empty() ? Tensor() : formula(h0s, 0.41, 0.0, 0.5, true).requires_grad_();
-  Tensor c0 = c0s.empty() ? Tensor() : formula(c0s, 0.53, 0.2, 0.5, true).requires_grad_();
+  g_rtol = dtype == kFloat64 ? 1e-9 : 1e-4;
+  g_atol = dtype == kFloat64 ? 1e-10 : 1e-5;
+  Tensor x = formula(xs, 0.29, 0.3).to(dtype).requires_grad_();
+  Tensor h0 = h0s.empty() ? Tensor() : formula(h0s, 0.41, 0.0, 0.5, true).to(dtype).requires_grad_();
+  Tensor c0 = c0s.empty() ? Tensor() : formula(c0s, 0.53, 0.2, 0.5, true).to(dtype).requires_grad_();
   Outs o = run(m, x, h0, c0);
   std::vector<int64_t> os(o.out.sizes().begin(), o.out.sizes().end());
-  Tensor loss = (o.out * formula(os, 0.11, 0.2)).sum();
+  Tensor loss = (o.out * formula(os, 0.11, 0.2).to(dtype)).sum();
   if (o.h.defined()) {
     std::vector<int64_t> hs(o.h.sizes().begin(), o.h.sizes().end());
-    loss = loss + (o.h * formula(hs, 0.13, 0.0)).sum();
+    loss = loss + (o.h * formula(hs, 0.13, 0.0).to(dtype)).sum();
   }
   if (o.c.defined()) {
     std::vector<int64_t> cs(o.c.sizes().begin(), o.c.sizes().end());
-    loss = loss + (o.c * formula(cs, 0.17, 0.5)).sum();
+    loss = loss + (o.c * formula(cs, 0.17, 0.5).to(dtype)).sum();
   }
   loss.backward();
   expect_near(flat(o.out), ref->out, "out");
@@ -227,6 +232,27 @@ TEST(RNNTorchRef, Cells) {
   }
 }
 
+// The float32 path (the modules' default dtype) against the same references.
+TEST(RNNTorchRef, Float32) {
+  set_num_threads(1);
+  {
+    nn::LSTM m(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true).proj_size(2));
+    check_case("lstm_proj_2l_bidir", *m, {4, 3, 3}, {4, 3, 2}, {4, 3, 5}, run_lstm, kFloat32);
+  }
+  {
+    nn::GRU m(nn::GRUOptions(3, 4).bidirectional(true));
+    check_case("packed_gru_bidir", *m, {5, 3, 3}, {2, 3, 4}, {}, packed({3, 5, 2}), kFloat32);
+  }
+  {
+    nn::RNN m(nn::RNNOptions(3, 4).num_layers(2).bidirectional(true));
+    check_case("rnn_tanh_2l_bidir", *m, {5, 2, 3}, {4, 2, 4}, {}, run_rnn, kFloat32);
+  }
+  {
+    nn::LSTMCell m(3, 4);
+    check_case("lstm_cell", *m, {2, 3}, {2, 4}, {2, 4}, run_lstm_cell, kFloat32);
+  }
+}
+
 TEST(RNN, ParametersNamedAndShapedAsPyTorch) {
   nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true).proj_size(2));
   const std::vector<std::pair<std::string, std::vector<int64_t>>> want = {
@@ -353,6 +379,10 @@ TEST(RNN, PackUtilities) {
   EXPECT_EQ(back.sizes(), IntArrayRef({3, 4, 2}));
   EXPECT_TRUE(close(back.narrow(1, 0, 3), padded));
   EXPECT_EQ(lens.to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 2}));
+  auto q64 = q.to(kFloat64);
+  EXPECT_EQ(q64.data().dtype(), kFloat64);
+  EXPECT_TRUE(q64.data().is_cpu());
+  EXPECT_TRUE(q64.sorted_indices().is_same(q.sorted_indices()));
   expect_error([&] { R::pad_packed_sequence(q, false, 0.0, 2); }, {"pad_packed_sequence", "total_length"});
   expect_error([&] { R::pack_padded_sequence(padded, brisk::tensor({3L, 0L, 2L}), true, false); },
                {"pack_padded_sequence", "[1, 3]"});
