@@ -54,6 +54,12 @@ class PackedSequence {
   PackedSequence cpu() const { return to(TensorOptions().device(Device(kCPU))); }
   bool is_cuda() const { return data_.device().is_cuda(); }
   bool is_pinned() const { return data_.is_pinned(); }
+  /// data in pinned host memory (CPU data only), for non-blocking copies to a GPU.
+  PackedSequence pin_memory() const {
+    PackedSequence p = *this;
+    p.data_ = data_.pin_memory();
+    return p;
+  }
 
  private:
   Tensor data_, batch_sizes_, sorted_indices_, unsorted_indices_;
