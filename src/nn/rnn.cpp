@@ -310,7 +310,7 @@ std::tuple<utils::rnn::PackedSequence, Tensor, Tensor> RNNImplBase::run_packed(
   const auto& w0 = flat_weights_[0];
   BRISK_CHECK(data.dtype() == w0.dtype() && data.device() == w0.device(), op, "input has dtype ", data.dtype(),
               " on ", data.device(), " but the parameters have dtype ", w0.dtype(), " on ", w0.device());
-  const std::vector<int64_t> bs = input.batch_sizes().to_vector<int64_t>();
+  const std::vector<int64_t> bs = input.batch_sizes().cpu().to_vector<int64_t>();
   BRISK_CHECK(!bs.empty(), op, "the packed sequence has no time steps");
   int64_t total = 0;
   for (size_t t = 0; t < bs.size(); ++t) {
@@ -572,7 +572,7 @@ PackedSequence pack_padded_sequence(Tensor input, Tensor lengths, bool batch_fir
               lengths.defined() ? lengths.sizes() : IntArrayRef{});
   Tensor x = batch_first ? input.transpose(0, 1) : input;  // (T, B, *)
   const int64_t T = x.size(0), B = x.size(1);
-  std::vector<int64_t> len = lengths.to_vector<int64_t>();
+  std::vector<int64_t> len = lengths.cpu().to_vector<int64_t>();
   BRISK_CHECK(int64_t(len.size()) == B, op, "expected ", B, " lengths (the batch size), got ", len.size());
   for (int64_t l : len)
     BRISK_CHECK(l > 0 && l <= T, op, "every length must be in [1, ", T, "] (the padded length), got ", l);
@@ -608,7 +608,7 @@ std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, b
   const Tensor& data = sequence.data();
   BRISK_CHECK(data.defined() && data.dim() >= 1 && sequence.batch_sizes().defined(), op,
               "the packed sequence is empty");
-  const std::vector<int64_t> bs = sequence.batch_sizes().to_vector<int64_t>();
+  const std::vector<int64_t> bs = sequence.batch_sizes().cpu().to_vector<int64_t>();
   BRISK_CHECK(!bs.empty(), op, "the packed sequence has no time steps");
   const int64_t T = int64_t(bs.size()), B = bs[0];
   const int64_t T_out = total_length.value_or(T);
