@@ -78,6 +78,9 @@ enum class Kind {
   // (libtorch's C++ module); forward in grad mode, or forward + backward with the grads set to none
   EncoderForward,
   EncoderForwardBackward,
+  // nn::LSTM(64 -> 128, 2 layers), input (50, 32, 64) sequence-first, forward + backward of
+  // out.backward(g) with the grads set to none (kLstm* below)
+  LstmForwardBackward,
   // row ops (issue 13): `count` rows of n float32 values, softmax/log_softmax along the rows,
   // layer_norm (weight, bias) and rms_norm (weight) over them; *Bwd: forward + backward
   // (x, weight, bias require grad; their grads set to none each call; g preallocated)
@@ -180,6 +183,7 @@ struct SdpaShape {
   int64_t B, H, L, E;
 };
 constexpr int64_t kEncoderDModel = 384, kEncoderHeads = 12, kEncoderFfn = 1536, kEncoderSeq = 128, kEncoderBatch = 8;
+constexpr int64_t kLstmInput = 64, kLstmHidden = 128, kLstmLayers = 2, kLstmSeq = 50, kLstmBatch = 32;
 constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128, 32} : SdpaShape{1, 16, 1024, 64}; }
 
 struct Spec {

@@ -97,26 +97,26 @@ struct AdamCase {
 
 namespace bnn = brisk::nn;
 
-std::shared_ptr<bnn::Sequential> epoch_model(bool cnn) {
+std::shared_ptr<bnn::SequentialImpl> epoch_model(bool cnn) {
   using bnn::ModulePtr;
   if (!cnn)
-    return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
-        std::make_shared<bnn::Linear>(784, 256), std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(256, 128),
-        std::make_shared<bnn::ReLU>(), std::make_shared<bnn::Linear>(128, 10)});
-  return std::make_shared<bnn::Sequential>(std::initializer_list<ModulePtr>{
-      std::make_shared<bnn::Conv2d>(bnn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<bnn::ReLU>(),
-      std::make_shared<bnn::MaxPool2d>(2),
-      std::make_shared<bnn::Conv2d>(bnn::Conv2dOptions(16, 32, 3).padding(1)), std::make_shared<bnn::ReLU>(),
-      std::make_shared<bnn::MaxPool2d>(2), std::make_shared<bnn::Flatten>(),
-      std::make_shared<bnn::Linear>(32 * 7 * 7, 128), std::make_shared<bnn::ReLU>(),
-      std::make_shared<bnn::Linear>(128, 10)});
+    return std::make_shared<bnn::SequentialImpl>(std::initializer_list<ModulePtr>{
+        std::make_shared<bnn::LinearImpl>(784, 256), std::make_shared<bnn::ReLUImpl>(), std::make_shared<bnn::LinearImpl>(256, 128),
+        std::make_shared<bnn::ReLUImpl>(), std::make_shared<bnn::LinearImpl>(128, 10)});
+  return std::make_shared<bnn::SequentialImpl>(std::initializer_list<ModulePtr>{
+      std::make_shared<bnn::Conv2dImpl>(bnn::Conv2dOptions(1, 16, 3).padding(1)), std::make_shared<bnn::ReLUImpl>(),
+      std::make_shared<bnn::MaxPool2dImpl>(2),
+      std::make_shared<bnn::Conv2dImpl>(bnn::Conv2dOptions(16, 32, 3).padding(1)), std::make_shared<bnn::ReLUImpl>(),
+      std::make_shared<bnn::MaxPool2dImpl>(2), std::make_shared<bnn::FlattenImpl>(),
+      std::make_shared<bnn::LinearImpl>(32 * 7 * 7, 128), std::make_shared<bnn::ReLUImpl>(),
+      std::make_shared<bnn::LinearImpl>(128, 10)});
 }
 
 // One epoch as the demo runs it: DataLoader (shuffle, one worker, uint8
 // images normalised per batch), fused AdamW, grads set to none.
 struct EpochCase {
   bool cnn;
-  std::shared_ptr<bnn::Sequential> model;
+  std::shared_ptr<bnn::SequentialImpl> model;
   std::unique_ptr<brisk::optim::AdamW> opt;
   std::unique_ptr<brisk::data::DataLoader> loader;
   double last_loss = 0;
@@ -278,6 +278,15 @@ Runner prepare(const Spec& s) {
         layer->zero_grad();
         x.mutable_grad() = Tensor();
         layer->forward(x).backward(g);
+      });
+    }
+    case Kind::LstmForwardBackward: {
+      brisk::nn::LSTM lstm(brisk::nn::LSTMOptions(kLstmInput, kLstmHidden).num_layers(kLstmLayers));
+      Tensor x = make({kLstmSeq, kLstmBatch, kLstmInput}, 1).requires_grad_();
+      return make_runner(th, [lstm, x, g = make({kLstmSeq, kLstmBatch, kLstmHidden}, 2)]() mutable {
+        lstm->zero_grad();
+        x.mutable_grad() = Tensor();
+        std::get<0>(lstm(x)).backward(g);
       });
     }
     case Kind::AutogradHost:

@@ -448,6 +448,15 @@ std::vector<Case> make_cases(bool quick, bool wall) {
                         std::to_string(t) + (t == 1 ? " thread" : " threads"),
                     {backward ? Kind::EncoderForwardBackward : Kind::EncoderForward, 0, t, b}});
     }
+  // Recurrent: nn::LSTM 64 -> 128, 2 layers, seq 50, batch 32, forward + backward.
+  for (int t : {1, 2}) {
+    Budget b = budget(1, 7, 2);
+    if (t == 1) b = single(b);
+    cs.push_back({Section::Attention,
+                  std::string("lstm 64->128 x2 layers, 50x32, fwd+bwd, ") + std::to_string(t) +
+                      (t == 1 ? " thread" : " threads"),
+                  {Kind::LstmForwardBackward, 0, t, b}});
+  }
 
   // The profiler's cost per op: the host-cost case y = x + x without a
   // profile, then inside one (brisk only).

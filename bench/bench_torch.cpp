@@ -246,6 +246,15 @@ Runner prepare(const Spec& s) {
         layer->forward(x).backward(g);
       });
     }
+    case Kind::LstmForwardBackward: {
+      torch::nn::LSTM lstm(torch::nn::LSTMOptions(kLstmInput, kLstmHidden).num_layers(kLstmLayers));
+      Tensor x = make({kLstmSeq, kLstmBatch, kLstmInput}, 1).requires_grad_();
+      return make_runner(th, [lstm, x, g = make({kLstmSeq, kLstmBatch, kLstmHidden}, 2)]() mutable {
+        lstm->zero_grad(/*set_to_none=*/true);
+        x.mutable_grad().reset();
+        std::get<0>(lstm(x)).backward(g);
+      });
+    }
     case Kind::AutogradHost:
       return make_runner(th, [x = make({3, 3}, 1), w = make({3, 3}, 2).requires_grad_(), b = make({3, 3}, 3),
                               y = Tensor()]() mutable { y = x * w + b; });

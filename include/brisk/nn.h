@@ -17,3 +17,4 @@
 #include "brisk/nn/attention.h"
 #include "brisk/nn/transformer.h"
 #include "brisk/nn/upsampling.h"
+#include "brisk/nn/rnn.h"
