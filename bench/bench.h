@@ -61,6 +61,9 @@ enum class Kind {
   // autograd, float32, single thread
   AutogradHost,     // y = x * w + b, 3x3, only w requires grad (graph built and dropped)
   AutogradHostBackward,  // w.grad = none; y = x * w + b; y.backward(ones)
+  HolderCall,       // y = lin(x): nn::Linear(3, 3) called through its holder, x 3x3 (graph recorded)
+  HolderForward,    // y = lin->forward(x): the same through the module
+
   AutogradMlpStep,  // one SGD step of the MLP 1000-5000-10000-10, batch 64 (see mlp_* below)
   // training, float32
   AdamFused,        // one Adam step over `count` tensors of n floats: brisk fused (libtorch: torch::optim::Adam)

@@ -385,6 +385,8 @@ std::vector<Case> make_cases(bool quick, bool wall) {
   const Budget ag_host = single(budget(20000, 7, 2000));
   cs.push_back({Section::Autograd, "y = x * w + b (w requires grad)", {Kind::AutogradHost, 9, 1, ag_host}});
   cs.push_back({Section::Autograd, "y = x * w + b; y.backward(g)", {Kind::AutogradHostBackward, 9, 1, ag_host}});
+  cs.push_back({Section::Autograd, "y = lin(x) (Linear(3, 3) holder)", {Kind::HolderCall, 9, 1, ag_host}});
+  cs.push_back({Section::Autograd, "y = lin->forward(x)", {Kind::HolderForward, 9, 1, ag_host}});
   Budget step;  // 1 call per repetition: 5 repetitions after 2 warm-up steps (quick: 2 after 1)
   step.iters = 1;
   step.reps = quick ? 2 : 5;

@@ -265,6 +265,14 @@ Runner prepare(const Spec& s) {
         y = x * w + b;
         y.backward(g);
       });
+    case Kind::HolderCall:
+      return make_runner(th, [x = make({3, 3}, 1), lin = torch::nn::Linear(3, 3), y = Tensor()]() mutable {
+        y = lin(x);
+      });
+    case Kind::HolderForward:
+      return make_runner(th, [x = make({3, 3}, 1), lin = torch::nn::Linear(3, 3), y = Tensor()]() mutable {
+        y = lin->forward(x);
+      });
     case Kind::AutogradMlpStep:
       return make_runner(th, [m = std::make_shared<Mlp>()] { m->step(); });
     case Kind::RowSoftmax:

@@ -28,7 +28,14 @@ std::string class_name(const std::type_info& type) {
 }
 }  // namespace
 
-std::string Module::name() const { return type_name_.empty() ? class_name(typeid(*this)) : type_name_; }
+const std::string& Module::name() const {
+  // Named modules set type_name_ in the constructor; the others are named
+  // after their dynamic type, which is only known after construction.
+  std::call_once(type_name_once_, [this] {
+    if (type_name_.empty()) type_name_ = class_name(typeid(*this));
+  });
+  return type_name_;
+}
 Module::~Module() = default;
 
 Tensor Module::forward(const Tensor&) {

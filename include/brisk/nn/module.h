@@ -8,6 +8,7 @@
 #include <typeinfo>
 #include <iosfwd>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -73,8 +74,8 @@ class Module : public std::enable_shared_from_this<Module> {
   Module& operator=(const Module&) = delete;
 
   /// The name printing shows: the one given to the constructor, else the
-  /// class name.
-  std::string name() const;
+  /// class name (computed once, on first use).
+  const std::string& name() const;
 
   /// The forward of a module that takes and returns one tensor. The default
   /// throws: modules with another signature do not override it.
@@ -202,7 +203,8 @@ class Module : public std::enable_shared_from_this<Module> {
   void collect_state(const std::string& prefix, StateDict& out) const;
   void convert(const std::function<Tensor(const Tensor&)>& fn);
 
-  std::string type_name_;
+  mutable std::string type_name_;
+  mutable std::once_flag type_name_once_;
   bool training_ = true;
   OrderedDict<std::string, Tensor> params_;
   OrderedDict<std::string, Tensor> buffers_;
