@@ -1,0 +1,353 @@
+// The losses of nn/loss.h as compositions of brisk ops, and the loss modules
+// (which forward to nn::functional). Hinges follow PyTorch at the kink: the
+// composite losses (margin_ranking, hinge_embedding, cosine_embedding,
+// triplet) clamp with clamp_min's gradient (1 at 0), the fused ones
+// (multi_margin, multilabel_margin) only count z > 0.
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+#include "brisk/autograd.h"
+#include "brisk/nn/loss.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn {
+
+namespace functional {
+
+namespace {
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+void check_float(const char* op, const char* what, const Tensor& t) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(t.is_floating_point(), op, "expected a floating point ", what, ", got ", t.dtype());
+}
+
+void check_same_shape(const char* op, const char* a, const Tensor& x, const char* b, const Tensor& y) {
+  BRISK_CHECK(x.sizes() == y.sizes(), op, a, " shape ", shape_str(x.sizes()), " and ", b, " shape ",
+              shape_str(y.sizes()), " differ");
+}
+
+Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Mean: return loss.mean();
+    case Reduction::Sum: return loss.sum();
+    case Reduction::BatchMean: break;
+  }
+  BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
+}
+
+/// max(z, 0) with clamp_min's gradient in PyTorch (1 at z = 0); NaN stays NaN.
+Tensor hinge_inclusive(const Tensor& z) { return where(z.lt(0), Scalar(0.0), z); }
+/// max(z, 0) counting only z > 0 (PyTorch's fused margin kernels; NaN gives 0).
+Tensor hinge_strict(const Tensor& z) { return where(z.gt(0), z, Scalar(0.0)); }
+
+/// Class indices as int64, checked to lie in [lo, C) (on the CPU).
+Tensor class_indices(const char* op, const Tensor& target, int64_t lo, int64_t C) {
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
+              "expected class indices of dtype int64, got ", target.dtype());
+  Tensor t = target.to(kInt64);
+  if (t.numel() > 0 && t.is_cpu()) {
+    const int64_t hi = t.max().item<int64_t>(), mn = t.min().item<int64_t>();
+    BRISK_CHECK(hi < C && mn >= lo, op, "target ", (hi >= C ? hi : mn), " is out of bounds for ", C, " classes");
+  }
+  return t;
+}
+
+/// (N, C) view of an (N, C) or (C) input, checked.
+Tensor as_rows(const char* op, const Tensor& input) {
+  check_float(op, "input", input);
+  BRISK_CHECK(input.dim() == 1 || input.dim() == 2, op, "expected an input of shape (N, C) or (C), got ",
+              shape_str(input.sizes()));
+  return input.dim() == 1 ? input.unsqueeze(0) : input;
+}
+
+}  // namespace
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o) {
+  check_float("pairwise_distance", "x1", x1);
+  check_float("pairwise_distance", "x2", x2);
+  const int64_t dims = std::max(x1.dim(), x2.dim());
+  BRISK_CHECK(dims > 0, "pairwise_distance", "expected inputs with at least one dim");
+  return (x1 - x2 + o.eps()).norm(o.p(), {dims - 1}, o.keepdim());
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o) {
+  check_float("cosine_similarity", "x1", x1);
+  check_float("cosine_similarity", "x2", x2);
+  // x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) (PyTorch 2's form).
+  Tensor w12 = (x1 * x2).sum({o.dim()});
+  Tensor n = ((x1 * x1).sum({o.dim()}) * (x2 * x2).sum({o.dim()})).clamp_min(o.eps() * o.eps()).sqrt();
+  return w12 / n;
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& o) {
+  const char* op = "margin_ranking_loss";
+  check_float(op, "input1", input1);
+  check_float(op, "input2", input2);
+  check_float(op, "target", target);
+  BRISK_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op,
+              "all input tensors should have the same number of dims, got ", shape_str(input1.sizes()), ", ",
+              shape_str(input2.sizes()), " and ", shape_str(target.sizes()));
+  return reduce(op, hinge_inclusive(target.neg() * (input1 - input2) + o.margin()), o.reduction());
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& o) {
+  const char* op = "hinge_embedding_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  Tensor margin_part = where(target.ne(1), hinge_inclusive(input.neg() + o.margin()), Scalar(0.0));
+  Tensor self_part = where(target.ne(-1), input, Scalar(0.0));
+  return reduce(op, margin_part + self_part, o.reduction());
+}
+
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& o) {
+  const char* op = "soft_margin_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  // log(1 + exp(z)) as softplus: finite where PyTorch's log1p(exp(z)) overflows.
+  return reduce(op, (input.neg() * target).softplus(), o.reduction());
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultilabelSoftMarginLossFuncOptions& o) {
+  const char* op = "multilabel_soft_margin_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  BRISK_CHECK(input.dim() >= 1, op, "expected an input of shape (N, C) or (C), got a 0-dim tensor");
+  // -(t log s(x) + (1 - t) log s(-x)) = (1 - t) x + softplus(-x), finite for any x.
+  Tensor t = target.to(input.dtype());
+  Tensor loss = (t.neg() + 1) * input + input.neg().softplus();
+  if (o.weight().defined()) loss = loss * o.weight();
+  const int64_t cd = input.dim() - 1;
+  loss = loss.sum({cd}) / static_cast<double>(input.size(cd));
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const MultilabelMarginLossFuncOptions& o) {
+  const char* op = "multilabel_margin_loss";
+  Tensor x = as_rows(op, input);  // (N, C)
+  BRISK_CHECK(target.defined() && target.sizes() == input.sizes(), op, "target shape ",
+              target.defined() ? shape_str(target.sizes()) : std::string("undefined"), " must equal input shape ",
+              shape_str(input.sizes()));
+  const int64_t N = x.size(0), C = x.size(1);
+  Tensor t = class_indices(op, target, -1, C).reshape({N, C});
+  // The targets of a row are its entries before the first -1.
+  Tensor valid = t.ne(-1).to(kInt64).cumprod(1).to(kBool);           // (N, C) over target slots j
+  Tensor idx = where(valid, t, Scalar(int64_t(0)));                   // (N, C)
+  Tensor slot = where(valid, t, Scalar(C));                           // invalid slots write the extra column
+  Tensor is_target = zeros({N, C + 1}, kInt64).scatter(1, slot, ones({N, C}, kInt64)).narrow(1, 0, C).to(kBool);
+  Tensor xy = x.gather(1, idx);                                       // (N, C): x at target slot j
+  // z[n, j, i] = 1 - (x[n, y_j] - x[n, i]) for target slots j and non-target classes i.
+  Tensor z = (x.unsqueeze(1) - xy.unsqueeze(2)) + 1.0;                // (N, Cj, Ci)
+  Tensor keep = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1));
+  Tensor loss = where(keep, hinge_strict(z), Scalar(0.0)).sum({1, 2}) / static_cast<double>(C);
+  if (input.dim() == 1) loss = loss.squeeze(0);
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& o) {
+  const char* op = "multi_margin_loss";
+  Tensor x = as_rows(op, input);  // (N, C)
+  BRISK_CHECK(o.p() == 1 || o.p() == 2, op, "only p == 1 and p == 2 are supported, got ", o.p());
+  const int64_t N = x.size(0), C = x.size(1);
+  BRISK_CHECK(target.defined() && target.numel() == N && target.dim() == input.dim() - 1, op,
+              "expected a target of shape (", N, ") for input shape ", shape_str(input.sizes()), ", got ",
+              target.defined() ? shape_str(target.sizes()) : std::string("undefined"));
+  if (o.weight().defined())
+    BRISK_CHECK(o.weight().dim() == 1 && o.weight().numel() == C && o.weight().is_floating_point(), op,
+                "expected a floating point weight of shape [", C, "], got ", shape_str(o.weight().sizes()));
+  Tensor y = class_indices(op, target, 0, C).reshape({N, 1});
+  Tensor xy = x.gather(1, y);                                        // (N, 1)
+  Tensor z = hinge_strict(x - xy + o.margin());                      // (N, C)
+  if (o.p() == 2) z = z * z;
+  if (o.weight().defined()) z = z * o.weight().to(x.dtype()).index_select(0, y.reshape({N})).unsqueeze(1);
+  Tensor is_y = arange(C, TensorOptions().dtype(kInt64).device(x.device())).unsqueeze(0).eq(y);
+  Tensor loss = where(is_y, Scalar(0.0), z).sum({1}) / static_cast<double>(C);
+  if (input.dim() == 1) loss = loss.squeeze(0);
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& o) {
+  const char* op = "cosine_embedding_loss";
+  check_float(op, "input1", input1);
+  check_float(op, "input2", input2);
+  check_same_shape(op, "input1", input1, "input2", input2);
+  BRISK_CHECK(input1.dim() == 1 || input1.dim() == 2, op, "expected inputs of shape (N, D) or (D), got ",
+              shape_str(input1.sizes()));
+  BRISK_CHECK(target.defined() && target.dim() == input1.dim() - 1 &&
+                  (input1.dim() == 1 || target.size(0) == input1.size(0)),
+              op, "expected a target of shape ", input1.dim() == 1 ? "()" : "(N)", " for inputs of shape ",
+              shape_str(input1.sizes()), ", got ", target.defined() ? shape_str(target.sizes()) : "undefined");
+  // PyTorch's composite, with its 1e-12 in each squared magnitude.
+  const int64_t d = input1.dim() - 1;
+  Tensor prod = (input1 * input2).sum({d});
+  Tensor m1 = (input1 * input1).sum({d}) + 1e-12;
+  Tensor m2 = (input2 * input2).sum({d}) + 1e-12;
+  Tensor cos = prod / (m1 * m2).sqrt();
+  Tensor pos = where(target.eq(1), cos.neg() + 1.0, Scalar(0.0));
+  Tensor neg = where(target.eq(-1), hinge_inclusive(cos - o.margin()), Scalar(0.0));
+  return reduce(op, pos + neg, o.reduction());
+}
+
+namespace {
+void check_triplet(const char* op, const Tensor& a, const Tensor& p, const Tensor& n) {
+  check_float(op, "anchor", a);
+  check_float(op, "positive", p);
+  check_float(op, "negative", n);
+  BRISK_CHECK(a.dim() == p.dim() && a.dim() == n.dim(), op,
+              "the anchor, positive and negative tensors should have the same number of dims, got ",
+              shape_str(a.sizes()), ", ", shape_str(p.sizes()), " and ", shape_str(n.sizes()));
+}
+}  // namespace
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& o) {
+  const char* op = "triplet_margin_loss";
+  check_triplet(op, anchor, positive, negative);
+  auto d = PairwiseDistanceFuncOptions().p(o.p()).eps(o.eps());
+  Tensor dist_pos = pairwise_distance(anchor, positive, d);
+  Tensor dist_neg = pairwise_distance(anchor, negative, d);
+  if (o.swap()) dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, d));
+  return reduce(op, hinge_inclusive(dist_pos - dist_neg + o.margin()), o.reduction());
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& o) {
+  const char* op = "triplet_margin_with_distance_loss";
+  check_triplet(op, anchor, positive, negative);
+  BRISK_CHECK(o.margin() > 0, op, "expected margin to be greater than 0, got ", o.margin());
+  auto dist = [&](const Tensor& a, const Tensor& b) {
+    return o.distance_function() ? (*o.distance_function())(a, b) : pairwise_distance(a, b);
+  };
+  Tensor dist_pos = dist(anchor, positive);
+  Tensor dist_neg = dist(anchor, negative);
+  if (o.swap()) dist_neg = minimum(dist_neg, dist(positive, negative));
+  return reduce(op, hinge_inclusive(dist_pos - dist_neg + o.margin()), o.reduction());
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o) {
+  const char* op = "poisson_nll_loss";
+  check_float(op, "input", input);
+  check_float(op, "target", target);
+  check_same_shape(op, "input", input, "target", target);
+  Tensor loss = o.log_input() ? input.exp() - target * input : input - target * (input + o.eps()).log();
+  if (o.full()) {
+    // Stirling's approximation of log(target!), where target > 1; the log
+    // reads 2 elsewhere so that no NaN or inf is computed.
+    Tensor big = target.gt(1);
+    Tensor t = where(big, target, Scalar(2.0));
+    Tensor stirling = t * t.log() - t + (t * (2.0 * std::numbers::pi)).log() * 0.5;
+    loss = loss + where(big, stirling, Scalar(0.0));
+  }
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var_in,
+                         const GaussianNLLLossFuncOptions& o) {
+  const char* op = "gaussian_nll_loss";
+  check_float(op, "input", input);
+  check_float(op, "target", target);
+  check_float(op, "var", var_in);
+  BRISK_CHECK(o.reduction() != Reduction::BatchMean, op, "reduction 'batchmean' is only supported by kl_div");
+  Tensor var = var_in;
+  if (var.sizes() != input.sizes()) {
+    bool one_short = input.dim() >= 1 && var.dim() == input.dim() - 1;
+    for (int64_t d = 0; one_short && d < var.dim(); ++d) one_short = var.size(d) == input.size(d);
+    int64_t mismatched = 0;
+    bool one_of_size_one = var.dim() == input.dim();
+    for (int64_t d = 0; one_of_size_one && d < var.dim(); ++d)
+      if (var.size(d) != input.size(d)) mismatched += var.size(d);
+    one_of_size_one = one_of_size_one && mismatched == 1;
+    BRISK_CHECK(one_short || one_of_size_one, op, "var is of incorrect size: ", shape_str(var.sizes()),
+                " for input ", shape_str(input.sizes()));
+    if (one_short) var = var.unsqueeze(-1);
+  }
+  if (var.is_cpu()) BRISK_CHECK(!var.lt(0).any().item<bool>(), op, "var has negative entry/entries");
+  // Clamped at eps without a gradient of the clamp (PyTorch clamps a clone under no_grad).
+  Tensor clamped;
+  {
+    NoGradGuard no_grad;
+    clamped = var.clamp_min(o.eps()) - var;
+  }
+  var = var + clamped;
+  Tensor loss = (var.log() + (input - target).square() / var) * 0.5;
+  if (o.full()) loss = loss + 0.5 * std::log(2.0 * std::numbers::pi);
+  return reduce(op, loss, o.reduction());
+}
+
+}  // namespace functional
+
+// ---- modules ------------------------------------------------------------------------
+
+namespace {
+/// The tensor registered as buffer `name` when defined (the options then hold the registered handle).
+Tensor maybe_buffer(Module& m, const char* name, const Tensor& t) {
+  return t.defined() ? m.register_buffer(name, t) : t;
+}
+}  // namespace
+
+#define BRISK_DETAIL_LOSS_IMPL(Name, Fn)                                                              \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {}       \
+  Tensor Name##Impl::forward(const Tensor& input, const Tensor& target) {                             \
+    return F::Fn(input, target, options);                                                             \
+  }
+BRISK_DETAIL_LOSS_IMPL(MSELoss, mse_loss)
+BRISK_DETAIL_LOSS_IMPL(L1Loss, l1_loss)
+BRISK_DETAIL_LOSS_IMPL(SmoothL1Loss, smooth_l1_loss)
+BRISK_DETAIL_LOSS_IMPL(HuberLoss, huber_loss)
+BRISK_DETAIL_LOSS_IMPL(KLDivLoss, kl_div)
+BRISK_DETAIL_LOSS_IMPL(HingeEmbeddingLoss, hinge_embedding_loss)
+BRISK_DETAIL_LOSS_IMPL(SoftMarginLoss, soft_margin_loss)
+BRISK_DETAIL_LOSS_IMPL(MultiLabelMarginLoss, multilabel_margin_loss)
+BRISK_DETAIL_LOSS_IMPL(PoissonNLLLoss, poisson_nll_loss)
+#undef BRISK_DETAIL_LOSS_IMPL
+
+#define BRISK_DETAIL_WEIGHTED_LOSS_IMPL(Name, Fn)                                                     \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {                    \
+    options.weight(maybe_buffer(*this, "weight", options.weight()));                                  \
+  }                                                                                                   \
+  Tensor Name##Impl::forward(const Tensor& input, const Tensor& target) {                             \
+    return F::Fn(input, target, options);                                                             \
+  }
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(NLLLoss, nll_loss)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(CrossEntropyLoss, cross_entropy)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(BCELoss, binary_cross_entropy)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(MultiLabelSoftMarginLoss, multilabel_soft_margin_loss)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(MultiMarginLoss, multi_margin_loss)
+#undef BRISK_DETAIL_WEIGHTED_LOSS_IMPL
+
+BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o)
+    : Module("BCEWithLogitsLoss"), options(o) {
+  options.weight(maybe_buffer(*this, "weight", options.weight()));
+  options.pos_weight(maybe_buffer(*this, "pos_weight", options.pos_weight()));
+}
+Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return F::binary_cross_entropy_with_logits(input, target, options);
+}
+
+#define BRISK_DETAIL_LOSS3_IMPL(Name, Fn, A, B, C)                                                    \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {}       \
+  Tensor Name##Impl::forward(const Tensor& A, const Tensor& B, const Tensor& C) {                     \
+    return F::Fn(A, B, C, options);                                                                   \
+  }
+BRISK_DETAIL_LOSS3_IMPL(MarginRankingLoss, margin_ranking_loss, input1, input2, target)
+BRISK_DETAIL_LOSS3_IMPL(CosineEmbeddingLoss, cosine_embedding_loss, input1, input2, target)
+BRISK_DETAIL_LOSS3_IMPL(TripletMarginLoss, triplet_margin_loss, anchor, positive, negative)
+BRISK_DETAIL_LOSS3_IMPL(TripletMarginWithDistanceLoss, triplet_margin_with_distance_loss, anchor, positive, negative)
+BRISK_DETAIL_LOSS3_IMPL(GaussianNLLLoss, gaussian_nll_loss, input, target, var)
+#undef BRISK_DETAIL_LOSS3_IMPL
+
+}  // namespace brisk::nn
