@@ -1,8 +1,9 @@
 // The losses of nn/loss.h as compositions of brisk ops, and the loss modules
-// (which forward to nn::functional). Hinges follow PyTorch at the kink: the
-// composite losses (margin_ranking, hinge_embedding, cosine_embedding,
-// triplet) clamp with clamp_min's gradient (1 at 0), the fused ones
-// (multi_margin, multilabel_margin) only count z > 0.
+// (which forward to nn::functional). Hinges max(z, 0) have gradient 0 at
+// z = 0, as PyTorch 2.x's clamp_min and its fused margin kernels; a NaN z
+// stays NaN in the composite losses (margin_ranking, hinge_embedding,
+// cosine_embedding, triplet: PyTorch clamps) and counts 0 in the fused ones
+// (multi_margin, multilabel_margin: PyTorch's kernels test z > 0).
 #include <cmath>
 #include <numbers>
 #include <sstream>
@@ -43,8 +44,8 @@ Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
   BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
 }
 
-/// max(z, 0) with clamp_min's gradient in PyTorch (1 at z = 0); NaN stays NaN.
-Tensor hinge_inclusive(const Tensor& z) { return where(z.lt(0), Scalar(0.0), z); }
+/// max(z, 0) as clamp_min(z, 0): gradient 0 at z = 0, NaN stays NaN.
+Tensor hinge_clamp(const Tensor& z) { return where(z.le(0), Scalar(0.0), z); }
 /// max(z, 0) counting only z > 0 (PyTorch's fused margin kernels; NaN gives 0).
 Tensor hinge_strict(const Tensor& z) { return where(z.gt(0), z, Scalar(0.0)); }
 
@@ -97,7 +98,7 @@ Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Ten
   BRISK_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op,
               "all input tensors should have the same number of dims, got ", shape_str(input1.sizes()), ", ",
               shape_str(input2.sizes()), " and ", shape_str(target.sizes()));
-  return reduce(op, hinge_inclusive(target.neg() * (input1 - input2) + o.margin()), o.reduction());
+  return reduce(op, hinge_clamp(target.neg() * (input1 - input2) + o.margin()), o.reduction());
 }
 
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& o) {
@@ -105,7 +106,7 @@ Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const Hin
   check_float(op, "input", input);
   BRISK_CHECK(target.defined(), op, "target is undefined");
   check_same_shape(op, "input", input, "target", target);
-  Tensor margin_part = where(target.ne(1), hinge_inclusive(input.neg() + o.margin()), Scalar(0.0));
+  Tensor margin_part = where(target.ne(1), hinge_clamp(input.neg() + o.margin()), Scalar(0.0));
   Tensor self_part = where(target.ne(-1), input, Scalar(0.0));
   return reduce(op, margin_part + self_part, o.reduction());
 }
@@ -198,7 +199,7 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   Tensor m2 = (input2 * input2).sum({d}) + 1e-12;
   Tensor cos = prod / (m1 * m2).sqrt();
   Tensor pos = where(target.eq(1), cos.neg() + 1.0, Scalar(0.0));
-  Tensor neg = where(target.eq(-1), hinge_inclusive(cos - o.margin()), Scalar(0.0));
+  Tensor neg = where(target.eq(-1), hinge_clamp(cos - o.margin()), Scalar(0.0));
   return reduce(op, pos + neg, o.reduction());
 }
 
@@ -221,7 +222,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   Tensor dist_pos = pairwise_distance(anchor, positive, d);
   Tensor dist_neg = pairwise_distance(anchor, negative, d);
   if (o.swap()) dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, d));
-  return reduce(op, hinge_inclusive(dist_pos - dist_neg + o.margin()), o.reduction());
+  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
 }
 
 Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
@@ -235,7 +236,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   Tensor dist_pos = dist(anchor, positive);
   Tensor dist_neg = dist(anchor, negative);
   if (o.swap()) dist_neg = minimum(dist_neg, dist(positive, negative));
-  return reduce(op, hinge_inclusive(dist_pos - dist_neg + o.margin()), o.reduction());
+  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o) {
