@@ -148,7 +148,8 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const M
   Tensor valid = t.ne(-1).to(kInt64).cumprod(1).to(kBool);           // (N, C) over target slots j
   Tensor idx = where(valid, t, Scalar(int64_t(0)));                   // (N, C)
   Tensor slot = where(valid, t, Scalar(C));                           // invalid slots write the extra column
-  Tensor is_target = zeros({N, C + 1}, kInt64).scatter(1, slot, ones({N, C}, kInt64)).narrow(1, 0, C).to(kBool);
+  const TensorOptions i64 = TensorOptions().dtype(kInt64).device(x.device());
+  Tensor is_target = zeros({N, C + 1}, i64).scatter(1, slot, ones({N, C}, i64)).narrow(1, 0, C).to(kBool);
   Tensor xy = x.gather(1, idx);                                       // (N, C): x at target slot j
   // z[n, j, i] = 1 - (x[n, y_j] - x[n, i]) for target slots j and non-target classes i.
   Tensor z = (x.unsqueeze(1) - xy.unsqueeze(2)) + 1.0;                // (N, Cj, Ci)
