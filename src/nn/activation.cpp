@@ -16,11 +16,11 @@ namespace brisk::nn {
 // kink is PyTorch's: leaky_relu/elu/prelu/rrelu take the negative branch at
 // 0 (x > 0 is the positive test), hardtanh/relu6/hardsigmoid/softshrink/
 // hardshrink/threshold have gradient 0 at their bounds, hardswish takes the
-// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). A branch that could overflow
-// (exp in elu) reads its input through a mask (`where(pos, 0, x)`), so an
-// unselected inf never meets a zero gradient and makes NaN. NaN inputs come
-// out NaN as in PyTorch: each mask is written so that NaN falls into a branch
-// that propagates x.
+// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). A branch
+// that could overflow (exp in elu, logsigmoid) reads its input through a
+// mask (`where(pos, 0, x)`), so an unselected inf never meets a zero
+// gradient and makes NaN. NaN inputs come out NaN as in PyTorch: each mask
+// is written so that NaN falls into a branch that propagates x.
 
 namespace functional {
 
@@ -31,9 +31,14 @@ void check_float(const char* op, const Tensor& x) {
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
 }
 
-/// `r` as the result, written into `x` when inplace (x then returned).
-Tensor finish(const Tensor& x, const Tensor& r, bool inplace) {
-  if (!inplace) return r;
+/// f(x), written into `x` when inplace (x then returned). Where autograd
+/// records, f reads a copy of x: the composite may save its input for
+/// backward, and the write into x must not change what it saved.
+template <class Fn>
+Tensor maybe_inplace(const Tensor& x, bool inplace, const Fn& f) {
+  if (!inplace) return f(x);
+  const bool records = x.requires_grad() && GradMode::is_enabled();
+  Tensor r = f(records ? x.clone() : x);
   Tensor t = x;
   t.copy_(r);
   return t;
@@ -54,7 +59,9 @@ Tensor elu_like(const Tensor& x, double alpha, double input_scale) {
 
 }  // namespace
 
-Tensor relu(const Tensor& x, const ReLUFuncOptions& o) { return finish(x, x.relu(), o.inplace()); }
+Tensor relu(const Tensor& x, const ReLUFuncOptions& o) {
+  return maybe_inplace(x, o.inplace(), [](const Tensor& v) { return v.relu(); });
+}
 
 Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
   return hardtanh(x, HardtanhFuncOptions().min_val(0).max_val(6).inplace(o.inplace()));
@@ -62,25 +69,33 @@ Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
 
 Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
   check_float("leaky_relu", x);
-  return finish(x, negative_slope(x, x.gt(0), x * o.negative_slope()), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return negative_slope(v, v.gt(0), v * o.negative_slope());
+  });
 }
 
 Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
   check_float("elu", x);
-  return finish(x, elu_like(x, o.alpha(), 1.0), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, o.alpha(), 1.0);
+  });
 }
 
 Tensor selu(const Tensor& x, const SELUFuncOptions& o) {
   check_float("selu", x);
   constexpr double alpha = 1.6732632423543772848170429916717;
   constexpr double scale = 1.0507009873554804934193349852946;
-  return finish(x, elu_like(x, alpha, 1.0) * scale, o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, alpha, 1.0) * scale;
+  });
 }
 
 Tensor celu(const Tensor& x, const CELUFuncOptions& o) {
   check_float("celu", x);
   BRISK_CHECK(o.alpha() != 0.0, "celu", "alpha must not be 0 (it divides the input)");
-  return finish(x, elu_like(x, o.alpha(), 1.0 / o.alpha()), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, o.alpha(), 1.0 / o.alpha());
+  });
 }
 
 Tensor gelu(const Tensor& x, const GELUFuncOptions& o) { return x.gelu(o.approximate()); }
@@ -112,17 +127,23 @@ Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
   check_float("hardtanh", x);
   const double lo = o.min_val(), hi = o.max_val();
   BRISK_CHECK(lo <= hi, "hardtanh", "min_val (", lo, ") must be less than or equal to max_val (", hi, ")");
-  return finish(x, where(x.le(lo), Scalar(lo), where(x.ge(hi), Scalar(hi), x)), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(lo), Scalar(lo), where(v.ge(hi), Scalar(hi), v));
+  });
 }
 
 Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
   check_float("hardswish", x);
-  return finish(x, where(x.le(-3.0), Scalar(0.0), where(x.lt(3.0), x * (x + 3.0) / 6.0, x)), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(-3.0), Scalar(0.0), where(v.lt(3.0), v * (v + 3.0) / 6.0, v));
+  });
 }
 
 Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
   check_float("hardsigmoid", x);
-  return finish(x, where(x.le(-3.0), Scalar(0.0), where(x.ge(3.0), Scalar(1.0), (x + 3.0) / 6.0)), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(-3.0), Scalar(0.0), where(v.ge(3.0), Scalar(1.0), (v + 3.0) / 6.0));
+  });
 }
 
 Tensor logsigmoid(const Tensor& x) {
@@ -150,7 +171,9 @@ Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) { return x.softpl
 Tensor threshold(const Tensor& x, const ThresholdFuncOptions& o) {
   check_float("threshold", x);
   // x <= threshold picks value; NaN fails the test and stays NaN.
-  return finish(x, where(x.le(o.threshold()), Scalar(o.value()), x), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(o.threshold()), Scalar(o.value()), v);
+  });
 }
 
 Tensor prelu(const Tensor& x, const Tensor& weight) {
@@ -185,7 +208,9 @@ Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {
     NoGradGuard no_grad;
     slope = rand_like(x) * (hi - lo) + lo;
   }
-  return finish(x, negative_slope(x, x.gt(0), x * slope), o.inplace());
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return negative_slope(v, v.gt(0), v * slope);
+  });
 }
 
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return x.softmax(o.dim(), o.dtype()); }
