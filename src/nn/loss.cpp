@@ -4,7 +4,9 @@
 // stays NaN in the composite losses (margin_ranking, hinge_embedding,
 // cosine_embedding, triplet: PyTorch clamps) and counts 0 in the fused ones
 // (multi_margin, multilabel_margin: PyTorch's kernels test z > 0).
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <sstream>
 
@@ -290,6 +292,123 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
   return reduce(op, loss, o.reduction());
 }
 
+namespace {
+
+/// logsumexp over dim 0 of `x` (K, ...), -inf where every entry is -inf,
+/// with a finite gradient there (0): the rows are read through a mask.
+Tensor logsumexp_or_neg_inf(const Tensor& x) {
+  Tensor live = x.amax({0}).gt(-std::numeric_limits<double>::infinity());
+  Tensor safe = where(live.unsqueeze(0), x, Scalar(0.0));
+  return where(live, safe.logsumexp({0}), Scalar(-std::numeric_limits<double>::infinity()));
+}
+
+std::vector<int64_t> host_lengths(const char* op, const char* what, const Tensor& t, int64_t n) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(!t.is_floating_point() && t.dtype() != kBool, op, "expected integer ", what, ", got ", t.dtype());
+  BRISK_CHECK(t.numel() == n, op, "expected ", n, " ", what, ", got ", t.numel());
+  return t.to(Device(kCPU)).to(kInt64).contiguous().reshape({-1}).to_vector<int64_t>();
+}
+
+}  // namespace
+
+// Note [CTC as a composite]
+// alpha_t(s) over the extended target l' = (blank, l1, blank, l2, ..., blank)
+// of each sample, all samples at once (N, S'): alpha_t(s) = lse(alpha_{t-1}(s),
+// alpha_{t-1}(s-1), alpha_{t-1}(s-2) where l'_s is not blank and differs from
+// l'_{s-2}) + log p_t(l'_s); a sample past its input length keeps its alpha.
+// The loss is -lse(alpha_{T-1}(S'-1), alpha_{T-1}(S'-2)). Unreachable states
+// are -inf; their lse is taken through a mask so that backward stays finite.
+// Cost: T steps of a few (N, S') ops each, on any device.
+Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets_in, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& o) {
+  const char* op = "ctc_loss";
+  check_float(op, "log_probs", log_probs_in);
+  BRISK_CHECK(log_probs_in.dim() == 3 || log_probs_in.dim() == 2, op,
+              "expected log_probs of shape (T, N, C) or (T, C), got ", shape_str(log_probs_in.sizes()));
+  const bool batched = log_probs_in.dim() == 3;
+  Tensor log_probs = batched ? log_probs_in : log_probs_in.unsqueeze(1);
+  const int64_t T = log_probs.size(0), N = log_probs.size(1), C = log_probs.size(2);
+  BRISK_CHECK(o.blank() >= 0 && o.blank() < C, op, "blank ", o.blank(), " must be in label range [0, ", C, ")");
+  BRISK_CHECK(targets_in.defined() && !targets_in.is_floating_point() && targets_in.dtype() != kBool, op,
+              "expected integer targets");
+  const auto in_len = host_lengths(op, "input_lengths", input_lengths, N);
+  const auto tg_len = host_lengths(op, "target_lengths", target_lengths, N);
+  Tensor targets = targets_in.to(Device(kCPU)).to(kInt64).contiguous();
+  const bool padded = batched ? targets.dim() == 2 : false;
+  if (batched) BRISK_CHECK(targets.dim() == 1 || targets.dim() == 2, op, "expected targets (N, S) or 1-d");
+  const auto tv = targets.reshape({-1}).to_vector<int64_t>();
+  int64_t max_len = 0, total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    BRISK_CHECK(in_len[n] >= 0 && in_len[n] <= T, op, "input length ", in_len[n], " of sample ", n,
+                " is out of range for ", T, " time steps");
+    BRISK_CHECK(tg_len[n] >= 0, op, "target length ", tg_len[n], " of sample ", n, " is negative");
+    if (padded)
+      BRISK_CHECK(tg_len[n] <= targets.size(1), op, "target length ", tg_len[n], " of sample ", n,
+                  " exceeds the padded target length ", targets.size(1));
+    max_len = std::max(max_len, tg_len[n]);
+    total += tg_len[n];
+  }
+  if (!padded)
+    BRISK_CHECK(static_cast<int64_t>(tv.size()) >= total, op, "targets hold ", tv.size(),
+                " labels, fewer than the ", total, " the target lengths add up to");
+  // The extended targets, the skip mask and the two final states, per sample.
+  const int64_t S = 2 * max_len + 1;
+  std::vector<int64_t> ext(static_cast<size_t>(N * S), o.blank()), last(static_cast<size_t>(N * 2));
+  std::vector<uint8_t> skip(static_cast<size_t>(N * S), 0), start(static_cast<size_t>(N * S), 0);
+  std::vector<int64_t> steps(in_len.begin(), in_len.end());
+  for (int64_t n = 0, offset = 0; n < N; ++n) {
+    const int64_t base = padded ? n * targets.size(1) : offset;
+    for (int64_t j = 0; j < tg_len[n]; ++j) {
+      const int64_t c = tv[static_cast<size_t>(base + j)];
+      BRISK_CHECK(c >= 0 && c < C, op, "target ", c, " is out of bounds for ", C, " classes");
+      ext[n * S + 2 * j + 1] = c;
+    }
+    for (int64_t s = 2; s < 2 * tg_len[n] + 1; ++s)
+      skip[n * S + s] = ext[n * S + s] != o.blank() && ext[n * S + s] != ext[n * S + s - 2];
+    start[n * S] = 1;
+    if (tg_len[n] > 0) start[n * S + 1] = 1;
+    last[2 * n] = 2 * tg_len[n];
+    last[2 * n + 1] = tg_len[n] > 0 ? 2 * tg_len[n] - 1 : 2 * tg_len[n];  // the same state twice when empty
+    offset += tg_len[n];
+  }
+  const Device dev = log_probs.device();
+  const TensorOptions i64 = TensorOptions().dtype(kInt64).device(dev);
+  Tensor ext_t = tensor(ext, {N, S}, i64);
+  Tensor skip_t = tensor(std::vector<int64_t>(skip.begin(), skip.end()), {N, S}, i64).to(kBool);
+  Tensor start_t = tensor(std::vector<int64_t>(start.begin(), start.end()), {N, S}, i64).to(kBool);
+  Tensor steps_t = tensor(steps, {N, 1}, i64);
+  const double ninf = -std::numeric_limits<double>::infinity();
+  // lp: (T, N, S) log-probabilities of the extended targets
+  Tensor lp = log_probs.gather(2, ext_t.unsqueeze(0).expand({T, N, S}));
+  Tensor alpha = T > 0 ? where(start_t, lp[0], Scalar(ninf)) : full({N, S}, ninf, log_probs.options());
+  for (int64_t t = 1; t < T; ++t) {
+    Tensor a1 = pad(alpha, {1, 0}, ninf).narrow(1, 0, S);
+    Tensor a2 = where(skip_t, pad(alpha, {2, 0}, ninf).narrow(1, 0, S), Scalar(ninf));
+    Tensor next = logsumexp_or_neg_inf(stack({alpha, a1, a2}, 0)) + lp[t];
+    alpha = where(steps_t.gt(t), next, alpha);
+  }
+  Tensor ends = alpha.gather(1, tensor(last, {N, 2}, i64));                  // (N, 2)
+  Tensor two = ends;
+  // An empty target has one final state: count it once.
+  std::vector<int64_t> empty(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) empty[n] = tg_len[n] == 0;
+  Tensor once = tensor(empty, {N, 1}, i64).eq(1).logical_and(arange(2, i64).eq(1).unsqueeze(0));
+  two = where(once, Scalar(ninf), two);
+  Tensor zero_steps = tensor(in_len, {N}, i64).eq(0);
+  Tensor loss = logsumexp_or_neg_inf(two.t()).neg();                           // (N)
+  // No time step: probability 1 for an empty target, 0 otherwise.
+  loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).eq(0)), Scalar(0.0), loss);
+  loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).gt(0)), Scalar(-ninf), loss);
+  if (o.zero_infinity()) loss = where(loss.isinf(), Scalar(0.0), loss);
+  switch (o.reduction()) {
+    case Reduction::None: return batched ? loss : loss.squeeze(0);
+    case Reduction::Sum: return loss.sum();
+    case Reduction::Mean: return (loss / tensor(tg_len, {N}, i64).clamp_min(1).to(loss.dtype())).mean();
+    case Reduction::BatchMean: break;
+  }
+  BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
+}
+
 }  // namespace functional
 
 // ---- modules ------------------------------------------------------------------------
@@ -338,6 +457,11 @@ BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o)
 }
 Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
   return F::binary_cross_entropy_with_logits(input, target, options);
+}
+
+Tensor CTCLossImpl::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                            const Tensor& target_lengths) {
+  return F::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
 }
 
 #define BRISK_DETAIL_LOSS3_IMPL(Name, Fn, A, B, C)                                                    \

@@ -307,6 +307,32 @@ loss_case("gn.full", lambda a, b, c, reduction: F.gaussian_nll_loss(a, b, c, ful
 loss_case("gn.v1", F.gaussian_nll_loss, [gi, gt, gv1], [0, 2])
 loss_case("gn.v2", F.gaussian_nll_loss, [gi, gt, gv2], [0, 2])
 
+# ctc: gradients with respect to the logits before log_softmax (PyTorch's
+# gradient with respect to log_probs itself carries an extra exp(log_probs))
+ctc_x = torch.randn(12, 3, 5, dtype=D)
+ctc_t = torch.tensor([[1, 1, 2, 3], [2, 4, 0, 0], [0, 0, 0, 0]])
+ctc_il = torch.tensor([12, 9, 5])
+ctc_tl = torch.tensor([4, 2, 0])
+put("ctc.x", ctc_x)
+put("ctc.t", ctc_t)
+put("ctc.il", ctc_il)
+put("ctc.tl", ctc_tl)
+loss_case("ctc", lambda a, b, reduction: F.ctc_loss(a.log_softmax(2), b, ctc_il, ctc_tl, blank=0,
+                                                     reduction=reduction), [ctc_x, ctc_t])
+ctc_t1 = torch.tensor([1, 1, 2, 3, 2, 4])  # the same targets, concatenated
+loss_case("ctc.concat", lambda a, b, reduction: F.ctc_loss(a.log_softmax(2), b, ctc_il, ctc_tl,
+                                                            reduction=reduction), [ctc_x, ctc_t1])
+ctc_tb = torch.tensor([[1, 1, 2, 3], [2, 0, 3, 3], [1, 2, 1, 2]])  # blank 4; sample 2 too long for 5 steps
+ctc_tlb = torch.tensor([4, 3, 4])
+put("ctc.tb", ctc_tb)
+put("ctc.tlb", ctc_tlb)
+loss_case("ctc.blank4.zinf", lambda a, b, reduction: F.ctc_loss(a.log_softmax(2), b, torch.tensor([12, 9, 3]), ctc_tlb,
+                                                                 blank=4, zero_infinity=True, reduction=reduction),
+          [ctc_x, ctc_tb])
+loss_case("ctc.unbatched", lambda a, b, reduction: F.ctc_loss(a.log_softmax(1), b, torch.tensor(10),
+                                                               torch.tensor(3), reduction=reduction),
+          [ctc_x[:, 0], ctc_t[0, :3]])
+
 # ---- write ---------------------------------------------------------------------------
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "activation_loss_ref.h")
 with open(out, "w") as f:

@@ -258,6 +258,41 @@ TEST_F(LossModules, LikelihoodLossesMatchPyTorch) {
   for (const auto& c : cases) check_case(c);
 }
 
+TEST_F(LossModules, CTCLossMatchesPyTorch) {
+  // Gradients with respect to the logits before log_softmax (Note [CTC as a composite]).
+  const Tensor x = pt("ctc.x", {12, 3, 5}), t = labels("ctc.t", {3, 4});
+  const Tensor il = labels("ctc.il", {3}), tl = labels("ctc.tl", {3});
+  const Tensor tb = labels("ctc.tb", {3, 4}), tlb = labels("ctc.tlb", {3});
+  const Tensor concat = tensor(std::vector<int64_t>{1, 1, 2, 3, 2, 4}, {6}, kInt64);
+  const std::vector<Case> cases = {
+      {"ctc", {x, t},
+       [&](const TensorList& a, nn::Reduction r) { return nn::CTCLoss(r)(a[0].log_softmax(2), a[1], il, tl); }},
+      {"ctc.concat", {x, concat},
+       [&](const TensorList& a, nn::Reduction r) { return F::ctc_loss(a[0].log_softmax(2), a[1], il, tl, r); }},
+      {"ctc.blank4.zinf", {x, tb},
+       [&](const TensorList& a, nn::Reduction r) {
+         return nn::CTCLoss(nn::CTCLossOptions().blank(4).zero_infinity(true).reduction(r))(
+             a[0].log_softmax(2), a[1], tensor(std::vector<int64_t>{12, 9, 3}, {3}, kInt64), tlb);
+       }},
+      {"ctc.unbatched", {x.select(1, 0), t[0].narrow(0, 0, 3)},
+       [&](const TensorList& a, nn::Reduction r) {
+         return F::ctc_loss(a[0].log_softmax(1), a[1], full({1}, 10, kInt64), full({1}, 3, kInt64), r);
+       }},
+  };
+  for (const auto& c : cases) check_case(c);
+  // too short an input without zero_infinity: an infinite loss
+  Tensor inf_loss = F::ctc_loss(x.log_softmax(2), tb, tensor(std::vector<int64_t>{12, 9, 3}, {3}, kInt64), tlb,
+                                nn::kNone);
+  EXPECT_TRUE(std::isinf(inf_loss[2].item<double>()));
+  EXPECT_EQ(nn::to_string(*nn::CTCLoss()), "CTCLoss()");
+  expect_error([&] { F::ctc_loss(x, t, il, tensor(std::vector<int64_t>{5, 2, 0}, {3}, kInt64)); },
+               {"ctc_loss", "target length 5"});
+  expect_error([&] { F::ctc_loss(x, t * 9, il, tl); }, {"ctc_loss", "out of bounds for 5 classes"});
+  expect_error([&] { F::ctc_loss(x, t, tensor(std::vector<int64_t>{13, 1, 1}, {3}, kInt64), tl); },
+               {"ctc_loss", "input length 13"});
+  expect_error([&] { F::ctc_loss(x, t, il, tl, F::CTCLossFuncOptions().blank(5)); }, {"ctc_loss", "blank 5"});
+}
+
 TEST_F(LossModules, GradcheckOfTheNewLosses) {
   manual_seed(11);
   auto x = [](IntArrayRef s) { return (rand(s, kDouble) * 2 - 1).requires_grad_(); };

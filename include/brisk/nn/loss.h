@@ -110,8 +110,19 @@ struct GaussianNLLLossOptions {
   BRISK_ARG(Reduction, reduction);
 };
 
+/// Connectionist temporal classification: blank is the blank class;
+/// zero_infinity sets infinite losses (inputs too short for their targets)
+/// and their gradients to 0.
+struct CTCLossOptions {
+  CTCLossOptions(Reduction r = kMean) : reduction_(r) {}  // NOLINT
+  BRISK_ARG(int64_t, blank) = 0;
+  BRISK_ARG(Reduction, reduction);
+  BRISK_ARG(bool, zero_infinity) = false;
+};
+
 namespace functional {
 
+using CTCLossFuncOptions = CTCLossOptions;
 using MarginRankingLossFuncOptions = MarginRankingLossOptions;
 using HingeEmbeddingLossFuncOptions = HingeEmbeddingLossOptions;
 using SoftMarginLossFuncOptions = SoftMarginLossOptions;
@@ -168,6 +179,17 @@ Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const Poisson
 Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var,
                          const GaussianNLLLossFuncOptions& o = {});
 
+/// log_probs: (T, N, C) log-probabilities (log_softmax output) or (T, C);
+/// targets: (N, S) padded class indices, or all targets concatenated (1-d);
+/// input_lengths, target_lengths: (N) integers (host values are read).
+/// kMean divides each loss by its target length (at least 1), then averages
+/// over the batch. A composite of the forward recursion in log space:
+/// autograd gives the exact gradient with respect to log_probs, which differs
+/// from PyTorch's (its kernel adds exp(log_probs), a term the log_softmax
+/// before it cancels); the gradients of the logits agree.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& o = {});
+
 }  // namespace functional
 
 // ---- modules ------------------------------------------------------------------------
@@ -217,6 +239,16 @@ BRISK_DETAIL_LOSS3(CosineEmbeddingLoss, CosineEmbeddingLossOptions, input1, inpu
 BRISK_DETAIL_LOSS3(TripletMarginLoss, TripletMarginLossOptions, anchor, positive, negative);
 BRISK_DETAIL_LOSS3(TripletMarginWithDistanceLoss, TripletMarginWithDistanceLossOptions, anchor, positive, negative);
 BRISK_DETAIL_LOSS3(GaussianNLLLoss, GaussianNLLLossOptions, input, target, var);
+
+/// forward(log_probs, targets, input_lengths, target_lengths).
+class CTCLossImpl : public Module {
+ public:
+  explicit CTCLossImpl(const CTCLossOptions& options = {}) : Module("CTCLoss"), options(options) {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths);
+  CTCLossOptions options;
+};
+BRISK_MODULE(CTCLoss);
 
 #undef BRISK_DETAIL_LOSS2
 #undef BRISK_DETAIL_LOSS3
