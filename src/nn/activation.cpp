@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "brisk/nn/activation.h"
-#include "brisk/nn/init.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 
