@@ -9,7 +9,9 @@
 #pragma once
 #include "brisk/nn/functional.h"
 #include "brisk/nn/init.h"
+#include "brisk/nn/activation.h"
 #include "brisk/nn/layers.h"
+#include "brisk/nn/loss.h"
 #include "brisk/nn/module.h"
 #include "brisk/nn/conv.h"
 #include "brisk/nn/pooling.h"

@@ -154,22 +154,6 @@ std::string BilinearImpl::extra_repr() const {
 
 // ---- activations and shape ---------------------------------------------------------------
 
-Tensor ReLUImpl::forward(const Tensor& x) { return F::relu(x); }
-GELUImpl::GELUImpl(std::string approx) : Module("GELU"), approximate(std::move(approx)) {
-  BRISK_CHECK(approximate == "none" || approximate == "tanh", "GELU", "approximate must be 'none' or 'tanh', got '",
-              approximate, "'");
-}
-Tensor GELUImpl::forward(const Tensor& x) { return F::gelu(x, approximate); }
-std::string GELUImpl::extra_repr() const { return approximate == "none" ? "" : "approximate='" + approximate + "'"; }
-Tensor SiLUImpl::forward(const Tensor& x) { return F::silu(x); }
-Tensor MishImpl::forward(const Tensor& x) { return F::mish(x, inplace); }
-std::string MishImpl::extra_repr() const { return inplace ? "inplace=True" : ""; }
-Tensor TanhImpl::forward(const Tensor& x) { return x.tanh(); }
-Tensor SigmoidImpl::forward(const Tensor& x) { return x.sigmoid(); }
-Tensor SoftmaxImpl::forward(const Tensor& x) { return F::softmax(x, dim); }
-std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(dim); }
-Tensor LogSoftmaxImpl::forward(const Tensor& x) { return F::log_softmax(x, dim); }
-std::string LogSoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(dim); }
 Tensor FlattenImpl::forward(const Tensor& x) { return x.flatten(start_dim, end_dim); }
 std::string FlattenImpl::extra_repr() const {
   return "start_dim=" + std::to_string(start_dim) + ", end_dim=" + std::to_string(end_dim);

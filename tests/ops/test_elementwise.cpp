@@ -694,5 +694,44 @@ TEST(Errors, UndefinedAndDevice) {
   expect_error([] { Tensor().exp(); }, {"[exp]", "undefined"});
 }
 
+// Note [Branchless where]: the blend copies bits, on every row layout the
+// kernel takes (tensor or broadcast scalar on either side) and every dtype.
+TEST(Where, BlendCopiesBitsOnEveryFastPath) {
+  manual_seed(5);
+  const int64_t n = 1000;  // not a multiple of any vector width
+  Tensor m = rand({n}).gt(0.5);
+  const auto mv = m.to_vector<bool>();
+  Tensor a = randn({n}, kDouble), b = randn({n}, kDouble);
+  {
+    NoGradGuard g;
+    a[3].fill_(-0.0);
+    b[4].fill_(std::nan(""));
+    a[5].fill_(std::numeric_limits<double>::infinity());
+  }
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kBool}) {
+    SCOPED_TRACE(dt);
+    Tensor x = dt == kBool ? a.gt(0) : a.to(dt), y = dt == kBool ? b.gt(0) : b.to(dt);
+    const auto xv = x.to(kDouble).to_vector<double>(), yv = y.to(kDouble).to_vector<double>();
+    auto expect = [&](const Tensor& got, double xs, double ys, bool x_scalar, bool y_scalar) {
+      const auto g = got.to(kDouble).to_vector<double>();
+      ASSERT_EQ(got.dtype(), dt);
+      for (int64_t i = 0; i < n; ++i) {
+        const double want = mv[i] ? (x_scalar ? xs : xv[i]) : (y_scalar ? ys : yv[i]);
+        const bool same = (std::isnan(want) && std::isnan(g[i])) ||
+                          (g[i] == want && std::signbit(g[i]) == std::signbit(want));
+        ASSERT_TRUE(same) << "element " << i << ": got " << g[i] << ", expected " << want;
+      }
+    };
+    expect(where(m, x, y), 0, 0, false, false);
+    expect(where(m, x, y[7]), 0, yv[7], false, true);          // 0-dim tensor broadcast
+    expect(where(m, x[9], y), xv[9], 0, true, false);
+    expect(where(m, x[9], y[7]), xv[9], yv[7], true, true);
+  }
+  // a strided condition and operands take the generic loop
+  Tensor m2 = rand({2 * n}).gt(0.5).slice(0, 0, 2 * n, 2);
+  Tensor x2 = randn({2 * n}).slice(0, 0, 2 * n, 2), y2 = randn({n});
+  EXPECT_TRUE(close(where(m2, x2, y2), m2.to(kFloat) * x2 + m2.logical_not().to(kFloat) * y2, 0, 0));
+}
+
 }  // namespace
 }  // namespace brisk

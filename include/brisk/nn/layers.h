@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "brisk/nn/activation.h"
 #include "brisk/nn/module.h"
 
 namespace brisk::nn {
@@ -220,71 +221,7 @@ class IdentityImpl : public Module {
 };
 BRISK_MODULE(Identity);
 
-class ReLUImpl : public Module {
- public:
-  ReLUImpl() : Module("ReLU") {}
-  Tensor forward(const Tensor& x) override;
-};
-BRISK_MODULE(ReLU);
-
-/// approximate: "none" (erf) or "tanh".
-class GELUImpl : public Module {
- public:
-  explicit GELUImpl(std::string approximate = "none");
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  std::string approximate;
-};
-BRISK_MODULE(GELU);
-
-class SiLUImpl : public Module {
- public:
-  SiLUImpl() : Module("SiLU") {}
-  Tensor forward(const Tensor& x) override;
-};
-BRISK_MODULE(SiLU);
-
-/// x * tanh(softplus(x)) (torch.nn.Mish).
-class MishImpl : public Module {
- public:
-  explicit MishImpl(bool inplace = false) : Module("Mish"), inplace(inplace) {}
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  bool inplace;
-};
-BRISK_MODULE(Mish);
-
-class TanhImpl : public Module {
- public:
-  TanhImpl() : Module("Tanh") {}
-  Tensor forward(const Tensor& x) override;
-};
-BRISK_MODULE(Tanh);
-
-class SigmoidImpl : public Module {
- public:
-  SigmoidImpl() : Module("Sigmoid") {}
-  Tensor forward(const Tensor& x) override;
-};
-BRISK_MODULE(Sigmoid);
-
-class SoftmaxImpl : public Module {
- public:
-  explicit SoftmaxImpl(int64_t dim) : Module("Softmax"), dim(dim) {}
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  int64_t dim;
-};
-BRISK_MODULE(Softmax);
-
-class LogSoftmaxImpl : public Module {
- public:
-  explicit LogSoftmaxImpl(int64_t dim) : Module("LogSoftmax"), dim(dim) {}
-  Tensor forward(const Tensor& x) override;
-  std::string extra_repr() const override;
-  int64_t dim;
-};
-BRISK_MODULE(LogSoftmax);
+// The activations (ReLU, GELU, Softmax, ...) are in brisk/nn/activation.h.
 
 /// Flattens dims start_dim..end_dim (default: all but the batch dim).
 class FlattenImpl : public Module {

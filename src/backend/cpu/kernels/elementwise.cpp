@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #ifdef __AVX2__
 #include <immintrin.h>
 #endif
@@ -339,10 +340,49 @@ void clamp_tensor_kernel(TensorIter& it, const KernelArgs&) {
   });
 }
 
+// Note [Branchless where]
+// where's operands are copied bit for bit (no conversion: the front end
+// gives them the result dtype), so a row is a blend of bit patterns under a
+// mask made from the condition byte. A `c ? x : y` loop compiled to a branch
+// per element: with a random mask that mispredicts half the time (about
+// 11 ns per element, 150x relu's time, measured on 2^20 float32); the blend
+// vectorizes. A tensor operand or a broadcast scalar (stride 0) on either
+// side; other layouts take the generic loop.
+template <class T, bool AScalar, bool BScalar>
+void where_row(T* __restrict o, const uint8_t* __restrict c, const T* __restrict a, const T* __restrict b,
+               int64_t n) {
+  using U = std::conditional_t<sizeof(T) == 1, uint8_t,
+                               std::conditional_t<sizeof(T) == 2, uint16_t,
+                                                  std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  const U* ua = reinterpret_cast<const U*>(a);
+  const U* ub = reinterpret_cast<const U*>(b);
+  U* uo = reinterpret_cast<U*>(o);
+  for (int64_t i = 0; i < n; ++i) {
+    const U m = static_cast<U>(U(0) - static_cast<U>(c[i] != 0));
+    const U x = ua[AScalar ? 0 : i], y = ub[BScalar ? 0 : i];
+    uo[i] = static_cast<U>((x & m) | (y & static_cast<U>(~m)));
+  }
+}
+
 void where_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_ALL(it.dtypes[0], "where", [&] {
     using M = opmath_t<scalar_t>;
-    elementwise<scalar_t, bool, scalar_t, scalar_t>(it, [](bool c, M x, M y) { return c ? x : y; });
+    constexpr int64_t kT = sizeof(scalar_t);
+    static_assert(kT == 1 || kT == 2 || kT == 4 || kT == 8);
+    run_parallel(it, [&](char** p, const int64_t* s, int64_t n) {
+      if (s[0] == kT && s[1] == 1 && (s[2] == kT || s[2] == 0) && (s[3] == kT || s[3] == 0)) {
+        auto* o = reinterpret_cast<scalar_t*>(p[0]);
+        const auto* c = reinterpret_cast<const uint8_t*>(p[1]);
+        const auto* a = reinterpret_cast<const scalar_t*>(p[2]);
+        const auto* b = reinterpret_cast<const scalar_t*>(p[3]);
+        if (s[2] != 0 && s[3] != 0) return where_row<scalar_t, false, false>(o, c, a, b, n);
+        if (s[2] == 0 && s[3] != 0) return where_row<scalar_t, true, false>(o, c, a, b, n);
+        if (s[2] != 0) return where_row<scalar_t, false, true>(o, c, a, b, n);
+        return where_row<scalar_t, true, true>(o, c, a, b, n);
+      }
+      elementwise_inner<scalar_t, bool, scalar_t, scalar_t>(
+          p, s, n, [](bool c, M x, M y) { return c ? x : y; }, std::index_sequence_for<bool, scalar_t, scalar_t>{});
+    });
   });
 }
 

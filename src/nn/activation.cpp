@@ -1,0 +1,372 @@
+// Activations of brisk::nn as compositions of brisk ops (Note [Activation
+// kinks]); the modules forward to nn::functional.
+#include <charconv>
+#include <cmath>
+
+#include "brisk/nn/activation.h"
+#include "brisk/autograd.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn {
+
+// Note [Activation kinks]
+// Every piecewise activation is a `where` over masks that put each kink in
+// the branch PyTorch's backward formula puts it in, so the gradient at the
+// kink is PyTorch's: leaky_relu/elu/prelu/rrelu take the negative branch at
+// 0 (x > 0 is the positive test), hardtanh/relu6/hardsigmoid/softshrink/
+// hardshrink/threshold have gradient 0 at their bounds, hardswish takes the
+// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). A branch
+// that could overflow (exp in elu, logsigmoid) reads its input through a
+// mask (`where(pos, 0, x)`), so an unselected inf never meets a zero
+// gradient and makes NaN. NaN inputs come out NaN as in PyTorch: each mask
+// is written so that NaN falls into a branch that propagates x.
+
+namespace functional {
+
+namespace {
+
+void check_float(const char* op, const Tensor& x) {
+  BRISK_CHECK(x.defined(), op, "input is undefined");
+  BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
+}
+
+/// f(x), written into `x` when inplace (x then returned). Where autograd
+/// records, f reads a copy of x: the composite may save its input for
+/// backward, and the write into x must not change what it saved.
+template <class Fn>
+Tensor maybe_inplace(const Tensor& x, bool inplace, const Fn& f) {
+  if (!inplace) return f(x);
+  const bool records = x.requires_grad() && GradMode::is_enabled();
+  Tensor r = f(records ? x.clone() : x);
+  Tensor t = x;
+  t.copy_(r);
+  return t;
+}
+
+/// x where x > 0, else slope * x: the negative branch at 0.
+Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_times_x) {
+  return where(pos, x, slope_times_x);
+}
+
+/// x where x > 0, else alpha * expm1(x * input_scale); the exp reads x only where x <= 0.
+Tensor elu_like(const Tensor& x, double alpha, double input_scale) {
+  Tensor pos = x.gt(0);
+  Tensor xn = where(pos, Scalar(0.0), x);
+  if (input_scale != 1.0) xn = xn * input_scale;
+  return where(pos, x, xn.expm1() * alpha);
+}
+
+}  // namespace
+
+Tensor relu(const Tensor& x, const ReLUFuncOptions& o) {
+  return maybe_inplace(x, o.inplace(), [](const Tensor& v) { return v.relu(); });
+}
+
+Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
+  return hardtanh(x, HardtanhFuncOptions().min_val(0).max_val(6).inplace(o.inplace()));
+}
+
+Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
+  check_float("leaky_relu", x);
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return negative_slope(v, v.gt(0), v * o.negative_slope());
+  });
+}
+
+Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
+  check_float("elu", x);
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, o.alpha(), 1.0);
+  });
+}
+
+Tensor selu(const Tensor& x, const SELUFuncOptions& o) {
+  check_float("selu", x);
+  constexpr double alpha = 1.6732632423543772848170429916717;
+  constexpr double scale = 1.0507009873554804934193349852946;
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, alpha, 1.0) * scale;
+  });
+}
+
+Tensor celu(const Tensor& x, const CELUFuncOptions& o) {
+  check_float("celu", x);
+  BRISK_CHECK(o.alpha() != 0.0, "celu", "alpha must not be 0 (it divides the input)");
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return elu_like(v, o.alpha(), 1.0 / o.alpha());
+  });
+}
+
+Tensor gelu(const Tensor& x, const GELUFuncOptions& o) { return x.gelu(o.approximate()); }
+
+Tensor glu(const Tensor& x, const GLUFuncOptions& o) {
+  check_float("glu", x);
+  BRISK_CHECK(x.dim() > 0, "glu", "expected an input with at least one dim, got a 0-dim tensor");
+  const int64_t d = o.dim() < 0 ? o.dim() + x.dim() : o.dim();
+  BRISK_CHECK(d >= 0 && d < x.dim(), "glu", "dim ", o.dim(), " is out of range for a ", x.dim(), "-d input");
+  BRISK_CHECK(x.size(d) % 2 == 0, "glu", "halving dimension must be even, but dimension ", d, " is size ", x.size(d));
+  const int64_t h = x.size(d) / 2;
+  return x.narrow(d, 0, h) * x.narrow(d, h, h).sigmoid();
+}
+
+Tensor hardshrink(const Tensor& x, const HardshrinkFuncOptions& o) {
+  check_float("hardshrink", x);
+  return where(x.abs().le(o.lambda()), Scalar(0.0), x);
+}
+
+Tensor softshrink(const Tensor& x, const SoftshrinkFuncOptions& o) {
+  check_float("softshrink", x);
+  const double l = o.lambda();
+  BRISK_CHECK(l >= 0, "softshrink", "lambda must be greater or equal to 0, got ", l);
+  // x * 0 in the middle: 0 with gradient 0, and NaN for a NaN input.
+  return where(x.gt(l), x - l, where(x.lt(-l), x + l, x * 0.0));
+}
+
+Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
+  check_float("hardtanh", x);
+  const double lo = o.min_val(), hi = o.max_val();
+  BRISK_CHECK(lo <= hi, "hardtanh", "min_val (", lo, ") must be less than or equal to max_val (", hi, ")");
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(lo), Scalar(lo), where(v.ge(hi), Scalar(hi), v));
+  });
+}
+
+Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
+  check_float("hardswish", x);
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(-3.0), Scalar(0.0), where(v.lt(3.0), v * (v + 3.0) / 6.0, v));
+  });
+}
+
+Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
+  check_float("hardsigmoid", x);
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(-3.0), Scalar(0.0), where(v.ge(3.0), Scalar(1.0), (v + 3.0) / 6.0));
+  });
+}
+
+Tensor logsigmoid(const Tensor& x) {
+  check_float("logsigmoid", x);
+  // x - log1p(exp(x)) below 0 and -log1p(exp(-x)) from 0 on, each reading
+  // its input through a mask so that exp never overflows: accurate for any x,
+  // with gradient sigmoid(-x) everywhere (0.5 at 0).
+  Tensor neg = x.lt(0);
+  Tensor xn = where(neg, x, Scalar(0.0)), xp = where(neg, Scalar(0.0), x);
+  return where(neg, xn - xn.exp().log1p(), xp.neg().exp().log1p().neg());
+}
+
+Tensor softsign(const Tensor& x) {
+  check_float("softsign", x);
+  return x / (x.abs() + 1.0);
+}
+
+Tensor tanhshrink(const Tensor& x) {
+  check_float("tanhshrink", x);
+  return x - x.tanh();
+}
+
+Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) { return x.softplus(o.beta(), o.threshold()); }
+
+Tensor threshold(const Tensor& x, const ThresholdFuncOptions& o) {
+  check_float("threshold", x);
+  // x <= threshold picks value; NaN fails the test and stays NaN.
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return where(v.le(o.threshold()), Scalar(o.value()), v);
+  });
+}
+
+Tensor prelu(const Tensor& x, const Tensor& weight) {
+  check_float("prelu", x);
+  BRISK_CHECK(weight.defined(), "prelu", "weight is undefined");
+  BRISK_CHECK(weight.is_floating_point(), "prelu", "expected a floating point weight, got ", weight.dtype());
+  BRISK_CHECK(weight.dim() <= 1, "prelu", "expected a weight of shape (1) or (C), got ", weight.sizes());
+  Tensor w;
+  if (weight.numel() == 1) {
+    w = weight.reshape({});
+  } else {
+    // The channels are dim 1; an input of fewer dims has one channel (PyTorch 2).
+    const int64_t channels = x.dim() >= 2 ? x.size(1) : 1;
+    BRISK_CHECK(weight.numel() == channels, "prelu", "mismatch of parameter numbers and input channel size: ",
+                weight.numel(), " parameters and ", channels, " channel(s) in input of shape ", x.sizes());
+    const int64_t cd = 1;
+    std::vector<int64_t> shape(static_cast<size_t>(x.dim() - cd), 1);
+    shape[0] = weight.numel();
+    w = weight.reshape(shape);
+  }
+  return negative_slope(x, x.gt(0), x * w);
+}
+
+Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {
+  check_float("rrelu", x);
+  const double lo = o.lower(), hi = o.upper();
+  BRISK_CHECK(lo <= hi, "rrelu", "lower bound (", lo, ") must be less than or equal to upper bound (", hi, ")");
+  BRISK_CHECK(lo >= 0 && hi >= 0, "rrelu", "bounds must be non-negative, got lower ", lo, " and upper ", hi);
+  if (!o.training()) return leaky_relu(x, LeakyReLUFuncOptions().negative_slope((lo + hi) / 2).inplace(o.inplace()));
+  Tensor slope;
+  {
+    NoGradGuard no_grad;
+    slope = rand_like(x) * (hi - lo) + lo;
+  }
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+    return negative_slope(v, v.gt(0), v * slope);
+  });
+}
+
+Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return x.softmax(o.dim(), o.dtype()); }
+
+Tensor softmin(const Tensor& x, const SoftminFuncOptions& o) {
+  Tensor xc = o.dtype() ? x.to(*o.dtype()) : x;
+  return xc.neg().softmax(o.dim());
+}
+
+Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& o) { return x.log_softmax(o.dim(), o.dtype()); }
+
+}  // namespace functional
+
+// ---- modules ------------------------------------------------------------------------
+
+namespace {
+
+/// Python's repr of a float: "1.0", "0.01", "1e-05", "0.3333333333333333".
+std::string py_float(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  const double a = std::fabs(v);
+  const bool fixed = a == 0.0 || (a >= 1e-4 && a < 1e16);
+  auto r = std::to_chars(buf, buf + sizeof buf, v, fixed ? std::chars_format::fixed : std::chars_format::scientific);
+  std::string s(buf, r.ptr);
+  if (fixed && s.find('.') == std::string::npos) s += ".0";
+  return s;
+}
+
+std::string inplace_suffix(bool inplace, bool first) {
+  if (!inplace) return "";
+  return first ? "inplace=True" : ", inplace=True";
+}
+
+}  // namespace
+
+Tensor ReLUImpl::forward(const Tensor& x) { return F::relu(x, options); }
+std::string ReLUImpl::extra_repr() const { return inplace_suffix(options.inplace(), true); }
+
+Tensor ReLU6Impl::forward(const Tensor& x) { return F::relu6(x, options); }
+std::string ReLU6Impl::extra_repr() const { return inplace_suffix(options.inplace(), true); }
+
+Tensor LeakyReLUImpl::forward(const Tensor& x) { return F::leaky_relu(x, options); }
+std::string LeakyReLUImpl::extra_repr() const {
+  return "negative_slope=" + py_float(options.negative_slope()) + inplace_suffix(options.inplace(), false);
+}
+
+Tensor ELUImpl::forward(const Tensor& x) { return F::elu(x, options); }
+std::string ELUImpl::extra_repr() const {
+  return "alpha=" + py_float(options.alpha()) + inplace_suffix(options.inplace(), false);
+}
+
+Tensor SELUImpl::forward(const Tensor& x) { return F::selu(x, options); }
+std::string SELUImpl::extra_repr() const { return inplace_suffix(options.inplace(), true); }
+
+CELUImpl::CELUImpl(const CELUOptions& options) : Module("CELU"), options(options) {
+  BRISK_CHECK(options.alpha() != 0.0, "CELU", "alpha must not be 0");
+}
+Tensor CELUImpl::forward(const Tensor& x) { return F::celu(x, options); }
+std::string CELUImpl::extra_repr() const {
+  return "alpha=" + py_float(options.alpha()) + inplace_suffix(options.inplace(), false);
+}
+
+GELUImpl::GELUImpl(const GELUOptions& options) : Module("GELU"), options(options) {
+  const std::string& a = options.approximate();
+  BRISK_CHECK(a == "none" || a == "tanh", "GELU", "approximate must be 'none' or 'tanh', got '", a, "'");
+}
+Tensor GELUImpl::forward(const Tensor& x) { return F::gelu(x, options); }
+std::string GELUImpl::extra_repr() const { return "approximate='" + options.approximate() + "'"; }
+
+Tensor GLUImpl::forward(const Tensor& x) { return F::glu(x, options); }
+std::string GLUImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor SiLUImpl::forward(const Tensor& x) { return F::silu(x); }
+Tensor MishImpl::forward(const Tensor& x) { return F::mish(x, inplace); }
+std::string MishImpl::extra_repr() const { return inplace ? "inplace=True" : ""; }
+Tensor TanhImpl::forward(const Tensor& x) { return x.tanh(); }
+Tensor SigmoidImpl::forward(const Tensor& x) { return x.sigmoid(); }
+Tensor LogSigmoidImpl::forward(const Tensor& x) { return F::logsigmoid(x); }
+Tensor SoftsignImpl::forward(const Tensor& x) { return F::softsign(x); }
+Tensor TanhshrinkImpl::forward(const Tensor& x) { return F::tanhshrink(x); }
+
+HardshrinkImpl::HardshrinkImpl(const HardshrinkOptions& options) : Module("Hardshrink"), options(options) {}
+Tensor HardshrinkImpl::forward(const Tensor& x) { return F::hardshrink(x, options); }
+std::string HardshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
+
+SoftshrinkImpl::SoftshrinkImpl(const SoftshrinkOptions& options) : Module("Softshrink"), options(options) {
+  BRISK_CHECK(options.lambda() >= 0, "Softshrink", "lambda must be greater or equal to 0, got ", options.lambda());
+}
+Tensor SoftshrinkImpl::forward(const Tensor& x) { return F::softshrink(x, options); }
+std::string SoftshrinkImpl::extra_repr() const { return py_float(options.lambda()); }
+
+HardtanhImpl::HardtanhImpl(const HardtanhOptions& options) : Module("Hardtanh"), options(options) {
+  BRISK_CHECK(options.max_val() > options.min_val(), "Hardtanh", "max_val (", options.max_val(),
+              ") must be greater than min_val (", options.min_val(), ")");
+}
+Tensor HardtanhImpl::forward(const Tensor& x) { return F::hardtanh(x, options); }
+std::string HardtanhImpl::extra_repr() const {
+  return "min_val=" + py_float(options.min_val()) + ", max_val=" + py_float(options.max_val()) +
+         inplace_suffix(options.inplace(), false);
+}
+
+Tensor HardswishImpl::forward(const Tensor& x) { return F::hardswish(x, options); }
+Tensor HardsigmoidImpl::forward(const Tensor& x) { return F::hardsigmoid(x, options); }
+
+PReLUImpl::PReLUImpl(const PReLUOptions& options, TensorOptions opts) : Module("PReLU"), options(options) {
+  BRISK_CHECK(options.num_parameters() >= 1, "PReLU", "num_parameters must be at least 1, got ",
+              options.num_parameters());
+  weight = register_parameter("weight", empty({options.num_parameters()}, opts));
+  reset();
+}
+void PReLUImpl::reset() {
+  NoGradGuard no_grad;
+  weight.fill_(options.init());
+}
+Tensor PReLUImpl::forward(const Tensor& x) { return F::prelu(x, weight); }
+std::string PReLUImpl::extra_repr() const { return "num_parameters=" + std::to_string(options.num_parameters()); }
+
+RReLUImpl::RReLUImpl(const RReLUOptions& options) : Module("RReLU"), options(options) {
+  BRISK_CHECK(options.lower() <= options.upper(), "RReLU", "lower bound (", options.lower(),
+              ") must be less than or equal to upper bound (", options.upper(), ")");
+}
+Tensor RReLUImpl::forward(const Tensor& x) {
+  return F::rrelu(x, F::RReLUFuncOptions()
+                         .lower(options.lower())
+                         .upper(options.upper())
+                         .training(is_training())
+                         .inplace(options.inplace()));
+}
+std::string RReLUImpl::extra_repr() const {
+  return "lower=" + py_float(options.lower()) + ", upper=" + py_float(options.upper()) +
+         inplace_suffix(options.inplace(), false);
+}
+
+Tensor SoftplusImpl::forward(const Tensor& x) { return F::softplus(x, options); }
+std::string SoftplusImpl::extra_repr() const {
+  return "beta=" + py_float(options.beta()) + ", threshold=" + py_float(options.threshold());
+}
+
+Tensor ThresholdImpl::forward(const Tensor& x) { return F::threshold(x, options); }
+std::string ThresholdImpl::extra_repr() const {
+  return "threshold=" + py_float(options.threshold()) + ", value=" + py_float(options.value()) +
+         inplace_suffix(options.inplace(), false);
+}
+
+Tensor SoftmaxImpl::forward(const Tensor& x) { return x.softmax(options.dim()); }
+std::string SoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+Tensor SoftminImpl::forward(const Tensor& x) { return F::softmin(x, F::SoftminFuncOptions(options.dim())); }
+std::string SoftminImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+Tensor LogSoftmaxImpl::forward(const Tensor& x) { return x.log_softmax(options.dim()); }
+std::string LogSoftmaxImpl::extra_repr() const { return "dim=" + std::to_string(options.dim()); }
+
+Tensor Softmax2dImpl::forward(const Tensor& x) {
+  BRISK_CHECK(x.dim() == 3 || x.dim() == 4, "Softmax2d", "expected input to be 3D or 4D, got ", x.dim(),
+              "D instead");
+  return x.softmax(-3);
+}
+
+}  // namespace brisk::nn

@@ -1,0 +1,479 @@
+// The losses of nn/loss.h as compositions of brisk ops, and the loss modules
+// (which forward to nn::functional). Hinges max(z, 0) have gradient 0 at
+// z = 0, as PyTorch 2.x's clamp_min and its fused margin kernels; a NaN z
+// stays NaN in the composite losses (margin_ranking, hinge_embedding,
+// cosine_embedding, triplet: PyTorch clamps) and counts 0 in the fused ones
+// (multi_margin, multilabel_margin: PyTorch's kernels test z > 0).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <sstream>
+
+#include "brisk/autograd.h"
+#include "brisk/nn/loss.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn {
+
+namespace functional {
+
+namespace {
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+void check_float(const char* op, const char* what, const Tensor& t) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(t.is_floating_point(), op, "expected a floating point ", what, ", got ", t.dtype());
+}
+
+void check_same_shape(const char* op, const char* a, const Tensor& x, const char* b, const Tensor& y) {
+  BRISK_CHECK(x.sizes() == y.sizes(), op, a, " shape ", shape_str(x.sizes()), " and ", b, " shape ",
+              shape_str(y.sizes()), " differ");
+}
+
+Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
+  switch (r) {
+    case Reduction::None: return loss;
+    case Reduction::Mean: return loss.mean();
+    case Reduction::Sum: return loss.sum();
+    case Reduction::BatchMean: break;
+  }
+  BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
+}
+
+/// max(z, 0) as clamp_min(z, 0): gradient 0 at z = 0, NaN stays NaN.
+Tensor hinge_clamp(const Tensor& z) { return where(z.le(0), Scalar(0.0), z); }
+/// max(z, 0) counting only z > 0 (PyTorch's fused margin kernels; NaN gives 0).
+Tensor hinge_strict(const Tensor& z) { return where(z.gt(0), z, Scalar(0.0)); }
+
+/// Class indices as int64, checked to lie in [lo, C) (on the CPU).
+Tensor class_indices(const char* op, const Tensor& target, int64_t lo, int64_t C) {
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  BRISK_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, op,
+              "expected class indices of dtype int64, got ", target.dtype());
+  Tensor t = target.to(kInt64);
+  if (t.numel() > 0 && t.is_cpu()) {
+    const int64_t hi = t.max().item<int64_t>(), mn = t.min().item<int64_t>();
+    BRISK_CHECK(hi < C && mn >= lo, op, "target ", (hi >= C ? hi : mn), " is out of bounds for ", C, " classes");
+  }
+  return t;
+}
+
+/// (N, C) view of an (N, C) or (C) input, checked.
+Tensor as_rows(const char* op, const Tensor& input) {
+  check_float(op, "input", input);
+  BRISK_CHECK(input.dim() == 1 || input.dim() == 2, op, "expected an input of shape (N, C) or (C), got ",
+              shape_str(input.sizes()));
+  return input.dim() == 1 ? input.unsqueeze(0) : input;
+}
+
+}  // namespace
+
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o) {
+  check_float("pairwise_distance", "x1", x1);
+  check_float("pairwise_distance", "x2", x2);
+  const int64_t dims = std::max(x1.dim(), x2.dim());
+  BRISK_CHECK(dims > 0, "pairwise_distance", "expected inputs with at least one dim");
+  return (x1 - x2 + o.eps()).norm(o.p(), {dims - 1}, o.keepdim());
+}
+
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o) {
+  check_float("cosine_similarity", "x1", x1);
+  check_float("cosine_similarity", "x2", x2);
+  // x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) (PyTorch 2's form).
+  Tensor w12 = (x1 * x2).sum({o.dim()});
+  Tensor n = ((x1 * x1).sum({o.dim()}) * (x2 * x2).sum({o.dim()})).clamp_min(o.eps() * o.eps()).sqrt();
+  return w12 / n;
+}
+
+Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                           const MarginRankingLossFuncOptions& o) {
+  const char* op = "margin_ranking_loss";
+  check_float(op, "input1", input1);
+  check_float(op, "input2", input2);
+  check_float(op, "target", target);
+  BRISK_CHECK(input1.dim() == input2.dim() && input1.dim() == target.dim(), op,
+              "all input tensors should have the same number of dims, got ", shape_str(input1.sizes()), ", ",
+              shape_str(input2.sizes()), " and ", shape_str(target.sizes()));
+  return reduce(op, hinge_clamp(target.neg() * (input1 - input2) + o.margin()), o.reduction());
+}
+
+Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& o) {
+  const char* op = "hinge_embedding_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  Tensor margin_part = where(target.ne(1), hinge_clamp(input.neg() + o.margin()), Scalar(0.0));
+  Tensor self_part = where(target.ne(-1), input, Scalar(0.0));
+  return reduce(op, margin_part + self_part, o.reduction());
+}
+
+Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMarginLossFuncOptions& o) {
+  const char* op = "soft_margin_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  // log(1 + exp(z)) as softplus: finite where PyTorch's log1p(exp(z)) overflows.
+  return reduce(op, (input.neg() * target).softplus(), o.reduction());
+}
+
+Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
+                                   const MultilabelSoftMarginLossFuncOptions& o) {
+  const char* op = "multilabel_soft_margin_loss";
+  check_float(op, "input", input);
+  BRISK_CHECK(target.defined(), op, "target is undefined");
+  check_same_shape(op, "input", input, "target", target);
+  BRISK_CHECK(input.dim() >= 1, op, "expected an input of shape (N, C) or (C), got a 0-dim tensor");
+  // -(t log s(x) + (1 - t) log s(-x)) = (1 - t) x + softplus(-x), finite for any x.
+  Tensor t = target.to(input.dtype());
+  Tensor loss = (t.neg() + 1) * input + input.neg().softplus();
+  if (o.weight().defined()) loss = loss * o.weight();
+  const int64_t cd = input.dim() - 1;
+  loss = loss.sum({cd}) / static_cast<double>(input.size(cd));
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const MultilabelMarginLossFuncOptions& o) {
+  const char* op = "multilabel_margin_loss";
+  Tensor x = as_rows(op, input);  // (N, C)
+  BRISK_CHECK(target.defined() && target.sizes() == input.sizes(), op, "target shape ",
+              target.defined() ? shape_str(target.sizes()) : std::string("undefined"), " must equal input shape ",
+              shape_str(input.sizes()));
+  const int64_t N = x.size(0), C = x.size(1);
+  Tensor t = class_indices(op, target, -1, C).reshape({N, C});
+  // The targets of a row are its entries before the first -1.
+  Tensor valid = t.ne(-1).to(kInt64).cumprod(1).to(kBool);           // (N, C) over target slots j
+  Tensor idx = where(valid, t, Scalar(int64_t(0)));                   // (N, C)
+  Tensor slot = where(valid, t, Scalar(C));                           // invalid slots write the extra column
+  const TensorOptions i64 = TensorOptions().dtype(kInt64).device(x.device());
+  Tensor is_target = zeros({N, C + 1}, i64).scatter(1, slot, ones({N, C}, i64)).narrow(1, 0, C).to(kBool);
+  Tensor xy = x.gather(1, idx);                                       // (N, C): x at target slot j
+  // z[n, j, i] = 1 - (x[n, y_j] - x[n, i]) for target slots j and non-target classes i.
+  Tensor z = (x.unsqueeze(1) - xy.unsqueeze(2)) + 1.0;                // (N, Cj, Ci)
+  Tensor keep = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1));
+  Tensor loss = where(keep, hinge_strict(z), Scalar(0.0)).sum({1, 2}) / static_cast<double>(C);
+  if (input.dim() == 1) loss = loss.squeeze(0);
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& o) {
+  const char* op = "multi_margin_loss";
+  Tensor x = as_rows(op, input);  // (N, C)
+  BRISK_CHECK(o.p() == 1 || o.p() == 2, op, "only p == 1 and p == 2 are supported, got ", o.p());
+  const int64_t N = x.size(0), C = x.size(1);
+  BRISK_CHECK(target.defined() && target.numel() == N && target.dim() == input.dim() - 1, op,
+              "expected a target of shape (", N, ") for input shape ", shape_str(input.sizes()), ", got ",
+              target.defined() ? shape_str(target.sizes()) : std::string("undefined"));
+  if (o.weight().defined())
+    BRISK_CHECK(o.weight().dim() == 1 && o.weight().numel() == C && o.weight().is_floating_point(), op,
+                "expected a floating point weight of shape [", C, "], got ", shape_str(o.weight().sizes()));
+  Tensor y = class_indices(op, target, 0, C).reshape({N, 1});
+  Tensor xy = x.gather(1, y);                                        // (N, 1)
+  Tensor z = hinge_strict(x - xy + o.margin());                      // (N, C)
+  if (o.p() == 2) z = z * z;
+  if (o.weight().defined()) z = z * o.weight().to(x.dtype()).index_select(0, y.reshape({N})).unsqueeze(1);
+  Tensor is_y = arange(C, TensorOptions().dtype(kInt64).device(x.device())).unsqueeze(0).eq(y);
+  Tensor loss = where(is_y, Scalar(0.0), z).sum({1}) / static_cast<double>(C);
+  if (input.dim() == 1) loss = loss.squeeze(0);
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
+                             const CosineEmbeddingLossFuncOptions& o) {
+  const char* op = "cosine_embedding_loss";
+  check_float(op, "input1", input1);
+  check_float(op, "input2", input2);
+  check_same_shape(op, "input1", input1, "input2", input2);
+  BRISK_CHECK(input1.dim() == 1 || input1.dim() == 2, op, "expected inputs of shape (N, D) or (D), got ",
+              shape_str(input1.sizes()));
+  BRISK_CHECK(target.defined() && target.dim() == input1.dim() - 1 &&
+                  (input1.dim() == 1 || target.size(0) == input1.size(0)),
+              op, "expected a target of shape ", input1.dim() == 1 ? "()" : "(N)", " for inputs of shape ",
+              shape_str(input1.sizes()), ", got ", target.defined() ? shape_str(target.sizes()) : "undefined");
+  // PyTorch's composite, with its 1e-12 in each squared magnitude.
+  const int64_t d = input1.dim() - 1;
+  Tensor prod = (input1 * input2).sum({d});
+  Tensor m1 = (input1 * input1).sum({d}) + 1e-12;
+  Tensor m2 = (input2 * input2).sum({d}) + 1e-12;
+  Tensor cos = prod / (m1 * m2).sqrt();
+  Tensor pos = where(target.eq(1), cos.neg() + 1.0, Scalar(0.0));
+  Tensor neg = where(target.eq(-1), hinge_clamp(cos - o.margin()), Scalar(0.0));
+  return reduce(op, pos + neg, o.reduction());
+}
+
+namespace {
+void check_triplet(const char* op, const Tensor& a, const Tensor& p, const Tensor& n) {
+  check_float(op, "anchor", a);
+  check_float(op, "positive", p);
+  check_float(op, "negative", n);
+  BRISK_CHECK(a.dim() == p.dim() && a.dim() == n.dim(), op,
+              "the anchor, positive and negative tensors should have the same number of dims, got ",
+              shape_str(a.sizes()), ", ", shape_str(p.sizes()), " and ", shape_str(n.sizes()));
+}
+}  // namespace
+
+Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                           const TripletMarginLossFuncOptions& o) {
+  const char* op = "triplet_margin_loss";
+  check_triplet(op, anchor, positive, negative);
+  auto d = PairwiseDistanceFuncOptions().p(o.p()).eps(o.eps());
+  Tensor dist_pos = pairwise_distance(anchor, positive, d);
+  Tensor dist_neg = pairwise_distance(anchor, negative, d);
+  if (o.swap()) dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, d));
+  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
+}
+
+Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
+                                         const TripletMarginWithDistanceLossFuncOptions& o) {
+  const char* op = "triplet_margin_with_distance_loss";
+  check_triplet(op, anchor, positive, negative);
+  BRISK_CHECK(o.margin() > 0, op, "expected margin to be greater than 0, got ", o.margin());
+  auto dist = [&](const Tensor& a, const Tensor& b) {
+    return o.distance_function() ? (*o.distance_function())(a, b) : pairwise_distance(a, b);
+  };
+  Tensor dist_pos = dist(anchor, positive);
+  Tensor dist_neg = dist(anchor, negative);
+  if (o.swap()) dist_neg = minimum(dist_neg, dist(positive, negative));
+  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
+}
+
+Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o) {
+  const char* op = "poisson_nll_loss";
+  check_float(op, "input", input);
+  check_float(op, "target", target);
+  check_same_shape(op, "input", input, "target", target);
+  Tensor loss = o.log_input() ? input.exp() - target * input : input - target * (input + o.eps()).log();
+  if (o.full()) {
+    // Stirling's approximation of log(target!), where target > 1; the log
+    // reads 2 elsewhere so that no NaN or inf is computed.
+    Tensor big = target.gt(1);
+    Tensor t = where(big, target, Scalar(2.0));
+    Tensor stirling = t * t.log() - t + (t * (2.0 * std::numbers::pi)).log() * 0.5;
+    loss = loss + where(big, stirling, Scalar(0.0));
+  }
+  return reduce(op, loss, o.reduction());
+}
+
+Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor& var_in,
+                         const GaussianNLLLossFuncOptions& o) {
+  const char* op = "gaussian_nll_loss";
+  check_float(op, "input", input);
+  check_float(op, "target", target);
+  check_float(op, "var", var_in);
+  BRISK_CHECK(o.reduction() != Reduction::BatchMean, op, "reduction 'batchmean' is only supported by kl_div");
+  Tensor var = var_in;
+  if (var.sizes() != input.sizes()) {
+    bool one_short = input.dim() >= 1 && var.dim() == input.dim() - 1;
+    for (int64_t d = 0; one_short && d < var.dim(); ++d) one_short = var.size(d) == input.size(d);
+    int64_t mismatched = 0;
+    bool one_of_size_one = var.dim() == input.dim();
+    for (int64_t d = 0; one_of_size_one && d < var.dim(); ++d)
+      if (var.size(d) != input.size(d)) mismatched += var.size(d);
+    one_of_size_one = one_of_size_one && mismatched == 1;
+    BRISK_CHECK(one_short || one_of_size_one, op, "var is of incorrect size: ", shape_str(var.sizes()),
+                " for input ", shape_str(input.sizes()));
+    if (one_short) var = var.unsqueeze(-1);
+  }
+  if (var.is_cpu()) BRISK_CHECK(!var.lt(0).any().item<bool>(), op, "var has negative entry/entries");
+  // Clamped at eps without a gradient of the clamp (PyTorch clamps a clone under no_grad).
+  Tensor clamped;
+  {
+    NoGradGuard no_grad;
+    clamped = var.clamp_min(o.eps()) - var;
+  }
+  var = var + clamped;
+  Tensor loss = (var.log() + (input - target).square() / var) * 0.5;
+  if (o.full()) loss = loss + 0.5 * std::log(2.0 * std::numbers::pi);
+  return reduce(op, loss, o.reduction());
+}
+
+namespace {
+
+/// logsumexp over dim 0 of `x` (K, ...), -inf where every entry is -inf,
+/// with a finite gradient there (0): the rows are read through a mask.
+Tensor logsumexp_or_neg_inf(const Tensor& x) {
+  Tensor live = x.amax({0}).gt(-std::numeric_limits<double>::infinity());
+  Tensor safe = where(live.unsqueeze(0), x, Scalar(0.0));
+  return where(live, safe.logsumexp({0}), Scalar(-std::numeric_limits<double>::infinity()));
+}
+
+std::vector<int64_t> host_lengths(const char* op, const char* what, const Tensor& t, int64_t n) {
+  BRISK_CHECK(t.defined(), op, what, " is undefined");
+  BRISK_CHECK(!t.is_floating_point() && t.dtype() != kBool, op, "expected integer ", what, ", got ", t.dtype());
+  BRISK_CHECK(t.numel() == n, op, "expected ", n, " ", what, ", got ", t.numel());
+  return t.to(Device(kCPU)).to(kInt64).contiguous().reshape({-1}).to_vector<int64_t>();
+}
+
+}  // namespace
+
+// Note [CTC as a composite]
+// alpha_t(s) over the extended target l' = (blank, l1, blank, l2, ..., blank)
+// of each sample, all samples at once (N, S'): alpha_t(s) = lse(alpha_{t-1}(s),
+// alpha_{t-1}(s-1), alpha_{t-1}(s-2) where l'_s is not blank and differs from
+// l'_{s-2}) + log p_t(l'_s); a sample past its input length keeps its alpha.
+// The loss is -lse(alpha_{T-1}(S'-1), alpha_{T-1}(S'-2)). Unreachable states
+// are -inf; their lse is taken through a mask so that backward stays finite.
+// Cost: T steps of a few (N, S') ops each, on any device.
+Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets_in, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& o) {
+  const char* op = "ctc_loss";
+  check_float(op, "log_probs", log_probs_in);
+  BRISK_CHECK(log_probs_in.dim() == 3 || log_probs_in.dim() == 2, op,
+              "expected log_probs of shape (T, N, C) or (T, C), got ", shape_str(log_probs_in.sizes()));
+  const bool batched = log_probs_in.dim() == 3;
+  Tensor log_probs = batched ? log_probs_in : log_probs_in.unsqueeze(1);
+  const int64_t T = log_probs.size(0), N = log_probs.size(1), C = log_probs.size(2);
+  BRISK_CHECK(o.blank() >= 0 && o.blank() < C, op, "blank ", o.blank(), " must be in label range [0, ", C, ")");
+  BRISK_CHECK(targets_in.defined() && !targets_in.is_floating_point() && targets_in.dtype() != kBool, op,
+              "expected integer targets");
+  const auto in_len = host_lengths(op, "input_lengths", input_lengths, N);
+  const auto tg_len = host_lengths(op, "target_lengths", target_lengths, N);
+  Tensor targets = targets_in.to(Device(kCPU)).to(kInt64).contiguous();
+  const bool padded = batched ? targets.dim() == 2 : false;
+  if (batched) BRISK_CHECK(targets.dim() == 1 || targets.dim() == 2, op, "expected targets (N, S) or 1-d");
+  const auto tv = targets.reshape({-1}).to_vector<int64_t>();
+  int64_t max_len = 0, total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    BRISK_CHECK(in_len[n] >= 0 && in_len[n] <= T, op, "input length ", in_len[n], " of sample ", n,
+                " is out of range for ", T, " time steps");
+    BRISK_CHECK(tg_len[n] >= 0, op, "target length ", tg_len[n], " of sample ", n, " is negative");
+    if (padded)
+      BRISK_CHECK(tg_len[n] <= targets.size(1), op, "target length ", tg_len[n], " of sample ", n,
+                  " exceeds the padded target length ", targets.size(1));
+    max_len = std::max(max_len, tg_len[n]);
+    total += tg_len[n];
+  }
+  if (!padded)
+    BRISK_CHECK(static_cast<int64_t>(tv.size()) >= total, op, "targets hold ", tv.size(),
+                " labels, fewer than the ", total, " the target lengths add up to");
+  // The extended targets, the skip mask and the two final states, per sample.
+  const int64_t S = 2 * max_len + 1;
+  std::vector<int64_t> ext(static_cast<size_t>(N * S), o.blank()), last(static_cast<size_t>(N * 2));
+  std::vector<uint8_t> skip(static_cast<size_t>(N * S), 0), start(static_cast<size_t>(N * S), 0);
+  std::vector<int64_t> steps(in_len.begin(), in_len.end());
+  for (int64_t n = 0, offset = 0; n < N; ++n) {
+    const int64_t base = padded ? n * targets.size(1) : offset;
+    for (int64_t j = 0; j < tg_len[n]; ++j) {
+      const int64_t c = tv[static_cast<size_t>(base + j)];
+      BRISK_CHECK(c >= 0 && c < C, op, "target ", c, " is out of bounds for ", C, " classes");
+      ext[n * S + 2 * j + 1] = c;
+    }
+    for (int64_t s = 2; s < 2 * tg_len[n] + 1; ++s)
+      skip[n * S + s] = ext[n * S + s] != o.blank() && ext[n * S + s] != ext[n * S + s - 2];
+    start[n * S] = 1;
+    if (tg_len[n] > 0) start[n * S + 1] = 1;
+    last[2 * n] = 2 * tg_len[n];
+    last[2 * n + 1] = tg_len[n] > 0 ? 2 * tg_len[n] - 1 : 2 * tg_len[n];  // the same state twice when empty
+    offset += tg_len[n];
+  }
+  const Device dev = log_probs.device();
+  const TensorOptions i64 = TensorOptions().dtype(kInt64).device(dev);
+  Tensor ext_t = tensor(ext, {N, S}, i64);
+  Tensor skip_t = tensor(std::vector<int64_t>(skip.begin(), skip.end()), {N, S}, i64).to(kBool);
+  Tensor start_t = tensor(std::vector<int64_t>(start.begin(), start.end()), {N, S}, i64).to(kBool);
+  Tensor steps_t = tensor(steps, {N, 1}, i64);
+  const double ninf = -std::numeric_limits<double>::infinity();
+  // lp: (T, N, S) log-probabilities of the extended targets
+  Tensor lp = log_probs.gather(2, ext_t.unsqueeze(0).expand({T, N, S}));
+  Tensor alpha = T > 0 ? where(start_t, lp[0], Scalar(ninf)) : full({N, S}, ninf, log_probs.options());
+  for (int64_t t = 1; t < T; ++t) {
+    Tensor a1 = pad(alpha, {1, 0}, ninf).narrow(1, 0, S);
+    Tensor a2 = where(skip_t, pad(alpha, {2, 0}, ninf).narrow(1, 0, S), Scalar(ninf));
+    Tensor next = logsumexp_or_neg_inf(stack({alpha, a1, a2}, 0)) + lp[t];
+    alpha = where(steps_t.gt(t), next, alpha);
+  }
+  Tensor ends = alpha.gather(1, tensor(last, {N, 2}, i64));                  // (N, 2)
+  Tensor two = ends;
+  // An empty target has one final state: count it once.
+  std::vector<int64_t> empty(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) empty[n] = tg_len[n] == 0;
+  Tensor once = tensor(empty, {N, 1}, i64).eq(1).logical_and(arange(2, i64).eq(1).unsqueeze(0));
+  two = where(once, Scalar(ninf), two);
+  Tensor zero_steps = tensor(in_len, {N}, i64).eq(0);
+  Tensor loss = logsumexp_or_neg_inf(two.t()).neg();                           // (N)
+  // No time step: probability 1 for an empty target, 0 otherwise.
+  loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).eq(0)), Scalar(0.0), loss);
+  loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).gt(0)), Scalar(-ninf), loss);
+  if (o.zero_infinity()) loss = where(loss.isinf(), Scalar(0.0), loss);
+  switch (o.reduction()) {
+    case Reduction::None: return batched ? loss : loss.squeeze(0);
+    case Reduction::Sum: return loss.sum();
+    case Reduction::Mean: return (loss / tensor(tg_len, {N}, i64).clamp_min(1).to(loss.dtype())).mean();
+    case Reduction::BatchMean: break;
+  }
+  BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
+}
+
+}  // namespace functional
+
+// ---- modules ------------------------------------------------------------------------
+
+namespace {
+/// The tensor registered as buffer `name` when defined (the options then hold the registered handle).
+Tensor maybe_buffer(Module& m, const char* name, const Tensor& t) {
+  return t.defined() ? m.register_buffer(name, t) : t;
+}
+}  // namespace
+
+#define BRISK_DETAIL_LOSS_IMPL(Name, Fn)                                                              \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {}       \
+  Tensor Name##Impl::forward(const Tensor& input, const Tensor& target) {                             \
+    return F::Fn(input, target, options);                                                             \
+  }
+BRISK_DETAIL_LOSS_IMPL(MSELoss, mse_loss)
+BRISK_DETAIL_LOSS_IMPL(L1Loss, l1_loss)
+BRISK_DETAIL_LOSS_IMPL(SmoothL1Loss, smooth_l1_loss)
+BRISK_DETAIL_LOSS_IMPL(HuberLoss, huber_loss)
+BRISK_DETAIL_LOSS_IMPL(KLDivLoss, kl_div)
+BRISK_DETAIL_LOSS_IMPL(HingeEmbeddingLoss, hinge_embedding_loss)
+BRISK_DETAIL_LOSS_IMPL(SoftMarginLoss, soft_margin_loss)
+BRISK_DETAIL_LOSS_IMPL(MultiLabelMarginLoss, multilabel_margin_loss)
+BRISK_DETAIL_LOSS_IMPL(PoissonNLLLoss, poisson_nll_loss)
+#undef BRISK_DETAIL_LOSS_IMPL
+
+#define BRISK_DETAIL_WEIGHTED_LOSS_IMPL(Name, Fn)                                                     \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {                    \
+    options.weight(maybe_buffer(*this, "weight", options.weight()));                                  \
+  }                                                                                                   \
+  Tensor Name##Impl::forward(const Tensor& input, const Tensor& target) {                             \
+    return F::Fn(input, target, options);                                                             \
+  }
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(NLLLoss, nll_loss)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(CrossEntropyLoss, cross_entropy)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(BCELoss, binary_cross_entropy)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(MultiLabelSoftMarginLoss, multilabel_soft_margin_loss)
+BRISK_DETAIL_WEIGHTED_LOSS_IMPL(MultiMarginLoss, multi_margin_loss)
+#undef BRISK_DETAIL_WEIGHTED_LOSS_IMPL
+
+BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o)
+    : Module("BCEWithLogitsLoss"), options(o) {
+  options.weight(maybe_buffer(*this, "weight", options.weight()));
+  options.pos_weight(maybe_buffer(*this, "pos_weight", options.pos_weight()));
+}
+Tensor BCEWithLogitsLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return F::binary_cross_entropy_with_logits(input, target, options);
+}
+
+Tensor CTCLossImpl::forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                            const Tensor& target_lengths) {
+  return F::ctc_loss(log_probs, targets, input_lengths, target_lengths, options);
+}
+
+#define BRISK_DETAIL_LOSS3_IMPL(Name, Fn, A, B, C)                                                    \
+  Name##Impl::Name##Impl(const decltype(options)& o) : Module(#Name), options(o) {}       \
+  Tensor Name##Impl::forward(const Tensor& A, const Tensor& B, const Tensor& C) {                     \
+    return F::Fn(A, B, C, options);                                                                   \
+  }
+BRISK_DETAIL_LOSS3_IMPL(MarginRankingLoss, margin_ranking_loss, input1, input2, target)
+BRISK_DETAIL_LOSS3_IMPL(CosineEmbeddingLoss, cosine_embedding_loss, input1, input2, target)
+BRISK_DETAIL_LOSS3_IMPL(TripletMarginLoss, triplet_margin_loss, anchor, positive, negative)
+BRISK_DETAIL_LOSS3_IMPL(TripletMarginWithDistanceLoss, triplet_margin_with_distance_loss, anchor, positive, negative)
+BRISK_DETAIL_LOSS3_IMPL(GaussianNLLLoss, gaussian_nll_loss, input, target, var)
+#undef BRISK_DETAIL_LOSS3_IMPL
+
+}  // namespace brisk::nn
