@@ -17,3 +17,6 @@
 #include "brisk/nn/attention.h"
 #include "brisk/nn/transformer.h"
 #include "brisk/nn/upsampling.h"
+#include "brisk/nn/padding.h"
+#include "brisk/nn/dropout.h"
+#include "brisk/nn/pixelshuffle.h"

@@ -60,6 +60,16 @@ class ExpandingInts {
   std::array<int64_t, D> values_{};
 };
 
+}  // namespace brisk::nn
+
+namespace brisk {
+/// libtorch's name: `torch::ExpandingArray<2>` (integers only).
+template <size_t D>
+using ExpandingArray = nn::ExpandingInts<D>;
+}  // namespace brisk
+
+namespace brisk::nn {
+
 // ---- options ----------------------------------------------------------------------
 // The modules and the functions share one options type (libtorch's
 // MaxPool2dOptions = functional::MaxPool2dFuncOptions). stride defaults to
