@@ -88,7 +88,7 @@ Tensor feature_alpha_dropout(const Tensor& x, const FeatureAlphaDropoutFuncOptio
 
 }  // namespace functional
 
-namespace detail {
+namespace modules_detail {
 
 DropoutVariantImpl::DropoutVariantImpl(const char* type_name, int kind, const DropoutOptions& o)
     : Module(type_name), options(o), kind_(kind) {
@@ -110,6 +110,6 @@ std::string DropoutVariantImpl::extra_repr() const {
   return os.str();
 }
 
-}  // namespace detail
+}  // namespace modules_detail
 
 }  // namespace brisk::nn

@@ -194,34 +194,33 @@ std::string DropoutImpl::extra_repr() const {
 
 // ---- Embedding, LayerNorm ------------------------------------------------------------------
 
-EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim, std::optional<int64_t> pad, TensorOptions opts)
-    : Module("Embedding"), num_embeddings(num), embedding_dim(dim) {
-  BRISK_CHECK(num >= 0 && dim >= 0, "Embedding", "sizes must be non-negative, got ", num, " and ", dim);
-  if (pad) {
-    BRISK_CHECK(*pad >= -num && *pad < num, "Embedding", "padding_idx ", *pad, " is out of range for ", num,
-                " embeddings");
-    padding_idx = *pad < 0 ? *pad + num : *pad;
-  }
-  weight = register_parameter("weight", empty({num, dim}, opts));
-  reset_parameters();
-}
 namespace {
 void check_embedding_options(const char* name, bool scale_grad_by_freq, bool sparse) {
   BRISK_CHECK(!scale_grad_by_freq, name, "scale_grad_by_freq=true is not supported by brisk");
   BRISK_CHECK(!sparse, name, "sparse=true is not supported by brisk (no sparse gradients)");
 }
 }  // namespace
+EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim, std::optional<int64_t> pad, TensorOptions opts)
+    : EmbeddingImpl(EmbeddingOptions(num, dim).padding_idx(pad), opts) {}
 EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o, TensorOptions opts)
-    : EmbeddingImpl(o.num_embeddings(), o.embedding_dim(), o.padding_idx(), opts) {
+    : Module("Embedding"), num_embeddings(o.num_embeddings()), embedding_dim(o.embedding_dim()) {
+  const int64_t num = num_embeddings, dim = embedding_dim;
+  BRISK_CHECK(num >= 0 && dim >= 0, "Embedding", "sizes must be non-negative, got ", num, " and ", dim);
   check_embedding_options("Embedding", o.scale_grad_by_freq(), o.sparse());
+  if (const auto pad = o.padding_idx()) {
+    BRISK_CHECK(*pad >= -num && *pad < num, "Embedding", "padding_idx ", *pad, " is out of range for ", num,
+                " embeddings");
+    padding_idx = *pad < 0 ? *pad + num : *pad;
+  }
   max_norm = o.max_norm();
   norm_type = o.norm_type();
-  if (o._weight().defined()) {
-    BRISK_CHECK(o._weight().dim() == 2 && o._weight().size(0) == num_embeddings &&
-                    o._weight().size(1) == embedding_dim,
-                "Embedding", "_weight must have shape [", num_embeddings, ", ", embedding_dim, "], got ",
-                o._weight().sizes());
+  if (o._weight().defined()) {  // used as is (PyTorch does not zero the padding row of a given weight)
+    BRISK_CHECK(o._weight().dim() == 2 && o._weight().size(0) == num && o._weight().size(1) == dim, "Embedding",
+                "_weight must have shape [", num, ", ", dim, "], got ", o._weight().sizes());
     weight = register_parameter("weight", o._weight());
+  } else {
+    weight = register_parameter("weight", empty({num, dim}, opts));
+    reset_parameters();
   }
 }
 void EmbeddingImpl::reset_parameters() {

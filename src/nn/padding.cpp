@@ -97,7 +97,7 @@ Tensor pad(const Tensor& x, const PadFuncOptions& o) {
 
 }  // namespace functional
 
-namespace detail {
+namespace modules_detail {
 
 namespace {
 template <size_t N>
@@ -165,6 +165,6 @@ template class PadImpl<1, PadMode::Constant, ConstantPad1dOptions>;
 template class PadImpl<2, PadMode::Constant, ConstantPad2dOptions>;
 template class PadImpl<3, PadMode::Constant, ConstantPad3dOptions>;
 
-}  // namespace detail
+}  // namespace modules_detail
 
 }  // namespace brisk::nn

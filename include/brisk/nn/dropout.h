@@ -55,7 +55,7 @@ Tensor feature_alpha_dropout(const Tensor& x, const FeatureAlphaDropoutFuncOptio
 
 }  // namespace functional
 
-namespace detail {
+namespace modules_detail {
 /// The module of one dropout variant; `kind` picks the function.
 class DropoutVariantImpl : public Module {
  public:
@@ -67,10 +67,10 @@ class DropoutVariantImpl : public Module {
   DropoutVariantImpl(const char* type_name, int kind, const DropoutOptions& options);
   int kind_;
 };
-}  // namespace detail
+}  // namespace modules_detail
 
 #define BRISK_DETAIL_DROPOUT_MODULE(Name, kind)                                                  \
-  class Name##Impl : public detail::DropoutVariantImpl {                                         \
+  class Name##Impl : public modules_detail::DropoutVariantImpl {                                         \
    public:                                                                                       \
     explicit Name##Impl(const DropoutOptions& options = {}) : DropoutVariantImpl(#Name, kind, options) {} \
     explicit Name##Impl(double p) : Name##Impl(DropoutOptions(p)) {}                             \

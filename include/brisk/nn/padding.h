@@ -82,7 +82,7 @@ using ConstantPad1dOptions = ConstantPadOptions<1>;
 using ConstantPad2dOptions = ConstantPadOptions<2>;
 using ConstantPad3dOptions = ConstantPadOptions<3>;
 
-namespace detail {
+namespace modules_detail {
 /// The module behind every padding module of D dims with mode M.
 template <size_t D, PadMode M, class Options>
 class PadImpl : public Module {
@@ -105,20 +105,20 @@ extern template class PadImpl<3, PadMode::Constant, ZeroPad3dOptions>;
 extern template class PadImpl<1, PadMode::Constant, ConstantPad1dOptions>;
 extern template class PadImpl<2, PadMode::Constant, ConstantPad2dOptions>;
 extern template class PadImpl<3, PadMode::Constant, ConstantPad3dOptions>;
-}  // namespace detail
+}  // namespace modules_detail
 
 #define BRISK_DETAIL_PAD_MODULE(Name, D, M)                                                  \
-  class Name##Impl : public detail::PadImpl<D, M, Name##Options> {                           \
+  class Name##Impl : public modules_detail::PadImpl<D, M, Name##Options> {                           \
    public:                                                                                   \
-    explicit Name##Impl(const Name##Options& options) : detail::PadImpl<D, M, Name##Options>(options) {} \
+    explicit Name##Impl(const Name##Options& options) : modules_detail::PadImpl<D, M, Name##Options>(options) {} \
     explicit Name##Impl(ExpandingInts<2 * D> padding) : Name##Impl(Name##Options(padding)) {}       \
   };                                                                                         \
   BRISK_MODULE(Name)
 #define BRISK_DETAIL_CONSTANT_PAD_MODULE(Name, D)                                             \
-  class Name##Impl : public detail::PadImpl<D, PadMode::Constant, Name##Options> {            \
+  class Name##Impl : public modules_detail::PadImpl<D, PadMode::Constant, Name##Options> {            \
    public:                                                                                   \
     explicit Name##Impl(const Name##Options& options)                                        \
-        : detail::PadImpl<D, PadMode::Constant, Name##Options>(options) {}                   \
+        : modules_detail::PadImpl<D, PadMode::Constant, Name##Options>(options) {}                   \
     Name##Impl(ExpandingInts<2 * D> padding, double value) : Name##Impl(Name##Options(padding, value)) {} \
   };                                                                                         \
   BRISK_MODULE(Name)

@@ -89,6 +89,7 @@ struct MaxPoolOptions {
 };
 using MaxPool1dOptions = MaxPoolOptions<1>;
 using MaxPool2dOptions = MaxPoolOptions<2>;
+using MaxPool3dOptions = MaxPoolOptions<3>;
 
 template <size_t D>
 struct AvgPoolOptions {
@@ -106,6 +107,25 @@ struct AvgPoolOptions {
 };
 using AvgPool1dOptions = AvgPoolOptions<1>;
 using AvgPool2dOptions = AvgPoolOptions<2>;
+using AvgPool3dOptions = AvgPoolOptions<3>;
+
+/// Options of AdaptiveMaxPool1d/2d/3d: the output size (one integer for all dims).
+template <size_t D>
+struct AdaptiveMaxPoolOptions {
+  AdaptiveMaxPoolOptions(ExpandingInts<D> output_size) : output_size_(output_size) {}  // NOLINT
+  BRISK_ARG(ExpandingInts<D>, output_size);
+};
+using AdaptiveMaxPool1dOptions = AdaptiveMaxPoolOptions<1>;
+using AdaptiveMaxPool2dOptions = AdaptiveMaxPoolOptions<2>;
+using AdaptiveMaxPool3dOptions = AdaptiveMaxPoolOptions<3>;
+/// Options of AdaptiveAvgPool1d/3d (AdaptiveAvgPool2dOptions is below).
+template <size_t D>
+struct AdaptiveAvgPoolOptions {
+  AdaptiveAvgPoolOptions(ExpandingInts<D> output_size) : output_size_(output_size) {}  // NOLINT
+  BRISK_ARG(ExpandingInts<D>, output_size);
+};
+using AdaptiveAvgPool1dOptions = AdaptiveAvgPoolOptions<1>;
+using AdaptiveAvgPool3dOptions = AdaptiveAvgPoolOptions<3>;
 
 struct AdaptiveAvgPool2dOptions {
   AdaptiveAvgPool2dOptions(ExpandingInts<2> output_size) : output_size_(output_size) {}
@@ -154,6 +174,35 @@ std::tuple<Tensor, Tensor> max_pool1d_with_indices(const Tensor& x, const MaxPoo
 Tensor avg_pool1d(const Tensor& x, const AvgPool1dFuncOptions& o);
 Tensor avg_pool1d(const Tensor& x, ExpandingInts<1> kernel_size, std::optional<ExpandingInts<1>> stride = std::nullopt,
                   ExpandingInts<1> padding = 0, bool ceil_mode = false, bool count_include_pad = true);
+
+// 3-D and adaptive pooling: composed of index_select over the windows (one
+// gather per dim) and a max/sum over them, so autograd gives the gradients
+// (see src/nn/pooling_windows.cpp).
+using MaxPool3dFuncOptions = MaxPool3dOptions;
+using AvgPool3dFuncOptions = AvgPool3dOptions;
+using AdaptiveMaxPool1dFuncOptions = AdaptiveMaxPool1dOptions;
+using AdaptiveMaxPool2dFuncOptions = AdaptiveMaxPool2dOptions;
+using AdaptiveMaxPool3dFuncOptions = AdaptiveMaxPool3dOptions;
+using AdaptiveAvgPool1dFuncOptions = AdaptiveAvgPool1dOptions;
+using AdaptiveAvgPool3dFuncOptions = AdaptiveAvgPool3dOptions;
+
+/// Max over each kD x kH x kW window of an (N, C, D, H, W) or (C, D, H, W)
+/// input. Indices: flat positions d * H * W + h * W + w in each input volume.
+Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o);
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPool3dFuncOptions& o);
+/// Mean over each window of an (N, C, D, H, W) or (C, D, H, W) input.
+Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o);
+/// Max pooling to a fixed output size (window i covers
+/// [floor(i * L / O), ceil((i + 1) * L / O)) per dim); indices as max_pool.
+Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o);
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o);
+Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o);
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o);
+Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o);
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o);
+/// Average pooling to a fixed output size, (N, C, L) / (N, C, D, H, W) or unbatched.
+Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o);
+Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o);
 
 }  // namespace functional
 
@@ -214,5 +263,86 @@ class AdaptiveAvgPool2dImpl : public Module {
   AdaptiveAvgPool2dOptions options;
 };
 BRISK_MODULE(AdaptiveAvgPool2d);
+
+/// MaxPool3d(2): 2x2x2 windows, stride 2.
+class MaxPool3dImpl : public Module {
+ public:
+  explicit MaxPool3dImpl(const MaxPool3dOptions& options);
+  explicit MaxPool3dImpl(ExpandingInts<3> kernel_size) : MaxPool3dImpl(MaxPool3dOptions(kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
+  std::string extra_repr() const override;
+  MaxPool3dOptions options;
+};
+BRISK_MODULE(MaxPool3d);
+
+class AvgPool3dImpl : public Module {
+ public:
+  explicit AvgPool3dImpl(const AvgPool3dOptions& options);
+  explicit AvgPool3dImpl(ExpandingInts<3> kernel_size) : AvgPool3dImpl(AvgPool3dOptions(kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  AvgPool3dOptions options;
+};
+BRISK_MODULE(AvgPool3d);
+
+namespace modules_detail {
+/// AdaptiveMaxPool1d/2d/3d.
+template <size_t D>
+class AdaptiveMaxPoolImpl : public Module {
+ public:
+  explicit AdaptiveMaxPoolImpl(const AdaptiveMaxPoolOptions<D>& options);
+  Tensor forward(const Tensor& x) override;
+  /// (values, flat indices), as F::adaptive_max_pool*_with_indices.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& x);
+  std::string extra_repr() const override;
+  AdaptiveMaxPoolOptions<D> options;
+};
+/// AdaptiveAvgPool1d/3d.
+template <size_t D>
+class AdaptiveAvgPoolImpl : public Module {
+ public:
+  explicit AdaptiveAvgPoolImpl(const AdaptiveAvgPoolOptions<D>& options);
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  AdaptiveAvgPoolOptions<D> options;
+};
+extern template class AdaptiveMaxPoolImpl<1>;
+extern template class AdaptiveMaxPoolImpl<2>;
+extern template class AdaptiveMaxPoolImpl<3>;
+extern template class AdaptiveAvgPoolImpl<1>;
+extern template class AdaptiveAvgPoolImpl<3>;
+}  // namespace modules_detail
+
+class AdaptiveMaxPool1dImpl : public modules_detail::AdaptiveMaxPoolImpl<1> {
+ public:
+  using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
+  explicit AdaptiveMaxPool1dImpl(ExpandingInts<1> s) : AdaptiveMaxPoolImpl(AdaptiveMaxPool1dOptions(s)) {}
+};
+BRISK_MODULE(AdaptiveMaxPool1d);
+class AdaptiveMaxPool2dImpl : public modules_detail::AdaptiveMaxPoolImpl<2> {
+ public:
+  using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
+  explicit AdaptiveMaxPool2dImpl(ExpandingInts<2> s) : AdaptiveMaxPoolImpl(AdaptiveMaxPool2dOptions(s)) {}
+};
+BRISK_MODULE(AdaptiveMaxPool2d);
+class AdaptiveMaxPool3dImpl : public modules_detail::AdaptiveMaxPoolImpl<3> {
+ public:
+  using AdaptiveMaxPoolImpl::AdaptiveMaxPoolImpl;
+  explicit AdaptiveMaxPool3dImpl(ExpandingInts<3> s) : AdaptiveMaxPoolImpl(AdaptiveMaxPool3dOptions(s)) {}
+};
+BRISK_MODULE(AdaptiveMaxPool3d);
+class AdaptiveAvgPool1dImpl : public modules_detail::AdaptiveAvgPoolImpl<1> {
+ public:
+  using AdaptiveAvgPoolImpl::AdaptiveAvgPoolImpl;
+  explicit AdaptiveAvgPool1dImpl(ExpandingInts<1> s) : AdaptiveAvgPoolImpl(AdaptiveAvgPool1dOptions(s)) {}
+};
+BRISK_MODULE(AdaptiveAvgPool1d);
+class AdaptiveAvgPool3dImpl : public modules_detail::AdaptiveAvgPoolImpl<3> {
+ public:
+  using AdaptiveAvgPoolImpl::AdaptiveAvgPoolImpl;
+  explicit AdaptiveAvgPool3dImpl(ExpandingInts<3> s) : AdaptiveAvgPoolImpl(AdaptiveAvgPool3dOptions(s)) {}
+};
+BRISK_MODULE(AdaptiveAvgPool3d);
 
 }  // namespace brisk::nn

@@ -1,0 +1,348 @@
+// 3-D pooling (max_pool3d, avg_pool3d) and adaptive pooling
+// (adaptive_max_pool1d/2d/3d, adaptive_avg_pool1d/3d) and their modules.
+//
+// Note [Pooling by gathered windows]: each pooled dim is described by a table
+// of positions, window o covering positions pos[o][0..K) of the (padded)
+// input. index_select along each dim in turn, with the table flattened,
+// gives (lead..., O1, K1, O2, K2, ...); a permute brings every window's
+// elements last, and a max (or a sum and a division) over them pools. The
+// gathers and the reduction are differentiable ops, so autograd gives the
+// gradients; indices come from the same tables. Windows shorter than K (the
+// adaptive ones) repeat their last position for max (a repeat changes no
+// maximum and the first occurrence is a real position) and point at an
+// appended zero for averages. It costs about prod(K_i / stride_i) times the
+// input in memory: these are the rarer pools; the 1-D/2-D ones have kernels.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "brisk/nn/pooling.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn {
+
+namespace {
+
+struct DimWindows {
+  int64_t in = 0, out = 0, k = 0;
+  std::vector<int64_t> pos;   // out * k positions in the padded input
+  std::vector<int64_t> orig;  // the same in the unpadded input (max: for indices)
+  std::vector<double> count;  // per output: the divisor's factor (averages)
+  int64_t pad_before = 0, pad_after = 0;
+};
+
+Tensor gather_windows(const Tensor& x, const std::vector<DimWindows>& dims, double pad_value) {
+  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+  std::vector<int64_t> pad;
+  bool any = false;
+  for (int64_t i = k - 1; i >= 0; --i) {
+    pad.push_back(dims[size_t(i)].pad_before);
+    pad.push_back(dims[size_t(i)].pad_after);
+    any = any || dims[size_t(i)].pad_before || dims[size_t(i)].pad_after;
+  }
+  Tensor t = any ? brisk::pad(x, pad, pad_value) : x;
+  for (int64_t i = 0; i < k; ++i) {
+    const DimWindows& d = dims[size_t(i)];
+    const int64_t axis = lead + 2 * i;
+    t = t.index_select(axis, tensor(d.pos, TensorOptions(kInt64).device(x.device())));
+    t = t.unflatten(axis, {d.out, d.k});
+  }
+  std::vector<int64_t> perm, shape;
+  for (int64_t a = 0; a < lead; ++a) {
+    perm.push_back(a);
+    shape.push_back(x.size(a));
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    perm.push_back(lead + 2 * i);
+    shape.push_back(dims[size_t(i)].out);
+  }
+  int64_t kprod = 1;
+  for (int64_t i = 0; i < k; ++i) {
+    perm.push_back(lead + 2 * i + 1);
+    kprod *= dims[size_t(i)].k;
+  }
+  shape.push_back(kprod);
+  return t.permute(perm).reshape(shape);
+}
+
+/// (values, flat indices) of the max over each window.
+std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<DimWindows>& dims) {
+  const Tensor w = gather_windows(x, dims, -std::numeric_limits<double>::infinity());
+  auto [values, arg] = brisk::max(w, -1);
+  // the flat index (in the unpadded input) of every window element
+  const size_t k = dims.size();
+  std::vector<int64_t> oshape;
+  int64_t n_out = 1, kprod = 1;
+  for (const auto& d : dims) {
+    oshape.push_back(d.out);
+    n_out *= d.out;
+    kprod *= d.k;
+  }
+  std::vector<int64_t> table(size_t(n_out * kprod));
+  std::vector<int64_t> o(k, 0), kk(k, 0);
+  for (int64_t flat_o = 0; flat_o < n_out; ++flat_o) {
+    int64_t rem = flat_o;
+    for (size_t i = k; i-- > 0;) {
+      o[i] = rem % dims[i].out;
+      rem /= dims[i].out;
+    }
+    for (int64_t flat_k = 0; flat_k < kprod; ++flat_k) {
+      int64_t r = flat_k;
+      for (size_t i = k; i-- > 0;) {
+        kk[i] = r % dims[i].k;
+        r /= dims[i].k;
+      }
+      int64_t idx = 0;
+      for (size_t i = 0; i < k; ++i) idx = idx * dims[i].in + dims[i].orig[size_t(o[i] * dims[i].k + kk[i])];
+      table[size_t(flat_o * kprod + flat_k)] = idx;
+    }
+  }
+  oshape.push_back(kprod);
+  Tensor t = tensor(table, oshape, TensorOptions(kInt64).device(x.device()));
+  std::vector<int64_t> full(w.sizes().begin(), w.sizes().end());
+  Tensor indices = t.expand(full).gather(-1, arg.unsqueeze(-1)).squeeze(-1);
+  return {values, indices};
+}
+
+/// The mean over each window: the sum divided by the product of the dims' counts.
+Tensor mean_over_windows(const Tensor& x, const std::vector<DimWindows>& dims, std::optional<int64_t> divisor) {
+  const Tensor sum = gather_windows(x, dims, 0.0).sum({-1});
+  if (divisor) return sum / double(*divisor);
+  std::vector<int64_t> oshape;
+  int64_t n_out = 1;
+  for (const auto& d : dims) {
+    oshape.push_back(d.out);
+    n_out *= d.out;
+  }
+  std::vector<double> div(static_cast<size_t>(n_out));
+  for (int64_t f = 0; f < n_out; ++f) {
+    int64_t rem = f;
+    double c = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      c *= dims[i].count[size_t(rem % dims[i].out)];
+      rem /= dims[i].out;
+    }
+    div[size_t(f)] = c;
+  }
+  return sum / tensor(div, oshape, TensorOptions(sum.dtype()).device(x.device()));
+}
+
+void check_input(const char* op, const Tensor& x, int64_t k) {
+  BRISK_CHECK(x.defined() && (x.dim() == k + 1 || x.dim() == k + 2), op, "expected a ", k + 1, "-D (unbatched) or ",
+              k + 2, "-D (batched) input, got shape ", x.defined() ? x.sizes() : IntArrayRef{});
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d)
+    BRISK_CHECK(x.size(d) > 0, op, "expected non-empty spatial dims, got shape ", x.sizes());
+  BRISK_CHECK(is_floating_point(x.dtype()), op, "expected a floating-point input, got ", x.dtype());
+}
+
+template <size_t D>
+void check_given(const char* op, const char* what, const ExpandingInts<D>& v) {
+  BRISK_CHECK(v.given() == 1 || v.given() == int(D), op, what, " must be one integer or ", D, " integers, got ",
+              v.given());
+}
+
+/// The windows of a (dilated, strided, padded) pooling along one dim, as
+/// PyTorch's pooling_output_shape; `avg`: the divisor counts.
+DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t dl, bool ceil_mode, bool avg,
+                   bool count_include_pad) {
+  BRISK_CHECK(k > 0 && s > 0 && dl > 0, op, "kernel_size, stride and dilation must be positive, got ", k, ", ", s,
+              ", ", dl);
+  BRISK_CHECK(p >= 0 && p <= k / 2, op, "padding must be non-negative and at most half the kernel size, got padding ",
+              p, " for kernel_size ", k);
+  const int64_t span = dl * (k - 1) + 1;
+  const int64_t num = in + 2 * p - span;
+  BRISK_CHECK(num >= 0, op, "the input size ", in, " (padded ", in + 2 * p, ") is smaller than the kernel span ", span);
+  int64_t out = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  DimWindows d;
+  d.in = in;
+  d.out = out;
+  d.k = k;
+  d.pad_before = p;
+  const int64_t last = (out - 1) * s + (k - 1) * dl;
+  d.pad_after = std::max<int64_t>(p, last + 1 - in - p);
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t j = 0; j < k; ++j) {
+      d.pos.push_back(o * s + j * dl);
+      d.orig.push_back(o * s + j * dl - p);
+    }
+    if (avg) {
+      int64_t start = o * s - p, end = std::min(start + k, in + p);
+      const int64_t pool = end - start;
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, in);
+      d.count.push_back(double(count_include_pad ? pool : end - start));
+    }
+  }
+  return d;
+}
+
+/// The windows of adaptive pooling along one dim: [floor(o * in / out), ceil((o + 1) * in / out)).
+DimWindows adaptive(const char* op, int64_t in, int64_t out, bool avg) {
+  BRISK_CHECK(out > 0, op, "output_size must be positive, got ", out);
+  DimWindows d;
+  d.in = in;
+  d.out = out;
+  int64_t kmax = 0;
+  std::vector<std::pair<int64_t, int64_t>> win;
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
+    win.emplace_back(start, end - start);
+    kmax = std::max(kmax, end - start);
+  }
+  d.k = kmax;
+  if (avg) d.pad_after = 1;  // an appended zero for the short windows
+  for (auto [start, len] : win) {
+    for (int64_t j = 0; j < kmax; ++j) {
+      const int64_t p = j < len ? start + j : (avg ? in : start + len - 1);
+      d.pos.push_back(p);
+      d.orig.push_back(p);
+    }
+    d.count.push_back(double(len));
+  }
+  return d;
+}
+
+template <size_t D>
+std::vector<DimWindows> adaptive_dims(const char* op, const Tensor& x, const ExpandingInts<D>& size, bool avg) {
+  check_input(op, x, D);
+  check_given(op, "output_size", size);
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < D; ++i) dims.push_back(adaptive(op, x.size(x.dim() - int64_t(D) + int64_t(i)), size[i], avg));
+  return dims;
+}
+
+}  // namespace
+
+namespace functional {
+
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPool3dFuncOptions& o) {
+  const char* op = "max_pool3d";
+  check_input(op, x, 3);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  check_given(op, "dilation", o.dilation());
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < 3; ++i)
+    dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i],
+                           o.dilation()[i], o.ceil_mode(), false, true));
+  return max_over_windows(x, dims);
+}
+Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) { return std::get<0>(max_pool3d_with_indices(x, o)); }
+
+Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
+  const char* op = "avg_pool3d";
+  check_input(op, x, 3);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  if (o.divisor_override()) BRISK_CHECK(*o.divisor_override() != 0, op, "divisor_override must be non-zero");
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < 3; ++i)
+    dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i], 1,
+                           o.ceil_mode(), true, o.count_include_pad()));
+  return mean_over_windows(x, dims, o.divisor_override());
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<1>("adaptive_max_pool1d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return std::get<0>(adaptive_max_pool1d_with_indices(x, o));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<2>("adaptive_max_pool2d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return std::get<0>(adaptive_max_pool2d_with_indices(x, o));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<3>("adaptive_max_pool3d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return std::get<0>(adaptive_max_pool3d_with_indices(x, o));
+}
+Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
+  return mean_over_windows(x, adaptive_dims<1>("adaptive_avg_pool1d", x, o.output_size(), true), std::nullopt);
+}
+Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o) {
+  return mean_over_windows(x, adaptive_dims<3>("adaptive_avg_pool3d", x, o.output_size(), true), std::nullopt);
+}
+
+}  // namespace functional
+
+namespace {
+const char* tf(bool b) { return b ? "true" : "false"; }
+}  // namespace
+
+MaxPool3dImpl::MaxPool3dImpl(const MaxPool3dOptions& o) : Module("MaxPool3d"), options(o) {}
+Tensor MaxPool3dImpl::forward(const Tensor& x) { return F::max_pool3d(x, options); }
+std::tuple<Tensor, Tensor> MaxPool3dImpl::forward_with_indices(const Tensor& x) {
+  return F::max_pool3d_with_indices(x, options);
+}
+std::string MaxPool3dImpl::extra_repr() const {
+  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+         ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
+         ", ceil_mode=" + tf(options.ceil_mode());
+}
+
+AvgPool3dImpl::AvgPool3dImpl(const AvgPool3dOptions& o) : Module("AvgPool3d"), options(o) {}
+Tensor AvgPool3dImpl::forward(const Tensor& x) { return F::avg_pool3d(x, options); }
+std::string AvgPool3dImpl::extra_repr() const {
+  std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+                  ", padding=" + options.padding().str();
+  if (options.ceil_mode()) s += ", ceil_mode=true";
+  if (!options.count_include_pad()) s += ", count_include_pad=false";
+  if (options.divisor_override()) s += ", divisor_override=" + std::to_string(*options.divisor_override());
+  return s;
+}
+
+namespace modules_detail {
+
+template <size_t D>
+AdaptiveMaxPoolImpl<D>::AdaptiveMaxPoolImpl(const AdaptiveMaxPoolOptions<D>& o)
+    : Module(D == 1 ? "AdaptiveMaxPool1d" : D == 2 ? "AdaptiveMaxPool2d" : "AdaptiveMaxPool3d"), options(o) {
+  for (size_t i = 0; i < D; ++i)
+    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+}
+template <size_t D>
+std::tuple<Tensor, Tensor> AdaptiveMaxPoolImpl<D>::forward_with_indices(const Tensor& x) {
+  if constexpr (D == 1) return F::adaptive_max_pool1d_with_indices(x, options);
+  else if constexpr (D == 2) return F::adaptive_max_pool2d_with_indices(x, options);
+  else return F::adaptive_max_pool3d_with_indices(x, options);
+}
+template <size_t D>
+Tensor AdaptiveMaxPoolImpl<D>::forward(const Tensor& x) {
+  return std::get<0>(forward_with_indices(x));
+}
+template <size_t D>
+std::string AdaptiveMaxPoolImpl<D>::extra_repr() const {
+  return "output_size=" + options.output_size().str();
+}
+
+template <size_t D>
+AdaptiveAvgPoolImpl<D>::AdaptiveAvgPoolImpl(const AdaptiveAvgPoolOptions<D>& o)
+    : Module(D == 1 ? "AdaptiveAvgPool1d" : "AdaptiveAvgPool3d"), options(o) {
+  for (size_t i = 0; i < D; ++i)
+    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+}
+template <size_t D>
+Tensor AdaptiveAvgPoolImpl<D>::forward(const Tensor& x) {
+  if constexpr (D == 1) return F::adaptive_avg_pool1d(x, options);
+  else return F::adaptive_avg_pool3d(x, options);
+}
+template <size_t D>
+std::string AdaptiveAvgPoolImpl<D>::extra_repr() const {
+  return "output_size=" + options.output_size().str();
+}
+
+template class AdaptiveMaxPoolImpl<1>;
+template class AdaptiveMaxPoolImpl<2>;
+template class AdaptiveMaxPoolImpl<3>;
+template class AdaptiveAvgPoolImpl<1>;
+template class AdaptiveAvgPoolImpl<3>;
+
+}  // namespace modules_detail
+
+}  // namespace brisk::nn
