@@ -20,3 +20,5 @@
 #include "brisk/nn/padding.h"
 #include "brisk/nn/dropout.h"
 #include "brisk/nn/pixelshuffle.h"
+#include "brisk/nn/embedding.h"
+#include "brisk/nn/fold.h"

@@ -14,6 +14,7 @@
 // input in memory: these are the rarer pools; the 1-D/2-D ones have kernels.
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <vector>
 
 #include "brisk/nn/pooling.h"
@@ -342,6 +343,129 @@ template class AdaptiveMaxPoolImpl<2>;
 template class AdaptiveMaxPoolImpl<3>;
 template class AdaptiveAvgPoolImpl<1>;
 template class AdaptiveAvgPoolImpl<3>;
+
+}  // namespace modules_detail
+
+namespace {
+
+template <size_t D>
+Tensor lp_pool(const char* op, const Tensor& x, const LPPoolOptions<D>& o) {
+  check_input(op, x, D);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  BRISK_CHECK(o.norm_type() != 0, op, "norm_type must be non-zero");
+  const double p = o.norm_type();
+  std::vector<DimWindows> dims;
+  double ksize = 1;
+  for (size_t i = 0; i < D; ++i) {
+    dims.push_back(sliding(op, x.size(x.dim() - int64_t(D) + int64_t(i)), o.kernel_size()[i], o.stride()[i], 0, 1,
+                           o.ceil_mode(), true, true));
+    ksize *= double(o.kernel_size()[i]);
+  }
+  // PyTorch: avg_pool(x^p) * kernel size, sign(out) * relu(|out|), then ^(1/p)
+  const Tensor out = mean_over_windows(x.pow(p), dims, std::nullopt);
+  return (out.sign() * out.abs().relu()).mul(ksize).pow(1.0 / p);
+}
+
+template <size_t D>
+Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, const functional::MaxUnpoolFuncOptions<D>& o) {
+  check_input(op, x, D);
+  BRISK_CHECK(indices.defined() && indices.dtype() == kInt64, op, "expected int64 indices");
+  BRISK_CHECK(indices.sizes() == x.sizes(), op, "indices (", indices.sizes(), ") must have the shape of the input (",
+              x.sizes(), ")");
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  const int64_t lead = x.dim() - int64_t(D);
+  std::vector<int64_t> out;
+  if (o.output_size()) {
+    std::vector<int64_t> s = *o.output_size();
+    if (s.size() == size_t(x.dim())) s.erase(s.begin(), s.begin() + lead);
+    BRISK_CHECK(s.size() == D, op, "output_size must have ", D, " (or ", x.dim(), ") values, got ", o.output_size()->size());
+    out = s;
+  } else {
+    for (size_t i = 0; i < D; ++i)
+      out.push_back((x.size(lead + int64_t(i)) - 1) * o.stride()[i] - 2 * o.padding()[i] + o.kernel_size()[i]);
+  }
+  int64_t plane = 1;
+  for (int64_t v : out) {
+    BRISK_CHECK(v > 0, op, "the output size must be positive");
+    plane *= v;
+  }
+  std::vector<int64_t> flat_shape(x.sizes().begin(), x.sizes().begin() + lead), shape = flat_shape;
+  flat_shape.push_back(-1);
+  shape.insert(shape.end(), out.begin(), out.end());
+  const Tensor idx = indices.reshape(flat_shape);
+  if (idx.numel() > 0 && idx.is_cpu()) {
+    const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    BRISK_CHECK(lo >= 0 && hi < plane, op, "index ", (hi >= plane ? hi : lo), " is out of range for an output of ",
+                plane, " elements per plane");
+  }
+  std::vector<int64_t> zshape(x.sizes().begin(), x.sizes().begin() + lead);
+  zshape.push_back(plane);
+  return zeros(zshape, TensorOptions(x.dtype()).device(x.device())).scatter(lead, idx, x.reshape(flat_shape)).view(shape);
+}
+
+}  // namespace
+
+namespace functional {
+Tensor lp_pool1d(const Tensor& x, const LPPool1dFuncOptions& o) { return lp_pool<1>("lp_pool1d", x, o); }
+Tensor lp_pool2d(const Tensor& x, const LPPool2dFuncOptions& o) { return lp_pool<2>("lp_pool2d", x, o); }
+Tensor lp_pool3d(const Tensor& x, const LPPool3dFuncOptions& o) { return lp_pool<3>("lp_pool3d", x, o); }
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, const MaxUnpool1dFuncOptions& o) {
+  return max_unpool<1>("max_unpool1d", x, indices, o);
+}
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const MaxUnpool2dFuncOptions& o) {
+  return max_unpool<2>("max_unpool2d", x, indices, o);
+}
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, const MaxUnpool3dFuncOptions& o) {
+  return max_unpool<3>("max_unpool3d", x, indices, o);
+}
+}  // namespace functional
+
+namespace modules_detail {
+
+template <size_t D>
+LPPoolImpl<D>::LPPoolImpl(const LPPoolOptions<D>& o)
+    : Module(D == 1 ? "LPPool1d" : D == 2 ? "LPPool2d" : "LPPool3d"), options(o) {}
+template <size_t D>
+Tensor LPPoolImpl<D>::forward(const Tensor& x) {
+  if constexpr (D == 1) return F::lp_pool1d(x, options);
+  else if constexpr (D == 2) return F::lp_pool2d(x, options);
+  else return F::lp_pool3d(x, options);
+}
+template <size_t D>
+std::string LPPoolImpl<D>::extra_repr() const {
+  std::ostringstream os;
+  os << "norm_type=" << options.norm_type() << ", kernel_size=" << options.kernel_size().str()
+     << ", stride=" << options.stride().str() << ", ceil_mode=" << tf(options.ceil_mode());
+  return os.str();
+}
+
+template <size_t D>
+MaxUnpoolImpl<D>::MaxUnpoolImpl(const MaxUnpoolOptions<D>& o)
+    : Module(D == 1 ? "MaxUnpool1d" : D == 2 ? "MaxUnpool2d" : "MaxUnpool3d"), options(o) {}
+template <size_t D>
+Tensor MaxUnpoolImpl<D>::forward(const Tensor& x, const Tensor& indices,
+                                 const std::optional<std::vector<int64_t>>& output_size) {
+  functional::MaxUnpoolFuncOptions<D> f(options.kernel_size());
+  f.stride(options.stride()).padding(options.padding()).output_size(output_size);
+  if constexpr (D == 1) return F::max_unpool1d(x, indices, f);
+  else if constexpr (D == 2) return F::max_unpool2d(x, indices, f);
+  else return F::max_unpool3d(x, indices, f);
+}
+template <size_t D>
+std::string MaxUnpoolImpl<D>::extra_repr() const {
+  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+         ", padding=" + options.padding().str();
+}
+
+template class LPPoolImpl<1>;
+template class LPPoolImpl<2>;
+template class LPPoolImpl<3>;
+template class MaxUnpoolImpl<1>;
+template class MaxUnpoolImpl<2>;
+template class MaxUnpoolImpl<3>;
 
 }  // namespace modules_detail
 

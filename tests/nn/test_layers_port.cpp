@@ -329,3 +329,54 @@ TEST_F(Single, PoolingModules) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST_F(Single, EmbeddingBagModule) {
+  const Tensor w = arange(12, kFloat).view({4, 3});
+  nn::EmbeddingBag sum = nn::EmbeddingBag::from_pretrained(w, nn::EmbeddingBagFromPretrainedOptions().mode(nn::kSum));
+  EXPECT_FALSE(sum->weight.requires_grad());
+  const Tensor y = sum(tensor({0, 1, 3}, kInt64), tensor({0, 2}, kInt64));
+  EXPECT_TRUE(equal(y, tensor({{3.f, 5.f, 7.f}, {9.f, 10.f, 11.f}})));
+  EXPECT_EQ(repr(*sum), "EmbeddingBag(4, 3, mode='sum')");
+  nn::EmbeddingBag mx(nn::EmbeddingBagOptions(4, 3).mode(nn::kMax)._weight(w.clone()));
+  EXPECT_TRUE(equal(mx(tensor({{0, 2}, {1, 1}}, kInt64)), tensor({{6.f, 7.f, 8.f}, {3.f, 4.f, 5.f}})));
+  mx(tensor({{0, 2}}, kInt64)).sum().backward();
+  EXPECT_TRUE(equal(mx->weight.grad().sum(1), tensor({0.f, 0.f, 3.f, 0.f})));  // to the maximum only
+  nn::EmbeddingBag mean(5, 2);
+  EXPECT_EQ(mean->options.mode(), nn::EmbeddingBagMode(nn::kMean));
+  EXPECT_EQ(mean(tensor({1, 2, 3}, kInt64), tensor({0, 3, 3}, kInt64)).sizes(), IntArrayRef({3, 2}));
+  expect_error([&] { mean(tensor({1, 2}, kInt64)); }, {"embedding_bag", "offsets"});
+  expect_error([&] { mean(tensor({1, 2}, kInt64), tensor({0}, kInt64), ones({2})); },
+               {"embedding_bag", "per_sample_weights", "sum"});
+  expect_error([&] { mean(tensor({1, 7}, kInt64), tensor({0}, kInt64)); }, {"embedding_bag", "out of range"});
+  expect_error([&] { mean(tensor({1, 2}, kInt64), tensor({1}, kInt64)); }, {"embedding_bag", "start at 0"});
+}
+
+}  // namespace
+
+namespace {
+
+TEST_F(Single, FoldLPPoolMaxUnpoolModules) {
+  nn::Unfold unfold(nn::UnfoldOptions(2).stride(2));
+  nn::Fold fold(nn::FoldOptions({4, 6}, 2).stride(2));
+  const Tensor x = randn({2, 3, 4, 6});
+  const Tensor cols = unfold(x);
+  EXPECT_EQ(cols.sizes(), IntArrayRef({2, 12, 6}));
+  EXPECT_TRUE(equal(fold(cols), x));  // non-overlapping blocks: fold inverts unfold
+  EXPECT_EQ(repr(*unfold), "Unfold(kernel_size=2, dilation=1, padding=0, stride=2)");
+  expect_error([&] { fold(randn({2, 12, 5})); }, {"fold", "blocks"});
+  nn::LPPool2d lp(2, 2);
+  EXPECT_NEAR(lp(full({1, 1, 2, 2}, 3.0f)).item<float>(), 6.0f, 1e-5);  // sqrt(4 * 9)
+  EXPECT_EQ(repr(*lp), "LPPool2d(norm_type=2, kernel_size=2, stride=2, ceil_mode=false)");
+  nn::MaxPool2d mp(2);
+  nn::MaxUnpool2d up(2);
+  const Tensor img = arange(16, kFloat).view({1, 1, 4, 4});
+  auto [v, i] = mp->forward_with_indices(img);
+  const Tensor u = up(v, i);
+  EXPECT_EQ(u.sum().item<float>(), 5.f + 7.f + 13.f + 15.f);
+  EXPECT_EQ(u[0][0][3][3].item<float>(), 15.f);
+  expect_error([&] { up(v, i + 100); }, {"max_unpool2d", "out of range"});
+}
+
+}  // namespace

@@ -339,5 +339,117 @@ TEST(ParityLayers, AdaptivePool) {
         [](const TList& t) { return at::adaptive_avg_pool3d(t[0], {3, 3, 3}); }, tol_for(brisk::kFloat));
 }
 
+TEST(ParityLayers, EmbeddingBag) {
+  using BMode = brisk::nn::EmbeddingBagMode;
+  struct M {
+    std::string tag;
+    BMode bm;
+    torch::nn::EmbeddingBagMode tm;
+  };
+  const std::vector<M> modes = {{"sum", brisk::nn::kSum, torch::kSum},
+                                {"mean", brisk::nn::kMean, torch::kMean},
+                                {"max", brisk::nn::kMax, torch::kMax}};
+  const auto offs = [](auto tag) { return std::vector<int64_t>{0, 3, 3, 7}; };  // an empty bag included
+  for (const M& m : modes) {
+    for (bool last : {false, true}) {
+      for (std::optional<int64_t> pad : {std::optional<int64_t>(), std::optional<int64_t>(2)}) {
+        const std::string name = "embedding_bag." + m.tag + (last ? ".last" : "") + (pad ? ".pad" : "");
+        std::vector<int64_t> o = offs(0);
+        if (last) o.push_back(10);
+        check(name, {range({10}, 0, 6), in({6, 4}, brisk::kDouble)},
+              [&](const BList& t) {
+                return BF::embedding_bag(t[0], t[1],
+                                         BF::EmbeddingBagFuncOptions()
+                                             .offsets(brisk::tensor(o, brisk::kInt64))
+                                             .mode(m.bm)
+                                             .include_last_offset(last)
+                                             .padding_idx(pad));
+              },
+              [&](const TList& t) {
+                auto f = TF::EmbeddingBagFuncOptions()
+                             .offsets(torch::tensor(o, torch::kLong))
+                             .mode(m.tm)
+                             .include_last_offset(last);
+                if (pad) f.padding_idx(*pad);
+                return TF::embedding_bag(t[0], t[1], f);
+              },
+              tol_for(brisk::kDouble));
+      }
+    }
+    check("embedding_bag.2d." + m.tag, {range({3, 4}, 0, 6), in({6, 5}, brisk::kDouble)},
+          [&](const BList& t) { return BF::embedding_bag(t[0], t[1], BF::EmbeddingBagFuncOptions().mode(m.bm)); },
+          [&](const TList& t) { return TF::embedding_bag(t[0], t[1], TF::EmbeddingBagFuncOptions().mode(m.tm)); },
+          tol_for(brisk::kDouble));
+  }
+  check("embedding_bag.per_sample_weights", {range({7}, 0, 5), in({5, 3}, brisk::kDouble), in({7}, brisk::kDouble)},
+        [](const BList& t) {
+          return BF::embedding_bag(t[0], t[1],
+                                   BF::EmbeddingBagFuncOptions()
+                                       .offsets(brisk::tensor({0, 2, 5}, brisk::kInt64))
+                                       .mode(brisk::nn::kSum)
+                                       .per_sample_weights(t[2]));
+        },
+        [](const TList& t) {
+          return TF::embedding_bag(t[0], t[1],
+                                   TF::EmbeddingBagFuncOptions()
+                                       .offsets(torch::tensor({0, 2, 5}, torch::kLong))
+                                       .mode(torch::kSum)
+                                       .per_sample_weights(t[2]));
+        },
+        tol_for(brisk::kDouble));
+}
+
+TEST(ParityLayers, FoldUnfold) {
+  check("unfold.k3p1s2d1", {in({2, 3, 7, 6}, brisk::kDouble)},
+        [](const BList& t) { return BF::unfold(t[0], BF::UnfoldFuncOptions({3, 2}).padding(1).stride({2, 1})); },
+        [](const TList& t) { return TF::unfold(t[0], TF::UnfoldFuncOptions({3, 2}).padding(1).stride({2, 1})); },
+        tol_for(brisk::kDouble));
+  check("unfold.dilated", {in({1, 2, 8, 9}, brisk::kDouble)},
+        [](const BList& t) { return BF::unfold(t[0], BF::UnfoldFuncOptions(3).dilation({2, 3})); },
+        [](const TList& t) { return TF::unfold(t[0], TF::UnfoldFuncOptions(3).dilation({2, 3})); },
+        tol_for(brisk::kDouble));
+  // overlapping blocks: fold sums them
+  check("fold.k3p1s1", {in({2, 3 * 9, 42}, brisk::kDouble)},
+        [](const BList& t) { return BF::fold(t[0], BF::FoldFuncOptions({7, 6}, 3).padding(1)); },
+        [](const TList& t) { return TF::fold(t[0], TF::FoldFuncOptions({7, 6}, 3).padding(1)); },
+        tol_for(brisk::kDouble));
+  check("fold.s2d2", {in({1, 2 * 4, 6}, brisk::kDouble)},
+        [](const BList& t) { return BF::fold(t[0], BF::FoldFuncOptions({5, 7}, 2).stride(2).dilation(2)); },
+        [](const TList& t) { return TF::fold(t[0], TF::FoldFuncOptions({5, 7}, 2).stride(2).dilation(2)); },
+        tol_for(brisk::kDouble));
+}
+
+TEST(ParityLayers, LPPoolMaxUnpool) {
+  check("lp_pool2d.p2", {in({2, 3, 6, 7}, brisk::kDouble)},
+        [](const BList& t) { return BF::lp_pool2d(t[0], brisk::nn::LPPool2dOptions(2, {3, 2}).stride(2)); },
+        [](const TList& t) { return TF::lp_pool2d(t[0], TF::LPPool2dFuncOptions(2, {3, 2}).stride(2)); },
+        tol_for(brisk::kDouble));
+  check("lp_pool1d.p3_ceil", {in({2, 3, 8}, brisk::kDouble, Gen::Positive)},
+        [](const BList& t) { return BF::lp_pool1d(t[0], brisk::nn::LPPool1dOptions(3, 3).ceil_mode(true)); },
+        [](const TList& t) { return TF::lp_pool1d(t[0], TF::LPPool1dFuncOptions(3, 3).ceil_mode(true)); },
+        tol_for(brisk::kDouble));
+  // max_unpool2d of max_pool2d's indices
+  BT x;
+  TT tx;
+  make_input(in({2, 3, 6, 8}, brisk::kDouble, Gen::Distinct), 11, x, tx);
+  auto [bv, bi] = BF::max_pool2d_with_indices(x, 2);
+  auto [tv, ti] = at::max_pool2d_with_indices(tx, 2);
+  bv = bv.detach().requires_grad_();
+  tv = tv.detach().requires_grad_();
+  const BT bu = BF::max_unpool2d(bv, bi, BF::MaxUnpool2dFuncOptions(2).output_size(std::vector<int64_t>{7, 9}));
+  const TT tu = TF::max_unpool2d(tv, ti, TF::MaxUnpool2dFuncOptions(2).output_size(std::vector<int64_t>{7, 9}));
+  EXPECT_TRUE(compare(bu, tu, tol(0, 0), false, "max_unpool2d"));
+  BT r;
+  TT tr;
+  make_input(in({2, 3, 7, 9}, brisk::kDouble), 12, r, tr);
+  (bu * r).sum().backward();
+  (tu * tr).sum().backward();
+  EXPECT_TRUE(compare(bv.grad(), tv.grad(), tol(0, 0), false, "max_unpool2d grad"));
+  auto [bv3, bi3] = BF::max_pool3d_with_indices(x.view({2, 3, 6, 2, 4}), brisk::nn::MaxPool3dOptions(2));
+  auto [tv3, ti3] = at::max_pool3d_with_indices(tx.view({2, 3, 6, 2, 4}), 2, 2, 0, 1, false);
+  EXPECT_TRUE(compare(BF::max_unpool3d(bv3, bi3, BF::MaxUnpool3dFuncOptions(2)),
+                      TF::max_unpool3d(tv3, ti3, TF::MaxUnpool3dFuncOptions(2)), tol(0, 0), false, "max_unpool3d"));
+}
+
 }  // namespace
 }  // namespace parity

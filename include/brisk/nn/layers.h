@@ -198,9 +198,21 @@ class LinearImpl : public Module {
 };
 BRISK_MODULE(Linear);
 
+/// Options of Bilinear: `nn::Bilinear(nn::BilinearOptions(3, 4, 5).bias(false))`.
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  BRISK_ARG(int64_t, in1_features);
+  BRISK_ARG(int64_t, in2_features);
+  BRISK_ARG(int64_t, out_features);
+  BRISK_ARG(bool, bias) = true;
+};
+
 /// y = x1^T A x2 + b with A: (out, in1, in2). Init U(-1/sqrt(in1), 1/sqrt(in1)).
 class BilinearImpl : public Module {
  public:
+  explicit BilinearImpl(const BilinearOptions& options, TensorOptions opts = {})
+      : BilinearImpl(options.in1_features(), options.in2_features(), options.out_features(), options.bias(), opts) {}
   BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true,
            TensorOptions opts = {});
   Tensor forward(const Tensor& x1, const Tensor& x2);

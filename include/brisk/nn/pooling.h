@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
@@ -127,6 +128,52 @@ struct AdaptiveAvgPoolOptions {
 using AdaptiveAvgPool1dOptions = AdaptiveAvgPoolOptions<1>;
 using AdaptiveAvgPool3dOptions = AdaptiveAvgPoolOptions<3>;
 
+/// Options of LPPool1d/2d/3d: (sum over the window of x^p)^(1/p).
+template <size_t D>
+struct LPPoolOptions {
+  LPPoolOptions(double norm_type, ExpandingInts<D> kernel_size)
+      : norm_type_(norm_type), kernel_size_(kernel_size), stride_(kernel_size) {}
+  BRISK_ARG(double, norm_type);
+  BRISK_ARG(ExpandingInts<D>, kernel_size);
+  BRISK_ARG(ExpandingInts<D>, stride);
+  BRISK_ARG(bool, ceil_mode) = false;
+};
+using LPPool1dOptions = LPPoolOptions<1>;
+using LPPool2dOptions = LPPoolOptions<2>;
+using LPPool3dOptions = LPPoolOptions<3>;
+
+/// Options of MaxUnpool1d/2d/3d (stride defaults to kernel_size).
+template <size_t D>
+struct MaxUnpoolOptions {
+  MaxUnpoolOptions(ExpandingInts<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  BRISK_ARG(ExpandingInts<D>, kernel_size);
+  BRISK_ARG(ExpandingInts<D>, stride);
+  BRISK_ARG(ExpandingInts<D>, padding) = 0;
+};
+using MaxUnpool1dOptions = MaxUnpoolOptions<1>;
+using MaxUnpool2dOptions = MaxUnpoolOptions<2>;
+using MaxUnpool3dOptions = MaxUnpoolOptions<3>;
+
+namespace functional {
+/// libtorch's MaxUnpoolFuncOptions: the module's options plus the output size.
+template <size_t D>
+struct MaxUnpoolFuncOptions {
+  MaxUnpoolFuncOptions(ExpandingInts<D> kernel_size) : kernel_size_(kernel_size), stride_(kernel_size) {}  // NOLINT
+  BRISK_ARG(ExpandingInts<D>, kernel_size);
+  BRISK_ARG(ExpandingInts<D>, stride);
+  BRISK_ARG(ExpandingInts<D>, padding) = 0;
+  /// The spatial output size (D values, or with the batch and channel dims);
+  /// default (in - 1) * stride - 2 * padding + kernel_size.
+  BRISK_ARG(std::optional<std::vector<int64_t>>, output_size);
+};
+using MaxUnpool1dFuncOptions = MaxUnpoolFuncOptions<1>;
+using MaxUnpool2dFuncOptions = MaxUnpoolFuncOptions<2>;
+using MaxUnpool3dFuncOptions = MaxUnpoolFuncOptions<3>;
+using LPPool1dFuncOptions = LPPool1dOptions;
+using LPPool2dFuncOptions = LPPool2dOptions;
+using LPPool3dFuncOptions = LPPool3dOptions;
+}  // namespace functional
+
 struct AdaptiveAvgPool2dOptions {
   AdaptiveAvgPool2dOptions(ExpandingInts<2> output_size) : output_size_(output_size) {}
   /// (OH, OW); output window i covers [floor(i*H/OH), ceil((i+1)*H/OH)).
@@ -203,6 +250,32 @@ std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, con
 /// Average pooling to a fixed output size, (N, C, L) / (N, C, D, H, W) or unbatched.
 Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o);
 Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o);
+/// Power-average pooling: (sum over each window of x^p)^(1/p) (PyTorch's
+/// lp_pool: an avg_pool of x^p times the window size, sign-corrected).
+Tensor lp_pool1d(const Tensor& x, const LPPool1dFuncOptions& o);
+Tensor lp_pool2d(const Tensor& x, const LPPool2dFuncOptions& o);
+Tensor lp_pool3d(const Tensor& x, const LPPool3dFuncOptions& o);
+/// The inverse of max pooling: x's values written at `indices` (from
+/// max_pool*_with_indices) of a zero output; the rest stays zero.
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, const MaxUnpool1dFuncOptions& o);
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const MaxUnpool2dFuncOptions& o);
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, const MaxUnpool3dFuncOptions& o);
+
+/// The same with the output size given directly: adaptive_max_pool2d(x, {3, 2}).
+inline Tensor adaptive_max_pool1d(const Tensor& x, ExpandingInts<1> s) { return adaptive_max_pool1d(x, AdaptiveMaxPool1dFuncOptions(s)); }
+inline Tensor adaptive_max_pool2d(const Tensor& x, ExpandingInts<2> s) { return adaptive_max_pool2d(x, AdaptiveMaxPool2dFuncOptions(s)); }
+inline Tensor adaptive_max_pool3d(const Tensor& x, ExpandingInts<3> s) { return adaptive_max_pool3d(x, AdaptiveMaxPool3dFuncOptions(s)); }
+inline std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, ExpandingInts<1> s) {
+  return adaptive_max_pool1d_with_indices(x, AdaptiveMaxPool1dFuncOptions(s));
+}
+inline std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, ExpandingInts<2> s) {
+  return adaptive_max_pool2d_with_indices(x, AdaptiveMaxPool2dFuncOptions(s));
+}
+inline std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, ExpandingInts<3> s) {
+  return adaptive_max_pool3d_with_indices(x, AdaptiveMaxPool3dFuncOptions(s));
+}
+inline Tensor adaptive_avg_pool1d(const Tensor& x, ExpandingInts<1> s) { return adaptive_avg_pool1d(x, AdaptiveAvgPool1dFuncOptions(s)); }
+inline Tensor adaptive_avg_pool3d(const Tensor& x, ExpandingInts<3> s) { return adaptive_avg_pool3d(x, AdaptiveAvgPool3dFuncOptions(s)); }
 
 }  // namespace functional
 
@@ -344,5 +417,48 @@ class AdaptiveAvgPool3dImpl : public modules_detail::AdaptiveAvgPoolImpl<3> {
   explicit AdaptiveAvgPool3dImpl(ExpandingInts<3> s) : AdaptiveAvgPoolImpl(AdaptiveAvgPool3dOptions(s)) {}
 };
 BRISK_MODULE(AdaptiveAvgPool3d);
+
+namespace modules_detail {
+template <size_t D>
+class LPPoolImpl : public Module {
+ public:
+  explicit LPPoolImpl(const LPPoolOptions<D>& options);
+  LPPoolImpl(double norm_type, ExpandingInts<D> kernel_size) : LPPoolImpl(LPPoolOptions<D>(norm_type, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  LPPoolOptions<D> options;
+};
+template <size_t D>
+class MaxUnpoolImpl : public Module {
+ public:
+  explicit MaxUnpoolImpl(const MaxUnpoolOptions<D>& options);
+  explicit MaxUnpoolImpl(ExpandingInts<D> kernel_size) : MaxUnpoolImpl(MaxUnpoolOptions<D>(kernel_size)) {}
+  /// output_size: as functional::MaxUnpoolFuncOptions::output_size.
+  Tensor forward(const Tensor& x, const Tensor& indices,
+                 const std::optional<std::vector<int64_t>>& output_size = std::nullopt);
+  std::string extra_repr() const override;
+  MaxUnpoolOptions<D> options;
+};
+extern template class LPPoolImpl<1>;
+extern template class LPPoolImpl<2>;
+extern template class LPPoolImpl<3>;
+extern template class MaxUnpoolImpl<1>;
+extern template class MaxUnpoolImpl<2>;
+extern template class MaxUnpoolImpl<3>;
+}  // namespace modules_detail
+
+#define BRISK_DETAIL_POOL_MODULE(Name, Base, D)                       \
+  class Name##Impl : public modules_detail::Base<D> {                 \
+   public:                                                            \
+    using modules_detail::Base<D>::Base;                              \
+  };                                                                  \
+  BRISK_MODULE(Name)
+BRISK_DETAIL_POOL_MODULE(LPPool1d, LPPoolImpl, 1);
+BRISK_DETAIL_POOL_MODULE(LPPool2d, LPPoolImpl, 2);
+BRISK_DETAIL_POOL_MODULE(LPPool3d, LPPoolImpl, 3);
+BRISK_DETAIL_POOL_MODULE(MaxUnpool1d, MaxUnpoolImpl, 1);
+BRISK_DETAIL_POOL_MODULE(MaxUnpool2d, MaxUnpoolImpl, 2);
+BRISK_DETAIL_POOL_MODULE(MaxUnpool3d, MaxUnpoolImpl, 3);
+#undef BRISK_DETAIL_POOL_MODULE
 
 }  // namespace brisk::nn
