@@ -3,21 +3,25 @@
 //
 // Note [Pooling by gathered windows]: each pooled dim is described by a table
 // of positions, window o covering positions pos[o][0..K) of the (padded)
-// input. index_select along each dim in turn, with the table flattened,
-// gives (lead..., O1, K1, O2, K2, ...); a permute brings every window's
-// elements last, and a max (or a sum and a division) over them pools. The
-// gathers and the reduction are differentiable ops, so autograd gives the
-// gradients; indices come from the same tables. Windows shorter than K (the
-// adaptive ones) repeat their last position for max (a repeat changes no
-// maximum and the first occurrence is a real position) and point at an
-// appended zero for averages. It costs about prod(K_i / stride_i) times the
-// input in memory: these are the rarer pools; the 1-D/2-D ones have kernels.
+// input. Box pooling is separable: the dims are pooled one at a time, last
+// first; for one dim, index_select with the flattened table gives
+// (..., O, ..., K) (the window's elements moved last) and a max (or a sum)
+// over K reduces it. Averages divide the sums by the product of the dims'
+// counts at the end. Max takes the first maximum at each stage, which is the
+// first in row-major window order overall (PyTorch's choice); the flat
+// indices follow the maxima through the stages. The gathers and reductions
+// are differentiable ops, so autograd gives the gradients. Windows shorter
+// than K (the adaptive ones) repeat their last position for max (a repeat
+// changes no maximum and the first occurrence is a real position) and point
+// at an appended zero for averages. Each stage costs about K / stride times
+// its input; the 1-D/2-D max/avg pools keep their kernels.
 #include <cmath>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #include "brisk/nn/pooling.h"
+#include "brisk/autograd.h"
 #include "brisk/ops.h"
 
 namespace brisk::nn {
@@ -30,84 +34,104 @@ struct DimWindows {
   std::vector<int64_t> orig;  // the same in the unpadded input (max: for indices)
   std::vector<double> count;  // per output: the divisor's factor (averages)
   int64_t pad_before = 0, pad_after = 0;
+  // sliding windows (pos = o * stride + j * dilation): taken as an unfold view
+  bool sliding = false;
+  int64_t stride = 1, dilation = 1;
 };
 
-Tensor gather_windows(const Tensor& x, const std::vector<DimWindows>& dims, double pad_value) {
-  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+/// x padded on every pooled dim with `pad_value`.
+Tensor pad_all(const Tensor& x, const std::vector<DimWindows>& dims, double pad_value) {
   std::vector<int64_t> pad;
   bool any = false;
+  for (size_t i = dims.size(); i-- > 0;) {
+    pad.push_back(dims[i].pad_before);
+    pad.push_back(dims[i].pad_after);
+    any = any || dims[i].pad_before || dims[i].pad_after;
+  }
+  return any ? brisk::pad(x, pad, pad_value) : x;
+}
+
+/// The windows of dim `axis` of t: (..., O, later dims..., K), the window
+/// elements last.
+Tensor windows_of(const Tensor& t, int64_t axis, const DimWindows& d) {
+  if (d.sliding) {  // a view: no copy
+    const int64_t span = d.dilation * (d.k - 1) + 1;
+    Tensor w = t.unfold(axis, span, d.stride).narrow(axis, 0, d.out);
+    return d.dilation == 1 ? w : w.slice(-1, 0, span, d.dilation);
+  }
+  return t.index_select(axis, tensor(d.pos, TensorOptions(kInt64).device(t.device())))
+      .unflatten(axis, {d.out, d.k})
+      .movedim(axis + 1, -1);
+}
+
+/// The max over the last dim of w and its first position (the last NaN's
+/// when there is one: PyTorch's kernels take `val > max || isnan(val)`), as
+/// a chain of elementwise selects over the K slices: brisk's reductions over
+/// a short last dim are slow, and `where` routes the gradient to the chosen
+/// element only, as the pooling kernels do.
+std::tuple<Tensor, Tensor> max_last(const Tensor& w, bool need_index) {
+  const int64_t k = w.size(-1);
+  Tensor best = w.select(-1, 0), arg;
+  if (need_index) arg = zeros(best.sizes(), TensorOptions(kInt64).device(w.device()));
+  for (int64_t j = 1; j < k; ++j) {
+    const Tensor v = w.select(-1, j);
+    Tensor take;
+    {
+      NoGradGuard no_grad;
+      take = logical_or(gt(v, best), isnan(v));
+    }
+    best = where(take, v, best);
+    if (need_index) arg = where(take, Scalar(j), arg);
+  }
+  return {best, arg};
+}
+Tensor sum_last(const Tensor& w) {
+  Tensor acc = w.select(-1, 0);
+  for (int64_t j = 1; j < w.size(-1); ++j) acc = acc + w.select(-1, j);
+  return acc;
+}
+
+/// (values, flat indices) of the max over each window. Separable: the max
+/// over a box is the max over the last dim's windows, then the next, ...;
+/// each stage takes the first maximum (brisk::max), so among equal values
+/// the first in row-major window order wins, as PyTorch's kernels.
+std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<DimWindows>& dims,
+                                            bool need_indices = true) {
+  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+  Tensor t = pad_all(x, dims, -std::numeric_limits<double>::infinity());
+  Tensor flat;  // the flat index (unpadded input) of each value of t, once a dim is reduced
+  int64_t stride = 1;
   for (int64_t i = k - 1; i >= 0; --i) {
-    pad.push_back(dims[size_t(i)].pad_before);
-    pad.push_back(dims[size_t(i)].pad_after);
-    any = any || dims[size_t(i)].pad_before || dims[size_t(i)].pad_after;
-  }
-  Tensor t = any ? brisk::pad(x, pad, pad_value) : x;
-  for (int64_t i = 0; i < k; ++i) {
     const DimWindows& d = dims[size_t(i)];
-    const int64_t axis = lead + 2 * i;
-    t = t.index_select(axis, tensor(d.pos, TensorOptions(kInt64).device(x.device())));
-    t = t.unflatten(axis, {d.out, d.k});
+    const int64_t axis = lead + i;
+    auto [v, j] = max_last(windows_of(t, axis, d), need_indices);
+    t = v;
+    if (!need_indices) continue;
+    // the position along dim i of each window's maximum
+    std::vector<int64_t> tshape(size_t(t.dim() + 1), 1);
+    tshape[size_t(axis)] = d.out;
+    tshape.back() = d.k;
+    std::vector<int64_t> gshape(j.sizes().begin(), j.sizes().end());
+    gshape.push_back(d.k);
+    const Tensor orig = tensor(d.orig, TensorOptions(kInt64).device(x.device())).view(tshape).expand(gshape);
+    Tensor pos = orig.gather(-1, j.unsqueeze(-1)).squeeze(-1);
+    {
+      NoGradGuard no_grad;
+      Tensor f = pos * stride;
+      if (flat.defined()) f = f + windows_of(flat, axis, d).gather(-1, j.unsqueeze(-1)).squeeze(-1);
+      flat = f;
+    }
+    stride *= d.in;
   }
-  std::vector<int64_t> perm, shape;
-  for (int64_t a = 0; a < lead; ++a) {
-    perm.push_back(a);
-    shape.push_back(x.size(a));
-  }
-  for (int64_t i = 0; i < k; ++i) {
-    perm.push_back(lead + 2 * i);
-    shape.push_back(dims[size_t(i)].out);
-  }
-  int64_t kprod = 1;
-  for (int64_t i = 0; i < k; ++i) {
-    perm.push_back(lead + 2 * i + 1);
-    kprod *= dims[size_t(i)].k;
-  }
-  shape.push_back(kprod);
-  return t.permute(perm).reshape(shape);
+  return {t, flat};
 }
 
-/// (values, flat indices) of the max over each window.
-std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<DimWindows>& dims) {
-  const Tensor w = gather_windows(x, dims, -std::numeric_limits<double>::infinity());
-  auto [values, arg] = brisk::max(w, -1);
-  // the flat index (in the unpadded input) of every window element
-  const size_t k = dims.size();
-  std::vector<int64_t> oshape;
-  int64_t n_out = 1, kprod = 1;
-  for (const auto& d : dims) {
-    oshape.push_back(d.out);
-    n_out *= d.out;
-    kprod *= d.k;
-  }
-  std::vector<int64_t> table(size_t(n_out * kprod));
-  std::vector<int64_t> o(k, 0), kk(k, 0);
-  for (int64_t flat_o = 0; flat_o < n_out; ++flat_o) {
-    int64_t rem = flat_o;
-    for (size_t i = k; i-- > 0;) {
-      o[i] = rem % dims[i].out;
-      rem /= dims[i].out;
-    }
-    for (int64_t flat_k = 0; flat_k < kprod; ++flat_k) {
-      int64_t r = flat_k;
-      for (size_t i = k; i-- > 0;) {
-        kk[i] = r % dims[i].k;
-        r /= dims[i].k;
-      }
-      int64_t idx = 0;
-      for (size_t i = 0; i < k; ++i) idx = idx * dims[i].in + dims[i].orig[size_t(o[i] * dims[i].k + kk[i])];
-      table[size_t(flat_o * kprod + flat_k)] = idx;
-    }
-  }
-  oshape.push_back(kprod);
-  Tensor t = tensor(table, oshape, TensorOptions(kInt64).device(x.device()));
-  std::vector<int64_t> full(w.sizes().begin(), w.sizes().end());
-  Tensor indices = t.expand(full).gather(-1, arg.unsqueeze(-1)).squeeze(-1);
-  return {values, indices};
-}
-
-/// The mean over each window: the sum divided by the product of the dims' counts.
+/// The mean over each window: sums along each dim in turn, divided by the
+/// product of the dims' counts (or by divisor).
 Tensor mean_over_windows(const Tensor& x, const std::vector<DimWindows>& dims, std::optional<int64_t> divisor) {
-  const Tensor sum = gather_windows(x, dims, 0.0).sum({-1});
+  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+  Tensor sum = pad_all(x, dims, 0.0);
+  for (int64_t i = k - 1; i >= 0; --i) sum = sum_last(windows_of(sum, lead + i, dims[size_t(i)]));
   if (divisor) return sum / double(*divisor);
   std::vector<int64_t> oshape;
   int64_t n_out = 1;
@@ -162,6 +186,9 @@ DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, 
   d.pad_before = p;
   const int64_t last = (out - 1) * s + (k - 1) * dl;
   d.pad_after = std::max<int64_t>(p, last + 1 - in - p);
+  d.sliding = true;
+  d.stride = s;
+  d.dilation = dl;
   for (int64_t o = 0; o < out; ++o) {
     for (int64_t j = 0; j < k; ++j) {
       d.pos.push_back(o * s + j * dl);
@@ -217,7 +244,8 @@ std::vector<DimWindows> adaptive_dims(const char* op, const Tensor& x, const Exp
 
 namespace functional {
 
-std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPool3dFuncOptions& o) {
+namespace {
+std::tuple<Tensor, Tensor> max_pool3d_impl(const Tensor& x, const MaxPool3dFuncOptions& o, bool need_indices) {
   const char* op = "max_pool3d";
   check_input(op, x, 3);
   check_given(op, "kernel_size", o.kernel_size());
@@ -228,9 +256,13 @@ std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPoo
   for (size_t i = 0; i < 3; ++i)
     dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i],
                            o.dilation()[i], o.ceil_mode(), false, true));
-  return max_over_windows(x, dims);
+  return max_over_windows(x, dims, need_indices);
 }
-Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) { return std::get<0>(max_pool3d_with_indices(x, o)); }
+}  // namespace
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPool3dFuncOptions& o) {
+  return max_pool3d_impl(x, o, true);
+}
+Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) { return std::get<0>(max_pool3d_impl(x, o, false)); }
 
 Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
   const char* op = "avg_pool3d";
@@ -250,19 +282,19 @@ std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, con
   return max_over_windows(x, adaptive_dims<1>("adaptive_max_pool1d", x, o.output_size(), false));
 }
 Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
-  return std::get<0>(adaptive_max_pool1d_with_indices(x, o));
+  return std::get<0>(max_over_windows(x, adaptive_dims<1>("adaptive_max_pool1d", x, o.output_size(), false), false));
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
   return max_over_windows(x, adaptive_dims<2>("adaptive_max_pool2d", x, o.output_size(), false));
 }
 Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
-  return std::get<0>(adaptive_max_pool2d_with_indices(x, o));
+  return std::get<0>(max_over_windows(x, adaptive_dims<2>("adaptive_max_pool2d", x, o.output_size(), false), false));
 }
 std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
   return max_over_windows(x, adaptive_dims<3>("adaptive_max_pool3d", x, o.output_size(), false));
 }
 Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
-  return std::get<0>(adaptive_max_pool3d_with_indices(x, o));
+  return std::get<0>(max_over_windows(x, adaptive_dims<3>("adaptive_max_pool3d", x, o.output_size(), false), false));
 }
 Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
   return mean_over_windows(x, adaptive_dims<1>("adaptive_avg_pool1d", x, o.output_size(), true), std::nullopt);
@@ -315,7 +347,9 @@ std::tuple<Tensor, Tensor> AdaptiveMaxPoolImpl<D>::forward_with_indices(const Te
 }
 template <size_t D>
 Tensor AdaptiveMaxPoolImpl<D>::forward(const Tensor& x) {
-  return std::get<0>(forward_with_indices(x));
+  if constexpr (D == 1) return F::adaptive_max_pool1d(x, options);
+  else if constexpr (D == 2) return F::adaptive_max_pool2d(x, options);
+  else return F::adaptive_max_pool3d(x, options);
 }
 template <size_t D>
 std::string AdaptiveMaxPoolImpl<D>::extra_repr() const {

@@ -314,6 +314,17 @@ TEST_F(Single, PoolingModules) {
   EXPECT_EQ(aa3(randn({2, 5, 4, 4})).sizes(), IntArrayRef({2, 1, 2, 3}));
   nn::AdaptiveMaxPool3d am3(2);
   EXPECT_EQ(am3(randn({1, 2, 3, 4, 5})).sizes(), IntArrayRef({1, 2, 2, 2, 2}));
+  // ties: the first element of the window (row-major) takes the value, index and gradient, as PyTorch
+  const Tensor z = zeros({1, 1, 2, 2, 2}).requires_grad_();
+  auto [zv, zi] = F::max_pool3d_with_indices(z, nn::MaxPool3dOptions(2));
+  EXPECT_EQ(zi.item<int64_t>(), 0);
+  zv.sum().backward();
+  EXPECT_TRUE(equal(z.grad().flatten(), tensor({1.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f})));
+  // NaN propagates (and its index is reported)
+  const Tensor withnan = tensor({1.f, NAN, 3.f, 2.f}).view({1, 1, 4});
+  auto [nv, ni] = F::adaptive_max_pool1d_with_indices(withnan, 1);
+  EXPECT_TRUE(std::isnan(nv.item<float>()));
+  EXPECT_EQ(ni.item<int64_t>(), 1);
   expect_error([&] { mp(randn({2, 3})); }, {"max_pool3d", "input"});
   expect_error([&] { F::max_pool3d(randn({1, 1, 4, 4, 4}), nn::MaxPool3dOptions(2).padding(2)); },
                {"max_pool3d", "padding"});
