@@ -188,7 +188,8 @@ Tensor DropoutImpl::forward(const Tensor& x) {
 }
 std::string DropoutImpl::extra_repr() const {
   std::ostringstream os;
-  os << "p=" << p << ", inplace=" << (inplace ? "true" : "false");
+  os << "p=" << p;
+  if (inplace) os << ", inplace=true";  // brisk's earlier printing otherwise (PyTorch always adds inplace=False)
   return os.str();
 }
 
