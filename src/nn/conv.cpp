@@ -673,6 +673,7 @@ std::string direct_repr(const Options& o, bool has_bias) {
   if (!all_equal(o.dilation(), 1)) os << ", dilation=" << tuple_str(o.dilation());
   if (o.groups() != 1) os << ", groups=" << o.groups();
   if (!has_bias) os << ", bias=false";
+  if (!o.padding_mode().is_zeros()) os << ", padding_mode=" << o.padding_mode().name();
   return os.str();
 }
 
@@ -683,6 +684,55 @@ std::vector<int64_t> weight_shape(int64_t first, int64_t second, const Expanding
   return s;
 }
 
+}  // namespace
+
+ConvPaddingMode::ConvPaddingMode(PadMode m) : kind_(Kind::Zeros) {
+  BRISK_CHECK(m != PadMode::Constant, "Conv", "padding_mode must be kZeros, kReflect, kReplicate or kCircular");
+  kind_ = m == PadMode::Reflect ? Kind::Reflect : m == PadMode::Replicate ? Kind::Replicate : Kind::Circular;
+}
+const char* ConvPaddingMode::name() const {
+  switch (kind_) {
+    case Kind::Zeros: return "zeros";
+    case Kind::Reflect: return "reflect";
+    case Kind::Replicate: return "replicate";
+    case Kind::Circular: return "circular";
+  }
+  return "?";
+}
+PadMode ConvPaddingMode::pad_mode() const {
+  return kind_ == Kind::Reflect ? PadMode::Reflect : kind_ == Kind::Replicate ? PadMode::Replicate : PadMode::Circular;
+}
+
+namespace {
+/// A direct convolution module's forward: with a padding_mode other than
+/// zeros the input is padded by F::pad in that mode (PyTorch's
+/// _reversed_padding_repeated_twice, "same" split as the convolution does)
+/// and the convolution runs unpadded.
+template <size_t D, class Conv>
+Tensor conv_module_forward(const ConvOptions<D>& o, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           Conv conv) {
+  if (o.padding_mode().is_zeros()) return conv(x, o.padding());
+  const auto& p = o.padding();
+  std::vector<int64_t> pads;
+  for (size_t i = D; i-- > 0;) {
+    int64_t before = 0, after = 0;
+    if (p.is_same()) {
+      const int64_t total = o.dilation()[i] * (weight.size(2 + int64_t(i)) - 1);
+      before = total / 2;
+      after = total - before;
+    } else if (!p.is_valid()) {
+      before = after = p.ints()[i];
+    }
+    pads.push_back(before);
+    pads.push_back(after);
+  }
+  (void)bias;
+  return conv(F::pad(x, F::PadFuncOptions(pads).mode(o.padding_mode().pad_mode())), ConvPadding<D>(0));
+}
+void check_transposed_mode(const char* name, const ConvPaddingMode& m) {
+  BRISK_CHECK(m.is_zeros(), name, "only padding_mode kZeros is supported for transposed convolutions, got '",
+              m.name(), "'");
+}
 }  // namespace
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), options(o) {
@@ -696,7 +746,9 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o, TensorOptions opts) : Module("Con
 }
 void Conv2dImpl::reset_parameters() { init_conv(weight, bias); }
 Tensor Conv2dImpl::forward(const Tensor& x) {
-  return F::conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  return conv_module_forward<2>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<2>& pad) {
+    return F::conv2d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
 }
 std::string Conv2dImpl::extra_repr() const { return direct_repr<Conv2dOptions, 2>(options, bias.defined()); }
 
@@ -711,7 +763,9 @@ Conv1dImpl::Conv1dImpl(const Conv1dOptions& o, TensorOptions opts) : Module("Con
 }
 void Conv1dImpl::reset_parameters() { init_conv(weight, bias); }
 Tensor Conv1dImpl::forward(const Tensor& x) {
-  return F::conv1d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  return conv_module_forward<1>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<1>& pad) {
+    return F::conv1d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
 }
 std::string Conv1dImpl::extra_repr() const { return direct_repr<Conv1dOptions, 1>(options, bias.defined()); }
 
@@ -719,6 +773,7 @@ ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o, Tensor
     : Module("ConvTranspose2d"), options(o) {
   check_channels("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("ConvTranspose2d", o.kernel_size());
+  check_transposed_mode("ConvTranspose2d", o.padding_mode());
   weight = register_parameter(
       "weight", empty(weight_shape<2>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
@@ -759,7 +814,9 @@ Conv3dImpl::Conv3dImpl(const Conv3dOptions& o, TensorOptions opts) : Module("Con
 }
 void Conv3dImpl::reset_parameters() { init_conv(weight, bias); }
 Tensor Conv3dImpl::forward(const Tensor& x) {
-  return F::conv3d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  return conv_module_forward<3>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<3>& pad) {
+    return F::conv3d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
 }
 std::string Conv3dImpl::extra_repr() const { return direct_repr<Conv3dOptions, 3>(options, bias.defined()); }
 
@@ -782,6 +839,7 @@ ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& o, Tensor
     : Module("ConvTranspose1d"), options(o) {
   check_channels("ConvTranspose1d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("ConvTranspose1d", o.kernel_size());
+  check_transposed_mode("ConvTranspose1d", o.padding_mode());
   weight = register_parameter(
       "weight", empty(weight_shape<1>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
@@ -798,6 +856,7 @@ ConvTranspose3dImpl::ConvTranspose3dImpl(const ConvTranspose3dOptions& o, Tensor
     : Module("ConvTranspose3d"), options(o) {
   check_channels("ConvTranspose3d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("ConvTranspose3d", o.kernel_size());
+  check_transposed_mode("ConvTranspose3d", o.padding_mode());
   weight = register_parameter(
       "weight", empty(weight_shape<3>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));

@@ -122,6 +122,13 @@ TEST_F(Single, ConvModulesWithOptions) {
   EXPECT_EQ(repr(*t1),
             "ConvTranspose1d(6, 4, kernel_size=(3,), stride=(2,), padding=(1,), output_padding=(1,), groups=2)");
 
+  nn::Conv2d circ(nn::Conv2dOptions(2, 2, 3).padding(1).padding_mode(kCircular));
+  EXPECT_EQ(repr(*circ), "Conv2d(2, 2, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), padding_mode=circular)");
+  EXPECT_EQ(circ(randn({1, 2, 5, 5})).sizes(), IntArrayRef({1, 2, 5, 5}));
+  EXPECT_TRUE(nn::Conv2dOptions(1, 1, 1).padding_mode() == kZeros);
+  expect_error([&] { nn::ConvTranspose2d(nn::ConvTranspose2dOptions(2, 2, 3).padding_mode(kReflect)); },
+               {"ConvTranspose2d", "padding_mode"});
+  expect_error([&] { nn::Conv2dOptions(1, 1, 1).padding_mode(kConstant); }, {"padding_mode"});
   expect_error([&] { c(randn({2, 3, 5, 6, 7})); }, {"conv3d", "channels"});
   expect_error([&] { c(randn({4, 5, 6})); }, {"conv3d", "5-D"});
   expect_error([&] { F::conv3d(randn({1, 1, 2, 4, 4}), randn({1, 1, 3, 1, 1})); }, {"conv3d", "depth"});

@@ -451,5 +451,44 @@ TEST(ParityLayers, LPPoolMaxUnpool) {
                       at::max_unpool3d(tv3, ti3, {6, 2, 4}, {2, 2, 2}, {0, 0, 0}), tol(0, 0), false, "max_unpool3d"));
 }
 
+TEST(ParityLayers, ConvPaddingMode) {
+  const std::vector<std::pair<brisk::nn::PadMode, torch::nn::functional::PadFuncOptions::mode_t>> modes = {
+      {brisk::kReflect, torch::kReflect}, {brisk::kReplicate, torch::kReplicate}, {brisk::kCircular, torch::kCircular}};
+  for (const auto& [bm, tm] : modes) {
+    const std::string mode = brisk::nn::pad_mode_name(bm);
+    check("conv2d_module.padding_mode." + mode, {in({2, 3, 6, 7}, brisk::kDouble), in({4, 3, 3, 2}, brisk::kDouble), in({4}, brisk::kDouble)},
+          [&](const BList& t) {
+            brisk::nn::Conv2d c(brisk::nn::Conv2dOptions(3, 4, {3, 2}).padding({1, 2}).stride({2, 1}).padding_mode(bm));
+            c->weight = t[1];
+            c->bias = t[2];
+            return c(t[0]);
+          },
+          [&](const TList& t) {
+            return at::conv2d(TF::pad(t[0], TF::PadFuncOptions({2, 2, 1, 1}).mode(tm)), t[1], t[2], {2, 1});
+          },
+          tol_for(brisk::kDouble));
+    check("conv1d_module.same." + mode, {in({2, 3, 9}, brisk::kDouble), in({2, 3, 4}, brisk::kDouble)},
+          [&](const BList& t) {
+            brisk::nn::Conv1d c(brisk::nn::Conv1dOptions(3, 2, 4).padding("same").dilation(2).bias(false).padding_mode(bm));
+            c->weight = t[1];
+            return c(t[0]);
+          },
+          [&](const TList& t) {  // "same" with total 6: 3 before, 3 after
+            return at::conv1d(TF::pad(t[0], TF::PadFuncOptions({3, 3}).mode(tm)), t[1], {}, 1, 0, 2);
+          },
+          tol_for(brisk::kDouble));
+  }
+  check("conv3d_module.circular", {in({1, 2, 4, 5, 6}, brisk::kDouble), in({3, 2, 3, 3, 3}, brisk::kDouble)},
+        [&](const BList& t) {
+          brisk::nn::Conv3d c(brisk::nn::Conv3dOptions(2, 3, 3).padding(1).bias(false).padding_mode(brisk::kCircular));
+          c->weight = t[1];
+          return c(t[0]);
+        },
+        [&](const TList& t) {
+          return at::conv3d(TF::pad(t[0], TF::PadFuncOptions({1, 1, 1, 1, 1, 1}).mode(torch::kCircular)), t[1]);
+        },
+        tol_for(brisk::kDouble));
+}
+
 }  // namespace
 }  // namespace parity

@@ -21,6 +21,7 @@
 
 #include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
+#include "brisk/nn/padding.h"  // PadMode for padding_mode
 #include "brisk/nn/pooling.h"  // ExpandingInts
 
 namespace brisk::nn {
@@ -59,6 +60,27 @@ class ConvPadding {
   std::string mode_;
 };
 
+/// How a Conv module pads its input (libtorch's padding_mode): kZeros (the
+/// convolution's own zero padding), or brisk::kReflect, kReplicate,
+/// kCircular (F::pad in that mode, then an unpadded convolution).
+class ConvPaddingMode {
+ public:
+  enum class Kind : int8_t { Zeros, Reflect, Replicate, Circular };
+  constexpr ConvPaddingMode(Kind k = Kind::Zeros) : kind_(k) {}  // NOLINT: implicit, for kZeros
+  ConvPaddingMode(PadMode m);                                    // NOLINT: implicit, for kReflect, ...
+  Kind kind() const { return kind_; }
+  bool is_zeros() const { return kind_ == Kind::Zeros; }
+  /// PyTorch's name: "zeros", "reflect", "replicate", "circular".
+  const char* name() const;
+  /// The F::pad mode (not for zeros).
+  PadMode pad_mode() const;
+  bool operator==(const ConvPaddingMode& o) const { return kind_ == o.kind_; }
+
+ private:
+  Kind kind_;
+};
+inline constexpr ConvPaddingMode::Kind kZeros = ConvPaddingMode::Kind::Zeros;
+
 // ---- options --------------------------------------------------------------------------
 
 /// Options of the Conv1d/Conv2d modules: Conv2dOptions(1, 32, 3).padding(1).bias(false).
@@ -74,6 +96,7 @@ struct ConvOptions {
   BRISK_ARG(ExpandingInts<D>, dilation) = 1;
   BRISK_ARG(int64_t, groups) = 1;
   BRISK_ARG(bool, bias) = true;
+  BRISK_ARG(ConvPaddingMode, padding_mode) = kZeros;
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
@@ -98,6 +121,8 @@ struct ConvTransposeOptions {
   BRISK_ARG(int64_t, groups) = 1;
   BRISK_ARG(bool, bias) = true;
   BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+  /// Only kZeros (as PyTorch): the modules refuse the others.
+  BRISK_ARG(ConvPaddingMode, padding_mode) = kZeros;
 };
 using ConvTranspose1dOptions = ConvTransposeOptions<1>;
 using ConvTranspose2dOptions = ConvTransposeOptions<2>;
@@ -283,3 +308,7 @@ class ConvTranspose3dImpl : public Module {
 BRISK_MODULE(ConvTranspose3d);
 
 }  // namespace brisk::nn
+
+namespace brisk {
+using nn::kZeros;  // libtorch's torch::kZeros (padding_mode)
+}  // namespace brisk
