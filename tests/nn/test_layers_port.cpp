@@ -249,6 +249,13 @@ TEST_F(Single, DropoutVariants) {
   const Tensor r = d(t);
   EXPECT_EQ(r.data_ptr<float>(), t.data_ptr<float>());
   EXPECT_GT((t == 0).sum().item<int64_t>(), 0);
+  // in place on an intermediate result: the gradient still flows (mask / (1 - p))
+  const Tensor leaf = ones({4, 6, 3}).requires_grad_();
+  Tensor mid = leaf * 2;
+  const Tensor dropped = F::dropout2d(mid, F::Dropout2dFuncOptions().p(0.5).inplace(true));
+  dropped.sum().backward();
+  const Tensor g = leaf.grad();
+  EXPECT_TRUE(equal(g, (mid != 0).to(kFloat) * 4.0f));
   expect_error([&] { nn::Dropout2d(1.5); }, {"Dropout2d", "p"});
   expect_error([&] { F::dropout2d(ones({3, 3})); }, {"dropout2d"});
 }

@@ -474,7 +474,7 @@ TEST(ParityLayers, ConvPaddingMode) {
             return c(t[0]);
           },
           [&](const TList& t) {  // "same" with total 6: 3 before, 3 after
-            return at::conv1d(TF::pad(t[0], TF::PadFuncOptions({3, 3}).mode(tm)), t[1], {}, 1, 0, 2);
+            return at::conv1d(TF::pad(t[0], TF::PadFuncOptions({3, 3}).mode(tm)), t[1], TT(), at::IntArrayRef{1}, at::IntArrayRef{0}, at::IntArrayRef{2});
           },
           tol_for(brisk::kDouble));
   }
