@@ -615,4 +615,38 @@ std::string LocalResponseNormImpl::extra_repr() const {
   return os.str();
 }
 
+// libtorch's CrossMapLRN2d sums x^2 over channels with a running sum:
+// scale[0] = sum of the first min(pre_pad, C) channels, then scale[c] =
+// scale[c - 1] + sq[c + pre_pad - 1] (while c < C - pre_pad + 1)
+// - sq[c - pre_pad] (when c > pre_pad), pre_pad = (size - 1) / 2 + 1. The
+// recurrence is replayed here as a 0/1 matrix over the channels (which
+// reproduces its windows exactly) applied with a matmul, so autograd gives
+// the gradient.
+CrossMapLRN2dImpl::CrossMapLRN2dImpl(const CrossMapLRN2dOptions& o) : Module("CrossMapLRN2d"), options(o) {
+  BRISK_CHECK(o.size() > 0, "CrossMapLRN2d", "size must be positive, got ", o.size());
+}
+Tensor CrossMapLRN2dImpl::forward(const Tensor& x) {
+  BRISK_CHECK(x.defined() && x.dim() == 4, "CrossMapLRN2d", "expected a 4-D (N, C, H, W) input, got shape ",
+              x.defined() ? x.sizes() : IntArrayRef{});
+  const int64_t c = x.size(1), pre_pad = (options.size() - 1) / 2 + 1;
+  std::vector<double> m(static_cast<size_t>(c * c), 0.0);
+  for (int64_t j = 0; j < std::min(pre_pad, c); ++j) m[size_t(j)] = 1.0;
+  for (int64_t i = 1; i < c; ++i) {
+    for (int64_t j = 0; j < c; ++j) m[size_t(i * c + j)] = m[size_t((i - 1) * c + j)];
+    if (i < c - pre_pad + 1) m[size_t(i * c + i + pre_pad - 1)] += 1.0;
+    if (i > pre_pad) m[size_t(i * c + i - pre_pad)] -= 1.0;
+  }
+  const Tensor mat = tensor(m, {c, c}, TensorOptions(x.dtype()).device(x.device()));
+  // (N, H, W, C) @ M^T -> per channel i: sum_j M[i, j] x_j^2
+  const Tensor sq = (x * x).permute({0, 2, 3, 1});
+  const Tensor scale = sq.matmul(mat.t()).permute({0, 3, 1, 2}) * (options.alpha() / double(options.size())) +
+                       double(options.k());
+  return x * scale.pow(-options.beta());
+}
+std::string CrossMapLRN2dImpl::extra_repr() const {
+  std::ostringstream os;
+  os << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta() << ", k=" << options.k();
+  return os.str();
+}
+
 }  // namespace brisk::nn

@@ -176,6 +176,12 @@ TEST_F(Single, NormalizationOptions) {
   EXPECT_FALSE(rms->weight.defined());
   nn::GroupNorm gn(nn::GroupNormOptions(2, 4).eps(1e-3));
   EXPECT_EQ(gn->options.eps(), 1e-3);
+  nn::CrossMapLRN2d cm(nn::CrossMapLRN2dOptions(3).alpha(0.05).k(2));
+  EXPECT_EQ(repr(*cm), "CrossMapLRN2d(3, alpha=0.05, beta=0.75, k=2)");
+  manual_seed(9);
+  const Tensor xc = randn({2, 5, 2, 3}, kDouble).requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck([&](const TensorList& t) { return cm(t[0]); }, {xc}));
+  expect_error([&] { cm(randn({2, 5, 3})); }, {"CrossMapLRN2d", "4-D"});
   nn::LocalResponseNorm lrn(nn::LocalResponseNormOptions(3).alpha(0.01));
   EXPECT_EQ(repr(*lrn), "LocalResponseNorm(3, alpha=0.01, beta=0.75, k=1)");
   EXPECT_EQ(lrn(randn({2, 5, 4})).sizes(), IntArrayRef({2, 5, 4}));

@@ -5,6 +5,7 @@
 // adaptive pooling; forward values and the gradients of every leaf. Its own
 // executable, so that test_parity does not grow.
 #include <torch/nn/functional.h>
+#include <torch/nn/modules/normalization.h>
 
 #include "parity.h"
 
@@ -488,6 +489,28 @@ TEST(ParityLayers, ConvPaddingMode) {
           return at::conv3d(TF::pad(t[0], TF::PadFuncOptions({1, 1, 1, 1, 1, 1}).mode(torch::kCircular)), t[1]);
         },
         tol_for(brisk::kDouble));
+}
+
+TEST(ParityLayers, CrossMapLRN2d) {
+  // Forward values only: libtorch's legacy backward is not the derivative of
+  // its forward (brisk's gradient is: gradcheck in tests/nn/test_layers_port.cpp).
+  for (int64_t size : {1, 2, 3, 5, 8}) {
+    for (int64_t c : {2, 4, 7, 9}) {
+      BT b;
+      TT t;
+      make_input(in({2, c, 3, 4}, brisk::kDouble), hash_name("cross_map_lrn2d", uint64_t(size * 100 + c)), b, t);
+      torch::nn::CrossMapLRN2d tm{torch::nn::CrossMapLRN2dOptions(size).alpha(0.05).beta(0.6).k(2)};
+      TT want;
+      try {  // libtorch 1.13's kernel throws for size < 3 (a narrow out of range)
+        want = tm->forward(t);
+      } catch (const std::exception&) {
+        continue;
+      }
+      brisk::nn::CrossMapLRN2d bm(brisk::nn::CrossMapLRN2dOptions(size).alpha(0.05).beta(0.6).k(2));
+      EXPECT_TRUE(compare(bm(b), want, tol(1e-12, 1e-12), false,
+                          "cross_map_lrn2d size " + std::to_string(size) + " c " + std::to_string(c)));
+    }
+  }
 }
 
 }  // namespace

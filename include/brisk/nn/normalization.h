@@ -70,6 +70,15 @@ struct LocalResponseNormOptions {
   BRISK_ARG(double, k) = 1.0;
 };
 
+/// Options of CrossMapLRN2d (libtorch's legacy Lua-torch layer).
+struct CrossMapLRN2dOptions {
+  CrossMapLRN2dOptions(int64_t size) : size_(size) {}  // NOLINT
+  BRISK_ARG(int64_t, size);
+  BRISK_ARG(double, alpha) = 1e-4;
+  BRISK_ARG(double, beta) = 0.75;
+  BRISK_ARG(int64_t, k) = 1;
+};
+
 namespace functional {
 
 struct InstanceNormFuncOptions {
@@ -289,5 +298,18 @@ class LocalResponseNormImpl : public Module {
   LocalResponseNormOptions options;
 };
 BRISK_MODULE(LocalResponseNorm);
+
+/// CrossMapLRN2d(size): libtorch's cross-channel LRN of an (N, C, H, W)
+/// input, x * (k + alpha / size * window sum of x^2)^-beta, with the
+/// channel windows of its running-sum algorithm (see normalization.cpp).
+class CrossMapLRN2dImpl : public Module {
+ public:
+  explicit CrossMapLRN2dImpl(const CrossMapLRN2dOptions& options);
+  explicit CrossMapLRN2dImpl(int64_t size) : CrossMapLRN2dImpl(CrossMapLRN2dOptions(size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  CrossMapLRN2dOptions options;
+};
+BRISK_MODULE(CrossMapLRN2d);
 
 }  // namespace brisk::nn
