@@ -20,3 +20,8 @@
 #include "brisk/nn/transformer.h"
 #include "brisk/nn/upsampling.h"
 #include "brisk/nn/rnn.h"
+#include "brisk/nn/padding.h"
+#include "brisk/nn/dropout.h"
+#include "brisk/nn/pixelshuffle.h"
+#include "brisk/nn/embedding.h"
+#include "brisk/nn/fold.h"

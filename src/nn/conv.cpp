@@ -456,6 +456,169 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspo
                           o.dilation());
 }
 
+// ---- 3-D convolutions and conv_transpose1d --------------------------------------------
+// Note [3-D convolutions as 2-D ones]: the kernels are 2-D (core/conv_plan.h).
+// A 3-D convolution is the sum over the depth taps kd of 2-D convolutions:
+// out[:, :, od] = sum_kd conv2d(x[:, :, od * sd + kd * dd - pd], w[:, :, kd]).
+// For one kd the input depths od * sd + kd * dd (od = 0..OD-1) are a strided
+// slice; folded into the batch, one conv2d call serves every od. The
+// transposed convolution runs the other way round: the input depths are
+// folded into the batch once, each kd gives conv_transpose2d(x, w[:, :, kd])
+// landing at the output depths id * sd + kd * dd (zeros between them when
+// sd > 1), and the taps are summed. Everything is composed of differentiable
+// ops, so the gradients (to any order) come with them.
+
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<1> stride,
+                        ExpandingInts<1> padding, ExpandingInts<1> output_padding, int64_t groups,
+                        ExpandingInts<1> dilation) {
+  return convolution(transposed_args<1>("conv_transpose1d", stride, padding, output_padding, groups, dilation), x,
+                     weight, bias);
+}
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const ConvTranspose1dFuncOptions& o) {
+  return conv_transpose1d(x, weight, o.bias(), o.stride(), o.padding(), o.output_padding(), o.groups(),
+                          o.dilation());
+}
+
+namespace {
+
+std::array<int64_t, 3> expand3(const char* op, const char* what, const ExpandingInts<3>& v) {
+  BRISK_CHECK(v.given() == 1 || v.given() == 3, op, what, " must be one integer or 3 integers, got ", v.given());
+  return v.values();
+}
+
+/// The checks shared by conv3d and conv_transpose3d; returns the 5-D input.
+Tensor check_conv3d(const char* op, bool transposed, const Tensor& x, const Tensor& w, const Tensor& b,
+                    const std::array<int64_t, 3>& stride, const std::array<int64_t, 3>& dilation, int64_t groups) {
+  BRISK_CHECK(x.defined() && w.defined(), op, "input and weight must be defined");
+  BRISK_CHECK(x.dim() == 4 || x.dim() == 5, op, "expected a 4-D (unbatched) or 5-D (batched) input, got ", x.dim(),
+              "-D with shape ", x.sizes());
+  BRISK_CHECK(w.dim() == 5, op, "expected a 5-D weight, got shape ", w.sizes());
+  BRISK_CHECK(is_floating_point(x.dtype()), op, "expected a floating-point input, got ", x.dtype());
+  BRISK_CHECK(x.dtype() == w.dtype(), op, "input (", x.dtype(), ") and weight (", w.dtype(),
+              ") must have the same dtype");
+  BRISK_CHECK(groups > 0, op, "groups must be positive, got ", groups);
+  for (int i = 0; i < 3; ++i) {
+    BRISK_CHECK(stride[i] > 0, op, "stride must be positive");
+    BRISK_CHECK(dilation[i] > 0, op, "dilation must be positive");
+  }
+  const Tensor x5 = x.dim() == 5 ? x : x.unsqueeze(0);
+  const int64_t c = x5.size(1);
+  if (!transposed) {
+    BRISK_CHECK(w.size(0) % groups == 0, op, "weight's out channels ", w.size(0), " must be divisible by groups ",
+                groups);
+    BRISK_CHECK(c == w.size(1) * groups, op, "expected input with ", w.size(1) * groups, " channels (weight ",
+                w.sizes(), ", groups ", groups, "), got ", c);
+  } else {
+    BRISK_CHECK(c == w.size(0), op, "expected input with ", w.size(0), " channels (weight ", w.sizes(), "), got ", c);
+    BRISK_CHECK(c % groups == 0, op, "input channels ", c, " must be divisible by groups ", groups);
+  }
+  const int64_t oc = transposed ? w.size(1) * groups : w.size(0);
+  if (b.defined())
+    BRISK_CHECK(b.dim() == 1 && b.size(0) == oc, op, "expected a bias of shape [", oc, "], got ", b.sizes());
+  return x5;
+}
+
+Tensor finish3d(const Tensor& acc5, const Tensor& bias, bool batched) {
+  // acc5: (N, OD, O, OH, OW) -> (N, O, OD, OH, OW)
+  Tensor y = acc5.permute({0, 2, 1, 3, 4}).contiguous();
+  if (bias.defined()) y = y + bias.view({1, bias.size(0), 1, 1, 1});
+  return batched ? y : y.squeeze(0);
+}
+
+}  // namespace
+
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<3> stride_,
+              ConvPadding<3> padding, ExpandingInts<3> dilation_, int64_t groups) {
+  const char* op = "conv3d";
+  BRISK_PROFILE_OP(op, x, weight, bias);
+  const auto stride = expand3(op, "stride", stride_);
+  const auto dilation = expand3(op, "dilation", dilation_);
+  const Tensor x5 = check_conv3d(op, false, x, weight, bias, stride, dilation, groups);
+  const int64_t kd = weight.size(2);
+  std::array<int64_t, 3> pb{0, 0, 0}, pa{0, 0, 0};
+  if (!padding.mode().empty()) {
+    BRISK_CHECK(padding.is_same() || padding.is_valid(), op, "padding must be 'same', 'valid' or integers, got '",
+                padding.mode(), "'");
+    if (padding.is_same()) {
+      BRISK_CHECK(stride[0] == 1 && stride[1] == 1 && stride[2] == 1, op,
+                  "padding='same' is not supported for strided convolutions");
+      for (int i = 0; i < 3; ++i) {
+        const int64_t total = dilation[i] * (weight.size(2 + i) - 1);
+        pb[i] = total / 2;
+        pa[i] = total - pb[i];
+      }
+    }
+  } else {
+    pb = pa = expand3(op, "padding", padding.ints());
+    for (int i = 0; i < 3; ++i) BRISK_CHECK(pb[i] >= 0, op, "padding must be non-negative");
+  }
+  // H and W: padded by conv2d when symmetric, else here together with D
+  const bool hw_sym = pb[1] == pa[1] && pb[2] == pa[2];
+  Tensor xp = x5;
+  if (pb[0] || pa[0] || !hw_sym)
+    xp = brisk::pad(x5, {hw_sym ? 0 : pb[2], hw_sym ? 0 : pa[2], hw_sym ? 0 : pb[1], hw_sym ? 0 : pa[1], pb[0], pa[0]});
+  const ExpandingInts<2> pad2 = hw_sym ? ExpandingInts<2>({pb[1], pb[2]}) : ExpandingInts<2>(0);
+  const int64_t n = xp.size(0), c = xp.size(1), dp = xp.size(2), h = xp.size(3), wd = xp.size(4);
+  const int64_t span = dilation[0] * (kd - 1) + 1;
+  BRISK_CHECK(dp >= span, op, "the padded input depth ", dp, " is smaller than the dilated kernel depth ", span,
+              " (input ", x.sizes(), ", weight ", weight.sizes(), ")");
+  const int64_t od = (dp - span) / stride[0] + 1;
+  const Tensor xt = xp.permute({0, 2, 1, 3, 4});  // (N, Dp, C, H, W), a view
+  Tensor acc;
+  for (int64_t k = 0; k < kd; ++k) {
+    const int64_t start = k * dilation[0];
+    const Tensor xs = xt.slice(1, start, start + (od - 1) * stride[0] + 1, stride[0]).reshape({n * od, c, h, wd});
+    Tensor y = conv2d(xs, weight.select(2, k), {}, {stride[1], stride[2]}, pad2, {dilation[1], dilation[2]}, groups);
+    acc = acc.defined() ? acc + y : y;
+  }
+  return finish3d(acc.view({n, od, acc.size(1), acc.size(2), acc.size(3)}), bias, x.dim() == 5);
+}
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Conv3dFuncOptions& o) {
+  return conv3d(x, weight, o.bias(), o.stride(), o.padding(), o.dilation(), o.groups());
+}
+
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<3> stride_,
+                        ExpandingInts<3> padding_, ExpandingInts<3> output_padding_, int64_t groups,
+                        ExpandingInts<3> dilation_) {
+  const char* op = "conv_transpose3d";
+  BRISK_PROFILE_OP(op, x, weight, bias);
+  const auto stride = expand3(op, "stride", stride_);
+  const auto dilation = expand3(op, "dilation", dilation_);
+  const auto padding = expand3(op, "padding", padding_);
+  const auto outpad = expand3(op, "output_padding", output_padding_);
+  const Tensor x5 = check_conv3d(op, true, x, weight, bias, stride, dilation, groups);
+  for (int i = 0; i < 3; ++i) {
+    BRISK_CHECK(padding[i] >= 0, op, "padding must be non-negative");
+    BRISK_CHECK(outpad[i] >= 0 && (outpad[i] < stride[i] || outpad[i] < dilation[i]), op,
+                "output_padding must be smaller than either stride or dilation, got output_padding ",
+                output_padding_.str(), ", stride ", stride_.str(), ", dilation ", dilation_.str());
+  }
+  const int64_t n = x5.size(0), c = x5.size(1), id = x5.size(2), h = x5.size(3), wd = x5.size(4);
+  const int64_t kd = weight.size(2), sd = stride[0], dd = dilation[0];
+  const int64_t full = (id - 1) * sd + dd * (kd - 1) + 1 + outpad[0];
+  const int64_t od = full - 2 * padding[0];
+  BRISK_CHECK(od > 0, op, "the output depth would be ", od, " (input ", x.sizes(), ", weight ", weight.sizes(),
+              ", padding ", padding_.str(), ")");
+  const Tensor xs = x5.permute({0, 2, 1, 3, 4}).reshape({n * id, c, h, wd});
+  const int64_t placed = (id - 1) * sd + 1;  // the depth one tap covers, zeros between when sd > 1
+  Tensor acc;
+  for (int64_t k = 0; k < kd; ++k) {
+    Tensor y = conv_transpose2d(xs, weight.select(2, k), {}, {stride[1], stride[2]}, {padding[1], padding[2]},
+                                {outpad[1], outpad[2]}, groups, {dilation[1], dilation[2]});
+    const int64_t o = y.size(1), oh = y.size(2), ow = y.size(3);
+    y = y.view({n, id, o, oh, ow});
+    if (sd > 1)  // (N, ID, 1, ...) padded to (N, ID, sd, ...): sd - 1 zero depths after each
+      y = brisk::pad(y.unsqueeze(2), {0, 0, 0, 0, 0, 0, 0, sd - 1}).reshape({n, id * sd, o, oh, ow}).narrow(1, 0, placed);
+    y = brisk::pad(y, {0, 0, 0, 0, 0, 0, k * dd, full - placed - k * dd});
+    acc = acc.defined() ? acc + y : y;
+  }
+  return finish3d(acc.narrow(1, padding[0], od), bias, x.dim() == 5);
+}
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const ConvTranspose3dFuncOptions& o) {
+  return conv_transpose3d(x, weight, o.bias(), o.stride(), o.padding(), o.output_padding(), o.groups(),
+                          o.dilation());
+}
+
 }  // namespace functional
 
 // ---- modules -------------------------------------------------------------------------------
@@ -510,6 +673,7 @@ std::string direct_repr(const Options& o, bool has_bias) {
   if (!all_equal(o.dilation(), 1)) os << ", dilation=" << tuple_str(o.dilation());
   if (o.groups() != 1) os << ", groups=" << o.groups();
   if (!has_bias) os << ", bias=false";
+  if (!o.padding_mode().is_zeros()) os << ", padding_mode=" << o.padding_mode().name();
   return os.str();
 }
 
@@ -520,6 +684,55 @@ std::vector<int64_t> weight_shape(int64_t first, int64_t second, const Expanding
   return s;
 }
 
+}  // namespace
+
+ConvPaddingMode::ConvPaddingMode(PadMode m) : kind_(Kind::Zeros) {
+  BRISK_CHECK(m != PadMode::Constant, "Conv", "padding_mode must be kZeros, kReflect, kReplicate or kCircular");
+  kind_ = m == PadMode::Reflect ? Kind::Reflect : m == PadMode::Replicate ? Kind::Replicate : Kind::Circular;
+}
+const char* ConvPaddingMode::name() const {
+  switch (kind_) {
+    case Kind::Zeros: return "zeros";
+    case Kind::Reflect: return "reflect";
+    case Kind::Replicate: return "replicate";
+    case Kind::Circular: return "circular";
+  }
+  return "?";
+}
+PadMode ConvPaddingMode::pad_mode() const {
+  return kind_ == Kind::Reflect ? PadMode::Reflect : kind_ == Kind::Replicate ? PadMode::Replicate : PadMode::Circular;
+}
+
+namespace {
+/// A direct convolution module's forward: with a padding_mode other than
+/// zeros the input is padded by F::pad in that mode (PyTorch's
+/// _reversed_padding_repeated_twice, "same" split as the convolution does)
+/// and the convolution runs unpadded.
+template <size_t D, class Conv>
+Tensor conv_module_forward(const ConvOptions<D>& o, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           Conv conv) {
+  if (o.padding_mode().is_zeros()) return conv(x, o.padding());
+  const auto& p = o.padding();
+  std::vector<int64_t> pads;
+  for (size_t i = D; i-- > 0;) {
+    int64_t before = 0, after = 0;
+    if (p.is_same()) {
+      const int64_t total = o.dilation()[i] * (weight.size(2 + int64_t(i)) - 1);
+      before = total / 2;
+      after = total - before;
+    } else if (!p.is_valid()) {
+      before = after = p.ints()[i];
+    }
+    pads.push_back(before);
+    pads.push_back(after);
+  }
+  (void)bias;
+  return conv(F::pad(x, F::PadFuncOptions(pads).mode(o.padding_mode().pad_mode())), ConvPadding<D>(0));
+}
+void check_transposed_mode(const char* name, const ConvPaddingMode& m) {
+  BRISK_CHECK(m.is_zeros(), name, "only padding_mode kZeros is supported for transposed convolutions, got '",
+              m.name(), "'");
+}
 }  // namespace
 
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& o, TensorOptions opts) : Module("Conv2d"), options(o) {
@@ -533,7 +746,9 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& o, TensorOptions opts) : Module("Con
 }
 void Conv2dImpl::reset_parameters() { init_conv(weight, bias); }
 Tensor Conv2dImpl::forward(const Tensor& x) {
-  return F::conv2d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  return conv_module_forward<2>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<2>& pad) {
+    return F::conv2d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
 }
 std::string Conv2dImpl::extra_repr() const { return direct_repr<Conv2dOptions, 2>(options, bias.defined()); }
 
@@ -548,7 +763,9 @@ Conv1dImpl::Conv1dImpl(const Conv1dOptions& o, TensorOptions opts) : Module("Con
 }
 void Conv1dImpl::reset_parameters() { init_conv(weight, bias); }
 Tensor Conv1dImpl::forward(const Tensor& x) {
-  return F::conv1d(x, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+  return conv_module_forward<1>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<1>& pad) {
+    return F::conv1d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
 }
 std::string Conv1dImpl::extra_repr() const { return direct_repr<Conv1dOptions, 1>(options, bias.defined()); }
 
@@ -556,6 +773,7 @@ ConvTranspose2dImpl::ConvTranspose2dImpl(const ConvTranspose2dOptions& o, Tensor
     : Module("ConvTranspose2d"), options(o) {
   check_channels("ConvTranspose2d", o.in_channels(), o.out_channels(), o.groups());
   check_kernel("ConvTranspose2d", o.kernel_size());
+  check_transposed_mode("ConvTranspose2d", o.padding_mode());
   weight = register_parameter(
       "weight", empty(weight_shape<2>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
   if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
@@ -578,5 +796,77 @@ std::string ConvTranspose2dImpl::extra_repr() const {
   if (!bias.defined()) os << ", bias=false";
   return os.str();
 }
+
+}  // namespace brisk::nn
+
+namespace brisk::nn {
+
+Conv3dImpl::Conv3dImpl(const Conv3dOptions& o, TensorOptions opts) : Module("Conv3d"), options(o) {
+  check_channels("Conv3d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("Conv3d", o.kernel_size());
+  const auto& p = o.padding();
+  BRISK_CHECK(p.mode().empty() || p.is_valid() || (p.is_same() && all_equal(o.stride(), 1)), "Conv3d",
+              "padding must be integers, 'valid', or 'same' with stride 1, got '", p.mode(), "'");
+  weight = register_parameter(
+      "weight", empty(weight_shape<3>(o.out_channels(), o.in_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void Conv3dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor Conv3dImpl::forward(const Tensor& x) {
+  return conv_module_forward<3>(options, x, weight, bias, [&](const Tensor& xp, const ConvPadding<3>& pad) {
+    return F::conv3d(xp, weight, bias, options.stride(), pad, options.dilation(), options.groups());
+  });
+}
+std::string Conv3dImpl::extra_repr() const { return direct_repr<Conv3dOptions, 3>(options, bias.defined()); }
+
+namespace {
+template <class Options>
+std::string transposed_repr(const Options& o, bool has_bias) {
+  std::ostringstream os;
+  os << o.in_channels() << ", " << o.out_channels() << ", kernel_size=" << tuple_str(o.kernel_size())
+     << ", stride=" << tuple_str(o.stride());
+  if (!all_equal(o.padding(), 0)) os << ", padding=" << tuple_str(o.padding());
+  if (!all_equal(o.dilation(), 1)) os << ", dilation=" << tuple_str(o.dilation());
+  if (!all_equal(o.output_padding(), 0)) os << ", output_padding=" << tuple_str(o.output_padding());
+  if (o.groups() != 1) os << ", groups=" << o.groups();
+  if (!has_bias) os << ", bias=false";
+  return os.str();
+}
+}  // namespace
+
+ConvTranspose1dImpl::ConvTranspose1dImpl(const ConvTranspose1dOptions& o, TensorOptions opts)
+    : Module("ConvTranspose1d"), options(o) {
+  check_channels("ConvTranspose1d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("ConvTranspose1d", o.kernel_size());
+  check_transposed_mode("ConvTranspose1d", o.padding_mode());
+  weight = register_parameter(
+      "weight", empty(weight_shape<1>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void ConvTranspose1dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor ConvTranspose1dImpl::forward(const Tensor& x) {
+  return F::conv_transpose1d(x, weight, bias, options.stride(), options.padding(), options.output_padding(),
+                             options.groups(), options.dilation());
+}
+std::string ConvTranspose1dImpl::extra_repr() const { return transposed_repr(options, bias.defined()); }
+
+ConvTranspose3dImpl::ConvTranspose3dImpl(const ConvTranspose3dOptions& o, TensorOptions opts)
+    : Module("ConvTranspose3d"), options(o) {
+  check_channels("ConvTranspose3d", o.in_channels(), o.out_channels(), o.groups());
+  check_kernel("ConvTranspose3d", o.kernel_size());
+  check_transposed_mode("ConvTranspose3d", o.padding_mode());
+  weight = register_parameter(
+      "weight", empty(weight_shape<3>(o.in_channels(), o.out_channels() / o.groups(), o.kernel_size()), opts));
+  if (o.bias()) bias = register_parameter("bias", empty({o.out_channels()}, opts));
+  reset_parameters();
+}
+void ConvTranspose3dImpl::reset_parameters() { init_conv(weight, bias); }
+Tensor ConvTranspose3dImpl::forward(const Tensor& x) {
+  return F::conv_transpose3d(x, weight, bias, options.stride(), options.padding(), options.output_padding(),
+                             options.groups(), options.dilation());
+}
+std::string ConvTranspose3dImpl::extra_repr() const { return transposed_repr(options, bias.defined()); }
 
 }  // namespace brisk::nn

@@ -162,36 +162,110 @@ std::string FlattenImpl::extra_repr() const {
 DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p(p) {
   BRISK_CHECK(p >= 0.0 && p <= 1.0, "Dropout", "p must be in [0, 1], got ", p);
 }
-Tensor DropoutImpl::forward(const Tensor& x) { return F::dropout(x, p, is_training()); }
+DropoutImpl::DropoutImpl(const DropoutOptions& o) : DropoutImpl(o.p()) { inplace = o.inplace(); }
+Tensor DropoutImpl::forward(const Tensor& x) {
+  Tensor y = F::dropout(x, p, is_training());
+  if (!inplace || !is_training()) return y;
+  Tensor out = x;
+  out.copy_(y);
+  return out;
+}
 std::string DropoutImpl::extra_repr() const {
   std::ostringstream os;
   os << "p=" << p;
+  if (inplace) os << ", inplace=true";  // brisk's earlier printing otherwise (PyTorch always adds inplace=False)
   return os.str();
 }
 
 // ---- Embedding, LayerNorm ------------------------------------------------------------------
 
+namespace {
+void check_embedding_options(const char* name, bool scale_grad_by_freq, bool sparse) {
+  BRISK_CHECK(!scale_grad_by_freq, name, "scale_grad_by_freq=true is not supported by brisk");
+  BRISK_CHECK(!sparse, name, "sparse=true is not supported by brisk (no sparse gradients)");
+}
+}  // namespace
 EmbeddingImpl::EmbeddingImpl(int64_t num, int64_t dim, std::optional<int64_t> pad, TensorOptions opts)
-    : Module("Embedding"), num_embeddings(num), embedding_dim(dim) {
+    : EmbeddingImpl(EmbeddingOptions(num, dim).padding_idx(pad), opts) {}
+EmbeddingImpl::EmbeddingImpl(const EmbeddingOptions& o, TensorOptions opts)
+    : Module("Embedding"), num_embeddings(o.num_embeddings()), embedding_dim(o.embedding_dim()) {
+  const int64_t num = num_embeddings, dim = embedding_dim;
   BRISK_CHECK(num >= 0 && dim >= 0, "Embedding", "sizes must be non-negative, got ", num, " and ", dim);
-  if (pad) {
+  check_embedding_options("Embedding", o.scale_grad_by_freq(), o.sparse());
+  if (const auto pad = o.padding_idx()) {
     BRISK_CHECK(*pad >= -num && *pad < num, "Embedding", "padding_idx ", *pad, " is out of range for ", num,
                 " embeddings");
     padding_idx = *pad < 0 ? *pad + num : *pad;
   }
-  weight = register_parameter("weight", empty({num, dim}, opts));
+  max_norm = o.max_norm();
+  norm_type = o.norm_type();
+  if (o._weight().defined()) {  // used as is (PyTorch does not zero the padding row of a given weight)
+    BRISK_CHECK(o._weight().dim() == 2 && o._weight().size(0) == num && o._weight().size(1) == dim, "Embedding",
+                "_weight must have shape [", num, ", ", dim, "], got ", o._weight().sizes());
+    weight = register_parameter("weight", o._weight());
+  } else {
+    weight = register_parameter("weight", empty({num, dim}, opts));
+    reset_parameters();
+  }
+}
+void EmbeddingImpl::reset_parameters() {
   init::normal_(weight);
   if (padding_idx) {
     NoGradGuard no_grad;
     weight.select(0, *padding_idx).zero_();
   }
 }
-Tensor EmbeddingImpl::forward(const Tensor& indices) { return F::embedding(indices, weight, padding_idx); }
-std::string EmbeddingImpl::extra_repr() const {
-  std::string s = std::to_string(num_embeddings) + ", " + std::to_string(embedding_dim);
-  if (padding_idx) s += ", padding_idx=" + std::to_string(*padding_idx);
-  return s;
+Tensor EmbeddingImpl::forward(const Tensor& indices) {
+  if (!max_norm) return F::embedding(indices, weight, padding_idx);
+  return F::embedding(indices, weight,
+                      F::EmbeddingFuncOptions().padding_idx(padding_idx).max_norm(max_norm).norm_type(norm_type));
 }
+std::string EmbeddingImpl::extra_repr() const {
+  std::ostringstream os;
+  os << num_embeddings << ", " << embedding_dim;
+  if (padding_idx) os << ", padding_idx=" << *padding_idx;
+  if (max_norm) os << ", max_norm=" << *max_norm;
+  if (max_norm && norm_type != 2.0) os << ", norm_type=" << norm_type;
+  return os.str();
+}
+
+Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& o) {
+  BRISK_CHECK(embeddings.defined() && embeddings.dim() == 2, "Embedding::from_pretrained",
+              "expected a 2-D embeddings tensor, got ", embeddings.defined() ? embeddings.sizes() : IntArrayRef{});
+  Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
+                  .padding_idx(o.padding_idx())
+                  .max_norm(o.max_norm())
+                  .norm_type(o.norm_type())
+                  .scale_grad_by_freq(o.scale_grad_by_freq())
+                  .sparse(o.sparse())
+                  ._weight(embeddings),
+              TensorOptions(embeddings.dtype()).device(embeddings.device()));
+  e->weight.requires_grad_(!o.freeze());
+  return e;
+}
+
+namespace functional {
+Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& o) {
+  check_embedding_options("embedding", o.scale_grad_by_freq(), o.sparse());
+  std::optional<int64_t> pad = o.padding_idx();
+  if (pad && weight.defined() && weight.dim() == 2) {
+    const int64_t n = weight.size(0);
+    BRISK_CHECK(*pad >= -n && *pad < n, "embedding", "padding_idx ", *pad, " is out of range for ", n, " embeddings");
+    if (*pad < 0) pad = *pad + n;
+  }
+  if (o.max_norm() && indices.defined() && weight.defined() && indices.numel() > 0) {
+    BRISK_CHECK(*o.max_norm() > 0, "embedding", "max_norm must be positive, got ", *o.max_norm());
+    NoGradGuard no_grad;
+    const Tensor flat = indices.reshape({-1}).to(kInt64);
+    const Tensor rows = weight.index_select(0, flat);
+    const Tensor norms = brisk::norm(rows, o.norm_type(), {1}, true);
+    const Tensor scale = where(brisk::gt(norms, *o.max_norm()), brisk::reciprocal(norms + 1e-7) * *o.max_norm(), 1.0);
+    Tensor w = weight;
+    w.index_put_({flat}, rows * scale);
+  }
+  return embedding(indices, weight, pad);
+}
+}  // namespace functional
 
 LayerNormImpl::LayerNormImpl(std::vector<int64_t> shape, double eps, bool affine, TensorOptions opts)
     : LayerNormImpl(std::move(shape), eps, affine, true, opts) {}

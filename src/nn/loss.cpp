@@ -74,23 +74,6 @@ Tensor as_rows(const char* op, const Tensor& input) {
 
 }  // namespace
 
-Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o) {
-  check_float("pairwise_distance", "x1", x1);
-  check_float("pairwise_distance", "x2", x2);
-  const int64_t dims = std::max(x1.dim(), x2.dim());
-  BRISK_CHECK(dims > 0, "pairwise_distance", "expected inputs with at least one dim");
-  return (x1 - x2 + o.eps()).norm(o.p(), {dims - 1}, o.keepdim());
-}
-
-Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o) {
-  check_float("cosine_similarity", "x1", x1);
-  check_float("cosine_similarity", "x2", x2);
-  // x1 . x2 / sqrt(max(|x1|^2 |x2|^2, eps^2)) (PyTorch 2's form).
-  Tensor w12 = (x1 * x2).sum({o.dim()});
-  Tensor n = ((x1 * x1).sum({o.dim()}) * (x2 * x2).sum({o.dim()})).clamp_min(o.eps() * o.eps()).sqrt();
-  return w12 / n;
-}
-
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
                            const MarginRankingLossFuncOptions& o) {
   const char* op = "margin_ranking_loss";

@@ -474,3 +474,179 @@ std::string GroupNormImpl::extra_repr() const {
 }
 
 }  // namespace brisk::nn
+
+// ---- instance normalization, local response normalization --------------------------------
+// Both composed of differentiable ops (autograd gives the gradients).
+
+namespace brisk::nn {
+
+namespace functional {
+
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o) {
+  const char* op = "instance_norm";
+  BRISK_CHECK(input.defined(), op, "input must be defined");
+  BRISK_CHECK(input.dim() >= 3, op, "expected an (N, C, *) input of at least 3 dims, got shape ", input.sizes());
+  const int64_t n = input.size(0), c = input.size(1);
+  const Tensor& rm = o.running_mean();
+  const Tensor& rv = o.running_var();
+  BRISK_CHECK(rm.defined() == rv.defined(), op, "running_mean and running_var must both be given or both not");
+  BRISK_CHECK(o.use_input_stats() || rm.defined(), op, "expected running_mean and running_var when use_input_stats is false");
+  for (const Tensor* t : {&rm, &rv, &o.weight(), &o.bias()})
+    if (t->defined())
+      BRISK_CHECK(t->dim() == 1 && t->size(0) == c, op, "expected per-channel tensors of shape [", c, "], got ",
+                  t->sizes());
+  // (N, C, *) as (1, N * C, *): batch normalization of each instance
+  std::vector<int64_t> shape{1, n * c};
+  for (int64_t d = 2; d < input.dim(); ++d) shape.push_back(input.size(d));
+  const Tensor x = input.reshape(shape);
+  Tensor rm_rep, rv_rep;
+  if (rm.defined()) {
+    NoGradGuard no_grad;
+    rm_rep = rm.repeat({n});
+    rv_rep = rv.repeat({n});
+  }
+  const Tensor w = o.weight().defined() ? o.weight().repeat({n}) : Tensor();
+  const Tensor b = o.bias().defined() ? o.bias().repeat({n}) : Tensor();
+  Tensor y = batch_norm(x, rm_rep, rv_rep, w, b, o.use_input_stats(), o.momentum(), o.eps());
+  if (rm.defined() && o.use_input_stats()) {
+    NoGradGuard no_grad;
+    Tensor rm_out = rm, rv_out = rv;  // handles to the caller's buffers
+    rm_out.copy_(rm_rep.view({n, c}).mean({0}));
+    rv_out.copy_(rv_rep.view({n, c}).mean({0}));
+  }
+  return y.view(input.sizes());
+}
+
+Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& o) {
+  const char* op = "local_response_norm";
+  BRISK_CHECK(input.defined() && input.dim() >= 3, op, "expected an (N, C, *) input of at least 3 dims, got shape ",
+              input.defined() ? input.sizes() : IntArrayRef{});
+  BRISK_CHECK(o.size() > 0, op, "size must be positive, got ", o.size());
+  const int64_t c = input.size(1), size = o.size();
+  // the sum of squares over channels [i - size / 2, i + (size - 1) / 2], zero padded
+  const Tensor sq = input * input;
+  std::vector<int64_t> pad(2 * (input.dim() - 2), 0);
+  pad.push_back(size / 2);
+  pad.push_back((size - 1) / 2);
+  const Tensor padded = brisk::pad(sq, pad);
+  Tensor sum = padded.narrow(1, 0, c);
+  for (int64_t j = 1; j < size; ++j) sum = sum + padded.narrow(1, j, c);
+  const Tensor div = (sum * (o.alpha() / double(size)) + o.k()).pow(o.beta());
+  return input / div;
+}
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha, double beta, double k) {
+  return local_response_norm(input, LocalResponseNormFuncOptions(size).alpha(alpha).beta(beta).k(k));
+}
+
+}  // namespace functional
+
+InstanceNormBase::InstanceNormBase(std::string type_name, int64_t spatial_dims, const InstanceNormOptions& o,
+                                   TensorOptions opts)
+    : Module(type_name), options(o), spatial_dims_(spatial_dims) {
+  const int64_t C = o.num_features();
+  BRISK_CHECK(C > 0, type_name.c_str(), "num_features must be positive, got ", C);
+  if (o.affine()) {
+    weight = register_parameter("weight", empty({C}, opts));
+    bias = register_parameter("bias", empty({C}, opts));
+  }
+  if (o.track_running_stats()) {
+    running_mean = register_buffer("running_mean", empty({C}, opts));
+    running_var = register_buffer("running_var", empty({C}, opts));
+    num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, TensorOptions(kInt64).device(opts.device_)));
+  }
+  reset_parameters();
+}
+void InstanceNormBase::reset_running_stats() {
+  if (!options.track_running_stats()) return;
+  NoGradGuard no_grad;
+  running_mean.zero_();
+  running_var.fill_(1);
+  num_batches_tracked.zero_();
+}
+void InstanceNormBase::reset_parameters() {
+  reset_running_stats();
+  if (!options.affine()) return;
+  NoGradGuard no_grad;
+  weight.fill_(1);
+  bias.zero_();
+}
+Tensor InstanceNormBase::forward(const Tensor& x) {
+  const std::string& nm = name();
+  BRISK_CHECK(x.defined() && (x.dim() == spatial_dims_ + 1 || x.dim() == spatial_dims_ + 2), nm.c_str(),
+              "expected a ", spatial_dims_ + 1, "-D (unbatched) or ", spatial_dims_ + 2, "-D (batched) input, got shape ",
+              x.defined() ? x.sizes() : IntArrayRef{});
+  const bool batched = x.dim() == spatial_dims_ + 2;
+  const Tensor xb = batched ? x : x.unsqueeze(0);
+  // PyTorch: a channel count other than num_features is an error only when
+  // affine (the statistics are per instance and need no count)
+  if (options.affine() || options.track_running_stats())
+    BRISK_CHECK(xb.size(1) == options.num_features(), nm.c_str(), "expected input with ", options.num_features(),
+                " channels, got ", xb.size(1), " (shape ", x.sizes(), ")");
+  const bool use_input_stats = is_training() || !options.track_running_stats();
+  if (options.track_running_stats() && is_training()) {
+    NoGradGuard no_grad;
+    num_batches_tracked.add_(1);
+  }
+  Tensor y = F::instance_norm(xb, F::InstanceNormFuncOptions()
+                                      .running_mean(running_mean)
+                                      .running_var(running_var)
+                                      .weight(weight)
+                                      .bias(bias)
+                                      .use_input_stats(use_input_stats)
+                                      .momentum(options.momentum())
+                                      .eps(options.eps()));
+  return batched ? y : y.squeeze(0);
+}
+std::string InstanceNormBase::extra_repr() const {
+  std::ostringstream os;
+  os << options.num_features() << ", eps=" << options.eps() << ", momentum=" << options.momentum()
+     << ", affine=" << bool_str(options.affine())
+     << ", track_running_stats=" << bool_str(options.track_running_stats());
+  return os.str();
+}
+
+LocalResponseNormImpl::LocalResponseNormImpl(const LocalResponseNormOptions& o) : Module("LocalResponseNorm"), options(o) {
+  BRISK_CHECK(o.size() > 0, "LocalResponseNorm", "size must be positive, got ", o.size());
+}
+Tensor LocalResponseNormImpl::forward(const Tensor& x) { return F::local_response_norm(x, options); }
+std::string LocalResponseNormImpl::extra_repr() const {
+  std::ostringstream os;
+  os << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta() << ", k=" << options.k();
+  return os.str();
+}
+
+// libtorch's CrossMapLRN2d sums x^2 over channels with a running sum:
+// scale[0] = sum of the first min(pre_pad, C) channels, then scale[c] =
+// scale[c - 1] + sq[c + pre_pad - 1] (while c < C - pre_pad + 1)
+// - sq[c - pre_pad] (when c > pre_pad), pre_pad = (size - 1) / 2 + 1. The
+// recurrence is replayed here as a 0/1 matrix over the channels (which
+// reproduces its windows exactly) applied with a matmul, so autograd gives
+// the gradient.
+CrossMapLRN2dImpl::CrossMapLRN2dImpl(const CrossMapLRN2dOptions& o) : Module("CrossMapLRN2d"), options(o) {
+  BRISK_CHECK(o.size() > 0, "CrossMapLRN2d", "size must be positive, got ", o.size());
+}
+Tensor CrossMapLRN2dImpl::forward(const Tensor& x) {
+  BRISK_CHECK(x.defined() && x.dim() == 4, "CrossMapLRN2d", "expected a 4-D (N, C, H, W) input, got shape ",
+              x.defined() ? x.sizes() : IntArrayRef{});
+  const int64_t c = x.size(1), pre_pad = (options.size() - 1) / 2 + 1;
+  std::vector<double> m(static_cast<size_t>(c * c), 0.0);
+  for (int64_t j = 0; j < std::min(pre_pad, c); ++j) m[size_t(j)] = 1.0;
+  for (int64_t i = 1; i < c; ++i) {
+    for (int64_t j = 0; j < c; ++j) m[size_t(i * c + j)] = m[size_t((i - 1) * c + j)];
+    if (i < c - pre_pad + 1) m[size_t(i * c + i + pre_pad - 1)] += 1.0;
+    if (i > pre_pad) m[size_t(i * c + i - pre_pad)] -= 1.0;
+  }
+  const Tensor mat = tensor(m, {c, c}, TensorOptions(x.dtype()).device(x.device()));
+  // (N, H, W, C) @ M^T -> per channel i: sum_j M[i, j] x_j^2
+  const Tensor sq = (x * x).permute({0, 2, 3, 1});
+  const Tensor scale = sq.matmul(mat.t()).permute({0, 3, 1, 2}) * (options.alpha() / double(options.size())) +
+                       double(options.k());
+  return x * scale.pow(-options.beta());
+}
+std::string CrossMapLRN2dImpl::extra_repr() const {
+  std::ostringstream os;
+  os << options.size() << ", alpha=" << options.alpha() << ", beta=" << options.beta() << ", k=" << options.k();
+  return os.str();
+}
+
+}  // namespace brisk::nn

@@ -1,5 +1,5 @@
-// Convolutions of brisk::nn: conv1d, conv2d and conv_transpose2d as
-// functions (nn::functional) and modules (Conv1d, Conv2d, ConvTranspose2d).
+// Convolutions of brisk::nn: conv1d/2d/3d and conv_transpose1d/2d/3d as
+// functions (nn::functional) and modules (Conv1d, ..., ConvTranspose3d).
 //
 //   namespace F = brisk::nn::functional;
 //   brisk::Tensor y = F::conv2d(x, w, b, /*stride=*/1, /*padding=*/1);
@@ -21,6 +21,7 @@
 
 #include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
+#include "brisk/nn/padding.h"  // PadMode for padding_mode
 #include "brisk/nn/pooling.h"  // ExpandingInts
 
 namespace brisk::nn {
@@ -59,6 +60,27 @@ class ConvPadding {
   std::string mode_;
 };
 
+/// How a Conv module pads its input (libtorch's padding_mode): kZeros (the
+/// convolution's own zero padding), or brisk::kReflect, kReplicate,
+/// kCircular (F::pad in that mode, then an unpadded convolution).
+class ConvPaddingMode {
+ public:
+  enum class Kind : int8_t { Zeros, Reflect, Replicate, Circular };
+  constexpr ConvPaddingMode(Kind k = Kind::Zeros) : kind_(k) {}  // NOLINT: implicit, for kZeros
+  ConvPaddingMode(PadMode m);                                    // NOLINT: implicit, for kReflect, ...
+  Kind kind() const { return kind_; }
+  bool is_zeros() const { return kind_ == Kind::Zeros; }
+  /// PyTorch's name: "zeros", "reflect", "replicate", "circular".
+  const char* name() const;
+  /// The F::pad mode (not for zeros).
+  PadMode pad_mode() const;
+  bool operator==(const ConvPaddingMode& o) const { return kind_ == o.kind_; }
+
+ private:
+  Kind kind_;
+};
+inline constexpr ConvPaddingMode::Kind kZeros = ConvPaddingMode::Kind::Zeros;
+
 // ---- options --------------------------------------------------------------------------
 
 /// Options of the Conv1d/Conv2d modules: Conv2dOptions(1, 32, 3).padding(1).bias(false).
@@ -74,9 +96,11 @@ struct ConvOptions {
   BRISK_ARG(ExpandingInts<D>, dilation) = 1;
   BRISK_ARG(int64_t, groups) = 1;
   BRISK_ARG(bool, bias) = true;
+  BRISK_ARG(ConvPaddingMode, padding_mode) = kZeros;
 };
 using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
 
 /// Options of the ConvTranspose2d module (padding is integers only).
 template <size_t D>
@@ -97,8 +121,12 @@ struct ConvTransposeOptions {
   BRISK_ARG(int64_t, groups) = 1;
   BRISK_ARG(bool, bias) = true;
   BRISK_ARG(ExpandingInts<D>, dilation) = 1;
+  /// Only kZeros (as PyTorch): the modules refuse the others.
+  BRISK_ARG(ConvPaddingMode, padding_mode) = kZeros;
 };
+using ConvTranspose1dOptions = ConvTransposeOptions<1>;
 using ConvTranspose2dOptions = ConvTransposeOptions<2>;
+using ConvTranspose3dOptions = ConvTransposeOptions<3>;
 
 /// Options of functional::conv1d/conv2d (the bias travels here, as in libtorch).
 template <size_t D>
@@ -111,6 +139,7 @@ struct ConvFuncOptions {
 };
 using Conv1dFuncOptions = ConvFuncOptions<1>;
 using Conv2dFuncOptions = ConvFuncOptions<2>;
+using Conv3dFuncOptions = ConvFuncOptions<3>;
 
 template <size_t D>
 struct ConvTransposeFuncOptions {
@@ -121,13 +150,18 @@ struct ConvTransposeFuncOptions {
   BRISK_ARG(int64_t, groups) = 1;
   BRISK_ARG(ExpandingInts<D>, dilation) = 1;
 };
+using ConvTranspose1dFuncOptions = ConvTransposeFuncOptions<1>;
 using ConvTranspose2dFuncOptions = ConvTransposeFuncOptions<2>;
+using ConvTranspose3dFuncOptions = ConvTransposeFuncOptions<3>;
 
 namespace functional {
 
 using nn::Conv1dFuncOptions;
 using nn::Conv2dFuncOptions;
+using nn::Conv3dFuncOptions;
+using nn::ConvTranspose1dFuncOptions;
 using nn::ConvTranspose2dFuncOptions;
+using nn::ConvTranspose3dFuncOptions;
 
 /// 2-D cross-correlation (PyTorch's conv2d). x: (N, C, H, W) or (C, H, W);
 /// weight: (O, C / groups, kH, kW); bias: (O) or undefined. Output
@@ -152,6 +186,29 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         ExpandingInts<2> padding = 0, ExpandingInts<2> output_padding = 0, int64_t groups = 1,
                         ExpandingInts<2> dilation = 1);
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspose2dFuncOptions& o);
+
+/// 3-D cross-correlation. x: (N, C, D, H, W) or (C, D, H, W); weight:
+/// (O, C / groups, kD, kH, kW). Computed as kD 2-D convolutions (one per
+/// depth tap, the output depths folded into the batch) summed, so the
+/// gradients (and double backward) are conv2d's.
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<3> stride = 1,
+              ConvPadding<3> padding = 0, ExpandingInts<3> dilation = 1, int64_t groups = 1);
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Conv3dFuncOptions& o);
+
+/// 1-D transposed convolution. x: (N, C, L) or (C, L); weight: (C, O / groups, k).
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<1> stride = 1,
+                        ExpandingInts<1> padding = 0, ExpandingInts<1> output_padding = 0, int64_t groups = 1,
+                        ExpandingInts<1> dilation = 1);
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const ConvTranspose1dFuncOptions& o);
+
+/// 3-D transposed convolution. x: (N, C, D, H, W) or (C, D, H, W); weight:
+/// (C, O / groups, kD, kH, kW). Computed as kD 2-D transposed convolutions
+/// (the input depths folded into the batch), each placed at its output
+/// depths and summed.
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingInts<3> stride = 1,
+                        ExpandingInts<3> padding = 0, ExpandingInts<3> output_padding = 0, int64_t groups = 1,
+                        ExpandingInts<3> dilation = 1);
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const ConvTranspose3dFuncOptions& o);
 
 }  // namespace functional
 
@@ -205,4 +262,53 @@ class ConvTranspose2dImpl : public Module {
 };
 BRISK_MODULE(ConvTranspose2d);
 
+/// Conv3d(Conv3dOptions(4, 8, 3).padding(1)): weight (8, 4, 3, 3, 3).
+class Conv3dImpl : public Module {
+ public:
+  explicit Conv3dImpl(const Conv3dOptions& options, TensorOptions opts = {});
+  Conv3dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<3> kernel_size)
+      : Conv3dImpl(Conv3dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  Conv3dOptions options;
+  Tensor weight;  ///< (out, in / groups, kD, kH, kW)
+  Tensor bias;    ///< (out)
+};
+BRISK_MODULE(Conv3d);
+
+/// ConvTranspose1d(ConvTranspose1dOptions(16, 8, 4).stride(2)): weight (16, 8, 4).
+class ConvTranspose1dImpl : public Module {
+ public:
+  explicit ConvTranspose1dImpl(const ConvTranspose1dOptions& options, TensorOptions opts = {});
+  ConvTranspose1dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<1> kernel_size)
+      : ConvTranspose1dImpl(ConvTranspose1dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  ConvTranspose1dOptions options;
+  Tensor weight;  ///< (in, out / groups, k)
+  Tensor bias;    ///< (out)
+};
+BRISK_MODULE(ConvTranspose1d);
+
+/// ConvTranspose3d(ConvTranspose3dOptions(8, 4, 2).stride(2)): weight (8, 4, 2, 2, 2).
+class ConvTranspose3dImpl : public Module {
+ public:
+  explicit ConvTranspose3dImpl(const ConvTranspose3dOptions& options, TensorOptions opts = {});
+  ConvTranspose3dImpl(int64_t in_channels, int64_t out_channels, ExpandingInts<3> kernel_size)
+      : ConvTranspose3dImpl(ConvTranspose3dOptions(in_channels, out_channels, kernel_size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_parameters();
+  ConvTranspose3dOptions options;
+  Tensor weight;  ///< (in, out / groups, kD, kH, kW)
+  Tensor bias;    ///< (out)
+};
+BRISK_MODULE(ConvTranspose3d);
+
 }  // namespace brisk::nn
+
+namespace brisk {
+using nn::kZeros;  // libtorch's torch::kZeros (padding_mode)
+}  // namespace brisk

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "brisk/nn/activation.h"
+#include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
 
 namespace brisk::nn {
@@ -186,11 +187,21 @@ BRISK_MODULE(Functional);
 
 // ---- layers ----------------------------------------------------------------------
 
+/// Options of Linear: `nn::Linear(nn::LinearOptions(3, 4).bias(false))`.
+struct LinearOptions {
+  LinearOptions(int64_t in_features, int64_t out_features) : in_features_(in_features), out_features_(out_features) {}
+  BRISK_ARG(int64_t, in_features);
+  BRISK_ARG(int64_t, out_features);
+  BRISK_ARG(bool, bias) = true;
+};
+
 /// y = x W^T + b with W: (out, in), b: (out). PyTorch's init:
 /// kaiming_uniform_(W, a=sqrt(5)), b ~ U(-1/sqrt(in), 1/sqrt(in)).
 class LinearImpl : public Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true, TensorOptions opts = {});
+  explicit LinearImpl(const LinearOptions& options, TensorOptions opts = {})
+      : LinearImpl(options.in_features(), options.out_features(), options.bias(), opts) {}
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   void reset_parameters();
@@ -200,9 +211,21 @@ class LinearImpl : public Module {
 };
 BRISK_MODULE(Linear);
 
+/// Options of Bilinear: `nn::Bilinear(nn::BilinearOptions(3, 4, 5).bias(false))`.
+struct BilinearOptions {
+  BilinearOptions(int64_t in1_features, int64_t in2_features, int64_t out_features)
+      : in1_features_(in1_features), in2_features_(in2_features), out_features_(out_features) {}
+  BRISK_ARG(int64_t, in1_features);
+  BRISK_ARG(int64_t, in2_features);
+  BRISK_ARG(int64_t, out_features);
+  BRISK_ARG(bool, bias) = true;
+};
+
 /// y = x1^T A x2 + b with A: (out, in1, in2). Init U(-1/sqrt(in1), 1/sqrt(in1)).
 class BilinearImpl : public Module {
  public:
+  explicit BilinearImpl(const BilinearOptions& options, TensorOptions opts = {})
+      : BilinearImpl(options.in1_features(), options.in2_features(), options.out_features(), options.bias(), opts) {}
   BilinearImpl(int64_t in1_features, int64_t in2_features, int64_t out_features, bool bias = true,
            TensorOptions opts = {});
   Tensor forward(const Tensor& x1, const Tensor& x2);
@@ -234,16 +257,72 @@ class FlattenImpl : public Module {
 };
 BRISK_MODULE(Flatten);
 
+/// Options of Dropout, Dropout1d/2d/3d, AlphaDropout and FeatureAlphaDropout:
+/// `nn::Dropout(nn::DropoutOptions().p(0.2))`, `nn::Dropout2d(0.3)`.
+struct DropoutOptions {
+  DropoutOptions(double p = 0.5) : p_(p) {}  // NOLINT: implicit, as libtorch
+  BRISK_ARG(double, p);
+  /// Overwrite the input (training mode) instead of returning a new tensor.
+  BRISK_ARG(bool, inplace) = false;
+};
+
 /// Zeroes each element with probability p in training mode and scales the
 /// rest by 1/(1-p); the identity in eval mode.
 class DropoutImpl : public Module {
  public:
   explicit DropoutImpl(double p = 0.5);
+  explicit DropoutImpl(const DropoutOptions& options);
   Tensor forward(const Tensor& x) override;
   std::string extra_repr() const override;
   double p;
+  bool inplace = false;
 };
 BRISK_MODULE(Dropout);
+
+/// Options of Embedding (libtorch's EmbeddingOptions).
+struct EmbeddingOptions {
+  EmbeddingOptions(int64_t num_embeddings, int64_t embedding_dim)
+      : num_embeddings_(num_embeddings), embedding_dim_(embedding_dim) {}
+  BRISK_ARG(int64_t, num_embeddings);
+  BRISK_ARG(int64_t, embedding_dim);
+  /// This row starts at zero and gets no gradient (negative: from the end).
+  BRISK_ARG(std::optional<int64_t>, padding_idx);
+  /// Rows looked up whose norm_type-norm exceeds max_norm are renormalized
+  /// in place to max_norm (as PyTorch: before the lookup, without gradient).
+  BRISK_ARG(std::optional<double>, max_norm);
+  BRISK_ARG(double, norm_type) = 2.0;
+  /// Not supported: brisk refuses true.
+  BRISK_ARG(bool, scale_grad_by_freq) = false;
+  /// Not supported (brisk has no sparse gradients): brisk refuses true.
+  BRISK_ARG(bool, sparse) = false;
+  /// The initial weight (num_embeddings, embedding_dim), used as is.
+  BRISK_ARG(Tensor, _weight);
+};
+
+/// Options of Embedding::from_pretrained.
+struct EmbeddingFromPretrainedOptions {
+  /// Keep the weight fixed (requires_grad false).
+  BRISK_ARG(bool, freeze) = true;
+  BRISK_ARG(std::optional<int64_t>, padding_idx);
+  BRISK_ARG(std::optional<double>, max_norm);
+  BRISK_ARG(double, norm_type) = 2.0;
+  BRISK_ARG(bool, scale_grad_by_freq) = false;
+  BRISK_ARG(bool, sparse) = false;
+};
+
+namespace functional {
+/// Options of F::embedding(input, weight, options).
+struct EmbeddingFuncOptions {
+  BRISK_ARG(std::optional<int64_t>, padding_idx);
+  BRISK_ARG(std::optional<double>, max_norm);
+  BRISK_ARG(double, norm_type) = 2.0;
+  BRISK_ARG(bool, scale_grad_by_freq) = false;
+  BRISK_ARG(bool, sparse) = false;
+};
+/// embedding with libtorch's options; max_norm renormalizes the looked-up
+/// rows of `weight` in place first.
+Tensor embedding(const Tensor& indices, const Tensor& weight, const EmbeddingFuncOptions& options);
+}  // namespace functional
 
 /// A lookup table: forward(indices) -> indices.shape + [embedding_dim].
 /// Init N(0, 1); the padding_idx row starts at zero and gets no gradient.
@@ -251,18 +330,43 @@ class EmbeddingImpl : public Module {
  public:
   EmbeddingImpl(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt,
             TensorOptions opts = {});
+  explicit EmbeddingImpl(const EmbeddingOptions& options, TensorOptions opts = {});
   Tensor forward(const Tensor& indices) override;
   std::string extra_repr() const override;
+  void reset_parameters();
   int64_t num_embeddings, embedding_dim;
   std::optional<int64_t> padding_idx;
+  std::optional<double> max_norm;
+  double norm_type = 2.0;
   Tensor weight;  ///< (num_embeddings, embedding_dim)
 };
-BRISK_MODULE(Embedding);
+
+/// The holder of EmbeddingImpl, with libtorch's static
+/// `nn::Embedding::from_pretrained(weights, EmbeddingFromPretrainedOptions().freeze(false))`.
+class Embedding : public ModuleHolder<EmbeddingImpl> {
+ public:
+  using ModuleHolder<EmbeddingImpl>::ModuleHolder;
+  using Impl [[maybe_unused]] = EmbeddingImpl;
+  /// An Embedding whose weight is `embeddings` (2-D), shared, not copied.
+  static Embedding from_pretrained(const Tensor& embeddings, const EmbeddingFromPretrainedOptions& options = {});
+};
 
 /// Normalizes over the trailing dims `normalized_shape` (biased variance),
 /// then weight * x + bias (ones and zeros at init) when elementwise_affine.
+/// Options of LayerNorm: `nn::LayerNorm(nn::LayerNormOptions({8}).eps(1e-6))`.
+struct LayerNormOptions {
+  LayerNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  BRISK_ARG(std::vector<int64_t>, normalized_shape);
+  BRISK_ARG(double, eps) = 1e-5;
+  BRISK_ARG(bool, elementwise_affine) = true;
+  /// PyTorch's bias=False (a weight without a bias) when false.
+  BRISK_ARG(bool, bias) = true;
+};
+
 class LayerNormImpl : public Module {
  public:
+  explicit LayerNormImpl(const LayerNormOptions& options, TensorOptions opts = {})
+      : LayerNormImpl(options.normalized_shape(), options.eps(), options.elementwise_affine(), options.bias(), opts) {}
   LayerNormImpl(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true,
             TensorOptions opts = {});
   /// PyTorch's bias=False: an affine weight without a bias.

@@ -15,6 +15,7 @@
 
 #include "brisk/nn/functional.h"
 #include "brisk/nn/module.h"
+#include "brisk/nn/pixelshuffle.h"  // pairwise_distance for the triplet losses
 
 namespace brisk::nn {
 
@@ -135,20 +136,7 @@ using TripletMarginWithDistanceLossFuncOptions = TripletMarginWithDistanceLossOp
 using PoissonNLLLossFuncOptions = PoissonNLLLossOptions;
 using GaussianNLLLossFuncOptions = GaussianNLLLossOptions;
 
-/// ||x1 - x2 + eps||_p over the last dim.
-struct PairwiseDistanceFuncOptions {
-  BRISK_ARG(double, p) = 2.0;
-  BRISK_ARG(double, eps) = 1e-6;
-  BRISK_ARG(bool, keepdim) = false;
-};
-/// x1 . x2 / max(||x1|| ||x2||, eps) along dim.
-struct CosineSimilarityFuncOptions {
-  BRISK_ARG(int64_t, dim) = 1;
-  BRISK_ARG(double, eps) = 1e-8;
-};
-
-Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o = {});
-Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o = {});
+// pairwise_distance and cosine_similarity: brisk/nn/pixelshuffle.h.
 
 /// input1, input2, target: one shape (or broadcast to one), target +-1.
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,

@@ -1,5 +1,6 @@
 // Normalization layers of brisk::nn: batch normalization (with running
-// statistics), group normalization and RMSNorm, as functions and modules.
+// statistics), instance, group and local response normalization and
+// RMSNorm, as functions and modules (LayerNorm is in layers.h).
 //
 //   auto bn = std::make_shared<brisk::nn::BatchNorm2d>(32);   // weight, bias, running stats
 //   brisk::Tensor y = bn->forward(x);                          // batch statistics in train()
@@ -41,7 +42,72 @@ struct GroupNormOptions {
   BRISK_ARG(bool, affine) = true;
 };
 
+/// Options of InstanceNorm1d/2d/3d (libtorch's InstanceNormOptions): no
+/// affine parameters and no running statistics by default.
+struct InstanceNormOptions {
+  InstanceNormOptions(int64_t num_features) : num_features_(num_features) {}
+  BRISK_ARG(int64_t, num_features);
+  BRISK_ARG(double, eps) = 1e-5;
+  BRISK_ARG(double, momentum) = 0.1;
+  BRISK_ARG(bool, affine) = false;
+  BRISK_ARG(bool, track_running_stats) = false;
+};
+
+/// Options of RMSNorm (libtorch's RMSNormOptions).
+struct RMSNormOptions {
+  RMSNormOptions(std::vector<int64_t> normalized_shape) : normalized_shape_(std::move(normalized_shape)) {}
+  BRISK_ARG(std::vector<int64_t>, normalized_shape);
+  BRISK_ARG(std::optional<double>, eps);
+  BRISK_ARG(bool, elementwise_affine) = true;
+};
+
+/// Options of LocalResponseNorm (PyTorch's defaults).
+struct LocalResponseNormOptions {
+  LocalResponseNormOptions(int64_t size) : size_(size) {}
+  BRISK_ARG(int64_t, size);
+  BRISK_ARG(double, alpha) = 1e-4;
+  BRISK_ARG(double, beta) = 0.75;
+  BRISK_ARG(double, k) = 1.0;
+};
+
+/// Options of CrossMapLRN2d (libtorch's legacy Lua-torch layer).
+struct CrossMapLRN2dOptions {
+  CrossMapLRN2dOptions(int64_t size) : size_(size) {}  // NOLINT
+  BRISK_ARG(int64_t, size);
+  BRISK_ARG(double, alpha) = 1e-4;
+  BRISK_ARG(double, beta) = 0.75;
+  BRISK_ARG(int64_t, k) = 1;
+};
+
 namespace functional {
+
+struct InstanceNormFuncOptions {
+  BRISK_ARG(Tensor, running_mean);
+  BRISK_ARG(Tensor, running_var);
+  BRISK_ARG(Tensor, weight);
+  BRISK_ARG(Tensor, bias);
+  /// Normalize with each instance's statistics (else with the running ones).
+  BRISK_ARG(bool, use_input_stats) = true;
+  BRISK_ARG(double, momentum) = 0.1;
+  BRISK_ARG(double, eps) = 1e-5;
+};
+
+using LocalResponseNormFuncOptions = LocalResponseNormOptions;
+
+/// Instance normalization of an (N, C, *) input: each (sample, channel)
+/// normalized over its positions (biased variance), then weight (C) * x +
+/// bias (C). With use_input_stats and running stats given, they are updated
+/// in place with the batch's average of the per-instance statistics
+/// (unbiased variance), as PyTorch; without use_input_stats the running
+/// statistics normalize.
+Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o = {});
+
+/// Local response normalization across channels of an (N, C, *) input:
+/// x / (k + alpha / size * sum of x^2 over the `size` neighbouring channels)^beta
+/// (zero padded: size / 2 channels before, (size - 1) / 2 after).
+Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& o);
+Tensor local_response_norm(const Tensor& input, int64_t size, double alpha = 1e-4, double beta = 0.75,
+                           double k = 1.0);
 
 struct BatchNormFuncOptions {
   BRISK_ARG(Tensor, weight);
@@ -160,6 +226,8 @@ BRISK_MODULE(GroupNorm);
 /// of the input's compute dtype (see F::rms_norm).
 class RMSNormImpl : public Module {
  public:
+  explicit RMSNormImpl(const RMSNormOptions& options, TensorOptions opts = {})
+      : RMSNormImpl(options.normalized_shape(), options.eps(), options.elementwise_affine(), opts) {}
   explicit RMSNormImpl(std::vector<int64_t> normalized_shape, std::optional<double> eps = std::nullopt,
                    bool elementwise_affine = true, TensorOptions opts = {});
   Tensor forward(const Tensor& x) override;
@@ -173,5 +241,75 @@ class RMSNormImpl : public Module {
   Tensor weight;  ///< normalized_shape, undefined unless elementwise_affine
 };
 BRISK_MODULE(RMSNorm);
+
+/// The shared state of InstanceNorm1d/2d/3d: weight (ones) and bias (zeros)
+/// of shape (C) when affine; running_mean, running_var and
+/// num_batches_tracked when track_running_stats (used in eval()).
+class InstanceNormBase : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  void reset_running_stats();
+  void reset_parameters();
+
+  InstanceNormOptions options;
+  Tensor weight, bias;
+  Tensor running_mean, running_var, num_batches_tracked;
+
+ protected:
+  InstanceNormBase(std::string type_name, int64_t spatial_dims, const InstanceNormOptions& options, TensorOptions opts);
+  int64_t spatial_dims_;
+};
+
+/// Input (N, C, L) or unbatched (C, L).
+class InstanceNorm1dImpl : public InstanceNormBase {
+ public:
+  explicit InstanceNorm1dImpl(const InstanceNormOptions& options, TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm1d", 1, options, opts) {}
+  explicit InstanceNorm1dImpl(int64_t num_features) : InstanceNorm1dImpl(InstanceNormOptions(num_features)) {}
+};
+BRISK_MODULE(InstanceNorm1d);
+
+/// Input (N, C, H, W) or unbatched (C, H, W).
+class InstanceNorm2dImpl : public InstanceNormBase {
+ public:
+  explicit InstanceNorm2dImpl(const InstanceNormOptions& options, TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm2d", 2, options, opts) {}
+  explicit InstanceNorm2dImpl(int64_t num_features) : InstanceNorm2dImpl(InstanceNormOptions(num_features)) {}
+};
+BRISK_MODULE(InstanceNorm2d);
+
+/// Input (N, C, D, H, W) or unbatched (C, D, H, W).
+class InstanceNorm3dImpl : public InstanceNormBase {
+ public:
+  explicit InstanceNorm3dImpl(const InstanceNormOptions& options, TensorOptions opts = {})
+      : InstanceNormBase("InstanceNorm3d", 3, options, opts) {}
+  explicit InstanceNorm3dImpl(int64_t num_features) : InstanceNorm3dImpl(InstanceNormOptions(num_features)) {}
+};
+BRISK_MODULE(InstanceNorm3d);
+
+/// LocalResponseNorm(2): F::local_response_norm; no parameters.
+class LocalResponseNormImpl : public Module {
+ public:
+  explicit LocalResponseNormImpl(const LocalResponseNormOptions& options);
+  explicit LocalResponseNormImpl(int64_t size) : LocalResponseNormImpl(LocalResponseNormOptions(size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  LocalResponseNormOptions options;
+};
+BRISK_MODULE(LocalResponseNorm);
+
+/// CrossMapLRN2d(size): libtorch's cross-channel LRN of an (N, C, H, W)
+/// input, x * (k + alpha / size * window sum of x^2)^-beta, with the
+/// channel windows of its running-sum algorithm (see normalization.cpp).
+class CrossMapLRN2dImpl : public Module {
+ public:
+  explicit CrossMapLRN2dImpl(const CrossMapLRN2dOptions& options);
+  explicit CrossMapLRN2dImpl(int64_t size) : CrossMapLRN2dImpl(CrossMapLRN2dOptions(size)) {}
+  Tensor forward(const Tensor& x) override;
+  std::string extra_repr() const override;
+  CrossMapLRN2dOptions options;
+};
+BRISK_MODULE(CrossMapLRN2d);
 
 }  // namespace brisk::nn

@@ -1,0 +1,506 @@
+// 3-D pooling (max_pool3d, avg_pool3d) and adaptive pooling
+// (adaptive_max_pool1d/2d/3d, adaptive_avg_pool1d/3d) and their modules.
+//
+// Note [Pooling by gathered windows]: each pooled dim is described by a table
+// of positions, window o covering positions pos[o][0..K) of the (padded)
+// input. Box pooling is separable: the dims are pooled one at a time, last
+// first; for one dim, index_select with the flattened table gives
+// (..., O, ..., K) (the window's elements moved last) and a max (or a sum)
+// over K reduces it. Averages divide the sums by the product of the dims'
+// counts at the end. Max takes the first maximum at each stage, which is the
+// first in row-major window order overall (PyTorch's choice); the flat
+// indices follow the maxima through the stages. The gathers and reductions
+// are differentiable ops, so autograd gives the gradients. Windows shorter
+// than K (the adaptive ones) repeat their last position for max (a repeat
+// changes no maximum and the first occurrence is a real position) and point
+// at an appended zero for averages. Each stage costs about K / stride times
+// its input; the 1-D/2-D max/avg pools keep their kernels.
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "brisk/nn/pooling.h"
+#include "brisk/autograd.h"
+#include "brisk/ops.h"
+
+namespace brisk::nn {
+
+namespace {
+
+struct DimWindows {
+  int64_t in = 0, out = 0, k = 0;
+  std::vector<int64_t> pos;   // out * k positions in the padded input
+  std::vector<int64_t> orig;  // the same in the unpadded input (max: for indices)
+  std::vector<double> count;  // per output: the divisor's factor (averages)
+  int64_t pad_before = 0, pad_after = 0;
+  // sliding windows (pos = o * stride + j * dilation): taken as an unfold view
+  bool sliding = false;
+  int64_t stride = 1, dilation = 1;
+};
+
+/// x padded on every pooled dim with `pad_value`.
+Tensor pad_all(const Tensor& x, const std::vector<DimWindows>& dims, double pad_value) {
+  std::vector<int64_t> pad;
+  bool any = false;
+  for (size_t i = dims.size(); i-- > 0;) {
+    pad.push_back(dims[i].pad_before);
+    pad.push_back(dims[i].pad_after);
+    any = any || dims[i].pad_before || dims[i].pad_after;
+  }
+  return any ? brisk::pad(x, pad, pad_value) : x;
+}
+
+/// The windows of dim `axis` of t: (..., O, later dims..., K), the window
+/// elements last.
+Tensor windows_of(const Tensor& t, int64_t axis, const DimWindows& d) {
+  if (d.sliding) {  // a view: no copy
+    const int64_t span = d.dilation * (d.k - 1) + 1;
+    Tensor w = t.unfold(axis, span, d.stride).narrow(axis, 0, d.out);
+    return d.dilation == 1 ? w : w.slice(-1, 0, span, d.dilation);
+  }
+  return t.index_select(axis, tensor(d.pos, TensorOptions(kInt64).device(t.device())))
+      .unflatten(axis, {d.out, d.k})
+      .movedim(axis + 1, -1);
+}
+
+/// The max over the last dim of w and its first position (the last NaN's
+/// when there is one: PyTorch's kernels take `val > max || isnan(val)`), as
+/// a chain of elementwise selects over the K slices: brisk's reductions over
+/// a short last dim are slow, and `where` routes the gradient to the chosen
+/// element only, as the pooling kernels do.
+std::tuple<Tensor, Tensor> max_last(const Tensor& w, bool need_index) {
+  const int64_t k = w.size(-1);
+  Tensor best = w.select(-1, 0), arg;
+  if (need_index) arg = zeros(best.sizes(), TensorOptions(kInt64).device(w.device()));
+  for (int64_t j = 1; j < k; ++j) {
+    const Tensor v = w.select(-1, j);
+    Tensor take;
+    {
+      NoGradGuard no_grad;
+      take = logical_or(gt(v, best), isnan(v));
+    }
+    best = where(take, v, best);
+    if (need_index) arg = where(take, Scalar(j), arg);
+  }
+  return {best, arg};
+}
+Tensor sum_last(const Tensor& w) {
+  Tensor acc = w.select(-1, 0);
+  for (int64_t j = 1; j < w.size(-1); ++j) acc = acc + w.select(-1, j);
+  return acc;
+}
+
+/// (values, flat indices) of the max over each window. Separable: the max
+/// over a box is the max over the last dim's windows, then the next, ...;
+/// each stage takes the first maximum (brisk::max), so among equal values
+/// the first in row-major window order wins, as PyTorch's kernels.
+std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<DimWindows>& dims,
+                                            bool need_indices = true) {
+  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+  Tensor t = pad_all(x, dims, -std::numeric_limits<double>::infinity());
+  Tensor flat;  // the flat index (unpadded input) of each value of t, once a dim is reduced
+  int64_t stride = 1;
+  for (int64_t i = k - 1; i >= 0; --i) {
+    const DimWindows& d = dims[size_t(i)];
+    const int64_t axis = lead + i;
+    auto [v, j] = max_last(windows_of(t, axis, d), need_indices);
+    t = v;
+    if (!need_indices) continue;
+    // the position along dim i of each window's maximum
+    std::vector<int64_t> tshape(size_t(t.dim() + 1), 1);
+    tshape[size_t(axis)] = d.out;
+    tshape.back() = d.k;
+    std::vector<int64_t> gshape(j.sizes().begin(), j.sizes().end());
+    gshape.push_back(d.k);
+    const Tensor orig = tensor(d.orig, TensorOptions(kInt64).device(x.device())).view(tshape).expand(gshape);
+    Tensor pos = orig.gather(-1, j.unsqueeze(-1)).squeeze(-1);
+    {
+      NoGradGuard no_grad;
+      Tensor f = pos * stride;
+      if (flat.defined()) f = f + windows_of(flat, axis, d).gather(-1, j.unsqueeze(-1)).squeeze(-1);
+      flat = f;
+    }
+    stride *= d.in;
+  }
+  return {t, flat};
+}
+
+/// The mean over each window: sums along each dim in turn, divided by the
+/// product of the dims' counts (or by divisor).
+Tensor mean_over_windows(const Tensor& x, const std::vector<DimWindows>& dims, std::optional<int64_t> divisor) {
+  const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
+  Tensor sum = pad_all(x, dims, 0.0);
+  for (int64_t i = k - 1; i >= 0; --i) sum = sum_last(windows_of(sum, lead + i, dims[size_t(i)]));
+  if (divisor) return sum / double(*divisor);
+  std::vector<int64_t> oshape;
+  int64_t n_out = 1;
+  for (const auto& d : dims) {
+    oshape.push_back(d.out);
+    n_out *= d.out;
+  }
+  std::vector<double> div(static_cast<size_t>(n_out));
+  for (int64_t f = 0; f < n_out; ++f) {
+    int64_t rem = f;
+    double c = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      c *= dims[i].count[size_t(rem % dims[i].out)];
+      rem /= dims[i].out;
+    }
+    div[size_t(f)] = c;
+  }
+  return sum / tensor(div, oshape, TensorOptions(sum.dtype()).device(x.device()));
+}
+
+void check_input(const char* op, const Tensor& x, int64_t k) {
+  BRISK_CHECK(x.defined() && (x.dim() == k + 1 || x.dim() == k + 2), op, "expected a ", k + 1, "-D (unbatched) or ",
+              k + 2, "-D (batched) input, got shape ", x.defined() ? x.sizes() : IntArrayRef{});
+  for (int64_t d = x.dim() - k; d < x.dim(); ++d)
+    BRISK_CHECK(x.size(d) > 0, op, "expected non-empty spatial dims, got shape ", x.sizes());
+  BRISK_CHECK(is_floating_point(x.dtype()), op, "expected a floating-point input, got ", x.dtype());
+}
+
+template <size_t D>
+void check_given(const char* op, const char* what, const ExpandingInts<D>& v) {
+  BRISK_CHECK(v.given() == 1 || v.given() == int(D), op, what, " must be one integer or ", D, " integers, got ",
+              v.given());
+}
+
+/// The windows of a (dilated, strided, padded) pooling along one dim, as
+/// PyTorch's pooling_output_shape; `avg`: the divisor counts.
+DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, int64_t dl, bool ceil_mode, bool avg,
+                   bool count_include_pad) {
+  BRISK_CHECK(k > 0 && s > 0 && dl > 0, op, "kernel_size, stride and dilation must be positive, got ", k, ", ", s,
+              ", ", dl);
+  BRISK_CHECK(p >= 0 && p <= k / 2, op, "padding must be non-negative and at most half the kernel size, got padding ",
+              p, " for kernel_size ", k);
+  const int64_t span = dl * (k - 1) + 1;
+  const int64_t num = in + 2 * p - span;
+  BRISK_CHECK(num >= 0, op, "the input size ", in, " (padded ", in + 2 * p, ") is smaller than the kernel span ", span);
+  int64_t out = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
+  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  DimWindows d;
+  d.in = in;
+  d.out = out;
+  d.k = k;
+  d.pad_before = p;
+  const int64_t last = (out - 1) * s + (k - 1) * dl;
+  d.pad_after = std::max<int64_t>(p, last + 1 - in - p);
+  d.sliding = true;
+  d.stride = s;
+  d.dilation = dl;
+  for (int64_t o = 0; o < out; ++o) {
+    for (int64_t j = 0; j < k; ++j) {
+      d.pos.push_back(o * s + j * dl);
+      d.orig.push_back(o * s + j * dl - p);
+    }
+    if (avg) {
+      int64_t start = o * s - p, end = std::min(start + k, in + p);
+      const int64_t pool = end - start;
+      start = std::max<int64_t>(start, 0);
+      end = std::min(end, in);
+      d.count.push_back(double(count_include_pad ? pool : end - start));
+    }
+  }
+  return d;
+}
+
+/// The windows of adaptive pooling along one dim: [floor(o * in / out), ceil((o + 1) * in / out)).
+DimWindows adaptive(const char* op, int64_t in, int64_t out, bool avg) {
+  BRISK_CHECK(out > 0, op, "output_size must be positive, got ", out);
+  DimWindows d;
+  d.in = in;
+  d.out = out;
+  int64_t kmax = 0;
+  std::vector<std::pair<int64_t, int64_t>> win;
+  for (int64_t o = 0; o < out; ++o) {
+    const int64_t start = (o * in) / out, end = ((o + 1) * in + out - 1) / out;
+    win.emplace_back(start, end - start);
+    kmax = std::max(kmax, end - start);
+  }
+  d.k = kmax;
+  if (avg) d.pad_after = 1;  // an appended zero for the short windows
+  for (auto [start, len] : win) {
+    for (int64_t j = 0; j < kmax; ++j) {
+      const int64_t p = j < len ? start + j : (avg ? in : start + len - 1);
+      d.pos.push_back(p);
+      d.orig.push_back(p);
+    }
+    d.count.push_back(double(len));
+  }
+  return d;
+}
+
+template <size_t D>
+std::vector<DimWindows> adaptive_dims(const char* op, const Tensor& x, const ExpandingInts<D>& size, bool avg) {
+  check_input(op, x, D);
+  check_given(op, "output_size", size);
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < D; ++i) dims.push_back(adaptive(op, x.size(x.dim() - int64_t(D) + int64_t(i)), size[i], avg));
+  return dims;
+}
+
+}  // namespace
+
+namespace functional {
+
+namespace {
+std::tuple<Tensor, Tensor> max_pool3d_impl(const Tensor& x, const MaxPool3dFuncOptions& o, bool need_indices) {
+  const char* op = "max_pool3d";
+  check_input(op, x, 3);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  check_given(op, "dilation", o.dilation());
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < 3; ++i)
+    dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i],
+                           o.dilation()[i], o.ceil_mode(), false, true));
+  return max_over_windows(x, dims, need_indices);
+}
+}  // namespace
+std::tuple<Tensor, Tensor> max_pool3d_with_indices(const Tensor& x, const MaxPool3dFuncOptions& o) {
+  return max_pool3d_impl(x, o, true);
+}
+Tensor max_pool3d(const Tensor& x, const MaxPool3dFuncOptions& o) { return std::get<0>(max_pool3d_impl(x, o, false)); }
+
+Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
+  const char* op = "avg_pool3d";
+  check_input(op, x, 3);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  if (o.divisor_override()) BRISK_CHECK(*o.divisor_override() != 0, op, "divisor_override must be non-zero");
+  std::vector<DimWindows> dims;
+  for (size_t i = 0; i < 3; ++i)
+    dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i], 1,
+                           o.ceil_mode(), true, o.count_include_pad()));
+  return mean_over_windows(x, dims, o.divisor_override());
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool1d_with_indices(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<1>("adaptive_max_pool1d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool1d(const Tensor& x, const AdaptiveMaxPool1dFuncOptions& o) {
+  return std::get<0>(max_over_windows(x, adaptive_dims<1>("adaptive_max_pool1d", x, o.output_size(), false), false));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool2d_with_indices(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<2>("adaptive_max_pool2d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool2d(const Tensor& x, const AdaptiveMaxPool2dFuncOptions& o) {
+  return std::get<0>(max_over_windows(x, adaptive_dims<2>("adaptive_max_pool2d", x, o.output_size(), false), false));
+}
+std::tuple<Tensor, Tensor> adaptive_max_pool3d_with_indices(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return max_over_windows(x, adaptive_dims<3>("adaptive_max_pool3d", x, o.output_size(), false));
+}
+Tensor adaptive_max_pool3d(const Tensor& x, const AdaptiveMaxPool3dFuncOptions& o) {
+  return std::get<0>(max_over_windows(x, adaptive_dims<3>("adaptive_max_pool3d", x, o.output_size(), false), false));
+}
+Tensor adaptive_avg_pool1d(const Tensor& x, const AdaptiveAvgPool1dFuncOptions& o) {
+  return mean_over_windows(x, adaptive_dims<1>("adaptive_avg_pool1d", x, o.output_size(), true), std::nullopt);
+}
+Tensor adaptive_avg_pool3d(const Tensor& x, const AdaptiveAvgPool3dFuncOptions& o) {
+  return mean_over_windows(x, adaptive_dims<3>("adaptive_avg_pool3d", x, o.output_size(), true), std::nullopt);
+}
+
+}  // namespace functional
+
+namespace {
+const char* tf(bool b) { return b ? "true" : "false"; }
+}  // namespace
+
+MaxPool3dImpl::MaxPool3dImpl(const MaxPool3dOptions& o) : Module("MaxPool3d"), options(o) {}
+Tensor MaxPool3dImpl::forward(const Tensor& x) { return F::max_pool3d(x, options); }
+std::tuple<Tensor, Tensor> MaxPool3dImpl::forward_with_indices(const Tensor& x) {
+  return F::max_pool3d_with_indices(x, options);
+}
+std::string MaxPool3dImpl::extra_repr() const {
+  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+         ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
+         ", ceil_mode=" + tf(options.ceil_mode());
+}
+
+AvgPool3dImpl::AvgPool3dImpl(const AvgPool3dOptions& o) : Module("AvgPool3d"), options(o) {}
+Tensor AvgPool3dImpl::forward(const Tensor& x) { return F::avg_pool3d(x, options); }
+std::string AvgPool3dImpl::extra_repr() const {
+  std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+                  ", padding=" + options.padding().str();
+  if (options.ceil_mode()) s += ", ceil_mode=true";
+  if (!options.count_include_pad()) s += ", count_include_pad=false";
+  if (options.divisor_override()) s += ", divisor_override=" + std::to_string(*options.divisor_override());
+  return s;
+}
+
+namespace modules_detail {
+
+template <size_t D>
+AdaptiveMaxPoolImpl<D>::AdaptiveMaxPoolImpl(const AdaptiveMaxPoolOptions<D>& o)
+    : Module(D == 1 ? "AdaptiveMaxPool1d" : D == 2 ? "AdaptiveMaxPool2d" : "AdaptiveMaxPool3d"), options(o) {
+  for (size_t i = 0; i < D; ++i)
+    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+}
+template <size_t D>
+std::tuple<Tensor, Tensor> AdaptiveMaxPoolImpl<D>::forward_with_indices(const Tensor& x) {
+  if constexpr (D == 1) return F::adaptive_max_pool1d_with_indices(x, options);
+  else if constexpr (D == 2) return F::adaptive_max_pool2d_with_indices(x, options);
+  else return F::adaptive_max_pool3d_with_indices(x, options);
+}
+template <size_t D>
+Tensor AdaptiveMaxPoolImpl<D>::forward(const Tensor& x) {
+  if constexpr (D == 1) return F::adaptive_max_pool1d(x, options);
+  else if constexpr (D == 2) return F::adaptive_max_pool2d(x, options);
+  else return F::adaptive_max_pool3d(x, options);
+}
+template <size_t D>
+std::string AdaptiveMaxPoolImpl<D>::extra_repr() const {
+  return "output_size=" + options.output_size().str();
+}
+
+template <size_t D>
+AdaptiveAvgPoolImpl<D>::AdaptiveAvgPoolImpl(const AdaptiveAvgPoolOptions<D>& o)
+    : Module(D == 1 ? "AdaptiveAvgPool1d" : "AdaptiveAvgPool3d"), options(o) {
+  for (size_t i = 0; i < D; ++i)
+    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+}
+template <size_t D>
+Tensor AdaptiveAvgPoolImpl<D>::forward(const Tensor& x) {
+  if constexpr (D == 1) return F::adaptive_avg_pool1d(x, options);
+  else return F::adaptive_avg_pool3d(x, options);
+}
+template <size_t D>
+std::string AdaptiveAvgPoolImpl<D>::extra_repr() const {
+  return "output_size=" + options.output_size().str();
+}
+
+template class AdaptiveMaxPoolImpl<1>;
+template class AdaptiveMaxPoolImpl<2>;
+template class AdaptiveMaxPoolImpl<3>;
+template class AdaptiveAvgPoolImpl<1>;
+template class AdaptiveAvgPoolImpl<3>;
+
+}  // namespace modules_detail
+
+namespace {
+
+template <size_t D>
+Tensor lp_pool(const char* op, const Tensor& x, const LPPoolOptions<D>& o) {
+  check_input(op, x, D);
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  BRISK_CHECK(o.norm_type() != 0, op, "norm_type must be non-zero");
+  const double p = o.norm_type();
+  std::vector<DimWindows> dims;
+  double ksize = 1;
+  for (size_t i = 0; i < D; ++i) {
+    dims.push_back(sliding(op, x.size(x.dim() - int64_t(D) + int64_t(i)), o.kernel_size()[i], o.stride()[i], 0, 1,
+                           o.ceil_mode(), true, true));
+    ksize *= double(o.kernel_size()[i]);
+  }
+  // PyTorch: avg_pool(x^p) * kernel size, sign(out) * relu(|out|), then ^(1/p)
+  const Tensor out = mean_over_windows(x.pow(p), dims, std::nullopt);
+  return (out.sign() * out.abs().relu()).mul(ksize).pow(1.0 / p);
+}
+
+template <size_t D>
+Tensor max_unpool(const char* op, const Tensor& x, const Tensor& indices, const functional::MaxUnpoolFuncOptions<D>& o) {
+  check_input(op, x, D);
+  BRISK_CHECK(indices.defined() && indices.dtype() == kInt64, op, "expected int64 indices");
+  BRISK_CHECK(indices.sizes() == x.sizes(), op, "indices (", indices.sizes(), ") must have the shape of the input (",
+              x.sizes(), ")");
+  check_given(op, "kernel_size", o.kernel_size());
+  check_given(op, "stride", o.stride());
+  check_given(op, "padding", o.padding());
+  const int64_t lead = x.dim() - int64_t(D);
+  std::vector<int64_t> out;
+  if (o.output_size()) {
+    std::vector<int64_t> s = *o.output_size();
+    if (s.size() == size_t(x.dim())) s.erase(s.begin(), s.begin() + lead);
+    BRISK_CHECK(s.size() == D, op, "output_size must have ", D, " (or ", x.dim(), ") values, got ", o.output_size()->size());
+    out = s;
+  } else {
+    for (size_t i = 0; i < D; ++i)
+      out.push_back((x.size(lead + int64_t(i)) - 1) * o.stride()[i] - 2 * o.padding()[i] + o.kernel_size()[i]);
+  }
+  int64_t plane = 1;
+  for (int64_t v : out) {
+    BRISK_CHECK(v > 0, op, "the output size must be positive");
+    plane *= v;
+  }
+  std::vector<int64_t> flat_shape(x.sizes().begin(), x.sizes().begin() + lead), shape = flat_shape;
+  flat_shape.push_back(-1);
+  shape.insert(shape.end(), out.begin(), out.end());
+  const Tensor idx = indices.reshape(flat_shape);
+  if (idx.numel() > 0 && idx.is_cpu()) {
+    const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    BRISK_CHECK(lo >= 0 && hi < plane, op, "index ", (hi >= plane ? hi : lo), " is out of range for an output of ",
+                plane, " elements per plane");
+  }
+  std::vector<int64_t> zshape(x.sizes().begin(), x.sizes().begin() + lead);
+  zshape.push_back(plane);
+  return zeros(zshape, TensorOptions(x.dtype()).device(x.device())).scatter(lead, idx, x.reshape(flat_shape)).view(shape);
+}
+
+}  // namespace
+
+namespace functional {
+Tensor lp_pool1d(const Tensor& x, const LPPool1dFuncOptions& o) { return lp_pool<1>("lp_pool1d", x, o); }
+Tensor lp_pool2d(const Tensor& x, const LPPool2dFuncOptions& o) { return lp_pool<2>("lp_pool2d", x, o); }
+Tensor lp_pool3d(const Tensor& x, const LPPool3dFuncOptions& o) { return lp_pool<3>("lp_pool3d", x, o); }
+Tensor max_unpool1d(const Tensor& x, const Tensor& indices, const MaxUnpool1dFuncOptions& o) {
+  return max_unpool<1>("max_unpool1d", x, indices, o);
+}
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, const MaxUnpool2dFuncOptions& o) {
+  return max_unpool<2>("max_unpool2d", x, indices, o);
+}
+Tensor max_unpool3d(const Tensor& x, const Tensor& indices, const MaxUnpool3dFuncOptions& o) {
+  return max_unpool<3>("max_unpool3d", x, indices, o);
+}
+}  // namespace functional
+
+namespace modules_detail {
+
+template <size_t D>
+LPPoolImpl<D>::LPPoolImpl(const LPPoolOptions<D>& o)
+    : Module(D == 1 ? "LPPool1d" : D == 2 ? "LPPool2d" : "LPPool3d"), options(o) {}
+template <size_t D>
+Tensor LPPoolImpl<D>::forward(const Tensor& x) {
+  if constexpr (D == 1) return F::lp_pool1d(x, options);
+  else if constexpr (D == 2) return F::lp_pool2d(x, options);
+  else return F::lp_pool3d(x, options);
+}
+template <size_t D>
+std::string LPPoolImpl<D>::extra_repr() const {
+  std::ostringstream os;
+  os << "norm_type=" << options.norm_type() << ", kernel_size=" << options.kernel_size().str()
+     << ", stride=" << options.stride().str() << ", ceil_mode=" << tf(options.ceil_mode());
+  return os.str();
+}
+
+template <size_t D>
+MaxUnpoolImpl<D>::MaxUnpoolImpl(const MaxUnpoolOptions<D>& o)
+    : Module(D == 1 ? "MaxUnpool1d" : D == 2 ? "MaxUnpool2d" : "MaxUnpool3d"), options(o) {}
+template <size_t D>
+Tensor MaxUnpoolImpl<D>::forward(const Tensor& x, const Tensor& indices,
+                                 const std::optional<std::vector<int64_t>>& output_size) {
+  functional::MaxUnpoolFuncOptions<D> f(options.kernel_size());
+  f.stride(options.stride()).padding(options.padding()).output_size(output_size);
+  if constexpr (D == 1) return F::max_unpool1d(x, indices, f);
+  else if constexpr (D == 2) return F::max_unpool2d(x, indices, f);
+  else return F::max_unpool3d(x, indices, f);
+}
+template <size_t D>
+std::string MaxUnpoolImpl<D>::extra_repr() const {
+  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
+         ", padding=" + options.padding().str();
+}
+
+template class LPPoolImpl<1>;
+template class LPPoolImpl<2>;
+template class LPPoolImpl<3>;
+template class MaxUnpoolImpl<1>;
+template class MaxUnpoolImpl<2>;
+template class MaxUnpoolImpl<3>;
+
+}  // namespace modules_detail
+
+}  // namespace brisk::nn
