@@ -85,11 +85,19 @@ TEST_F(Readers, IdxHandWrittenBytes) {
   // The same bytes gzip-compressed.
   Tensor gz = data::read_idx(write_gz("u8.gz", {0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 255}));
   EXPECT_TRUE(equal(gz, u8));
-  // int8 and int16 widen to int32
+  // int8 and int16 read as themselves
   Tensor i8 = data::read_idx(write_bytes("i8", {0, 0, 0x09, 1, 0, 0, 0, 2, 0x7F, 0x80}));
-  EXPECT_EQ(i8.to_vector<int32_t>(), (std::vector<int32_t>{127, -128}));
+  EXPECT_EQ(i8.dtype(), kInt8);
+  EXPECT_EQ(i8.to_vector<int8_t>(), (std::vector<int8_t>{127, -128}));
   Tensor i16 = data::read_idx(write_bytes("i16", {0, 0, 0x0B, 1, 0, 0, 0, 1, 0x80, 0x01}));
-  EXPECT_EQ(i16.to_vector<int32_t>(), (std::vector<int32_t>{-32767}));
+  EXPECT_EQ(i16.dtype(), kInt16);
+  EXPECT_EQ(i16.to_vector<int16_t>(), (std::vector<int16_t>{-32767}));
+  // and write back byte for byte
+  for (const Tensor& t : {i8, i16}) {
+    const std::string p = path(std::string("rt_") + std::string(dtype_name(t.dtype())));
+    data::write_idx(p, t);
+    EXPECT_TRUE(equal(data::read_idx(p), t)) << t.dtype();
+  }
 }
 
 TEST_F(Readers, IdxRoundTripPlainAndGzip) {
