@@ -232,8 +232,8 @@ Tensor read_idx_labels(const std::string& path);
 /// Writes `t` (uint8, int8, int16, int32, float32 or float64) as IDX; gzip-compressed when `gzip`.
 void write_idx(const std::string& path, const Tensor& t, bool gzip = false);
 
-/// Loads a NumPy .npy file (format 1.0, 2.0 or 3.0; dtypes <f2 <f4 <f8 <i4 <i8
-/// |u1 |b1). A fortran_order array is read and returned as a C-contiguous
+/// Loads a NumPy .npy file (format 1.0, 2.0 or 3.0; dtypes <f2 <f4 <f8 |i1 <i2
+/// <i4 <i8 |u1 |b1). A fortran_order array is read and returned as a C-contiguous
 /// tensor of the same shape. Malformed headers throw brisk::Error naming the file.
 Tensor load_npy(const std::string& path);
 /// Saves a tensor as .npy (C order; format 1.0, or 2.0 for headers over 64 KiB).
