@@ -148,8 +148,15 @@ using opmath_t = typename OpMath<T>::type;
 // ---------------------------------------------------------------------------
 // libtorch compatibility: the c10:: spellings of the dtype names.
 // c10::ScalarType, c10::kFloat, c10::isFloatingType(...), c10::elementSize(...)
-// name brisk's. (Other c10:: names, optional and IntArrayRef, live in their
-// own compat header; this block only covers dtypes.)
+// name brisk's, so that ported code using them compiles. (Other c10:: names,
+// optional and IntArrayRef, live in their own compat header; this block only
+// covers dtypes.)
+// A translation unit that includes libtorch's own headers too (the parity
+// tests) gets libtorch's c10 instead: the block is left out where libtorch's
+// headers came first (C10_API is defined) or where BRISK_NO_C10_COMPAT is
+// defined (for libtorch included after brisk).
+#if !defined(BRISK_NO_C10_COMPAT) && !defined(C10_API)
+#define BRISK_C10_DTYPE_COMPAT 1
 namespace c10 {
 using brisk::ScalarType;
 using brisk::kBool;
@@ -179,6 +186,7 @@ using brisk::promoteTypes;
 using brisk::Half;
 using brisk::BFloat16;
 }  // namespace c10
+#endif  // BRISK_NO_C10_COMPAT
 // ---------------------------------------------------------------------------
 
 /// Runs the body with `scalar_t` bound to the C++ type of `dtype`.

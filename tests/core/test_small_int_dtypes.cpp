@@ -351,6 +351,23 @@ TEST(SmallIntDtypes, FloatOpsRefuseOrPromote) {
   EXPECT_EQ(a.sum(0, false, kInt8).dtype(), kInt8);
 }
 
+TEST(SmallIntDtypes, MaxPoolAgainstFloat) {
+  // PyTorch's CPU max pooling takes every integer dtype; the float32 result
+  // of the same (exactly representable) values is the reference.
+  namespace F = nn::functional;
+  for (ScalarType dt : {kInt8, kInt16}) {
+    Tensor x = (arange(2 * 3 * 6 * 5) * 37 % 255 - 128).to(dt).view({2, 3, 6, 5});
+    Tensor want = F::max_pool2d(x.to(kFloat), 2);
+    Tensor got = F::max_pool2d(x, 2);
+    EXPECT_EQ(got.dtype(), dt);
+    EXPECT_TRUE(equal(got.to(kFloat), want)) << dt;
+    auto [v, i] = F::max_pool2d_with_indices(x.contiguous(kChannelsLast), 3, 2, 1);
+    auto [vw, iw] = F::max_pool2d_with_indices(x.to(kFloat), 3, 2, 1);
+    EXPECT_TRUE(equal(v.to(kFloat), vw)) << dt;
+    EXPECT_TRUE(equal(i, iw)) << dt;
+  }
+}
+
 // ---- printing and the file formats ------------------------------------------------------
 
 TEST(SmallIntDtypes, Printing) {
