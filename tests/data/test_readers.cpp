@@ -125,7 +125,7 @@ TEST_F(Readers, IdxRoundTripPlainAndGzip) {
     EXPECT_EQ(got_labels.dtype(), kInt64);
     EXPECT_TRUE(equal(got_labels, labels));
   }
-  for (ScalarType t : {kInt32, kFloat, kDouble}) {
+  for (ScalarType t : {kInt8, kInt16, kInt32, kFloat, kDouble}) {
     Tensor x = randn({3, 4}).mul(1000).to(t);
     data::write_idx(path("x.gz"), x, true);
     Tensor y = data::read_idx(path("x.gz"));
@@ -249,7 +249,7 @@ TEST(FashionMnist, DebianPackage) {
 // ---- .npy -------------------------------------------------------------------------------
 
 TEST_F(Readers, NpyRoundTripEveryDtype) {
-  for (ScalarType t : {kHalf, kFloat, kDouble, kInt32, kInt64, kUInt8, kBool}) {
+  for (ScalarType t : {kHalf, kFloat, kDouble, kInt8, kInt16, kInt32, kInt64, kUInt8, kBool}) {
     for (auto shape : {std::vector<int64_t>{2, 3}, {5}, {}, {0, 4}, {2, 1, 3}}) {
       Tensor x = randn(shape).mul(50).to(t);
       std::string p = path("x.npy");
