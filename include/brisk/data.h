@@ -844,19 +844,19 @@ struct Normalize {
 
 /// Reads an IDX file (the MNIST format: big-endian header, magic 0x0000TTDD),
 /// plain or gzip-compressed (detected from the bytes, not the name). Element
-/// types: 0x08 uint8, 0x0C int32, 0x0D float32, 0x0E float64 (0x09 int8 and
-/// 0x0B int16 are widened to int32). Throws brisk::Error naming the file on a
+/// types: 0x08 uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E
+/// float64. Throws brisk::Error naming the file on a
 /// bad magic, a truncated file, or trailing bytes.
 Tensor read_idx(const std::string& path);
 /// read_idx, checked to be uint8 images of shape [N, H, W].
 Tensor read_idx_images(const std::string& path);
 /// read_idx of uint8 labels [N], returned as int64 [N].
 Tensor read_idx_labels(const std::string& path);
-/// Writes `t` (uint8, int32, float32 or float64) as IDX; gzip-compressed when `gzip`.
+/// Writes `t` (uint8, int8, int16, int32, float32 or float64) as IDX; gzip-compressed when `gzip`.
 void write_idx(const std::string& path, const Tensor& t, bool gzip = false);
 
-/// Loads a NumPy .npy file (format 1.0, 2.0 or 3.0; dtypes <f2 <f4 <f8 <i4 <i8
-/// |u1 |b1). A fortran_order array is read and returned as a C-contiguous
+/// Loads a NumPy .npy file (format 1.0, 2.0 or 3.0; dtypes <f2 <f4 <f8 |i1 <i2
+/// <i4 <i8 |u1 |b1). A fortran_order array is read and returned as a C-contiguous
 /// tensor of the same shape. Malformed headers throw brisk::Error naming the file.
 Tensor load_npy(const std::string& path);
 /// Saves a tensor as .npy (C order; format 1.0, or 2.0 for headers over 64 KiB).

@@ -27,9 +27,8 @@ struct IdxType {
   ScalarType dtype;   // element type in memory
 };
 
-// 0x09 (int8) and 0x0B (int16) have no brisk dtype of their size: widened to int32.
 constexpr IdxType kIdxTypes[] = {
-    {0x08, 1, kUInt8}, {0x09, 1, kInt32}, {0x0B, 2, kInt32},
+    {0x08, 1, kUInt8}, {0x09, 1, kInt8}, {0x0B, 2, kInt16},
     {0x0C, 4, kInt32}, {0x0D, 4, kFloat}, {0x0E, 8, kDouble},
 };
 
@@ -135,15 +134,11 @@ Tensor read_idx(const std::string& path) {
   const unsigned char* p = raw.data();
   switch (type->code) {
     case 0x08:
+    case 0x09:
       if (nbytes > 0) std::memcpy(out.data_ptr(), p, nbytes);  // an empty vector's data() may be null
       break;
-    case 0x09: {
-      auto* o = out.data_ptr<int32_t>();
-      for (uint64_t i = 0; i < count; ++i) o[i] = static_cast<int8_t>(p[i]);
-      break;
-    }
     case 0x0B: {
-      auto* o = out.data_ptr<int32_t>();
+      auto* o = out.data_ptr<int16_t>();
       for (uint64_t i = 0; i < count; ++i) o[i] = static_cast<int16_t>((p[2 * i] << 8) | p[2 * i + 1]);
       break;
     }
@@ -182,6 +177,8 @@ void write_idx(const std::string& path, const Tensor& t_in, bool gzip) {
   uint8_t code = 0;
   switch (t_in.dtype()) {
     case kUInt8: code = 0x08; break;
+    case kInt8: code = 0x09; break;
+    case kInt16: code = 0x0B; break;
     case kInt32: code = 0x0C; break;
     case kFloat: code = 0x0D; break;
     case kDouble: code = 0x0E; break;

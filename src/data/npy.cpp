@@ -33,7 +33,7 @@ struct NpyType {
 };
 constexpr NpyType kNpyTypes[] = {
     {"f2", kHalf}, {"f4", kFloat}, {"f8", kDouble}, {"i4", kInt32},
-    {"i8", kInt64}, {"u1", kUInt8}, {"b1", kBool},
+    {"i8", kInt64}, {"u1", kUInt8}, {"b1", kBool}, {"i1", kInt8}, {"i2", kInt16},
 };
 
 // A recursive-descent reader of the header dict. Only the subset np.save
@@ -153,7 +153,7 @@ class HeaderParser {
 
 ScalarType npy_dtype(const std::string& descr, const std::string& path) {
   BRISK_CHECK(descr.size() == 3, "load_npy", path, ": unsupported dtype '", descr,
-              "' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1)");
+              "' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 |b1)");
   char order = descr[0];
   std::string code = descr.substr(1);
   for (const auto& t : kNpyTypes) {
@@ -163,7 +163,7 @@ ScalarType npy_dtype(const std::string& descr, const std::string& path) {
                 ": dtype '", descr, "' is big-endian; only little-endian data is supported");
     return t.dtype;
   }
-  BRISK_FAIL("load_npy", path, ": unsupported dtype '", descr, "' (supported: <f2 <f4 <f8 <i4 <i8 |u1 |b1)");
+  BRISK_FAIL("load_npy", path, ": unsupported dtype '", descr, "' (supported: <f2 <f4 <f8 |i1 <i2 <i4 <i8 |u1 |b1)");
 }
 
 const char* npy_descr(ScalarType t) {
@@ -174,6 +174,8 @@ const char* npy_descr(ScalarType t) {
     case kInt32: return "<i4";
     case kInt64: return "<i8";
     case kUInt8: return "|u1";
+    case kInt8: return "|i1";
+    case kInt16: return "<i2";
     case kBool: return "|b1";
     default: return nullptr;
   }

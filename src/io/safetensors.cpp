@@ -48,11 +48,11 @@ struct DtypeInfo {
   int rank;  // position in the reference's Dtype enum, which orders the layout
 };
 constexpr DtypeInfo kDtypes[] = {
-    {"BOOL", kBool, 0}, {"U8", kUInt8, 1},  {"F16", kHalf, 7},    {"BF16", kBFloat16, 8},
-    {"I32", kInt32, 9}, {"F32", kFloat, 11}, {"F64", kDouble, 12}, {"I64", kInt64, 13},
+    {"BOOL", kBool, 0}, {"U8", kUInt8, 1},  {"I8", kInt8, 2},     {"I16", kInt16, 5},   {"F16", kHalf, 7},
+    {"BF16", kBFloat16, 8}, {"I32", kInt32, 9}, {"F32", kFloat, 11}, {"F64", kDouble, 12}, {"I64", kInt64, 13},
 };
 // Valid safetensors dtypes brisk has no type for.
-constexpr const char* kForeignDtypes[] = {"I8", "I16", "U16", "U32", "U64", "F8_E5M2", "F8_E4M3"};
+constexpr const char* kForeignDtypes[] = {"U16", "U32", "U64", "F8_E5M2", "F8_E4M3"};
 
 const DtypeInfo& dtype_info(ScalarType t) {
   for (const auto& d : kDtypes)

@@ -60,8 +60,8 @@ Tensor alloc(IntArrayRef sizes, bool cl, ScalarType dt, Device dev) {
 Tensor in_layout(const Tensor& t, bool cl) { return cl ? t.contiguous(kChannelsLast) : t.contiguous(); }
 
 /// The integer dtypes a pooling op takes on the CPU, as PyTorch's CPU
-/// kernels do: max pooling uint8, int32 and int64 (max_pool1d only with
-/// indices), average pooling int64 (adaptive pooling none).
+/// kernels do: max pooling uint8, int8, int16, int32 and int64 (max_pool1d
+/// only with indices), average pooling int64 (adaptive pooling none).
 enum class PoolInts { None, Max, Avg };
 
 /// Checks shared by every pooling op: a floating (or, per `ints`, integer)
@@ -71,10 +71,10 @@ void check_pool_input(const char* op, OpId row, const Tensor& x, bool one_d, Poo
   BRISK_CHECK(x.defined(), op, "input is undefined");
   BRISK_CHECK(supports(row, x.device().type), op, "not implemented on ", x.device());
   const ScalarType t = x.dtype();
-  const bool int_ok = x.is_cpu() && ((ints == PoolInts::Max && (t == kUInt8 || t == kInt32 || t == kInt64)) ||
+  const bool int_ok = x.is_cpu() && ((ints == PoolInts::Max && is_integral(t, false)) ||
                                      (ints == PoolInts::Avg && t == kInt64));
   BRISK_CHECK(x.is_floating_point() || int_ok, op, "expected a floating point input",
-              ints == PoolInts::Max   ? " (or uint8, int32, int64 on the cpu)"
+              ints == PoolInts::Max   ? " (or an integer dtype on the cpu)"
               : ints == PoolInts::Avg ? " (or int64 on the cpu)"
                                       : "",
               ", got ", t);

@@ -95,7 +95,11 @@ void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, cons
   // The divisor as the kernel sees it: an integer scalar wraps to the dtype
   // (256 is 0 for uint8).
   const int64_t v = b.to_long();
-  const bool zero = compute == kUInt8 ? uint8_t(v) == 0 : compute == kInt32 ? int32_t(v) == 0 : v == 0;
+  const bool zero = compute == kUInt8   ? uint8_t(v) == 0
+                    : compute == kInt8  ? int8_t(v) == 0
+                    : compute == kInt16 ? int16_t(v) == 0
+                    : compute == kInt32 ? int32_t(v) == 0
+                                        : v == 0;
   BRISK_CHECK(!zero, op, "ZeroDivisionError: integer division by zero (divisor ", b, " as ", compute, ")");
 }
 
@@ -810,8 +814,10 @@ Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, st
     // Integer bounds past the dtype's range (torch 2.x): a min above the
     // largest value or a max below the lowest is an error; otherwise they
     // saturate (clamp(min=-1) leaves uint8 alone instead of wrapping to 255).
-    const int64_t tlo = ct == kUInt8 ? 0 : ct == kInt32 ? INT32_MIN : INT64_MIN;
-    const int64_t thi = ct == kUInt8 ? 255 : ct == kInt32 ? INT32_MAX : INT64_MAX;
+    const int64_t tlo = ct == kUInt8 ? 0 : ct == kInt8 ? INT8_MIN : ct == kInt16 ? INT16_MIN : ct == kInt32 ? INT32_MIN
+                                                                                                          : INT64_MIN;
+    const int64_t thi = ct == kUInt8 ? 255 : ct == kInt8 ? INT8_MAX : ct == kInt16 ? INT16_MAX : ct == kInt32 ? INT32_MAX
+                                                                                                          : INT64_MAX;
     if (lo) {
       BRISK_CHECK(lo->to_long() <= thi, nm, "min ", *lo, " is above the largest ", ct, " value ", thi);
       a.s0 = std::max(lo->to_long(), tlo);

@@ -102,6 +102,8 @@ Tensor& random_impl(const char* name, Tensor& self, int64_t from, int64_t to) {
   switch (t) {
     case kBool: lo = 0, hi = 1; break;
     case kUInt8: lo = 0, hi = 255; break;
+    case kInt8: lo = -128, hi = 127; break;
+    case kInt16: lo = -32768, hi = 32767; break;
     case kInt32: lo = -2147483648.0, hi = 2147483647.0; break;
     case kInt64: lo = -9.3e18, hi = 9.3e18; break;
     default: lo = -float_max(t), hi = float_max(t);
@@ -207,6 +209,8 @@ Tensor randperm(int64_t n, TensorOptions opts) {
   int64_t limit = std::numeric_limits<int64_t>::max();
   switch (dt) {
     case kUInt8: limit = 256; break;
+    case kInt8: limit = 128; break;
+    case kInt16: limit = 32768; break;
     case kInt32: limit = int64_t{1} << 31; break;
     case kHalf: limit = 2049; break;      // 2^11 + 1: every integer below it is exact
     case kBFloat16: limit = 257; break;   // 2^8 + 1

@@ -421,6 +421,8 @@ const char* dtype_string(int64_t code) {
   switch (static_cast<ScalarType>(static_cast<int8_t>(code))) {
     case kBool: return "bool";
     case kUInt8: return "uint8";
+    case kInt8: return "int8";
+    case kInt16: return "int16";
     case kInt32: return "int32";
     case kInt64: return "int64";
     case kHalf: return "float16";

@@ -85,11 +85,19 @@ TEST_F(Readers, IdxHandWrittenBytes) {
   // The same bytes gzip-compressed.
   Tensor gz = data::read_idx(write_gz("u8.gz", {0, 0, 0x08, 2, 0, 0, 0, 2, 0, 0, 0, 3, 1, 2, 3, 4, 5, 255}));
   EXPECT_TRUE(equal(gz, u8));
-  // int8 and int16 widen to int32
+  // int8 and int16 read as themselves
   Tensor i8 = data::read_idx(write_bytes("i8", {0, 0, 0x09, 1, 0, 0, 0, 2, 0x7F, 0x80}));
-  EXPECT_EQ(i8.to_vector<int32_t>(), (std::vector<int32_t>{127, -128}));
+  EXPECT_EQ(i8.dtype(), kInt8);
+  EXPECT_EQ(i8.to_vector<int8_t>(), (std::vector<int8_t>{127, -128}));
   Tensor i16 = data::read_idx(write_bytes("i16", {0, 0, 0x0B, 1, 0, 0, 0, 1, 0x80, 0x01}));
-  EXPECT_EQ(i16.to_vector<int32_t>(), (std::vector<int32_t>{-32767}));
+  EXPECT_EQ(i16.dtype(), kInt16);
+  EXPECT_EQ(i16.to_vector<int16_t>(), (std::vector<int16_t>{-32767}));
+  // and write back byte for byte
+  for (const Tensor& t : {i8, i16}) {
+    const std::string p = path(std::string("rt_") + std::string(dtype_name(t.dtype())));
+    data::write_idx(p, t);
+    EXPECT_TRUE(equal(data::read_idx(p), t)) << t.dtype();
+  }
 }
 
 TEST_F(Readers, IdxRoundTripPlainAndGzip) {
@@ -117,7 +125,7 @@ TEST_F(Readers, IdxRoundTripPlainAndGzip) {
     EXPECT_EQ(got_labels.dtype(), kInt64);
     EXPECT_TRUE(equal(got_labels, labels));
   }
-  for (ScalarType t : {kInt32, kFloat, kDouble}) {
+  for (ScalarType t : {kInt8, kInt16, kInt32, kFloat, kDouble}) {
     Tensor x = randn({3, 4}).mul(1000).to(t);
     data::write_idx(path("x.gz"), x, true);
     Tensor y = data::read_idx(path("x.gz"));
@@ -241,7 +249,7 @@ TEST(FashionMnist, DebianPackage) {
 // ---- .npy -------------------------------------------------------------------------------
 
 TEST_F(Readers, NpyRoundTripEveryDtype) {
-  for (ScalarType t : {kHalf, kFloat, kDouble, kInt32, kInt64, kUInt8, kBool}) {
+  for (ScalarType t : {kHalf, kFloat, kDouble, kInt8, kInt16, kInt32, kInt64, kUInt8, kBool}) {
     for (auto shape : {std::vector<int64_t>{2, 3}, {5}, {}, {0, 4}, {2, 1, 3}}) {
       Tensor x = randn(shape).mul(50).to(t);
       std::string p = path("x.npy");

@@ -97,7 +97,7 @@ inline double round_to(double v, ScalarType dt) {
 }
 
 inline const std::vector<ScalarType>& all_dtypes() {
-  static const std::vector<ScalarType> v = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+  static const std::vector<ScalarType> v = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
   return v;
 }
 inline bool class_has(DTypeClass c, ScalarType t) {
@@ -475,7 +475,7 @@ inline const std::vector<Row>& op_test_rows() {
         without(ternary("addcdiv", Op::addcdiv, ROW_F3(a + 0.5 * (b / c)), {D::Any, D::Any, D::NonZero},
                         {"self", "tensor1", "tensor2"}, true, ROW_FN(brisk::addcdiv(t[0], t[1], t[2], 0.5)),
                         ROW_IP(s.addcdiv_(t[1], t[2], 0.5))),
-                {kInt32, kInt64, kUInt8}),  // torch: integer division with addcdiv is refused
+                {kInt32, kInt64, kUInt8, kInt8, kInt16}),  // torch: integer division with addcdiv is refused
         ternary("clamp", Op::clamp, ROW_F3(std::min(std::max(a, b), c)), {D::Any, D::Any, D::Any}, {"self", "min", "max"},
                 true, ROW_FN(brisk::clamp(t[0], t[1], t[2]))),
         ternary("where", Op::where, ROW_F3(a != 0 ? b : c), {D::Mask, D::Special, D::Special}, {"", "self", "other"}, true,
@@ -664,6 +664,8 @@ inline double store_as(double v, ScalarType dt) {
   switch (dt) {
     case kBool: return v != 0;
     case kUInt8: return static_cast<uint8_t>(static_cast<int64_t>(v));
+    case kInt8: return static_cast<int8_t>(static_cast<int64_t>(v));
+    case kInt16: return static_cast<int16_t>(static_cast<int64_t>(v));
     case kInt32: return static_cast<int32_t>(static_cast<int64_t>(v));
     default: return static_cast<double>(static_cast<int64_t>(v));
   }

@@ -18,11 +18,11 @@ namespace {
 using testing::close;
 using testing::expect_error;
 
-const ScalarType kAllTypes[] = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kBool};
+const ScalarType kAllTypes[] = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 const std::vector<ScalarType> kAll(std::begin(kAllTypes), std::end(kAllTypes));
-const std::vector<ScalarType> kNumeric = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8};
+const std::vector<ScalarType> kNumeric = {kFloat, kDouble, kHalf, kBFloat16, kInt32, kInt64, kUInt8, kInt8, kInt16};
 const std::vector<ScalarType> kFloats = {kFloat, kDouble, kHalf, kBFloat16};
-const std::vector<ScalarType> kIntegral = {kInt32, kInt64, kUInt8, kBool};
+const std::vector<ScalarType> kIntegral = {kInt32, kInt64, kUInt8, kInt8, kInt16, kBool};
 
 // ---- inputs ---------------------------------------------------------------------------
 
@@ -151,7 +151,7 @@ std::vector<BinaryRow> binary_rows() {
       {"pow", BIN_FNS(pow), [](double a, double b) { return std::pow(a, b); }, Out::Same, kFloats, Dom::Pos,
        Dom::Any},
       {"pow_int", BIN_FNS(pow), [](double a, double b) { return std::pow(a, b); }, Out::Same,
-       {kInt32, kInt64, kUInt8}, Dom::Any, Dom::Exp},
+       {kInt32, kInt64, kUInt8, kInt8, kInt16}, Dom::Any, Dom::Exp},
       {"minimum", BIN_FNS(minimum), nan_min, Out::Same, kAll, Dom::Special, Dom::Special},
       {"maximum", BIN_FNS(maximum), nan_max, Out::Same, kAll, Dom::Special, Dom::Special},
       {"atan2", BIN_FNS(atan2), [](double a, double b) { return std::atan2(a, b); }, Out::Float, kAll},
@@ -176,10 +176,10 @@ std::vector<BinaryRow> binary_rows() {
       // Counts in [0, 4] (past-the-width counts: tests/ops/test_new_ops.cpp).
       {"bitwise_left_shift", BIN_FNS(bitwise_left_shift),
        [](double a, double b) { return double(int64_t(uint64_t(as_int(a)) << as_int(b))); }, Out::Same,
-       {kUInt8, kInt32, kInt64}, Dom::Any, Dom::Exp},
+       {kUInt8, kInt8, kInt16, kInt32, kInt64}, Dom::Any, Dom::Exp},
       {"bitwise_right_shift", BIN_FNS(bitwise_right_shift),
-       [](double a, double b) { return double(as_int(a) >> as_int(b)); }, Out::Same, {kUInt8, kInt32, kInt64},
-       Dom::Any, Dom::Exp},
+       [](double a, double b) { return double(as_int(a) >> as_int(b)); }, Out::Same,
+       {kUInt8, kInt8, kInt16, kInt32, kInt64}, Dom::Any, Dom::Exp},
   };
 }
 
@@ -642,7 +642,7 @@ TEST(Errors, OverlappingWrites) {
 
 TEST(Errors, IntegerDivisionByZero) {
   const std::string zero = "ZeroDivisionError";
-  for (ScalarType dt : {kInt32, kInt64, kUInt8}) {
+  for (ScalarType dt : {kInt32, kInt64, kUInt8, kInt8, kInt16}) {
     Tensor a = tensor({7, 8, 9}, dt), b = tensor({1, 0, 2}, dt);
     expect_error([&] { div(a, b, RoundingMode::Floor); }, {"[div]", zero});
     expect_error([&] { div(a, b, RoundingMode::Trunc); }, {"[div]", zero});

@@ -14,7 +14,7 @@ using brisk::testing::expect_error;
 
 namespace {
 
-const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
+const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
 
 /// 0, 1, 2, ... in the given shape and dtype (bool: alternating; uint8 wraps
 /// at 256, 16-bit floats are exact up to 256, so keep tensors small).

@@ -101,7 +101,7 @@ double atol_of(ScalarType dt, int64_t k = 8) {
   return (dt == kBFloat16 ? 2e-2 : dt == kHalf ? 4e-3 : dt == kFloat ? 1e-5 : 1e-12) * scale;
 }
 
-const ScalarType kDtypes[] = {kFloat, kDouble, kHalf, kBFloat16, kInt64, kInt32, kUInt8};
+const ScalarType kDtypes[] = {kFloat, kDouble, kHalf, kBFloat16, kInt64, kInt32, kUInt8, kInt8, kInt16};
 
 struct Case {
   std::vector<int64_t> a, b, out;

@@ -460,7 +460,7 @@ TEST(Median, Gradients) {
 
 // ==== index_put_ with accumulate ====================================================================
 
-const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
+const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
 
 TEST(IndexPutAccumulate, DuplicatesEveryDtype) {
   // torch 2.15: zeros(5).index_put_((tensor([0, 1, 1, 3]),), ones(4), accumulate=True)

@@ -17,7 +17,7 @@ using brisk::testing::expect_error;
 
 namespace {
 
-const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
+const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
 const ScalarType kFloatDtypes[] = {kHalf, kBFloat16, kFloat, kDouble};
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();

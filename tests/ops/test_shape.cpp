@@ -12,7 +12,7 @@ using brisk::testing::expect_error;
 
 namespace {
 
-const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
+const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
 
 /// 0, 1, 2, ... in the given shape and dtype (bool alternates; values stay
 /// below 200 so uint8 and the 16-bit floats hold them exactly).

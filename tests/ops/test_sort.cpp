@@ -89,7 +89,7 @@ Tensor tied_values(IntArrayRef shape, ScalarType t, uint32_t seed) {
   return tensor(v, shape, kDouble).to(t);
 }
 
-const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
+const ScalarType kAllDtypes[] = {kBool, kUInt8, kInt8, kInt16, kInt32, kInt64, kHalf, kBFloat16, kFloat, kDouble};
 
 }  // namespace
 

@@ -56,6 +56,8 @@ inline at::ScalarType to_torch(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return at::kBool;
     case ScalarType::UInt8: return at::kByte;
+    case ScalarType::Int8: return at::kChar;
+    case ScalarType::Int16: return at::kShort;
     case ScalarType::Int32: return at::kInt;
     case ScalarType::Int64: return at::kLong;
     case ScalarType::Half: return at::kHalf;
@@ -71,6 +73,8 @@ inline const char* short_name(ScalarType t) {
   switch (t) {
     case ScalarType::Bool: return "b";
     case ScalarType::UInt8: return "u8";
+    case ScalarType::Int8: return "i8";
+    case ScalarType::Int16: return "i16";
     case ScalarType::Int32: return "i32";
     case ScalarType::Int64: return "i64";
     case ScalarType::Half: return "f16";
@@ -81,12 +85,12 @@ inline const char* short_name(ScalarType t) {
   }
 }
 
-constexpr ScalarType kAllDtypes[] = {brisk::kBool,  brisk::kUInt8,    brisk::kInt32, brisk::kInt64,
-                                     brisk::kHalf, brisk::kBFloat16, brisk::kFloat, brisk::kDouble};
-constexpr ScalarType kNumericDtypes[] = {brisk::kUInt8, brisk::kInt32,    brisk::kInt64, brisk::kHalf,
-                                         brisk::kBFloat16, brisk::kFloat, brisk::kDouble};
+constexpr ScalarType kAllDtypes[] = {brisk::kBool, brisk::kUInt8, brisk::kInt8,     brisk::kInt16, brisk::kInt32,
+                                     brisk::kInt64, brisk::kHalf,  brisk::kBFloat16, brisk::kFloat, brisk::kDouble};
+constexpr ScalarType kNumericDtypes[] = {brisk::kUInt8, brisk::kInt8,     brisk::kInt16, brisk::kInt32, brisk::kInt64,
+                                         brisk::kHalf,  brisk::kBFloat16, brisk::kFloat, brisk::kDouble};
 constexpr ScalarType kFloatDtypes[] = {brisk::kHalf, brisk::kBFloat16, brisk::kFloat, brisk::kDouble};
-constexpr ScalarType kIntDtypes[] = {brisk::kUInt8, brisk::kInt32, brisk::kInt64};
+constexpr ScalarType kIntDtypes[] = {brisk::kUInt8, brisk::kInt8, brisk::kInt16, brisk::kInt32, brisk::kInt64};
 
 // ---- library adapters for generic lambdas ------------------------------------------
 
@@ -436,7 +440,9 @@ inline std::vector<double> generate(const In& spec, int64_t n, Rng& rng) {
     case Gen::Special: {
       static const double fvals[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 0.5, 1.5, 2.5, -0.5, -2.5, 1e-3,
                                      100.0, -100.0, 3.7, -3.7, 1e30, -1e-30, 0.999, 1.0, -1.0, 88.0, -88.0};
-      static const double ivals[] = {0, 1, -1, 2, -2, 7, -7, 100, -100, 127, -128, 2147483647.0, -2147483648.0};
+      static const double ivals[] = {0,   1,    -1,    2,      -2,           7,           -7,
+                                     100, -100, 127,   -128,   2147483647.0, -2147483648.0,
+                                     300, -300, 32767, -32768};
       static const double uvals[] = {0, 1, 2, 7, 100, 127, 128, 200, 255};
       for (int64_t i = 0; i < n; ++i) {
         if (dt == brisk::kBool) v[size_t(i)] = double(i & 1);
@@ -458,6 +464,8 @@ inline void store(void* p, int64_t i, ScalarType dt, double v) {
   switch (dt) {
     case ScalarType::Bool: static_cast<bool*>(p)[i] = v != 0; break;
     case ScalarType::UInt8: static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(static_cast<int64_t>(v)); break;
+    case ScalarType::Int8: static_cast<int8_t*>(p)[i] = static_cast<int8_t>(static_cast<int64_t>(v)); break;
+    case ScalarType::Int16: static_cast<int16_t*>(p)[i] = static_cast<int16_t>(static_cast<int64_t>(v)); break;
     case ScalarType::Int32: static_cast<int32_t*>(p)[i] = static_cast<int32_t>(static_cast<int64_t>(v)); break;
     case ScalarType::Int64: static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v); break;
     case ScalarType::Half: static_cast<brisk::Half*>(p)[i] = brisk::Half(float(v)); break;
@@ -538,6 +546,8 @@ inline void read_brisk(const BT& x, std::vector<double>& f, std::vector<int64_t>
     switch (c.dtype()) {
       case ScalarType::Bool: i[size_t(k)] = static_cast<const bool*>(p)[k]; break;
       case ScalarType::UInt8: i[size_t(k)] = static_cast<const uint8_t*>(p)[k]; break;
+      case ScalarType::Int8: i[size_t(k)] = static_cast<const int8_t*>(p)[k]; break;
+      case ScalarType::Int16: i[size_t(k)] = static_cast<const int16_t*>(p)[k]; break;
       case ScalarType::Int32: i[size_t(k)] = static_cast<const int32_t*>(p)[k]; break;
       case ScalarType::Int64: i[size_t(k)] = static_cast<const int64_t*>(p)[k]; break;
       case ScalarType::Half: f[size_t(k)] = float(static_cast<const brisk::Half*>(p)[k]); break;

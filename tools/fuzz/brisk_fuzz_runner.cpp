@@ -249,7 +249,8 @@ ScalarType parse_dtype(const std::string& s) {
   static const std::map<std::string, ScalarType> names = {
       {"float32", brisk::kFloat32}, {"float64", brisk::kFloat64}, {"float16", brisk::kFloat16},
       {"bfloat16", brisk::kBFloat16}, {"int64", brisk::kInt64},   {"int32", brisk::kInt32},
-      {"uint8", brisk::kUInt8},     {"bool", brisk::kBool}};
+      {"int16", brisk::kInt16},     {"int8", brisk::kInt8},     {"uint8", brisk::kUInt8},
+      {"bool", brisk::kBool}};
   auto it = names.find(s);
   if (it == names.end()) throw RunnerError("runner: unknown dtype " + s);
   return it->second;

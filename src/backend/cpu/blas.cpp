@@ -588,6 +588,8 @@ void gemm_kernel(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
     case kHalf:
     case kBFloat16: return reduced_float_gemm(out, a, b, alpha, beta);
     case kUInt8: return int_gemm<uint8_t>(out, a, b, alpha, beta);
+    case kInt8: return int_gemm<int8_t>(out, a, b, alpha, beta);
+    case kInt16: return int_gemm<int16_t>(out, a, b, alpha, beta);
     case kInt32: return int_gemm<int32_t>(out, a, b, alpha, beta);
     case kInt64: return int_gemm<int64_t>(out, a, b, alpha, beta);
     default: BRISK_FAIL("matmul", "not supported for dtype ", out.dtype());

@@ -116,6 +116,8 @@ void gemm_simple(const Tensor& out, const Tensor& a, const Tensor& b, const Scal
   if (out.numel() == 0) return;
   switch (out.dtype()) {
     case kUInt8: return launch<uint8_t>(out, a, b, alpha, beta);
+    case kInt8: return launch<int8_t>(out, a, b, alpha, beta);
+    case kInt16: return launch<int16_t>(out, a, b, alpha, beta);
     case kInt32: return launch<int32_t>(out, a, b, alpha, beta);
     case kInt64: return launch<int64_t>(out, a, b, alpha, beta);
     case kFloat: return launch<float>(out, a, b, alpha, beta);

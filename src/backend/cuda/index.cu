@@ -97,6 +97,17 @@ __device__ inline void atomic_add_u8(uint8_t* p, uint32_t add) {
   } while (old != assumed);
 }
 
+/// A 16-bit integer added modulo 2^16 (int16: two's complement wraps the same
+/// way); a 16-bit compare-and-swap loop (sm_70+).
+__device__ inline void atomic_add_u16(uint16_t* p, uint32_t add) {
+  auto* addr = reinterpret_cast<unsigned short*>(p);
+  unsigned short old = *addr, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(addr, assumed, static_cast<unsigned short>((assumed + add) & 0xffffu));
+  } while (old != assumed);
+}
+
 template <class H>
 __device__ inline float half_bits_to_float(uint16_t b) {
   if constexpr (std::is_same_v<H, Half>) return Half::to_float(b);
@@ -129,6 +140,12 @@ __device__ inline void atomic_add_elem(typename Store<T>::type* p, typename Stor
   } else if constexpr (std::is_same_v<T, uint8_t>) {
     const uint32_t add = (static_cast<uint32_t>(a.i) * y) & 0xffu;
     if (add != 0) atomic_add_u8(p, add);
+  } else if constexpr (std::is_same_v<T, int8_t>) {
+    const uint32_t add = (static_cast<uint32_t>(a.i) * static_cast<uint32_t>(y)) & 0xffu;
+    if (add != 0) atomic_add_u8(reinterpret_cast<uint8_t*>(p), add);
+  } else if constexpr (std::is_same_v<T, int16_t>) {
+    const uint32_t add = (static_cast<uint32_t>(a.i) * static_cast<uint32_t>(y)) & 0xffffu;
+    if (add != 0) atomic_add_u16(reinterpret_cast<uint16_t*>(p), add);
   } else if constexpr (std::is_same_v<T, int32_t>) {
     atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<uint32_t>(a.i) * static_cast<uint32_t>(y));
   } else if constexpr (std::is_same_v<T, int64_t>) {

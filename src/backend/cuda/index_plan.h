@@ -337,7 +337,9 @@ struct NonzeroParams {
 inline uint64_t nonzero_mask(ScalarType t) {
   switch (t) {
     case kBool:
-    case kUInt8: return 0xffull;
+    case kUInt8:
+    case kInt8: return 0xffull;
+    case kInt16: return 0xffffull;
     case kInt32: return 0xffffffffull;
     case kInt64: return ~0ull;
     case kHalf:

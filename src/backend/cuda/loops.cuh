@@ -3,7 +3,7 @@
 //   gpu_kernel<Out, In0, In1>(it, "add", AddOp<float>{...});
 //
 // Out and In... are device storage types (float, double, __half,
-// __nv_bfloat16, int64_t, int32_t, uint8_t, bool; see storage_t). The functor
+// __nv_bfloat16, int64_t, int32_t, int16_t, int8_t, uint8_t, bool; see storage_t). The functor
 // is called with each input in its math type (float for the 16-bit floats)
 // and its result is converted to Out. The engine owns the loops
 // (Note [CUDA elementwise loops]); kernels only pick types and a functor.
@@ -120,6 +120,8 @@ struct Loader<AnyDtype<Out>> {
     switch (static_cast<ScalarType>(dt)) {
       case ScalarType::Bool: return cvt(read(bool{}));
       case ScalarType::UInt8: return cvt(read(uint8_t{}));
+      case ScalarType::Int8: return cvt(read(int8_t{}));
+      case ScalarType::Int16: return cvt(read(int16_t{}));
       case ScalarType::Int32: return cvt(read(int32_t{}));
       case ScalarType::Int64: return cvt(read(int64_t{}));
       case ScalarType::Half: return cvt(read(__half{}));

@@ -289,6 +289,16 @@ struct SortKey<uint8_t> {
   BRISK_HOST_DEVICE static uint64_t key(uint8_t v) { return v; }
 };
 template <>
+struct SortKey<int8_t> {
+  static constexpr int bits = 8;
+  BRISK_HOST_DEVICE static uint64_t key(int8_t v) { return uint64_t(uint8_t(v) ^ 0x80u); }
+};
+template <>
+struct SortKey<int16_t> {
+  static constexpr int bits = 16;
+  BRISK_HOST_DEVICE static uint64_t key(int16_t v) { return uint64_t(uint16_t(v) ^ 0x8000u); }
+};
+template <>
 struct SortKey<int32_t> {
   static constexpr int bits = 32;
   BRISK_HOST_DEVICE static uint64_t key(int32_t v) { return uint64_t(uint32_t(v) ^ 0x80000000u); }

@@ -263,10 +263,10 @@ BRISK_ERROR_CLASSES = [
 def _sig_class_of_cpp_type(msg):
     m = re.search(r"to type (\S+) without|representable range of (\w+)", msg)
     if m and m.group(2):
-        return {"Byte": "u8", "Char": "int", "Int": "int", "Long": "int", "Half": "half", "BFloat16": "half",
+        return {"Byte": "u8", "Char": "int", "Short": "int", "Int": "int", "Long": "int", "Half": "half", "BFloat16": "half",
                 "Float": "float", "Double": "float", "Bool": "bool"}.get(m.group(2), m.group(2))
     t = m.group(1) if m else "?"
-    for key, cls in (("Half", "half"), ("BFloat16", "half"), ("uint8", "u8"), ("int", "int"), ("long", "int"),
+    for key, cls in (("Half", "half"), ("BFloat16", "half"), ("uint8", "u8"), ("signed char", "int"), ("short", "int"), ("int", "int"), ("long", "int"),
                      ("float", "float"), ("double", "float"), ("bool", "bool")):
         if key in t:
             return cls

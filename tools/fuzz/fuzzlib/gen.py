@@ -27,7 +27,7 @@ def pick_float(r):
 
 
 def pick_dtype(r):
-    return r.choices(ALL, [4, 3, 2, 2, 3, 2, 2, 2])[0]
+    return r.choices(ALL, [4, 3, 2, 2, 3, 2, 1, 1, 2, 2])[0]
 
 
 def rand_shape(r, ndim=None, lo=1, hi=4, zero=0.06):
@@ -211,8 +211,8 @@ def fam_intdiv(b):
     r = b.rng
     op = r.choice(["div", "div", "remainder", "fmod", "pow", "pow", "rpow", "rdiv", "floor", "trunc", "round",
                    "frac", "ceil"])
-    da = r.choice(["int64", "int32", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
-    db = r.choice(["int64", "int32", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
+    da = r.choice(["int64", "int32", "int16", "int8", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
+    db = r.choice(["int64", "int32", "int16", "int8", "uint8", "float32", "float64", "float16", "bfloat16", "bool"])
     shape = rand_shape(r, zero=0.1)
     kind = r.choice(["special", "intlike", "normal"])
     x = b.inp(da, shape, kind=kind)

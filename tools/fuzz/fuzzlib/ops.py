@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from .program import V, S, I, B, DT, py_src as P, cpp_src as C, cpp_index
 
 TORCH_DTYPE = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
-               "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "uint8": torch.uint8,
+               "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+               "int8": torch.int8, "uint8": torch.uint8,
                "bool": torch.bool}
 DTYPE_NAME = {v: k for k, v in TORCH_DTYPE.items()}
 

@@ -10,24 +10,25 @@ for reproductions.
 import math
 import struct
 
-DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]
+DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool"]
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
-INTS = ["int64", "int32", "uint8"]
+INTS = ["int64", "int32", "int16", "int8", "uint8"]
 
 # A short class per dtype, used in divergence signatures.
 DTYPE_CLASS = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16",
-               "int64": "i64", "int32": "i32", "uint8": "u8", "bool": "bool"}
+               "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool"}
 
 # Coarser classes for signatures: dtypes that behave alike share one.
 SIG_CLASS = {"float32": "float", "float64": "float", "float16": "half", "bfloat16": "half", "int64": "int",
-             "int32": "int", "uint8": "u8", "bool": "bool"}
+             "int32": "int", "int16": "int", "int8": "int", "uint8": "u8", "bool": "bool"}
 
-INT_RANGE = {"int64": (-2 ** 63, 2 ** 63 - 1), "int32": (-2 ** 31, 2 ** 31 - 1), "uint8": (0, 255),
+INT_RANGE = {"int64": (-2 ** 63, 2 ** 63 - 1), "int32": (-2 ** 31, 2 ** 31 - 1), "int16": (-2 ** 15, 2 ** 15 - 1),
+             "int8": (-128, 127), "uint8": (0, 255),
              "bool": (0, 1)}
 
 CPP_DTYPE = {"float32": "brisk::kFloat32", "float64": "brisk::kFloat64", "float16": "brisk::kFloat16",
              "bfloat16": "brisk::kBFloat16", "int64": "brisk::kInt64", "int32": "brisk::kInt32",
-             "uint8": "brisk::kUInt8", "bool": "brisk::kBool"}
+             "int16": "brisk::kInt16", "int8": "brisk::kInt8", "uint8": "brisk::kUInt8", "bool": "brisk::kBool"}
 
 
 class V:

@@ -645,7 +645,10 @@ Tensor nonzero_kernel(const Tensor& in) {
   switch (in.dtype()) {
     case kBool:
     case kUInt8:
+    case kInt8:
       return nonzero_impl<NonzeroTest<uint8_t>>(in);
+    case kInt16:
+      return nonzero_impl<NonzeroTest<uint16_t>>(in);
     case kInt32:
       return nonzero_impl<NonzeroTest<uint32_t>>(in);
     case kInt64:

@@ -682,7 +682,7 @@ void register_pooling_kernels() {
   // max pooling takes uint8, int32 and int64 too (as PyTorch's CPU kernels);
   // average pooling int64 (forward); backwards floating only
   const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
-  register_kernel<OpId::max_pool2d>(kCPU, max_pool_kernel, fl | dtype_mask({kUInt8, kInt32, kInt64}));
+  register_kernel<OpId::max_pool2d>(kCPU, max_pool_kernel, fl | dtype_mask({kUInt8, kInt8, kInt16, kInt32, kInt64}));
   register_kernel<OpId::max_pool2d_indices>(kCPU, max_indices_kernel, dtype_mask({kUInt8, kInt32}));
   register_kernel<OpId::max_pool2d_backward>(kCPU, max_pool_backward_kernel, fl);
   register_kernel<OpId::avg_pool2d>(kCPU, avg_pool_kernel, fl | dtype_mask({kInt64}));
