@@ -196,6 +196,13 @@ TEST_F(LossModules, EmbeddingAndTripletLossesMatchPyTorch) {
   const Tensor c1 = pt("ce2.x1", {4, 3}), c2 = pt("ce2.x2", {4, 3}), yc = pt("ce2.y", {4});
   const Tensor a = pt("tr.a", {4, 3}), p = pt("tr.p", {4, 3}), n = pt("tr.n", {4, 3});
   EXPECT_TRUE(close(F::cosine_similarity(c1, c2), pt("cos_sim", {4}), 1e-12, 1e-13));
+  {
+    // tiny vectors: PyTorch 2 normalizes each by max(|x|, eps) first, so two
+    // equal vectors of norm 1e-5 have similarity 1 (not 1e-10 / 1e-8)
+    Tensor tiny = zeros({1, 2}, kDouble);
+    tiny.select(1, 0).fill_(1e-5);
+    EXPECT_NEAR(F::cosine_similarity(tiny, tiny).item<double>(), 1.0, 1e-12);
+  }
   EXPECT_TRUE(close(F::pairwise_distance(c1, c2), pt("pdist", {4}), 1e-12, 1e-13));
   EXPECT_TRUE(close(F::pairwise_distance(c1, c2, F::PairwiseDistanceFuncOptions().p(1)), pt("pdist.p1", {4}), 1e-12,
                     1e-13));
