@@ -566,6 +566,38 @@ TEST(LibtorchApi, Str) {
   EXPECT_EQ(c10::str("a", 1), "a1");
 }
 
+// ---- 6: Device's libtorch accessors ----------------------------------------------------------------------------
+
+TEST(LibtorchApi, DeviceAccessors) {
+  Device c(kCUDA, 1);
+  EXPECT_EQ(c.type(), kCUDA);
+  EXPECT_EQ(c.index(), 1);
+  EXPECT_TRUE(c.has_index());
+  EXPECT_TRUE(c.is_cuda());
+  EXPECT_FALSE(c.is_cpu());
+  // brisk's field spelling reads and writes the same values
+  EXPECT_EQ(c.type, kCUDA);
+  EXPECT_EQ(c.index, 1);
+  c.index = 0;
+  EXPECT_EQ(c.index(), 0);
+  Device p("cuda:0");
+  EXPECT_EQ(p.type(), DeviceType::CUDA);
+  EXPECT_EQ(p.index(), 0);
+  EXPECT_EQ(p, c);
+  Device cpu = Device(kCPU);
+  EXPECT_EQ(cpu.type(), kCPU);
+  EXPECT_EQ(cpu.index(), -1);
+  EXPECT_FALSE(cpu.has_index());
+  EXPECT_EQ(sizeof(Device), 2u);
+  switch (cpu.type()) {
+    case DeviceType::CPU: break;
+    default: ADD_FAILURE();
+  }
+  EXPECT_EQ(str(c.type, ":", c.index), "cuda:0");  // the fields print as their values
+  EXPECT_EQ(ones({2}).device().type(), kCPU);
+  EXPECT_EQ(static_cast<int>(c.type), 1);
+}
+
 // ---- 10: c10:: spellings -------------------------------------------------------------------------------------
 
 int64_t count(c10::IntArrayRef sizes) { return multiply(sizes); }
