@@ -2,6 +2,7 @@
 #pragma once
 #include "brisk/allocator.h"
 #include "brisk/autograd.h"
+#include "brisk/c10_compat.h"
 #include "brisk/cuda.h"
 #include "brisk/data.h"
 #include "brisk/device.h"
@@ -9,6 +10,7 @@
 #include "brisk/error.h"
 #include "brisk/half.h"
 #include "brisk/foreach.h"
+#include "brisk/functions.h"
 #include "brisk/indexing.h"
 #include "brisk/io.h"
 #include "brisk/nn.h"
@@ -17,6 +19,7 @@
 #include "brisk/options.h"
 #include "brisk/ordered_dict.h"
 #include "brisk/profiler.h"
+#include "brisk/reduction.h"
 #include "brisk/scalar.h"
 #include "brisk/serialize.h"
 #include "brisk/shape.h"

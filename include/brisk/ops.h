@@ -6,6 +6,7 @@
 #include <tuple>
 #include <vector>
 
+#include "brisk/detail/tensor_data.h"
 #include "brisk/indexing.h"
 #include "brisk/tensor.h"
 
@@ -29,6 +30,8 @@ Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts = std::null
 /// [start, end) with step; int64 when all arguments are integers, else the default dtype.
 Tensor arange(const Scalar& end, TensorOptions opts = {});
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step = 1, TensorOptions opts = {});
+/// libtorch's arange(start, end, options): step 1.
+inline Tensor arange(const Scalar& start, const Scalar& end, TensorOptions opts) { return arange(start, end, 1, opts); }
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, TensorOptions opts = {});
 Tensor eye(int64_t n, TensorOptions opts = {});
 Tensor eye(int64_t n, int64_t m, TensorOptions opts = {});
@@ -53,6 +56,12 @@ template <class T>
 Tensor tensor(const std::vector<T>& values, TensorOptions opts = {});
 template <class T>
 Tensor tensor(const std::vector<T>& values, IntArrayRef sizes, TensorOptions opts = {});
+/// Any depth of nesting, mixed literal types and single scalars:
+/// tensor({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}}), tensor({1, 2.5}) (float32),
+/// tensor(3.5) (a 0-dim tensor), tensor(3, kDouble). Without a dtype in
+/// opts: any floating point value gives the default dtype (C++ floats only:
+/// float32), else any integer int64, else bool. Ragged nesting is an error.
+Tensor tensor(const detail::TensorData& data, TensorOptions opts = {});
 
 // ---- random number generation -------------------------------------------------
 /// Seeds the default generator (Philox4x32-10, counter based).

@@ -34,6 +34,22 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(Ref<TensorImpl> impl) : impl_(std::move(impl)) {}
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  ~Tensor() = default;
+
+  // Note [Assignment to a tensor]
+  // As in libtorch: assigning to a named tensor (an lvalue) rebinds the
+  // handle (`t = other` shares other's data, no copy); assigning to a
+  // temporary (an rvalue: the result of x[i], x.index({...}), x.select(0, 1),
+  // ...) writes into its data: `x[i] = v` is `x[i].copy_(v)` (v broadcast and
+  // converted) and `x.index({0}) = 5` is `fill_(5)`. Autograd records them as
+  // the copy_ and fill_ they are.
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  Tensor& operator=(Tensor&& src) && { return copy_(src); }
+  Tensor& operator=(const Scalar& v) && { return fill_(v); }
 
   // ---- metadata ---------------------------------------------------------
   bool defined() const { return static_cast<bool>(impl_); }
@@ -65,8 +81,15 @@ class Tensor {
   bool is_alias_of(const Tensor& o) const { return impl_->storage.get() == o.impl_->storage.get(); }
   int32_t use_count() const { return impl_.use_count(); }
   TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
-  /// Version counter shared by all views (see Note [Version counters]).
-  uint32_t _version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
+  /// Version counter shared by all views: 0 for a tensor an op or factory
+  /// made, plus one per in-place op since (see Note [Version counters]).
+  uint32_t _version() const {
+    const StorageImpl* s = impl_->storage.get();
+    return s->version.load(std::memory_order_relaxed) - s->version_base;
+  }
+  /// The raw counter that autograd's saved-tensor checks compare (only its
+  /// changes mean something).
+  uint32_t _raw_version() const { return impl_->storage->version.load(std::memory_order_relaxed); }
   /// Called by every in-place op. A relaxed load+store, not a locked
   /// increment: two threads writing one tensor in place race anyway.
   BRISK_ALWAYS_INLINE void bump_version() const {
@@ -90,6 +113,17 @@ class Tensor {
   Tensor to(Device d, ScalarType t, bool non_blocking = false, bool copy = false) const;
   Tensor to(TensorOptions o, bool non_blocking = false, bool copy = false) const;
   Tensor to(MemoryFormat fmt) const;
+  /// x.to(kCPU), x.to(kCUDA) (a device type alone: libtorch's most common
+  /// idiom; without this overload the call is ambiguous between Device and
+  /// TensorOptions).
+  Tensor to(DeviceType d, bool non_blocking = false, bool copy = false) const {
+    return to(Device(d), non_blocking, copy);
+  }
+  /// To other's dtype and device.
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;
+  /// libtorch's toType: to(t).
+  Tensor toType(ScalarType t) const { return to(t); }
+  Tensor type_as(const Tensor& other) const { return to(other.dtype()); }
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda() const { return to(Device(kCUDA)); }
   /// A copy in page-locked (pinned) host memory, from which copies to a GPU
@@ -100,9 +134,17 @@ class Tensor {
   Tensor contiguous(MemoryFormat fmt = kContiguous) const;
   Tensor clone(MemoryFormat fmt = kPreserve) const;
   /// Copies src into this tensor, broadcasting and converting dtype.
-  Tensor& copy_(const Tensor& src, bool non_blocking = false);
-  Tensor& fill_(const Scalar& v);
-  Tensor& zero_();
+  Tensor& copy_(const Tensor& src, bool non_blocking = false) const;
+  Tensor& fill_(const Scalar& v) const;
+  Tensor& zero_() const;
+  /// libtorch's resize_: contiguous sizes over the same storage when it is
+  /// large enough (the data stays where it is: shrinking keeps the leading
+  /// elements), else over a larger block holding a copy of the old bytes
+  /// (the new elements are uninitialized), shared by every view of the
+  /// storage. The same sizes change nothing. Refused for tensors that
+  /// require grad (and views of them) and for memory brisk does not own
+  /// (from_blob) that must grow. Bumps the version counter.
+  const Tensor& resize_(IntArrayRef sizes) const;
   /// The value of a one-element tensor.
   Scalar item() const;
   template <class T>
@@ -148,16 +190,16 @@ class Tensor {
   Tensor index(std::initializer_list<TensorIndex> idx) const;
   Tensor index(const std::vector<TensorIndex>& idx) const;
   /// x[idx] = value (value broadcast to the indexed shape).
-  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& value);
-  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Scalar& value);
-  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value);
-  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value);
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& value) const;
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Scalar& value) const;
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value) const;
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value) const;
   /// libtorch's index_put_(indices, values, accumulate): values must have
   /// this tensor's dtype and broadcast to the indexed shape (no leading size-1
   /// dims dropped); with accumulate they are added, duplicate indices
   /// accumulating (PyTorch's x.index_put_((i,), v, accumulate=True)).
-  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate);
-  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate);
+  Tensor& index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate) const;
+  Tensor& index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate) const;
   /// Out of place: a copy of this tensor with index_put_ applied.
   Tensor index_put(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate = false) const;
   Tensor index_put(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate = false) const;
@@ -168,13 +210,13 @@ class Tensor {
   Tensor gather(int64_t dim, const Tensor& index) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor nonzero() const;
 
@@ -182,21 +224,21 @@ class Tensor {
 #define BRISK_BINARY_METHODS(name)                  \
   Tensor name(const Tensor& other) const;           \
   Tensor name(const Scalar& other) const;           \
-  Tensor& name##_(const Tensor& other);             \
-  Tensor& name##_(const Scalar& other);
+  Tensor& name##_(const Tensor& other) const;       \
+  Tensor& name##_(const Scalar& other) const;
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
   Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
   Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
   BRISK_BINARY_METHODS(mul)
   Tensor div(const Tensor& other, RoundingMode mode = RoundingMode::None) const;
   Tensor div(const Scalar& other, RoundingMode mode = RoundingMode::None) const;
-  Tensor& div_(const Tensor& other, RoundingMode mode = RoundingMode::None);
-  Tensor& div_(const Scalar& other, RoundingMode mode = RoundingMode::None);
+  Tensor& div_(const Tensor& other, RoundingMode mode = RoundingMode::None) const;
+  Tensor& div_(const Scalar& other, RoundingMode mode = RoundingMode::None) const;
   BRISK_BINARY_METHODS(remainder)
   BRISK_BINARY_METHODS(fmod)
   BRISK_BINARY_METHODS(pow)
@@ -220,35 +262,35 @@ class Tensor {
 #undef BRISK_BINARY_METHODS
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
-  Tensor& lerp_(const Tensor& end, const Scalar& weight);
-  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
   Tensor addcmul(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
-  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor& addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
-  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1);
+  Tensor& addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& value = 1) const;
   Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor clamp(const Tensor& min, const Tensor& max) const;
   Tensor clamp_min(const Scalar& min) const { return clamp(min, std::nullopt); }
   Tensor clamp_max(const Scalar& max) const { return clamp(std::nullopt, max); }
-  Tensor& clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
-  Tensor& clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+  Tensor& clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
+  Tensor& clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
 
   // The unary pointwise ops of include/brisk/detail/unary_ops.h: x.exp(),
   // x.exp_(), ..., x.isnan(); logit is declared below.
   BRISK_FORALL_UNARY_OPS(BRISK_DETAIL_UNARY_DECLARE_METHODS, _)
   /// log(x / (1 - x)); with eps, x is first clamped to [eps, 1 - eps].
   Tensor logit(std::optional<double> eps = std::nullopt) const;
-  Tensor& logit_(std::optional<double> eps = std::nullopt);
+  Tensor& logit_(std::optional<double> eps = std::nullopt) const;
   /// approximate: "none" (erf) or "tanh".
   Tensor gelu(std::string_view approximate = "none") const;
-  Tensor& gelu_(std::string_view approximate = "none");
+  Tensor& gelu_(std::string_view approximate = "none") const;
   Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
   /// NaN, +inf and -inf replaced (see brisk::nan_to_num).
   Tensor nan_to_num(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
                     std::optional<double> neginf = std::nullopt) const;
   Tensor& nan_to_num_(std::optional<double> nan = std::nullopt, std::optional<double> posinf = std::nullopt,
-                      std::optional<double> neginf = std::nullopt);
+                      std::optional<double> neginf = std::nullopt) const;
 
   // ---- reductions ---------------------------------------------------------
   Tensor sum(std::optional<ScalarType> dtype = std::nullopt) const;
@@ -312,18 +354,18 @@ class Tensor {
   Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
   Tensor tril(int64_t diagonal = 0) const;
   Tensor triu(int64_t diagonal = 0) const;
-  Tensor& tril_(int64_t diagonal = 0);
-  Tensor& triu_(int64_t diagonal = 0);
+  Tensor& tril_(int64_t diagonal = 0) const;
+  Tensor& triu_(int64_t diagonal = 0) const;
 
   // ---- comparison of whole tensors ---------------------------------------
   bool equal(const Tensor& other) const;
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
 
   // ---- random fills --------------------------------------------------------
-  Tensor& uniform_(double from = 0, double to = 1);
-  Tensor& normal_(double mean = 0, double std = 1);
-  Tensor& bernoulli_(double p = 0.5);
-  Tensor& random_(int64_t from, int64_t to);
+  Tensor& uniform_(double from = 0, double to = 1) const;
+  Tensor& normal_(double mean = 0, double std = 1) const;
+  Tensor& bernoulli_(double p = 0.5) const;
+  Tensor& random_(int64_t from, int64_t to) const;
 
   // ---- operators ----------------------------------------------------------
   Tensor& operator+=(const Tensor& o) { return add_(o); }
@@ -355,8 +397,8 @@ class Tensor {
     return impl_->requires_grad || (impl_->view_base && impl_->view_base->requires_grad);
   }
   /// Makes a floating point leaf require (or stop requiring) gradients.
-  Tensor& requires_grad_(bool r = true);
-  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  Tensor& requires_grad_(bool r = true) const;
+  Tensor& set_requires_grad(bool r) const { return requires_grad_(r); }
   /// The accumulated gradient (undefined until a backward reaches it, and
   /// after it is set to none). Non-leaf tensors keep one only after retain_grad().
   const Tensor& grad() const;
@@ -377,7 +419,7 @@ class Tensor {
   /// A tensor sharing storage (and version counter) outside the graph.
   Tensor detach() const;
   /// Takes this tensor out of the graph in place.
-  Tensor& detach_();
+  Tensor& detach_() const;
   /// Same as detach(): the data without the autograd history.
   Tensor data() const { return detach(); }
   /// True for a view (of a tensor that is not an inference tensor); _base()

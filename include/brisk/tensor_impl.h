@@ -85,6 +85,14 @@ class Ref {
 // it without an extra allocation. Every in-place op bumps it (except on
 // inference tensors); autograd compares it against the value saved with a
 // tensor to detect modification of saved inputs.
+// A tensor an op hands out starts at version 0 (`ones({3})._version()` is 0,
+// as in PyTorch), although ops build their results with in-place ops (full
+// fills, cat copies into slices, ...) that bump the counter. Resetting the
+// counter would break autograd: a node recorded inside the op may have saved
+// the result at the bumped version. So the counter itself is never reset:
+// the op records its value in `version_base` (detail::mark_new_version,
+// src/core/tensor_create.h) and _version() reports the difference, while
+// autograd and the caches compare the raw counter (_raw_version()).
 struct StorageImpl {
   using Deleter = void (*)(void* ctx, void* data);
 
@@ -93,6 +101,9 @@ struct StorageImpl {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
+  /// The counter's value when the op that made this storage handed it out:
+  /// Tensor::_version() is `version - version_base` (Note [Version counters]).
+  uint32_t version_base = 0;
   Allocator* allocator = nullptr;  ///< frees `data` unless null
   Deleter deleter = nullptr;       ///< used when allocator is null (from_blob)
   void* deleter_ctx = nullptr;

@@ -59,7 +59,7 @@ SavedTensor::SavedTensor(const Tensor& t, bool is_output, const char* node_name)
               "Inference tensors cannot be saved for backward. To work around you can make a clone to get a "
               "normal tensor and use it in autograd (",
               describe(t), ")");
-  version_ = t._version();
+  version_ = t._raw_version();
   requires_grad_ = t.requires_grad();
   is_output_ = is_output;
   if (is_output) {
@@ -82,8 +82,11 @@ Tensor SavedTensor::unpack(Node& owner, size_t index) const {
                "graph a second time or if you need to access saved tensors after calling backward (node ",
                owner.name(), ")");
   if (!data_.defined()) return Tensor();
-  const uint32_t now = data_._version();
+  const uint32_t now = data_._raw_version();
   if (now != version_) {
+    // The versions as _version() counts them (Note [Version counters]).
+    const uint32_t base = data_.impl()->storage->version_base;
+    auto visible_version = [base](uint32_t v) { return static_cast<int64_t>(static_cast<int32_t>(v - base)); };
     std::string what;
     if (is_output_)
       what = "output " + std::to_string(output_nr_) + " of " + owner.name();
@@ -94,7 +97,7 @@ Tensor SavedTensor::unpack(Node& owner, size_t index) const {
     BRISK_FAIL("backward",
                "one of the tensors needed for gradient computation has been modified by an inplace operation: ",
                describe(data_), ", which is ", what, ", saved by ", owner.name(), " (saved tensor ", index,
-               "), is at version ", now, "; expected version ", version_,
+               "), is at version ", visible_version(now), "; expected version ", visible_version(version_),
                " instead. Hint: the in-place op ran between the forward op and backward; use its out-of-place "
                "form or clone() the tensor before changing it.");
   }
@@ -470,13 +473,13 @@ Tensor sum_to(const Tensor& g, IntArrayRef sizes) {
 // ---- Tensor's autograd methods ---------------------------------------------------------
 using autograd::meta_of;
 
-Tensor& Tensor::requires_grad_(bool r) {
+Tensor& Tensor::requires_grad_(bool r) const {
   AutogradMeta* m = impl_->autograd;
   if (m && m->grad_fn) {
     BRISK_CHECK(r, "requires_grad_",
                 "you can only change requires_grad flags of leaf tensors. If you want to use a computed tensor in "
                 "a subgraph that doesn't require differentiation use detach()");
-    return *this;
+    return const_cast<Tensor&>(*this);
   }
   if (r) {
     BRISK_CHECK(is_floating_point(), "requires_grad_",
@@ -484,10 +487,10 @@ Tensor& Tensor::requires_grad_(bool r) {
     BRISK_CHECK(!is_inference() || InferenceMode::is_enabled(), "requires_grad_",
                 "Setting requires_grad=true on an inference tensor outside InferenceMode is not allowed");
   }
-  if (!r && !m) return *this;
+  if (!r && !m) return const_cast<Tensor&>(*this);
   meta_of(*this).leaf_requires_grad = r;
   impl_->requires_grad = r;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 namespace {
@@ -558,15 +561,15 @@ Tensor Tensor::detach() const {
   return d;
 }
 
-Tensor& Tensor::detach_() {
+Tensor& Tensor::detach_() const {
   AutogradMeta* m = impl_->autograd;
-  if (!m) return *this;
+  if (!m) return const_cast<Tensor&>(*this);
   BRISK_CHECK(!impl_->view_base, "detach_", "Can't detach views in-place. Use detach() instead");
   m->grad_fn.reset();
   m->output_nr = 0;
   m->leaf_requires_grad = false;
   impl_->requires_grad = false;
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 bool Tensor::_is_view() const { return static_cast<bool>(impl_->view_base); }

@@ -34,5 +34,9 @@ std::string Device::str() const {
 }
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 std::ostream& operator<<(std::ostream& os, DeviceType t) { return os << (t == kCPU ? "cpu" : "cuda"); }
+namespace detail {
+std::ostream& operator<<(std::ostream& os, DeviceTypeField t) { return os << t.value; }
+std::ostream& operator<<(std::ostream& os, DeviceIndexField i) { return os << static_cast<int>(i.value); }
+}  // namespace detail
 
 }  // namespace brisk

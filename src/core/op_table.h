@@ -202,6 +202,7 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(pin_memory, Copy, copy, All, Keep, kNoFlags)                                        \
   X(fill, Copy, fill, All, Keep, kInplace)                                              \
   X(zero, Copy, fill, All, Keep, kInplace)                                              \
+  X(resize, Copy, none, All, Keep, kInplace)                                            \
   X(item, Copy, copy, All, Keep, kSync)                                                 \
   /* products */                                                                        \
   X(mm, Gemm, gemm, Numeric, Lower, kOut)                                               \
@@ -275,6 +276,7 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(full, Factory, fill, All, Keep, kNoFlags)                                           \
   X(full_like, Factory, fill, All, Keep, kNoFlags)                                      \
   X(scalar_tensor, Factory, fill, All, Keep, kNoFlags)                                  \
+  X(tensor, Factory, copy, All, Keep, kNoFlags)                                         \
   X(eye, Factory, fill, All, Keep, kNoFlags)                                            \
   X(arange, Factory, arange, Numeric, Keep, kNoFlags)                                   \
   X(linspace, Factory, linspace, Numeric, Keep, kNoFlags)                               \

@@ -11,7 +11,20 @@ Tensor make_tensor(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Dev
 /// the version counter; inherits inference-ness).
 Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 /// Gives `t` fresh contiguous storage of the given shape (out= resizing).
+/// The version counter carries over.
 void resize_(const Tensor& t, IntArrayRef sizes);
+/// For an op handing out a tensor whose storage it made itself: its
+/// _version() starts at 0 whatever in-place ops built it (full's fill, cat's
+/// copies into slices, ...); see Note [Version counters]. Returns t.
+inline const Tensor& mark_new_version(const Tensor& t) {
+  StorageImpl* s = t.impl()->storage.get();
+  s->version_base = s->version.load(std::memory_order_relaxed);
+  return t;
+}
+inline Tensor mark_new_version(Tensor&& t) {
+  mark_new_version(static_cast<const Tensor&>(t));
+  return std::move(t);
+}
 /// Contiguous strides for sizes.
 DimVector contiguous_strides(IntArrayRef sizes);
 /// Channels-last strides for a 4-D shape (N, C, H, W) -> (C*H*W, 1, W*C, C).

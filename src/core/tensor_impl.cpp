@@ -237,6 +237,10 @@ Tensor make_view(const Tensor& base, IntArrayRef sizes, IntArrayRef strides, int
 void resize_(const Tensor& t, IntArrayRef sizes) {
   Tensor fresh = make_tensor(sizes, {}, t.dtype(), t.device());
   TensorImpl* impl = t.impl();
+  // The version counter belongs to the tensor (PyTorch keeps it on resize).
+  StorageImpl* st = fresh.impl()->storage.get();
+  st->version.store(impl->storage->version.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  st->version_base = impl->storage->version_base;
   impl->storage = fresh.impl()->storage;
   impl->storage_offset = 0;
   impl->sizes = fresh.impl()->sizes;

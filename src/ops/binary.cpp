@@ -113,7 +113,7 @@ void check_int_divisor(const char* op, ScalarType compute, const Tensor& a, cons
 // float32 copies and the result is rounded to the dtype.
 /// r converted to `compute`, or written to *self (no graph, no version
 /// bump: the caller's op records and bumps).
-Tensor write_result(Tensor* self, const Tensor& r, ScalarType compute) {
+Tensor write_result(const Tensor* self, const Tensor& r, ScalarType compute) {
   if (!self) return r.to(compute);
   TensorIter it;
   IterBuilder("copy_").output(*self).input(r).no_cast_inputs().build(it);
@@ -127,7 +127,7 @@ bool opmath_scalar_operand(ScalarType compute, const Scalar&) { return is_reduce
 /// f(a, b) in float32 (Note [Reduced-float scalar operands]), written to
 /// *self or returned in `compute`. No graph: the caller records the op.
 template <class Other, class F>
-Tensor run_opmath_scalar(Tensor* self, const Tensor& a, const Other& b, ScalarType compute, F f) {
+Tensor run_opmath_scalar(const Tensor* self, const Tensor& a, const Other& b, ScalarType compute, F f) {
   NoGradGuard ng;
   Tensor af = a.to(compute).to(kFloat), rf;
   if constexpr (std::is_same_v<Other, Tensor>)
@@ -143,7 +143,7 @@ Tensor run_opmath_scalar(Tensor* self, const Tensor& a, const Other& b, ScalarTy
 // sub's dtype rules); rsub is b - alpha * a with the operands swapped.
 namespace {
 template <class Other>
-Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
+Tensor add_impl(const char* nm, Tensor* out, const Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
   BRISK_PROFILE_OP(nm, a, b);
   IterBuilder it(nm);
   if (self) {
@@ -181,7 +181,7 @@ Tensor add_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, cons
   return r;
 }
 template <class Other>
-Tensor sub_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
+Tensor sub_impl(const char* nm, Tensor* out, const Tensor* self, const Tensor& a, const Other& b, const Scalar& alpha) {
   if (a.defined()) check_sub_dtypes(nm, a.dtype(), dtype_of_operand(b));
   // Checked before -alpha turns a bool alpha into an integer.
   if (BRISK_UNLIKELY(alpha.is_bool()) && a.defined()) check_alpha(nm, result_type(a, b), alpha);
@@ -203,13 +203,13 @@ Tensor& add_out(Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alp
 }
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
 Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return brisk::add(*this, o, alpha); }
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const {
   add_impl("add_", nullptr, this, *this, o, alpha);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const {
   add_impl("add_", nullptr, this, *this, o, alpha);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -238,19 +238,19 @@ Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha) {
 }
 Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
 Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return brisk::sub(*this, o, alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const {
   sub_impl("sub_", nullptr, this, *this, o, alpha);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) {
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const {
   sub_impl("sub_", nullptr, this, *this, o, alpha);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- div ---------------------------------------------------------------------
 namespace {
 template <class Other>
-Tensor div_impl(const char* name, Tensor* out, Tensor* self, const Tensor& a, const Other& b, RoundingMode mode) {
+Tensor div_impl(const char* name, Tensor* out, const Tensor* self, const Tensor& a, const Other& b, RoundingMode mode) {
   BRISK_PROFILE_OP(name, a, b);
   IterBuilder it(name);
   if (self)
@@ -329,13 +329,13 @@ Tensor& div_out(Tensor& out, const Tensor& a, const Tensor& b, RoundingMode m) {
 }
 Tensor Tensor::div(const Tensor& o, RoundingMode m) const { return brisk::div(*this, o, m); }
 Tensor Tensor::div(const Scalar& o, RoundingMode m) const { return brisk::div(*this, o, m); }
-Tensor& Tensor::div_(const Tensor& o, RoundingMode m) {
+Tensor& Tensor::div_(const Tensor& o, RoundingMode m) const {
   div_impl("div_", nullptr, this, *this, o, m);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::div_(const Scalar& o, RoundingMode m) {
+Tensor& Tensor::div_(const Scalar& o, RoundingMode m) const {
   div_impl("div_", nullptr, this, *this, o, m);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- backward of the plain binary ops --------------------------------------------------
@@ -345,7 +345,7 @@ using autograd::BackwardCtx;
 // Records r = op(a, b); for an in-place op r is *self and `a` is a copy of
 // self's old value (the edge goes to self's old history).
 template <OpId op>
-void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& a, const Tensor& b) {
+void record_binary(const char* nm, const Tensor* self, const Tensor& r, const Tensor& a, const Tensor& b) {
   using namespace autograd;
   auto rec = [&](const char* name, std::initializer_list<SaveSpec> saved, auto fn) {
     if (self)
@@ -412,7 +412,7 @@ void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& 
 
 // The same with a Scalar second operand.
 template <OpId op>
-void record_binary(const char* nm, Tensor* self, const Tensor& r, const Tensor& a, const Scalar& b) {
+void record_binary(const char* nm, const Tensor* self, const Tensor& r, const Tensor& a, const Scalar& b) {
   using namespace autograd;
   auto rec = [&](const char* name, std::initializer_list<SaveSpec> saved, auto fn) {
     if (self)
@@ -445,7 +445,7 @@ constexpr bool differentiable(OpId op) {
 
 namespace {
 template <OpId op, class Other>
-Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tensor* out, Tensor* self, const Tensor& a,
+Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tensor* out, const Tensor* self, const Tensor& a,
                   const Other& b) {
   // Only mul and tensor ** scalar have special paths; the other ops (and the
   // common dtypes) go straight to the kernel.
@@ -509,7 +509,7 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
 #define BRISK_BINARY_OP(name, opid, setup)                                               \
   namespace {                                                                            \
   template <class Other>                                                                 \
-  Tensor name##_impl(const char* nm, Tensor* out, Tensor* self, const Tensor& a, const Other& b) { \
+  Tensor name##_impl(const char* nm, Tensor* out, const Tensor* self, const Tensor& a, const Other& b) { \
     BRISK_PROFILE_OP(nm, a, b);                                                          \
     constexpr bool diff = differentiable(OpId::opid);                                    \
     const bool rec = diff && autograd::should_record(a, b);                             \
@@ -540,13 +540,13 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
   }                                                                                      \
   Tensor Tensor::name(const Tensor& o) const { return brisk::name(*this, o); }           \
   Tensor Tensor::name(const Scalar& o) const { return brisk::name(*this, o); }           \
-  Tensor& Tensor::name##_(const Tensor& o) {                                             \
+  Tensor& Tensor::name##_(const Tensor& o) const {                                             \
     name##_impl(#name "_", nullptr, this, *this, o);                                     \
-    return *this;                                                                        \
+    return const_cast<Tensor&>(*this);                                                                        \
   }                                                                                      \
-  Tensor& Tensor::name##_(const Scalar& o) {                                             \
+  Tensor& Tensor::name##_(const Scalar& o) const {                                             \
     name##_impl(#name "_", nullptr, this, *this, o);                                     \
-    return *this;                                                                        \
+    return const_cast<Tensor&>(*this);                                                                        \
   }
 
 BRISK_BINARY_OP(mul, mul, (void)0)
@@ -617,7 +617,7 @@ Tensor operator>(const Scalar& a, const Tensor& b) { return lt(b, a); }
 // ---- ternary ----------------------------------------------------------------------
 namespace {
 template <class W>
-Tensor lerp_impl(const char* nm, Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
+Tensor lerp_impl(const char* nm, const Tensor* self, const Tensor& a, const Tensor& b, const W& w) {
   BRISK_PROFILE_OP(nm, a, b, w);
   BRISK_CHECK(a.dtype() == b.dtype(), nm, "expected dtype ", a.dtype(), " for `end` but got dtype ", b.dtype());
   // The compute (and result) dtype: self's, or with a 0-dim tensor weight
@@ -689,18 +689,18 @@ Tensor lerp(const Tensor& a, const Tensor& b, const Scalar& w) { return lerp_imp
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w) { return lerp_impl("lerp", nullptr, a, b, w); }
 Tensor Tensor::lerp(const Tensor& e, const Scalar& w) const { return brisk::lerp(*this, e, w); }
 Tensor Tensor::lerp(const Tensor& e, const Tensor& w) const { return brisk::lerp(*this, e, w); }
-Tensor& Tensor::lerp_(const Tensor& e, const Scalar& w) {
+Tensor& Tensor::lerp_(const Tensor& e, const Scalar& w) const {
   lerp_impl("lerp_", this, *this, e, w);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::lerp_(const Tensor& e, const Tensor& w) {
+Tensor& Tensor::lerp_(const Tensor& e, const Tensor& w) const {
   lerp_impl("lerp_", this, *this, e, w);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 namespace {
 template <OpId op>
-Tensor addc_impl(const char* nm, Tensor* self, const Tensor& s, const Tensor& t1, const Tensor& t2,
+Tensor addc_impl(const char* nm, const Tensor* self, const Tensor& s, const Tensor& t1, const Tensor& t2,
                  const Scalar& v) {
   BRISK_PROFILE_OP(nm, s, t1, t2, v);
   IterBuilder it(nm);
@@ -770,18 +770,18 @@ Tensor addcdiv(const Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar
 }
 Tensor Tensor::addcmul(const Tensor& t1, const Tensor& t2, const Scalar& v) const { return brisk::addcmul(*this, t1, t2, v); }
 Tensor Tensor::addcdiv(const Tensor& t1, const Tensor& t2, const Scalar& v) const { return brisk::addcdiv(*this, t1, t2, v); }
-Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& v) {
+Tensor& Tensor::addcmul_(const Tensor& t1, const Tensor& t2, const Scalar& v) const {
   addc_impl<OpId::addcmul>("addcmul_", this, *this, t1, t2, v);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& v) {
+Tensor& Tensor::addcdiv_(const Tensor& t1, const Tensor& t2, const Scalar& v) const {
   addc_impl<OpId::addcdiv>("addcdiv_", this, *this, t1, t2, v);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- clamp -----------------------------------------------------------------------------
 namespace {
-Tensor clamp_impl(const char* nm, Tensor* self, Tensor* out, const Tensor& x, std::optional<Scalar> lo,
+Tensor clamp_impl(const char* nm, const Tensor* self, Tensor* out, const Tensor& x, std::optional<Scalar> lo,
                   std::optional<Scalar> hi) {
   BRISK_PROFILE_OP(nm, x, lo, hi);
   BRISK_CHECK(lo || hi, nm, "at least one of 'min' or 'max' must not be None");
@@ -919,9 +919,9 @@ Tensor clamp(const Tensor& x, const Tensor& lo, const Tensor& hi) {
 }
 Tensor Tensor::clamp(std::optional<Scalar> lo, std::optional<Scalar> hi) const { return brisk::clamp(*this, lo, hi); }
 Tensor Tensor::clamp(const Tensor& lo, const Tensor& hi) const { return brisk::clamp(*this, lo, hi); }
-Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) {
+Tensor& Tensor::clamp_(std::optional<Scalar> lo, std::optional<Scalar> hi) const {
   clamp_impl("clamp_", this, nullptr, *this, lo, hi);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- where -------------------------------------------------------------------------------
@@ -973,10 +973,11 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& v) const {
   // The result has the broadcast shape of self and mask (PyTorch): self is
   // expanded before the copy that masked_fill_ then writes.
   const DimVector shape = broadcast_shapes(sizes(), mask.sizes(), "masked_fill");
-  if (sizes().equals(shape)) return clone().masked_fill_(mask, v);
-  return expand(shape).clone(MemoryFormat::Contiguous).masked_fill_(mask, v);
+  Tensor out = sizes().equals(shape) ? clone() : expand(shape).clone(MemoryFormat::Contiguous);
+  out.masked_fill_(mask, v);
+  return detail::mark_new_version(std::move(out));  // Note [Version counters]
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) const {
   BRISK_PROFILE_OP("masked_fill_", *this, mask, v);
   BRISK_CHECK(mask.dtype() == kBool, "masked_fill_", "expected a boolean mask, got ", mask.dtype());
   detail::check_scalar_fits("masked_fill_", v, dtype());
@@ -1007,7 +1008,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& v) {
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
     autograd::record_inplace("MaskedFillBackward0", *this, {*this}, {autograd::save(mask)},
                              [](autograd::BackwardCtx& c) -> TensorList { return {c.grad().masked_fill(c.saved(0), 0)}; });
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold) {

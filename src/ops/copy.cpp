@@ -1,5 +1,6 @@
 // Conversions and copies: to, contiguous, clone, copy_, fill_, item, equal.
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <optional>
 
@@ -142,7 +143,7 @@ void copy_across_devices(const Tensor& dst, const Tensor& src, bool non_blocking
 }
 }  // namespace
 
-Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
+Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) const {
   BRISK_PROFILE_OP("copy_", *this, src);
   BRISK_CHECK(src.defined(), "copy_", "source tensor is undefined");
   // x.copy_(x) and copies into empty tensors move no data but are still
@@ -152,7 +153,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   autograd::check_inplace(*this, "copy_");
   if (is_same(src)) {
     bump_version();
-    return *this;
+    return const_cast<Tensor&>(*this);
   }
   const bool rec = autograd::should_record(*this, src);
   std::optional<NoGradGuard> no_grad;
@@ -185,10 +186,10 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
       return {c.needs(0) ? zeros_like(c.grad()) : Tensor(), c.needs(1) ? c.grad() : Tensor()};
     });
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
-Tensor& Tensor::fill_(const Scalar& v) {
+Tensor& Tensor::fill_(const Scalar& v) const {
   BRISK_PROFILE_OP("fill_", *this, v);
   const Scalar val = detail::fill_value("fill_", v, dtype(), numel() == 1 && is_cpu());
   // An empty tensor is still checked and its version moves (see copy_).
@@ -207,9 +208,9 @@ Tensor& Tensor::fill_(const Scalar& v) {
     autograd::record_inplace("FillBackward0", *this, {*this}, {}, [](autograd::BackwardCtx& c) -> TensorList {
       return {c.needs(0) ? zeros_like(c.grad()) : Tensor()};  // materialized, as in PyTorch (see copy_)
     });
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
-Tensor& Tensor::zero_() {
+Tensor& Tensor::zero_() const {
   BRISK_PROFILE_OP("zero_", *this);
   return fill_(0);
 }
@@ -230,6 +231,7 @@ Tensor to_impl(const Tensor& self, TensorOptions o, bool non_blocking, bool copy
       AutoGradMode no_grad(false);
       r.copy_(self, non_blocking);
     }
+    detail::mark_new_version(r);
     if (BRISK_UNLIKELY(autograd::should_record(self)) && r.is_floating_point())
       autograd::record("ToCopyBackward0", {r}, {self}, {}, [](autograd::BackwardCtx& c) -> TensorList {
         return {c.grad()};  // the engine casts it back to the input's dtype
@@ -258,6 +260,11 @@ Tensor Tensor::to(Device d, ScalarType t, bool nb, bool copy) const {
   BRISK_TO_CHECK_DEFINED();
   return to_impl(*this, TensorOptions(t).device(d), nb, copy, d.is_cpu());
 }
+Tensor Tensor::to(const Tensor& other, bool nb, bool copy) const {
+  BRISK_TO_CHECK_DEFINED();
+  BRISK_CHECK(other.defined(), "to", "the tensor whose dtype and device to take is undefined");
+  return to_impl(*this, TensorOptions(other.dtype()).device(other.device()), nb, copy, other.is_cpu());
+}
 Tensor Tensor::to(MemoryFormat fmt) const {
   BRISK_TO_CHECK_DEFINED();
   return contiguous(fmt);
@@ -285,6 +292,7 @@ Tensor Tensor::clone(MemoryFormat fmt) const {
     AutoGradMode no_grad(false);
     r.copy_(*this);
   }
+  detail::mark_new_version(r);
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
     autograd::record("CloneBackward0", {r}, {*this}, {},
                      [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
@@ -321,6 +329,7 @@ Tensor Tensor::pin_memory() const {
     AutoGradMode no_grad(false);
     r.copy_(*this);
   }
+  detail::mark_new_version(r);
   if (BRISK_UNLIKELY(autograd::should_record(*this)))
     autograd::record("PinMemoryBackward0", {r}, {*this}, {},
                      [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
@@ -378,5 +387,43 @@ bool equal(const Tensor& a, const Tensor& b) {
   return a.eq(b).all().item<bool>();
 }
 bool Tensor::equal(const Tensor& o) const { return brisk::equal(*this, o); }
+
+}  // namespace brisk
+
+namespace brisk {
+
+const Tensor& Tensor::resize_(IntArrayRef new_sizes) const {
+  BRISK_PROFILE_OP("resize_", *this);
+  BRISK_CHECK(defined(), "resize_", "called on an undefined tensor");
+  for (int64_t s : new_sizes) BRISK_CHECK(s >= 0, "resize_", "negative dimension ", s, " in shape ", new_sizes);
+  if (sizes() == new_sizes) return const_cast<Tensor&>(*this);  // PyTorch: nothing changes, the version stays
+  BRISK_CHECK(!requires_grad(), "resize_", "cannot resize tensors that require grad (",
+              is_leaf() ? "a leaf" : "the result of an op or a view of one", "): resize a detach()ed tensor");
+  const DimVector strides = detail::contiguous_strides(new_sizes);
+  int64_t n = 1;
+  for (int64_t s : new_sizes)
+    BRISK_CHECK(!__builtin_mul_overflow(n, s, &n), "resize_", "shape ", new_sizes, " is too large");
+  const size_t need = static_cast<size_t>(n == 0 ? 0 : storage_offset() + n) * element_size();
+  StorageImpl* st = impl_->storage.get();
+  if (need > st->nbytes) {
+    BRISK_CHECK(st->allocator != nullptr, "resize_", "Trying to resize storage that is not resizable: the memory ",
+                "is not brisk's (from_blob) and holds ", st->nbytes, " bytes, ", need, " needed");
+    void* fresh = st->allocator->allocate(need);
+    if (st->nbytes > 0) {
+      if (st->device.is_cpu())
+        std::memcpy(fresh, st->data, st->nbytes);
+      else
+        detail::device_backend(st->device.type)->copy_bytes(fresh, st->device, st->data, st->device, st->nbytes, false);
+    }
+    st->allocator->free(st->data, st->nbytes);
+    st->data = fresh;
+    st->nbytes = need;
+  }
+  impl_->sizes.assign(new_sizes.begin(), new_sizes.end());
+  impl_->strides = strides;
+  impl_->refresh();
+  bump_version();
+  return const_cast<Tensor&>(*this);
+}
 
 }  // namespace brisk

@@ -10,7 +10,10 @@
 namespace brisk {
 
 namespace {
+// Every factory's result starts at version 0, however it was filled (Note
+// [Version counters]).
 Tensor finish_factory(Tensor t, const TensorOptions& opts) {
+  detail::mark_new_version(t);
   if (opts.requires_grad_) {
     BRISK_CHECK(t.is_floating_point(), "requires_grad", "only tensors of floating point dtype can require "
                 "gradients, got ", t.dtype());
@@ -87,24 +90,24 @@ Tensor empty_like(const Tensor& t, std::optional<TensorOptions> opts) {
 }
 Tensor zeros_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("zeros_like", t);
-  return empty_like(t, opts).zero_();
+  return detail::mark_new_version(empty_like(t, opts).zero_());
 }
 Tensor ones_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("ones_like", t);
-  return empty_like(t, opts).fill_(1);
+  return detail::mark_new_version(empty_like(t, opts).fill_(1));
 }
 Tensor full_like(const Tensor& t, const Scalar& v, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("full_like", t, v);
   Tensor r = empty_like(t, opts);
-  return r.fill_(detail::fill_value("full_like", v, r.dtype(), r.numel() == 1 && r.is_cpu()));
+  return detail::mark_new_version(r.fill_(detail::fill_value("full_like", v, r.dtype(), r.numel() == 1 && r.is_cpu())));
 }
 Tensor rand_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("rand_like", t);
-  return empty_like(t, opts).uniform_(0, 1);
+  return detail::mark_new_version(empty_like(t, opts).uniform_(0, 1));
 }
 Tensor randn_like(const Tensor& t, std::optional<TensorOptions> opts) {
   BRISK_PROFILE_OP("randn_like", t);
-  return empty_like(t, opts).normal_(0, 1);
+  return detail::mark_new_version(empty_like(t, opts).normal_(0, 1));
 }
 
 Tensor arange(const Scalar& end, TensorOptions opts) { return arange(0, end, 1, opts); }
@@ -235,6 +238,61 @@ Tensor from_blob(void* data, IntArrayRef sizes, std::function<void(void*)> delet
         delete f;
       },
       ctx, opts);
+}
+
+// ---- tensor(nested braces) --------------------------------------------------------------
+namespace {
+struct NestedScan {
+  DimVector shape;
+  bool any_double = false, any_float = false, any_int = false;
+  std::vector<Scalar> values;
+};
+// The shape is read along the first element of each level; every other
+// element must match it (else "ragged"). Scalars are appended in row-major order.
+void scan_nested(const detail::TensorData& d, size_t depth, NestedScan& s) {
+  if (depth == s.shape.size()) {
+    BRISK_CHECK(d.is_scalar(), "tensor", "ragged nested list: a list at nesting depth ", depth,
+                " where the first element has a scalar");
+    const Scalar& v = d.scalar();
+    if (v.is_floating_point())
+      (d.is_float_literal() ? s.any_float : s.any_double) = true;
+    else if (v.is_integral(false))
+      s.any_int = true;
+    s.values.push_back(v);
+    return;
+  }
+  BRISK_CHECK(!d.is_scalar(), "tensor", "ragged nested list: a scalar at nesting depth ", depth,
+              " where the first element has a list of length ", s.shape[depth]);
+  const int64_t n = static_cast<int64_t>(d.items().size());
+  BRISK_CHECK(n == s.shape[depth], "tensor", "ragged nested list: a list of length ", n, " at nesting depth ", depth,
+              " where the first has length ", s.shape[depth]);
+  for (const detail::TensorData& item : d.items()) scan_nested(item, depth + 1, s);
+}
+}  // namespace
+
+Tensor tensor(const detail::TensorData& data, TensorOptions opts) {
+  BRISK_PROFILE_OP("tensor");
+  NestedScan s;
+  for (const detail::TensorData* d = &data; !d->is_scalar();) {
+    s.shape.push_back(static_cast<int64_t>(d->items().size()));
+    if (d->items().empty()) break;
+    d = &d->items()[0];
+  }
+  scan_nested(data, 0, s);
+  const ScalarType natural = s.any_double ? default_dtype() : s.any_float ? kFloat : s.any_int ? kInt64 : kBool;
+  const ScalarType want = opts.dtype_ ? *opts.dtype_ : (s.values.empty() ? default_dtype() : natural);
+  // Gathered exactly (int64 for integers and bools, float64 otherwise), then converted once.
+  const bool as_double = s.any_double || s.any_float;
+  Tensor host = detail::make_tensor(s.shape, {}, as_double ? kDouble : kInt64, Device(kCPU));
+  if (as_double) {
+    double* p = host.data_ptr<double>();
+    for (size_t i = 0; i < s.values.size(); ++i) p[i] = s.values[i].to_double();
+  } else {
+    int64_t* p = host.data_ptr<int64_t>();
+    for (size_t i = 0; i < s.values.size(); ++i) p[i] = s.values[i].to_long();
+  }
+  Tensor r = host.to(TensorOptions(want).device(opts.device_));
+  return finish_factory(std::move(r), opts);
 }
 
 }  // namespace brisk

@@ -425,7 +425,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   if (lone_bool && !ix[0].boolean()) return self;
   const bool rec = autograd::should_record(self) || (value && autograd::should_record(*value));
   autograd::check_inplace(self, op);
-  const uint32_t version = self._version();
+  const uint32_t version = self._raw_version();
   // The views, copy_, fill_ and masked_fill_ below are internals: one node
   // (IndexPutBackward0) records the whole update.
   std::optional<NoGradGuard> no_grad;
@@ -494,7 +494,7 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
                                                     args);
     }
   }
-  if (self._version() == version) self.bump_version();
+  if (self._raw_version() == version) self.bump_version();
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
     no_grad.reset();
@@ -661,30 +661,31 @@ Tensor fresh_copy(const Tensor& x) {
 Tensor Tensor::index(std::initializer_list<TensorIndex> idx) const { return index_impl(*this, idx.begin(), idx.size()); }
 Tensor Tensor::index(const std::vector<TensorIndex>& idx) const { return index_impl(*this, idx.data(), idx.size()); }
 
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& value) {
-  return index_put_impl(*this, idx.data(), idx.size(), &value, Scalar());
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& value) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.data(), idx.size(), &value, Scalar());
 }
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Scalar& value) {
-  return index_put_impl(*this, idx.data(), idx.size(), nullptr, value);
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Scalar& value) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.data(), idx.size(), nullptr, value);
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value) {
-  return index_put_impl(*this, idx.begin(), idx.size(), &value, Scalar());
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& value) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.begin(), idx.size(), &value, Scalar());
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value) {
-  return index_put_impl(*this, idx.begin(), idx.size(), nullptr, value);
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Scalar& value) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.begin(), idx.size(), nullptr, value);
 }
 
 // The ATen form: values of self's dtype, optionally accumulated.
-Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate) {
-  return index_put_impl(*this, idx.data(), idx.size(), &values, Scalar(), {accumulate, true});
+Tensor& Tensor::index_put_(const std::vector<TensorIndex>& idx, const Tensor& values, bool accumulate) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.data(), idx.size(), &values, Scalar(), {accumulate, true});
 }
-Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate) {
-  return index_put_impl(*this, idx.begin(), idx.size(), &values, Scalar(), {accumulate, true});
+Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor& values, bool accumulate) const {
+  return index_put_impl(const_cast<Tensor&>(*this), idx.begin(), idx.size(), &values, Scalar(), {accumulate, true});
 }
 Tensor index_put(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
   BRISK_CHECK(self.defined(), "index_put", "the indexed tensor is undefined");
   Tensor out = self.clone();  // records CloneBackward0: self's gradient flows through the copy
-  return index_put_impl(out, indices.data(), indices.size(), &values, Scalar(), {accumulate, true});
+  index_put_impl(out, indices.data(), indices.size(), &values, Scalar(), {accumulate, true});
+  return detail::mark_new_version(std::move(out));
 }
 Tensor& index_put_(Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
   return self.index_put_(indices, values, accumulate);
@@ -761,12 +762,14 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const { return brisk::ga
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   BRISK_PROFILE_OP("scatter", x, index, src);
   Tensor out = fresh_copy(x);
-  return scatter_into(out, dim, index, &src, Scalar(), false, "scatter", &x);
+  scatter_into(out, dim, index, &src, Scalar(), false, "scatter", &x);
+  return detail::mark_new_version(std::move(out));
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
   BRISK_PROFILE_OP("scatter_add", x, index, src);
   Tensor out = fresh_copy(x);
-  return scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add", &x);
+  scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add", &x);
+  return detail::mark_new_version(std::move(out));
 }
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
   return brisk::scatter(*this, dim, index, src);
@@ -774,25 +777,26 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) cons
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
   BRISK_PROFILE_OP("scatter", *this, index, value);
   Tensor out = fresh_copy(*this);
-  return scatter_into(out, dim, index, nullptr, value, false, "scatter", this);
+  scatter_into(out, dim, index, nullptr, value, false, "scatter", this);
+  return detail::mark_new_version(std::move(out));
 }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   BRISK_PROFILE_OP("scatter_", *this, index, src);
-  return scatter_into(*this, dim, index, &src, Scalar(), false, "scatter_");
+  return scatter_into(const_cast<Tensor&>(*this), dim, index, &src, Scalar(), false, "scatter_");
 }
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) const {
   BRISK_PROFILE_OP("scatter_", *this, index, value);
-  return scatter_into(*this, dim, index, nullptr, value, false, "scatter_");
+  return scatter_into(const_cast<Tensor&>(*this), dim, index, nullptr, value, false, "scatter_");
 }
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
   return brisk::scatter_add(*this, dim, index, src);
 }
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   BRISK_PROFILE_OP("scatter_add_", *this, index, src);
-  return scatter_into(*this, dim, index, &src, Scalar(), true, "scatter_add_");
+  return scatter_into(const_cast<Tensor&>(*this), dim, index, &src, Scalar(), true, "scatter_add_");
 }
 
-Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) {
+Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) const {
   BRISK_PROFILE_OP("index_add_", *this, index, src);
   const char* op = "index_add_";
   dim = wrap_dim(dim, this->dim(), op);
@@ -848,7 +852,7 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
                      return {c.needs(0) ? g : Tensor(), gs};
                    });
   }
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 // ---- masked_select / nonzero / where(cond) ------------------------------------------------

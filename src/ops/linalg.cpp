@@ -101,6 +101,7 @@ void record_mm(const Tensor& r, const Tensor& a, const Tensor& b) {
 Tensor bmm_fresh(const char* op, const Tensor& a, const Tensor& b) {
   Tensor out = empty({a.size(0), a.size(1), b.size(2)}, a.options());
   gemm3(op, out, a, b);
+  detail::mark_new_version(out);  // Note [Version counters]
   if (BRISK_UNLIKELY(autograd::should_record(a, b))) {
     using namespace autograd;
     record("BmmBackward0", {out}, {a, b}, {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
@@ -495,6 +496,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
     else
       out.zero_();
   }
+  detail::mark_new_version(out);  // Note [Version counters]
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
     const double b = use_self ? beta.to_double() : 0.0, al = alpha.to_double();

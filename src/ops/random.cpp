@@ -65,6 +65,7 @@ void check_floating(const char* name, ScalarType t) {
 
 // Marks a freshly filled factory result as requiring grad when asked to.
 Tensor finish_factory(Tensor t, const TensorOptions& opts) {
+  detail::mark_new_version(t);  // Note [Version counters]
   if (!opts.requires_grad_) return t;
   BRISK_CHECK(t.is_floating_point(), "requires_grad",
               "only tensors of floating point dtype can require gradients, got ", t.dtype());
@@ -149,24 +150,24 @@ class DrawStream {
 }  // namespace
 
 // ---- in-place fills ------------------------------------------------------------
-Tensor& Tensor::uniform_(double from, double to) {
+Tensor& Tensor::uniform_(double from, double to) const {
   BRISK_PROFILE_OP("uniform_", *this);
-  return uniform_impl("uniform_", *this, from, to);
+  return uniform_impl("uniform_", const_cast<Tensor&>(*this), from, to);
 }
-Tensor& Tensor::normal_(double mean, double std) {
+Tensor& Tensor::normal_(double mean, double std) const {
   BRISK_PROFILE_OP("normal_", *this);
-  return normal_impl("normal_", *this, mean, std);
+  return normal_impl("normal_", const_cast<Tensor&>(*this), mean, std);
 }
-Tensor& Tensor::random_(int64_t from, int64_t to) {
+Tensor& Tensor::random_(int64_t from, int64_t to) const {
   BRISK_PROFILE_OP("random_", *this);
-  return random_impl("random_", *this, from, to);
+  return random_impl("random_", const_cast<Tensor&>(*this), from, to);
 }
-Tensor& Tensor::bernoulli_(double p) {
+Tensor& Tensor::bernoulli_(double p) const {
   BRISK_PROFILE_OP("bernoulli_", *this);
   BRISK_CHECK(p >= 0.0 && p <= 1.0, "bernoulli_", "expected p to be in [0, 1], but got p=", p);
   KernelArgs a;
   a.s0 = p;
-  return random_fill<OpId::bernoulli>("bernoulli_", *this, a, false);
+  return random_fill<OpId::bernoulli>("bernoulli_", const_cast<Tensor&>(*this), a, false);
 }
 
 // ---- factories -------------------------------------------------------------------

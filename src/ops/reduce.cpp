@@ -794,6 +794,7 @@ Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
   Tensor m = xf.amax(rdims, true);
   m = where(m.isinf(), 0, m);
   Tensor r = (xf - m).exp().sum(rdims, true).log().add_(m);
+  detail::mark_new_version(r);  // Note [Version counters]
   return keepdim ? r : r.view(reduced_shape(xf, mask, false));
 }
 }  // namespace

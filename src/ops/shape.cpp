@@ -154,12 +154,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   Tensor out = empty(p.shape, TensorOptions(p.dtype).device(tensors[0].device()));
   if (BRISK_LIKELY(!autograd::should_record(tensors))) {
     fill_cat(out, tensors, p);
+    detail::mark_new_version(out);  // Note [Version counters]
     return out;
   }
   {
     NoGradGuard ng;
     fill_cat(out, tensors, p);
   }
+  detail::mark_new_version(out);
   // Input i's gradient is its slice of the output's gradient (legacy empty
   // inputs, marked by length -1, get an empty one).
   DimVector lens;
@@ -279,6 +281,7 @@ Tensor Tensor::repeat(IntArrayRef repeats) const {
     Tensor src = detail::make_view(*this, src_sizes, src_strides, storage_offset());
     out.view(split_sizes).copy_(src);
   }
+  detail::mark_new_version(out);
   if (BRISK_UNLIKELY(autograd::should_record(*this))) {
     // The output seen as (r0, s0, r1, s1, ...): sum over the r dims.
     autograd::record("RepeatBackward0", {out}, {*this}, {},
@@ -325,6 +328,7 @@ Tensor flip(const Tensor& x, IntArrayRef dims) {
     NoGradGuard ng;
     out.copy_(detail::make_view(x, x.sizes(), strides, offset));
   }
+  detail::mark_new_version(out);  // Note [Version counters]
   if (BRISK_UNLIKELY(autograd::should_record(x)))
     autograd::record("FlipBackward0", {out}, {x}, {},
                      [ds = autograd::to_dims(IntArrayRef(ds))](autograd::BackwardCtx& c) -> TensorList {
@@ -384,7 +388,7 @@ Tensor roll_impl(const Tensor& x, IntArrayRef shifts, IntArrayRef dims) {
     }
     if (!empty_block) dst.copy_(src);
   }
-  return out;
+  return detail::mark_new_version(std::move(out));
 }
 }  // namespace
 
@@ -466,8 +470,8 @@ Tensor tril(const Tensor& x, int64_t diagonal) { return triangle_op<true>("tril"
 Tensor triu(const Tensor& x, int64_t diagonal) { return triangle_op<false>("triu", "TriuBackward0", x, diagonal); }
 Tensor Tensor::tril(int64_t diagonal) const { return brisk::tril(*this, diagonal); }
 Tensor Tensor::triu(int64_t diagonal) const { return brisk::triu(*this, diagonal); }
-Tensor& Tensor::tril_(int64_t diagonal) { return triangle_inplace<true>("tril_", "TrilBackward0", *this, diagonal); }
-Tensor& Tensor::triu_(int64_t diagonal) { return triangle_inplace<false>("triu_", "TriuBackward0", *this, diagonal); }
+Tensor& Tensor::tril_(int64_t diagonal) const { return triangle_inplace<true>("tril_", "TrilBackward0", const_cast<Tensor&>(*this), diagonal); }
+Tensor& Tensor::triu_(int64_t diagonal) const { return triangle_inplace<false>("triu_", "TriuBackward0", const_cast<Tensor&>(*this), diagonal); }
 
 // ---- pad -------------------------------------------------------------------------------
 
@@ -501,12 +505,12 @@ Tensor pad_impl(const Tensor& x, IntArrayRef pad, const Scalar& value) {
     const int64_t d = x.dim() - 1 - i, l = pad[2 * i], r = pad[2 * i + 1];
     const int64_t s0 = std::max<int64_t>(0, -l), d0 = std::max<int64_t>(0, l);
     const int64_t len = x.size(d) - s0 - std::max<int64_t>(0, -r);
-    if (len <= 0) return out;
+    if (len <= 0) return detail::mark_new_version(std::move(out));
     src = src.narrow(d, s0, len);
     dst = dst.narrow(d, d0, len);
   }
   if (dst.numel() > 0) dst.copy_(src);
-  return out;
+  return detail::mark_new_version(std::move(out));
 }
 }  // namespace
 

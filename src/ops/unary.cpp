@@ -7,6 +7,7 @@
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
+#include "core/tensor_create.h"
 #include "core/tensor_iter.h"
 #include "profiler/record.h"
 
@@ -360,9 +361,9 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
 #define BRISK_UNARY_DEF_Full(name)                                \
   BRISK_UNARY_FN(name)                                            \
   Tensor Tensor::name() const { return brisk::name(*this); }      \
-  Tensor& Tensor::name##_() {                                     \
+  Tensor& Tensor::name##_() const {                                     \
     unary_impl(#name "_", UnaryMode::name, *this, nullptr, true); \
-    return *this;                                                 \
+    return const_cast<Tensor&>(*this);                                                 \
   }
 #define BRISK_UNARY_DEF_NoInplace(name) \
   BRISK_UNARY_FN(name)                  \
@@ -390,9 +391,9 @@ Tensor& logit_out(Tensor& out, const Tensor& x, std::optional<double> eps) {
   return out;
 }
 Tensor Tensor::logit(std::optional<double> eps) const { return brisk::logit(*this, eps); }
-Tensor& Tensor::logit_(std::optional<double> eps) {
+Tensor& Tensor::logit_(std::optional<double> eps) const {
   unary_impl("logit_", UnaryMode::logit, *this, nullptr, true, eps.value_or(NAN));
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 namespace detail {
 Tensor trigamma(const Tensor& x) { return unary_run("digamma_backward", UnaryMode::trigamma, x, nullptr, false); }
@@ -458,9 +459,9 @@ Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
 }  // namespace
 Tensor gelu(const Tensor& x, std::string_view approximate) { return gelu_impl(x, approximate, false); }
 Tensor Tensor::gelu(std::string_view approximate) const { return gelu_impl(*this, approximate, false); }
-Tensor& Tensor::gelu_(std::string_view approximate) {
+Tensor& Tensor::gelu_(std::string_view approximate) const {
   gelu_impl(*this, approximate, true);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 namespace {
@@ -543,6 +544,7 @@ Tensor nan_to_num_impl(const char* nm, const Tensor& x, std::optional<double> na
       r.masked_fill_(is_nan, nan.value_or(0.0)).masked_fill_(is_pos, pos).masked_fill_(is_neg, neg);
     }
   }
+  if (!inplace) detail::mark_new_version(r);  // Note [Version counters]
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
     // The gradient passes where the input was finite, else 0.
@@ -576,9 +578,9 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
 Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
   return nan_to_num_impl("nan_to_num", *this, nan, posinf, neginf, false);
 }
-Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) {
+Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
   nan_to_num_impl("nan_to_num_", *this, nan, posinf, neginf, true);
-  return *this;
+  return const_cast<Tensor&>(*this);
 }
 
 }  // namespace brisk

@@ -46,7 +46,7 @@ Tensor tensor(std::initializer_list<std::initializer_list<T>> values, TensorOpti
   std::vector<Flat> flat;
   int64_t cols = values.size() ? static_cast<int64_t>(values.begin()->size()) : 0;
   for (auto& row : values) {
-    BRISK_CHECK(static_cast<int64_t>(row.size()) == cols, "tensor", "rows have different lengths (", cols,
+    BRISK_CHECK(static_cast<int64_t>(row.size()) == cols, "tensor", "ragged nested list: rows have different lengths (", cols,
                 " and ", row.size(), ")");
     flat.insert(flat.end(), row.begin(), row.end());
   }

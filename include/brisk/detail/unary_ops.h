@@ -88,7 +88,7 @@
 
 #define BRISK_DETAIL_UNARY_METHODS_Full(name) \
   Tensor name() const;                        \
-  Tensor& name##_();
+  Tensor& name##_() const;
 #define BRISK_DETAIL_UNARY_METHODS_NoInplace(name) Tensor name() const;
 #define BRISK_DETAIL_UNARY_METHODS_FreeInplace(name)
 #define BRISK_DETAIL_UNARY_METHODS_Custom(name)

@@ -5,17 +5,19 @@
 #include <string_view>
 #include <vector>
 
+#include "brisk/reduction.h"
 #include "brisk/tensor.h"
 
 namespace brisk::nn {
 
-/// How a loss reduces its per-element values. BatchMean (sum / batch size)
-/// is accepted by kl_div only.
-enum class Reduction : int8_t { None, Mean, Sum, BatchMean };
-inline constexpr Reduction kNone = Reduction::None;
-inline constexpr Reduction kMean = Reduction::Mean;
-inline constexpr Reduction kSum = Reduction::Sum;
-inline constexpr Reduction kBatchMean = Reduction::BatchMean;
+// The loss reductions live in the top namespace (brisk/reduction.h:
+// brisk::kSum, brisk::Reduction::Sum, as libtorch's torch::kSum); these
+// names are the same enum and constants.
+using brisk::Reduction;
+using brisk::kNone;
+using brisk::kMean;
+using brisk::kSum;
+using brisk::kBatchMean;
 
 /// An option with a chainable setter and a getter, as libtorch's TORCH_ARG:
 /// `CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.1)`.

@@ -328,7 +328,7 @@ bool md_equal(const std::string& bytes, const memory::desc& md) {
 const Tensor* find_converted(const ConvScratch* sc, const Arg& a, const Tensor& user) {
   if (!sc) return nullptr;
   for (const auto& c : sc->converted)
-    if (c.user.data_ptr() == user.data_ptr() && c.version == user._version() && md_equal(c.user_layout, a.user) &&
+    if (c.user.data_ptr() == user.data_ptr() && c.version == user._raw_version() && md_equal(c.user_layout, a.user) &&
         md_equal(c.inner_layout, a.inner))
       return &c.buffer;
   return nullptr;
@@ -369,7 +369,7 @@ void execute(const Entry& e, std::initializer_list<const Tensor*> tensors, ConvS
     } else {
       a.reorder.execute(s, um, im);
       if (sc && a.activation)
-        sc->converted.push_back({user, user._version(), md_bytes(a.user), md_bytes(a.inner), buffers.back()});
+        sc->converted.push_back({user, user._raw_version(), md_bytes(a.user), md_bytes(a.inner), buffers.back()});
     }
     args.emplace(a.id, im);
   }
