@@ -445,7 +445,11 @@ void check_inplace_slow(const Tensor& self, const char* op) {
   if (m && !m->grad_fn && m->leaf_requires_grad)
     BRISK_FAIL(op, "a leaf tensor that requires grad is being used in an in-place operation (", describe(self),
                "); wrap the update in a NoGradGuard, or clone() the leaf first");
-  if (base && base->requires_grad && (!base->autograd || !base->autograd->grad_fn))
+  // PyTorch's rule: a view that requires grad of a root without history. The
+  // root need not require grad itself: in `x = arange(6).reshape({3, 2})
+  // .requires_grad_(); x[0].fill_(1)` the root is arange's tensor and the
+  // leaf that requires grad is the view x.
+  if (base && (!base->autograd || !base->autograd->grad_fn))
     BRISK_FAIL(op, "a view of a leaf tensor that requires grad is being used in an in-place operation (",
                describe(self), "); wrap the update in a NoGradGuard, or clone() the leaf first");
 }

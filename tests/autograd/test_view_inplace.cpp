@@ -199,6 +199,17 @@ TEST(ViewInplace, VersionCounterErrorsStillFire) {
   Tensor lv = late.slice(0, 0, 2);
   late.requires_grad_();
   expect_error([&] { lv.copy_(ones({2}).requires_grad_()); }, {"view of a leaf"});
+  // a view of a view that became a leaf requiring grad (PyTorch refuses it:
+  // the view requires grad and its root has no history)
+  Tensor x = arange(6, kDouble).reshape({3, 2}).requires_grad_();
+  expect_error([&] { x.select(0, 0).fill_(1); }, {"view of a leaf"});
+  expect_error([&] { x[1].mul_(2); }, {"view of a leaf"});
+  EXPECT_EQ(x.detach().to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 5}));
+  {
+    NoGradGuard ng;  // allowed without recording, as in PyTorch
+    x.select(0, 0).fill_(1);
+  }
+  EXPECT_EQ(x.detach().to_vector<double>(), (std::vector<double>{1, 1, 2, 3, 4, 5}));
 }
 
 // A base whose layout is not contiguous (channels_last) and is not a view.
