@@ -612,5 +612,15 @@ TEST(LibtorchApi, C10Spellings) {
   EXPECT_TRUE(d.is_cpu());
 }
 
+TEST(LibtorchApi, SmallIntegerLiteralsKeepTheirDtype) {
+  // libtorch's TensorDataContainer: int and long -> int64, the 8- and 16-bit
+  // types keep theirs (kByte, kChar, kShort)
+  EXPECT_EQ(tensor({int8_t(1), int8_t(-2)}).dtype(), kInt8);
+  EXPECT_EQ(tensor(std::vector<int16_t>{1, 2}).dtype(), kInt16);
+  EXPECT_EQ(tensor({uint8_t(1)}).dtype(), kUInt8);
+  EXPECT_EQ(tensor({1, 2}).dtype(), kInt64);
+  EXPECT_EQ(tensor({int8_t(-3), int8_t(4)}).to_vector<int8_t>(), (std::vector<int8_t>{-3, 4}));
+}
+
 }  // namespace
 }  // namespace brisk

@@ -10,13 +10,18 @@ template <class T>
 ScalarType literal_dtype() {
   if constexpr (std::is_same_v<T, bool>) return kBool;
   else if constexpr (std::is_same_v<T, double>) return default_dtype();
-  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t>) return kInt64;
+  // int and long are int64, as Python ints; the 8- and 16-bit types keep
+  // their own dtype (libtorch: kByte, kChar, kShort).
+  else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, uint8_t> && !std::is_same_v<T, int8_t> &&
+                     !std::is_same_v<T, int16_t>)
+    return kInt64;
   else return dtype_of<T>;
 }
 template <class T>
 using storage_t = std::conditional_t<std::is_same_v<T, bool> || std::is_floating_point_v<T> ||
                                          std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                                         std::is_same_v<T, uint8_t> || std::is_same_v<T, int32_t> ||
+                                         std::is_same_v<T, uint8_t> || std::is_same_v<T, int8_t> ||
+                                         std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t> ||
                                          std::is_same_v<T, int64_t>,
                                      T, int64_t>;
 /// Builds a tensor from host values of a C++ type, then converts to opts' dtype.
