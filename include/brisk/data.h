@@ -1,7 +1,7 @@
 // brisk::data: datasets, samplers, transforms, data loaders, and readers for
 // IDX (MNIST-style) and NumPy .npy files. libtorch's C++ data API
 // (torch::data::...) under brisk::data, plus brisk's own DataLoader; see
-// docs/design/data.md and docs/porting_data.md.
+// docs/design/data.md and docs/porting.md.
 #pragma once
 #include <chrono>
 #include <cstddef>

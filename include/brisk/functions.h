@@ -4,7 +4,7 @@
 // brisk::nn::functional. Kernel sizes, strides and paddings are IntArrayRef
 // as in ATen: one value for every dim or one per dim. The brisk::nn::F forms
 // (options structs, ExpandingInts) stay the richer spelling; the porting
-// table is docs/porting_tensor_api.md.
+// table is docs/porting.md ("Tensors and the top namespace").
 #pragma once
 #include <array>
 #include <optional>

@@ -1,9 +1,7 @@
 // brisk::nn: modules, layers, losses, initializers (PyTorch's torch.nn).
 //
-//   auto net = std::make_shared<brisk::nn::Sequential>(std::initializer_list<brisk::nn::ModulePtr>{
-//       std::make_shared<brisk::nn::Linear>(784, 128), std::make_shared<brisk::nn::ReLU>(),
-//       std::make_shared<brisk::nn::Linear>(128, 10)});
-//   brisk::Tensor loss = brisk::nn::F::cross_entropy(net->forward(x), y);
+//   brisk::nn::Sequential net(brisk::nn::Linear(784, 128), brisk::nn::ReLU(), brisk::nn::Linear(128, 10));
+//   brisk::Tensor loss = brisk::nn::F::cross_entropy(net(x), y);
 //
 // See docs/design/nn.md.
 #pragma once

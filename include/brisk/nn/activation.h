@@ -3,7 +3,7 @@
 // Each is an `XImpl` module and its holder `X`; they print as PyTorch does
 // (`LeakyReLU(negative_slope=0.2, inplace=True)`). The functionals are
 // compositions of brisk ops, so autograd and every backend come with them;
-// gradients at kinks are PyTorch's (docs/porting_activation_loss.md).
+// gradients at kinks are PyTorch's (docs/porting.md, "Activations and losses").
 #pragma once
 #include <optional>
 #include <string>

@@ -4,7 +4,7 @@
 //   namespace F = brisk::nn::functional;
 //   brisk::Tensor y = F::conv2d(x, w, b, /*stride=*/1, /*padding=*/1);
 //   brisk::Tensor z = F::conv2d(x, w, F::Conv2dFuncOptions().bias(b).padding("same").groups(2));
-//   auto conv = std::make_shared<brisk::nn::Conv2d>(brisk::nn::Conv2dOptions(1, 32, 3).padding(1).bias(false));
+//   brisk::nn::Conv2d conv(brisk::nn::Conv2dOptions(1, 32, 3).padding(1).bias(false));
 //
 // Inputs are (N, C, H, W) or unbatched (C, H, W) for 2-D convolutions,
 // (N, C, L) or (C, L) for 1-D ones; weights are (out, in / groups, kH, kW)

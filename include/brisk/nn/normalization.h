@@ -2,7 +2,7 @@
 // statistics), instance, group and local response normalization and
 // RMSNorm, as functions and modules (LayerNorm is in layers.h).
 //
-//   auto bn = std::make_shared<brisk::nn::BatchNorm2d>(32);   // weight, bias, running stats
+//   brisk::nn::BatchNorm2d bn(32);   // weight, bias, running stats
 //   brisk::Tensor y = bn->forward(x);                          // batch statistics in train()
 //   bn->eval();                                                // running statistics in eval()
 //   brisk::Tensor z = brisk::nn::F::group_norm(x, 4, w, b);

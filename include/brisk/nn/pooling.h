@@ -4,7 +4,7 @@
 //   namespace F = brisk::nn::functional;
 //   brisk::Tensor y = F::max_pool2d(x, 2);                                   // kernel 2, stride 2
 //   brisk::Tensor z = F::avg_pool2d(x, F::AvgPool2dFuncOptions(3).stride(2).padding(1));
-//   auto pool = std::make_shared<brisk::nn::MaxPool2d>(2);
+//   brisk::nn::MaxPool2d pool(2);
 //
 // Inputs are (N, C, H, W) or unbatched (C, H, W) for 2-D pooling, (N, C, L)
 // or (C, L) for 1-D pooling. A channels_last input gives a channels_last

@@ -5,7 +5,7 @@
 //                                           .size(std::vector<int64_t>{64, 64})
 //                                           .mode(brisk::kBilinear)
 //                                           .align_corners(false));
-//   auto up = std::make_shared<brisk::nn::Upsample>(
+//   brisk::nn::Upsample up(
 //       brisk::nn::UpsampleOptions().scale_factor(std::vector<double>{2}).mode(brisk::kNearest));
 //
 // Inputs are (N, C, W), (N, C, H, W) or (N, C, D, H, W); the mode fixes the
