@@ -260,6 +260,9 @@ variable_list CustomFunctionCall::finish(variable_list outputs) {
     // in place later: its history is this call, not a view op's.
     if (out._is_view()) out.impl()->view_creation = static_cast<uint8_t>(ViewCreation::NoGradMode);
   }
+  // The dirty tensors are outputs whose grad_fn is this node: holding them in
+  // the node's context would be a reference cycle (node -> tensor -> node).
+  ctx.dirty_tensors_.clear();
   if (executable) {
     node.set_materialize(ctx.materialize_grads_);
     node.saved_.reserve(ctx.to_save_.size());

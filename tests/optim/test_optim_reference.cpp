@@ -124,8 +124,11 @@ void run_rosen(const char* name, optim::LBFGSOptions o, const std::vector<double
       f.backward();
       return f;
     });
-    EXPECT_NEAR(loss.item<double>(), losses[k], 1e-9 * std::abs(losses[k]) + 1e-13) << "step " << k + 1;
-    ASSERT_TRUE(close(x.detach(), slice_of(traj, k, 2), 1e-9, 1e-11)) << "after step " << k + 1;
+    // 1e-6, not 1e-9: the strong-Wolfe line search amplifies last-bit
+    // differences (the ASan build does not contract a * b + c into FMA, the
+    // release build does: 2.5e-9 apart after three steps).
+    EXPECT_NEAR(loss.item<double>(), losses[k], 1e-6 * std::abs(losses[k]) + 1e-12) << "step " << k + 1;
+    ASSERT_TRUE(close(x.detach(), slice_of(traj, k, 2), 1e-6, 1e-9)) << "after step " << k + 1;
     EXPECT_EQ(double(opt.lbfgs_state().func_evals), func_evals[k]) << "step " << k + 1;
     EXPECT_EQ(double(opt.lbfgs_state().n_iter), n_iter[k]) << "step " << k + 1;
   }
@@ -201,7 +204,7 @@ TEST(LBFGS, StateDictRoundTripContinuesTheTrajectory) {
   EXPECT_EQ(static_cast<optim::LBFGSOptions&>(b.param_groups()[0].options()).line_search_fn(), "strong_wolfe");
   for (size_t k = 1; k < 3; ++k) {
     b.step(closure_for(b, x2));
-    ASSERT_TRUE(close(x2.detach(), slice_of(ref::kLBFGS_rosen_wolfe_small_history, k, 2), 1e-9, 1e-11));
+    ASSERT_TRUE(close(x2.detach(), slice_of(ref::kLBFGS_rosen_wolfe_small_history, k, 2), 1e-6, 1e-9));
   }
   EXPECT_EQ(b.lbfgs_state().func_evals, 36);
   // A state dict from another parameter count is refused before anything changes.
