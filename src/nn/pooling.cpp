@@ -24,6 +24,7 @@
 #include "brisk/autograd.h"
 #include "brisk/nn/pooling.h"
 #include "brisk/ops.h"
+#include "nn/pooling_repr.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
@@ -500,9 +501,6 @@ Tensor avg_pool1d(const Tensor& x, ExpandingInts<1> kernel_size, std::optional<E
 
 // ==== modules ================================================================================
 
-namespace {
-const char* bool_str(bool b) { return b ? "true" : "false"; }
-}  // namespace
 
 MaxPool2dImpl::MaxPool2dImpl(const MaxPool2dOptions& o) : Module("MaxPool2d"), options(o) {}
 Tensor MaxPool2dImpl::forward(const Tensor& x) { return F::max_pool2d(x, options); }
@@ -510,9 +508,7 @@ std::tuple<Tensor, Tensor> MaxPool2dImpl::forward_with_indices(const Tensor& x) 
   return F::max_pool2d_with_indices(x, options);
 }
 std::string MaxPool2dImpl::extra_repr() const {
-  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-         ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
-         ", ceil_mode=" + bool_str(options.ceil_mode());
+  return detail_repr::max_pool_repr(options);
 }
 
 MaxPool1dImpl::MaxPool1dImpl(const MaxPool1dOptions& o) : Module("MaxPool1d"), options(o) {}
@@ -521,30 +517,19 @@ std::tuple<Tensor, Tensor> MaxPool1dImpl::forward_with_indices(const Tensor& x) 
   return F::max_pool1d_with_indices(x, options);
 }
 std::string MaxPool1dImpl::extra_repr() const {
-  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-         ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
-         ", ceil_mode=" + bool_str(options.ceil_mode());
+  return detail_repr::max_pool_repr(options);
 }
 
 AvgPool2dImpl::AvgPool2dImpl(const AvgPool2dOptions& o) : Module("AvgPool2d"), options(o) {}
 Tensor AvgPool2dImpl::forward(const Tensor& x) { return F::avg_pool2d(x, options); }
 std::string AvgPool2dImpl::extra_repr() const {
-  std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-                  ", padding=" + options.padding().str();
-  if (options.ceil_mode()) s += ", ceil_mode=true";
-  if (!options.count_include_pad()) s += ", count_include_pad=false";
-  if (options.divisor_override()) s += ", divisor_override=" + std::to_string(*options.divisor_override());
-  return s;
+  return detail_repr::avg_pool_repr(options);
 }
 
 AvgPool1dImpl::AvgPool1dImpl(const AvgPool1dOptions& o) : Module("AvgPool1d"), options(o) {}
 Tensor AvgPool1dImpl::forward(const Tensor& x) { return F::avg_pool1d(x, options); }
 std::string AvgPool1dImpl::extra_repr() const {
-  std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-                  ", padding=" + options.padding().str();
-  if (options.ceil_mode()) s += ", ceil_mode=true";
-  if (!options.count_include_pad()) s += ", count_include_pad=false";
-  return s;
+  return detail_repr::avg_pool_repr(options);
 }
 
 AdaptiveAvgPool2dImpl::AdaptiveAvgPool2dImpl(const AdaptiveAvgPool2dOptions& o) : Module("AdaptiveAvgPool2d"), options(o) {}

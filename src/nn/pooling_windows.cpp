@@ -23,6 +23,7 @@
 #include "brisk/nn/pooling.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
+#include "nn/pooling_repr.h"
 
 namespace brisk::nn {
 
@@ -315,20 +316,13 @@ std::tuple<Tensor, Tensor> MaxPool3dImpl::forward_with_indices(const Tensor& x) 
   return F::max_pool3d_with_indices(x, options);
 }
 std::string MaxPool3dImpl::extra_repr() const {
-  return "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-         ", padding=" + options.padding().str() + ", dilation=" + options.dilation().str() +
-         ", ceil_mode=" + tf(options.ceil_mode());
+  return detail_repr::max_pool_repr(options);
 }
 
 AvgPool3dImpl::AvgPool3dImpl(const AvgPool3dOptions& o) : Module("AvgPool3d"), options(o) {}
 Tensor AvgPool3dImpl::forward(const Tensor& x) { return F::avg_pool3d(x, options); }
 std::string AvgPool3dImpl::extra_repr() const {
-  std::string s = "kernel_size=" + options.kernel_size().str() + ", stride=" + options.stride().str() +
-                  ", padding=" + options.padding().str();
-  if (options.ceil_mode()) s += ", ceil_mode=true";
-  if (!options.count_include_pad()) s += ", count_include_pad=false";
-  if (options.divisor_override()) s += ", divisor_override=" + std::to_string(*options.divisor_override());
-  return s;
+  return detail_repr::avg_pool_repr(options);
 }
 
 namespace modules_detail {
