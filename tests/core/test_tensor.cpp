@@ -406,6 +406,28 @@ TEST(Factories, Linspace) {
   expect_error([] { linspace(0, 1, -1); }, {"[linspace]", "-1"});
 }
 
+// Float ranges are s + i * st (and linspace's a + step * i from either end)
+// with the product and the sum each rounded: never a fused multiply-add,
+// whichever ISA variant of the kernel runs (the avx2/avx512 ones once
+// contracted it, so the CPU disagreed with itself and with the CUDA fill).
+TEST(Factories, RangesRoundProductAndSumSeparately) {
+  volatile double vs = -3.7, vst = 0.37;  // volatile: the reference is not contracted either
+  Tensor a = arange(-3.7, 7.3, 0.37, kDouble);
+  auto av = vals<double>(a);
+  for (int64_t i = 0; i < static_cast<int64_t>(av.size()); ++i) {
+    volatile double prod = static_cast<double>(i) * vst;
+    EXPECT_EQ(av[i], vs + prod) << i;
+  }
+  volatile double la = -1.3, lb = 2.7;
+  const int64_t steps = 1001, half = steps / 2;
+  volatile double step = (lb - la) / static_cast<double>(steps - 1);
+  auto lv = vals<double>(linspace(-1.3, 2.7, steps, kDouble));
+  for (int64_t i = 0; i < steps; ++i) {
+    volatile double prod = step * static_cast<double>(i < half ? i : steps - 1 - i);
+    EXPECT_EQ(lv[i], i < half ? la + prod : lb - prod) << i;
+  }
+}
+
 TEST(Factories, Eye) {
   EXPECT_EQ(vals<float>(eye(3)), (std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1}));
   Tensor r = eye(2, 3);

@@ -13,7 +13,7 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib" "$stage/tests" .gpu
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 cp -a "$build"/src/libbrisk.so* "$stage/lib/"
-for l in libopenblas.so.0 libdnnl.so.2 libgfortran.so.5 libquadmath.so.0 libgomp.so.1 libOpenCL.so.1; do
+for l in libsleef.so.3 libopenblas.so.0 libdnnl.so.2 libgfortran.so.5 libquadmath.so.0 libgomp.so.1 libOpenCL.so.1; do
   cp -L "/lib/x86_64-linux-gnu/$l" "$stage/lib/"
 done
 # every test executable with GPU tests (they skip nothing there)

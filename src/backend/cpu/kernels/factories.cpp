@@ -5,6 +5,12 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 
+// The values must not depend on the ISA variant this file is compiled for:
+// with FMA available GCC would contract s + i * st into one fused
+// multiply-add in the avx2/avx512 variants (a different rounding from the
+// base variant and from the CUDA fill, which rounds both steps).
+#pragma GCC optimize("fp-contract=off")
+
 namespace brisk::cpu {
 namespace BRISK_CPU_ISA {
 namespace {
