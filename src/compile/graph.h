@@ -1,0 +1,100 @@
+// The graph `compile` records and runs (Note [Kernel-level tracing] in
+// compile/trace.cpp, docs/design/compile.md): buffers, and the elementwise
+// kernel calls over them in program order.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brisk/tensor.h"
+#include "core/dispatch.h"
+#include "core/tensor_iter.h"
+
+namespace brisk::compile {
+
+/// Where a buffer's memory comes from on each call.
+enum class BufKind : uint8_t {
+  Input,     ///< the storage of an argument of the compiled function
+  External,  ///< a tensor the function captured (a parameter, a constant): read and written in place
+  Temp,      ///< memory the graph allocates per call (an op's result)
+};
+
+/// One storage the graph reads or writes. Offsets of operands are bytes from
+/// the storage's first byte.
+struct Buffer {
+  BufKind kind = BufKind::Temp;
+  int input = -1;        ///< Input: the argument index (the first argument on this storage)
+  Tensor tensor;         ///< External: the captured tensor; Temp: the tensor the trace run made (its layout)
+  int64_t nbytes = 0;    ///< Temp: bytes to allocate
+  ScalarType dtype = kFloat;  ///< Temp: the dtype it was allocated with
+};
+
+/// One operand of a kernel call: a strided view of a buffer, or a constant
+/// (a Scalar the front end converted into the TensorIter's scalar_buf).
+struct Operand {
+  int buf = -1;  ///< -1: a constant (value in `scalar`, stride 0)
+  int64_t offset = 0;
+  int64_t strides[TensorIter::kMaxDims] = {};  ///< bytes, per iteration dim (innermost first)
+  ScalarType dtype = kFloat;
+  alignas(16) char scalar[16] = {};
+  bool is_const() const { return buf < 0; }
+};
+
+/// One elementwise kernel call as the eager front end made it: the slot
+/// (add, unary, where, copy, ...), its KernelArgs (alpha, the unary mode,
+/// clamp bounds), the TensorIter's iteration space (coalesced, innermost
+/// first) and operands (0 is the output).
+struct Node {
+  OpId slot = OpId::copy;
+  std::string name;  ///< the op the profiler names (`mul`, `erf`, `copy_`)
+  KernelArgs args;
+  int ndim = 0;
+  int64_t shape[TensorIter::kMaxDims] = {};
+  int64_t numel = 0;
+  ScalarType compute_dtype = kFloat;
+  int noperands = 0;
+  Operand ops[TensorIter::kMaxOperands];
+  const Operand& out() const { return ops[0]; }
+};
+
+/// A result of the compiled function: a view of a buffer.
+struct OutputRef {
+  int buf = -1;
+  int64_t offset = 0;  ///< bytes
+  std::vector<int64_t> sizes, strides;  ///< elements
+  ScalarType dtype = kFloat;
+};
+
+/// An argument as the trace saw it (the guards compare each call with it).
+struct InputSpec {
+  int buf = -1;
+  int64_t offset = 0;  ///< bytes from the storage's start
+  std::vector<int64_t> sizes, strides;
+  ScalarType dtype = kFloat;
+  bool requires_grad = false;
+};
+
+/// A run of nodes executed together: one node alone, or a fused group
+/// (every node has the same iteration space; Note [Fusion groups]).
+struct Group {
+  std::vector<int> nodes;
+  /// Temps written and read only inside this group and not results: they
+  /// live in per-chunk scratch, never in memory of their own.
+  std::vector<int> internal;
+  bool fused() const { return nodes.size() > 1; }
+};
+
+struct Graph {
+  std::vector<Buffer> bufs;
+  std::vector<Node> nodes;
+  std::vector<InputSpec> inputs;
+  std::vector<OutputRef> outputs;
+  std::vector<Group> groups;  ///< after plan(): the execution order
+};
+
+/// Splits the nodes into groups (fusion) and marks internal temps.
+void plan(Graph& g);
+/// A readable listing of the graph (nodes, buffers, groups) for errors and docs.
+std::string describe(const Graph& g);
+
+}  // namespace brisk::compile
