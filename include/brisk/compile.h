@@ -199,10 +199,67 @@ class Compiled {
   std::shared_ptr<compile_detail::CompiledCore> core_;
 };
 
+namespace compile_detail {
+template <class T>
+struct is_shared_ptr : std::false_type {};
+template <class T>
+struct is_shared_ptr<std::shared_ptr<T>> : std::true_type {};
+template <class T>
+concept HasPtr = requires(const T& h) {
+  { h.ptr() };
+  requires is_shared_ptr<std::decay_t<decltype(h.ptr())>>::value;
+};
+// The forward of a module, with its training flag as the first (constant)
+// argument, so that train() and eval() get their own graphs.
+template <class M>
+struct ModuleForward {
+  std::shared_ptr<M> m;
+  template <class... A>
+  auto operator()(bool /*training*/, A&&... a) const {
+    return m->forward(std::forward<A>(a)...);
+  }
+};
+}  // namespace compile_detail
+
+/// A compiled module: calls its forward (the parameters are read on every
+/// call, so optimizer steps and load_state_dict are seen).
+template <class M>
+class CompiledModule {
+ public:
+  CompiledModule(std::shared_ptr<M> m, CompileOptions opts)
+      : m_(m), inner_(compile_detail::ModuleForward<M>{m}, opts, "forward") {}
+  template <class... A>
+  auto operator()(A&&... a) const {
+    return inner_(m_->is_training(), std::forward<A>(a)...);
+  }
+  template <class... A>
+  auto forward(A&&... a) const {
+    return (*this)(std::forward<A>(a)...);
+  }
+  const CompileStats& stats() const { return inner_.stats(); }
+  std::string graph_text() const { return inner_.graph_text(); }
+
+ private:
+  std::shared_ptr<M> m_;
+  Compiled<compile_detail::ModuleForward<M>> inner_;
+};
+
 /// Compiles a callable over tensors (see Compiled).
 template <class F>
+  requires(!compile_detail::HasPtr<std::decay_t<F>> && !compile_detail::is_shared_ptr<std::decay_t<F>>::value)
 Compiled<std::decay_t<F>> compile(F&& fn, CompileOptions opts = CompileOptions()) {
   return Compiled<std::decay_t<F>>(std::forward<F>(fn), opts);
+}
+/// Compiles a module's forward: compile(std::make_shared<Net>()).
+template <class M>
+CompiledModule<M> compile(const std::shared_ptr<M>& module, CompileOptions opts = CompileOptions()) {
+  return CompiledModule<M>(module, opts);
+}
+/// Compiles a module holder's forward: compile(nn::Linear(4, 2)), compile(net).
+template <class H>
+  requires compile_detail::HasPtr<H>
+auto compile(const H& holder, CompileOptions opts = CompileOptions()) {
+  return compile(holder.ptr(), opts);
 }
 
 }  // namespace brisk

@@ -135,6 +135,20 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
         break;
       }
   }
+  std::string externals_changed;
+  if (hit && hit->exe) {
+    externals_changed = hit->exe->externals_changed();
+    if (!externals_changed.empty()) {
+      // Recorded against tensors that are not what they were: trace again.
+      std::lock_guard<std::mutex> lock(im.mu);
+      for (auto it = im.entries.begin(); it != im.entries.end(); ++it)
+        if (it->get() == hit) {
+          im.entries.erase(it);
+          break;
+        }
+      hit = nullptr;
+    }
+  }
   if (hit) {
     structure = hit->structure;
     if (hit->eager) {
@@ -162,8 +176,9 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
         break;
       }
     if (last.arg_text.size() != inputs.size()) changed = "the number of tensor arguments changed";
-    st.last_recompile = changed;
   }
+  if (!externals_changed.empty()) changed = externals_changed;
+  if (!im.entries.empty() || !externals_changed.empty()) st.last_recompile = changed;
   if (static_cast<int>(im.entries.size()) >= im.opts.cache_size_limit) {
     if (!im.warned_limit) {
       im.warned_limit = true;

@@ -253,6 +253,14 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     }
     group_names_.push_back(grp.fused() ? "fused(" + nm + ")" : nm);
   }
+  for (size_t b = 0; b < nb; ++b) {
+    const Buffer& bf = g.bufs[b];
+    if (bf.kind != BufKind::External) continue;
+    const Tensor& t = bf.tensor;
+    externals_.push_back({static_cast<int>(b), t.dtype(), std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
+                          std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset(),
+                          static_cast<int64_t>(t.impl()->storage->nbytes)});
+  }
   release_after_.assign(g.groups.size(), {});
   alloc_before_.assign(g.groups.size(), {});
   std::vector<int> first_use(nb, -1);
@@ -269,6 +277,17 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     alloc_before_[first_use[b]].push_back(static_cast<int>(b));
     if (!is_output_[b]) release_after_[last_use_[b]].push_back(static_cast<int>(b));
   }
+}
+
+std::string Executable::externals_changed() const {
+  for (const ExternalSnapshot& e : externals_) {
+    const Tensor& t = g_.bufs[e.buf].tensor;
+    if (t.dtype() != e.dtype || !(t.sizes() == IntArrayRef(e.sizes)) || !(t.strides() == IntArrayRef(e.strides)) ||
+        t.storage_offset() != e.offset || static_cast<int64_t>(t.impl()->storage->nbytes) < e.nbytes)
+      return "a captured tensor (" + std::string(dtype_name(e.dtype)) + " of " + std::to_string(e.nbytes) +
+             " bytes) changed its dtype, shape or storage";
+  }
+  return "";
 }
 
 Tensor Bound::view(const TensorRef& r) const {

@@ -18,6 +18,9 @@ class Executable {
   Executable(const Graph& g, const CompileOptions& opts);
   /// The results of one call (the arguments passed the guards).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
+  /// Whether every captured tensor still has the dtype, shape, strides and
+  /// offset it was traced with ("" if so, else what changed).
+  std::string externals_changed() const;
 
  private:
   void run_group(int gi, const Bound& bound) const;
@@ -31,6 +34,13 @@ class Executable {
   std::vector<char> is_output_;    // per buffer: a result views it
   std::vector<std::pair<int, int>> written_args_;  // (buffer, argument) written in place
   std::vector<std::string> group_names_;
+  struct ExternalSnapshot {
+    int buf;
+    ScalarType dtype;
+    std::vector<int64_t> sizes, strides;
+    int64_t offset, nbytes;
+  };
+  std::vector<ExternalSnapshot> externals_;
   std::vector<std::vector<int>> release_after_;  // per group: temps last used there
   std::vector<std::vector<int>> alloc_before_;   // per group: temps first used there
 };

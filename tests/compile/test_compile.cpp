@@ -293,6 +293,40 @@ TEST_F(Compile, VectorAndPairResultsKeepTheirStructure) {
   }
 }
 
+TEST_F(Compile, ModulesCompileTheirForwardAndSeeParameterUpdates) {
+  nn::Sequential mlp(nn::Linear(32, 64), nn::GELU(), nn::Linear(64, 32), nn::LayerNorm(std::vector<int64_t>{32}));
+  auto cm = compile(mlp);
+  NoGradGuard ng;  // (parameters require grad: with grad mode on the forward runs eagerly for now)
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({8, 32});
+    EXPECT_TRUE(same_bits(cm(x), mlp->forward(x)));
+    for (auto& p : mlp->parameters()) p.add_(0.01);  // an optimizer step: read on the next call
+  }
+  EXPECT_EQ(cm.stats().traces, 1);
+  EXPECT_EQ(cm.stats().graph_breaks, 0) << cm.stats().last_break;
+  mlp->eval();  // a new graph for eval mode
+  Tensor x = randn({8, 32});
+  EXPECT_TRUE(same_bits(cm(x), mlp->forward(x)));
+  EXPECT_EQ(cm.stats().traces, 2);
+  // A parameter converted in place (module->to(kDouble)) is a guard: traced again.
+  mlp->to(kDouble);
+  Tensor xd = x.to(kDouble);
+  EXPECT_TRUE(same_bits(cm(xd), mlp->forward(xd)));
+  EXPECT_EQ(cm.stats().traces, 3);
+}
+
+TEST_F(Compile, ACapturedTensorChangedInShapeIsTracedAgain) {
+  Tensor w = randn({4});
+  auto f = compile([&w](const Tensor& x) { return x * w; });
+  Tensor x = randn({4});
+  f(x);
+  w.resize_({1});  // the same tensor, another shape: the graph no longer fits
+  w.fill_(2);
+  EXPECT_TRUE(same_bits(f(x), x * w));
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_NE(f.stats().last_recompile.find("captured tensor"), std::string::npos) << f.stats().last_recompile;
+}
+
 TEST_F(Compile, ResultsDoNotAliasAcrossCalls) {
   auto f = compile([](const Tensor& x) { return x + 1; });
   Tensor x = randn({16});
