@@ -13,6 +13,7 @@
 #include "brisk/autograd.h"
 #include "compile/executor.h"
 #include "compile/trace.h"
+#include "autograd/function.h"
 #include "core/parallel.h"
 #include "core/profile_hooks.h"
 #include "core/tensor_create.h"
@@ -49,12 +50,18 @@ struct Entry {
   Graph graph;
   std::unique_ptr<jit::Executable> exe;
   std::vector<size_t> structure;
+  // A joint graph (Note [Compiled backward]): what needs a gradient.
+  int n_args = 0;              // the function's tensor arguments (the output gradients come after)
+  int split_group = -1;        // first group of the backward part
+  std::vector<int> diff_outputs;  // results that get the backward node as grad_fn
+  std::vector<int> grad_args;     // arguments that require grad, then...
+  std::vector<int> grad_externals;  // ...captured tensors (buffers) that require grad
 };
 
 struct CompiledCore::Impl {
   CompileOptions opts;
   std::string name;
-  std::vector<std::unique_ptr<Entry>> entries;
+  std::vector<std::shared_ptr<Entry>> entries;
   CompileStats stats;
   bool warned_limit = false;
   std::mutex mu;
@@ -94,6 +101,72 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, std::
 
 }  // namespace
 
+// Note [Compiled backward]
+// Under grad mode, a function whose results need gradients is traced as one
+// joint graph: its forward (recorded as usual; the eager run also builds
+// eager's history, so the first call's results are eager's), then
+// autograd::grad of the results that require grad with respect to the
+// arguments and captured tensors that require grad, with output gradients
+// that are extra arguments of the graph: brisk's own backward formulas run
+// and their kernel calls are recorded like any others. The nodes before
+// the split are the forward part, the rest the backward part; fusion never
+// crosses the split. A later call runs the forward part, keeps the run's
+// buffers (the temps the backward part reads stay alive: everything the
+// backward needs is saved, nothing is recomputed yet) and gives its results
+// one autograd node, CompiledFunctionBackward, whose backward binds the
+// incoming gradients and runs the backward part.
+namespace {
+std::vector<Tensor> run_joint(const std::shared_ptr<Entry>& e, const std::vector<Tensor>& inputs) {
+  const jit::Executable& exe = *e->exe;
+  std::shared_ptr<jit::RunState> st(exe.bind(inputs).release());
+  exe.run_groups(*st, 0, e->split_group);
+  std::vector<Tensor> out = exe.results(*st, 0, e->graph.forward_outputs);
+  std::vector<Tensor> diff, req;
+  for (int k : e->diff_outputs) diff.push_back(out[k]);
+  for (int i : e->grad_args) req.push_back(inputs[i]);
+  for (int b : e->grad_externals) req.push_back(e->graph.bufs[b].tensor);
+  // the inputs and captured tensors the backward part reads, with their versions now
+  std::vector<std::pair<Tensor, int64_t>> read;
+  for (size_t gi = e->split_group; gi < e->graph.groups.size(); ++gi)
+    for (int ni : e->graph.groups[gi].nodes) {
+      const jit::Node& nd = e->graph.nodes[ni];
+      auto note = [&](int b) {
+        if (b < 0) return;
+        const jit::Buffer& bf = e->graph.bufs[b];
+        const Tensor* t = bf.kind == BufKind::Input && bf.input < e->n_args ? &inputs[bf.input]
+                          : bf.kind == BufKind::External                       ? &bf.tensor
+                                                                               : nullptr;
+        if (t && !t->is_inference()) read.emplace_back(*t, t->_version());
+      };
+      for (int b : nd.reads) note(b);
+      for (int k = 1; k < nd.noperands; ++k) note(nd.ops[k].buf);
+    }
+  autograd::record("CompiledFunctionBackward", diff, req, {}, [e, st, read](autograd::BackwardCtx& c) -> TensorList {
+    for (const auto& [t, v] : read)
+      BRISK_CHECK(t._version() == v, "compile",
+                  "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                  "version ", t._version(), " instead of ", v);
+    const jit::Executable& x = *e->exe;
+    for (size_t k = 0; k < e->diff_outputs.size(); ++k) {
+      Tensor g = c.grad(k);
+      const jit::InputSpec& spec = e->graph.inputs[e->graph.inputs.size() - e->diff_outputs.size() + k];
+      if (!g.defined()) g = zeros(spec.sizes, TensorOptions(spec.dtype));
+      if (g.dtype() != spec.dtype || !(g.sizes() == IntArrayRef(spec.sizes)) ||
+          !(g.strides() == IntArrayRef(spec.strides)) || g.storage_offset() != 0) {
+        // the traced layout of this gradient
+        Tensor t = detail::make_tensor(spec.sizes, spec.strides, spec.dtype, kCPU);
+        t.copy_(g);
+        g = t;
+      }
+      x.bind_input(*st, e->n_args + static_cast<int>(k), g);
+    }
+    x.run_groups(*st, e->split_group, x.num_groups());
+    return x.results(*st, e->graph.forward_outputs, static_cast<int>(e->graph.outputs.size()));
+  });
+  return out;
+}
+}  // namespace
+
 CompiledCore::CompiledCore(CompileOptions opts, std::string name) : impl_(std::make_unique<Impl>()) {
   BRISK_CHECK(opts.cache_size_limit >= 0, "compile", "cache_size_limit must be >= 0, got ", opts.cache_size_limit);
   BRISK_CHECK(!opts.dynamic, "compile",
@@ -126,12 +199,12 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   }
   thread_local std::vector<int64_t> guard;
   make_guard(inputs, key, guard);
-  Entry* hit = nullptr;
+  std::shared_ptr<Entry> hit;
   {
     std::lock_guard<std::mutex> lock(im.mu);
     for (auto& e : im.entries)
       if (e->guard == guard && e->key == key) {
-        hit = e.get();
+        hit = e;
         break;
       }
   }
@@ -142,11 +215,11 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       // Recorded against tensors that are not what they were: trace again.
       std::lock_guard<std::mutex> lock(im.mu);
       for (auto it = im.entries.begin(); it != im.entries.end(); ++it)
-        if (it->get() == hit) {
+        if (*it == hit) {
           im.entries.erase(it);
           break;
         }
-      hit = nullptr;
+      hit.reset();
     }
   }
   if (hit) {
@@ -156,7 +229,8 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       return eager(structure);
     }
     ++st.cache_hits;
-    return hit->exe->run(inputs);
+    if (hit->graph.split < 0) return hit->exe->run(inputs);
+    return run_joint(hit, inputs);
   }
 
   // A miss: name what changed since the last graph.
@@ -192,7 +266,7 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   }
 
   // Trace: run the function eagerly with the tracer installed.
-  auto entry = std::make_unique<Entry>();
+  auto entry = std::make_shared<Entry>();
   entry->guard = guard;
   entry->key = key;
   entry->arg_text = std::move(arg_text);
@@ -209,6 +283,9 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       if (!t.is_cpu()) tracer.graph_break("argument " + std::to_string(i) + " is on " + t.device().str());
       if (t.impl()->storage) tracer.add_input(t, static_cast<int>(i));
     }
+    const bool grad_mode = GradMode::is_enabled();
+    tracer.set_allow_grad(grad_mode);
+    entry->n_args = static_cast<int>(inputs.size());
     tracer.install();
     try {
       out = eager(structure);
@@ -216,15 +293,77 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       tracer.uninstall();
       throw;
     }
-    tracer.uninstall();
     reason = tracer.break_reason();
+    // Results that carry a history: the backward part is traced too, by
+    // running autograd::grad on them (Note [Compiled backward]).
+    std::vector<Tensor> diff_outs, req, gs;
+    if (reason.empty() && grad_mode) {
+      for (size_t i = 0; i < out.size(); ++i)
+        if (out[i].defined() && out[i].requires_grad()) {
+          entry->diff_outputs.push_back(static_cast<int>(i));
+          diff_outs.push_back(out[i]);
+        }
+    }
+    if (!diff_outs.empty()) {
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (inputs[i].defined() && inputs[i].requires_grad()) {
+          entry->grad_args.push_back(static_cast<int>(i));
+          req.push_back(inputs[i]);
+        }
+      entry->grad_externals = tracer.grad_externals();
+      for (int b : entry->grad_externals) req.push_back(entry->graph.bufs[b].tensor);
+      entry->graph.split = static_cast<int>(entry->graph.nodes.size());
+      // The output gradients: arguments of the backward part, made outside the trace.
+      tracer.uninstall();
+      for (size_t k = 0; k < diff_outs.size(); ++k) {
+        NoGradGuard ng;
+        gs.push_back(ones_like(diff_outs[k]));
+        tracer.add_input(gs.back(), entry->n_args + static_cast<int>(k));
+      }
+      tracer.install();
+      TensorList grads;
+      try {
+        grads = autograd::grad(diff_outs, req, gs, /*retain_graph=*/true, /*create_graph=*/false,
+                               /*allow_unused=*/true);
+      } catch (const Error& e) {
+        tracer.graph_break(std::string("the backward could not be traced: ") + e.what());
+      }
+      tracer.uninstall();
+      reason = tracer.break_reason();
+      // Only what the results depend on gets an edge (as eager: an argument
+      // the graph does not reach keeps an undefined grad).
+      std::vector<int> args, exts;
+      std::vector<Tensor> used, kept;
+      for (size_t j = 0; j < grads.size(); ++j) {
+        if (!grads[j].defined()) continue;
+        if (j < entry->grad_args.size())
+          args.push_back(entry->grad_args[j]);
+        else
+          exts.push_back(entry->grad_externals[j - entry->grad_args.size()]);
+        used.push_back(grads[j]);
+        kept.push_back(req[j]);
+      }
+      entry->grad_args = std::move(args);
+      entry->grad_externals = std::move(exts);
+      req = std::move(kept);
+      if (req.empty()) reason = "no argument or captured tensor gets a gradient";
+      out.insert(out.end(), used.begin(), used.end());
+    } else {
+      tracer.uninstall();
+    }
+    const size_t n_forward = out.size() - (diff_outs.empty() ? 0 : req.size());
     if (reason.empty()) {
       for (size_t i = 0; i < out.size() && reason.empty(); ++i) {
         const Tensor& t = out[i];
         jit::OutputRef r;
         if (!t.defined()) {
-          reason = "result " + std::to_string(i) + " is an undefined tensor";
-          break;
+          if (i < n_forward) {
+            reason = "result " + std::to_string(i) + " is an undefined tensor";
+            break;
+          }
+          r.buf = jit::kUndefinedOutput;  // an unused gradient
+          entry->graph.outputs.push_back(std::move(r));
+          continue;
         }
         r.dtype = t.dtype();
         r.sizes.assign(t.sizes().begin(), t.sizes().end());
@@ -239,14 +378,14 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
           }
           const jit::Buffer& b = entry->graph.bufs[r.buf];
           if (b.dtype != t.dtype()) reason = "result " + std::to_string(i) + " views its storage as another dtype";
-          if (t.requires_grad() && GradMode::is_enabled())
-            reason = "result " + std::to_string(i) + " requires grad (compiled backward is not done yet)";
+          if (!diff_outs.empty() && i < n_forward && b.kind != BufKind::Temp)
+            reason = "result " + std::to_string(i) + " is a view of an argument or a captured tensor (with autograd)";
         }
         entry->graph.outputs.push_back(std::move(r));
       }
+      if (!diff_outs.empty()) entry->graph.forward_outputs = static_cast<int>(n_forward);
     }
-    // Inputs the traced run marked requires_grad or changed in a way a replay
-    // does not repeat cannot be compiled either.
+    if (!diff_outs.empty()) out.resize(n_forward);  // the caller gets the forward results (with eager's history)
   }
   entry->structure = structure;
   if (!reason.empty()) {
@@ -263,6 +402,14 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
     st.nodes = static_cast<int64_t>(entry->graph.nodes.size());
     st.groups = static_cast<int64_t>(entry->graph.groups.size());
+    if (entry->graph.split >= 0) {
+      entry->split_group = static_cast<int>(entry->graph.groups.size());
+      for (size_t gi = 0; gi < entry->graph.groups.size(); ++gi)
+        if (entry->graph.groups[gi].nodes.front() >= entry->graph.split) {
+          entry->split_group = static_cast<int>(gi);
+          break;
+        }
+    }
   }
   ++st.traces;
   st.trace_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <tuple>
 
 #include "core/parallel.h"
 #include "core/profile_hooks.h"
@@ -96,7 +97,7 @@ void plan(Graph& g) {
     if (!g.nodes[i].opaque() && g.nodes[i].ndim <= 2) {
       for (; j < n; ++j) {
         Node& nd = g.nodes[j];
-        if (nd.opaque()) break;
+        if (nd.opaque() || j == g.split) break;  // (the backward part starts its own groups)
         const Node& first = g.nodes[i];
         if (!same_space(first, nd)) {
           // One element order in two shapes: a contiguous chain (1-D) meets
@@ -246,7 +247,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
         const Buffer& ob = g.bufs[wb];
         if (ob.kind == BufKind::Temp) continue;
         const int arg = ob.kind == BufKind::Input ? ob.input : -1;
-        const std::pair<int, int> w{wb, arg};
+        const std::tuple<int, int, int> w{wb, arg, gi};
         if (std::find(written_args_.begin(), written_args_.end(), w) == written_args_.end()) written_args_.push_back(w);
       }
       nm += (nm.empty() ? "" : "+") + nd.name;
@@ -259,7 +260,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     const Tensor& t = bf.tensor;
     externals_.push_back({static_cast<int>(b), t.dtype(), std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
                           std::vector<int64_t>(t.strides().begin(), t.strides().end()), t.storage_offset(),
-                          static_cast<int64_t>(t.impl()->storage->nbytes)});
+                          static_cast<int64_t>(t.impl()->storage->nbytes), t.requires_grad()});
   }
   release_after_.assign(g.groups.size(), {});
   alloc_before_.assign(g.groups.size(), {});
@@ -283,9 +284,10 @@ std::string Executable::externals_changed() const {
   for (const ExternalSnapshot& e : externals_) {
     const Tensor& t = g_.bufs[e.buf].tensor;
     if (t.dtype() != e.dtype || !(t.sizes() == IntArrayRef(e.sizes)) || !(t.strides() == IntArrayRef(e.strides)) ||
-        t.storage_offset() != e.offset || static_cast<int64_t>(t.impl()->storage->nbytes) < e.nbytes)
+        t.storage_offset() != e.offset || static_cast<int64_t>(t.impl()->storage->nbytes) < e.nbytes ||
+        t.requires_grad() != e.requires_grad)
       return "a captured tensor (" + std::string(dtype_name(e.dtype)) + " of " + std::to_string(e.nbytes) +
-             " bytes) changed its dtype, shape or storage";
+             " bytes) changed its dtype, shape, storage or requires_grad";
   }
   return "";
 }
@@ -430,60 +432,93 @@ void Executable::run_group(int gi, const Bound& bound) const {
     for (int ni : grp.nodes) run_node(g_.nodes[ni], base);
 }
 
-std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
+std::unique_ptr<RunState> Executable::bind(const std::vector<Tensor>& inputs) const {
   const size_t nb = g_.bufs.size();
-  std::vector<char*> base(nb, nullptr);
-  std::vector<Tensor> temps(nb);
-  // each buffer's owning tensor (what opaque calls view)
-  std::vector<Tensor> owners(nb);
+  auto st = std::make_unique<RunState>();
+  st->inputs = inputs;
+  st->base.assign(nb, nullptr);
+  st->temps.resize(nb);
+  st->owners.resize(nb);
   for (size_t b = 0; b < nb; ++b) {
     const Buffer& bf = g_.bufs[b];
     if (bf.kind == BufKind::Input) {
-      owners[b] = inputs[bf.input];
-      base[b] = static_cast<char*>(inputs[bf.input].impl()->storage->data);
+      if (bf.input >= static_cast<int>(inputs.size())) continue;  // bound later (bind_input)
+      st->owners[b] = inputs[bf.input];
+      st->base[b] = static_cast<char*>(inputs[bf.input].impl()->storage->data);
     } else if (bf.kind == BufKind::External) {
-      owners[b] = bf.tensor;
-      base[b] = static_cast<char*>(bf.tensor.impl()->storage->data);
+      st->owners[b] = bf.tensor;
+      st->base[b] = static_cast<char*>(bf.tensor.impl()->storage->data);
     }
   }
-  const Bound bound{owners, base.data()};
-  for (int gi = 0; gi < static_cast<int>(g_.groups.size()); ++gi) {
+  return st;
+}
+
+void Executable::bind_input(RunState& st, int index, const Tensor& t) const {
+  if (static_cast<int>(st.inputs.size()) <= index) st.inputs.resize(index + 1);
+  st.inputs[index] = t;
+  for (size_t b = 0; b < g_.bufs.size(); ++b) {
+    const Buffer& bf = g_.bufs[b];
+    if (bf.kind == BufKind::Input && bf.input == index) {
+      st.owners[b] = t;
+      st.base[b] = static_cast<char*>(t.impl()->storage->data);
+    }
+  }
+}
+
+void Executable::run_groups(RunState& st, int g0, int g1) const {
+  const Bound bound{st.owners, st.base.data()};
+  for (int gi = g0; gi < g1; ++gi) {
     // Memory planning: a temp gets memory just before the first group that
     // touches it and goes back to the cache after the last one (so the
     // caching allocator hands the same blocks to later temps).
     for (int b : alloc_before_[gi]) {
       const Buffer& bf = g_.bufs[b];
       const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
-      temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
-      owners[b] = temps[b];
-      base[b] = static_cast<char*>(temps[b].impl()->storage->data);
+      st.temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
+      st.owners[b] = st.temps[b];
+      st.base[b] = static_cast<char*>(st.temps[b].impl()->storage->data);
     }
     run_group(gi, bound);
     for (int b : release_after_[gi]) {
-      temps[b] = Tensor();
-      owners[b] = Tensor();
+      st.temps[b] = Tensor();
+      st.owners[b] = Tensor();
     }
   }
-  for (const auto& [b, arg] : written_args_) {
+  for (const auto& [b, arg, gi] : written_args_) {
+    if (gi < g0 || gi >= g1) continue;
     if (arg >= 0)
-      inputs[arg].bump_version();
+      st.inputs[arg].bump_version();
     else
       g_.bufs[b].tensor.bump_version();
   }
+}
+
+std::vector<Tensor> Executable::results(const RunState& st, int o0, int o1) const {
   std::vector<Tensor> out;
-  out.reserve(g_.outputs.size());
-  for (const OutputRef& r : g_.outputs) {
+  out.reserve(o1 - o0);
+  for (int i = o0; i < o1; ++i) {
+    const OutputRef& r = g_.outputs[i];
+    if (r.buf == kUndefinedOutput) {
+      out.push_back(Tensor());
+      continue;
+    }
     if (r.buf < 0) {
       out.push_back(detail::make_tensor(r.sizes, r.strides, r.dtype, kCPU));
       continue;
     }
     const Buffer& bf = g_.bufs[r.buf];
-    const Tensor& owner = bf.kind == BufKind::Input ? inputs[bf.input] : bf.kind == BufKind::External ? bf.tensor : temps[r.buf];
+    const Tensor& owner = st.owners[r.buf].defined() ? st.owners[r.buf] : st.temps[r.buf];
     const int64_t es = static_cast<int64_t>(element_size(r.dtype));
     Tensor v = detail::make_view(owner, r.sizes, r.strides, r.offset / es);
     out.push_back(bf.made_in_trace && bf.kind == BufKind::External ? v.clone() : v);
   }
   return out;
+}
+
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
+  auto st = bind(inputs);
+  run_groups(*st, 0, static_cast<int>(g_.groups.size()));
+  return results(*st, 0, static_cast<int>(g_.outputs.size()));
 }
 
 }  // namespace brisk::jit

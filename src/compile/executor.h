@@ -3,6 +3,8 @@
 // interpreter (Note [The fused-graph interpreter] in executor.cpp) or by
 // generated code.
 #pragma once
+#include <memory>
+#include <tuple>
 #include <vector>
 
 #include "brisk/compile.h"
@@ -13,6 +15,14 @@ namespace brisk::jit {
 /// Every node its own group (CompileOptions::fuse off).
 void plan_unfused(Graph& g);
 
+/// The buffers of one run of a graph (kept from the forward part to the
+/// backward part of a joint graph: Note [Compiled backward]).
+struct RunState {
+  std::vector<Tensor> inputs;
+  std::vector<char*> base;
+  std::vector<Tensor> temps, owners;
+};
+
 class Executable {
  public:
   Executable(const Graph& g, const CompileOptions& opts);
@@ -21,6 +31,15 @@ class Executable {
   /// Whether every captured tensor still has the dtype, shape, strides and
   /// offset it was traced with ("" if so, else what changed).
   std::string externals_changed() const;
+  /// Binds the arguments (and the captured tensors): a run's state.
+  std::unique_ptr<RunState> bind(const std::vector<Tensor>& inputs) const;
+  /// Binds argument `index` after the fact (a joint graph's output gradients).
+  void bind_input(RunState& st, int index, const Tensor& t) const;
+  /// Runs groups [g0, g1).
+  void run_groups(RunState& st, int g0, int g1) const;
+  /// Results [o0, o1) as views of the state's buffers.
+  std::vector<Tensor> results(const RunState& st, int o0, int o1) const;
+  int num_groups() const { return static_cast<int>(g_.groups.size()); }
 
  private:
   void run_group(int gi, const Bound& bound) const;
@@ -32,13 +51,14 @@ class Executable {
   std::vector<int> last_use_;      // per buffer: the last group that touches it
   std::vector<char> internal_;     // per buffer: lives in a group's scratch only
   std::vector<char> is_output_;    // per buffer: a result views it
-  std::vector<std::pair<int, int>> written_args_;  // (buffer, argument) written in place
+  std::vector<std::tuple<int, int, int>> written_args_;  // (buffer, argument, group) written in place
   std::vector<std::string> group_names_;
   struct ExternalSnapshot {
     int buf;
     ScalarType dtype;
     std::vector<int64_t> sizes, strides;
     int64_t offset, nbytes;
+    bool requires_grad;
   };
   std::vector<ExternalSnapshot> externals_;
   std::vector<std::vector<int>> release_after_;  // per group: temps last used there

@@ -115,7 +115,14 @@ struct Group {
   bool fused() const { return nodes.size() > 1; }
 };
 
+/// OutputRef::buf of a result that is an undefined tensor (an unused gradient).
+constexpr int kUndefinedOutput = -2;
+
 struct Graph {
+  /// A joint graph (Note [Compiled backward]): nodes from `split` on, and
+  /// results from `forward_outputs` on, are the backward part (-1: none).
+  int split = -1;
+  int forward_outputs = -1;
   std::vector<Buffer> bufs;
   std::vector<Node> nodes;
   std::vector<InputSpec> inputs;

@@ -85,6 +85,12 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
                      const Tensor& bias, double eps);
 template <int K>
 void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
+template <int K>
+void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                          const KernelArgs& args);
+template <int K>
+void rownorm_backward_wrapper(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                              const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight);
 
 using WrapperFn = detail::AnyFn;
 // One wrapper per slot whose calls compile records; null for the others.
@@ -101,6 +107,10 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&rownorm_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, GemmFn>)
     return reinterpret_cast<WrapperFn>(&gemm_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, DimBackwardFn>)
+    return reinterpret_cast<WrapperFn>(&dim_backward_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, RowNormBackwardFn>)
+    return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
   else
     return nullptr;
 }
@@ -226,6 +236,44 @@ void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(out, a, b, alpha, beta); });
+}
+
+template <int K>
+void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                          const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(grad_in, grad_out, out, dim, args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(grad_out, false, n), ro = t->tensor_ref(out, false, n);
+  const TensorRef ri = t->tensor_ref(grad_in, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ri), b.view(rg), b.view(ro), dim, args); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(grad_in, grad_out, out, dim, args); });
+}
+
+template <int K>
+void rownorm_backward_wrapper(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                              const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(dx, dweight, dbias, dy, x, mean, rstd, weight);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rdy = t->tensor_ref(dy, false, n), rx = t->tensor_ref(x, false, n),
+                  rm = t->tensor_ref(mean, false, n), rr = t->tensor_ref(rstd, false, n),
+                  rw = t->tensor_ref(weight, false, n);
+  const TensorRef rdx = t->tensor_ref(dx, true, n), rdw = t->tensor_ref(dweight, true, n),
+                  rdb = t->tensor_ref(dbias, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(rdx), b.view(rdw), b.view(rdb), b.view(rdy), b.view(rx), b.view(rm), b.view(rr),
+                       b.view(rw));
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(dx, dweight, dbias, dy, x, mean, rstd, weight); });
 }
 
 }  // namespace
@@ -439,9 +487,8 @@ void Tracer::on_op(const char* name, const profiler::detail::InputRef* refs, int
         graph_break(std::string("op '") + name + "' has an input on " + t.device().str());
         return;
       }
-      if (t.requires_grad() && GradMode::is_enabled())
-        graph_break(std::string("op '") + name +
-                    "' reads a tensor that requires grad with grad mode on (compiled backward is not done yet)");
+      if (t.requires_grad() && GradMode::is_enabled() && !allow_grad_)
+        graph_break(std::string("op '") + name + "' reads a tensor that requires grad with grad mode on");
       if (t.impl()->storage) add_buffer(t, BufKind::External, -1);
     };
     if (r.kind == profiler::detail::InputRef::TensorArg) {
@@ -524,6 +571,16 @@ int Tracer::output_buffer(const Tensor& t, int64_t& offset) {
   }
   offset = t.impl()->data() - static_cast<char*>(s->data);
   return b;
+}
+
+std::vector<int> Tracer::grad_externals() const {
+  std::vector<int> r;
+  for (size_t b = 0; b < g_.bufs.size(); ++b) {
+    const Buffer& bf = g_.bufs[b];
+    if (bf.kind == BufKind::External && bf.tensor.defined() && bf.tensor.requires_grad() && !bf.made_in_trace)
+      r.push_back(static_cast<int>(b));
+  }
+  return r;
 }
 
 Tracer* current_tracer() { return t_tracer; }

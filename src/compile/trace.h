@@ -29,6 +29,10 @@ class Tracer {
   /// Why the function cannot be compiled as one graph ("" when it can).
   const std::string& break_reason() const { return break_reason_; }
   void graph_break(std::string why);
+  /// Tensors that require grad are recorded (a joint forward + backward trace).
+  void set_allow_grad(bool a) { allow_grad_ = a; }
+  /// The captured tensors (buffers) that require grad, in the order seen.
+  std::vector<int> grad_externals() const;
 
   // The hooks' side (trace.cpp).
   void on_op(const char* name, const profiler::detail::InputRef* refs, int n);
@@ -54,6 +58,7 @@ class Tracer {
 
   Graph& g_;
   bool installed_ = false;
+  bool allow_grad_ = false;
   std::string break_reason_;
   const char* pending_caller_ = nullptr;
   std::unordered_map<const StorageImpl*, int> by_storage_;
