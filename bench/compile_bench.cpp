@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -121,7 +122,6 @@ int main(int argc, char** argv) {
     auto f = compile([&adam](const std::vector<Tensor>& p, const std::vector<Tensor>& g, const std::vector<Tensor>& m,
                              const std::vector<Tensor>& v, const Tensor& s, const Tensor& b) {
       adam.step(p, g, m, v, s, b);
-      return 0;
     });
     const double t0 = now();
     f(p, g, m, v, step_size, bc2);

@@ -179,6 +179,16 @@ class Compiled {
     std::string key;
     (compile_detail::flatten_arg(args, inputs, key), ...);
     std::vector<size_t> sizes;
+    if constexpr (std::is_void_v<R>) {  // a function that only updates tensors in place (an optimizer step)
+      core_->call(
+          inputs, key,
+          [&](std::vector<size_t>&) {
+            (*fn_)(args...);
+            return std::vector<Tensor>();
+          },
+          sizes);
+      return;
+    } else {
     std::vector<Tensor> flat = core_->call(
         inputs, key,
         [&](std::vector<size_t>& structure) {
@@ -189,6 +199,7 @@ class Compiled {
         sizes);
     size_t pos = 0, spos = 0;
     return compile_detail::unflatten_result<R>(flat, pos, sizes, spos);
+    }
   }
 
   const CompileStats& stats() const { return core_->stats(); }

@@ -74,6 +74,8 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, std::
   g.push_back(GradMode::is_enabled());
   g.push_back(InferenceMode::is_enabled());
   g.push_back(static_cast<int64_t>(inputs.size()));
+  thread_local std::unordered_map<const void*, int64_t> first_on;
+  first_on.clear();
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined()) {
@@ -89,11 +91,16 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, std::
     g.push_back(t.requires_grad());
     int64_t alias = -1;
     const void* st = t.impl()->storage.get();
-    for (size_t j = 0; j < i; ++j)
-      if (inputs[j].defined() && inputs[j].impl()->storage.get() == st) {
-        alias = static_cast<int64_t>(j);
-        break;
-      }
+    if (inputs.size() <= 16) {
+      for (size_t j = 0; j < i; ++j)
+        if (inputs[j].defined() && inputs[j].impl()->storage.get() == st) {
+          alias = static_cast<int64_t>(j);
+          break;
+        }
+    } else {  // (an optimizer's hundreds of tensors)
+      auto [it, fresh] = first_on.try_emplace(st, static_cast<int64_t>(i));
+      if (!fresh) alias = it->second;
+    }
     g.push_back(alias);
   }
   (void)key;

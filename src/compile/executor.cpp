@@ -2,6 +2,7 @@
 #include "compile/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -23,7 +24,10 @@ namespace brisk::jit {
 //  - touches each buffer the group writes with that buffer's one geometry
 //    (offset, byte strides, dtype): element i of the iteration then reads
 //    exactly what an earlier call of the group wrote at element i, so the
-//    calls can run block by block (or as one generated loop) in order.
+//    calls can run block by block (or as one generated loop) in order, and
+//  - is connected to the group (reads or writes a buffer the group touches),
+//    with at most kMaxGroupBuffers buffers in all: unrelated chains (an
+//    optimizer's update of the next parameter) only widen the working set.
 // Buffers only read may be read with several geometries. A temp whose every
 // access is inside one group, first written there and not a result, is
 // internal: it lives in the block's scratch and never gets memory of its own.
@@ -53,6 +57,8 @@ void to_2d(Node& nd, int64_t s0, int64_t s1) {
   nd.shape[1] = s1;
   for (int k = 0; k < nd.noperands; ++k) nd.ops[k].strides[1] = nd.ops[k].strides[0] * s0;
 }
+
+constexpr int kMaxGroupBuffers = 24;
 
 struct Access {
   Operand geo;
@@ -116,6 +122,22 @@ void plan(Graph& g) {
             break;
           }
         }
+        // Only calls connected to the group join it (a result it made, or an
+        // input it reads): independent chains over other tensors (an
+        // optimizer's per-parameter updates) would only widen the block's
+        // working set past the caches. And at most kMaxGroupBuffers buffers.
+        bool connected = false;
+        int fresh = 0;
+        for (int k = 0; k < nd.noperands; ++k) {
+          if (nd.ops[k].is_const()) continue;
+          if (std::find(touched.begin(), touched.end(), nd.ops[k].buf) != touched.end())
+            connected = true;
+          else
+            ++fresh;
+        }
+        // (a small group may take an unconnected call: the next steps of a
+        // chain often read what several short chains made)
+        if ((!connected && touched.size() > 4) || static_cast<int>(touched.size()) + fresh > kMaxGroupBuffers) break;
         bool ok = true;
         for (int k = 0; k < nd.noperands && ok; ++k) {
           const Operand& o = nd.ops[k];
@@ -254,6 +276,9 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     }
     group_names_.push_back(grp.fused() ? "fused(" + nm + ")" : nm);
   }
+  fused_plans_.resize(g.groups.size());
+  for (size_t gi = 0; gi < g.groups.size(); ++gi)
+    if (g.groups[gi].fused()) fused_plans_[gi] = make_fused_plan(g, g.groups[gi]);
   for (size_t b = 0; b < nb; ++b) {
     const Buffer& bf = g.bufs[b];
     if (bf.kind != BufKind::External) continue;
@@ -345,32 +370,48 @@ int64_t rows_per_block(int64_t s0, bool has_linear) {
   return rows * s0 <= 8 * kBlock ? rows : 0;
 }
 
-void Executable::run_fused(const Group& grp, char* const* base) const {
-  const Node& first = g_.nodes[grp.nodes.front()];
+FusedPlan make_fused_plan(const Graph& g, const Group& grp) {
+  FusedPlan p;
+  const Node& first = g.nodes[grp.nodes.front()];
   const int ndim = first.ndim;
-  const int64_t s0 = ndim >= 1 ? first.shape[0] : 1;
-  const int64_t s1 = ndim >= 2 ? first.shape[1] : 1;
+  p.s0 = ndim >= 1 ? first.shape[0] : 1;
+  p.s1 = ndim >= 2 ? first.shape[1] : 1;
   // Blocks: (row r, elements [c0, c0 + len) of dim 0) with rows_per rows each.
   bool has_linear = false;
-  for (int ni : grp.nodes) has_linear |= g_.nodes[ni].linear;
-  const int64_t rows_per = rows_per_block(s0, has_linear);
-  BRISK_INTERNAL_ASSERT(rows_per > 0, "compile: a fused group without a block size");
-  const int64_t pieces = s0 >= kBlock ? (s0 + kBlock - 1) / kBlock : 1;
-  const int64_t row_blocks = (s1 + rows_per - 1) / rows_per;
-  const int64_t nblocks = row_blocks * pieces;
-  const int64_t block_elems = s0 >= kBlock ? kBlock : s0 * std::min(rows_per, s1);
-  // scratch offsets per internal temp
-  std::vector<int64_t> scratch_off(g_.bufs.size(), -1);
-  int64_t scratch_bytes = 0;
+  for (int ni : grp.nodes) has_linear |= g.nodes[ni].linear;
+  p.rows_per = rows_per_block(p.s0, has_linear);
+  BRISK_INTERNAL_ASSERT(p.rows_per > 0, "compile: a fused group without a block size");
+  p.pieces = p.s0 >= kBlock ? (p.s0 + kBlock - 1) / kBlock : 1;
+  p.nblocks = (p.s1 + p.rows_per - 1) / p.rows_per * p.pieces;
+  const int64_t block_elems = p.s0 >= kBlock ? kBlock : p.s0 * std::min(p.rows_per, p.s1);
+  // scratch offsets per internal temp, then per node operand
+  std::vector<std::pair<int, int64_t>> off;
   for (int b : grp.internal) {
-    scratch_off[b] = scratch_bytes;
-    // the dtype the group writes it with
-    ScalarType dt = g_.bufs[b].dtype;
+    ScalarType dt = g.bufs[b].dtype;  // the dtype the group writes it with
     for (int ni : grp.nodes)
-      if (g_.nodes[ni].out().buf == b) dt = g_.nodes[ni].out().dtype;
-    scratch_bytes += (block_elems * static_cast<int64_t>(element_size(dt)) + 63) / 64 * 64;
+      if (g.nodes[ni].out().buf == b) dt = g.nodes[ni].out().dtype;
+    off.emplace_back(b, p.scratch_bytes);
+    p.scratch_bytes += (block_elems * static_cast<int64_t>(element_size(dt)) + 63) / 64 * 64;
   }
-  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block_elems));
+  for (int ni : grp.nodes) {
+    const Node& n = g.nodes[ni];
+    std::array<int64_t, TensorIter::kMaxOperands> so;
+    so.fill(-1);
+    for (int k = 0; k < n.noperands; ++k)
+      for (const auto& [b, o] : off)
+        if (n.ops[k].buf == b) so[k] = o;
+    p.scratch.push_back(so);
+  }
+  p.grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block_elems));
+  return p;
+}
+
+void Executable::run_fused(int gi, char* const* base) const {
+  const Group& grp = g_.groups[gi];
+  const FusedPlan& fp = fused_plans_[gi];
+  const int ndim = g_.nodes[grp.nodes.front()].ndim;
+  const int64_t s0 = fp.s0, s1 = fp.s1, rows_per = fp.rows_per, pieces = fp.pieces, scratch_bytes = fp.scratch_bytes;
+  const int64_t nblocks = fp.nblocks, grain = fp.grain;
   parallel_for(0, nblocks, grain, [&](int64_t bb, int64_t be) {
     // per-thread scratch, kept between calls (grow-only, not initialised)
     thread_local std::unique_ptr<char[]> t_scratch;
@@ -385,8 +426,9 @@ void Executable::run_fused(const Group& grp, char* const* base) const {
       const int64_t rb = blk / pieces, piece = blk % pieces;
       const int64_t r0 = rb * rows_per, nr = std::min(rows_per, s1 - r0);
       const int64_t c0 = piece * kBlock, len = s0 >= kBlock ? std::min(kBlock, s0 - c0) : s0;
-      for (int ni : grp.nodes) {
-        const Node& n = g_.nodes[ni];
+      for (size_t q = 0; q < grp.nodes.size(); ++q) {
+        const Node& n = g_.nodes[grp.nodes[q]];
+        const auto& so = fp.scratch[q];
         it.noperands = n.noperands;
         it.compute_dtype = n.compute_dtype;
         // a linear node runs over the block's elements in memory order
@@ -401,9 +443,9 @@ void Executable::run_fused(const Group& grp, char* const* base) const {
             std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
             it.data[k] = it.scalar_buf[k];
             it.strides[k][0] = it.strides[k][1] = 0;
-          } else if (scratch_off[o.buf] >= 0) {
+          } else if (so[k] >= 0) {
             const int64_t es = static_cast<int64_t>(element_size(o.dtype));
-            it.data[k] = scratch + scratch_off[o.buf];
+            it.data[k] = scratch + so[k];
             it.strides[k][0] = es;
             it.strides[k][1] = es * len;
           } else {
@@ -427,7 +469,7 @@ void Executable::run_group(int gi, const Bound& bound) const {
   if (grp.nodes.size() == 1 && g_.nodes[grp.nodes[0]].opaque())
     g_.nodes[grp.nodes[0]].run(bound);
   else if (grp.fused() && opts_.fuse)
-    run_fused(grp, base);
+    run_fused(gi, base);
   else
     for (int ni : grp.nodes) run_node(g_.nodes[ni], base);
 }

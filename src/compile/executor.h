@@ -3,6 +3,7 @@
 // interpreter (Note [The fused-graph interpreter] in executor.cpp) or by
 // generated code.
 #pragma once
+#include <array>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -22,6 +23,15 @@ struct RunState {
   std::vector<char*> base;
   std::vector<Tensor> temps, owners;
 };
+
+/// How the interpreter cuts a fused group into blocks (made once per graph).
+struct FusedPlan {
+  int64_t s0 = 1, s1 = 1, rows_per = 1, pieces = 1, nblocks = 0, scratch_bytes = 0, grain = 1;
+  /// per node of the group, per operand: its offset in the block scratch (-1: memory)
+  std::vector<std::array<int64_t, TensorIter::kMaxOperands>> scratch;
+};
+
+FusedPlan make_fused_plan(const Graph& g, const Group& grp);
 
 class Executable {
  public:
@@ -44,7 +54,7 @@ class Executable {
  private:
   void run_group(int gi, const Bound& bound) const;
   void run_node(const Node& n, char* const* base) const;
-  void run_fused(const Group& grp, char* const* base) const;
+  void run_fused(int gi, char* const* base) const;
 
   const Graph& g_;
   CompileOptions opts_;
@@ -53,6 +63,7 @@ class Executable {
   std::vector<char> is_output_;    // per buffer: a result views it
   std::vector<std::tuple<int, int, int>> written_args_;  // (buffer, argument, group) written in place
   std::vector<std::string> group_names_;
+  std::vector<FusedPlan> fused_plans_;  // per group (fused groups only)
   struct ExternalSnapshot {
     int buf;
     ScalarType dtype;
