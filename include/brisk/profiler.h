@@ -250,6 +250,7 @@ enum class Rule : uint8_t {
   UnpinnedCopy,       ///< 9. (CUDA) non-blocking copies from unpinned memory
   TensorCoreMath,     ///< 9. (CUDA) float32 matmuls/convolutions autocast would run on tensor
                       ///<    cores; half-precision matrix dimensions not multiple of 8
+  FusablePointwise,   ///< 10. chains of pointwise ops on big tensors that compile would fuse
 };
 const char* rule_name(Rule r);
 

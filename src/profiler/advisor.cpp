@@ -410,6 +410,60 @@ void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
   out.push_back(std::move(f));
 }
 
+// ---- 10. pointwise chains compile would fuse ------------------------------------------
+
+bool is_pointwise_op(const std::string& name) {
+  const OpLookup op = find_op(name);
+  return op.info != nullptr && op.info->pointwise();
+}
+
+void rule_fusable_pointwise(const Context& c, std::vector<Finding>& out) {
+  const auto& ev = c.r.events;
+  // As rule 3: ops the user dispatched, per thread in start order; views
+  // neither count nor break a chain. Under compile the chain is one event
+  // (a fused group), so the rule is quiet there.
+  std::map<uint32_t, std::vector<size_t>> per_thread;
+  for (size_t i = 0; i < ev.size(); ++i)
+    if (ev[i].kind == EventKind::Op && !c.in_op[i] && !c.in_optimizer[i] && !is_view_op(ev[i].name))
+      per_thread[ev[i].thread].push_back(i);
+  Finding f{Rule::FusablePointwise, "Chains of pointwise ops that compile would fuse", 0, 0, {}, {}};
+  Sites sites;
+  int64_t chains = 0;
+  for (auto& [thread, ops] : per_thread) {
+    auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
+    if (!std::is_sorted(ops.begin(), ops.end(), by_start)) std::stable_sort(ops.begin(), ops.end(), by_start);
+    size_t k = 0;
+    while (k < ops.size()) {
+      size_t end = k;
+      while (end < ops.size() && is_pointwise_op(ev[ops[end]].name) && !is_small_op(ev[ops[end]])) ++end;
+      if (static_cast<int64_t>(end - k) >= kFusableMinOps) {
+        ++chains;
+        std::string chain;
+        int64_t t = 0;
+        for (size_t j = k; j < end; ++j) {
+          f.count += 1;
+          t += ev[ops[j]].duration_ns();
+          if (j - k < 6) chain += (chain.empty() ? "" : ", ") + ev[ops[j]].name;
+        }
+        if (end - k > 6) chain += ", ...";
+        // The fused chain reads and writes memory once instead of once per
+        // op: most of the chain's time is what it would save.
+        f.time_ns += t - t / static_cast<int64_t>(end - k);
+        sites.add(chain + " from " + where_of(c.r, ops[k]), t);
+      }
+      k = end == k ? k + 1 : end;
+    }
+  }
+  if (f.count == 0) return;
+  f.title += " (" + plural(chains, "chain", "chains") + " of at least " + std::to_string(kFusableMinOps) + " ops)";
+  f.where = sites.top();
+  f.fix =
+      "Each op of the chain reads and writes the whole tensor: put the chain in a function and call it through "
+      "brisk::compile (auto f = brisk::compile(fn); f(x)), which records the chain once and runs it as one pass "
+      "over memory (docs/design/compile.md).";
+  out.push_back(std::move(f));
+}
+
 // ---- 4. zero-filled gradients ------------------------------------------------------
 
 bool ends_with(const std::string& s, std::string_view suffix) {
@@ -720,6 +774,7 @@ const char* rule_name(Rule r) {
     case Rule::DataLoaderStall: return "DataLoaderStall";
     case Rule::UnpinnedCopy: return "UnpinnedCopy";
     case Rule::TensorCoreMath: return "TensorCoreMath";
+    case Rule::FusablePointwise: return "FusablePointwise";
   }
   return "?";
 }
@@ -730,6 +785,7 @@ std::vector<Finding> advise(const ProfileResult& r) {
   rule_sync_in_loop(c, out);
   rule_cpu_tensor_then_copy(c, out);
   rule_launch_bound(c, out);
+  rule_fusable_pointwise(c, out);
   rule_zeroed_grads(c, out);
   rule_for_loop_optimizer(c, out);
   rule_grad_mode_inference(c, out);

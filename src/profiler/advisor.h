@@ -30,6 +30,9 @@ inline constexpr int64_t kScopeMinRepeats = 2;
 inline constexpr double kSyncMinIterationShare = 0.5;
 /// LaunchBound: this many consecutive small ops on one thread make a stretch.
 inline constexpr int64_t kLaunchBoundMinOps = 20;
+/// Rule 10: consecutive pointwise ops, each over more than kSmallOpNumel
+/// elements, that a compiled function would run as one pass over memory.
+inline constexpr int64_t kFusableMinOps = 4;
 /// LaunchBound, with record_shapes: an op is small when no tensor input has
 /// more elements than this (4 KiB of float32: the work is far below the cost
 /// of dispatching it, let alone of a GPU kernel launch).

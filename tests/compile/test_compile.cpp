@@ -395,6 +395,25 @@ TEST_F(Compile, ResultsDoNotAliasAcrossCalls) {
   EXPECT_TRUE(same_bits(a, b));
 }
 
+TEST_F(Compile, TheAdvisorPointsAtChainsAndIsQuietUnderCompile) {
+  Tensor x = randn({1 << 16});
+  auto rule = [](const profiler::ProfileResult& r) {
+    for (const auto& f : profiler::advise(r))
+      if (f.rule == profiler::Rule::FusablePointwise) return true;
+    return false;
+  };
+  {
+    profiler::profile prof(profiler::ProfileOptions().record_shapes(true));
+    for (int i = 0; i < 3; ++i) gelu_chain(x);
+    EXPECT_TRUE(rule(prof.result()));
+  }
+  auto f = compile(gelu_chain);
+  f(x);
+  profiler::profile prof(profiler::ProfileOptions().record_shapes(true));
+  for (int i = 0; i < 3; ++i) f(x);
+  EXPECT_FALSE(rule(prof.result()));
+}
+
 TEST_F(Compile, ProfilerSeesTheFusedGroup) {
   auto f = compile(gelu_chain);
   Tensor x = randn({1000});

@@ -323,6 +323,32 @@ TEST(AdvisorSynthetic, TensorCoreMath) {
   EXPECT_TRUE(of_rule(prof::advise(program(false, "float16", 30)), Rule::TensorCoreMath).empty());
 }
 
+TEST(AdvisorSynthetic, FusablePointwise) {
+  using prof::advisor::kFusableMinOps;
+  auto run = [](int n, int64_t numel) {
+    Builder b;
+    b.begin(EventKind::UserScope, "gelu");
+    for (int i = 0; i < n; ++i) b.op(i % 2 ? "mul" : "erf", {{numel}, {numel}});
+    b.op("sum", {{numel}});  // not pointwise: ends the chain
+    for (int i = 0; i < n; ++i) b.op("add", {{numel}, {numel}});
+    b.end();
+    return prof::advise(b.r);
+  };
+  auto fs = of_rule(run(kFusableMinOps + 1, 1 << 20), Rule::FusablePointwise);
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].count, 2 * (kFusableMinOps + 1));
+  EXPECT_NE(fs[0].title.find("2 chains"), std::string::npos) << fs[0].title;
+  ASSERT_EQ(fs[0].where.size(), 2u);
+  EXPECT_TRUE(fs[0].where[0].find("erf, mul") != std::string::npos ||
+              fs[0].where[1].find("erf, mul") != std::string::npos)
+      << fs[0].where[0];
+  EXPECT_NE(fs[0].fix.find("brisk::compile"), std::string::npos);
+  EXPECT_TRUE(of_rule(run(kFusableMinOps - 1, 1 << 20), Rule::FusablePointwise).empty());
+  // small tensors are rule 3's (launch-bound), not a memory-traffic chain
+  EXPECT_TRUE(of_rule(run(kFusableMinOps + 1, 16), Rule::FusablePointwise).empty());
+  EXPECT_STREQ(prof::rule_name(Rule::FusablePointwise), "FusablePointwise");
+}
+
 TEST(AdvisorSynthetic, LaunchBound) {
   using prof::advisor::kLaunchBoundMinOps;
   auto run = [](int n, int64_t numel) {
