@@ -100,10 +100,10 @@ void plan(Graph& g) {
     };
     note(g.nodes[i]);
     int j = i + 1;
-    if (!g.nodes[i].opaque() && g.nodes[i].ndim <= 2) {
+    if (!g.nodes[i].opaque() && !g.nodes[i].zero_dim && g.nodes[i].ndim <= 2) {
       for (; j < n; ++j) {
         Node& nd = g.nodes[j];
-        if (nd.opaque() || j == g.split) break;  // (the backward part starts its own groups)
+        if (nd.opaque() || nd.zero_dim || j == g.split) break;  // (the backward part starts its own groups)
         const Node& first = g.nodes[i];
         if (!same_space(first, nd)) {
           // One element order in two shapes: a contiguous chain (1-D) meets
@@ -332,7 +332,7 @@ Tensor Bound::view(const TensorRef& r) const {
 void Executable::run_node(const Node& n, char* const* base) const {
   TensorIter it;
   it.noperands = n.noperands;
-  it.ndim = n.ndim;
+  it.ndim = n.zero_dim ? 0 : n.ndim;
   it.numel = n.numel;
   it.compute_dtype = n.compute_dtype;
   for (int d = 0; d < n.ndim; ++d) it.shape[d] = n.shape[d];
@@ -442,7 +442,8 @@ void Executable::run_fused(int gi, char* const* base) const {
           if (o.is_const()) {
             std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
             it.data[k] = it.scalar_buf[k];
-            it.strides[k][0] = it.strides[k][1] = 0;
+            it.strides[k][0] = o.strides[0];  // 0 but over one element (as recorded)
+            it.strides[k][1] = ndim >= 2 ? o.strides[1] : 0;
           } else if (so[k] >= 0) {
             const int64_t es = static_cast<int64_t>(element_size(o.dtype));
             it.data[k] = scratch + so[k];

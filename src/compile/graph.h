@@ -79,6 +79,9 @@ struct Node {
   /// Recorded as one dim and viewed as the 2-D space of its group (plan()):
   /// its kernel still runs over linear ranges (Note [Fusion groups]).
   bool linear = false;
+  /// Recorded with a 0-dim iteration (one element; stored as one dim of
+  /// size 1): replayed 0-dim, as some kernels (pow) take another path there.
+  bool zero_dim = false;
   /// A call of another kernel family (a reduction, softmax, layer_norm, a
   /// GEMM): never fused; `run` replays it, `reads` and `writes` are its
   /// buffers. Elementwise nodes leave these empty.

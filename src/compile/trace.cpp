@@ -514,6 +514,7 @@ void Tracer::record(OpId op, TensorIter& it, const KernelArgs& args) {
   if (zero_dim) {
     n.ndim = 1;
     n.shape[0] = 1;
+    n.zero_dim = true;
   }
   for (int k = 0; k < it.noperands; ++k) {
     Operand& o = n.ops[k];
@@ -524,10 +525,11 @@ void Tracer::record(OpId op, TensorIter& it, const KernelArgs& args) {
     if (k > 0 && p >= it.scalar_buf[k] && p < it.scalar_buf[k] + sizeof(it.scalar_buf[k])) {
       o.buf = -1;
       std::memcpy(o.scalar, it.scalar_buf[k], sizeof(o.scalar));
-      for (int d = 0; d < it.ndim; ++d) {
+      // (kept as recorded: over one element the builder gives a scalar its
+      // element size as stride, and a kernel may check it: pow's special
+      // exponents take a 0 stride only)
+      for (int d = 0; d < it.ndim; ++d)
         if (o.strides[d] != 0 && it.shape[d] > 1) graph_break(n.name + ": a constant operand with strides");
-        o.strides[d] = 0;
-      }
       continue;
     }
     int64_t off = 0;
