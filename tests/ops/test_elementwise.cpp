@@ -287,6 +287,25 @@ Tensor expected1(const Tensor& a, const std::function<double(double)>& ref, Scal
 
 // ---- ops with scalar parameters -------------------------------------------------------------
 
+// A negative-zero scalar operand keeps its sign in every lane: the vector
+// body once broadcast it as +0.0 (the tail did not), so the first 16
+// elements disagreed with the last 4 and with PyTorch.
+TEST(SignedZeroScalars, BroadcastExactlyInTheVectorBody) {
+  set_num_threads(1);
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Tensor z = zeros({20}, dt), one = ones({20}, dt);
+    Tensor a = atan2(z, scalar_tensor(-0.0, dt));
+    const double pi = dt == kFloat ? static_cast<double>(static_cast<float>(M_PI)) : M_PI;
+    for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(a[i].item<double>(), pi) << dtype_name(dt) << " " << i;
+    Tensor m = one * -0.0;  // 1 * -0 = -0
+    Tensor p = (-z) + -0.0;  // -0 + -0 = -0
+    for (int64_t i = 0; i < 20; ++i) {
+      EXPECT_TRUE(std::signbit(m[i].item<double>())) << dtype_name(dt) << " " << i;
+      EXPECT_TRUE(std::signbit(p[i].item<double>())) << dtype_name(dt) << " " << i;
+    }
+  }
+}
+
 TEST(Clamp, ScalarBounds) {
   for (ScalarType dt : kNumeric) {
     const Tensor x = make({3, 5}, dt, Dom::Any, 1, Layout::Transposed);

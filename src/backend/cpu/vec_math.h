@@ -85,11 +85,15 @@ template <class T>
 inline void storeu(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof(v));
 }
-/// A vector of x in every lane.
+/// A vector of x in every lane, exactly (a sum with V{} would turn -0.0
+/// into +0.0: x * -0.0 and atan2(0, -0.0) then lost their signs in the
+/// vector body but not in the tail).
 template <class V>
 inline V splat(double x) {
   using T = std::remove_reference_t<decltype(V{}[0])>;
-  return V{} + static_cast<T>(x);
+  V v;
+  for (size_t i = 0; i < sizeof(V) / sizeof(T); ++i) v[i] = static_cast<T>(x);
+  return v;
 }
 /// Lane-wise select: c ? a : b (c a comparison result).
 template <class V, class C>
