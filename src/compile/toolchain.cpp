@@ -308,4 +308,10 @@ void reset_toolchain_stats() {
   g_stats = ToolchainStats{};
 }
 
+void forget_loaded_for_testing() {
+  std::lock_guard<std::mutex> lk(g_mu);
+  for (auto& [key, so] : g_memo) so.release();  // never unloaded (Note [Compile cache])
+  g_memo.clear();
+}
+
 }  // namespace brisk::compile

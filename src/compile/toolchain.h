@@ -60,5 +60,8 @@ struct ToolchainStats {
 };
 ToolchainStats toolchain_stats();
 void reset_toolchain_stats();
+/// Tests: forgets the in-process memo, so that the next request goes to the
+/// disk cache (the objects stay loaded).
+void forget_loaded_for_testing();
 
 }  // namespace brisk::compile
