@@ -728,6 +728,7 @@ TEST_F(CodegenCpu, GeluChainTimings) {
   Tensor y = r.mul(a, c);
   CpuCodegen cg = generate_cpu(r.g, r.group({y}));
   ASSERT_TRUE(cg.ok) << cg.reason;
+  if (std::getenv("BRISK_CODEGEN_DUMP")) std::printf("%s\n", cpu_translation_unit({&cg.kernel}).c_str());
   // cold compile: a fresh cache directory
   const std::string dir = test_cache_dir() + "/bench";
   setenv("BRISK_COMPILE_CACHE", dir.c_str(), 1);
@@ -753,6 +754,21 @@ TEST_F(CodegenCpu, GeluChainTimings) {
     tf.push_back(ms(t0));
     ASSERT_EQ(std::memcmp(ref.data_ptr(), out.data_ptr(), n * 4), 0);
   }
+  std::vector<double> tc, ts;
+  for (int rep = 0; rep < 7; ++rep) {
+    t0 = Clock::now();
+    Tensor cl = x.clone();
+    tc.push_back(ms(t0));
+    // in cache: 2^12 elements, 4096 times
+    t0 = Clock::now();
+    for (int k = 0; k < 4096; ++k)
+      fn(ptrs, cg.kernel.strides.data(), cg.kernel.shape.data(), int64_t(k % 8) << 12, (int64_t(k % 8) << 12) + 4096);
+    ts.push_back(ms(t0));
+  }
+  std::sort(tc.begin(), tc.end());
+  std::sort(ts.begin(), ts.end());
+  std::printf("copy (clone) of 2^24 float32: %.1f ms; fused kernel in cache (2^24 elements in 2^12 pieces): %.1f ms\n",
+              tc[3], ts[3]);
   std::sort(te.begin(), te.end());
   std::sort(tf.begin(), tf.end());
   std::printf("gelu chain, 2^24 float32, 1 thread (%s): eager %.1f ms, fused %.1f ms (%.1fx); cold compile %.0f ms, "
