@@ -3,6 +3,7 @@
 #include "brisk/allocator.h"
 #include "brisk/autograd.h"
 #include "brisk/c10_compat.h"
+#include "brisk/compile.h"
 #include "brisk/cuda.h"
 #include "brisk/data.h"
 #include "brisk/device.h"

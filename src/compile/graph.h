@@ -10,7 +10,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
 
-namespace brisk::compile {
+namespace brisk::jit {
 
 /// Where a buffer's memory comes from on each call.
 enum class BufKind : uint8_t {
@@ -54,6 +54,9 @@ struct Node {
   ScalarType compute_dtype = kFloat;
   int noperands = 0;
   Operand ops[TensorIter::kMaxOperands];
+  /// Recorded as one dim and viewed as the 2-D space of its group (plan()):
+  /// its kernel still runs over linear ranges (Note [Fusion groups]).
+  bool linear = false;
   const Operand& out() const { return ops[0]; }
 };
 
@@ -94,7 +97,13 @@ struct Graph {
 
 /// Splits the nodes into groups (fusion) and marks internal temps.
 void plan(Graph& g);
+/// Elements per block of the fused-graph interpreter.
+constexpr int64_t kBlock = 2048;
+/// Rows per block of a 2-D group whose first dim has s0 elements; with
+/// linear nodes, blocks start at multiples of 64 elements so that their
+/// kernels see the vectors eager saw (0: no such block size, do not mix).
+int64_t rows_per_block(int64_t s0, bool has_linear);
 /// A readable listing of the graph (nodes, buffers, groups) for errors and docs.
 std::string describe(const Graph& g);
 
-}  // namespace brisk::compile
+}  // namespace brisk::jit

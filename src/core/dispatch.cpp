@@ -4,6 +4,7 @@ namespace brisk {
 namespace detail {
 
 AnyFn g_kernel_table[kNumOps][kNumDeviceTypes] = {};
+std::atomic<int> g_trace_threads{0};
 uint32_t g_kernel_dtypes[kNumOps][kNumDeviceTypes] = {};
 
 void kernel_missing(OpId op, DeviceType dev, const char* caller) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "brisk/tensor.h"
+#include "core/trace_hooks.h"
 
 namespace brisk {
 
@@ -294,6 +295,10 @@ extern AnyFn g_kernel_table[kNumOps][kNumDeviceTypes];
 /// Per slot, the dtypes its kernel takes (bit i: ScalarType i), as registered.
 extern uint32_t g_kernel_dtypes[kNumOps][kNumDeviceTypes];
 [[noreturn]] void kernel_missing(OpId op, DeviceType dev, const char* caller);
+/// compile's hook on a kernel lookup while a thread traces (compile/trace.cpp):
+/// returns `fn`, or for an elementwise slot on the tracing thread a wrapper
+/// that records the call and then runs `fn`.
+AnyFn trace_kernel(OpId op, DeviceType dev, const char* caller, AnyFn fn);
 }  // namespace detail
 
 /// Every dtype (the default of register_kernel: the kernel switches on
@@ -322,6 +327,7 @@ template <OpId op>
 inline typename OpSignature<op>::type kernel(DeviceType dev, const char* caller) {
   auto fn = detail::g_kernel_table[static_cast<int>(op)][static_cast<int>(dev)];
   if (BRISK_UNLIKELY(fn == nullptr)) detail::kernel_missing(op, dev, caller);
+  if (BRISK_UNLIKELY(detail::tracing_any())) fn = detail::trace_kernel(op, dev, caller, fn);
   return reinterpret_cast<typename OpSignature<op>::type>(fn);
 }
 

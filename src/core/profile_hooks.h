@@ -24,6 +24,7 @@
 
 #include "brisk/profiler.h"
 #include "brisk/tensor.h"
+#include "core/trace_hooks.h"
 
 namespace brisk::profiler::detail {
 
@@ -54,6 +55,10 @@ inline InputRef input_ref(const std::optional<Scalar>& s) {
   return s ? InputRef{&*s, InputRef::ScalarArg} : InputRef{};
 }
 
+/// compile's hook on an op front end (defined in compile/trace.cpp): checks
+/// the op may be traced and registers the tensors it reads.
+void trace_op(const char* name, const InputRef* inputs, int n);
+
 /// An open event: the thread's buffer and the event's slot in it.
 struct OpenEvent {
   void* buffer = nullptr;
@@ -76,6 +81,7 @@ class OpScope {
   template <class... Ts>
   [[gnu::always_inline]] explicit OpScope(const char* name, const Ts&... inputs) {
     if (BRISK_UNLIKELY(active())) open(name, inputs...);
+    if (BRISK_UNLIKELY(::brisk::detail::tracing_any())) trace(name, inputs...);
   }
   [[gnu::always_inline]] ~OpScope() {
     if (BRISK_UNLIKELY(e_.index >= 0)) close_event(e_);
@@ -88,6 +94,11 @@ class OpScope {
   [[gnu::noinline, gnu::cold]] void open(const char* name, const Ts&... inputs) {
     const InputRef refs[sizeof...(Ts) + 1] = {input_ref(inputs)..., InputRef{}};
     e_ = open_op(name, refs, static_cast<int>(sizeof...(Ts)));
+  }
+  template <class... Ts>
+  [[gnu::noinline, gnu::cold]] static void trace(const char* name, const Ts&... inputs) {
+    const InputRef refs[sizeof...(Ts) + 1] = {input_ref(inputs)..., InputRef{}};
+    trace_op(name, refs, static_cast<int>(sizeof...(Ts)));
   }
   OpenEvent e_;
 };
@@ -140,6 +151,8 @@ namespace brisk::detail {
 /// Sync debug mode (set_sync_debug_mode) as an atomic, read on each sync point.
 extern std::atomic<uint8_t> g_sync_debug_mode BRISK_PROFILER_INTERNAL;
 void sync_point_slow(const char* call, const Tensor& t);
+/// compile's hook on a sync point (a data-dependent read on the host).
+void trace_sync(const char* call);
 
 /// Every call that would wait for a device on a GPU (item, nonzero, copies to
 /// the host, printing) goes through here: it is recorded as a Sync event
@@ -147,6 +160,7 @@ void sync_point_slow(const char* call, const Tensor& t);
 inline void sync_point(const char* call, const Tensor& t) {
   if (BRISK_UNLIKELY(profiler::detail::active() || g_sync_debug_mode.load(std::memory_order_relaxed) != 0))
     sync_point_slow(call, t);
+  if (BRISK_UNLIKELY(tracing_any())) trace_sync(call);
 }
 
 /// Around brisk's own input checks that read tensor data (class indices in

@@ -1,0 +1,409 @@
+// Fusion planning and the fused-graph interpreter.
+#include "compile/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+#include "core/parallel.h"
+#include "core/profile_hooks.h"
+#include "core/tensor_create.h"
+
+namespace brisk::jit {
+
+// Note [Fusion groups]
+// plan() walks the recorded kernel calls in program order and grows a group
+// while the next call
+//  - has the same iteration space (the TensorIter's coalesced shape, at most
+//    two dims: one of `numel` for contiguous and scalar-broadcast operands,
+//    two for a broadcast row or column), and
+//  - touches each buffer the group writes with that buffer's one geometry
+//    (offset, byte strides, dtype): element i of the iteration then reads
+//    exactly what an earlier call of the group wrote at element i, so the
+//    calls can run block by block (or as one generated loop) in order.
+// Buffers only read may be read with several geometries. A temp whose every
+// access is inside one group, first written there and not a result, is
+// internal: it lives in the block's scratch and never gets memory of its own.
+
+namespace {
+
+bool same_geometry(const Operand& a, const Operand& b, int ndim) {
+  if (a.buf != b.buf || a.offset != b.offset || a.dtype != b.dtype) return false;
+  for (int d = 0; d < ndim; ++d)
+    if (a.strides[d] != b.strides[d]) return false;
+  return true;
+}
+
+bool same_space(const Node& a, const Node& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d]) return false;
+  return true;
+}
+
+// A 1-D iteration over s0 * s1 elements as the 2-D iteration (s0, s1): the
+// same elements in the same order (element i0 + s0 * i1 is at i * stride).
+void to_2d(Node& nd, int64_t s0, int64_t s1) {
+  nd.linear = true;
+  nd.ndim = 2;
+  nd.shape[0] = s0;
+  nd.shape[1] = s1;
+  for (int k = 0; k < nd.noperands; ++k) nd.ops[k].strides[1] = nd.ops[k].strides[0] * s0;
+}
+
+struct Access {
+  Operand geo;
+  bool written = false;
+  bool multi = false;  // read with several geometries
+};
+
+}  // namespace
+
+void plan_unfused(Graph& g) {
+  g.groups.clear();
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
+}
+
+void plan(Graph& g) {
+  g.groups.clear();
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<Access> acc(g.bufs.size());
+  std::vector<int> touched;
+  int i = 0;
+  while (i < n) {
+    Group grp;
+    grp.nodes.push_back(i);
+    for (int b : touched) acc[b] = Access{};
+    touched.clear();
+    auto note = [&](const Node& nd) {
+      for (int k = nd.noperands - 1; k >= 0; --k) {  // inputs first, then the output
+        const Operand& o = nd.ops[k];
+        if (o.is_const()) continue;
+        Access& a = acc[o.buf];
+        if (std::find(touched.begin(), touched.end(), o.buf) == touched.end()) {
+          touched.push_back(o.buf);
+          a.geo = o;
+        } else if (!same_geometry(a.geo, o, nd.ndim)) {
+          a.multi = true;
+        }
+        if (k == 0) a.written = true;
+      }
+    };
+    note(g.nodes[i]);
+    int j = i + 1;
+    if (g.nodes[i].ndim <= 2) {
+      for (; j < n; ++j) {
+        Node& nd = g.nodes[j];
+        const Node& first = g.nodes[i];
+        if (!same_space(first, nd)) {
+          // One element order in two shapes: a contiguous chain (1-D) meets
+          // a broadcast (2-D) of as many elements.
+          if (nd.numel != first.numel || nd.ndim > 2) break;
+          const int64_t s0 = nd.ndim == 2 ? nd.shape[0] : first.shape[0];
+          if (rows_per_block(s0, true) == 0) break;
+          if (nd.ndim == 1 && first.ndim == 2) {
+            to_2d(nd, first.shape[0], first.shape[1]);
+          } else if (nd.ndim == 2 && first.ndim == 1) {
+            for (int m : grp.nodes) to_2d(g.nodes[m], nd.shape[0], nd.shape[1]);
+            for (int b : touched) acc[b] = Access{};
+            touched.clear();
+            for (int m : grp.nodes) note(g.nodes[m]);
+          } else {
+            break;
+          }
+        }
+        bool ok = true;
+        for (int k = 0; k < nd.noperands && ok; ++k) {
+          const Operand& o = nd.ops[k];
+          if (o.is_const()) continue;
+          if (std::find(touched.begin(), touched.end(), o.buf) == touched.end()) continue;
+          const Access& a = acc[o.buf];
+          const bool writes = k == 0 || a.written;
+          if (writes && (a.multi || !same_geometry(a.geo, o, nd.ndim))) ok = false;
+        }
+        if (!ok) break;
+        note(nd);
+        grp.nodes.push_back(j);
+      }
+    }
+    g.groups.push_back(std::move(grp));
+    i = j;
+  }
+  // Internal temps: every access in one group, the first one a write (of the
+  // group's geometry), and no result views them.
+  std::vector<int> group_of(g.bufs.size(), -2);  // -2 untouched, -1 several groups
+  std::vector<char> first_is_write(g.bufs.size(), 0), seen(g.bufs.size(), 0);
+  for (int gi = 0; gi < static_cast<int>(g.groups.size()); ++gi)
+    for (int ni : g.groups[gi].nodes) {
+      const Node& nd = g.nodes[ni];
+      for (int k = nd.noperands - 1; k >= 0; --k) {
+        const Operand& o = nd.ops[k];
+        if (o.is_const()) continue;
+        if (!seen[o.buf]) {
+          seen[o.buf] = 1;
+          first_is_write[o.buf] = k == 0;
+        }
+        int& gr = group_of[o.buf];
+        gr = gr == -2 ? gi : (gr == gi ? gi : -1);
+      }
+    }
+  std::vector<char> is_out(g.bufs.size(), 0);
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) is_out[r.buf] = 1;
+  for (int b = 0; b < static_cast<int>(g.bufs.size()); ++b) {
+    if (g.bufs[b].kind != BufKind::Temp || is_out[b] || !first_is_write[b] || group_of[b] < 0) continue;
+    Group& grp = g.groups[group_of[b]];
+    if (grp.fused()) grp.internal.push_back(b);
+  }
+}
+
+std::string describe(const Graph& g) {
+  std::ostringstream os;
+  auto opnd = [&](const Operand& o, int ndim) {
+    if (o.is_const()) {
+      os << "const";
+      return;
+    }
+    os << "b" << o.buf << "+" << o.offset << "[";
+    for (int d = 0; d < ndim; ++d) os << (d ? "," : "") << o.strides[d];
+    os << "]:" << dtype_name(o.dtype);
+  };
+  os << "buffers:\n";
+  for (size_t b = 0; b < g.bufs.size(); ++b) {
+    const Buffer& bf = g.bufs[b];
+    os << "  b" << b << " "
+       << (bf.kind == BufKind::Input ? "input " + std::to_string(bf.input) : bf.kind == BufKind::External ? "external" : "temp")
+       << " " << bf.nbytes << " bytes\n";
+  }
+  os << "groups:\n";
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    const Group& grp = g.groups[gi];
+    os << "  group " << gi << (grp.fused() ? " (fused)" : "");
+    if (!grp.internal.empty()) {
+      os << " internal:";
+      for (int b : grp.internal) os << " b" << b;
+    }
+    os << "\n";
+    for (int ni : grp.nodes) {
+      const Node& nd = g.nodes[ni];
+      os << "    " << nd.name << " [" << op_name(nd.slot) << "] shape(";
+      for (int d = 0; d < nd.ndim; ++d) os << (d ? "," : "") << nd.shape[d];
+      os << ") ";
+      opnd(nd.ops[0], nd.ndim);
+      os << " <-";
+      for (int k = 1; k < nd.noperands; ++k) {
+        os << " ";
+        opnd(nd.ops[k], nd.ndim);
+      }
+      os << "\n";
+    }
+  }
+  os << "results:";
+  for (const OutputRef& r : g.outputs) os << " b" << r.buf;
+  os << "\n";
+  return os.str();
+}
+
+Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts_(opts) {
+  const size_t nb = g.bufs.size();
+  last_use_.assign(nb, -1);
+  internal_.assign(nb, 0);
+  is_output_.assign(nb, 0);
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) is_output_[r.buf] = 1;
+  for (int gi = 0; gi < static_cast<int>(g.groups.size()); ++gi) {
+    const Group& grp = g.groups[gi];
+    for (int b : grp.internal) internal_[b] = 1;
+    std::string nm;
+    for (int ni : grp.nodes) {
+      const Node& nd = g.nodes[ni];
+      for (int k = 0; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) last_use_[nd.ops[k].buf] = gi;
+      const Buffer& ob = g.bufs[nd.out().buf];
+      if (ob.kind != BufKind::Temp) {
+        const int arg = ob.kind == BufKind::Input ? ob.input : -1;
+        const std::pair<int, int> w{nd.out().buf, arg};
+        if (std::find(written_args_.begin(), written_args_.end(), w) == written_args_.end()) written_args_.push_back(w);
+      }
+      nm += (nm.empty() ? "" : "+") + nd.name;
+    }
+    group_names_.push_back(grp.fused() ? "fused(" + nm + ")" : nm);
+  }
+}
+
+void Executable::run_node(const Node& n, char* const* base) const {
+  TensorIter it;
+  it.noperands = n.noperands;
+  it.ndim = n.ndim;
+  it.numel = n.numel;
+  it.compute_dtype = n.compute_dtype;
+  for (int d = 0; d < n.ndim; ++d) it.shape[d] = n.shape[d];
+  for (int k = 0; k < n.noperands; ++k) {
+    const Operand& o = n.ops[k];
+    it.dtypes[k] = o.dtype;
+    for (int d = 0; d < n.ndim; ++d) it.strides[k][d] = o.strides[d];
+    if (o.is_const()) {
+      std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
+      it.data[k] = it.scalar_buf[k];
+    } else {
+      it.data[k] = base[o.buf] + o.offset;
+    }
+  }
+  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
+  fn(it, n.args);
+}
+
+// Note [The fused-graph interpreter]
+// A fused group runs block by block: the iteration space is cut into blocks
+// of about kBlock elements (whole rows, or pieces of one row), and for each
+// block every call of the group runs, in order, through the eager kernel of
+// its slot on a TensorIter narrowed to the block. Internal temps live in a
+// scratch block per thread (dense in iteration order), so a chain of five
+// ops reads its inputs and writes its results once instead of five times,
+// with the very kernels eager runs (bit-equal by construction). Blocks are
+// independent (each call of the group reads at element i what the group
+// wrote at element i), so they are spread over the threads.
+int64_t rows_per_block(int64_t s0, bool has_linear) {
+  if (s0 >= kBlock) return has_linear && s0 % 64 != 0 ? 0 : 1;
+  int64_t rows = std::max<int64_t>(1, kBlock / s0);
+  if (!has_linear) return rows;
+  const int64_t m = 64 / std::gcd<int64_t>(s0, 64);  // rows * s0 a multiple of 64
+  rows = (rows + m - 1) / m * m;
+  return rows * s0 <= 8 * kBlock ? rows : 0;
+}
+
+void Executable::run_fused(const Group& grp, char* const* base) const {
+  const Node& first = g_.nodes[grp.nodes.front()];
+  const int ndim = first.ndim;
+  const int64_t s0 = ndim >= 1 ? first.shape[0] : 1;
+  const int64_t s1 = ndim >= 2 ? first.shape[1] : 1;
+  // Blocks: (row r, elements [c0, c0 + len) of dim 0) with rows_per rows each.
+  bool has_linear = false;
+  for (int ni : grp.nodes) has_linear |= g_.nodes[ni].linear;
+  const int64_t rows_per = rows_per_block(s0, has_linear);
+  BRISK_INTERNAL_ASSERT(rows_per > 0, "compile: a fused group without a block size");
+  const int64_t pieces = s0 >= kBlock ? (s0 + kBlock - 1) / kBlock : 1;
+  const int64_t row_blocks = (s1 + rows_per - 1) / rows_per;
+  const int64_t nblocks = row_blocks * pieces;
+  const int64_t block_elems = s0 >= kBlock ? kBlock : s0 * rows_per;
+  // scratch offsets per internal temp
+  std::vector<int64_t> scratch_off(g_.bufs.size(), -1);
+  int64_t scratch_bytes = 0;
+  for (int b : grp.internal) {
+    scratch_off[b] = scratch_bytes;
+    // the dtype the group writes it with
+    ScalarType dt = g_.bufs[b].dtype;
+    for (int ni : grp.nodes)
+      if (g_.nodes[ni].out().buf == b) dt = g_.nodes[ni].out().dtype;
+    scratch_bytes += (block_elems * static_cast<int64_t>(element_size(dt)) + 63) / 64 * 64;
+  }
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block_elems));
+  parallel_for(0, nblocks, grain, [&](int64_t bb, int64_t be) {
+    std::vector<char> scratch_mem(static_cast<size_t>(scratch_bytes) + 64);
+    char* scratch = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch_mem.data()) + 63) / 64 * 64);
+    TensorIter it;
+    for (int64_t blk = bb; blk < be; ++blk) {
+      const int64_t rb = blk / pieces, piece = blk % pieces;
+      const int64_t r0 = rb * rows_per, nr = std::min(rows_per, s1 - r0);
+      const int64_t c0 = piece * kBlock, len = s0 >= kBlock ? std::min(kBlock, s0 - c0) : s0;
+      for (int ni : grp.nodes) {
+        const Node& n = g_.nodes[ni];
+        it.noperands = n.noperands;
+        it.compute_dtype = n.compute_dtype;
+        // a linear node runs over the block's elements in memory order
+        it.ndim = (ndim >= 2 && nr > 1 && !n.linear) ? 2 : 1;
+        it.shape[0] = n.linear ? len * nr : len;
+        it.shape[1] = nr;
+        it.numel = len * nr;
+        for (int k = 0; k < n.noperands; ++k) {
+          const Operand& o = n.ops[k];
+          it.dtypes[k] = o.dtype;
+          if (o.is_const()) {
+            std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
+            it.data[k] = it.scalar_buf[k];
+            it.strides[k][0] = it.strides[k][1] = 0;
+          } else if (scratch_off[o.buf] >= 0) {
+            const int64_t es = static_cast<int64_t>(element_size(o.dtype));
+            it.data[k] = scratch + scratch_off[o.buf];
+            it.strides[k][0] = es;
+            it.strides[k][1] = es * len;
+          } else {
+            const int64_t st0 = ndim >= 1 ? o.strides[0] : 0, st1 = ndim >= 2 ? o.strides[1] : 0;
+            it.data[k] = base[o.buf] + o.offset + r0 * st1 + c0 * st0;
+            it.strides[k][0] = st0;
+            it.strides[k][1] = st1;
+          }
+        }
+        auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
+        fn(it, n.args);
+      }
+    }
+  });
+}
+
+void Executable::run_group(int gi, char* const* base) const {
+  const Group& grp = g_.groups[gi];
+  auto ev = profiler::detail::ScopedEvent::lazy(profiler::EventKind::UserScope, [&] { return group_names_[gi]; });
+  if (grp.fused() && opts_.fuse)
+    run_fused(grp, base);
+  else
+    for (int ni : grp.nodes) run_node(g_.nodes[ni], base);
+}
+
+std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
+  const size_t nb = g_.bufs.size();
+  std::vector<char*> base(nb, nullptr);
+  std::vector<Tensor> temps(nb);
+  for (size_t b = 0; b < nb; ++b) {
+    const Buffer& bf = g_.bufs[b];
+    switch (bf.kind) {
+      case BufKind::Input:
+        base[b] = static_cast<char*>(inputs[bf.input].impl()->storage->data);
+        break;
+      case BufKind::External:
+        base[b] = static_cast<char*>(bf.tensor.impl()->storage->data);
+        break;
+      case BufKind::Temp:
+        if (internal_[b] || last_use_[b] < 0 && !is_output_[b]) break;
+        {
+          const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
+          temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
+          base[b] = static_cast<char*>(temps[b].impl()->storage->data);
+        }
+        break;
+    }
+  }
+  for (int gi = 0; gi < static_cast<int>(g_.groups.size()); ++gi) {
+    run_group(gi, base.data());
+    // Memory planning: a temp no later group reads goes back to the cache.
+    for (int ni : g_.groups[gi].nodes) {
+      const Node& nd = g_.nodes[ni];
+      for (int k = 0; k < nd.noperands; ++k) {
+        const int b = nd.ops[k].buf;
+        if (b >= 0 && temps[b].defined() && last_use_[b] == gi && !is_output_[b]) temps[b] = Tensor();
+      }
+    }
+  }
+  for (const auto& [b, arg] : written_args_) {
+    if (arg >= 0)
+      inputs[arg].bump_version();
+    else
+      g_.bufs[b].tensor.bump_version();
+  }
+  std::vector<Tensor> out;
+  out.reserve(g_.outputs.size());
+  for (const OutputRef& r : g_.outputs) {
+    if (r.buf < 0) {
+      out.push_back(detail::make_tensor(r.sizes, r.strides, r.dtype, kCPU));
+      continue;
+    }
+    const Buffer& bf = g_.bufs[r.buf];
+    const Tensor& owner = bf.kind == BufKind::Input ? inputs[bf.input] : bf.kind == BufKind::External ? bf.tensor : temps[r.buf];
+    const int64_t es = static_cast<int64_t>(element_size(r.dtype));
+    out.push_back(detail::make_view(owner, r.sizes, r.strides, r.offset / es));
+  }
+  return out;
+}
+
+}  // namespace brisk::jit

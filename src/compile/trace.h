@@ -1,0 +1,55 @@
+// compile's tracer (Note [Kernel-level tracing] in compile/trace.cpp).
+#pragma once
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compile/graph.h"
+#include "core/profile_hooks.h"
+
+namespace brisk::jit {
+
+/// Records the elementwise kernel calls of one eager run into a Graph.
+/// install() makes it the thread's tracer; the run's tensors stay alive until
+/// it is destroyed.
+class Tracer {
+ public:
+  explicit Tracer(Graph& g);
+  ~Tracer();
+  Tracer(const Tracer&) = delete;
+  Tracer& operator=(const Tracer&) = delete;
+
+  void install();
+  void uninstall();
+  /// Registers argument `index` (before install).
+  int add_input(const Tensor& t, int index);
+  /// The buffer holding t's storage (-1: none), and t's byte offset in it.
+  int output_buffer(const Tensor& t, int64_t& offset);
+  /// Why the function cannot be compiled as one graph ("" when it can).
+  const std::string& break_reason() const { return break_reason_; }
+  void graph_break(std::string why);
+
+  // The hooks' side (trace.cpp).
+  void on_op(const char* name, const profiler::detail::InputRef* refs, int n);
+  void record(OpId op, TensorIter& it, const KernelArgs& args);
+  void set_pending(const char* caller) { pending_caller_ = caller; }
+  bool in_kernel = false;
+
+ private:
+  int add_buffer(const Tensor& t, BufKind kind, int input);
+  int find_ptr(const char* p, int64_t& offset) const;
+
+  Graph& g_;
+  bool installed_ = false;
+  std::string break_reason_;
+  const char* pending_caller_ = nullptr;
+  std::unordered_map<const StorageImpl*, int> by_storage_;
+  std::map<uintptr_t, int> by_base_;
+  std::vector<Tensor> keep_;
+};
+
+/// The thread's tracer, or null.
+Tracer* current_tracer();
+
+}  // namespace brisk::jit

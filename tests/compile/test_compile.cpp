@@ -1,0 +1,350 @@
+// brisk::compile: traced graphs against eager (bit for bit: the interpreter
+// runs the eager kernels), guards and the cache, graph breaks, in-place ops,
+// views, captured tensors, and randomly generated programs.
+#include <gtest/gtest.h>
+
+#include <brisk/brisk.h>
+
+#include <cstring>
+#include <random>
+
+#include "test_util.h"
+
+namespace brisk {
+namespace {
+
+using testing::expect_error;
+
+class Compile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_num_threads(1);
+    manual_seed(0);
+  }
+};
+
+::testing::AssertionResult same_bits(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(got.dtype()) << " vs " << dtype_name(want.dtype());
+  if (!(got.sizes() == want.sizes()))
+    return ::testing::AssertionFailure() << "shape " << got.sizes() << " vs " << want.sizes();
+  Tensor g = got.contiguous(), w = want.contiguous();
+  const size_t n = static_cast<size_t>(g.numel()) * element_size(g.dtype());
+  if (n && std::memcmp(g.data_ptr(), w.data_ptr(), n) != 0) {
+    Tensor gd = g.to(kDouble), wd = w.to(kDouble);
+    for (int64_t i = 0; i < g.numel(); ++i) {
+      const double a = gd.data_ptr<double>()[i], b = wd.data_ptr<double>()[i];
+      if (!(a == b || (a != a && b != b)) || std::signbit(a) != std::signbit(b))
+        return ::testing::AssertionFailure() << "element " << i << ": " << a << " vs " << b;
+    }
+    if (std::memcmp(g.data_ptr(), w.data_ptr(), n) != 0) return ::testing::AssertionFailure() << "NaN payloads differ";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+Tensor gelu_chain(const Tensor& x) { return x * 0.5 * (1.0 + erf(x / 1.41421)); }
+
+TEST_F(Compile, GeluChainIsOneFusedGroupAndBitEqual) {
+  auto f = compile(gelu_chain);
+  for (int64_t n : {1, 7, 100, 2047, 2048, 2049, 70000}) {
+    Tensor x = randn({n}) * 3;
+    EXPECT_TRUE(same_bits(f(x), gelu_chain(x))) << n;  // traced
+    Tensor y = randn({n}) * 3;
+    EXPECT_TRUE(same_bits(f(y), gelu_chain(y))) << n;  // replayed
+  }
+  EXPECT_EQ(f.stats().traces, 7);
+  EXPECT_EQ(f.stats().cache_hits, 7);
+  EXPECT_EQ(f.stats().nodes, 5);
+  EXPECT_EQ(f.stats().groups, 1) << f.graph_text();
+  EXPECT_NE(f.graph_text().find("(fused)"), std::string::npos);
+}
+
+TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
+  Tensor x = randn({3000});
+  Tensor want = gelu_chain(x);
+  for (auto opts : {CompileOptions().set_fuse(false), CompileOptions().set_backend(CompileBackend::Interpreter),
+                    CompileOptions().set_backend(CompileBackend::Eager)}) {
+    auto f = compile(gelu_chain, opts);
+    f(randn({3000}));
+    EXPECT_TRUE(same_bits(f(x), want));
+  }
+}
+
+TEST_F(Compile, DtypesAndMixedPrecisionChains) {
+  auto f = compile([](const Tensor& a, const Tensor& b) {
+    Tensor h = (a.to(kHalf) * 2 + 1).sigmoid();
+    return std::make_tuple(h, h.to(kFloat) * b, (a > b).logical_and(b > 0), where(a > 0, a, b.to(kDouble)));
+  });
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor a = randn({5, 33}), b = randn({5, 33});
+    auto [h, hb, m, w] = f(a, b);
+    Tensor eh = (a.to(kHalf) * 2 + 1).sigmoid();
+    EXPECT_TRUE(same_bits(h, eh));
+    EXPECT_TRUE(same_bits(hb, eh.to(kFloat) * b));
+    EXPECT_TRUE(same_bits(m, (a > b).logical_and(b > 0)));
+    EXPECT_TRUE(same_bits(w, where(a > 0, a, b.to(kDouble))));
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().graph_breaks, 0) << f.stats().last_break;
+}
+
+TEST_F(Compile, BroadcastBiasActivationFusesOverRows) {
+  auto f = compile([](const Tensor& x, const Tensor& b) { return (x + b).relu() * 2 - x; });
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({64, 300}), b = randn({300});
+    EXPECT_TRUE(same_bits(f(x, b), ((x + b).relu() * 2 - x)));
+  }
+  EXPECT_EQ(f.stats().groups, 1) << f.graph_text();
+}
+
+TEST_F(Compile, ViewsAndNonContiguousInputs) {
+  auto fn = [](const Tensor& x) {
+    Tensor t = x.t();
+    return (t.contiguous() * 2 + t).exp() + x.t().unsqueeze(0);
+  };
+  auto f = compile(fn);
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({7, 40});
+    EXPECT_TRUE(same_bits(f(x), fn(x)));
+    Tensor base = randn({40, 14});
+    Tensor xs = base.t().narrow(0, 3, 7);  // a strided, offset view argument (new guard)
+    EXPECT_TRUE(same_bits(f(xs), fn(xs)));
+  }
+  EXPECT_EQ(f.stats().traces, 2);
+}
+
+TEST_F(Compile, InPlaceOnArgumentsAndIntermediates) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor t = x * 2;
+    t.add_(y).mul_(0.5);
+    x.sub_(1);
+    y.narrow(0, 0, 2).fill_(3);
+    return t + x;
+  };
+  auto f = compile(fn);
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({4, 5}), y = randn({4, 5});
+    Tensor x2 = x.clone(), y2 = y.clone();
+    const int64_t v0 = x._version();
+    Tensor got = f(x, y);
+    Tensor want = fn(x2, y2);
+    EXPECT_TRUE(same_bits(got, want));
+    EXPECT_TRUE(same_bits(x, x2));  // the argument changed in place as in eager
+    EXPECT_TRUE(same_bits(y, y2));
+    EXPECT_GT(x._version(), v0);  // and its version moved (saved tensors notice)
+  }
+  EXPECT_EQ(f.stats().cache_hits, 2);
+}
+
+TEST_F(Compile, ArgumentsSharingStorageAreAGuard) {
+  auto fn = [](const Tensor& a, const Tensor& b) {
+    a.mul_(2);
+    return a + b;
+  };
+  auto f = compile(fn);
+  Tensor x = randn({6}), y = randn({6});
+  f(x, y);
+  Tensor s = randn({6}), s2 = s.clone();
+  Tensor got = f(s, s);  // aliasing arguments: a new graph, and the eager semantics
+  Tensor want = fn(s2, s2);
+  EXPECT_TRUE(same_bits(got, want));
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_NE(f.stats().last_recompile, "");
+}
+
+TEST_F(Compile, CapturedTensorsAreReadOnEveryCall) {
+  Tensor w = randn({10});
+  auto f = compile([&w](const Tensor& x) { return x * w + 1; });
+  Tensor x = randn({10});
+  f(x);
+  w.mul_(3);  // e.g. an optimizer step on a parameter
+  EXPECT_TRUE(same_bits(f(x), x * w + 1));
+  EXPECT_EQ(f.stats().cache_hits, 1);
+}
+
+TEST_F(Compile, NonTensorArgumentsAreConstantsOfTheGuard) {
+  auto fn = [](const Tensor& x, double s, int64_t k) { return x * s + k; };
+  auto f = compile(fn);
+  Tensor x = randn({8});
+  EXPECT_TRUE(same_bits(f(x, 2.0, 1), fn(x, 2.0, 1)));
+  EXPECT_TRUE(same_bits(f(x, 3.0, 1), fn(x, 3.0, 1)));
+  EXPECT_TRUE(same_bits(f(x, 2.0, 1), fn(x, 2.0, 1)));
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(f.stats().cache_hits, 1);
+  EXPECT_EQ(f.stats().last_recompile, "a non-tensor argument changed");
+}
+
+TEST_F(Compile, RetraceNamesTheGuardThatFailed) {
+  auto f = compile(gelu_chain);
+  f(randn({4}));
+  f(randn({5}));
+  EXPECT_NE(f.stats().last_recompile.find("argument 0 was float32[4]"), std::string::npos) << f.stats().last_recompile;
+  f(randn({5}).to(kDouble));
+  EXPECT_NE(f.stats().last_recompile.find("float64[5]"), std::string::npos) << f.stats().last_recompile;
+  {
+    NoGradGuard ng;
+    f(randn({5}).to(kDouble));
+  }
+  EXPECT_EQ(f.stats().last_recompile, "grad mode or inference mode changed");
+  EXPECT_EQ(f.stats().traces, 4);
+}
+
+TEST_F(Compile, CacheSizeLimitRunsEagerlyPastIt) {
+  auto f = compile(gelu_chain, CompileOptions().set_cache_size_limit(2));
+  for (int64_t n : {3, 4, 5, 6}) {
+    Tensor x = randn({n});
+    EXPECT_TRUE(same_bits(f(x), gelu_chain(x)));
+  }
+  EXPECT_EQ(f.stats().traces, 2);
+  EXPECT_EQ(f.stats().eager_calls, 2);
+}
+
+TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
+  auto reduce = [](const Tensor& x) { return (x * 2).sum() + x; };
+  auto f = compile(reduce);
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({9});
+    EXPECT_TRUE(same_bits(f(x), reduce(x)));
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  EXPECT_EQ(f.stats().eager_calls, 2);
+  EXPECT_NE(f.stats().last_break.find("sum"), std::string::npos) << f.stats().last_break;
+  auto g = compile(reduce, CompileOptions().set_fullgraph(true));
+  expect_error([&] { g(randn({9})); }, {"[compile]", "fullgraph", "sum"});
+
+  auto data_dependent = [](const Tensor& x) { return x * (x.max().item<float>() > 0 ? 2.0 : 3.0); };
+  auto h = compile(data_dependent, CompileOptions().set_fullgraph(true));
+  expect_error([&] { h(randn({9})); }, {"[compile]", "one graph"});
+  auto r = compile([](const Tensor& x) { return x + randn({9}); }, CompileOptions().set_fullgraph(true));
+  expect_error([&] { r(randn({9})); }, {"[compile]", "randn"});
+}
+
+TEST_F(Compile, TensorsThatRequireGradRunEagerlyForNow) {
+  Tensor w = randn({5}).requires_grad_();
+  auto f = compile([&w](const Tensor& x) { return (x * w).tanh(); });
+  Tensor x = randn({5});
+  Tensor y = f(x);
+  y.sum().backward();
+  EXPECT_TRUE(w.grad().defined());
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  {
+    NoGradGuard ng;  // without grad mode the same function compiles
+    Tensor z = f(x);
+    EXPECT_TRUE(same_bits(z, (x * w).tanh()));
+  }
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+}
+
+TEST_F(Compile, VectorAndPairResultsKeepTheirStructure) {
+  auto f = compile([](const std::vector<Tensor>& xs) {
+    std::vector<Tensor> out;
+    for (const Tensor& x : xs) out.push_back(x.abs());
+    return std::make_pair(out, xs[0] + xs[1]);
+  });
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<Tensor> xs{randn({3}), randn({3}), randn({3})};
+    auto [v, s] = f(xs);
+    ASSERT_EQ(v.size(), 3u);
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(same_bits(v[i], xs[i].abs()));
+    EXPECT_TRUE(same_bits(s, xs[0] + xs[1]));
+  }
+}
+
+TEST_F(Compile, ResultsDoNotAliasAcrossCalls) {
+  auto f = compile([](const Tensor& x) { return x + 1; });
+  Tensor x = randn({16});
+  Tensor a = f(x), b = f(x);
+  EXPECT_NE(a.data_ptr(), b.data_ptr());
+  EXPECT_TRUE(same_bits(a, b));
+}
+
+TEST_F(Compile, ProfilerSeesTheFusedGroup) {
+  auto f = compile(gelu_chain);
+  Tensor x = randn({1000});
+  f(x);
+  profiler::profile prof;
+  f(x);
+  const profiler::ProfileResult& r = prof.result();
+  bool found = false;
+  for (const auto& e : r.events) found |= e.name.find("fused(mul+erf") != std::string::npos || e.name.find("fused(") != std::string::npos;
+  EXPECT_TRUE(found);
+}
+
+// ---- randomly generated programs --------------------------------------------------
+// DAGs of pointwise ops, views, casts and in-place ops over 2-D arguments, run
+// compiled (traced on one set of values, replayed on another) against eager.
+struct Program {
+  uint64_t seed;
+  int64_t rows, cols;
+  int nargs;
+};
+
+std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& args) {
+  std::mt19937_64 rng(p.seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint64_t>(n)); };
+  std::vector<Tensor> vals;
+  for (const Tensor& a : args) vals.push_back(a);
+  const int nops = 3 + pick(10);
+  for (int i = 0; i < nops; ++i) {
+    const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
+    const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
+    Tensor r;
+    switch (pick(22)) {
+      case 0: r = a + b; break;
+      case 1: r = a - b * 0.25; break;
+      case 2: r = a * b; break;
+      case 3: r = a / (b.abs() + 1); break;
+      case 4: r = a.exp().clamp(-5, 5); break;
+      case 5: r = a.tanh(); break;
+      case 6: r = a.sigmoid(); break;
+      case 7: r = maximum(a, b); break;
+      case 8: r = where(a > b, a, b * 2); break;
+      case 9: r = a.neg().relu(); break;
+      case 10: r = gelu(a); break;
+      case 11: r = (a.to(kDouble) * 3).to(kFloat); break;
+      case 12: r = (a.to(kBFloat16) + 1).to(kFloat); break;
+      case 13: r = a.t().contiguous().t(); break;  // a copy through a transpose
+      case 14: r = a.t().t() * 2; break;
+      case 15: r = a + b.narrow(1, 0, 1); break;  // a column broadcast
+      case 16: r = a + b.narrow(0, 0, 1); break;  // a row broadcast
+      case 17: {
+        r = a * 1.5;
+        r.add_(b).sin_();
+        break;
+      }
+      case 18: r = a.sqrt().nan_to_num(0.0); break;
+      case 19: r = (a > 0).to(kFloat) * b; break;
+      case 20: r = a.pow(2) + a.abs().log1p(); break;
+      default: r = lerp(a, b, 0.3); break;
+    }
+    vals.push_back(r);
+  }
+  return {vals.back(), vals[vals.size() / 2]};
+}
+
+TEST_F(Compile, GeneratedProgramsMatchEager) {
+  std::mt19937_64 rng(1234);
+  int fused_groups = 0, programs = 0;
+  for (int i = 0; i < 300; ++i) {
+    Program p{rng(), 1 + static_cast<int64_t>(rng() % 40), 1 + static_cast<int64_t>(rng() % 300),
+              1 + static_cast<int>(rng() % 3)};
+    auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); },
+                     CompileOptions().set_fullgraph(true));
+    auto make = [&] {
+      std::vector<Tensor> xs;
+      for (int k = 0; k < p.nargs; ++k) xs.push_back(randn({p.rows, p.cols}) * 2);
+      return xs;
+    };
+    f(make());  // traced
+    std::vector<Tensor> xs = make();
+    std::vector<Tensor> got = f(xs), want = run_program(p, xs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i << "\n" << f.graph_text();
+    fused_groups += f.stats().nodes > f.stats().groups;
+    ++programs;
+  }
+  EXPECT_GT(fused_groups, programs / 2);  // most programs fused something
+}
+
+}  // namespace
+}  // namespace brisk
