@@ -9,7 +9,9 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "brisk/error.h"
 #include "compile/toolchain.h"
@@ -23,7 +25,7 @@ namespace cpu {
 const char* cpu_capability();  // backend/cpu/register.cpp
 }  // namespace cpu
 
-namespace compile {
+namespace jit {
 
 // Note [Generated CPU kernels]
 // A group's kernel walks its iteration space (1 or 2 dims, innermost first,
@@ -183,7 +185,8 @@ class Gen {
  private:
   struct Block {
     std::string name;
-    ScalarType dt;  // storage dtype; elements are its math type, already rounded to it
+    ScalarType dt;        // storage dtype; elements are its math type, already rounded to it
+    bool scalar = false;  // one value (a constant operand), not a block
   };
   [[noreturn]] static void no(const std::string& why) { throw Unsupported{why}; }
 
@@ -193,8 +196,6 @@ class Gen {
   std::vector<int64_t> shape_;
   std::vector<CpuKernelArg> args_;
   std::vector<std::array<int64_t, 2>> arg_strides_;
-  std::map<int, int> arg_of_buf_;  // buffer -> kernel argument
-  std::map<int, const Operand*> geom_;  // buffer -> its geometry in the group
   std::map<int, Block> cur_;       // buffer -> the block holding its current value
   std::map<int, Block> last_write_;  // materialized buffer -> its final value
   std::vector<std::string> decls_, prelude_, body_;
@@ -212,55 +213,56 @@ class Gen {
     return n;
   }
 
-  void check_geometry(const Operand& op) {
-    auto it = geom_.find(op.buf);
-    if (it == geom_.end()) {
-      geom_[op.buf] = &op;
-      return;
-    }
-    const Operand& o = *it->second;
-    if (o.offset != op.offset) no("buffer " + std::to_string(op.buf) + " is accessed at two offsets");
-    for (int d = 0; d < ndim_; ++d)
-      if (o.strides[d] != op.strides[d]) no("buffer " + std::to_string(op.buf) + " is accessed with two layouts");
+  /// An operand's geometry: buffer, offset, strides of the group's dims, dtype.
+  struct Geo {
+    int buf;
+    int64_t offset, s0, s1;
+    ScalarType dt;
+    auto key() const { return std::make_tuple(buf, offset, s0, s1, static_cast<int>(dt)); }
+    bool operator<(const Geo& o) const { return key() < o.key(); }
+    bool operator==(const Geo& o) const { return key() == o.key(); }
+  };
+  Geo geo(const Operand& op) const {
+    return {op.buf, op.offset, op.strides[0], ndim_ > 1 ? op.strides[1] : 0, op.dtype};
   }
+  std::map<Geo, int> arg_of_geo_;                 // kernel argument of each geometry
+  std::map<Geo, Block> loaded_;                   // the loaded block of each geometry read
+  std::map<int, Geo> written_geo_;                // buffer -> the one geometry the group writes it with
+  std::map<int, std::vector<Geo>> read_geos_;     // buffer -> geometries read before any write
 
-  int arg_for(const Operand& op) {
-    auto it = arg_of_buf_.find(op.buf);
-    if (it != arg_of_buf_.end()) return it->second;
+  int arg_for(const Geo& g) {
+    auto it = arg_of_geo_.find(g);
+    if (it != arg_of_geo_.end()) return it->second;
     CpuKernelArg a;
-    a.buf = op.buf;
-    a.offset = op.offset;
-    a.dtype = op.dtype;
+    a.buf = g.buf;
+    a.offset = g.offset;
+    a.dtype = g.dt;
     args_.push_back(a);
-    std::array<int64_t, 2> s = {0, 0};
-    for (int d = 0; d < ndim_; ++d) s[d] = op.strides[d];
-    arg_strides_.push_back(s);
-    return arg_of_buf_[op.buf] = static_cast<int>(args_.size()) - 1;
+    arg_strides_.push_back({g.s0, g.s1});
+    return arg_of_geo_[g] = static_cast<int>(args_.size()) - 1;
   }
 
-  /// The block holding operand k's value (loading it, or a constant block).
+  /// The block holding operand k's value (loading it, or a constant).
   Block input(const Node& n, int k) {
     const Operand& op = n.ops[k];
     if (!cpp_type(op.dtype)) no("operand dtype " + dn((op.dtype)));
     if (op.is_const()) {
-      const std::string lit = const_lit(op);
+      // an opaque scalar: eager reads it from scalar_buf at run time
       const std::string name = "c" + std::to_string(nconst_++);
-      decls_.push_back(std::string("alignas(64) ") + math_type(op.dtype) + " " + name + "[B];");
-      prelude_.push_back("cg::fill(" + name + ", " + lit + ");");
-      return {name, op.dtype};
+      prelude_.push_back(std::string("const ") + math_type(op.dtype) + " " + name + " = " + const_lit(op) + ";");
+      return {name, op.dtype, true};
     }
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("operand of an unknown buffer");
-    check_geometry(op);
-    if (auto it = cur_.find(op.buf); it != cur_.end()) {
-      if (it->second.dt != op.dtype) no("buffer read as two dtypes");
-      return it->second;
+    const Geo gm = geo(op);
+    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
+      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written and read with two layouts or dtypes");
+      return cur_.at(op.buf);
     }
     if (internal(op.buf)) no("an internal temp is read before the group writes it");
-    const int j = arg_for(op);
-    CpuKernelArg& a = args_[j];
-    if (a.written) no("buffer read after a store");  // cannot happen: a write sets cur_
-    a.read = true;
-    a.dtype = op.dtype;
+    if (auto it = loaded_.find(gm); it != loaded_.end()) return it->second;
+    const int j = arg_for(gm);
+    args_[j].read = true;
+    read_geos_[op.buf].push_back(gm);
     // the loaded block: a pointer into the tensor when it is contiguous in
     // the math type and the block is whole vectors, else a copy
     const std::string jj = std::to_string(j);
@@ -274,29 +276,36 @@ class Gen {
       code = "const " + m + "* l" + jj + " = (cg::ld<" + s + ">(lb" + jj + ", p" + jj + ", s" + jj + "_0, n), lb" + jj + ");";
     loads_.push_back(code);
     Block b{"l" + jj, op.dtype};
-    cur_[op.buf] = b;
+    loaded_[gm] = b;
     return b;
   }
   std::vector<std::string> loads_;
 
-  /// Declares the block of node `k`'s result and records the write.
+  /// Declares the block of node `k`'s result (commit() records the write).
   Block output(const Node& n) {
     const Operand& op = n.ops[0];
     if (op.is_const()) no("a node writes a constant");
+    if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("a node writes an unknown buffer");
     if (!cpp_type(op.dtype)) no("output dtype " + dn((op.dtype)));
-    check_geometry(op);
+    const Geo gm = geo(op);
+    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
+      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written with two layouts or dtypes");
+    } else {
+      for (const Geo& r : read_geos_[op.buf])
+        if (!(r == gm)) no("buffer " + std::to_string(op.buf) + " is read and written with two layouts or dtypes");
+    }
     Block b{new_block(op.dtype, "v"), op.dtype};
     pending_out_ = op.buf;
+    pending_geo_ = gm;
     return b;
   }
   int pending_out_ = -1;
+  Geo pending_geo_{};
   void commit(const Block& b) {
+    written_geo_[pending_out_] = pending_geo_;
     cur_[pending_out_] = b;
     if (!internal(pending_out_)) {
-      const Operand& op = *geom_[pending_out_];
-      const int j = arg_for(op);
-      if (args_[j].read && args_[j].dtype != b.dt) no("buffer read and written as two dtypes");
-      args_[j].dtype = b.dt;
+      const int j = arg_for(pending_geo_);
       args_[j].written = true;
       last_write_[pending_out_] = b;
     }
@@ -308,13 +317,20 @@ class Gen {
     body_.push_back("for (int64_t i = 0; i < n; ++i) " + o.name + "[i] = cg::to<" + cpp_type(o.dt) + ">(static_cast<" +
                     math_type(o.dt) + ">(" + expr + "));");
   }
-  void vec_loop1(const Block& o, const Block& a, const std::string& fexpr) {
+  void vec_loop1(const Block& o, const Block& a0, const std::string& fexpr) {
+    const Block a = vec_src(a0);
     body_.push_back("cg::vmap1(" + o.name + ", " + a.name + ", n, [&](auto x) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
     round16(o);
   }
-  void vec_loop2(const Block& o, const Block& a, const Block& b, const std::string& fexpr) {
-    body_.push_back("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
-                    ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+  void vec_loop2(const Block& o, const Block& a0, const Block& b0, const std::string& fexpr) {
+    if (b0.scalar && !a0.scalar) {  // a broadcast scalar: one vector of it, its exact value in every lane
+      body_.push_back("cg::vmap1(" + o.name + ", " + a0.name + ", n, [&](auto x) { using V = decltype(x); const V y = cg::bcast<V>(" +
+                      b0.name + "); return " + fexpr + "; });");
+    } else {
+      const Block a = vec_src(a0), b = vec_src(b0);
+      body_.push_back("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
+                      ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+    }
     round16(o);
   }
   void round16(const Block& o) {
@@ -326,7 +342,18 @@ class Gen {
     prelude_.push_back(std::string("const ") + math_type(mdt) + " " + name + " = " + lit + ";");
     return name;
   }
-  static std::string at(const Block& b) { return b.name + "[i]"; }
+  static std::string at(const Block& b) { return b.scalar ? b.name : b.name + "[i]"; }
+  /// The operand of a vector loop: a block (a constant is spread into one).
+  Block vec_src(const Block& b) {
+    if (!b.scalar) return b;
+    const std::string n = b.name + "_b";
+    if (spread_.insert(n).second) {
+      decls_.push_back(std::string("alignas(64) ") + math_type(b.dt) + " " + n + "[B];");
+      prelude_.push_back("cg::fill(" + n + ", " + b.name + ");");
+    }
+    return {n, b.dt};
+  }
+  std::set<std::string> spread_;
 
   void same_dtypes(const Node& n, int from, int to_excl, ScalarType t) {
     for (int i = from; i < to_excl; ++i)
@@ -766,7 +793,7 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   for (auto& l : loads_) s << ind << l << "\n";
   for (auto& b : body_) s << ind << b << "\n";
   for (auto& [buf, blk] : last_write_) {
-    const int j = arg_of_buf_.at(buf);
+    const int j = arg_of_geo_.at(written_geo_.at(buf));
     s << ind << "cg::st<" << cpp_type(blk.dt) << ">(p" << j << ", s" << j << "_0, " << blk.name << ", n);\n";
   }
   s << "  }\n}\n";
@@ -846,5 +873,5 @@ std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& k
   return fns;
 }
 
-}  // namespace compile
+}  // namespace jit
 }  // namespace brisk

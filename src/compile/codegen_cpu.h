@@ -23,7 +23,7 @@
 
 #include "compile/graph.h"
 
-namespace brisk::compile {
+namespace brisk::jit {
 
 /// The entry point of a generated kernel:
 ///   ptrs[j]     : the first element of kernel argument j (its buffer's
@@ -90,4 +90,4 @@ const char* cpu_isa();
 std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& kernels);
 inline CpuKernelFn load_cpu_kernel(const CpuKernel& k) { return load_cpu_kernels({&k})[0]; }
 
-}  // namespace brisk::compile
+}  // namespace brisk::jit

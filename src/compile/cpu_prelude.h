@@ -84,6 +84,15 @@ inline void fill(T* dst, T v) {
   for (int i = 0; i < kBlock; ++i) dst[i] = v;
 }
 
+/// A vector of v in every lane, exactly (vec::splat adds +0.0, which turns
+/// -0.0 into +0.0).
+template <class V, class T>
+inline V bcast(T v) {
+  V r;
+  for (int i = 0; i < int(sizeof(V) / sizeof(T)); ++i) r[i] = v;
+  return r;
+}
+
 /// o[i] = f(a[i]) over whole vectors (the blocks are padded to kBlock).
 template <class T, class F>
 inline void vmap1(T* o, const T* a, int64_t n, const F& f) {

@@ -26,7 +26,7 @@
 
 extern char** environ;
 
-namespace brisk::compile {
+namespace brisk::jit {
 
 // Note [Compile cache]
 // A shared object is keyed by a 128-bit hash of everything that decides its
@@ -314,4 +314,4 @@ void forget_loaded_for_testing() {
   g_memo.clear();
 }
 
-}  // namespace brisk::compile
+}  // namespace brisk::jit

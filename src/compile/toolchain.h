@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace brisk::compile {
+namespace brisk::jit {
 
 /// A loaded shared object. Never unloaded: kernels taken from it may be in
 /// use anywhere, and the in-process memo keeps it for the next request.
@@ -64,4 +64,4 @@ void reset_toolchain_stats();
 /// disk cache (the objects stay loaded).
 void forget_loaded_for_testing();
 
-}  // namespace brisk::compile
+}  // namespace brisk::jit

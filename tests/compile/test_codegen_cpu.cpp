@@ -29,7 +29,7 @@
 #include "core/tensor_iter.h"
 #include "test_util.h"
 
-namespace brisk::compile {
+namespace brisk::jit {
 namespace {
 
 // A private cache directory for this test binary.
@@ -778,4 +778,4 @@ TEST_F(CodegenCpu, GeluChainTimings) {
 }
 
 }  // namespace
-}  // namespace brisk::compile
+}  // namespace brisk::jit
