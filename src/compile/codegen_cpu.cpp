@@ -158,7 +158,6 @@ double const_value(const Operand& op) {
 }
 
 std::string dn(ScalarType t) { return std::string(brisk::dtype_name(t)); }
-bool nodes_limit(const Group& grp) { return grp.nodes.size() > 64; }
 
 struct Unsupported {
   std::string why;
@@ -200,6 +199,7 @@ class Gen {
   std::map<int, Block> last_write_;  // materialized buffer -> its final value
   std::vector<std::string> decls_, prelude_, body_;
   int nconst_ = 0, nblocks_ = 0;
+  size_t block_bytes_ = 0;  // the kernel's stack blocks
 
   bool internal(int buf) const {
     for (int b : grp_.internal)
@@ -208,6 +208,7 @@ class Gen {
   }
 
   std::string new_block(ScalarType dt, const std::string& prefix) {
+    block_bytes_ += 256 * element_size(math_dt(dt));
     const std::string n = prefix + std::to_string(nblocks_++);
     decls_.push_back(std::string("alignas(64) ") + math_type(dt) + " " + n + "[B] = {};");
     return n;
@@ -268,6 +269,7 @@ class Gen {
     const std::string jj = std::to_string(j);
     const std::string m = math_type(op.dtype), s = cpp_type(op.dtype);
     decls_.push_back("alignas(64) " + m + " lb" + jj + "[B] = {};");
+    block_bytes_ += 256 * element_size(math_dt(op.dtype));
     std::string code;
     if (math_dt(op.dtype) == op.dtype && op.dtype != kBool)
       code = "const " + m + "* l" + jj + " = (s" + jj + "_0 == int64_t(sizeof(" + s + ")) && (n & 15) == 0) ? reinterpret_cast<const " +
@@ -748,7 +750,6 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   ndim_ = first.ndim == 0 ? 1 : first.ndim;
   shape_.assign(ndim_, 1);
   for (int d = 0; d < first.ndim; ++d) shape_[d] = first.shape[d];
-  if (nodes_limit(grp_)) no("more than 64 nodes");
   std::string ops;
   for (int ni : grp_.nodes) {
     const Node& n = g_.nodes.at(ni);
@@ -762,6 +763,9 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     ops += n.name.empty() ? op_name(n.slot) : n.name;
   }
   if (args_.empty()) no("no buffers");
+  // the blocks live on the stack of the calling thread (thread pools' stacks
+  // are smaller than the main thread's)
+  if (block_bytes_ > (size_t(256) << 10)) no("the group's blocks take more than 256 KiB (split the group)");
 
   // the entry point
   std::ostringstream s;

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -25,6 +26,7 @@
 #include "brisk/brisk.h"
 #include "compile/codegen_cpu.h"
 #include "compile/toolchain.h"
+#include "compile/trace.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
 #include "test_util.h"
@@ -354,16 +356,26 @@ TEST_F(CodegenCpu, UnaryOpsBitEqual) {
                              UnaryMode::relu,  UnaryMode::silu,    UnaryMode::mish,    UnaryMode::floor,
                              UnaryMode::ceil,  UnaryMode::round,   UnaryMode::trunc,   UnaryMode::frac,
                              UnaryMode::logit, UnaryMode::trigamma};
+  // all modes in one group (one compile): each after a mul, from a wide
+  // range and from [-1.2, 1.2] (erfinv, logit, atanh, ...)
   for (ScalarType dt : {kFloat, kDouble})
-    for (UnaryMode m : modes)
-      for (int64_t n : {int64_t(17), int64_t(1000)}) {
-        Recorder r;
-        Tensor x = test_values(n, dt, m == UnaryMode::erfinv || m == UnaryMode::logit ? 1.2 : 10);
-        r.input(x);
-        Tensor a = r.mul(x, Scalar(1.5));
-        Tensor y = r.unary(m, a);
-        EXPECT_TRUE(check_group(r, r.group({y}))) << unary_mode_name(m) << " " << dt << " n=" << n;
+    for (int64_t n : {int64_t(17), int64_t(1000)}) {
+      Recorder r;
+      Tensor x = test_values(n, dt, 10), u = test_values(n, dt, 1.2, 3);
+      r.input(x);
+      r.input(u);
+      Tensor a = r.mul(x, Scalar(1.5));
+      Tensor b = r.mul(u, Scalar(0.75));
+      std::vector<Tensor> keep;
+      for (UnaryMode m : modes) {
+        keep.push_back(r.unary(m, a));
+        keep.push_back(r.unary(m, b));
       }
+      Group grp;
+      for (size_t i = 0; i < r.g.nodes.size(); ++i) grp.nodes.push_back(int(i));
+      grp.internal = {r.find(static_cast<const char*>(a.data_ptr())), r.find(static_cast<const char*>(b.data_ptr()))};
+      EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
+    }
 }
 
 TEST_F(CodegenCpu, PredicatesAndWhere) {
@@ -588,6 +600,75 @@ TEST_F(CodegenCpu, Fill) {
   r2.run(OpId::fill, "fill_", it2, k);
   Tensor y2 = r2.unary(UnaryMode::exp, x2);
   EXPECT_TRUE(check_group(r2, r2.group({y2})));
+}
+
+// ---- graphs from compile's tracer ------------------------------------------------------
+/// Traces f(x, y), plans it, and checks the generated kernel of every group
+/// against the trace run's own (eager) values; returns how many groups were
+/// generated (fused groups must be).
+int check_traced(const std::function<Tensor(const Tensor&, const Tensor&)>& f, const Tensor& x, const Tensor& y) {
+  Graph g;
+  Tracer tr(g);
+  tr.add_input(x, 0);
+  tr.add_input(y, 1);
+  tr.install();
+  Tensor r = f(x, y);
+  tr.uninstall();
+  EXPECT_EQ(tr.break_reason(), "");
+  plan(g);
+  auto storage = [&](int b) -> std::pair<const char*, size_t> {
+    const Buffer& buf = g.bufs[b];
+    const Tensor& t = buf.kind == BufKind::Input ? (buf.input == 0 ? x : y) : buf.tensor;
+    const StorageImpl* s = t.impl()->storage.get();
+    return {static_cast<const char*>(s->data), s->nbytes};
+  };
+  int generated = 0;
+  for (const Group& grp : g.groups) {
+    CpuCodegen cg = generate_cpu(g, grp);
+    if (!cg.ok) {
+      EXPECT_FALSE(grp.fused()) << "fused group not generated: " << cg.reason << "\n" << describe(g);
+      continue;
+    }
+    ++generated;
+    const CpuKernel& k = cg.kernel;
+    CpuKernelFn fn = load_cpu_kernel(k);
+    std::map<int, std::vector<char>> work;
+    for (const auto& a : k.args) {
+      auto [p, nb] = storage(a.buf);
+      if (!work.count(a.buf)) work[a.buf] = a.read ? std::vector<char>(p, p + nb) : std::vector<char>(nb, 0);
+    }
+    std::vector<char*> ptrs;
+    for (const auto& a : k.args) ptrs.push_back(work[a.buf].data() + a.offset);
+    fn(ptrs.data(), k.strides.data(), k.shape.data(), 0, k.outer);
+    for (const auto& a : k.args) {
+      if (!a.written) continue;
+      auto [p, nb] = storage(a.buf);
+      const size_t es = element_size(a.dtype);
+      for (size_t i = 0; i < nb; i += es)
+        if (std::memcmp(p + i, work[a.buf].data() + i, es) != 0 && !both_nan(a.dtype, p + i, work[a.buf].data() + i)) {
+          ADD_FAILURE() << "buffer " << a.buf << " element " << i / es << " differs (" << k.ops << ")\n" << describe(g);
+          break;
+        }
+    }
+  }
+  return generated;
+}
+
+TEST_F(CodegenCpu, TracedGraphs) {
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Tensor x = test_values(64 * 33, dt).reshape({64, 33}), y = test_values(33, dt, 3, 2);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor&) { return a * 0.5 * (1.0 + erf(a / 1.41421)); }, x, y), 1);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return (a + b) * sigmoid(a) - tanh(b); }, x, y), 1);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return where(a > b, exp(a), relu(b)); }, x, y), 1);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return minimum(a.clamp(-1, 1), b) * maximum(a, b); },
+                           x, y),
+              1);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor&) { return (a.to(kHalf) * 2).to(kFloat) + a.exp(); }, x, y),
+              1);
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor&) { return gelu(a, "tanh") * a.square() + a.abs().sqrt(); },
+                           x, y),
+              1);
+  }
 }
 
 // ---- what it does not generate ---------------------------------------------------------
