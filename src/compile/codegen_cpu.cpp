@@ -6,6 +6,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -835,6 +836,39 @@ const char* cpu_isa() {
   return isa;
 }
 
+namespace {
+// The brisk headers the generated code includes (cpu_prelude.h and what it
+// includes from brisk; test_codegen_cpu checks the list against the
+// compiler's dependency output): their content is part of every cache key.
+const char* const kPreludeHeaders[] = {"src/compile/cpu_prelude.h", "src/backend/cpu/vec_math.h",
+                                       "src/kernels/math.h", "include/brisk/dtype.h", "include/brisk/half.h"};
+
+const std::string& prelude_hash() {
+  static const std::string h = [] {
+    std::string all;
+    for (const char* f : kPreludeHeaders) {
+      const std::string path = std::string(BRISK_SOURCE_DIR) + "/" + f;
+      FILE* fp = std::fopen(path.c_str(), "rb");
+      BRISK_CHECK(fp != nullptr, "compile", "cannot read ", path,
+                  ": generated CPU kernels need brisk's source headers (BRISK_SOURCE_DIR)");
+      char buf[8192];
+      size_t got;
+      all += path + "\n";
+      while ((got = std::fread(buf, 1, sizeof(buf), fp)) > 0) all.append(buf, got);
+      std::fclose(fp);
+    }
+    return hash_text(all);
+  }();
+  return h;
+}
+}  // namespace
+
+std::vector<std::string> cpu_prelude_headers() {
+  std::vector<std::string> v;
+  for (const char* f : kPreludeHeaders) v.push_back(std::string(BRISK_SOURCE_DIR) + "/" + f);
+  return v;
+}
+
 const std::vector<std::string>& cpu_compile_flags() {
   static const std::vector<std::string> flags = [] {
     std::vector<std::string> f = {"-std=c++20", "-O3", "-DNDEBUG", "-fwrapv", "-fvisibility=hidden", "-w"};
@@ -849,6 +883,7 @@ const std::vector<std::string>& cpu_compile_flags() {
     std::istringstream in(isa_flags);
     for (std::string w; in >> w;) f.push_back(w);
     f.push_back("-DBRISK_CPU_ISA=" + isa);
+    f.push_back("-DBRISK_PRELUDE_HASH=" + prelude_hash());  // the headers' content, in the key
     f.push_back(std::string("-I") + BRISK_SOURCE_DIR + "/src");
     f.push_back(std::string("-I") + BRISK_SOURCE_DIR + "/include");
 #ifdef BRISK_CODEGEN_SLEEF_INCLUDE
@@ -871,7 +906,15 @@ std::string cpu_translation_unit(const std::vector<const CpuKernel*>& kernels) {
 }
 
 std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& kernels) {
-  const SharedObject& so = compile_shared_object(cpu_translation_unit(kernels), cpu_compile_flags(), cpu_isa());
+  // the prelude precompiled once per cache (a third of a cold compile otherwise)
+  std::vector<std::string> pch;
+  if (const char* e = std::getenv("BRISK_COMPILE_PCH"); !(e && std::strcmp(e, "0") == 0)) {
+    const std::string dir = precompiled_header_dir(std::string(BRISK_SOURCE_DIR) + "/" + kPreludeHeaders[0],
+                                                   "compile/cpu_prelude.h", cpu_compile_flags(), cpu_isa(),
+                                                   prelude_hash());
+    if (!dir.empty()) pch.push_back("-I" + dir);
+  }
+  const SharedObject& so = compile_shared_object(cpu_translation_unit(kernels), cpu_compile_flags(), cpu_isa(), pch);
   std::vector<CpuKernelFn> fns;
   for (const CpuKernel* k : kernels) fns.push_back(reinterpret_cast<CpuKernelFn>(symbol(so, k->name.c_str())));
   return fns;

@@ -81,11 +81,16 @@ std::string cpu_translation_unit(const std::vector<const CpuKernel*>& kernels);
 /// process runs (its ISA flags, -O3, FP contraction as the eager kernel
 /// files have it), include paths and Sleef.
 const std::vector<std::string>& cpu_compile_flags();
+/// The brisk headers generated code includes (absolute paths; their content
+/// is part of every cache key).
+std::vector<std::string> cpu_prelude_headers();
 /// The eager kernel variant the flags target ("avx512", "avx2" or "base").
 const char* cpu_isa();
 
 /// Compiles (or loads from the disk cache) the unit of these kernels and
-/// returns their entry points in order. Throws brisk::Error naming `compile`
+/// returns their entry points in order. The first compile with an empty
+/// cache also precompiles the prelude header (about 1.3 s, once per cache
+/// directory; BRISK_COMPILE_PCH=0 turns that off). Throws brisk::Error naming `compile`
 /// when the compiler fails.
 std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& kernels);
 inline CpuKernelFn load_cpu_kernel(const CpuKernel& k) { return load_cpu_kernels({&k})[0]; }

@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -208,8 +209,45 @@ std::string cache_dir() {
   return d;
 }
 
+std::string hash_text(const std::string& text) { return hash_key(text); }
+
+std::string precompiled_header_dir(const std::string& header_path, const std::string& include_name,
+                                   const std::vector<std::string>& flags, const std::string& isa,
+                                   const std::string& content_hash) {
+  const std::string cxx = compiler_command();
+  std::lock_guard<std::mutex> lk(g_mu);
+  const std::string& version = version_locked(cxx);
+  if (version.empty()) return "";
+  std::string key_text = "pch\n" + version + "\n" + isa + "\n" + header_path + "\n" + include_name + "\n" + content_hash;
+  for (const auto& f : flags) key_text += " " + f;
+  const std::string dir = cache_dir_path() + "/pch-" + hash_key(key_text);
+  const std::string gch = dir + "/" + include_name + ".gch";
+  if (file_exists(gch)) return dir;
+  static std::set<std::string> failed;  // not retried in this process
+  if (failed.count(gch)) return "";
+  const size_t slash = gch.rfind('/');
+  if (!make_dirs(gch.substr(0, slash))) return "";
+  const auto t0 = Clock::now();
+  const std::string tmp = gch + ".tmp." + std::to_string(getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
+  std::vector<std::string> args = split_words(cxx);
+  for (const auto& f : flags)  // compile options only (no libraries)
+    if (f.size() > 1 && f[0] == '-' && f.rfind("-l", 0) != 0 && f.rfind("-L", 0) != 0) args.push_back(f);
+  for (const char* f : {"-fPIC", "-x", "c++-header", "-o"}) args.push_back(f);
+  args.push_back(tmp);
+  args.push_back(header_path);
+  ProcResult r = run_process(args, true);
+  if (r.spawn_errno != 0 || r.status != 0 || std::rename(tmp.c_str(), gch.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    failed.insert(gch);
+    return "";
+  }
+  ++g_stats.pch_builds;
+  g_stats.pch_seconds += seconds_since(t0);
+  return dir;
+}
+
 const SharedObject& compile_shared_object(const std::string& source, const std::vector<std::string>& flags,
-                                          const std::string& isa) {
+                                          const std::string& isa, const std::vector<std::string>& unkeyed_flags) {
   const std::string cxx = compiler_command();
   std::lock_guard<std::mutex> lk(g_mu);
   const std::string& version = version_locked(cxx);
@@ -255,6 +293,7 @@ const SharedObject& compile_shared_object(const std::string& source, const std::
   const std::string tmp_cpp = tmp + ".cpp", tmp_so = tmp + ".so";
   BRISK_CHECK(write_file(tmp_cpp, key_text), "compile", "cannot write '", tmp_cpp, "': ", std::strerror(errno));
   std::vector<std::string> args = split_words(cxx);
+  for (const auto& f : unkeyed_flags) args.push_back(f);
   for (const auto& f : flags) args.push_back(f);
   for (const char* f : {"-shared", "-fPIC", "-o"}) args.push_back(f);
   args.push_back(tmp_so);

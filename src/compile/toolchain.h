@@ -42,8 +42,22 @@ std::string cache_dir();
 /// request for one key in a process returns the same object. Throws
 /// brisk::Error naming `compile` with the compiler's messages when the
 /// compiler fails or does not run.
+/// `unkeyed_flags` go first on the command line and not into the key: they
+/// must not change the object (the include directory of a precompiled
+/// header, whose content is keyed by the caller).
 const SharedObject& compile_shared_object(const std::string& source, const std::vector<std::string>& flags,
-                                          const std::string& isa);
+                                          const std::string& isa, const std::vector<std::string>& unkeyed_flags = {});
+/// A precompiled header of `header_path` (included as `include_name`, e.g.
+/// "compile/cpu_prelude.h") for `flags`, built once and cached on disk like
+/// the objects (key: `content_hash`, which must cover every header it
+/// includes, the flags, the compiler version and `isa`). Returns the
+/// directory to put first on the include path (-I), or "" when the compiler
+/// could not build it (compile without it: GCC falls back to the header).
+std::string precompiled_header_dir(const std::string& header_path, const std::string& include_name,
+                                   const std::vector<std::string>& flags, const std::string& isa,
+                                   const std::string& content_hash);
+/// The 32-hex-digit hash the cache keys use.
+std::string hash_text(const std::string& text);
 /// The address of an `extern "C"` symbol of `so`; throws brisk::Error naming
 /// `compile` when it is missing.
 void* symbol(const SharedObject& so, const char* name);
@@ -57,6 +71,8 @@ struct ToolchainStats {
   int64_t failures = 0;      ///< compiler runs that failed
   double compile_seconds = 0;  ///< wall time inside the compiler (successful runs)
   double load_seconds = 0;     ///< wall time of disk hits (check + dlopen)
+  int64_t pch_builds = 0;      ///< precompiled headers built
+  double pch_seconds = 0;      ///< wall time building them
 };
 ToolchainStats toolchain_stats();
 void reset_toolchain_stats();
