@@ -602,6 +602,62 @@ TEST_F(CodegenCpu, Fill) {
   EXPECT_TRUE(check_group(r2, r2.group({y2})));
 }
 
+// ---- integer and bool dtypes (wrap-around as eager, -fwrapv) -----------------------------
+TEST_F(CodegenCpu, IntegerOps) {
+  for (ScalarType dt : {kUInt8, kInt8, kInt16, kInt32, kInt64})
+    for (int64_t n : {int64_t(7), int64_t(1000)}) {
+      Recorder r;
+      Tensor x = (test_values(n, kDouble, 300).nan_to_num(0, 0, 0) * 1e6).to(kInt64).to(dt);
+      Tensor z = (test_values(n, kDouble, 300, 4).nan_to_num(0, 0, 0) * 1e6).to(kInt64).to(dt);
+      r.input(x);
+      r.input(z);
+      std::vector<Tensor> keep;
+      keep.push_back(r.add(x, z, 3));
+      keep.push_back(r.add(x, z, 1));
+      keep.push_back(r.mul(x, z));
+      keep.push_back(r.binary(OpId::minimum, "minimum", x, z));
+      keep.push_back(r.binary(OpId::maximum, "maximum", x, z));
+      Tensor gt = r.compare(CompareMode::Gt, x, z);
+      keep.push_back(r.where(gt, x, z));
+      keep.push_back(r.clamp(x, -100, 100));
+      for (UnaryMode m : {UnaryMode::neg, UnaryMode::abs, UnaryMode::sign, UnaryMode::square, UnaryMode::relu,
+                          UnaryMode::floor, UnaryMode::round})
+        keep.push_back(r.unary(m, x, false, true));
+      KernelArgs k;
+      k.mode = int(LogicalMode::Xor);
+      keep.push_back(r.binary(OpId::logical, "logical_xor", x, z, k, false, kBool));
+      keep.push_back(r.copy(empty({n}, TensorOptions(kFloat)), x));
+      keep.push_back(r.copy(empty({n}, TensorOptions(kInt8)), x));
+      Group grp;
+      for (size_t i = 0; i < r.g.nodes.size(); ++i) grp.nodes.push_back(int(i));
+      EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
+    }
+}
+
+// Several kernels in one translation unit (one compile).
+TEST_F(CodegenCpu, SeveralKernelsPerUnit) {
+  Recorder r;
+  Tensor x = test_values(300, kFloat);
+  r.input(x);
+  Tensor a = r.unary(UnaryMode::exp, x);
+  Tensor b = r.unary(UnaryMode::tanh, a);
+  Group g1, g2;
+  g1.nodes = {0};
+  g2.nodes = {1};
+  CpuCodegen k1 = generate_cpu(r.g, g1, "brisk_k0"), k2 = generate_cpu(r.g, g2, "brisk_k1");
+  ASSERT_TRUE(k1.ok && k2.ok);
+  reset_toolchain_stats();
+  std::vector<CpuKernelFn> fns = load_cpu_kernels({&k1.kernel, &k2.kernel});
+  ASSERT_EQ(fns.size(), 2u);
+  EXPECT_EQ(toolchain_stats().compiles + toolchain_stats().disk_hits, 1);
+  Tensor ta = empty({300}), tb = empty({300});
+  char* p1[2] = {static_cast<char*>(x.data_ptr()), static_cast<char*>(ta.data_ptr())};
+  fns[0](p1, k1.kernel.strides.data(), k1.kernel.shape.data(), 0, k1.kernel.outer);
+  char* p2[2] = {static_cast<char*>(ta.data_ptr()), static_cast<char*>(tb.data_ptr())};
+  fns[1](p2, k2.kernel.strides.data(), k2.kernel.shape.data(), 0, k2.kernel.outer);
+  EXPECT_EQ(std::memcmp(tb.data_ptr(), b.data_ptr(), 300 * 4), 0);
+}
+
 // ---- graphs from compile's tracer ------------------------------------------------------
 /// Traces f(x, y), plans it, and checks the generated kernel of every group
 /// against the trace run's own (eager) values; returns the generated groups,
