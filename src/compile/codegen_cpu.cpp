@@ -787,10 +787,12 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     for (size_t j = 0; j < args_.size(); ++j)
       s << "    char* p" << j << " = ptrs[" << j << "] + b0 * s" << j << "_0;\n";
   } else {
+    // linear positions pos = i0 + shape[0] * i1, a block never crossing a row
     s << "  const int64_t inner = shape[0];\n"
-      << "  for (int64_t o = begin; o < end; ++o)\n"
-      << "  for (int64_t b0 = 0; b0 < inner; b0 += B) {\n"
-      << "    const int64_t n = inner - b0 < B ? inner - b0 : B;\n";
+      << "  for (int64_t pos = begin, n = 0; pos < end; pos += n) {\n"
+      << "    const int64_t o = pos / inner, b0 = pos - o * inner;\n"
+      << "    n = inner - b0 < end - pos ? inner - b0 : end - pos;\n"
+      << "    if (n > B) n = B;\n";
     for (size_t j = 0; j < args_.size(); ++j)
       s << "    char* p" << j << " = ptrs[" << j << "] + o * s" << j << "_1 + b0 * s" << j << "_0;\n";
   }
@@ -807,7 +809,8 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   kern.body = s.str();
   kern.ndim = nd;
   kern.shape = shape_;
-  kern.outer = shape_[nd - 1];
+  kern.numel = 1;
+  for (int64_t d : shape_) kern.numel *= d;
   kern.args = args_;
   kern.strides.clear();
   for (auto& st : arg_strides_)

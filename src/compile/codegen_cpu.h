@@ -1,21 +1,32 @@
-// CPU code generation for compile (issue 15): one C++ function per fused
-// group of elementwise kernel calls, compiled by the system compiler
-// (compile/toolchain.h) with the eager kernels' ISA flags, and giving the
-// eager kernels' values bit for bit (Note [Generated CPU kernels] in
-// codegen_cpu.cpp).
+// CPU code generation for compile (issue 15): one C++ function per group of
+// elementwise kernel calls (Graph::groups after plan()), compiled by the
+// system compiler (compile/toolchain.h) with the eager kernels' ISA flags,
+// giving the eager kernels' values bit for bit (Note [Generated CPU kernels]
+// in codegen_cpu.cpp; the one exception is the sign and payload of a NaN
+// result, see test_codegen_cpu's both_nan).
 //
-//   CpuCodegen cg = generate_cpu(graph, group);   // cg.ok, else cg.reason
+//   CpuCodegen cg = generate_cpu(graph, group, "brisk_k7");  // cg.ok, else cg.reason
 //   if (cg.ok && have_compiler()) {
 //     CpuKernelFn fn = load_cpu_kernel(cg.kernel);  // compiles, or loads from the disk cache
-//     char* ptrs[...];  // ptrs[j] = storage base of cg.kernel.args[j].buf + args[j].offset
-//     fn(ptrs, cg.kernel.strides.data(), cg.kernel.shape.data(), 0, cg.kernel.outer);
+//     // or load_cpu_kernels({&k0, &k1, ...}): one translation unit, one compile
+//     std::vector<char*> ptrs;  // one per argument
+//     for (const CpuKernelArg& a : cg.kernel.args) ptrs.push_back(storage_base(a.buf) + a.offset);
+//     parallel_for(0, cg.kernel.numel, grain, [&](int64_t b, int64_t e) {
+//       fn(ptrs.data(), cg.kernel.strides.data(), cg.kernel.shape.data(), b, e);
+//     });
 //   }
 //
+// The strides and shape are run-time arguments: a kernel depends on the
+// group's ops, dtypes, constants and operand aliasing, not on sizes, so
+// graphs of other shapes with the same ops hit the cache. Internal temps
+// (Group::internal) are never touched; every other buffer the group writes
+// is stored, every buffer it reads first is loaded (in-place ops included).
+//
 // The generated code includes brisk's source headers (compile/cpu_prelude.h,
-// backend/cpu/vec_math.h, kernels/math.h, brisk/*.h) from the source tree
-// this library was built from (BRISK_SOURCE_DIR) and links Sleef: an
-// installed brisk will need those headers installed and the paths pointed at
-// them.
+// backend/cpu/vec_math.h, kernels/math.h, brisk/dtype.h, brisk/half.h) from
+// the source tree this library was built from (BRISK_SOURCE_DIR, a compile
+// definition) and links Sleef: an installed brisk will need those headers
+// installed and that path pointed at them.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,10 +43,10 @@ namespace brisk::jit {
 ///   strides     : bytes, strides[j * ndim + d] for argument j, iteration
 ///                 dim d (innermost first, as in the TensorIter);
 ///   shape       : shape[d], d < ndim;
-///   [begin, end): ndim 1: the elements to compute; ndim 2: the range of the
-///                 outer dim (shape[1]) whose rows (all shape[0] elements
-///                 each) to compute.
-/// Any split of [0, outer) into disjoint ranges, run in any order or in
+///   [begin, end): the elements to compute, as linear positions of the
+///                 iteration space (i0 + shape[0] * i1 for ndim 2), as
+///                 for_each_range (backend/cpu/loops.h) takes them.
+/// Any split of [0, numel) into disjoint ranges, run in any order or in
 /// parallel, gives the same bits (every element is computed by the same
 /// code wherever it falls).
 using CpuKernelFn = void (*)(char* const* ptrs, const int64_t* strides, const int64_t* shape, int64_t begin,
@@ -57,7 +68,7 @@ struct CpuKernel {
   std::string body;
   int ndim = 1;                   ///< 1 or 2 (a 0-dim group runs as ndim 1 of one element)
   std::vector<int64_t> shape;     ///< ndim entries, innermost first
-  int64_t outer = 0;              ///< the end of the [begin, end) range: shape[ndim - 1]
+  int64_t numel = 0;              ///< the end of the [begin, end) range
   std::vector<CpuKernelArg> args;
   std::vector<int64_t> strides;   ///< args.size() * ndim bytes, as the entry point takes them
   std::string ops;                ///< the node names, "mul+div+erf+add+mul" (profiler events)
