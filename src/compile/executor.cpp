@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <sstream>
 
@@ -92,9 +93,10 @@ void plan(Graph& g) {
     };
     note(g.nodes[i]);
     int j = i + 1;
-    if (g.nodes[i].ndim <= 2) {
+    if (!g.nodes[i].opaque() && g.nodes[i].ndim <= 2) {
       for (; j < n; ++j) {
         Node& nd = g.nodes[j];
+        if (nd.opaque()) break;
         const Node& first = g.nodes[i];
         if (!same_space(first, nd)) {
           // One element order in two shapes: a contiguous chain (1-D) meets
@@ -137,6 +139,14 @@ void plan(Graph& g) {
   for (int gi = 0; gi < static_cast<int>(g.groups.size()); ++gi)
     for (int ni : g.groups[gi].nodes) {
       const Node& nd = g.nodes[ni];
+      for (int pass = 0; pass < 2; ++pass)
+        for (int b : pass == 0 ? nd.reads : nd.writes) {
+          if (!seen[b]) {
+            seen[b] = 1;
+            first_is_write[b] = pass == 1;
+          }
+          group_of[b] = -1;  // an opaque call's buffers live in memory
+        }
       for (int k = nd.noperands - 1; k >= 0; --k) {
         const Operand& o = nd.ops[k];
         if (o.is_const()) continue;
@@ -187,6 +197,14 @@ std::string describe(const Graph& g) {
     os << "\n";
     for (int ni : grp.nodes) {
       const Node& nd = g.nodes[ni];
+      if (nd.opaque()) {
+        os << "    " << nd.name << " [" << op_name(nd.slot) << "] writes";
+        for (int b : nd.writes) os << " b" << b;
+        os << " reads";
+        for (int b : nd.reads) os << " b" << b;
+        os << "\n";
+        continue;
+      }
       os << "    " << nd.name << " [" << op_name(nd.slot) << "] shape(";
       for (int d = 0; d < nd.ndim; ++d) os << (d ? "," : "") << nd.shape[d];
       os << ") ";
@@ -218,18 +236,51 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     std::string nm;
     for (int ni : grp.nodes) {
       const Node& nd = g.nodes[ni];
+      std::vector<int> writes = nd.writes;
+      for (int b : nd.reads) last_use_[b] = gi;
+      for (int b : nd.writes) last_use_[b] = gi;
       for (int k = 0; k < nd.noperands; ++k)
         if (!nd.ops[k].is_const()) last_use_[nd.ops[k].buf] = gi;
-      const Buffer& ob = g.bufs[nd.out().buf];
-      if (ob.kind != BufKind::Temp) {
+      if (!nd.opaque()) writes.push_back(nd.out().buf);
+      for (int wb : writes) {
+        const Buffer& ob = g.bufs[wb];
+        if (ob.kind == BufKind::Temp) continue;
         const int arg = ob.kind == BufKind::Input ? ob.input : -1;
-        const std::pair<int, int> w{nd.out().buf, arg};
+        const std::pair<int, int> w{wb, arg};
         if (std::find(written_args_.begin(), written_args_.end(), w) == written_args_.end()) written_args_.push_back(w);
       }
       nm += (nm.empty() ? "" : "+") + nd.name;
     }
     group_names_.push_back(grp.fused() ? "fused(" + nm + ")" : nm);
   }
+  release_after_.assign(g.groups.size(), {});
+  alloc_before_.assign(g.groups.size(), {});
+  std::vector<int> first_use(nb, -1);
+  for (int gi = static_cast<int>(g.groups.size()) - 1; gi >= 0; --gi)
+    for (int ni : g.groups[gi].nodes) {
+      const Node& nd = g.nodes[ni];
+      for (int b : nd.reads) first_use[b] = gi;
+      for (int b : nd.writes) first_use[b] = gi;
+      for (int k = 0; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) first_use[nd.ops[k].buf] = gi;
+    }
+  for (size_t b = 0; b < nb; ++b) {
+    if (g.bufs[b].kind != BufKind::Temp || internal_[b] || first_use[b] < 0) continue;
+    alloc_before_[first_use[b]].push_back(static_cast<int>(b));
+    if (!is_output_[b]) release_after_[last_use_[b]].push_back(static_cast<int>(b));
+  }
+}
+
+Tensor Bound::view(const TensorRef& r) const {
+  if (r.buf < 0) return Tensor();
+  const Tensor& owner = owners[r.buf];
+  BRISK_INTERNAL_ASSERT(owner.defined(), "compile: buffer b", r.buf, " has no memory at this point of the graph");
+  Tensor v = detail::make_view(owner, r.sizes, r.strides, 0);
+  TensorImpl* impl = v.impl();
+  impl->dtype = r.dtype;
+  impl->storage_offset = r.offset / static_cast<int64_t>(element_size(r.dtype));
+  impl->refresh();
+  return v;
 }
 
 void Executable::run_node(const Node& n, char* const* base) const {
@@ -286,7 +337,7 @@ void Executable::run_fused(const Group& grp, char* const* base) const {
   const int64_t pieces = s0 >= kBlock ? (s0 + kBlock - 1) / kBlock : 1;
   const int64_t row_blocks = (s1 + rows_per - 1) / rows_per;
   const int64_t nblocks = row_blocks * pieces;
-  const int64_t block_elems = s0 >= kBlock ? kBlock : s0 * rows_per;
+  const int64_t block_elems = s0 >= kBlock ? kBlock : s0 * std::min(rows_per, s1);
   // scratch offsets per internal temp
   std::vector<int64_t> scratch_off(g_.bufs.size(), -1);
   int64_t scratch_bytes = 0;
@@ -300,8 +351,14 @@ void Executable::run_fused(const Group& grp, char* const* base) const {
   }
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, block_elems));
   parallel_for(0, nblocks, grain, [&](int64_t bb, int64_t be) {
-    std::vector<char> scratch_mem(static_cast<size_t>(scratch_bytes) + 64);
-    char* scratch = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(scratch_mem.data()) + 63) / 64 * 64);
+    // per-thread scratch, kept between calls (grow-only, not initialised)
+    thread_local std::unique_ptr<char[]> t_scratch;
+    thread_local int64_t t_scratch_bytes = 0;
+    if (t_scratch_bytes < scratch_bytes + 64) {
+      t_scratch.reset(new char[static_cast<size_t>(scratch_bytes) + 64]);
+      t_scratch_bytes = scratch_bytes + 64;
+    }
+    char* scratch = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(t_scratch.get()) + 63) / 64 * 64);
     TensorIter it;
     for (int64_t blk = bb; blk < be; ++blk) {
       const int64_t rb = blk / pieces, piece = blk % pieces;
@@ -342,10 +399,13 @@ void Executable::run_fused(const Group& grp, char* const* base) const {
   });
 }
 
-void Executable::run_group(int gi, char* const* base) const {
+void Executable::run_group(int gi, const Bound& bound) const {
   const Group& grp = g_.groups[gi];
+  char* const* base = bound.base;
   auto ev = profiler::detail::ScopedEvent::lazy(profiler::EventKind::UserScope, [&] { return group_names_[gi]; });
-  if (grp.fused() && opts_.fuse)
+  if (grp.nodes.size() == 1 && g_.nodes[grp.nodes[0]].opaque())
+    g_.nodes[grp.nodes[0]].run(bound);
+  else if (grp.fused() && opts_.fuse)
     run_fused(grp, base);
   else
     for (int ni : grp.nodes) run_node(g_.nodes[ni], base);
@@ -355,34 +415,34 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
   const size_t nb = g_.bufs.size();
   std::vector<char*> base(nb, nullptr);
   std::vector<Tensor> temps(nb);
+  // each buffer's owning tensor (what opaque calls view)
+  std::vector<Tensor> owners(nb);
   for (size_t b = 0; b < nb; ++b) {
     const Buffer& bf = g_.bufs[b];
-    switch (bf.kind) {
-      case BufKind::Input:
-        base[b] = static_cast<char*>(inputs[bf.input].impl()->storage->data);
-        break;
-      case BufKind::External:
-        base[b] = static_cast<char*>(bf.tensor.impl()->storage->data);
-        break;
-      case BufKind::Temp:
-        if (internal_[b] || last_use_[b] < 0 && !is_output_[b]) break;
-        {
-          const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
-          temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
-          base[b] = static_cast<char*>(temps[b].impl()->storage->data);
-        }
-        break;
+    if (bf.kind == BufKind::Input) {
+      owners[b] = inputs[bf.input];
+      base[b] = static_cast<char*>(inputs[bf.input].impl()->storage->data);
+    } else if (bf.kind == BufKind::External) {
+      owners[b] = bf.tensor;
+      base[b] = static_cast<char*>(bf.tensor.impl()->storage->data);
     }
   }
+  const Bound bound{owners, base.data()};
   for (int gi = 0; gi < static_cast<int>(g_.groups.size()); ++gi) {
-    run_group(gi, base.data());
-    // Memory planning: a temp no later group reads goes back to the cache.
-    for (int ni : g_.groups[gi].nodes) {
-      const Node& nd = g_.nodes[ni];
-      for (int k = 0; k < nd.noperands; ++k) {
-        const int b = nd.ops[k].buf;
-        if (b >= 0 && temps[b].defined() && last_use_[b] == gi && !is_output_[b]) temps[b] = Tensor();
-      }
+    // Memory planning: a temp gets memory just before the first group that
+    // touches it and goes back to the cache after the last one (so the
+    // caching allocator hands the same blocks to later temps).
+    for (int b : alloc_before_[gi]) {
+      const Buffer& bf = g_.bufs[b];
+      const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
+      temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
+      owners[b] = temps[b];
+      base[b] = static_cast<char*>(temps[b].impl()->storage->data);
+    }
+    run_group(gi, bound);
+    for (int b : release_after_[gi]) {
+      temps[b] = Tensor();
+      owners[b] = Tensor();
     }
   }
   for (const auto& [b, arg] : written_args_) {
@@ -401,7 +461,8 @@ std::vector<Tensor> Executable::run(const std::vector<Tensor>& inputs) const {
     const Buffer& bf = g_.bufs[r.buf];
     const Tensor& owner = bf.kind == BufKind::Input ? inputs[bf.input] : bf.kind == BufKind::External ? bf.tensor : temps[r.buf];
     const int64_t es = static_cast<int64_t>(element_size(r.dtype));
-    out.push_back(detail::make_view(owner, r.sizes, r.strides, r.offset / es));
+    Tensor v = detail::make_view(owner, r.sizes, r.strides, r.offset / es);
+    out.push_back(bf.made_in_trace && bf.kind == BufKind::External ? v.clone() : v);
   }
   return out;
 }

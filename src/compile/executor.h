@@ -20,7 +20,7 @@ class Executable {
   std::vector<Tensor> run(const std::vector<Tensor>& inputs) const;
 
  private:
-  void run_group(int gi, char* const* base) const;
+  void run_group(int gi, const Bound& bound) const;
   void run_node(const Node& n, char* const* base) const;
   void run_fused(const Group& grp, char* const* base) const;
 
@@ -31,6 +31,8 @@ class Executable {
   std::vector<char> is_output_;    // per buffer: a result views it
   std::vector<std::pair<int, int>> written_args_;  // (buffer, argument) written in place
   std::vector<std::string> group_names_;
+  std::vector<std::vector<int>> release_after_;  // per group: temps last used there
+  std::vector<std::vector<int>> alloc_before_;   // per group: temps first used there
 };
 
 }  // namespace brisk::jit

@@ -3,6 +3,7 @@
 // kernel calls over them in program order.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct Buffer {
   Tensor tensor;         ///< External: the captured tensor; Temp: the tensor the trace run made (its layout)
   int64_t nbytes = 0;    ///< Temp: bytes to allocate
   ScalarType dtype = kFloat;  ///< Temp: the dtype it was allocated with
+  /// Made during the trace by untraced code: a Temp when a traced call
+  /// writes it first, an External constant when one reads it first (results
+  /// that view a constant are cloned per call).
+  bool made_in_trace = false;
+  const char* made_by = "";  ///< made_in_trace: the op that allocated it
 };
 
 /// One operand of a kernel call: a strided view of a buffer, or a constant
@@ -38,6 +44,22 @@ struct Operand {
   ScalarType dtype = kFloat;
   alignas(16) char scalar[16] = {};
   bool is_const() const { return buf < 0; }
+};
+
+/// A tensor argument of an opaque kernel call: a strided view of a buffer.
+struct TensorRef {
+  int buf = -1;  ///< -1: an undefined tensor
+  int64_t offset = 0;  ///< bytes
+  std::vector<int64_t> sizes, strides;
+  ScalarType dtype = kFloat;
+};
+
+/// On replay, each buffer's owning tensor and first byte.
+struct Bound {
+  const std::vector<Tensor>& owners;
+  char* const* base;
+  /// A tensor over a buffer as `r` describes it.
+  Tensor view(const TensorRef& r) const;
 };
 
 /// One elementwise kernel call as the eager front end made it: the slot
@@ -57,6 +79,12 @@ struct Node {
   /// Recorded as one dim and viewed as the 2-D space of its group (plan()):
   /// its kernel still runs over linear ranges (Note [Fusion groups]).
   bool linear = false;
+  /// A call of another kernel family (a reduction, softmax, layer_norm, a
+  /// GEMM): never fused; `run` replays it, `reads` and `writes` are its
+  /// buffers. Elementwise nodes leave these empty.
+  std::function<void(const Bound&)> run;
+  std::vector<int> reads, writes;
+  bool opaque() const { return static_cast<bool>(run); }
   const Operand& out() const { return ops[0]; }
 };
 
@@ -98,7 +126,7 @@ struct Graph {
 /// Splits the nodes into groups (fusion) and marks internal temps.
 void plan(Graph& g);
 /// Elements per block of the fused-graph interpreter.
-constexpr int64_t kBlock = 2048;
+constexpr int64_t kBlock = 8192;
 /// Rows per block of a 2-D group whose first dim has s0 elements; with
 /// linear nodes, blocks start at multiples of 64 elements so that their
 /// kernels see the vectors eager saw (0: no such block size, do not mix).

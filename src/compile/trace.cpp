@@ -11,6 +11,7 @@
 #include "brisk/autograd.h"
 #include "core/op_table.h"
 #include "core/profile_hooks.h"
+#include "core/reduce_plan.h"
 
 namespace brisk {
 namespace jit {
@@ -56,6 +57,13 @@ bool traceable_op(std::string_view name) {
     case OpKind::Binary:
     case OpKind::Ternary:
     case OpKind::View:
+    case OpKind::Reduction:
+    case OpKind::Scan:
+    case OpKind::Gemm:
+    case OpKind::Normalization:
+    case OpKind::Factory:  // (the random ones have kRandom)
+      // (their kernels are recorded where the slot is one compile knows:
+      // trace_kernel breaks on the others)
       return true;
     case OpKind::Copy: {
       std::string_view n = r.name;
@@ -68,13 +76,31 @@ bool traceable_op(std::string_view name) {
 
 template <int K>
 void elementwise_wrapper(TensorIter& it, const KernelArgs& args);
+template <int K>
+void reduce_wrapper(ReducePlan& plan, const KernelArgs& args);
+template <int K>
+void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args);
+template <int K>
+void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, double eps);
+template <int K>
+void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
 
 using WrapperFn = detail::AnyFn;
-// One wrapper per slot; null for slots that are not elementwise.
+// One wrapper per slot whose calls compile records; null for the others.
 template <int K>
 constexpr WrapperFn wrapper_for() {
-  if constexpr (std::is_same_v<typename OpSignature<static_cast<OpId>(K)>::type, ElementwiseFn>)
+  using Sig = typename OpSignature<static_cast<OpId>(K)>::type;
+  if constexpr (std::is_same_v<Sig, ElementwiseFn>)
     return reinterpret_cast<WrapperFn>(&elementwise_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, ReduceFn>)
+    return reinterpret_cast<WrapperFn>(&reduce_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, DimFn>)
+    return reinterpret_cast<WrapperFn>(&dim_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, RowNormFn>)
+    return reinterpret_cast<WrapperFn>(&rownorm_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, GemmFn>)
+    return reinterpret_cast<WrapperFn>(&gemm_wrapper<K>);
   else
     return nullptr;
 }
@@ -102,9 +128,222 @@ void elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
   fn(it, args);
 }
 
+template <int K>
+typename OpSignature<static_cast<OpId>(K)>::type real_kernel() {
+  return reinterpret_cast<typename OpSignature<static_cast<OpId>(K)>::type>(
+      detail::g_kernel_table[K][static_cast<int>(DeviceType::CPU)]);
+}
+
+// Runs the kernel as part of the recorded call (kernels it calls are not
+// recorded).
+template <class F>
+void run_recorded(Tracer* t, const F& f) {
+  t->in_kernel = true;
+  struct Reset {
+    Tracer* t;
+    ~Reset() { t->in_kernel = false; }
+  } reset{t};
+  f();
+}
+
+Node opaque_node(Tracer* t, int k, const char* pending) {
+  Node n;
+  n.slot = static_cast<OpId>(k);
+  n.name = pending ? pending : op_name(n.slot);
+  return n;
+}
+
+template <int K>
+void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(plan, args);
+  Node n = opaque_node(t, K, t->pending());
+  int ib = -1, ob = -1, o2b = -1;
+  int64_t io = 0, oo = 0, o2o = 0;
+  bool ok = true;
+  if (plan.in) ok &= t->ptr_ref(plan.in, false, plan.in_dtype, ib, io, n);
+  if (plan.out) ok &= t->ptr_ref(plan.out, true, plan.out_dtype, ob, oo, n);
+  if (plan.out2) ok &= t->ptr_ref(plan.out2, true, plan.out2_dtype, o2b, o2o, n);
+  if (ok) {
+    n.run = [plan, args, ib, io, ob, oo, o2b, o2o](const Bound& b) {
+      ReducePlan p = plan;
+      p.in = ib >= 0 ? b.base[ib] + io : nullptr;
+      p.out = ob >= 0 ? b.base[ob] + oo : nullptr;
+      p.out2 = o2b >= 0 ? b.base[o2b] + o2o : nullptr;
+      real_kernel<K>()(p, args);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(plan, args); });
+}
+
+template <int K>
+void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(out, in, dim, args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ri = t->tensor_ref(in, false, n), ro = t->tensor_ref(out, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [ri, ro, dim, args](const Bound& b) { real_kernel<K>()(b.view(ro), b.view(ri), dim, args); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(out, in, dim, args); });
+}
+
+template <int K>
+void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                     const Tensor& bias, double eps) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(y, mean, rstd, x, weight, bias, eps);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rx = t->tensor_ref(x, false, n), rw = t->tensor_ref(weight, false, n),
+                  rb = t->tensor_ref(bias, false, n);
+  const TensorRef ry = t->tensor_ref(y, true, n), rm = t->tensor_ref(mean, true, n), rr = t->tensor_ref(rstd, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(ry), b.view(rm), b.view(rr), b.view(rx), b.view(rw), b.view(rb), eps);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(y, mean, rstd, x, weight, bias, eps); });
+}
+
+template <int K>
+void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(out, a, b, alpha, beta);
+  Node n = opaque_node(t, K, t->pending());
+  const bool reads_out = beta.to_double() != 0.0;
+  const TensorRef ra = t->tensor_ref(a, false, n), rb = t->tensor_ref(b, false, n);
+  const TensorRef ro = reads_out ? t->tensor_ref(out, false, n) : t->tensor_ref(out, true, n);
+  if (reads_out && ro.buf >= 0) n.writes.push_back(ro.buf);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& bd) { real_kernel<K>()(bd.view(ro), bd.view(ra), bd.view(rb), alpha, beta); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(out, a, b, alpha, beta); });
+}
+
 }  // namespace
 
 Tracer::Tracer(Graph& g) : g_(g) {}
+
+void Tracer::add_node(Node&& n) {
+  for (int b : n.reads) note_read(b);
+  for (int b : n.writes) note_write(n.name, b);
+  g_.nodes.push_back(std::move(n));
+}
+
+void Tracer::mark_constant(const Tensor& t) {
+  if (!t.defined() || !t.is_cpu() || !t.impl()->storage || !t.impl()->storage->data) return;
+  const int b = add_buffer(t, BufKind::External, -1);
+  if (g_.bufs[b].made_in_trace) g_.bufs[b].made_by = "tensor";
+}
+
+void Tracer::note_read(int b) {
+  if (b < 0) return;
+  if (written_.size() < g_.bufs.size()) written_.resize(g_.bufs.size(), 0);
+  Buffer& bf = g_.bufs[b];
+  if (bf.made_in_trace && bf.kind == BufKind::Temp && !written_[b]) {
+    // Filled on the host, not by a traced kernel: a constant when the op
+    // that made it builds tensors from C++ values; anything else computed
+    // it from data where the trace cannot see (a replay would not redo it).
+    const std::string_view by = bf.made_by;
+    if (by == "tensor" || by == "scalar_tensor" || by == "from_blob")
+      bf.kind = BufKind::External;
+    else
+      graph_break(std::string("'") + bf.made_by + "' computed a tensor on the host, where compile cannot record it");
+  }
+}
+
+void Tracer::note_write(const std::string& op, int b) {
+  if (b < 0) return;
+  if (written_.size() < g_.bufs.size()) written_.resize(g_.bufs.size(), 0);
+  written_[b] = 1;
+  // A replay would change the recorded constant for good.
+  if (g_.bufs[b].made_in_trace && g_.bufs[b].kind == BufKind::External)
+    graph_break(op + " writes in place into a constant the function made without a traced op");
+}
+
+void Tracer::on_alloc(void* p, size_t nbytes) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  allocs_[a] = Alloc{nbytes, last_op_};
+  // A block handed out again: a buffer registered from its raw pointer
+  // (nothing keeps it alive) is dead now.
+  auto it = by_base_.find(a);
+  if (it != by_base_.end() && !g_.bufs[it->second].tensor.defined() && g_.bufs[it->second].kind == BufKind::Temp)
+    by_base_.erase(it);
+}
+
+TensorRef Tracer::tensor_ref(const Tensor& t, bool output, Node& n) {
+  TensorRef r;
+  if (!t.defined()) return r;
+  if (!t.is_cpu()) {
+    graph_break(n.name + " has a tensor on " + t.device().str());
+    return r;
+  }
+  StorageImpl* s = t.impl()->storage.get();
+  int b = -1;
+  auto found = by_storage_.find(s);
+  if (found != by_storage_.end()) {
+    b = found->second;
+  } else if (s && s->data) {
+    int64_t off = 0;
+    b = find_ptr(static_cast<const char*>(s->data), off);
+    if (b >= 0 && off == 0) {
+      by_storage_[s] = b;
+      keep_.push_back(t);
+    } else {
+      b = -1;
+    }
+  }
+  if (b < 0) {
+    if (!output || !s || !s->data) {
+      graph_break(n.name + " reads memory the trace did not see");
+      return r;
+    }
+    b = add_buffer(t, BufKind::Temp, -1);
+  }
+  r.buf = b;
+  r.offset = t.impl()->data() - static_cast<char*>(s->data);
+  r.sizes.assign(t.sizes().begin(), t.sizes().end());
+  r.strides.assign(t.strides().begin(), t.strides().end());
+  r.dtype = t.dtype();
+  (output ? n.writes : n.reads).push_back(b);
+  return r;
+}
+
+bool Tracer::ptr_ref(const void* p, bool output, ScalarType dtype, int& buf, int64_t& offset, Node& n) {
+  const char* c = static_cast<const char*>(p);
+  buf = find_ptr(c, offset);
+  if (buf < 0 && output) {
+    const auto a = reinterpret_cast<uintptr_t>(p);
+    auto it = allocs_.upper_bound(a);
+    if (it != allocs_.begin()) {
+      --it;
+      if (a < it->first + it->second.bytes) {
+        Buffer bf;
+        bf.kind = BufKind::Temp;
+        bf.nbytes = static_cast<int64_t>(it->second.bytes);
+        bf.dtype = dtype;
+        const int id = static_cast<int>(g_.bufs.size());
+        g_.bufs.push_back(std::move(bf));
+        by_base_[it->first] = id;
+        buf = find_ptr(c, offset);
+      }
+    }
+  }
+  if (buf < 0) {
+    graph_break(n.name + " touches memory the trace did not see");
+    return false;
+  }
+  (output ? n.writes : n.reads).push_back(buf);
+  return true;
+}
 
 Tracer::~Tracer() {
   if (installed_) uninstall();
@@ -131,12 +370,32 @@ int Tracer::add_buffer(const Tensor& t, BufKind kind, int input) {
   StorageImpl* s = t.impl()->storage.get();
   auto found = by_storage_.find(s);
   if (found != by_storage_.end()) return found->second;
+  if (s->data) {
+    // A block a kernel wrote through a raw pointer (a reduction's output):
+    // the same buffer, now with its tensor.
+    int64_t off = 0;
+    const int known = find_ptr(static_cast<const char*>(s->data), off);
+    if (known >= 0 && off == 0) {
+      by_storage_[s] = known;
+      keep_.push_back(t);
+      return known;
+    }
+  }
   Buffer b;
   b.kind = kind;
   b.input = input;
   b.nbytes = static_cast<int64_t>(s->nbytes);
   b.dtype = t.dtype();
   if (kind != BufKind::Input) b.tensor = t;
+  auto made = s->data ? allocs_.find(reinterpret_cast<uintptr_t>(s->data)) : allocs_.end();
+  if (kind == BufKind::External && made != allocs_.end()) {
+    b.made_by = made->second.op;
+    // Made by the traced run without a traced op: memory a traced op fills
+    // next (empty() then copy_: a temp), or a constant the host filled
+    // (tensor({1, 2})): decided by its first access (note_read/note_write).
+    b.made_in_trace = true;
+    b.kind = BufKind::Temp;
+  }
   keep_.push_back(t);
   const int id = static_cast<int>(g_.bufs.size());
   g_.bufs.push_back(std::move(b));
@@ -170,6 +429,7 @@ int Tracer::find_ptr(const char* p, int64_t& offset) const {
 
 void Tracer::on_op(const char* name, const profiler::detail::InputRef* refs, int n) {
   if (in_kernel) return;
+  last_op_ = name;
   if (!traceable_op(name)) graph_break(std::string("op '") + name + "' is not supported by compile yet");
   for (int i = 0; i < n; ++i) {
     const auto& r = refs[i];
@@ -245,15 +505,25 @@ void Tracer::record(OpId op, TensorIter& it, const KernelArgs& args) {
     o.buf = b;
     o.offset = off;
   }
+  for (int k = 1; k < n.noperands; ++k) note_read(n.ops[k].buf);
+  note_write(n.name, n.ops[0].buf);
   g_.nodes.push_back(std::move(n));
 }
 
 int Tracer::output_buffer(const Tensor& t, int64_t& offset) {
   if (!t.impl()->storage || !t.impl()->storage->data) return -1;
-  auto found = by_storage_.find(t.impl()->storage.get());
-  if (found == by_storage_.end()) return -1;
-  offset = t.impl()->data() - static_cast<char*>(t.impl()->storage->data);
-  return found->second;
+  StorageImpl* s = t.impl()->storage.get();
+  auto found = by_storage_.find(s);
+  int b = -1;
+  if (found != by_storage_.end()) {
+    b = found->second;
+  } else {
+    int64_t off = 0;
+    b = find_ptr(static_cast<const char*>(s->data), off);
+    if (b < 0 || off != 0) return -1;  // (a raw block of a kernel's output: its storage starts there)
+  }
+  offset = t.impl()->data() - static_cast<char*>(s->data);
+  return b;
 }
 
 Tracer* current_tracer() { return t_tracer; }
@@ -285,6 +555,14 @@ void trace_op(const char* name, const InputRef* inputs, int n) {
 }  // namespace profiler::detail
 
 namespace detail {
+void note_host_constant(const Tensor& t) {
+  if (!tracing_any()) return;
+  if (jit::Tracer* tr = jit::t_tracer)
+    if (!tr->in_kernel) tr->mark_constant(t);
+}
+void trace_alloc(void* p, size_t nbytes) {
+  if (jit::Tracer* t = jit::t_tracer) t->on_alloc(p, nbytes);
+}
 void trace_sync(const char* call) {
   if (jit::Tracer* t = jit::t_tracer)
     if (!t->in_kernel) t->graph_break(std::string(call) + " reads tensor data on the host (a data-dependent step)");

@@ -34,6 +34,18 @@ class Tracer {
   void on_op(const char* name, const profiler::detail::InputRef* refs, int n);
   void record(OpId op, TensorIter& it, const KernelArgs& args);
   void set_pending(const char* caller) { pending_caller_ = caller; }
+  const char* pending() const { return pending_caller_; }
+  void on_alloc(void* p, size_t nbytes);
+  /// A tensor argument of an opaque call (`output`: the kernel writes it;
+  /// unknown memory then becomes a temp, else the trace breaks).
+  TensorRef tensor_ref(const Tensor& t, bool output, Node& n);
+  /// A raw pointer a kernel reads or writes (a ReducePlan's).
+  bool ptr_ref(const void* p, bool output, ScalarType dtype, int& buf, int64_t& offset, Node& n);
+  void add_node(Node&& n);
+  void note_read(int b);
+  /// t was filled on the host from C++ values (detail::note_host_constant).
+  void mark_constant(const Tensor& t);
+  void note_write(const std::string& op, int b);
   bool in_kernel = false;
 
  private:
@@ -47,6 +59,13 @@ class Tracer {
   std::unordered_map<const StorageImpl*, int> by_storage_;
   std::map<uintptr_t, int> by_base_;
   std::vector<Tensor> keep_;
+  struct Alloc {
+    size_t bytes;
+    const char* op;  // the op front end last entered when it was allocated
+  };
+  std::map<uintptr_t, Alloc> allocs_;  // blocks the traced run allocated, by start
+  const char* last_op_ = "";
+  std::vector<char> written_;  // per buffer: a recorded call wrote it  // blocks the traced run allocated: start -> bytes
 };
 
 /// The thread's tracer, or null.

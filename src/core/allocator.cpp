@@ -171,6 +171,7 @@ class CachingCpuAllocator final : public Allocator {
     else
       p = allocate_miss(n, nbytes);
     if (BRISK_UNLIKELY(profiler::detail::g_memory.load(std::memory_order_relaxed))) profile_alloc(nbytes, miss);
+    if (BRISK_UNLIKELY(detail::tracing_any())) detail::trace_alloc(p, nbytes);
     return p;
   }
   // A request the cache could not serve: from the OS (after emptying the

@@ -4,9 +4,13 @@
 // otherwise the cost is one relaxed load and a branch not taken.
 #pragma once
 #include <atomic>
+#include <cstddef>
 
 namespace brisk::detail {
 /// Threads tracing a function for compile now (defined in core/dispatch.cpp).
 extern std::atomic<int> g_trace_threads __attribute__((visibility("hidden")));
 inline bool tracing_any() { return g_trace_threads.load(std::memory_order_relaxed) != 0; }
+/// The CPU allocator's hook while a thread traces: a block of `nbytes` at p
+/// (compile/trace.cpp; kernels that take raw pointers write into such blocks).
+void trace_alloc(void* p, size_t nbytes);
 }  // namespace brisk::detail

@@ -199,18 +199,61 @@ TEST_F(Compile, CacheSizeLimitRunsEagerlyPastIt) {
   EXPECT_EQ(f.stats().eager_calls, 2);
 }
 
+TEST_F(Compile, ReductionsSoftmaxLayerNormAndGemmsAreRecorded) {
+  Tensor w = randn({48, 32}), bias = randn({48}), g = randn({48}), beta = randn({48});
+  auto fn = [&](const Tensor& x) {
+    Tensor h = nn::functional::linear(x, w, bias);  // addmm: bias copied, then a GEMM
+    h = gelu(h);
+    h = nn::functional::layer_norm(h, {48}, g, beta, 1e-5);
+    Tensor s = softmax(h, -1) + h.log_softmax(0);
+    return std::make_tuple(s.sum({1}), h.mean(), amax(s, {0}, true), cumsum(h, 1), x.matmul(x.t()), (h * 2).sum() + s);
+  };
+  auto f = compile(fn, CompileOptions().set_fullgraph(true));
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({6, 32});
+    auto got = f(x);
+    auto want = fn(x);
+    EXPECT_TRUE(same_bits(std::get<0>(got), std::get<0>(want)));
+    EXPECT_TRUE(same_bits(std::get<1>(got), std::get<1>(want)));
+    EXPECT_TRUE(same_bits(std::get<2>(got), std::get<2>(want)));
+    EXPECT_TRUE(same_bits(std::get<3>(got), std::get<3>(want)));
+    EXPECT_TRUE(same_bits(std::get<4>(got), std::get<4>(want)));
+    EXPECT_TRUE(same_bits(std::get<5>(got), std::get<5>(want)));
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().cache_hits, 2);
+  const std::string text = f.graph_text();
+  for (const char* k : {"[gemm]", "[layer_norm]", "[softmax]", "[sum]", "[amax]", "[cumsum]"})
+    EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
+}
+
 TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
-  auto reduce = [](const Tensor& x) { return (x * 2).sum() + x; };
+  Tensor idx = tensor({2, 0, 1});
+  auto reduce = [&idx](const Tensor& x) { return (x * 2).index_select(0, idx) + 1; };
   auto f = compile(reduce);
   for (int rep = 0; rep < 3; ++rep) {
-    Tensor x = randn({9});
+    Tensor x = randn({3});
     EXPECT_TRUE(same_bits(f(x), reduce(x)));
   }
   EXPECT_EQ(f.stats().graph_breaks, 1);
   EXPECT_EQ(f.stats().eager_calls, 2);
-  EXPECT_NE(f.stats().last_break.find("sum"), std::string::npos) << f.stats().last_break;
+  EXPECT_NE(f.stats().last_break.find("index_select"), std::string::npos) << f.stats().last_break;
   auto g = compile(reduce, CompileOptions().set_fullgraph(true));
-  expect_error([&] { g(randn({9})); }, {"[compile]", "fullgraph", "sum"});
+  expect_error([&] { g(randn({3})); }, {"[compile]", "fullgraph", "index_select"});
+
+  // Values written through data_ptr are invisible to the trace: a break, never a baked constant.
+  auto host_written = [](const Tensor& x) {
+    Tensor t = empty({3});
+    for (int i = 0; i < 3; ++i) t.data_ptr<float>()[i] = x.data_ptr<float>()[i] * 2;
+    return x + t;
+  };
+  auto hw = compile(host_written);
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({3});
+    EXPECT_TRUE(same_bits(hw(x), host_written(x)));
+  }
+  EXPECT_EQ(hw.stats().graph_breaks, 1);
+  EXPECT_NE(hw.stats().last_break.find("computed a tensor on the host"), std::string::npos) << hw.stats().last_break;
 
   auto data_dependent = [](const Tensor& x) { return x * (x.max().item<float>() > 0 ? 2.0 : 3.0); };
   auto h = compile(data_dependent, CompileOptions().set_fullgraph(true));
@@ -277,6 +320,7 @@ struct Program {
   uint64_t seed;
   int64_t rows, cols;
   int nargs;
+  bool may_break = false;  // may call an op compile does not record (index_select)
 };
 
 std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& args) {
@@ -289,7 +333,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(22)) {
+    switch (pick(p.may_break ? 34 : 33)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -315,7 +359,27 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
       case 18: r = a.sqrt().nan_to_num(0.0); break;
       case 19: r = (a > 0).to(kFloat) * b; break;
       case 20: r = a.pow(2) + a.abs().log1p(); break;
-      default: r = lerp(a, b, 0.3); break;
+      case 21: r = lerp(a, b, 0.3); break;
+      case 22: r = a - a.sum({1}, true); break;  // a reduction broadcast back
+      case 23: r = a * a.mean({0}, true) + a.amax({1}, true); break;
+      case 24: r = softmax(a, 1) + b.log_softmax(0); break;
+      case 25: r = a.matmul(b.t()).narrow(1, 0, 1) + a; break;  // a GEMM, a column of it broadcast
+      case 26: r = nn::functional::layer_norm(a, {p.cols}); break;
+      case 27: r = cumsum(a, 1) * 0.1; break;
+      case 28: r = (a * 2).sum() + b; break;  // a full reduction to 0-dim, then a broadcast
+      case 29: {
+        r = zeros_like(a);
+        r.narrow(1, 0, (p.cols + 1) / 2).copy_(b.narrow(1, 0, (p.cols + 1) / 2));  // a partial write
+        break;
+      }
+      case 30: r = a + full({p.cols}, 0.5) * tensor(std::vector<float>{2.0f}); break;  // host-made constants
+      case 31: r = a.to(kInt32).to(kFloat) + (a.abs() < 1).sum({0}, true).to(kFloat); break;
+      case 32: {
+        r = a.clone();
+        r.narrow(0, 0, 1).mul_(3);  // in place through a view of an intermediate
+        break;
+      }
+      default: r = a.index_select(1, arange(p.cols).flip(0)); break;  // not recorded: a graph break
     }
     vals.push_back(r);
   }
@@ -325,25 +389,34 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
 TEST_F(Compile, GeneratedProgramsMatchEager) {
   std::mt19937_64 rng(1234);
   int fused_groups = 0, programs = 0;
-  for (int i = 0; i < 300; ++i) {
+  int breaks = 0;
+  for (int i = 0; i < 1000; ++i) {
     Program p{rng(), 1 + static_cast<int64_t>(rng() % 40), 1 + static_cast<int64_t>(rng() % 300),
-              1 + static_cast<int>(rng() % 3)};
+              1 + static_cast<int>(rng() % 3), rng() % 8 == 0};
+    if (i % 50 == 0) p.cols = 2048 + static_cast<int64_t>(rng() % 3000);  // rows longer than a block
     auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); },
-                     CompileOptions().set_fullgraph(true));
+                     CompileOptions().set_fullgraph(!p.may_break));
     auto make = [&] {
       std::vector<Tensor> xs;
       for (int k = 0; k < p.nargs; ++k) xs.push_back(randn({p.rows, p.cols}) * 2);
       return xs;
     };
-    f(make());  // traced
-    std::vector<Tensor> xs = make();
-    std::vector<Tensor> got = f(xs), want = run_program(p, xs);
+    std::vector<Tensor> xs = make(), got;
+    try {
+      f(make());  // traced
+      got = f(xs);
+    } catch (const Error& e) {
+      FAIL() << "program " << i << ": " << e.what();
+    }
+    std::vector<Tensor> want = run_program(p, xs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i << "\n" << f.graph_text();
     fused_groups += f.stats().nodes > f.stats().groups;
+    breaks += f.stats().graph_breaks > 0;
     ++programs;
   }
   EXPECT_GT(fused_groups, programs / 2);  // most programs fused something
+  EXPECT_GT(breaks, 0);                   // and the eager fallback ran too
 }
 
 }  // namespace

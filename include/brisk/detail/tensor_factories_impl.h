@@ -24,6 +24,9 @@ using storage_t = std::conditional_t<std::is_same_v<T, bool> || std::is_floating
                                          std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t> ||
                                          std::is_same_v<T, int64_t>,
                                      T, int64_t>;
+/// Tells compile's tracer (when one runs) that t's values were written on
+/// the host from C++ values: a constant of the trace (docs/design/compile.md).
+void note_host_constant(const Tensor& t);
 /// Builds a tensor from host values of a C++ type, then converts to opts' dtype.
 template <class T>
 Tensor tensor_from_values(const T* values, IntArrayRef sizes, TensorOptions opts) {
@@ -31,6 +34,7 @@ Tensor tensor_from_values(const T* values, IntArrayRef sizes, TensorOptions opts
   Tensor t = empty(sizes, TensorOptions(dtype_of<S>));
   S* p = t.data_ptr<S>();
   for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<S>(values[i]);
+  note_host_constant(t);
   ScalarType want = opts.dtype_ ? *opts.dtype_ : literal_dtype<T>();
   Tensor r = want == t.dtype() ? t : t.to(want);
   if (!opts.device_.is_cpu()) r = r.to(opts.device_);
