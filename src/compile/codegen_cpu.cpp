@@ -368,6 +368,7 @@ class Gen {
 };
 
 void Gen::emit_node(const Node& n) {
+  if (n.opaque()) no(n.name + ": not an elementwise kernel call");
   const ScalarType dt0 = n.ops[0].dtype;
   auto need = [&](int nops) {
     if (n.noperands != nops) no(n.name + ": " + std::to_string(n.noperands) + " operands");
@@ -613,7 +614,9 @@ void Gen::emit_node(const Node& n) {
       // a 0-stride operand of a 1-dim iterator
       const Operand& e_op = n.ops[2];
       bool zero_stride = e_op.is_const() || e_op.strides[0] == 0;
-      if (n.args.mode == 1 && zero_stride && n.ndim == 1) {
+      // (a linear node was a 1-dim iterator when eager ran it: plan() viewed it as 2-d)
+      const bool eager_1d = n.ndim == 1 || n.linear;
+      if (n.args.mode == 1 && zero_stride && eager_1d) {
         if (!e_op.is_const()) no("pow with a Scalar exponent that is not a constant");
         const double e = const_value(e_op);
         const char* f = nullptr;
@@ -627,9 +630,7 @@ void Gen::emit_node(const Node& n) {
           vec_loop2(o, a, b, std::string("((void)y, ") + f + ")");
           return commit(o);
         }
-      } else if (n.args.mode == 1 && n.ndim != 1) {
-        // eager takes Sleef's pow for every exponent here
-      }
+      }  // else eager takes Sleef's pow for every exponent
       vec_loop2(o, a, b, "vec::pow(x, y)");
       return commit(o);
     }
