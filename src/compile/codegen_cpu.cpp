@@ -875,7 +875,17 @@ std::vector<std::string> cpu_prelude_headers() {
 
 const std::vector<std::string>& cpu_compile_flags() {
   static const std::vector<std::string> flags = [] {
-    std::vector<std::string> f = {"-std=c++20", "-O3", "-DNDEBUG", "-fwrapv", "-fvisibility=hidden", "-w"};
+    std::vector<std::string> f = {"-std=c++20"};
+#ifdef BRISK_CODEGEN_OPT_FLAGS
+    {  // the eager kernel files' optimization level (debug info left out: compile time)
+      std::istringstream in(BRISK_CODEGEN_OPT_FLAGS);
+      for (std::string w; in >> w;)
+        if (w.rfind("-g", 0) != 0) f.push_back(w);
+    }
+#else
+    f.push_back("-O3");
+#endif
+    for (const char* w : {"-fwrapv", "-fvisibility=hidden", "-w"}) f.push_back(w);
     const std::string isa = cpu_isa();
     const char* isa_flags = "";
 #ifdef BRISK_CODEGEN_ISA_FLAGS_avx512

@@ -349,7 +349,9 @@ void reset_toolchain_stats() {
 
 void forget_loaded_for_testing() {
   std::lock_guard<std::mutex> lk(g_mu);
-  for (auto& [key, so] : g_memo) so.release();  // never unloaded (Note [Compile cache])
+  // the objects stay valid (callers hold references; never unloaded)
+  static std::vector<std::unique_ptr<SharedObject>> forgotten;
+  for (auto& [key, so] : g_memo) forgotten.push_back(std::move(so));
   g_memo.clear();
 }
 
