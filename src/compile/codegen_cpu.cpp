@@ -16,6 +16,7 @@
 
 #include "brisk/error.h"
 #include "compile/toolchain.h"
+#include "core/parallel.h"
 
 #ifndef BRISK_SOURCE_DIR
 #error "codegen_cpu.cpp needs BRISK_SOURCE_DIR (src/CMakeLists.txt defines it)"
@@ -932,6 +933,47 @@ std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& k
   std::vector<CpuKernelFn> fns;
   for (const CpuKernel* k : kernels) fns.push_back(reinterpret_cast<CpuKernelFn>(symbol(so, k->name.c_str())));
   return fns;
+}
+
+void run_cpu_kernel(const CpuKernel& k, CpuKernelFn fn, char* const* base) {
+  char* ptrs[64];
+  std::vector<char*> heap;
+  char** p = ptrs;
+  if (k.args.size() > 64) {
+    heap.resize(k.args.size());
+    p = heap.data();
+  }
+  for (size_t j = 0; j < k.args.size(); ++j) p[j] = base[k.args[j].buf] + k.args[j].offset;
+  parallel_for(0, k.numel, kGrainSize, [&](int64_t b, int64_t e) { fn(p, k.strides.data(), k.shape.data(), b, e); });
+}
+
+CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {
+  CpuGraphKernels out;
+  out.code.resize(g.groups.size());
+  out.fns.assign(g.groups.size(), nullptr);
+  const bool compiler = have_compiler();
+  std::vector<const CpuKernel*> ks;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < g.groups.size(); ++i) {
+    const Group& grp = g.groups[i];
+    if (!grp.fused() && !singles) {
+      out.code[i].reason = "a single call (the eager kernel runs it)";
+      continue;
+    }
+    if (!compiler) {
+      out.code[i].reason = "no C++ compiler (" + compiler_command() + ")";
+      continue;
+    }
+    out.code[i] = generate_cpu(g, grp, "brisk_g" + std::to_string(i));
+    if (out.code[i].ok) {
+      ks.push_back(&out.code[i].kernel);
+      which.push_back(i);
+    }
+  }
+  if (ks.empty()) return out;
+  std::vector<CpuKernelFn> fns = load_cpu_kernels(ks);
+  for (size_t k = 0; k < which.size(); ++k) out.fns[which[k]] = fns[k];
+  return out;
 }
 
 }  // namespace jit

@@ -5,6 +5,10 @@
 // in codegen_cpu.cpp; the one exception is the sign and payload of a NaN
 // result, see test_codegen_cpu's both_nan).
 //
+// The executor's two calls (after plan()):
+//   CpuGraphKernels gk = build_cpu_kernels(graph);      // once per graph: one compile or disk hit
+//   if (gk.fns[gi]) run_cpu_kernel(gk.code[gi].kernel, gk.fns[gi], base);  // else interpret group gi
+// or, a group at a time:
 //   CpuCodegen cg = generate_cpu(graph, group, "brisk_k7");  // cg.ok, else cg.reason
 //   if (cg.ok && have_compiler()) {
 //     CpuKernelFn fn = load_cpu_kernel(cg.kernel);  // compiles, or loads from the disk cache
@@ -105,5 +109,22 @@ const char* cpu_isa();
 /// when the compiler fails.
 std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& kernels);
 inline CpuKernelFn load_cpu_kernel(const CpuKernel& k) { return load_cpu_kernels({&k})[0]; }
+
+/// Runs a loaded kernel over its whole iteration space on brisk's thread
+/// pool (parallel_for, kGrainSize elements per thread at least): base[b] is
+/// the first byte of buffer b (the executor's bound bases).
+void run_cpu_kernel(const CpuKernel& k, CpuKernelFn fn, char* const* base);
+
+/// The kernels of a whole graph: every group generate_cpu handles (fused
+/// groups only, unless `singles`), compiled as one translation unit (one
+/// compiler run or disk hit per graph). code[i] / fns[i] belong to
+/// g.groups[i]; fns[i] is null where code[i].ok is false (or not tried:
+/// code[i].reason says so). No compiler: every fns[i] null, reason "no C++
+/// compiler"; a compiler error throws brisk::Error naming `compile`.
+struct CpuGraphKernels {
+  std::vector<CpuCodegen> code;
+  std::vector<CpuKernelFn> fns;
+};
+CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles = false);
 
 }  // namespace brisk::jit

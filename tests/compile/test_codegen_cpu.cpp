@@ -724,6 +724,61 @@ int check_traced(const std::function<Tensor(const Tensor&, const Tensor&)>& f, c
   return generated;
 }
 
+// The whole-graph entry points: one unit for all groups, run on the pool.
+TEST_F(CodegenCpu, GraphKernelsOnThePool) {
+  Tensor x = test_values(300 * 257, kFloat).reshape({300, 257}), y = test_values(257, kFloat, 3, 2);
+  Graph g;
+  Tracer tr(g);
+  tr.add_input(x, 0);
+  tr.add_input(y, 1);
+  tr.install();
+  Tensor r = ((x + y).exp() + 1).tanh() * 2;
+  Tensor s = r.sum(1);  // an opaque node between fused groups
+  Tensor r2 = gelu(x * y) - y;
+  tr.uninstall();
+  for (const Tensor& t : {r, r2}) {
+    OutputRef out;
+    out.buf = tr.output_buffer(t, out.offset);
+    g.outputs.push_back(out);
+  }
+  plan(g);
+  reset_toolchain_stats();
+  CpuGraphKernels gk = build_cpu_kernels(g);
+  ASSERT_EQ(gk.fns.size(), g.groups.size());
+  EXPECT_EQ(toolchain_stats().compiles + toolchain_stats().disk_hits, 1);
+  int fused = 0;
+  set_num_threads(2);
+  for (size_t i = 0; i < g.groups.size(); ++i) {
+    if (!g.groups[i].fused()) {
+      EXPECT_EQ(gk.fns[i], nullptr);
+      continue;
+    }
+    ASSERT_NE(gk.fns[i], nullptr) << gk.code[i].reason;
+    ++fused;
+    // fresh memory for every buffer the kernel touches, inputs copied in
+    const CpuKernel& k = gk.code[i].kernel;
+    std::vector<std::vector<char>> mem(g.bufs.size());
+    std::vector<char*> base(g.bufs.size(), nullptr);
+    for (const auto& a : k.args) {
+      const Buffer& b = g.bufs[a.buf];
+      const Tensor& t = b.kind == BufKind::Input ? (b.input == 0 ? x : y) : b.tensor;
+      ASSERT_TRUE(t.defined());
+      const StorageImpl* st = t.impl()->storage.get();
+      const char* src = static_cast<const char*>(st->data);
+      mem[a.buf] = a.read ? std::vector<char>(src, src + st->nbytes) : std::vector<char>(st->nbytes, 0);
+      base[a.buf] = mem[a.buf].data();
+    }
+    run_cpu_kernel(k, gk.fns[i], base.data());
+    for (const auto& a : k.args) {
+      if (!a.written) continue;
+      const StorageImpl* st = g.bufs[a.buf].tensor.impl()->storage.get();
+      EXPECT_EQ(std::memcmp(st->data, mem[a.buf].data(), st->nbytes), 0) << "group " << i << " (" << k.ops << ")";
+    }
+  }
+  set_num_threads(1);
+  EXPECT_GE(fused, 2);
+}
+
 TEST_F(CodegenCpu, TracedGraphs) {
   for (ScalarType dt : {kFloat, kDouble}) {
     Tensor x = test_values(64 * 33, dt).reshape({64, 33}), y = test_values(33, dt, 3, 2);
