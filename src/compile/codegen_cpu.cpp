@@ -1,6 +1,7 @@
 // CPU code generation for fused groups of elementwise kernel calls.
 #include "compile/codegen_cpu.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cinttypes>
@@ -324,17 +325,16 @@ class Gen {
   void vec_loop1(const Block& o, const Block& a0, const std::string& fexpr) {
     const Block a = vec_src(a0);
     body_.push_back("cg::vmap1(" + o.name + ", " + a.name + ", n, [&](auto x) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+    node_vec_ = true;
     round16(o);
   }
   void vec_loop2(const Block& o, const Block& a0, const Block& b0, const std::string& fexpr) {
-    if (b0.scalar && !a0.scalar) {  // a broadcast scalar: one vector of it, its exact value in every lane
-      body_.push_back("cg::vmap1(" + o.name + ", " + a0.name + ", n, [&](auto x) { using V = decltype(x); const V y = cg::bcast<V>(" +
-                      b0.name + "); return " + fexpr + "; });");
-    } else {
-      const Block a = vec_src(a0), b = vec_src(b0);
-      body_.push_back("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
-                      ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
-    }
+    // a constant operand is a filled block: the partial last vector is
+    // padded with zeros in both operands, as vec_binary_kernel pads it
+    const Block a = vec_src(a0), b = vec_src(b0);
+    body_.push_back("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
+                    ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+    node_vec_ = true;
     round16(o);
   }
   void round16(const Block& o) {
@@ -358,6 +358,7 @@ class Gen {
     return {n, b.dt};
   }
   std::set<std::string> spread_;
+  bool node_vec_ = false;  // the node being emitted runs vector code
 
   void same_dtypes(const Node& n, int from, int to_excl, ScalarType t) {
     for (int i = from; i < to_excl; ++i)
@@ -760,7 +761,14 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     for (int d = 0; d < n.ndim; ++d)
       if (n.shape[d] != first.shape[d]) no("nodes of different shapes");
     if (n.noperands < 1 || n.noperands > TensorIter::kMaxOperands) no("operand count");
+    node_vec_ = false;
     emit_node(n);
+    // Note [Vectors as eager forms them] (cpu_prelude.h): a node eager ran
+    // over one dim forms its vectors along the whole range; the kernel forms
+    // them along rows, the same vectors only when rows are whole vectors
+    if (node_vec_ && n.linear && ndim_ == 2 && shape_[0] % 64 != 0)
+      no(n.name + ": a 1-d call viewed as rows of " + std::to_string(shape_[0]) +
+         " elements (not a multiple of 64) would form other vectors than eager");
     body_.push_back("asm volatile(\"\" ::: \"memory\");");
     if (!ops.empty()) ops += "+";
     ops += n.name.empty() ? op_name(n.slot) : n.name;
@@ -944,7 +952,17 @@ void run_cpu_kernel(const CpuKernel& k, CpuKernelFn fn, char* const* base) {
     p = heap.data();
   }
   for (size_t j = 0; j < k.args.size(); ++j) p[j] = base[k.args[j].buf] + k.args[j].offset;
-  parallel_for(0, k.numel, kGrainSize, [&](int64_t b, int64_t e) { fn(p, k.strides.data(), k.shape.data(), b, e); });
+  const int64_t* st = k.strides.data();
+  const int64_t* sh = k.shape.data();
+  if (k.ndim == 2 && k.shape[1] > 1) {  // whole rows per thread (split points at row starts)
+    const int64_t s0 = k.shape[0];
+    parallel_for(0, k.shape[1], std::max<int64_t>(1, kGrainSize / std::max<int64_t>(s0, 1)),
+                 [&](int64_t r0, int64_t r1) { fn(p, st, sh, r0 * s0, r1 * s0); });
+  } else {  // pieces of 64 elements
+    const int64_t units = (k.numel + 63) / 64;
+    parallel_for(0, units, kGrainSize / 64,
+                 [&](int64_t u0, int64_t u1) { fn(p, st, sh, u0 * 64, std::min(u1 * 64, k.numel)); });
+  }
 }
 
 CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {

@@ -50,9 +50,11 @@ namespace brisk::jit {
 ///   [begin, end): the elements to compute, as linear positions of the
 ///                 iteration space (i0 + shape[0] * i1 for ndim 2), as
 ///                 for_each_range (backend/cpu/loops.h) takes them.
-/// Any split of [0, numel) into disjoint ranges, run in any order or in
-/// parallel, gives the same bits (every element is computed by the same
-/// code wherever it falls).
+/// Split points: a split of [0, numel) into disjoint ranges, run in any
+/// order or in parallel, gives eager's bits when every range starts at a
+/// row start plus a multiple of 64 elements (p % shape[0] % 64 == 0; for
+/// ndim 1, p % 64 == 0): vector ops then see the vectors eager saw (Note
+/// [Vectors as eager forms them] in cpu_prelude.h). run_cpu_kernel splits so.
 using CpuKernelFn = void (*)(char* const* ptrs, const int64_t* strides, const int64_t* shape, int64_t begin,
                              int64_t end);
 

@@ -93,16 +93,40 @@ inline V bcast(T v) {
   return r;
 }
 
-/// o[i] = f(a[i]) over whole vectors (the blocks are padded to kBlock).
+// Note [Vectors as eager forms them]
+// A lane's result may depend on the other lanes of its vector: Sleef's sin,
+// cos and tan take a slower range reduction for the whole vector when one
+// lane is large, which can change the last bit of the others. So the vector
+// ops here form vectors exactly as the eager loops (vec_loops.h) do: whole
+// vectors from the start of a row (or of a 1-d range), and the last partial
+// vector padded with zeros. Blocks start at such vector boundaries
+// (codegen_cpu.h: split points).
+
+/// o[i] = f(a[i]), i < n, over whole vectors; a partial last vector padded
+/// with zeros.
 template <class T, class F>
 inline void vmap1(T* o, const T* a, int64_t n, const F& f) {
   constexpr int N = vec::kLanes<T>;
-  for (int64_t i = 0; i < n; i += N) vec::storeu(o + i, f(vec::loadu(a + i)));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i)));
+  if (i < n) {
+    alignas(64) T ta[N] = {}, r[N];
+    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k];
+    vec::storeu(r, f(vec::loadu(ta)));
+    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
+  }
 }
 template <class T, class F>
 inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
   constexpr int N = vec::kLanes<T>;
-  for (int64_t i = 0; i < n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+  if (i < n) {
+    alignas(64) T ta[N] = {}, tb[N] = {}, r[N];
+    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k], tb[k - i] = b[k];
+    vec::storeu(r, f(vec::loadu(ta), vec::loadu(tb)));
+    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
+  }
 }
 
 // ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------

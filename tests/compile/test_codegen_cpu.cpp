@@ -259,8 +259,14 @@ bool both_nan(ScalarType dt, const char* a, const char* b) {
     fn(ptrs.data(), k.strides.data(), k.shape.data(), 0, k.numel);
   } else {
     std::vector<std::thread> ts;
+    // split points at row start + a multiple of 64 (codegen_cpu.h)
+    auto point = [&](int s) {
+      const int64_t p = k.numel * s / splits, s0 = k.shape[0];
+      if (s == splits) return k.numel;
+      return p / s0 * s0 + std::min(s0, (p % s0) / 64 * 64);
+    };
     for (int s = 0; s < splits; ++s) {
-      const int64_t b0 = k.numel * s / splits, b1 = k.numel * (s + 1) / splits;
+      const int64_t b0 = point(s), b1 = point(s + 1);
       ts.emplace_back([&, b0, b1] { fn(ptrs.data(), k.strides.data(), k.shape.data(), b0, b1); });
     }
     for (auto& t : ts) t.join();
@@ -690,7 +696,9 @@ int check_traced(const std::function<Tensor(const Tensor&, const Tensor&)>& f, c
   for (const Group& grp : g.groups) {
     CpuCodegen cg = generate_cpu(g, grp);
     if (!cg.ok) {
-      EXPECT_FALSE(grp.fused()) << "fused group not generated: " << cg.reason << "\n" << describe(g);
+      // the one refusal a fused group may get: rows that are not whole vectors
+      EXPECT_TRUE(!grp.fused() || cg.reason.find("other vectors than eager") != std::string::npos)
+          << "fused group not generated: " << cg.reason << "\n" << describe(g);
       continue;
     }
     const CpuKernel& k = cg.kernel;
@@ -726,7 +734,7 @@ int check_traced(const std::function<Tensor(const Tensor&, const Tensor&)>& f, c
 
 // The whole-graph entry points: one unit for all groups, run on the pool.
 TEST_F(CodegenCpu, GraphKernelsOnThePool) {
-  Tensor x = test_values(300 * 257, kFloat).reshape({300, 257}), y = test_values(257, kFloat, 3, 2);
+  Tensor x = test_values(300 * 256, kFloat).reshape({300, 256}), y = test_values(256, kFloat, 3, 2);
   Graph g;
   Tracer tr(g);
   tr.add_input(x, 0);
@@ -779,9 +787,78 @@ TEST_F(CodegenCpu, GraphKernelsOnThePool) {
   EXPECT_GE(fused, 2);
 }
 
+// Note [Vectors as eager forms them]: Sleef's sin takes a slower reduction
+// for a whole vector when one lane is large, so a lane's bits depend on its
+// neighbours; the kernel must form eager's vectors.
+TEST_F(CodegenCpu, VectorsAsEagerFormsThem) {
+  for (ScalarType dt : {kFloat, kDouble})
+    for (int64_t n : {int64_t(100), int64_t(1000), int64_t(4099)}) {
+      Recorder r;
+      Tensor x = test_values(n, dt, 400, 5);  // many lanes past sin's fast range
+      // ... and a small last stretch (no nan there): eager's zero-padded
+      // last vector takes the fast reduction
+      {
+        NoGradGuard ng;
+        x.narrow(0, n - 40, 40).copy_((rand({40}) * 2 - 1).to(dt));
+      }
+      r.input(x);
+      Tensor a = r.mul(x, Scalar(0.75));
+      Tensor b = r.unary(UnaryMode::sin, a);
+      Tensor c = r.unary(UnaryMode::tan, b);
+      Tensor d = r.binary(OpId::atan2, "atan2", c, a);
+      Tensor e = r.unary(UnaryMode::cos, d);
+      EXPECT_TRUE(check_group(r, r.group({e}))) << dt << " n=" << n;
+      EXPECT_TRUE(check_group(r, r.group({e}), 3)) << dt << " n=" << n << " split";
+    }
+  // rows longer than a block: the row's last block ends in a partial vector,
+  // whose lanes past the row hold the block's previous values (large here)
+  // unless padded with zeros as eager pads them
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Tensor x = ((rand({300, 3000}) * 2 - 1) * 3).to(dt);
+    {
+      NoGradGuard ng;
+      x.narrow(0, 40, 12).fill_(300.0);
+    }
+    Recorder r;
+    r.input(x);
+    Tensor out = empty({3000, 300}, TensorOptions(dt));
+    IterBuilder it("sin");
+    it.output(out).input(x.t()).promote_int_to_float();
+    KernelArgs k;
+    k.mode = int(UnaryMode::sin);
+    r.run(OpId::unary, "sin", it, k);
+    ASSERT_EQ(r.g.nodes[0].ndim, 2);
+    ASSERT_EQ(r.g.nodes[0].shape[0], 300);
+    Group grp;
+    grp.nodes = {0};
+    EXPECT_TRUE(check_group(r, grp)) << dt;
+  }
+  // a 1-d call viewed as rows that are not whole vectors: refused
+  Tensor x = test_values(20 * 33, kFloat, 400).reshape({20, 33}), y = test_values(33, kFloat, 3, 2);
+  Graph g;
+  Tracer tr(g);
+  tr.add_input(x, 0);
+  tr.add_input(y, 1);
+  tr.install();
+  Tensor r = (x + y).sin() * y;
+  tr.uninstall();
+  OutputRef out;
+  out.buf = tr.output_buffer(r, out.offset);
+  g.outputs.push_back(out);
+  plan(g);
+  bool refused = false;
+  for (const Group& grp : g.groups)
+    if (grp.fused()) {
+      CpuCodegen cg = generate_cpu(g, grp);
+      refused |= !cg.ok && cg.reason.find("other vectors than eager") != std::string::npos;
+    }
+  EXPECT_TRUE(refused);
+}
+
 TEST_F(CodegenCpu, TracedGraphs) {
   for (ScalarType dt : {kFloat, kDouble}) {
-    Tensor x = test_values(64 * 33, dt).reshape({64, 33}), y = test_values(33, dt, 3, 2);
+    // rows of 64 elements: the 1-d calls of a 2-d group form eager's vectors
+    Tensor x = test_values(33 * 64, dt).reshape({33, 64}), y = test_values(64, dt, 3, 2);
     EXPECT_GE(check_traced([](const Tensor& a, const Tensor&) { return a * 0.5 * (1.0 + erf(a / 1.41421)); }, x, y), 100);
     EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return (a + b) * sigmoid(a) - tanh(b); }, x, y), 100);
     EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return where(a > b, exp(a), relu(b)); }, x, y), 100);
@@ -903,7 +980,8 @@ TEST_F(CodegenCpu, RandomProgramsMatchEager) {
   int fused = 0;
   for (int i = 0; i < count; ++i) {
     const uint64_t seed = rng();
-    const int64_t rows = 1 + static_cast<int64_t>(rng() % 20), cols = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t rows = 1 + static_cast<int64_t>(rng() % 20);
+    const int64_t cols = rng() % 2 ? 64 * (1 + static_cast<int64_t>(rng() % 4)) : 1 + static_cast<int64_t>(rng() % 300);
     Tensor x = randn({rows, cols}) * 2, y = randn({rows, cols}) * 2;
     const int got = check_traced([seed](const Tensor& a, const Tensor& b) { return random_program(seed, a, b); }, x, y);
     fused += got >= 100;
@@ -912,7 +990,7 @@ TEST_F(CodegenCpu, RandomProgramsMatchEager) {
       break;
     }
   }
-  EXPECT_GT(fused, count / 2);
+  EXPECT_GT(fused, count / 3);
 }
 
 // ---- what it does not generate ---------------------------------------------------------
