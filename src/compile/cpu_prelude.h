@@ -1,0 +1,244 @@
+// What the kernels that compile's CPU code generator emits include
+// (compile/codegen_cpu.cpp): block loads and stores, dtype rounding, and the
+// vector forms of the composite ops exactly as the eager CPU kernels write
+// them (backend/cpu/kernels/unary.cpp), so that generated code gives the
+// eager kernels' values bit for bit.
+//
+// Compiled with the flags of the eager per-ISA kernel files
+// (cmake/BriskCpuKernels.cmake, -DBRISK_CPU_ISA=<variant>); not part of the
+// library's own build. An installed brisk needs this header, kernels/math.h,
+// backend/cpu/vec_math.h and brisk/half.h, brisk/dtype.h installed with it.
+//
+// Keep the composites below in step with unary.cpp (test_codegen_cpu
+// compares every one with the eager kernel): they are copies, until both
+// move to one shared header.
+#pragma once
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "backend/cpu/vec_math.h"
+#include "brisk/dtype.h"
+#include "kernels/math.h"
+
+namespace brisk {
+namespace cpu {
+namespace BRISK_CPU_ISA {
+namespace cg {
+
+constexpr int kBlock = 256;  // elements per block (a multiple of every lane count)
+
+/// A value the optimizer cannot see through: eager kernels take their
+/// scalars (alpha, clamp bounds, ...) at run time, so the generated code must
+/// not fold or contract them differently.
+template <class T, class U>
+inline T opaque(U bits) {
+  static_assert(sizeof(T) == sizeof(U));
+  asm("" : "+r"(bits));
+  return std::bit_cast<T>(bits);
+}
+
+/// The value of a result stored as S and read back (the rounding an eager
+/// kernel's store applies between two ops).
+template <class S, class X>
+inline opmath_t<S> to(X x) {
+  return static_cast<opmath_t<S>>(static_cast<S>(x));
+}
+
+/// dst[i] = S at p + i * s, in the math type, i < n.
+template <class S>
+inline void ld(opmath_t<S>* __restrict dst, const char* p, int64_t s, int64_t n) {
+  using M = opmath_t<S>;
+  if (s == int64_t(sizeof(S))) {
+    const S* q = reinterpret_cast<const S*>(p);
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<M>(q[i]);
+  } else if (s == 0) {
+    S v;
+    std::memcpy(&v, p, sizeof(S));
+    const M m = static_cast<M>(v);
+    for (int64_t i = 0; i < n; ++i) dst[i] = m;
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      S v;
+      std::memcpy(&v, p + i * s, sizeof(S));
+      dst[i] = static_cast<M>(v);
+    }
+  }
+}
+/// S at p + i * s = src[i], i < n.
+template <class S>
+inline void st(char* p, int64_t s, const opmath_t<S>* __restrict src, int64_t n) {
+  if (s == int64_t(sizeof(S))) {
+    S* q = reinterpret_cast<S*>(p);
+    for (int64_t i = 0; i < n; ++i) q[i] = static_cast<S>(src[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const S v = static_cast<S>(src[i]);
+      std::memcpy(p + i * s, &v, sizeof(S));
+    }
+  }
+}
+template <class T>
+inline void fill(T* dst, T v) {
+  for (int i = 0; i < kBlock; ++i) dst[i] = v;
+}
+
+/// A vector of v in every lane, exactly (vec::splat adds +0.0, which turns
+/// -0.0 into +0.0).
+template <class V, class T>
+inline V bcast(T v) {
+  V r;
+  for (int i = 0; i < int(sizeof(V) / sizeof(T)); ++i) r[i] = v;
+  return r;
+}
+
+// Note [Vectors as eager forms them]
+// A lane's result may depend on the other lanes of its vector: Sleef's sin,
+// cos and tan take a slower range reduction for the whole vector when one
+// lane is large, which can change the last bit of the others. So the vector
+// ops here form vectors exactly as the eager loops (vec_loops.h) do: whole
+// vectors from the start of a row (or of a 1-d range), and the last partial
+// vector padded with zeros. Blocks start at such vector boundaries
+// (codegen_cpu.h: split points).
+
+/// o[i] = f(a[i]), i < n, over whole vectors; a partial last vector padded
+/// with zeros.
+template <class T, class F>
+inline void vmap1(T* o, const T* a, int64_t n, const F& f) {
+  constexpr int N = vec::kLanes<T>;
+  int64_t i = 0;
+  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i)));
+  if (i < n) {
+    alignas(64) T ta[N] = {}, r[N];
+    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k];
+    vec::storeu(r, f(vec::loadu(ta)));
+    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
+  }
+}
+template <class T, class F>
+inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
+  constexpr int N = vec::kLanes<T>;
+  int64_t i = 0;
+  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+  if (i < n) {
+    alignas(64) T ta[N] = {}, tb[N] = {}, r[N];
+    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k], tb[k - i] = b[k];
+    vec::storeu(r, f(vec::loadu(ta), vec::loadu(tb)));
+    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
+  }
+}
+
+// ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------
+template <class V>
+inline V one() {
+  return vec::splat<V>(1.0);
+}
+template <class V>
+inline V sigmoid_v(V x) {
+  if constexpr (vec::is_float_vec<V>) {
+    const V e = vec::exp_inline(vec::neg_abs(x));
+    const V d = one<V>() + e, d_err = e - (d - one<V>());
+    V r = vec::recip_1_2(d);
+    r = r - r * r * d_err;
+    return vec::select(x < V{}, e * r, r);
+  } else {
+    const V r = one<V>() / (one<V>() + vec::exp(-x));
+    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::sigmoid(v); });
+  }
+}
+template <class V>
+inline V silu_v(V x) {
+  if constexpr (vec::is_float_vec<V>) {
+    return x * sigmoid_v(x);
+  } else {
+    const V r = x / (one<V>() + vec::exp(-x));
+    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::silu(v); });
+  }
+}
+template <class V>
+inline V mish_v(V x) {
+  return x * vec::tanh(vec::log1p_full(vec::exp(x)));
+}
+template <class V>
+inline V erfc_fast(V x) {
+  const V z = vec::abs(x);
+  const V t = one<V>() / (one<V>() + vec::splat<V>(0.5) * z);
+  V p = vec::splat<V>(0.17087277);
+  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
+                   1.00002368, -1.26551223})
+    p = p * t + vec::splat<V>(c);
+  V r;
+  if constexpr (vec::is_float_vec<V>)
+    r = t * vec::exp_inline(p - z * z);
+  else
+    r = t * vec::exp(p - z * z);
+  return vec::select(x < V{}, vec::splat<V>(2.0) - r, r);
+}
+template <class V>
+inline V gelu_erf_v(V x) {
+  const V z = x * vec::splat<V>(-0.70710678118654752440);
+  if constexpr (vec::is_float_vec<V>)
+    return vec::splat<V>(0.5) * x * erfc_fast(z);
+  else
+    return vec::splat<V>(0.5) * x * vec::erfc(z);
+}
+template <class V>
+inline V gelu_tanh_v(V x) {
+  const V u2 = vec::splat<V>(2 * 0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
+  return x * sigmoid_v(u2);
+}
+inline vec::VF erf_v(vec::VF x) { return vec::erf_f32(x); }
+inline vec::VD erf_v(vec::VD x) { return vec::erf(x); }
+inline vec::VF erfc_v(vec::VF x) { return vec::erfc_f32(x); }
+inline vec::VD erfc_v(vec::VD x) { return vec::erfc(x); }
+inline vec::VF erfinv_v(vec::VF x) { return vec::erfinv_f32(x); }
+inline vec::VD erfinv_v(vec::VD x) {
+  using V = vec::VD;
+  const V ax = vec::abs(x);
+  V y = vec::erfinv_start(ax, -vec::log((one<V>() - ax) * (one<V>() + ax)));
+  const V half = vec::splat<V>(0.5), k = vec::splat<V>(1.12837916709551257390);
+  for (int i = 0; i < 3; ++i) {
+    const V d = k * vec::exp(-y * y);
+    const V f = vec::select(ax <= half, vec::erf(y) - ax, (one<V>() - ax) - vec::erfc(y));
+    y = vec::select(d > V{}, y - f / d, y);
+  }
+  const V inf = vec::splat<V>(INFINITY), nan = vec::splat<V>(NAN);
+  y = vec::select(ax == one<V>(), inf, y);
+  y = vec::select(ax > one<V>() || ax != ax, nan, y);
+  y = vec::select(x < V{}, -y, y);
+  return vec::select(x == V{}, x, y);
+}
+inline vec::VF digamma_v(vec::VF x) { return vec::digamma_f32(x); }
+inline vec::VD digamma_v(vec::VD x) {
+  for (int i = 0; i < vec::kLanes<double>; ++i) x[i] = math::digamma(double(x[i]));
+  return x;
+}
+template <class V>
+inline V logit_v(V x) {
+  return vec::log(x / (one<V>() - x));
+}
+template <class V>
+inline V logit_eps_v(V x, V lo, V hi) {
+  x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
+  return vec::log(x / (one<V>() - x));
+}
+template <class V>
+inline V softplus_v(V x, V vb, V vt) {
+  const V xb = x * vb;
+  return vec::select(xb > vt, x, vec::log1p_full(vec::exp(xb)) / vb);
+}
+
+/// isclose on floats (elementwise.cpp's lambda).
+template <class M>
+inline bool isclose(M x, M y, M rtol, M atol, bool equal_nan) {
+  if (x == y) return true;
+  if (x != x || y != y) return equal_nan && x != x && y != y;
+  if (std::isinf(x) || std::isinf(y)) return false;
+  return std::abs(x - y) <= atol + rtol * std::abs(y);
+}
+
+}  // namespace cg
+}  // namespace BRISK_CPU_ISA
+}  // namespace cpu
+}  // namespace brisk
