@@ -20,7 +20,7 @@ namespace brisk {
 
 /// How a compiled graph runs.
 enum class CompileBackend : uint8_t {
-  Default,      ///< generated code where available, else the interpreter
+  Default,      ///< generated code (the system C++ compiler, cached on disk) where available, else the interpreter
   Interpreter,  ///< the fused-graph interpreter (chunked eager kernels)
   Eager,        ///< no graph: call the function (for debugging and A/B timing)
 };
@@ -54,6 +54,8 @@ struct CompileStats {
   int64_t graph_breaks = 0;
   int64_t nodes = 0;        ///< kernel calls in the last recorded graph
   int64_t groups = 0;       ///< of which fused into this many steps
+  int64_t generated = 0;    ///< steps of the last graph that run generated code
+  std::string codegen;      ///< why a fused step is interpreted ("" when none is)
   double trace_seconds = 0;
   std::string last_break;     ///< why the last break happened ("" if none)
   std::string last_recompile;  ///< the guard that failed on the last retrace

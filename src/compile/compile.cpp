@@ -409,6 +409,8 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
     st.nodes = static_cast<int64_t>(entry->graph.nodes.size());
     st.groups = static_cast<int64_t>(entry->graph.groups.size());
+    st.generated = entry->exe->generated_groups();
+    st.codegen = entry->exe->codegen_note();
     if (entry->graph.split >= 0) {
       entry->split_group = static_cast<int>(entry->graph.groups.size());
       for (size_t gi = 0; gi < entry->graph.groups.size(); ++gi)

@@ -2,6 +2,7 @@
 #include "compile/executor.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <array>
 #include <cstring>
 #include <memory>
@@ -279,6 +280,27 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
   fused_plans_.resize(g.groups.size());
   for (size_t gi = 0; gi < g.groups.size(); ++gi)
     if (g.groups[gi].fused()) fused_plans_[gi] = make_fused_plan(g, g.groups[gi]);
+  kernels_.fns.assign(g.groups.size(), nullptr);
+  if (opts.backend == CompileBackend::Default && opts.fuse) {
+    // Generated code for the fused groups (one compiler run or disk hit per
+    // graph); groups the generator does not take, or no compiler at all,
+    // stay with the interpreter. A compiler failure is brisk's bug: it is
+    // reported once and the graph is interpreted.
+    try {
+      kernels_ = build_cpu_kernels(g);
+    } catch (const Error& e) {
+      kernels_.fns.assign(g.groups.size(), nullptr);
+      codegen_note_ = std::string("code generation failed, interpreting: ") + e.what();
+      static bool warned = false;
+      if (!warned) {
+        warned = true;
+        std::fprintf(stderr, "brisk: compile: %s\n", codegen_note_.c_str());
+      }
+    }
+    for (size_t gi = 0; gi < kernels_.code.size() && codegen_note_.empty(); ++gi)
+      if (g.groups[gi].fused() && !kernels_.fns[gi] && !kernels_.code[gi].reason.empty())
+        codegen_note_ = "group " + std::to_string(gi) + " interpreted: " + kernels_.code[gi].reason;
+  }
   for (size_t b = 0; b < nb; ++b) {
     const Buffer& bf = g.bufs[b];
     if (bf.kind != BufKind::External) continue;
@@ -303,6 +325,12 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     alloc_before_[first_use[b]].push_back(static_cast<int>(b));
     if (!is_output_[b]) release_after_[last_use_[b]].push_back(static_cast<int>(b));
   }
+}
+
+int Executable::generated_groups() const {
+  int n = 0;
+  for (auto f : kernels_.fns) n += f != nullptr;
+  return n;
 }
 
 std::string Executable::externals_changed() const {
@@ -469,6 +497,8 @@ void Executable::run_group(int gi, const Bound& bound) const {
   auto ev = profiler::detail::ScopedEvent::lazy(profiler::EventKind::UserScope, [&] { return group_names_[gi]; });
   if (grp.nodes.size() == 1 && g_.nodes[grp.nodes[0]].opaque())
     g_.nodes[grp.nodes[0]].run(bound);
+  else if (kernels_.fns[gi])
+    run_cpu_kernel(kernels_.code[gi].kernel, kernels_.fns[gi], base);
   else if (grp.fused() && opts_.fuse)
     run_fused(gi, base);
   else

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "brisk/compile.h"
+#include "compile/codegen_cpu.h"
 #include "compile/graph.h"
 
 namespace brisk::jit {
@@ -50,6 +51,10 @@ class Executable {
   /// Results [o0, o1) as views of the state's buffers.
   std::vector<Tensor> results(const RunState& st, int o0, int o1) const;
   int num_groups() const { return static_cast<int>(g_.groups.size()); }
+  /// Groups that run generated code, and why code generation was not used
+  /// where it was tried and refused ("" when all were generated).
+  int generated_groups() const;
+  const std::string& codegen_note() const { return codegen_note_; }
 
  private:
   void run_group(int gi, const Bound& bound) const;
@@ -64,6 +69,8 @@ class Executable {
   std::vector<std::tuple<int, int, int>> written_args_;  // (buffer, argument, group) written in place
   std::vector<std::string> group_names_;
   std::vector<FusedPlan> fused_plans_;  // per group (fused groups only)
+  CpuGraphKernels kernels_;             // generated code per group (null: interpreted)
+  std::string codegen_note_;
   struct ExternalSnapshot {
     int buf;
     ScalarType dtype;

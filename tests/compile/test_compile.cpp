@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "compile/toolchain.h"
 #include "test_util.h"
 
 namespace brisk {
@@ -57,6 +58,8 @@ TEST_F(Compile, GeluChainIsOneFusedGroupAndBitEqual) {
   EXPECT_EQ(f.stats().nodes, 5);
   EXPECT_EQ(f.stats().groups, 1) << f.graph_text();
   EXPECT_NE(f.graph_text().find("(fused)"), std::string::npos);
+  // the default backend generates the group's code where a compiler is installed
+  if (jit::have_compiler()) EXPECT_EQ(f.stats().generated, 1) << f.stats().codegen;
 }
 
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
@@ -507,8 +510,11 @@ TEST_F(Compile, GeneratedProgramsMatchEager) {
     Program p{rng(), 1 + static_cast<int64_t>(rng() % 40), 1 + static_cast<int64_t>(rng() % 300),
               1 + static_cast<int>(rng() % 3), rng() % 8 == 0};
     if (i % 50 == 0) p.cols = 2048 + static_cast<int64_t>(rng() % 3000);  // rows longer than a block
+    // (generated code for one program in 20: each graph is a compiler run,
+    // 150 ms cold; the interpreter runs the eager kernels, so both are checked)
     auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); },
-                     CompileOptions().set_fullgraph(!p.may_break));
+                     CompileOptions().set_fullgraph(!p.may_break).set_backend(
+                         i % 20 == 0 ? CompileBackend::Default : CompileBackend::Interpreter));
     auto make = [&] {
       std::vector<Tensor> xs;
       for (int k = 0; k < p.nargs; ++k) xs.push_back(randn({p.rows, p.cols}) * 2);
@@ -548,7 +554,8 @@ TEST_F(Compile, GeneratedProgramsGradientsMatchEager) {
     Program p{rng(), 1 + static_cast<int64_t>(rng() % 12), 1 + static_cast<int64_t>(rng() % 60),
               1 + static_cast<int>(rng() % 3), rng() % 8 == 0};
     // (not fullgraph: some backward formulas use ops compile does not record, cumsum's flip)
-    auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); });
+    auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); },
+                     CompileOptions().set_backend(i % 20 == 0 ? CompileBackend::Default : CompileBackend::Interpreter));
     auto make = [&] {
       std::vector<Tensor> xs;
       for (int k = 0; k < p.nargs; ++k) xs.push_back((randn({p.rows, p.cols}) * 2).requires_grad_());
