@@ -989,8 +989,22 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {
     }
   }
   if (ks.empty()) return out;
-  std::vector<CpuKernelFn> fns = load_cpu_kernels(ks);
-  for (size_t k = 0; k < which.size(); ++k) out.fns[which[k]] = fns[k];
+  // Groups that do the same work on other buffers (an optimizer's update of
+  // each parameter) have the same body but for the name: one function
+  // serves them all, so the unit holds each distinct body once.
+  std::unordered_map<std::string, size_t> first_of;  // body with the name blanked -> index in ks
+  std::vector<const CpuKernel*> unique;
+  std::vector<size_t> slot(ks.size());
+  for (size_t k = 0; k < ks.size(); ++k) {
+    std::string key = ks[k]->body;
+    for (size_t pos = key.find(ks[k]->name); pos != std::string::npos; pos = key.find(ks[k]->name, pos + 1))
+      key.replace(pos, ks[k]->name.size(), "@");
+    auto [it, fresh] = first_of.try_emplace(std::move(key), unique.size());
+    if (fresh) unique.push_back(ks[k]);
+    slot[k] = it->second;
+  }
+  std::vector<CpuKernelFn> fns = load_cpu_kernels(unique);
+  for (size_t k = 0; k < which.size(); ++k) out.fns[which[k]] = fns[slot[k]];
   return out;
 }
 
