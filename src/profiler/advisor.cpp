@@ -368,21 +368,27 @@ bool is_view_op(const std::string& name) {
   return op.info != nullptr && op.info->kind == OpKind::View;
 }
 
-void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
+// Ops a user dispatched (not inside another op or an optimizer step, which
+// rule 5 covers), per thread in start order. Views are left out: they
+// neither count nor break a stretch (rules 3 and 10).
+std::map<uint32_t, std::vector<size_t>> user_ops_per_thread(const Context& c) {
   const auto& ev = c.r.events;
-  // Ops a user dispatched (not inside another op or an optimizer step, which
-  // rule 5 covers), per thread in start order. Views neither count nor break
-  // a stretch.
   std::map<uint32_t, std::vector<size_t>> per_thread;
   for (size_t i = 0; i < ev.size(); ++i)
     if (ev[i].kind == EventKind::Op && !c.in_op[i] && !c.in_optimizer[i] && !is_view_op(ev[i].name))
       per_thread[ev[i].thread].push_back(i);
+  auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
+  for (auto& [thread, ops] : per_thread)
+    if (!std::is_sorted(ops.begin(), ops.end(), by_start)) std::stable_sort(ops.begin(), ops.end(), by_start);
+  return per_thread;
+}
+
+void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
+  const auto& ev = c.r.events;
   Finding f{Rule::LaunchBound, "Launch-bound stretches of small ops", 0, 0, {}, {}};
   Sites sites;
   int64_t stretches = 0;
-  for (auto& [thread, ops] : per_thread) {
-    auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
-    if (!std::is_sorted(ops.begin(), ops.end(), by_start)) std::stable_sort(ops.begin(), ops.end(), by_start);
+  for (const auto& [thread, ops] : user_ops_per_thread(c)) {
     size_t k = 0;
     while (k < ops.size()) {
       size_t end = k;
@@ -419,19 +425,11 @@ bool is_pointwise_op(const std::string& name) {
 
 void rule_fusable_pointwise(const Context& c, std::vector<Finding>& out) {
   const auto& ev = c.r.events;
-  // As rule 3: ops the user dispatched, per thread in start order; views
-  // neither count nor break a chain. Under compile the chain is one event
-  // (a fused group), so the rule is quiet there.
-  std::map<uint32_t, std::vector<size_t>> per_thread;
-  for (size_t i = 0; i < ev.size(); ++i)
-    if (ev[i].kind == EventKind::Op && !c.in_op[i] && !c.in_optimizer[i] && !is_view_op(ev[i].name))
-      per_thread[ev[i].thread].push_back(i);
+  // (Under compile the chain is one event, a fused group: the rule is quiet.)
   Finding f{Rule::FusablePointwise, "Chains of pointwise ops that compile would fuse", 0, 0, {}, {}};
   Sites sites;
   int64_t chains = 0;
-  for (auto& [thread, ops] : per_thread) {
-    auto by_start = [&](size_t a, size_t b) { return ev[a].start_ns < ev[b].start_ns; };
-    if (!std::is_sorted(ops.begin(), ops.end(), by_start)) std::stable_sort(ops.begin(), ops.end(), by_start);
+  for (const auto& [thread, ops] : user_ops_per_thread(c)) {
     size_t k = 0;
     while (k < ops.size()) {
       size_t end = k;
