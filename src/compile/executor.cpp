@@ -70,11 +70,52 @@ struct Access {
 }  // namespace
 
 void plan_unfused(Graph& g) {
+  eliminate_dead_nodes(g);
   g.groups.clear();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
 }
 
+int eliminate_dead_nodes(Graph& g) {
+  // Backwards over the calls: a call is live when it writes a buffer that is
+  // an argument or a captured tensor (a side effect), a result, or a temp a
+  // later live call reads; a live call makes the buffers it reads live.
+  // Buffer-level (a partial write keeps the whole buffer's writers), so it
+  // only ever removes work whose every output nobody reads.
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<char> live_buf(g.bufs.size(), 0), keep(n, 0);
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) live_buf[r.buf] = 1;
+  for (size_t b = 0; b < g.bufs.size(); ++b)
+    if (g.bufs[b].kind != BufKind::Temp) live_buf[b] = 1;
+  for (int i = n - 1; i >= 0; --i) {
+    const Node& nd = g.nodes[i];
+    std::vector<int> writes = nd.writes, reads = nd.reads;
+    if (!nd.opaque()) {
+      writes.push_back(nd.out().buf);
+      for (int k = 1; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) reads.push_back(nd.ops[k].buf);
+    }
+    for (int b : writes) keep[i] |= b >= 0 && live_buf[b];
+    if (keep[i])
+      for (int b : reads) live_buf[b] = 1;
+  }
+  std::vector<Node> kept;
+  int removed = 0, split = g.split;
+  for (int i = 0; i < n; ++i) {
+    if (keep[i]) {
+      kept.push_back(std::move(g.nodes[i]));
+    } else {
+      ++removed;
+      if (g.split >= 0 && i < g.split) --split;
+    }
+  }
+  g.nodes = std::move(kept);
+  g.split = split;
+  return removed;
+}
+
 void plan(Graph& g) {
+  eliminate_dead_nodes(g);
   g.groups.clear();
   const int n = static_cast<int>(g.nodes.size());
   std::vector<Access> acc(g.bufs.size());

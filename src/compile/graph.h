@@ -133,6 +133,9 @@ struct Graph {
   std::vector<Group> groups;  ///< after plan(): the execution order
 };
 
+/// Removes the calls whose results nobody reads (dead-code elimination);
+/// returns how many. plan() starts with it.
+int eliminate_dead_nodes(Graph& g);
 /// Splits the nodes into groups (fusion) and marks internal temps.
 void plan(Graph& g);
 /// Elements per block of the fused-graph interpreter.

@@ -62,6 +62,21 @@ TEST_F(Compile, GeluChainIsOneFusedGroupAndBitEqual) {
   if (jit::have_compiler()) EXPECT_EQ(f.stats().generated, 1) << f.stats().codegen;
 }
 
+TEST_F(Compile, DeadCallsAreDropped) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor unused = (x.exp() * 2).sigmoid();  // three calls nobody reads
+    y.add_(1);                                // a side effect: kept
+    return x * 3;
+  };
+  auto f = compile(fn);
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({50}), y = randn({50}), y2 = y.clone();
+    EXPECT_TRUE(same_bits(f(x, y), fn(x, y2)));
+    EXPECT_TRUE(same_bits(y, y2));
+  }
+  EXPECT_EQ(f.stats().nodes, 2) << f.graph_text();
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
