@@ -744,7 +744,7 @@ TEST_F(CodegenCpu, GraphKernelsOnThePool) {
   Tensor s = r.sum(1);  // an opaque node between fused groups
   Tensor r2 = gelu(x * y) - y;
   tr.uninstall();
-  for (const Tensor& t : {r, r2}) {
+  for (const Tensor& t : {r, s, r2}) {  // (s a result too: dead-code elimination would drop the sum)
     OutputRef out;
     out.buf = tr.output_buffer(t, out.offset);
     g.outputs.push_back(out);
