@@ -62,6 +62,25 @@ TEST_F(Compile, GeluChainIsOneFusedGroupAndBitEqual) {
   if (jit::have_compiler()) EXPECT_EQ(f.stats().generated, 1) << f.stats().codegen;
 }
 
+// Blocks and generated ranges spread over two threads give the same bits
+// (the split points are where eager's vectors start).
+TEST_F(Compile, TwoThreadsGiveTheSameBits) {
+  auto fn = [](const Tensor& x, const Tensor& b) { return gelu_chain(x + b).sin() * x; };
+  for (auto backend : {CompileBackend::Interpreter, CompileBackend::Default}) {
+    auto f = compile(fn, CompileOptions().set_backend(backend));
+    for (auto shape : {std::vector<int64_t>{300000}, std::vector<int64_t>{300, 1003}, std::vector<int64_t>{20, 9000}}) {
+      Tensor x = randn(shape) * 50, b = randn({shape.back()});
+      set_num_threads(1);
+      Tensor want = fn(x, b);
+      set_num_threads(2);
+      f(x, b);
+      Tensor got = f(x, b);
+      set_num_threads(1);
+      EXPECT_TRUE(same_bits(got, want)) << shape.size() << " dims, backend " << static_cast<int>(backend);
+    }
+  }
+}
+
 TEST_F(Compile, DeadCallsAreDropped) {
   auto fn = [](const Tensor& x, const Tensor& y) {
     Tensor unused = (x.exp() * 2).sigmoid();  // three calls nobody reads
