@@ -51,7 +51,10 @@ bool traceable_op(std::string_view name) {
   const OpLookup l = find_op(name);
   if (!l.info) return false;
   const OpInfo& r = *l.info;
-  if (r.syncs() || r.random()) return false;
+  // (random ops are let through by name: one that draws calls a random
+  // kernel, a graph break at the lookup, or fills memory on the host, a break
+  // at its first read; dropout in eval mode draws nothing and is traced)
+  if (r.syncs()) return false;
   switch (r.kind) {
     case OpKind::Unary:
     case OpKind::Binary:
@@ -61,7 +64,8 @@ bool traceable_op(std::string_view name) {
     case OpKind::Scan:
     case OpKind::Gemm:
     case OpKind::Normalization:
-    case OpKind::Factory:  // (the random ones have kRandom)
+    case OpKind::Factory:
+    case OpKind::Random:
       // (their kernels are recorded where the slot is one compile knows:
       // trace_kernel breaks on the others)
       return true;

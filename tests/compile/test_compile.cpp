@@ -412,6 +412,27 @@ TEST_F(Compile, ModulesCompileTheirForwardAndSeeParameterUpdates) {
   EXPECT_EQ(cm.stats().traces, 3);
 }
 
+TEST_F(Compile, DropoutIsTracedInEvalModeAndBreaksInTraining) {
+  nn::Sequential net(nn::Linear(8, 8), nn::Dropout(0.5), nn::GELU());
+  auto cnet = compile(net);
+  NoGradGuard ng;
+  net->eval();
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({4, 8});
+    EXPECT_TRUE(same_bits(cnet(x), net->forward(x)));
+  }
+  EXPECT_EQ(cnet.stats().graph_breaks, 0) << cnet.stats().last_break;
+  net->train();  // dropout draws: a break, eager's values
+  manual_seed(3);
+  Tensor x = randn({4, 8});
+  manual_seed(4);
+  Tensor got = cnet(x);
+  manual_seed(4);
+  EXPECT_TRUE(same_bits(got, net->forward(x)));
+  EXPECT_EQ(cnet.stats().graph_breaks, 1);
+  EXPECT_NE(cnet.stats().last_break.find("bernoulli"), std::string::npos) << cnet.stats().last_break;
+}
+
 TEST_F(Compile, ACapturedTensorChangedInShapeIsTracedAgain) {
   Tensor w = randn({4});
   auto f = compile([&w](const Tensor& x) { return x * w; });
