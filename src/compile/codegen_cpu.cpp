@@ -854,7 +854,8 @@ namespace {
 // includes from brisk; test_codegen_cpu checks the list against the
 // compiler's dependency output): their content is part of every cache key.
 const char* const kPreludeHeaders[] = {"src/compile/cpu_prelude.h", "src/backend/cpu/vec_math.h",
-                                       "src/kernels/math.h", "include/brisk/dtype.h", "include/brisk/half.h"};
+                                       "src/backend/cpu/vec_composite.h", "src/kernels/math.h",
+                                       "include/brisk/dtype.h", "include/brisk/half.h"};
 
 const std::string& prelude_hash() {
   static const std::string h = [] {

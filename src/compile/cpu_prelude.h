@@ -7,11 +7,11 @@
 // Compiled with the flags of the eager per-ISA kernel files
 // (cmake/BriskCpuKernels.cmake, -DBRISK_CPU_ISA=<variant>); not part of the
 // library's own build. An installed brisk needs this header, kernels/math.h,
-// backend/cpu/vec_math.h and brisk/half.h, brisk/dtype.h installed with it.
+// backend/cpu/vec_math.h, backend/cpu/vec_composite.h and brisk/half.h,
+// brisk/dtype.h installed with it.
 //
-// Keep the composites below in step with unary.cpp (test_codegen_cpu
-// compares every one with the eager kernel): they are copies, until both
-// move to one shared header.
+// The composites come from backend/cpu/vec_composite.h, as the eager
+// kernel's do (test_codegen_cpu still compares every one with the kernel).
 #pragma once
 #include <bit>
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "backend/cpu/vec_math.h"
+#include "backend/cpu/vec_composite.h"
 #include "brisk/dtype.h"
 #include "kernels/math.h"
 
@@ -130,90 +131,8 @@ inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
 }
 
 // ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------
-template <class V>
-inline V one() {
-  return vec::splat<V>(1.0);
-}
-template <class V>
-inline V sigmoid_v(V x) {
-  if constexpr (vec::is_float_vec<V>) {
-    const V e = vec::exp_inline(vec::neg_abs(x));
-    const V d = one<V>() + e, d_err = e - (d - one<V>());
-    V r = vec::recip_1_2(d);
-    r = r - r * r * d_err;
-    return vec::select(x < V{}, e * r, r);
-  } else {
-    const V r = one<V>() / (one<V>() + vec::exp(-x));
-    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::sigmoid(v); });
-  }
-}
-template <class V>
-inline V silu_v(V x) {
-  if constexpr (vec::is_float_vec<V>) {
-    return x * sigmoid_v(x);
-  } else {
-    const V r = x / (one<V>() + vec::exp(-x));
-    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::silu(v); });
-  }
-}
-template <class V>
-inline V mish_v(V x) {
-  return x * vec::tanh(vec::log1p_full(vec::exp(x)));
-}
-template <class V>
-inline V erfc_fast(V x) {
-  const V z = vec::abs(x);
-  const V t = one<V>() / (one<V>() + vec::splat<V>(0.5) * z);
-  V p = vec::splat<V>(0.17087277);
-  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
-                   1.00002368, -1.26551223})
-    p = p * t + vec::splat<V>(c);
-  V r;
-  if constexpr (vec::is_float_vec<V>)
-    r = t * vec::exp_inline(p - z * z);
-  else
-    r = t * vec::exp(p - z * z);
-  return vec::select(x < V{}, vec::splat<V>(2.0) - r, r);
-}
-template <class V>
-inline V gelu_erf_v(V x) {
-  const V z = x * vec::splat<V>(-0.70710678118654752440);
-  if constexpr (vec::is_float_vec<V>)
-    return vec::splat<V>(0.5) * x * erfc_fast(z);
-  else
-    return vec::splat<V>(0.5) * x * vec::erfc(z);
-}
-template <class V>
-inline V gelu_tanh_v(V x) {
-  const V u2 = vec::splat<V>(2 * 0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
-  return x * sigmoid_v(u2);
-}
-inline vec::VF erf_v(vec::VF x) { return vec::erf_f32(x); }
-inline vec::VD erf_v(vec::VD x) { return vec::erf(x); }
-inline vec::VF erfc_v(vec::VF x) { return vec::erfc_f32(x); }
-inline vec::VD erfc_v(vec::VD x) { return vec::erfc(x); }
-inline vec::VF erfinv_v(vec::VF x) { return vec::erfinv_f32(x); }
-inline vec::VD erfinv_v(vec::VD x) {
-  using V = vec::VD;
-  const V ax = vec::abs(x);
-  V y = vec::erfinv_start(ax, -vec::log((one<V>() - ax) * (one<V>() + ax)));
-  const V half = vec::splat<V>(0.5), k = vec::splat<V>(1.12837916709551257390);
-  for (int i = 0; i < 3; ++i) {
-    const V d = k * vec::exp(-y * y);
-    const V f = vec::select(ax <= half, vec::erf(y) - ax, (one<V>() - ax) - vec::erfc(y));
-    y = vec::select(d > V{}, y - f / d, y);
-  }
-  const V inf = vec::splat<V>(INFINITY), nan = vec::splat<V>(NAN);
-  y = vec::select(ax == one<V>(), inf, y);
-  y = vec::select(ax > one<V>() || ax != ax, nan, y);
-  y = vec::select(x < V{}, -y, y);
-  return vec::select(x == V{}, x, y);
-}
-inline vec::VF digamma_v(vec::VF x) { return vec::digamma_f32(x); }
-inline vec::VD digamma_v(vec::VD x) {
-  for (int i = 0; i < vec::kLanes<double>; ++i) x[i] = math::digamma(double(x[i]));
-  return x;
-}
+// (one definition for both: backend/cpu/vec_composite.h)
+using namespace composite;
 template <class V>
 inline V logit_v(V x) {
   return vec::log(x / (one<V>() - x));

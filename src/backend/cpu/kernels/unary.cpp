@@ -4,6 +4,7 @@
 // the composite ones (sigmoid, gelu, ...) are those of kernels/math.h,
 // written on vectors.
 #include "backend/cpu/loops.h"
+#include "backend/cpu/vec_composite.h"
 #include "backend/cpu/vec_loops.h"
 #include "kernels/math.h"
 
@@ -34,126 +35,27 @@ template <class F>
 void vec_binary_op(TensorIter& it, const char* op, const F& f) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], op, [&] { vec_binary_kernel<scalar_t>(it, f); });
 }
-template <class V>
-inline V one() {
-  return vec::splat<V>(1.0);
-}
+using namespace composite;  // the vector composites (backend/cpu/vec_composite.h), shared with compile's code
 
-// Composite ops on vectors (the formulas of kernels/math.h).
-// sigmoid: 1 / (1 + exp(-x)) flushes to 0 below x = -88.7 in float32
-// (PyTorch's does) although the value is normal down to -87.3 and subnormal
-// to -103: lanes below -80 (-700 in double) take math::sigmoid, which goes
-// through exp(-|x|) and never overflows (rare lanes: one mask test per vector).
-//
-// float32 computes math::sigmoid's form directly, e = exp(-|x|), 1/(1+e) or
-// e/(1+e), with vec::exp_inline (right down to subnormal results) and
-// 1/(1+e) by vec::recip_1_2 (1 + e is in [1, 2]): no call,
-// no fixup (the fixup's spill of x and of the mask to the stack made the
-// kernel loop 1.6x slower with an inline exp).
-template <class V>
-inline V sigmoid_v(V x) {
-  if constexpr (vec::is_float_vec<V>) {
-    const V e = vec::exp_inline(vec::neg_abs(x));  // exp(-|x|)
-    const V d = one<V>() + e, d_err = e - (d - one<V>());  // 1 + e = d + d_err exactly
-    V r = vec::recip_1_2(d);
-    r = r - r * r * d_err;  // 1 / (d + d_err): half an ulp less error
-    return vec::select(x < V{}, e * r, r);
-  } else {
-    const V r = one<V>() / (one<V>() + vec::exp(-x));
-    return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::sigmoid(v); });
-  }
-}
 struct Sigmoid {
   template <class V>
   V operator()(V x) const { return sigmoid_v(x); }
 };
 struct Silu {
   template <class V>
-  V operator()(V x) const {
-    if constexpr (vec::is_float_vec<V>) {
-      return x * sigmoid_v(x);
-    } else {
-      const V r = x / (one<V>() + vec::exp(-x));
-      return vec::fixup(x, r, x < vec::splat<V>(-700.0), [](auto v) { return math::silu(v); });
-    }
-  }
+  V operator()(V x) const { return silu_v(x); }
 };
 struct Mish {
   template <class V>
-  V operator()(V x) const { return x * vec::tanh(vec::log1p_full(vec::exp(x))); }
+  V operator()(V x) const { return mish_v(x); }
 };
-// erfc for float32 gelu: the Chebyshev fit of Numerical Recipes (2nd ed.,
-// 6.2, "erfcc"; relative error below 1.2e-7 everywhere) on vectors: one exp
-// and one division, about 3x cheaper than Sleef's 1.5-ulp erfcf.
-template <class V>
-inline V erfc_fast(V x) {
-  const V z = vec::abs(x);
-  const V t = one<V>() / (one<V>() + vec::splat<V>(0.5) * z);
-  V p = vec::splat<V>(0.17087277);
-  for (double c : {-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196,
-                   1.00002368, -1.26551223})
-    p = p * t + vec::splat<V>(c);
-  V r;
-  if constexpr (vec::is_float_vec<V>)
-    r = t * vec::exp_inline(p - z * z);
-  else
-    r = t * vec::exp(p - z * z);
-  return vec::select(x < V{}, vec::splat<V>(2.0) - r, r);
-}
-// gelu(x) = x/2 (1 + erf(x / sqrt 2)) = x/2 erfc(-x / sqrt 2): the erfc
-// form has no cancellation for x < 0 (the erf one loses all digits below
-// x = -5 in float32). float32 uses erfc_fast, float64 Sleef's erfc.
 struct GeluErf {
   template <class V>
-  V operator()(V x) const {
-    const V z = x * vec::splat<V>(-0.70710678118654752440);
-    if constexpr (vec::is_float_vec<V>)
-      return vec::splat<V>(0.5) * x * erfc_fast(z);
-    else
-      return vec::splat<V>(0.5) * x * vec::erfc(z);
-  }
+  V operator()(V x) const { return gelu_erf_v(x); }
 };
-
-// erf, erfc, erfinv: float32 (and float16 / bfloat16 through it) by brisk's
-// own formulas in vec_math.h (within 0.62 ulp, 2-3x faster than Sleef's
-// double-float ones); float64 through Sleef (erf, erfc) and three Newton
-// steps on Sleef's erf / erfc from Giles' start (erfinv).
-inline vec::VF erf_v(vec::VF x) { return vec::erf_f32(x); }
-inline vec::VD erf_v(vec::VD x) { return vec::erf(x); }
-inline vec::VF erfc_v(vec::VF x) { return vec::erfc_f32(x); }
-inline vec::VD erfc_v(vec::VD x) { return vec::erfc(x); }
-inline vec::VF erfinv_v(vec::VF x) { return vec::erfinv_f32(x); }
-inline vec::VD erfinv_v(vec::VD x) {
-  using V = vec::VD;
-  const V ax = vec::abs(x);
-  V y = vec::erfinv_start(ax, -vec::log((one<V>() - ax) * (one<V>() + ax)));
-  const V half = vec::splat<V>(0.5), k = vec::splat<V>(1.12837916709551257390);  // 2 / sqrt(pi)
-  for (int i = 0; i < 3; ++i) {
-    const V d = k * vec::exp(-y * y);
-    const V f = vec::select(ax <= half, vec::erf(y) - ax, (one<V>() - ax) - vec::erfc(y));
-    y = vec::select(d > V{}, y - f / d, y);
-  }
-  const V inf = vec::splat<V>(INFINITY), nan = vec::splat<V>(NAN);
-  y = vec::select(ax == one<V>(), inf, y);
-  y = vec::select(ax > one<V>() || ax != ax, nan, y);  // nan for |x| > 1 and nan
-  y = vec::select(x < V{}, -y, y);
-  return vec::select(x == V{}, x, y);  // keeps the sign of zero
-}
-// digamma: float32 on double vectors (vec_math.h, 0.5 ulp); float64 per lane
-// through math::digamma, as before.
-inline vec::VF digamma_v(vec::VF x) { return vec::digamma_f32(x); }
-inline vec::VD digamma_v(vec::VD x) {
-  for (int i = 0; i < vec::kLanes<double>; ++i) x[i] = math::digamma(double(x[i]));
-  return x;
-}
-// gelu_tanh(x) = x/2 (1 + tanh u) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3):
-// the same function without the cancellation of 1 + tanh u for x < 0.
 struct GeluTanh {
   template <class V>
-  V operator()(V x) const {
-    const V u2 = vec::splat<V>(2 * 0.79788456080286535588) * (x + vec::splat<V>(0.044715) * x * x * x);
-    return x * sigmoid_v(u2);
-  }
+  V operator()(V x) const { return gelu_tanh_v(x); }
 };
 
 #define VEC_OP(name, expr) \
