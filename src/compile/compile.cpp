@@ -56,6 +56,7 @@ struct Entry {
   std::vector<int> diff_outputs;  // results that get the backward node as grad_fn
   std::vector<int> grad_args;     // arguments that require grad, then...
   std::vector<int> grad_externals;  // ...captured tensors (buffers) that require grad
+  std::vector<int> backward_reads;  // arguments' and captured tensors' buffers the backward part reads
 };
 
 struct CompiledCore::Impl {
@@ -134,20 +135,12 @@ std::vector<Tensor> run_joint(const std::shared_ptr<Entry>& e, const std::vector
   for (int b : e->grad_externals) req.push_back(e->graph.bufs[b].tensor);
   // the inputs and captured tensors the backward part reads, with their versions now
   std::vector<std::pair<Tensor, int64_t>> read;
-  for (size_t gi = e->split_group; gi < e->graph.groups.size(); ++gi)
-    for (int ni : e->graph.groups[gi].nodes) {
-      const jit::Node& nd = e->graph.nodes[ni];
-      auto note = [&](int b) {
-        if (b < 0) return;
-        const jit::Buffer& bf = e->graph.bufs[b];
-        const Tensor* t = bf.kind == BufKind::Input && bf.input < e->n_args ? &inputs[bf.input]
-                          : bf.kind == BufKind::External                       ? &bf.tensor
-                                                                               : nullptr;
-        if (t && !t->is_inference()) read.emplace_back(*t, t->_version());
-      };
-      for (int b : nd.reads) note(b);
-      for (int k = 1; k < nd.noperands; ++k) note(nd.ops[k].buf);
-    }
+  read.reserve(e->backward_reads.size());
+  for (int b : e->backward_reads) {
+    const jit::Buffer& bf = e->graph.bufs[b];
+    const Tensor& t = bf.kind == BufKind::Input ? inputs[bf.input] : bf.tensor;
+    if (!t.is_inference()) read.emplace_back(t, t._version());
+  }
   autograd::record("CompiledFunctionBackward", diff, req, {}, [e, st, read](autograd::BackwardCtx& c) -> TensorList {
     for (const auto& [t, v] : read)
       BRISK_CHECK(t._version() == v, "compile",
@@ -412,11 +405,27 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     st.generated = entry->exe->generated_groups();
     st.codegen = entry->exe->codegen_note();
     if (entry->graph.split >= 0) {
-      entry->split_group = static_cast<int>(entry->graph.groups.size());
-      for (size_t gi = 0; gi < entry->graph.groups.size(); ++gi)
-        if (entry->graph.groups[gi].nodes.front() >= entry->graph.split) {
+      jit::Graph& g = entry->graph;
+      entry->split_group = static_cast<int>(g.groups.size());
+      for (size_t gi = 0; gi < g.groups.size(); ++gi)
+        if (g.groups[gi].nodes.front() >= g.split) {
           entry->split_group = static_cast<int>(gi);
           break;
+        }
+      // (once per graph: run_joint snapshots their versions on every call)
+      std::vector<char> seen(g.bufs.size(), 0);
+      auto note = [&](int b) {
+        if (b < 0 || seen[b]) return;
+        seen[b] = 1;
+        const jit::Buffer& bf = g.bufs[b];
+        if ((bf.kind == BufKind::Input && bf.input < entry->n_args) || bf.kind == BufKind::External)
+          entry->backward_reads.push_back(b);
+      };
+      for (size_t gi = entry->split_group; gi < g.groups.size(); ++gi)
+        for (int ni : g.groups[gi].nodes) {
+          const jit::Node& nd = g.nodes[ni];
+          for (int b : nd.reads) note(b);
+          for (int k = 1; k < nd.noperands; ++k) note(nd.ops[k].buf);
         }
     }
   }

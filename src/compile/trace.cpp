@@ -125,24 +125,6 @@ constexpr std::array<WrapperFn, sizeof...(Ks)> make_wrappers(std::integer_sequen
 const std::array<WrapperFn, kNumOps> kWrappers = make_wrappers(std::make_integer_sequence<int, kNumOps>{});
 
 template <int K>
-void elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
-  constexpr OpId op = static_cast<OpId>(K);
-  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[K][static_cast<int>(DeviceType::CPU)]);
-  Tracer* t = t_tracer;
-  if (t && !t->in_kernel) {
-    t->record(op, it, args);
-    t->in_kernel = true;
-    struct Reset {
-      Tracer* t;
-      ~Reset() { t->in_kernel = false; }
-    } reset{t};
-    fn(it, args);
-    return;
-  }
-  fn(it, args);
-}
-
-template <int K>
 typename OpSignature<static_cast<OpId>(K)>::type real_kernel() {
   return reinterpret_cast<typename OpSignature<static_cast<OpId>(K)>::type>(
       detail::g_kernel_table[K][static_cast<int>(DeviceType::CPU)]);
@@ -158,6 +140,15 @@ void run_recorded(Tracer* t, const F& f) {
     ~Reset() { t->in_kernel = false; }
   } reset{t};
   f();
+}
+
+template <int K>
+void elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(it, args);
+  t->record(static_cast<OpId>(K), it, args);
+  run_recorded(t, [&] { fn(it, args); });
 }
 
 Node opaque_node(Tracer* t, int k, const char* pending) {
