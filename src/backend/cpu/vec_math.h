@@ -85,15 +85,16 @@ template <class T>
 inline void storeu(T* p, Vec<T> v) {
   std::memcpy(p, &v, sizeof(v));
 }
-/// A vector of x in every lane, exactly (a sum with V{} would turn -0.0
-/// into +0.0: x * -0.0 and atan2(0, -0.0) then lost their signs in the
-/// vector body but not in the tail).
+/// A vector of x in every lane, exactly: t - (+0) is t for every t, -0.0
+/// included (a sum with V{} would turn -0.0 into +0.0: x * -0.0 and
+/// atan2(0, -0.0) then lost their signs in the vector body but not in the
+/// tail). Not a store per lane: GCC folds that only for constants, and for
+/// a value from a table (poly's coefficients) it emitted sixteen masked
+/// broadcasts per call, which made every polynomial 5x slower.
 template <class V>
 inline V splat(double x) {
   using T = std::remove_reference_t<decltype(V{}[0])>;
-  V v;
-  for (size_t i = 0; i < sizeof(V) / sizeof(T); ++i) v[i] = static_cast<T>(x);
-  return v;
+  return static_cast<T>(x) - V{};
 }
 /// Lane-wise select: c ? a : b (c a comparison result).
 template <class V, class C>
