@@ -28,7 +28,8 @@ namespace cpu {
 namespace BRISK_CPU_ISA {
 namespace cg {
 
-constexpr int kBlock = 256;  // elements per block (a multiple of every lane count)
+// Blocks have 256 to 2048 elements (codegen_cpu.cpp picks one per kernel):
+// multiples of every lane count.
 
 /// A value the optimizer cannot see through: eager kernels take their
 /// scalars (alpha, clamp bounds, ...) at run time, so the generated code must
@@ -81,8 +82,8 @@ inline void st(char* p, int64_t s, const opmath_t<S>* __restrict src, int64_t n)
   }
 }
 template <class T>
-inline void fill(T* dst, T v) {
-  for (int i = 0; i < kBlock; ++i) dst[i] = v;
+inline void fill(T* dst, T v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = v;
 }
 
 /// A vector of v in every lane, exactly (vec::splat adds +0.0, which turns
