@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -71,6 +72,7 @@ struct Access {
 
 void plan_unfused(Graph& g) {
   eliminate_dead_nodes(g);
+  eliminate_common_subexpressions(g);
   g.groups.clear();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
 }
@@ -114,8 +116,127 @@ int eliminate_dead_nodes(Graph& g) {
   return removed;
 }
 
+namespace {
+
+bool same_scalar(const Scalar& a, const Scalar& b) {
+  if (a.is_floating_point() != b.is_floating_point() || a.is_bool() != b.is_bool()) return false;
+  if (a.is_floating_point()) return std::bit_cast<uint64_t>(a.to<double>()) == std::bit_cast<uint64_t>(b.to<double>());
+  return a.to<int64_t>() == b.to<int64_t>();
+}
+bool same_args(const KernelArgs& a, const KernelArgs& b) {
+  return a.i0 == b.i0 && a.i1 == b.i1 && a.mode == b.mode && a.has_s0 == b.has_s0 && a.has_s1 == b.has_s1 &&
+         (!a.has_s0 || same_scalar(a.s0, b.s0)) && (!a.has_s1 || same_scalar(a.s1, b.s1)) &&
+         // (kernels may read s0/s1 without the flags: compare them anyway)
+         same_scalar(a.s0, b.s0) && same_scalar(a.s1, b.s1);
+}
+bool same_operand(const Operand& a, const Operand& b, int ndim) {
+  if (a.is_const() != b.is_const()) return false;
+  if (a.is_const()) return a.dtype == b.dtype && std::memcmp(a.scalar, b.scalar, sizeof(a.scalar)) == 0;
+  return same_geometry(a, b, ndim);
+}
+/// The same kernel call on the same operands (the output aside).
+bool same_call(const Node& a, const Node& b) {
+  if (a.opaque() || b.opaque() || a.slot != b.slot || a.ndim != b.ndim || a.numel != b.numel || a.linear != b.linear ||
+      a.zero_dim != b.zero_dim || a.compute_dtype != b.compute_dtype || a.noperands != b.noperands ||
+      !same_args(a.args, b.args))
+    return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.shape[d] != b.shape[d]) return false;
+  if (a.out().dtype != b.out().dtype || a.out().offset != b.out().offset) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (a.out().strides[d] != b.out().strides[d]) return false;
+  for (int k = 1; k < a.noperands; ++k)
+    if (!same_operand(a.ops[k], b.ops[k], a.ndim)) return false;
+  return true;
+}
+
+}  // namespace
+
+int eliminate_common_subexpressions(Graph& g) {
+  // Note [Common subexpressions]
+  // A call j that repeats an earlier call i (same kernel, arguments, space
+  // and input views, Note [Fusion groups]' geometry) reads the same values
+  // when nothing wrote i's inputs in between; its result is then i's. Only
+  // when both results are temps that their one call writes whole, with the
+  // same layout, and j's is not a result of the function (two results must
+  // not share memory) nor read by an opaque call (which holds its buffers):
+  // then j's readers read i's buffer and j goes. Bit-exact by construction.
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<int> writers(g.bufs.size(), 0);
+  std::vector<char> opaque_read(g.bufs.size(), 0), is_result(g.bufs.size(), 0);
+  for (const Node& nd : g.nodes) {
+    if (nd.opaque()) {
+      for (int b : nd.writes)
+        if (b >= 0) ++writers[b];
+      for (int b : nd.reads)
+        if (b >= 0) opaque_read[b] = 1;
+      for (int b : nd.writes)  // (an opaque call may read what it writes)
+        if (b >= 0) opaque_read[b] = 1;
+    } else if (nd.out().buf >= 0) {
+      ++writers[nd.out().buf];
+    }
+  }
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) is_result[r.buf] = 1;
+  auto whole_temp = [&](const Node& nd) {
+    const int b = nd.out().buf;
+    if (b < 0 || g.bufs[b].kind != BufKind::Temp || writers[b] != 1) return false;
+    for (int k = 1; k < nd.noperands; ++k)
+      if (nd.ops[k].buf == b) return false;  // in place
+    // the call covers the buffer: its elements times the item size
+    return nd.out().offset == 0 && nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) == g.bufs[b].nbytes;
+  };
+  std::vector<int> remap(g.bufs.size());
+  for (size_t b = 0; b < remap.size(); ++b) remap[b] = static_cast<int>(b);
+  std::vector<char> drop(n, 0);
+  std::vector<int> last_write(g.bufs.size(), -1);  // node index of the latest write to each buffer
+  // candidates by slot, in program order
+  std::vector<int> seen;
+  for (int j = 0; j < n; ++j) {
+    Node& nd = g.nodes[j];
+    if (!nd.opaque())  // reads of removed results go to the kept ones
+      for (int k = 1; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) nd.ops[k].buf = remap[nd.ops[k].buf];
+    if (!nd.opaque() && whole_temp(nd) && !is_result[nd.out().buf] && !opaque_read[nd.out().buf]) {
+      for (int i : seen) {
+        const Node& a = g.nodes[i];
+        if (!same_call(a, nd) || g.bufs[a.out().buf].nbytes != g.bufs[nd.out().buf].nbytes) continue;
+        bool clean = true;  // nothing wrote i's inputs (or i's result) after i
+        for (int k = 0; k < a.noperands && clean; ++k)
+          if (!a.ops[k].is_const() && last_write[a.ops[k].buf] > i) clean = false;
+        if (!clean) continue;
+        remap[nd.out().buf] = a.out().buf;
+        drop[j] = 1;
+        break;
+      }
+      if (!drop[j]) seen.push_back(j);
+    }
+    if (drop[j]) continue;
+    if (nd.opaque()) {
+      for (int b : nd.writes)
+        if (b >= 0) last_write[b] = j;
+    } else if (nd.out().buf >= 0) {
+      last_write[nd.out().buf] = j;
+    }
+  }
+  std::vector<Node> kept;
+  int removed = 0, split = g.split;
+  for (int i = 0; i < n; ++i) {
+    if (!drop[i]) {
+      kept.push_back(std::move(g.nodes[i]));
+    } else {
+      ++removed;
+      if (g.split >= 0 && i < g.split) --split;
+    }
+  }
+  g.nodes = std::move(kept);
+  g.split = split;
+  return removed;
+}
+
 void plan(Graph& g) {
   eliminate_dead_nodes(g);
+  eliminate_common_subexpressions(g);
   g.groups.clear();
   const int n = static_cast<int>(g.nodes.size());
   std::vector<Access> acc(g.bufs.size());

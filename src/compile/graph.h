@@ -136,6 +136,10 @@ struct Graph {
 /// Removes the calls whose results nobody reads (dead-code elimination);
 /// returns how many. plan() starts with it.
 int eliminate_dead_nodes(Graph& g);
+/// Removes the calls that repeat an earlier call on the same, unchanged
+/// inputs; their readers read the earlier result (Note [Common
+/// subexpressions] in executor.cpp). Returns how many. plan() runs it.
+int eliminate_common_subexpressions(Graph& g);
 /// Splits the nodes into groups (fusion) and marks internal temps.
 void plan(Graph& g);
 /// Elements per block of the fused-graph interpreter.

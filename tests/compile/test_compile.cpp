@@ -96,6 +96,65 @@ TEST_F(Compile, DeadCallsAreDropped) {
   EXPECT_EQ(f.stats().nodes, 2) << f.graph_text();
 }
 
+// Note [Common subexpressions]: a repeated call on unchanged inputs is
+// computed once; a write in between, a result of the function, or another
+// layout keeps both.
+TEST_F(Compile, CommonSubexpressionsAreComputedOnce) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    Tensor a = (x * y).exp(), b = (x * y).exp();  // x * y and exp twice: two calls go
+    return a + b.sin();
+  };
+  auto f = compile(fn);
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({300}), y = randn({300});
+    EXPECT_TRUE(same_bits(f(x, y), fn(x, y)));
+  }
+  EXPECT_EQ(f.stats().nodes, 4) << f.graph_text();
+
+  // an in-place write to an input in between: the second call reads new values
+  auto g = [](const Tensor& x) {
+    Tensor a = x * 2;
+    x.add_(1);
+    Tensor b = x * 2;
+    return a + b;
+  };
+  auto fg = compile(g);
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({64}), x2 = x.clone();
+    EXPECT_TRUE(same_bits(fg(x), g(x2)));
+    EXPECT_TRUE(same_bits(x, x2));
+  }
+  EXPECT_EQ(fg.stats().nodes, 4) << fg.graph_text();
+
+  // an in-place write to the first result: the second is not the same value
+  auto h = [](const Tensor& x) {
+    Tensor a = x.cos();
+    a.mul_(3);
+    return a + x.cos();
+  };
+  auto fh = compile(h);
+  Tensor x = randn({64});
+  fh(x);
+  EXPECT_TRUE(same_bits(fh(x), h(x)));
+  EXPECT_EQ(fh.stats().nodes, 4) << fh.graph_text();
+
+  // two results never share memory, even when equal
+  auto r = [](const Tensor& x) { return std::make_pair(x.exp(), x.exp()); };
+  auto fr = compile(r);
+  fr(x);
+  auto [p, q] = fr(x);
+  EXPECT_TRUE(same_bits(p, x.exp()));
+  p.fill_(0);
+  EXPECT_TRUE(same_bits(q, x.exp()));
+
+  // other views of the same buffer are other calls
+  auto v = [](const Tensor& m) { return m.exp() + m.t().exp().t(); };
+  auto fv = compile(v);
+  Tensor m = randn({8, 8});
+  fv(m);
+  EXPECT_TRUE(same_bits(fv(m), v(m)));
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
@@ -504,7 +563,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(p.may_break ? 34 : 33)) {
+    switch (pick(p.may_break ? 35 : 34)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -550,6 +609,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
         r.narrow(0, 0, 1).mul_(3);  // in place through a view of an intermediate
         break;
       }
+      case 33: r = (a * b).sin() * (a * b).tanh() + a.exp() * a.exp(); break;  // common subexpressions
       default: r = a.index_select(1, arange(p.cols).flip(0)); break;  // not recorded: a graph break
     }
     vals.push_back(r);
