@@ -400,6 +400,7 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     if (im.opts.fuse) jit::plan(entry->graph);
     else jit::plan_unfused(entry->graph);
     entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
+    jit::release_trace_temps(entry->graph);
     st.nodes = static_cast<int64_t>(entry->graph.nodes.size());
     st.groups = static_cast<int64_t>(entry->graph.groups.size());
     st.generated = entry->exe->generated_groups();

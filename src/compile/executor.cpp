@@ -11,6 +11,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "brisk/ops.h"
 #include "core/parallel.h"
 #include "core/profile_hooks.h"
 #include "core/tensor_create.h"
@@ -73,6 +74,7 @@ struct Access {
 void plan_unfused(Graph& g) {
   eliminate_dead_nodes(g);
   eliminate_common_subexpressions(g);
+  fold_constants(g);
   g.groups.clear();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
 }
@@ -234,9 +236,98 @@ int eliminate_common_subexpressions(Graph& g) {
   return removed;
 }
 
+void run_elementwise(const Node& n, char* const* base);
+
+void release_trace_temps(Graph& g) {
+  for (Buffer& bf : g.bufs)
+    if (bf.kind == BufKind::Temp) bf.tensor = Tensor();
+}
+
+int fold_constants(Graph& g, int64_t max_bytes) {
+  // Note [Constant folding]
+  // A call that reads only constants (scalars, tensors brisk's constant
+  // factories made inside the function, earlier folded results) computes
+  // the same values on every call. It runs once here, through the same
+  // kernel, into memory the graph owns (the trace run's own memory is gone
+  // or is the first call's result), which becomes a constant of the graph;
+  // the call goes. Bit-exact by construction. Only temps its one call
+  // writes (an elementwise call: whole), and small ones (max_bytes), as a
+  // constant holds its memory for the graph's life.
+  const int n = static_cast<int>(g.nodes.size());
+  std::vector<int> writers(g.bufs.size(), 0);
+  for (const Node& nd : g.nodes) {
+    if (nd.opaque()) {
+      for (int b : nd.writes)
+        if (b >= 0) ++writers[b];
+    } else if (nd.out().buf >= 0) {
+      ++writers[nd.out().buf];
+    }
+  }
+  std::vector<char> constant(g.bufs.size(), 0), drop(n, 0);
+  for (size_t b = 0; b < g.bufs.size(); ++b)
+    constant[b] = g.bufs[b].kind == BufKind::External && g.bufs[b].made_in_trace;
+  int removed = 0, split = g.split;
+  for (int j = 0; j < n; ++j) {
+    const Node& nd = g.nodes[j];
+    std::vector<int> reads = nd.reads, writes = nd.writes;
+    if (!nd.opaque()) {
+      writes = {nd.out().buf};
+      for (int k = 1; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) reads.push_back(nd.ops[k].buf);
+      // an elementwise call covers its buffer (an opaque call's buffers
+      // are its results, made for it)
+      if (nd.out().buf < 0 || nd.out().offset != 0 || nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) != g.bufs[nd.out().buf].nbytes)
+        continue;
+    }
+    bool ok = !writes.empty();
+    for (int b : writes) {
+      ok = ok && b >= 0 && g.bufs[b].kind == BufKind::Temp && writers[b] == 1 && g.bufs[b].nbytes > 0 &&
+           g.bufs[b].nbytes <= max_bytes && g.bufs[b].nbytes % static_cast<int64_t>(element_size(g.bufs[b].dtype)) == 0;
+      for (int r : reads) ok = ok && r != b;
+    }
+    for (int r : reads) ok = ok && r >= 0 && constant[r];
+    if (!ok) continue;
+    // run the call once, now, into memory of the graph's own
+    std::vector<Tensor> owners(g.bufs.size());
+    std::vector<char*> base(g.bufs.size(), nullptr);
+    for (int r : reads) {
+      owners[r] = g.bufs[r].tensor;
+      base[r] = static_cast<char*>(owners[r].impl()->storage->data);
+    }
+    for (int b : writes) {
+      Buffer& bf = g.bufs[b];
+      owners[b] = zeros({bf.nbytes / static_cast<int64_t>(element_size(bf.dtype))}, TensorOptions().dtype(bf.dtype));
+      base[b] = static_cast<char*>(owners[b].impl()->storage->data);
+    }
+    if (nd.opaque())
+      nd.run(Bound{owners, base.data()});
+    else
+      run_elementwise(nd, base.data());
+    for (int b : writes) {
+      Buffer& bf = g.bufs[b];
+      bf.tensor = owners[b];
+      bf.kind = BufKind::External;
+      bf.made_in_trace = true;  // (a result that views it is cloned per call)
+      bf.made_by = "a folded constant";
+      constant[b] = 1;
+    }
+    drop[j] = 1;
+    ++removed;
+    if (g.split >= 0 && j < g.split) --split;
+  }
+  if (!removed) return 0;
+  std::vector<Node> kept;
+  for (int i = 0; i < n; ++i)
+    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
+  g.nodes = std::move(kept);
+  g.split = split;
+  return removed;
+}
+
 void plan(Graph& g) {
   eliminate_dead_nodes(g);
   eliminate_common_subexpressions(g);
+  fold_constants(g);
   g.groups.clear();
   const int n = static_cast<int>(g.nodes.size());
   std::vector<Access> acc(g.bufs.size());
@@ -519,7 +610,9 @@ Tensor Bound::view(const TensorRef& r) const {
   return v;
 }
 
-void Executable::run_node(const Node& n, char* const* base) const {
+void Executable::run_node(const Node& n, char* const* base) const { run_elementwise(n, base); }
+
+void run_elementwise(const Node& n, char* const* base) {
   TensorIter it;
   it.noperands = n.noperands;
   it.ndim = n.zero_dim ? 0 : n.ndim;

@@ -140,6 +140,13 @@ int eliminate_dead_nodes(Graph& g);
 /// inputs; their readers read the earlier result (Note [Common
 /// subexpressions] in executor.cpp). Returns how many. plan() runs it.
 int eliminate_common_subexpressions(Graph& g);
+/// Turns the calls that read only constants into constants of the graph
+/// (their trace-run values; buffers up to max_bytes), Note [Constant
+/// folding] in executor.cpp. Returns how many. plan() runs it.
+int fold_constants(Graph& g, int64_t max_bytes = int64_t(64) << 10);
+/// Lets go of the trace run's temps (plan() and the executable no longer
+/// need their values; they held the trace's intermediates alive).
+void release_trace_temps(Graph& g);
 /// Splits the nodes into groups (fusion) and marks internal temps.
 void plan(Graph& g);
 /// Elements per block of the fused-graph interpreter.

@@ -155,6 +155,53 @@ TEST_F(Compile, CommonSubexpressionsAreComputedOnce) {
   EXPECT_TRUE(same_bits(fv(m), v(m)));
 }
 
+// Note [Constant folding]: calls on constants only run once, at the trace.
+TEST_F(Compile, CallsOnConstantsAreFolded) {
+  auto fn = [](const Tensor& x) {
+    Tensor k = full({x.size(1)}, 0.5) * tensor(std::vector<float>{2.0f, 3.0f, 4.0f}).sum() + 1;  // fill, mul, add
+    return x * k.sqrt();
+  };
+  auto f = compile(fn);
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({4, 3});
+    EXPECT_TRUE(same_bits(f(x), fn(x)));
+  }
+  // all but the last mul: the sum too (its input is a constant)
+  EXPECT_EQ(f.stats().nodes, 1) << f.graph_text();
+
+  // a folded result is handed out as a fresh copy: writing it changes nothing later
+  auto c = [](const Tensor& x) { return std::make_pair(x + 1, full({4}, 2.0) * 3); };
+  auto fc = compile(c);
+  Tensor y = randn({4});
+  auto [a0, k0] = fc(y);  // the trace
+  k0.fill_(-1);
+  auto [a1, k1] = fc(y);
+  k1.mul_(5);
+  auto [a2, k2] = fc(y);
+  EXPECT_TRUE(same_bits(k2, full({4}, 6.0)));
+  EXPECT_EQ(fc.stats().nodes, 1) << fc.graph_text();
+
+  // big constants stay calls (a folded one would hold its memory)
+  auto big = [](const Tensor& x) { return x + full({100000}, 0.25).exp(); };
+  auto fb = compile(big);
+  Tensor z = randn({100000});
+  fb(z);
+  EXPECT_TRUE(same_bits(fb(z), big(z)));
+  EXPECT_EQ(fb.stats().nodes, 3) << fb.graph_text();
+}
+
+// The compiled function keeps no intermediate of its trace run alive.
+TEST_F(Compile, TheTraceRunsIntermediatesAreReleased) {
+  InferenceMode guard;
+  Tensor x = randn({1 << 18});
+  auto f = compile(gelu_chain);
+  const int64_t before = cpu::memory_allocated();
+  { Tensor y = f(x); }
+  EXPECT_EQ(cpu::memory_allocated(), before);
+  { Tensor y = f(x); }
+  EXPECT_EQ(cpu::memory_allocated(), before);
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
