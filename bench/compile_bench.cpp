@@ -129,6 +129,11 @@ int main(int argc, char** argv) {
     out("gelu_trace_ms", (now() - t0) * 1e3);
     out("gelu_eager_ms", time_ms([&] { gelu_chain(x); }, rounds, 1));
     out("gelu_compiled_ms", time_ms([&] { f(x); }, rounds, 1));
+    auto fa = compile(gelu_chain, CompileOptions().set_mode(CompileMode::MaxAutotune));
+    fa(x);
+    fa(x);  // (the first run of the graph times the variants)
+    out("gelu_autotuned_ms", time_ms([&] { fa(x); }, rounds, 1));
+    std::fprintf(stderr, "gelu autotune: %s\n", fa.stats().autotune.c_str());
     auto u = compile(gelu_chain, CompileOptions().set_fuse(false));
     u(x);
     out("gelu_unfused_replay_ms", time_ms([&] { u(x); }, rounds, 1));
@@ -164,6 +169,14 @@ int main(int argc, char** argv) {
     out("adam_trace_ms", (now() - t0) * 1e3);
     out("adam_plain_eager_ms", time_ms([&] { adam.step(p, g, m, v, step_size, bc2); }, rounds, 5));
     out("adam_plain_compiled_ms", time_ms([&] { f(p, g, m, v, step_size, bc2); }, rounds, 5));
+    auto fa = compile(
+        [&adam](const std::vector<Tensor>& p, const std::vector<Tensor>& g, const std::vector<Tensor>& m,
+                const std::vector<Tensor>& v, const Tensor& s, const Tensor& b) { adam.step(p, g, m, v, s, b); },
+        CompileOptions().set_mode(CompileMode::MaxAutotune));
+    fa(p, g, m, v, step_size, bc2);
+    fa(p, g, m, v, step_size, bc2);
+    out("adam_plain_autotuned_ms", time_ms([&] { fa(p, g, m, v, step_size, bc2); }, rounds, 5));
+    std::fprintf(stderr, "adam autotune: %s\n", fa.stats().autotune.substr(0, 200).c_str());
     std::vector<Tensor> params;
     for (int i = 0; i < n; ++i) {
       Tensor q = p[i].clone().requires_grad_();

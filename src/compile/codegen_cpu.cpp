@@ -173,7 +173,7 @@ struct Unsupported {
 /// The generator's state for one group.
 class Gen {
  public:
-  Gen(const Graph& g, const Group& grp) : g_(g), grp_(grp) {}
+  Gen(const Graph& g, const Group& grp, int64_t block) : g_(g), grp_(grp), forced_block_(block) {}
 
   CpuCodegen run(const std::string& name) {
     CpuCodegen r;
@@ -198,6 +198,7 @@ class Gen {
 
   const Graph& g_;
   const Group& grp_;
+  int64_t forced_block_ = 0;
   int ndim_ = 1;
   std::vector<int64_t> shape_;
   std::vector<CpuKernelArg> args_;
@@ -787,6 +788,13 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
       block = b;
       break;
     }
+  if (forced_block_) {
+    if (forced_block_ != 256 && forced_block_ != 512 && forced_block_ != 1024 && forced_block_ != 2048)
+      no("block size " + std::to_string(forced_block_));
+    if (forced_block_ * static_cast<int64_t>(block_bytes_) > (int64_t(128) << 10))
+      no("blocks of " + std::to_string(forced_block_) + " elements take more than 128 KiB");
+    block = forced_block_;
+  }
 
   // the entry point
   std::ostringstream s;
@@ -836,12 +844,13 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   for (auto& st : arg_strides_)
     for (int d = 0; d < nd; ++d) kern.strides.push_back(st[d]);
   kern.ops = ops;
+  kern.block = block;
 }
 
 }  // namespace
 
-CpuCodegen generate_cpu(const Graph& g, const Group& group, const std::string& name) {
-  return Gen(g, group).run(name);
+CpuCodegen generate_cpu(const Graph& g, const Group& group, const std::string& name, int64_t block) {
+  return Gen(g, group, block).run(name);
 }
 
 const char* cpu_isa() {
@@ -976,10 +985,12 @@ void run_cpu_kernel(const CpuKernel& k, CpuKernelFn fn, char* const* base) {
   }
 }
 
-CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {
+CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles, bool variants) {
   CpuGraphKernels out;
   out.code.resize(g.groups.size());
   out.fns.assign(g.groups.size(), nullptr);
+  out.variants.resize(g.groups.size());
+  out.variant_fns.resize(g.groups.size());
   const bool compiler = have_compiler();
   std::vector<const CpuKernel*> ks;
   std::vector<size_t> which;
@@ -997,7 +1008,27 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {
     if (out.code[i].ok) {
       ks.push_back(&out.code[i].kernel);
       which.push_back(i);
+      if (variants)
+        for (int64_t b : {256, 512, 1024, 2048}) {
+          if (b == out.code[i].kernel.block) {
+            out.variants[i].push_back(out.code[i].kernel);
+            continue;
+          }
+          CpuCodegen v = generate_cpu(g, grp, "brisk_g" + std::to_string(i) + "_b" + std::to_string(b), b);
+          if (v.ok) out.variants[i].push_back(std::move(v.kernel));
+        }
     }
+  }
+  // (the variants go into the same unit, after the default kernels)
+  std::vector<std::pair<size_t, size_t>> variant_at;  // (group, variant) of ks entries past the defaults
+  const size_t n_default = ks.size();
+  for (size_t i = 0; i < g.groups.size(); ++i) {
+    out.variant_fns[i].assign(out.variants[i].size(), nullptr);
+    for (size_t v = 0; v < out.variants[i].size(); ++v)
+      if (out.variants[i][v].block != out.code[i].kernel.block) {
+        ks.push_back(&out.variants[i][v]);
+        variant_at.push_back({i, v});
+      }
   }
   if (ks.empty()) return out;
   // Groups that do the same work on other buffers (an optimizer's update of
@@ -1016,6 +1047,11 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles) {
   }
   std::vector<CpuKernelFn> fns = load_cpu_kernels(unique);
   for (size_t k = 0; k < which.size(); ++k) out.fns[which[k]] = fns[slot[k]];
+  for (size_t k = n_default; k < ks.size(); ++k)
+    out.variant_fns[variant_at[k - n_default].first][variant_at[k - n_default].second] = fns[slot[k]];
+  for (size_t i = 0; i < g.groups.size(); ++i)
+    for (size_t v = 0; v < out.variants[i].size(); ++v)
+      if (out.variants[i][v].block == out.code[i].kernel.block) out.variant_fns[i][v] = out.fns[i];
   return out;
 }
 

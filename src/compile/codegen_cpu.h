@@ -78,6 +78,7 @@ struct CpuKernel {
   std::vector<CpuKernelArg> args;
   std::vector<int64_t> strides;   ///< args.size() * ndim bytes, as the entry point takes them
   std::string ops;                ///< the node names, "mul+div+erf+add+mul" (profiler events)
+  int64_t block = 256;            ///< elements per block (Note [Generated CPU kernels])
 };
 
 struct CpuCodegen {
@@ -90,7 +91,10 @@ struct CpuCodegen {
 /// iteration space). Never generates code it is not sure of: any node,
 /// dtype or layout it does not handle gives ok = false with a reason.
 /// `name` is the symbol (distinct names for kernels sharing a unit).
-CpuCodegen generate_cpu(const Graph& g, const Group& group, const std::string& name = "brisk_k");
+/// `block`: elements per block (256, 512, 1024 or 2048; 0: the generator
+/// picks by the group's working set); a block whose buffers would take more
+/// than 128 KiB of stack is refused.
+CpuCodegen generate_cpu(const Graph& g, const Group& group, const std::string& name = "brisk_k", int64_t block = 0);
 
 /// A translation unit of the given kernel bodies (the #include lines added).
 std::string cpu_translation_unit(const std::vector<const CpuKernel*>& kernels);
@@ -123,10 +127,15 @@ void run_cpu_kernel(const CpuKernel& k, CpuKernelFn fn, char* const* base);
 /// g.groups[i]; fns[i] is null where code[i].ok is false (or not tried:
 /// code[i].reason says so). No compiler: every fns[i] null, reason "no C++
 /// compiler"; a compiler error throws brisk::Error naming `compile`.
+/// With `variants` (CompileMode::MaxAutotune), every generated group also
+/// gets its other block sizes: variants[i] / variant_fns[i] (the default
+/// kernel, code[i], among them), for the executor to time.
 struct CpuGraphKernels {
   std::vector<CpuCodegen> code;
   std::vector<CpuKernelFn> fns;
+  std::vector<std::vector<CpuKernel>> variants;
+  std::vector<std::vector<CpuKernelFn>> variant_fns;
 };
-CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles = false);
+CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles = false, bool variants = false);
 
 }  // namespace brisk::jit

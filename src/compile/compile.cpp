@@ -177,7 +177,17 @@ CompiledCore::CompiledCore(CompileOptions opts, std::string name) : impl_(std::m
 }
 CompiledCore::~CompiledCore() = default;
 
-const CompileStats& CompiledCore::stats() const { return impl_->stats; }
+const CompileStats& CompiledCore::stats() const {
+  if (impl_->opts.mode == CompileMode::MaxAutotune) {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto it = impl_->entries.rbegin(); it != impl_->entries.rend(); ++it)
+      if ((*it)->exe) {
+        impl_->stats.autotune = (*it)->exe->autotune_note();
+        break;
+      }
+  }
+  return impl_->stats;
+}
 
 std::string CompiledCore::graph_text() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -4,6 +4,9 @@
 // generated code.
 #pragma once
 #include <array>
+#include <atomic>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -55,11 +58,16 @@ class Executable {
   /// where it was tried and refused ("" when all were generated).
   int generated_groups() const;
   const std::string& codegen_note() const { return codegen_note_; }
+  /// CompileMode::MaxAutotune: the variants timed so far and the ones kept.
+  std::string autotune_note() const;
 
  private:
   void run_group(int gi, const Bound& bound) const;
   void run_node(const Node& n, char* const* base) const;
   void run_fused(int gi, char* const* base) const;
+  /// MaxAutotune: times group gi's variants on copies of its buffers and
+  /// keeps the fastest; returns its index.
+  int tune(int gi, const Bound& bound) const;
 
   const Graph& g_;
   CompileOptions opts_;
@@ -81,6 +89,10 @@ class Executable {
   std::vector<ExternalSnapshot> externals_;
   std::vector<std::vector<int>> release_after_;  // per group: temps last used there
   std::vector<std::vector<int>> alloc_before_;   // per group: temps first used there
+  // MaxAutotune: per group, the variant kept (-1: not timed yet)
+  std::unique_ptr<std::atomic<int>[]> chosen_;
+  mutable std::mutex tune_mu_;
+  mutable std::vector<std::string> tune_notes_;  // per group ("" until timed)
 };
 
 }  // namespace brisk::jit

@@ -202,6 +202,45 @@ TEST_F(Compile, TheTraceRunsIntermediatesAreReleased) {
   EXPECT_EQ(cpu::memory_allocated(), before);
 }
 
+// Note [Autotuning block sizes]: every variant is timed once on copies, the
+// values are eager's whatever is kept, and in-place updates happen once.
+TEST_F(Compile, MaxAutotuneTimesBlockSizesOnCopiesAndKeepsTheValues) {
+  if (!jit::have_compiler()) GTEST_SKIP() << "no C++ compiler: no generated kernels to tune";
+  auto f = compile(gelu_chain, CompileOptions().set_mode(CompileMode::MaxAutotune));
+  Tensor x = randn({1 << 19}) * 3;  // 4 MiB of data: timed (smaller kernels keep the default)
+  EXPECT_TRUE(same_bits(f(x), gelu_chain(x)));  // traced
+  EXPECT_TRUE(same_bits(f(x), gelu_chain(x)));  // tuned, then run
+  EXPECT_TRUE(same_bits(f(x), gelu_chain(x)));
+  const std::string note = f.stats().autotune;
+  for (const char* b : {"block 256", "block 512", "block 1024", "block 2048", "kept"})
+    EXPECT_NE(note.find(b), std::string::npos) << b << " in: " << note;
+
+  // an optimizer-like update in place: applied exactly once per call
+  auto step = [](const Tensor& p, const Tensor& m, const Tensor& g) {
+    m.mul_(0.9).add_(g, 0.1);
+    p.sub_(m * 0.01).mul_(0.999);
+  };
+  auto fs = compile(step, CompileOptions().set_mode(CompileMode::MaxAutotune));
+  Tensor p = randn({5000}), m = zeros({5000}), p2 = p.clone(), m2 = m.clone();
+  for (int i = 0; i < 4; ++i) {
+    Tensor g = randn({5000});
+    fs(p, m, g);
+    step(p2, m2, g);
+    EXPECT_TRUE(same_bits(p, p2)) << "step " << i;
+    EXPECT_TRUE(same_bits(m, m2)) << "step " << i;
+  }
+  EXPECT_NE(fs.stats().autotune.find("too small to time alone"), std::string::npos) << fs.stats().autotune;
+  Tensor P = randn({1 << 19}), M = zeros({1 << 19}), P2 = P.clone(), M2 = M.clone();  // 6 MiB over p, m, g
+  for (int i = 0; i < 3; ++i) {
+    Tensor g = randn({1 << 19});
+    fs(P, M, g);
+    step(P2, M2, g);
+    EXPECT_TRUE(same_bits(P, P2)) << "step " << i;
+    EXPECT_TRUE(same_bits(M, M2)) << "step " << i;
+  }
+  EXPECT_NE(fs.stats().autotune.find("kept"), std::string::npos) << fs.stats().autotune;
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
