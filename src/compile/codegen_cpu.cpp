@@ -761,6 +761,7 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   for (int d = 0; d < first.ndim; ++d) shape_[d] = first.shape[d];
   std::string ops;
   for (int ni : grp_.nodes) {
+    if (ni == grp_.row_node) continue;  // (the row op of a row-fused group runs after the kernel)
     const Node& n = g_.nodes.at(ni);
     if (n.ndim != first.ndim) no("nodes of different ranks");
     for (int d = 0; d < n.ndim; ++d)

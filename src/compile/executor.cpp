@@ -333,6 +333,21 @@ void plan(Graph& g) {
   const int n = static_cast<int>(g.nodes.size());
   std::vector<Access> acc(g.bufs.size());
   std::vector<int> touched;
+  // (row fusion) the calls that touch each buffer, and the results
+  std::vector<std::vector<int>> touchers(g.bufs.size());
+  for (int k = 0; k < n; ++k) {
+    const Node& nd = g.nodes[k];
+    auto add = [&](int b) {
+      if (b >= 0 && (touchers[b].empty() || touchers[b].back() != k)) touchers[b].push_back(k);
+    };
+    for (int b : nd.reads) add(b);
+    for (int b : nd.writes) add(b);
+    for (int q = 0; q < nd.noperands; ++q)
+      if (!nd.ops[q].is_const()) add(nd.ops[q].buf);
+  }
+  std::vector<char> result_buf(g.bufs.size(), 0);
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) result_buf[r.buf] = 1;
   int i = 0;
   while (i < n) {
     Group grp;
@@ -407,6 +422,53 @@ void plan(Graph& g) {
         grp.nodes.push_back(j);
       }
     }
+    // Note [Row fusion]
+    // A row op (Node::run_rows) right after an elementwise group that makes
+    // its whole input, which nothing else touches: the group runs a block
+    // of whole rows at a time into scratch and the row op reads them there,
+    // so the input never goes to memory (softmax(x * scale + mask),
+    // layer_norm(x + residual)). Each row is computed by the same code as
+    // in the unfused run (the row kernels run rows one by one; blocks of a
+    // 1-d group start at multiples of 64 elements), so the bits are eager's.
+    if (j < n && !g.nodes[i].opaque() && g.nodes[j].run_rows && !(g.split >= 0 && i < g.split && j >= g.split)) {
+      const Node& rn = g.nodes[j];
+      const Node& first = g.nodes[i];
+      const int x = rn.row_in;
+      const int64_t N = rn.row_cols, R = rn.row_count;
+      const int64_t es = static_cast<int64_t>(element_size(rn.row_in_dtype));
+      bool ok = x >= 0 && g.bufs[x].kind == BufKind::Temp && !result_buf[x] && N > 0 && R > 0 &&
+                N * es <= (int64_t(4) << 20) &&
+                std::find(touched.begin(), touched.end(), x) != touched.end();
+      // only the group and the row op touch x, and the group writes it first
+      if (ok)
+        for (int k : touchers[x]) ok = ok && k >= i && k <= j;
+      if (ok) {
+        const Node& w = g.nodes[touchers[x].front()];
+        ok = !w.opaque() && w.out().buf == x;
+        for (int q = 1; q < w.noperands && ok; ++q) ok = w.ops[q].buf != x;
+      }
+      // one geometry: x's rows, contiguous, in the group's iteration order
+      if (ok) {
+        const Access& a = acc[x];
+        ok = !a.multi && a.written && a.geo.offset == rn.row_in_offset && a.geo.dtype == rn.row_in_dtype;
+        if (ok && first.ndim == 2)
+          ok = first.shape[0] == N && first.shape[1] == R && a.geo.strides[0] == es && a.geo.strides[1] == N * es;
+        else if (ok)
+          ok = first.ndim == 1 && first.numel == R * N && a.geo.strides[0] == es;
+      }
+      // the row op's other buffers are not the group's
+      if (ok) {
+        for (int b : rn.writes) ok = ok && std::find(touched.begin(), touched.end(), b) == touched.end();
+        for (int b : rn.reads)
+          ok = ok && (b == x || std::find(touched.begin(), touched.end(), b) == touched.end());
+      }
+      if (ok) {
+        grp.nodes.push_back(j);
+        grp.row_node = j;
+        grp.staged = x;
+        ++j;
+      }
+    }
     g.groups.push_back(std::move(grp));
     i = j;
   }
@@ -468,6 +530,7 @@ std::string describe(const Graph& g) {
   for (size_t gi = 0; gi < g.groups.size(); ++gi) {
     const Group& grp = g.groups[gi];
     os << "  group " << gi << (grp.fused() ? " (fused)" : "");
+    if (grp.row_node >= 0) os << " rows staged: b" << grp.staged;
     if (!grp.internal.empty()) {
       os << " internal:";
       for (int b : grp.internal) os << " b" << b;
@@ -511,6 +574,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
   for (int gi = 0; gi < static_cast<int>(g.groups.size()); ++gi) {
     const Group& grp = g.groups[gi];
     for (int b : grp.internal) internal_[b] = 1;
+    if (grp.staged >= 0) internal_[grp.staged] = 1;  // (rows in scratch: no memory of its own)
     std::string nm;
     for (int ni : grp.nodes) {
       const Node& nd = g.nodes[ni];
@@ -533,7 +597,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
   }
   fused_plans_.resize(g.groups.size());
   for (size_t gi = 0; gi < g.groups.size(); ++gi)
-    if (g.groups[gi].fused()) fused_plans_[gi] = make_fused_plan(g, g.groups[gi]);
+    if (g.groups[gi].fused() && g.groups[gi].row_node < 0) fused_plans_[gi] = make_fused_plan(g, g.groups[gi]);
   kernels_.fns.assign(g.groups.size(), nullptr);
   if (opts.backend == CompileBackend::Default && opts.fuse) {
     // Generated code for the fused groups (one compiler run or disk hit per
@@ -750,12 +814,114 @@ void Executable::run_fused(int gi, char* const* base) const {
   });
 }
 
+// Note [Row fusion] (plan()): blocks of whole rows; per block, the
+// elementwise calls (generated code, or the eager kernels narrowed to the
+// block as in run_fused) write the staged input into scratch, then the row
+// op runs those rows.
+void Executable::run_row_group(int gi, const Bound& bound) const {
+  const Group& grp = g_.groups[gi];
+  const Node& rn = g_.nodes[grp.row_node];
+  const int64_t R = rn.row_count, N = rn.row_cols;
+  const int x = grp.staged;
+  const ScalarType xdt = rn.row_in_dtype;
+  const int64_t xes = static_cast<int64_t>(element_size(xdt));
+  const Node& first = g_.nodes[grp.nodes.front()];
+  const int ndim = first.ndim;
+  bool has_linear = ndim == 1;
+  for (int ni : grp.nodes)
+    if (ni != grp.row_node) has_linear |= g_.nodes[ni].linear;
+  int64_t rows_per = std::max<int64_t>(1, kBlock / N);
+  if (has_linear) {  // blocks start at multiples of 64 elements (the vectors eager formed)
+    const int64_t m = 64 / std::gcd<int64_t>(N, 64);
+    rows_per = (rows_per + m - 1) / m * m;
+  }
+  rows_per = std::min(rows_per, R);
+  const int64_t nblocks = (R + rows_per - 1) / rows_per;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, rows_per * N));
+  const CpuKernelFn fn = kernels_.fns[gi];
+  // interpreter scratch: the internal temps, rows_per * N elements each
+  std::vector<std::pair<int, int64_t>> off;
+  int64_t scratch_bytes = 0;
+  if (!fn)
+    for (int b : grp.internal) {
+      ScalarType dt = g_.bufs[b].dtype;
+      for (int ni : grp.nodes)
+        if (ni != grp.row_node && g_.nodes[ni].out().buf == b) dt = g_.nodes[ni].out().dtype;
+      off.emplace_back(b, scratch_bytes);
+      scratch_bytes += (rows_per * N * static_cast<int64_t>(element_size(dt)) + 63) / 64 * 64;
+    }
+  parallel_for(0, nblocks, grain, [&](int64_t bb, int64_t be) {
+    Tensor xs = detail::make_tensor({rows_per * N}, {}, xdt, kCPU);
+    char* xp = static_cast<char*>(xs.impl()->storage->data);
+    Tensor scratch_t = scratch_bytes ? detail::make_tensor({scratch_bytes + 64}, {}, kUInt8, kCPU) : Tensor();
+    char* scratch = scratch_bytes ? reinterpret_cast<char*>(
+                                        (reinterpret_cast<uintptr_t>(scratch_t.impl()->storage->data) + 63) / 64 * 64)
+                                  : nullptr;
+    std::vector<char*> ptrs;
+    TensorIter it;
+    for (int64_t blk = bb; blk < be; ++blk) {
+      const int64_t r0 = blk * rows_per, nr = std::min(rows_per, R - r0);
+      if (fn) {
+        const CpuKernel& k = kernels_.code[gi].kernel;
+        ptrs.clear();
+        for (const CpuKernelArg& a : k.args)
+          // x's element (r, c) at xp + ((r - r0) * N + c) * xes
+          ptrs.push_back(a.buf == x ? xp - r0 * N * xes + (a.offset - rn.row_in_offset) : bound.base[a.buf] + a.offset);
+        fn(ptrs.data(), k.strides.data(), k.shape.data(), r0 * N, (r0 + nr) * N);
+      } else {
+        for (int ni : grp.nodes) {
+          if (ni == grp.row_node) continue;
+          const Node& n = g_.nodes[ni];
+          it.noperands = n.noperands;
+          it.compute_dtype = n.compute_dtype;
+          const bool lin = ndim == 1 || n.linear;  // runs over the rows' elements in memory order
+          it.ndim = (!lin && nr > 1) ? 2 : 1;
+          it.shape[0] = lin ? N * nr : N;
+          it.shape[1] = nr;
+          it.numel = N * nr;
+          for (int q = 0; q < n.noperands; ++q) {
+            const Operand& o = n.ops[q];
+            it.dtypes[q] = o.dtype;
+            const int64_t es = static_cast<int64_t>(element_size(o.dtype));
+            int64_t so = -1;
+            for (const auto& [b, ob] : off)
+              if (o.buf == b) so = ob;
+            if (o.is_const()) {
+              std::memcpy(it.scalar_buf[q], o.scalar, sizeof(o.scalar));
+              it.data[q] = it.scalar_buf[q];
+              it.strides[q][0] = o.strides[0];
+              it.strides[q][1] = ndim >= 2 ? o.strides[1] : 0;
+            } else if (o.buf == x || so >= 0) {
+              it.data[q] = o.buf == x ? xp : scratch + so;
+              it.strides[q][0] = es;
+              it.strides[q][1] = es * N;
+            } else if (ndim == 1) {
+              it.data[q] = bound.base[o.buf] + o.offset + r0 * N * o.strides[0];
+              it.strides[q][0] = o.strides[0];
+              it.strides[q][1] = 0;
+            } else {
+              it.data[q] = bound.base[o.buf] + o.offset + r0 * o.strides[1];
+              it.strides[q][0] = o.strides[0];
+              it.strides[q][1] = o.strides[1];
+            }
+          }
+          auto kfn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
+          kfn(it, n.args);
+        }
+      }
+      rn.run_rows(bound, r0, nr, detail::make_view(xs, {nr, N}, {N, 1}, 0));
+    }
+  });
+}
+
 void Executable::run_group(int gi, const Bound& bound) const {
   const Group& grp = g_.groups[gi];
   char* const* base = bound.base;
   auto ev = profiler::detail::ScopedEvent::lazy(profiler::EventKind::UserScope, [&] { return group_names_[gi]; });
   if (grp.nodes.size() == 1 && g_.nodes[grp.nodes[0]].opaque())
     g_.nodes[grp.nodes[0]].run(bound);
+  else if (grp.row_node >= 0)
+    run_row_group(gi, bound);
   else if (kernels_.fns[gi] && gi < static_cast<int>(kernels_.variants.size()) && kernels_.variants[gi].size() > 1) {
     int c = chosen_[gi].load(std::memory_order_acquire);
     if (c < 0) c = tune(gi, bound);

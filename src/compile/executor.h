@@ -65,6 +65,7 @@ class Executable {
   void run_group(int gi, const Bound& bound) const;
   void run_node(const Node& n, char* const* base) const;
   void run_fused(int gi, char* const* base) const;
+  void run_row_group(int gi, const Bound& bound) const;
   /// MaxAutotune: times group gi's variants on copies of its buffers and
   /// keeps the fastest; returns its index.
   int tune(int gi, const Bound& bound) const;

@@ -88,6 +88,17 @@ struct Node {
   std::function<void(const Bound&)> run;
   std::vector<int> reads, writes;
   bool opaque() const { return static_cast<bool>(run); }
+  /// A row op whose rows are independent (softmax and log_softmax over a
+  /// contiguous last dim, layer_norm, rms_norm): run_rows runs rows
+  /// [r0, r0 + nr) of its row_count x row_cols input reading them from x
+  /// (nr x row_cols, contiguous), giving run's bits row for row. plan() may
+  /// put the elementwise calls that make the input in front of it (Note
+  /// [Row fusion] in executor.cpp).
+  std::function<void(const Bound&, int64_t r0, int64_t nr, const Tensor& x)> run_rows;
+  int64_t row_count = 0, row_cols = 0;
+  int row_in = -1;             ///< the input's buffer
+  int64_t row_in_offset = 0;   ///< bytes
+  ScalarType row_in_dtype = kFloat;
   const Operand& out() const { return ops[0]; }
 };
 
@@ -115,6 +126,10 @@ struct Group {
   /// Temps written and read only inside this group and not results: they
   /// live in per-chunk scratch, never in memory of their own.
   std::vector<int> internal;
+  /// Row fusion (Note [Row fusion]): the last node is a row op (row_node)
+  /// whose input (staged) the calls before it make, a block of rows at a
+  /// time into scratch (never whole in memory).
+  int row_node = -1, staged = -1;
   bool fused() const { return nodes.size() > 1; }
 };
 

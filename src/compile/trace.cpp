@@ -183,6 +183,22 @@ void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
   run_recorded(t, [&] { fn(plan, args); });
 }
 
+/// Rows [r0, r0 + nr) of r seen as a (rows, cols) contiguous matrix (cols 1:
+/// a vector of per-row values).
+Tensor row_view(const Bound& b, const TensorRef& r, int64_t r0, int64_t nr, int64_t cols, bool matrix) {
+  if (r.buf < 0) return Tensor();
+  TensorRef v = r;
+  v.offset += r0 * cols * static_cast<int64_t>(element_size(r.dtype));
+  if (matrix) {
+    v.sizes = {nr, cols};
+    v.strides = {cols, 1};
+  } else {
+    v.sizes = {nr};
+    v.strides = {1};
+  }
+  return b.view(v);
+}
+
 template <int K>
 void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args) {
   auto fn = real_kernel<K>();
@@ -192,6 +208,22 @@ void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelA
   const TensorRef ri = t->tensor_ref(in, false, n), ro = t->tensor_ref(out, true, n);
   if (t->break_reason().empty()) {
     n.run = [ri, ro, dim, args](const Bound& b) { real_kernel<K>()(b.view(ro), b.view(ri), dim, args); };
+    // softmax / log_softmax over a contiguous last dim: rows are independent
+    // (the kernel runs each row alone: backend/cpu/kernels/softmax.cpp)
+    if constexpr (K == static_cast<int>(OpId::softmax) || K == static_cast<int>(OpId::log_softmax)) {
+      if (in.dim() >= 1 && dim == in.dim() - 1 && in.size(-1) > 0 && in.is_contiguous() && out.is_contiguous() &&
+          in.dtype() == out.dtype()) {
+        const int64_t cols = in.size(-1), rows = in.numel() / cols;
+        n.row_count = rows;
+        n.row_cols = cols;
+        n.row_in = ri.buf;
+        n.row_in_offset = ri.offset;
+        n.row_in_dtype = in.dtype();
+        n.run_rows = [ro, cols, args](const Bound& b, int64_t r0, int64_t nr, const Tensor& x) {
+          real_kernel<K>()(row_view(b, ro, r0, nr, cols, true), x, 1, args);
+        };
+      }
+    }
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(out, in, dim, args); });
@@ -211,6 +243,19 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
     n.run = [=](const Bound& b) {
       real_kernel<K>()(b.view(ry), b.view(rm), b.view(rr), b.view(rx), b.view(rw), b.view(rb), eps);
     };
+    // each row alone (backend/cpu/kernels/norm_rows.cpp)
+    if (x.dim() == 2 && x.size(1) > 0 && x.is_contiguous() && y.is_contiguous()) {
+      const int64_t cols = x.size(1);
+      n.row_count = x.size(0);
+      n.row_cols = cols;
+      n.row_in = rx.buf;
+      n.row_in_offset = rx.offset;
+      n.row_in_dtype = x.dtype();
+      n.run_rows = [=](const Bound& b, int64_t r0, int64_t nr, const Tensor& xr) {
+        real_kernel<K>()(row_view(b, ry, r0, nr, cols, true), row_view(b, rm, r0, nr, 1, false),
+                         row_view(b, rr, r0, nr, 1, false), xr, b.view(rw), b.view(rb), eps);
+      };
+    }
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(y, mean, rstd, x, weight, bias, eps); });

@@ -241,6 +241,57 @@ TEST_F(Compile, MaxAutotuneTimesBlockSizesOnCopiesAndKeepsTheValues) {
   EXPECT_NE(fs.stats().autotune.find("kept"), std::string::npos) << fs.stats().autotune;
 }
 
+// Note [Row fusion]: the elementwise calls that make a row op's input run a
+// block of rows at a time in front of it, bit-equal to eager.
+TEST_F(Compile, RowOpsRunBehindThePointwiseCallsThatMakeTheirInput) {
+  auto attn = [](const Tensor& s, const Tensor& mask) { return softmax(s * 0.125 + mask, -1); };
+  auto ln = [](const Tensor& x, const Tensor& r, const Tensor& w, const Tensor& b) {
+    return nn::functional::layer_norm(x + r, {x.size(-1)}, w, b);
+  };
+  auto lsm = [](const Tensor& x) { return log_softmax(x.tanh() * 3, 1); };
+  auto rms = [](const Tensor& x) { return nn::functional::rms_norm(x * x.sigmoid(), {x.size(-1)}); };
+  for (auto backend : {CompileBackend::Default, CompileBackend::Interpreter}) {
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      auto fa = compile(attn, CompileOptions().set_backend(backend));
+      auto fl = compile(ln, CompileOptions().set_backend(backend));
+      auto fs = compile(lsm, CompileOptions().set_backend(backend));
+      auto fr = compile(rms, CompileOptions().set_backend(backend));
+      for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 3}, {300, 77}, {64, 1000}, {5, 20000}, {1, 130}}) {
+        Tensor s = randn({2, rows, cols}) * 4, mask = randn({rows, cols});
+        fa(s, mask);
+        EXPECT_TRUE(same_bits(fa(s, mask), attn(s, mask))) << rows << "x" << cols;
+        Tensor x = randn({rows, cols}), r = randn({rows, cols}), w = randn({cols}), b = randn({cols});
+        fl(x, r, w, b);
+        EXPECT_TRUE(same_bits(fl(x, r, w, b), ln(x, r, w, b))) << rows << "x" << cols;
+        fs(x);
+        EXPECT_TRUE(same_bits(fs(x), lsm(x))) << rows << "x" << cols;
+        fr(x);
+        EXPECT_TRUE(same_bits(fr(x), rms(x))) << rows << "x" << cols;
+      }
+      for (auto* f : {&fa.stats(), &fl.stats(), &fs.stats(), &fr.stats()}) EXPECT_EQ(f->groups, 1);
+      EXPECT_NE(fa.graph_text().find("rows staged"), std::string::npos) << fa.graph_text();
+    }
+  }
+  set_num_threads(1);
+  // 16-bit rows (float math inside), and an input the row op's caller also keeps: no fusion then
+  auto half_attn = [](const Tensor& s) { return softmax(s.to(kBFloat16) * 2, -1); };
+  auto fh = compile(half_attn);
+  Tensor s = randn({33, 65});
+  fh(s);
+  EXPECT_TRUE(same_bits(fh(s), half_attn(s)));
+  auto keep = [](const Tensor& x) {
+    Tensor y = x * 2;
+    return std::make_pair(softmax(y, 1), y);
+  };
+  auto fk = compile(keep);
+  fk(s);
+  auto [p, y] = fk(s);
+  EXPECT_TRUE(same_bits(p, softmax(s * 2, 1)));
+  EXPECT_TRUE(same_bits(y, s * 2));
+  EXPECT_EQ(fk.graph_text().find("rows staged"), std::string::npos) << fk.graph_text();
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
@@ -706,7 +757,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
 TEST_F(Compile, GeneratedProgramsMatchEager) {
   std::mt19937_64 rng(1234);
   int fused_groups = 0, programs = 0;
-  int breaks = 0;
+  int breaks = 0, row_fused = 0;
   for (int i = 0; i < 1000; ++i) {
     Program p{rng(), 1 + static_cast<int64_t>(rng() % 40), 1 + static_cast<int64_t>(rng() % 300),
               1 + static_cast<int>(rng() % 3), rng() % 8 == 0};
@@ -732,11 +783,14 @@ TEST_F(Compile, GeneratedProgramsMatchEager) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i << "\n" << f.graph_text();
     fused_groups += f.stats().nodes > f.stats().groups;
+    row_fused += f.graph_text().find("rows staged") != std::string::npos;
     breaks += f.stats().graph_breaks > 0;
     ++programs;
   }
   EXPECT_GT(fused_groups, programs / 2);  // most programs fused something
   EXPECT_GT(breaks, 0);                   // and the eager fallback ran too
+  EXPECT_GT(row_fused, 20);               // softmax/layer_norm behind their pointwise inputs (Note [Row fusion])
+  std::printf("generated programs: %d, %d fused, %d row-fused, %d with breaks\n", programs, fused_groups, row_fused, breaks);
 }
 
 }  // namespace
