@@ -186,6 +186,24 @@ int main(int argc, char** argv) {
     optim::AdamW fused(params, optim::AdamWOptions(1e-3).weight_decay(1e-2).impl(optim::Impl::Fused));
     out("adamw_fused_ms", time_ms([&] { fused.step(); }, rounds, 5));
   }
+  {  // row fusion: attention scores softmax(s * scale + mask), 8 heads x 512 x 512,
+     // and layer_norm(x + residual) over 8 x 128 tokens of 768
+    NoGradGuard ng;
+    Tensor s = randn({8, 512, 512}), mask = randn({512, 512});
+    auto attn = [](const Tensor& s, const Tensor& m) { return softmax(s * 0.125 + m, -1); };
+    auto fa = compile(attn);
+    fa(s, mask);
+    out("softmax_eager_ms", time_ms([&] { attn(s, mask); }, rounds, 3));
+    out("softmax_compiled_ms", time_ms([&] { fa(s, mask); }, rounds, 3));
+    Tensor x = randn({1024, 768}), r = randn({1024, 768}), w = randn({768}), bb = randn({768});
+    auto ln = [](const Tensor& x, const Tensor& r, const Tensor& w, const Tensor& b) {
+      return nn::functional::layer_norm(x + r, {768}, w, b);
+    };
+    auto fl = compile(ln);
+    fl(x, r, w, bb);
+    out("layernorm_eager_ms", time_ms([&] { ln(x, r, w, bb); }, rounds, 10));
+    out("layernorm_compiled_ms", time_ms([&] { fl(x, r, w, bb); }, rounds, 10));
+  }
   {  // host cost of a cache-hit call of a 10-op graph on a 3x3 tensor
     NoGradGuard ng;
     Tensor x = randn({3, 3});

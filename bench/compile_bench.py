@@ -92,6 +92,24 @@ def torch_side(threads, quick):
         r["adam_torch_compile_first_ms"] = (time.perf_counter() - a) * 1e3
         r["adam_plain_torch_eager_ms"] = time_ms(lambda: adam(p, g, m, v, step_size, bc2), rounds, 5)
         r["adam_plain_torch_compiled_ms"] = time_ms(lambda: ca(p, g, m, v, step_size, bc2), rounds, 5)
+
+    s, mask = torch.randn(8, 512, 512), torch.randn(512, 512)
+    x, res, w, bb = torch.randn(1024, 768), torch.randn(1024, 768), torch.randn(768), torch.randn(768)
+
+    def attn(s, m):
+        return torch.softmax(s * 0.125 + m, -1)
+
+    def ln(x, r, w, b):
+        return torch.nn.functional.layer_norm(x + r, (768,), w, b)
+
+    with torch.no_grad():
+        cat, cln = torch.compile(attn), torch.compile(ln)
+        cat(s, mask)
+        cln(x, res, w, bb)
+        r["softmax_torch_eager_ms"] = time_ms(lambda: attn(s, mask), rounds, 3)
+        r["softmax_torch_compiled_ms"] = time_ms(lambda: cat(s, mask), rounds, 3)
+        r["layernorm_torch_eager_ms"] = time_ms(lambda: ln(x, res, w, bb), rounds, 10)
+        r["layernorm_torch_compiled_ms"] = time_ms(lambda: cln(x, res, w, bb), rounds, 10)
     return r
 
 
@@ -121,6 +139,10 @@ def main():
         t["mlp_fwd_torch_eager_ms"], t["mlp_fwd_torch_compiled_ms"])
     row("Adam with plain ops, 200 x 10k", b["adam_plain_eager_ms"], b["adam_plain_compiled_ms"],
         t["adam_plain_torch_eager_ms"], t["adam_plain_torch_compiled_ms"])
+    row("softmax(s * 0.125 + mask), 8x512x512", b["softmax_eager_ms"], b["softmax_compiled_ms"],
+        t["softmax_torch_eager_ms"], t["softmax_torch_compiled_ms"])
+    row("layer_norm(x + r), 1024x768", b["layernorm_eager_ms"], b["layernorm_compiled_ms"],
+        t["layernorm_torch_eager_ms"], t["layernorm_torch_compiled_ms"])
     print()
     print(f"- first call (trace / compile): gelu brisk {b['gelu_trace_ms']:.0f} ms vs torch.compile "
           f"{t['gelu_torch_compile_first_ms']:.0f} ms; MLP torch.compile {t['mlp_torch_compile_first_ms']:.0f} ms; "
@@ -128,6 +150,8 @@ def main():
     print(f"- gelu chain: unfused replay {b['gelu_unfused_replay_ms']:.2f} ms; copy floor (clone) {b['gelu_clone_ms']:.2f} ms")
     print(f"- Adam: brisk's fused AdamW {b['adamw_fused_ms']:.2f} ms; compiled plain-op Adam is "
           f"{b['adam_plain_compiled_ms'] / b['adamw_fused_ms']:.2f}x its time")
+    if "gelu_autotuned_ms" in b:
+        print(f"- MaxAutotune: gelu chain {b['gelu_autotuned_ms']:.2f} ms, plain-op Adam {b['adam_plain_autotuned_ms']:.2f} ms")
     print(f"- host cost of a cache-hit call, 10 ops on 3x3: compiled {b['host10_compiled_us']:.2f} us, "
           f"eager {b['host10_eager_us']:.2f} us")
     if "compile_cold_dir_ms" in b:
