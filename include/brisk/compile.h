@@ -36,6 +36,11 @@ enum class CompileMode : uint8_t {
 
 struct CompileOptions {
   /// false: one graph per shape (the guard key includes every size).
+  /// true: dim 0 of every tensor argument (the batch) is left out of the
+  /// guard: a new batch size of a known graph is traced once (sharing its
+  /// generated code: no compiler run), is not a recompile and does not
+  /// count against cache_size_limit; up to 64 sizes per graph, the least
+  /// recently used dropped. Not a symbolic trace (docs/design/compile.md).
   bool dynamic = false;
   /// Raise (naming the op) instead of running eagerly where the function
   /// cannot be one graph.
@@ -60,6 +65,7 @@ struct CompileOptions {
 struct CompileStats {
   int64_t calls = 0;
   int64_t traces = 0;       ///< guard-key misses that traced the function
+  int64_t batch_sizes = 0;  ///< of which new batch sizes of a known graph (dynamic=true)
   int64_t cache_hits = 0;   ///< calls that ran a recorded graph
   int64_t eager_calls = 0;  ///< calls that ran eagerly (a graph break, the limit, the Eager backend)
   int64_t graph_breaks = 0;

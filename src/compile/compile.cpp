@@ -44,6 +44,10 @@ struct Entry {
   // argument shares its storage.
   std::vector<int64_t> guard;
   std::string key;
+  // dynamic=true: the arguments' dim-0 sizes, which the guard leaves out
+  // (Note [Dynamic batch sizes]); the last call that used this entry
+  std::vector<int64_t> batch;
+  uint64_t last_used = 0;
   std::vector<std::string> arg_text;  // for the recompile message
   bool eager = false;                 // a graph break: run the function
   std::string reason;
@@ -64,14 +68,29 @@ struct CompiledCore::Impl {
   std::string name;
   std::vector<std::shared_ptr<Entry>> entries;
   CompileStats stats;
+  uint64_t use_clock = 0;  // (dynamic: least recently used batch sizes go first)
   bool warned_limit = false;
   std::mutex mu;
 };
 
 namespace {
 
-void make_guard(const std::vector<Tensor>& inputs, const std::string& key, std::vector<int64_t>& g) {
+// Note [Dynamic batch sizes]
+// With dynamic=true the guard leaves out dim 0 of every tensor argument
+// (the batch dimension) and keeps those sizes apart: entries with the same
+// guard and other batch sizes are one graph's specializations. A new batch
+// size is traced (one eager run and a plan; the generated kernels take
+// sizes at run time, so the code is the same source: no compiler run), is
+// not a recompile (no message, not counted against cache_size_limit, which
+// counts distinct guards), and a graph keeps up to kMaxBatchSizes sizes,
+// dropping the least recently used. It is not a symbolic trace: each size
+// pays one traced run the first time it is seen.
+constexpr size_t kMaxBatchSizes = 64;
+
+void make_guard(const std::vector<Tensor>& inputs, const std::string& key, bool dynamic, std::vector<int64_t>& g,
+                std::vector<int64_t>& batch) {
   g.clear();
+  batch.clear();
   g.push_back(GradMode::is_enabled());
   g.push_back(InferenceMode::is_enabled());
   g.push_back(static_cast<int64_t>(inputs.size()));
@@ -86,7 +105,14 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, std::
     g.push_back(static_cast<int64_t>(t.dtype()));
     g.push_back(static_cast<int64_t>(static_cast<int>(t.device().type)) * 1024 + static_cast<int8_t>(t.device().index));
     g.push_back(t.dim());
-    for (int64_t s : t.sizes()) g.push_back(s);
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (dynamic && d == 0) {
+        g.push_back(-7);  // (the batch size, kept in `batch`)
+        batch.push_back(t.size(0));
+      } else {
+        g.push_back(t.size(d));
+      }
+    }
     for (int64_t s : t.strides()) g.push_back(s);
     g.push_back(t.storage_offset());
     g.push_back(t.requires_grad());
@@ -169,9 +195,6 @@ std::vector<Tensor> run_joint(const std::shared_ptr<Entry>& e, const std::vector
 
 CompiledCore::CompiledCore(CompileOptions opts, std::string name) : impl_(std::make_unique<Impl>()) {
   BRISK_CHECK(opts.cache_size_limit >= 0, "compile", "cache_size_limit must be >= 0, got ", opts.cache_size_limit);
-  BRISK_CHECK(!opts.dynamic, "compile",
-              "dynamic=true (a symbolic batch dimension) is not implemented yet: use dynamic=false (one graph per "
-              "shape)");
   impl_->opts = opts;
   impl_->name = std::move(name);
 }
@@ -207,16 +230,21 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     ++st.eager_calls;
     return eager(structure);
   }
-  thread_local std::vector<int64_t> guard;
-  make_guard(inputs, key, guard);
+  thread_local std::vector<int64_t> guard, batch;
+  make_guard(inputs, key, im.opts.dynamic, guard, batch);
   std::shared_ptr<Entry> hit;
+  bool sibling = false;  // dynamic: the graph is known at another batch size
   {
     std::lock_guard<std::mutex> lock(im.mu);
     for (auto& e : im.entries)
       if (e->guard == guard && e->key == key) {
-        hit = e;
-        break;
+        if (e->batch == batch) {
+          hit = e;
+          break;
+        }
+        sibling = true;
       }
+    if (hit && im.opts.dynamic) hit->last_used = ++im.use_clock;
   }
   std::string externals_changed;
   if (hit && hit->exe) {
@@ -262,8 +290,34 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     if (last.arg_text.size() != inputs.size()) changed = "the number of tensor arguments changed";
   }
   if (!externals_changed.empty()) changed = externals_changed;
-  if (!im.entries.empty() || !externals_changed.empty()) st.last_recompile = changed;
-  if (static_cast<int>(im.entries.size()) >= im.opts.cache_size_limit) {
+  if (sibling && externals_changed.empty()) {
+    // Note [Dynamic batch sizes]: another batch size of a known graph
+    ++st.batch_sizes;
+    std::lock_guard<std::mutex> lock(im.mu);
+    size_t n = 0;
+    std::shared_ptr<Entry> oldest;
+    for (auto& e : im.entries)
+      if (e->guard == guard && e->key == key) {
+        ++n;
+        if (!oldest || e->last_used < oldest->last_used) oldest = e;
+      }
+    if (n >= kMaxBatchSizes)
+      im.entries.erase(std::find(im.entries.begin(), im.entries.end(), oldest));
+  } else if (!im.entries.empty() || !externals_changed.empty()) {
+    st.last_recompile = changed;
+  }
+  // (cache_size_limit counts graphs: distinct guards, whatever their batch sizes)
+  size_t graphs = 0;
+  {
+    std::lock_guard<std::mutex> lock(im.mu);
+    for (size_t i = 0; i < im.entries.size(); ++i) {
+      bool first = true;
+      for (size_t j = 0; j < i && first; ++j)
+        first = !(im.entries[j]->guard == im.entries[i]->guard && im.entries[j]->key == im.entries[i]->key);
+      graphs += first;
+    }
+  }
+  if (!sibling && static_cast<int>(graphs) >= im.opts.cache_size_limit) {
     if (!im.warned_limit) {
       im.warned_limit = true;
       std::fprintf(stderr,
@@ -279,6 +333,8 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   auto entry = std::make_shared<Entry>();
   entry->guard = guard;
   entry->key = key;
+  entry->batch = batch;
+  entry->last_used = ++im.use_clock;
   entry->arg_text = std::move(arg_text);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;

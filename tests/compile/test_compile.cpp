@@ -292,6 +292,45 @@ TEST_F(Compile, RowOpsRunBehindThePointwiseCallsThatMakeTheirInput) {
   EXPECT_EQ(fk.graph_text().find("rows staged"), std::string::npos) << fk.graph_text();
 }
 
+// Note [Dynamic batch sizes]: dim 0 of the arguments is out of the guard.
+TEST_F(Compile, DynamicBatchSizesAreSpecializationsNotRecompiles) {
+  auto fn = [](const Tensor& x, const Tensor& w) { return gelu_chain(x.matmul(w) + 1).softmax(-1); };
+  auto f = compile(fn, CompileOptions().set_dynamic(true).set_cache_size_limit(2));
+  Tensor w = randn({7, 5});
+  for (int rep = 0; rep < 2; ++rep)
+    for (int64_t b = 1; b <= 20; ++b) {
+      Tensor x = randn({b, 7});
+      EXPECT_TRUE(same_bits(f(x, w), fn(x, w))) << b;
+    }
+  EXPECT_EQ(f.stats().traces, 20);
+  EXPECT_EQ(f.stats().batch_sizes, 19);
+  EXPECT_EQ(f.stats().cache_hits, 20);
+  EXPECT_EQ(f.stats().eager_calls, 0);
+  EXPECT_EQ(f.stats().last_recompile, "");
+  // another feature size is another graph (a recompile, named)
+  Tensor x9 = randn({4, 9}), w9 = randn({9, 5});
+  EXPECT_TRUE(same_bits(f(x9, w9), fn(x9, w9)));
+  EXPECT_NE(f.stats().last_recompile.find("argument 0"), std::string::npos) << f.stats().last_recompile;
+  Tensor x3 = randn({3, 9});
+  EXPECT_TRUE(same_bits(f(x3, w9), fn(x3, w9)));  // another size of that graph
+  EXPECT_EQ(f.stats().batch_sizes, 20);
+  // past cache_size_limit graphs (not sizes): eager
+  Tensor x11 = randn({4, 11}), w11 = randn({11, 5});
+  const int64_t eager0 = f.stats().eager_calls;
+  EXPECT_TRUE(same_bits(f(x11, w11), fn(x11, w11)));
+  EXPECT_EQ(f.stats().eager_calls, eager0 + 1);
+
+  // at most 64 sizes per graph: the least recently used goes
+  auto g = compile([](const Tensor& x) { return x * 2 + 1; }, CompileOptions().set_dynamic(true));
+  for (int64_t b = 1; b <= 70; ++b) g(randn({b, 3}));
+  const int64_t traces = g.stats().traces;
+  g(randn({70, 3}));  // kept
+  EXPECT_EQ(g.stats().traces, traces);
+  g(randn({1, 3}));   // dropped: traced again
+  EXPECT_EQ(g.stats().traces, traces + 1);
+  EXPECT_EQ(g.stats().last_recompile, "");
+}
+
 TEST_F(Compile, InterpreterUnfusedAndEagerBackendsAgree) {
   Tensor x = randn({3000});
   Tensor want = gelu_chain(x);
