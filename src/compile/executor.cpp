@@ -7,6 +7,7 @@
 #include <chrono>
 #include <bit>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <sstream>
@@ -76,6 +77,8 @@ void plan_unfused(Graph& g) {
   eliminate_dead_nodes(g);
   eliminate_common_subexpressions(g);
   fold_constants(g);
+  recompute_in_backward(g);
+  eliminate_dead_nodes(g);
   g.groups.clear();
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
 }
@@ -325,10 +328,138 @@ int fold_constants(Graph& g, int64_t max_bytes) {
   return removed;
 }
 
+int recompute_in_backward(Graph& g) {
+  // Note [Recomputing in the backward]
+  // A joint graph's backward part reads forward temps, which a run keeps
+  // from the forward to the backward. A temp made by a chain of elementwise
+  // calls from buffers the backward has anyway (the arguments and captured
+  // tensors the graph never writes, and temps it reads that cannot be
+  // recomputed) costs no memory to make again: its chain is copied to the
+  // start of the backward part (new temps) and the backward reads the copy,
+  // so the forward's temp goes back to the allocator after its last forward
+  // use, and the copies fuse with the backward's own pointwise calls (the
+  // usual case: x * 0.5 * (1 + erf(x / 1.41421)) keeps x alone for its
+  // backward). AOTAutograd's min-cut partitioner is the reference; this is
+  // its cheap case (no cut through a value that would then be saved
+  // instead). The same kernels on the same values: the same bits.
+  if (g.split < 0) return 0;
+  const int n = static_cast<int>(g.nodes.size()), split = g.split;
+  const int nb = static_cast<int>(g.bufs.size());
+  std::vector<int> writers(nb, 0), producer(nb, -1), last_write(nb, -1);
+  for (int k = 0; k < n; ++k) {
+    const Node& nd = g.nodes[k];
+    if (nd.opaque()) {
+      for (int b : nd.writes)
+        if (b >= 0) ++writers[b], last_write[b] = k;
+    } else if (nd.out().buf >= 0) {
+      ++writers[nd.out().buf];
+      last_write[nd.out().buf] = k;
+      if (k < split) producer[nd.out().buf] = k;
+    }
+  }
+  std::vector<char> is_result(nb, 0), bwd_read(nb, 0), opaque_bwd_read(nb, 0);
+  for (const OutputRef& r : g.outputs)
+    if (r.buf >= 0) is_result[r.buf] = 1;
+  for (int k = split; k < n; ++k) {
+    const Node& nd = g.nodes[k];
+    for (int b : nd.reads)
+      if (b >= 0) bwd_read[b] = opaque_bwd_read[b] = 1;
+    for (int b : nd.writes)  // (a backward call that writes a forward buffer: leave it alone)
+      if (b >= 0) opaque_bwd_read[b] = 1;
+    if (!nd.opaque()) {
+      for (int q = 1; q < nd.noperands; ++q)
+        if (!nd.ops[q].is_const()) bwd_read[nd.ops[q].buf] = 1;
+      if (nd.out().buf >= 0) opaque_bwd_read[nd.out().buf] = 1;
+    }
+  }
+  // a forward call that can be run again: elementwise, the one writer of a
+  // temp it writes whole, not in place
+  auto replayable = [&](int b) {
+    const int k = producer[b];
+    if (k < 0 || writers[b] != 1 || g.bufs[b].kind != BufKind::Temp) return false;
+    const Node& nd = g.nodes[k];
+    if (nd.out().offset != 0 || nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) != g.bufs[b].nbytes)
+      return false;
+    for (int q = 1; q < nd.noperands; ++q)
+      if (nd.ops[q].buf == b) return false;
+    return true;
+  };
+  // kept anyway until the backward: unwritten arguments and captured tensors,
+  // and backward-read temps that cannot be replayed
+  std::vector<char> kept(nb, 0);
+  for (int b = 0; b < nb; ++b) {
+    const BufKind kd = g.bufs[b].kind;
+    kept[b] = ((kd == BufKind::Input || kd == BufKind::External) && writers[b] == 0) ||
+              (kd == BufKind::Temp && bwd_read[b] && (!replayable(b) || opaque_bwd_read[b] || is_result[b]));
+  }
+  // rec[b]: 1 yes, 0 no, -1 unknown; chains up to kMaxDepth calls deep
+  constexpr int kMaxDepth = 12;
+  std::vector<int> rec(nb, -1);
+  std::function<bool(int, int)> can = [&](int b, int depth) -> bool {
+    if (kept[b]) return true;
+    if (rec[b] >= 0) return rec[b] == 1;
+    if (depth > kMaxDepth || !replayable(b) || is_result[b]) return false;
+    const Node& nd = g.nodes[producer[b]];
+    bool ok = true;
+    for (int q = 1; q < nd.noperands && ok; ++q) {
+      if (nd.ops[q].is_const()) continue;
+      const int u = nd.ops[q].buf;
+      // a kept input must still hold what the call read (a temp written
+      // again later, say by sin_ after the copy autograd saved of it, does not)
+      ok = can(u, depth + 1) && !(kept[u] && last_write[u] > producer[b]);
+    }
+    rec[b] = ok ? 1 : 0;
+    return ok;
+  };
+  std::vector<int> targets;
+  for (int b = 0; b < nb; ++b)
+    if (bwd_read[b] && !kept[b] && !opaque_bwd_read[b] && !is_result[b] && g.bufs[b].kind == BufKind::Temp &&
+        can(b, 0))
+      targets.push_back(b);
+  if (targets.empty()) return 0;
+  // copies of the chains, in forward order, into new temps
+  std::vector<int> copy_of(nb, -1);
+  std::vector<Node> copies;
+  std::function<void(int)> emit = [&](int b) {
+    if (kept[b] || copy_of[b] >= 0) return;
+    const Node& src = g.nodes[producer[b]];
+    for (int q = 1; q < src.noperands; ++q)
+      if (!src.ops[q].is_const()) emit(src.ops[q].buf);
+    Node c = src;
+    for (int q = 1; q < c.noperands; ++q)
+      if (!c.ops[q].is_const() && copy_of[c.ops[q].buf] >= 0) c.ops[q].buf = copy_of[c.ops[q].buf];
+    Buffer nbf;
+    nbf.kind = BufKind::Temp;
+    nbf.nbytes = g.bufs[b].nbytes;
+    nbf.dtype = g.bufs[b].dtype;
+    g.bufs.push_back(nbf);
+    copy_of[b] = static_cast<int>(g.bufs.size()) - 1;
+    c.ops[0].buf = copy_of[b];
+    copies.push_back(std::move(c));
+  };
+  std::vector<std::pair<int, int>> order;  // (producer index, buffer): forward order
+  for (int b : targets) order.push_back({producer[b], b});
+  std::sort(order.begin(), order.end());
+  for (const auto& [k, b] : order) emit(b);
+  // the backward reads the copies
+  for (int k = split; k < n; ++k) {
+    Node& nd = g.nodes[k];
+    if (nd.opaque()) continue;
+    for (int q = 1; q < nd.noperands; ++q)
+      if (!nd.ops[q].is_const() && nd.ops[q].buf < nb && copy_of[nd.ops[q].buf] >= 0 && !kept[nd.ops[q].buf])
+        nd.ops[q].buf = copy_of[nd.ops[q].buf];
+  }
+  const int added = static_cast<int>(copies.size());
+  g.nodes.insert(g.nodes.begin() + split, std::make_move_iterator(copies.begin()), std::make_move_iterator(copies.end()));
+  return added;
+}
+
 void plan(Graph& g) {
   eliminate_dead_nodes(g);
   eliminate_common_subexpressions(g);
   fold_constants(g);
+  recompute_in_backward(g);
+  eliminate_dead_nodes(g);
   g.groups.clear();
   const int n = static_cast<int>(g.nodes.size());
   std::vector<Access> acc(g.bufs.size());

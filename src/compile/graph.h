@@ -159,6 +159,11 @@ int eliminate_common_subexpressions(Graph& g);
 /// (their trace-run values; buffers up to max_bytes), Note [Constant
 /// folding] in executor.cpp. Returns how many. plan() runs it.
 int fold_constants(Graph& g, int64_t max_bytes = int64_t(64) << 10);
+/// Copies the elementwise chains that make forward temps the backward part
+/// reads to the start of the backward part, where they cost no memory to
+/// make again (Note [Recomputing in the backward] in executor.cpp).
+/// Returns how many calls were copied. plan() runs it.
+int recompute_in_backward(Graph& g);
 /// Lets go of the trace run's temps (plan() and the executable no longer
 /// need their values; they held the trace's intermediates alive).
 void release_trace_temps(Graph& g);
