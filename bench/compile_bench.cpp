@@ -148,6 +148,20 @@ int main(int argc, char** argv) {
     out("mlp_fwd_eager_ms", time_ms([&] { block->forward(x); }, rounds, quick ? 2 : 5));
     out("mlp_fwd_compiled_ms", time_ms([&] { cb(x); }, rounds, quick ? 2 : 5));
   }
+  {  // the MLP block, forward and backward (parameter gradients; set to none between steps)
+    auto block = std::make_shared<Block>();
+    Tensor x = randn({8 * 128, 384}), gy = randn({8 * 128, 384});
+    auto cb = compile(block);
+    auto step = [&](auto& m) {
+      for (auto& p : block->parameters()) p.mutable_grad() = Tensor();
+      m(x).backward(gy);
+    };
+    auto eager = [&](const Tensor& t) { return block->forward(t); };
+    step(cb);
+    step(cb);
+    out("mlp_fwdbwd_eager_ms", time_ms([&] { step(eager); }, rounds, quick ? 2 : 5));
+    out("mlp_fwdbwd_compiled_ms", time_ms([&] { step(cb); }, rounds, quick ? 2 : 5));
+  }
   {  // Adam with plain ops over 200 tensors of 10k floats
     const int n = 200;
     std::vector<Tensor> p, g, m, v;

@@ -67,6 +67,17 @@ def torch_side(threads, quick):
         r["mlp_torch_compile_first_ms"] = (time.perf_counter() - a) * 1e3
         r["mlp_fwd_torch_eager_ms"] = time_ms(lambda: block(x), rounds, 2 if quick else 5)
         r["mlp_fwd_torch_compiled_ms"] = time_ms(lambda: cb(x), rounds, 2 if quick else 5)
+    gy = torch.randn(8 * 128, 384)
+
+    def step(m):
+        for p in block.parameters():
+            p.grad = None
+        m(x).backward(gy)
+
+    cbt = torch.compile(block)
+    step(cbt)
+    r["mlp_fwdbwd_torch_eager_ms"] = time_ms(lambda: step(block), rounds, 2 if quick else 5)
+    r["mlp_fwdbwd_torch_compiled_ms"] = time_ms(lambda: step(cbt), rounds, 2 if quick else 5)
 
     n = 200
     p = [torch.randn(10000) for _ in range(n)]
@@ -137,6 +148,8 @@ def main():
         t["gelu_torch_compiled_ms"])
     row("MLP block forward (8x128x384)", b["mlp_fwd_eager_ms"], b["mlp_fwd_compiled_ms"],
         t["mlp_fwd_torch_eager_ms"], t["mlp_fwd_torch_compiled_ms"])
+    row("MLP block forward+backward", b["mlp_fwdbwd_eager_ms"], b["mlp_fwdbwd_compiled_ms"],
+        t["mlp_fwdbwd_torch_eager_ms"], t["mlp_fwdbwd_torch_compiled_ms"])
     row("Adam with plain ops, 200 x 10k", b["adam_plain_eager_ms"], b["adam_plain_compiled_ms"],
         t["adam_plain_torch_eager_ms"], t["adam_plain_torch_compiled_ms"])
     row("softmax(s * 0.125 + mask), 8x512x512", b["softmax_eager_ms"], b["softmax_compiled_ms"],
