@@ -89,7 +89,8 @@ struct Node {
   std::vector<int> reads, writes;
   bool opaque() const { return static_cast<bool>(run); }
   /// A row op whose rows are independent (softmax and log_softmax over a
-  /// contiguous last dim, layer_norm, rms_norm): run_rows runs rows
+  /// contiguous last dim, layer_norm, rms_norm, reductions of contiguous
+  /// rows: sum, mean, amax, var, argmax, ... over the last dim): run_rows runs rows
   /// [r0, r0 + nr) of its row_count x row_cols input reading them from x
   /// (nr x row_cols, contiguous), giving run's bits row for row. plan() may
   /// put the elementwise calls that make the input in front of it (Note

@@ -178,6 +178,25 @@ void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
       p.out2 = o2b >= 0 ? b.base[o2b] + o2o : nullptr;
       real_kernel<K>()(p, args);
     };
+    // a reduction over contiguous rows (inner 1): each output reads one row
+    if (plan.inner == 1 && plan.reduce > 0 && plan.outer > 0 && ib >= 0) {
+      n.row_count = plan.outer;
+      n.row_cols = plan.reduce;
+      n.row_in = ib;
+      n.row_in_offset = io;
+      n.row_in_dtype = plan.in_dtype;
+      const int64_t es1 = plan.out ? static_cast<int64_t>(element_size(plan.out_dtype)) : 0;
+      const int64_t es2 = plan.out2 ? static_cast<int64_t>(element_size(plan.out2_dtype)) : 0;
+      n.run_rows = [plan, args, ob, oo, o2b, o2o, es1, es2](const Bound& b, int64_t r0, int64_t nr, const Tensor& x) {
+        ReducePlan p = plan;
+        p.in = x.data_ptr();
+        p.out = ob >= 0 ? b.base[ob] + oo + r0 * es1 : nullptr;
+        p.out2 = o2b >= 0 ? b.base[o2b] + o2o + r0 * es2 : nullptr;
+        p.chunk_outer = plan.outer;
+        p.outer = nr;
+        real_kernel<K>()(p, args);
+      };
+    }
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(plan, args); });

@@ -31,6 +31,11 @@ struct ReducePlan {
   void* out2 = nullptr;
   ScalarType out2_dtype = ScalarType::Undefined;
   int64_t outer = 1, reduce = 1, inner = 1;
+  /// The outer count that decides how a CPU kernel splits long reductions
+  /// (0: outer). compile's row blocks (Note [Row fusion]) run a reduction
+  /// a few rows at a time and pass the whole call's outer here, so each row
+  /// is summed in the same order as in the whole call.
+  int64_t chunk_outer = 0;
 
   int64_t num_outputs() const { return outer * inner; }
 };

@@ -250,6 +250,12 @@ TEST_F(Compile, RowOpsRunBehindThePointwiseCallsThatMakeTheirInput) {
   };
   auto lsm = [](const Tensor& x) { return log_softmax(x.tanh() * 3, 1); };
   auto rms = [](const Tensor& x) { return nn::functional::rms_norm(x * x.sigmoid(), {x.size(-1)}); };
+  // reductions over the last dim (rows of a few, and of many: the kernel
+  // splits long rows when there are few of them, and so must a row block)
+  auto red = [](const Tensor& x, const Tensor& y) {
+    return std::make_tuple((x - y).pow(2).mean(-1), (x * y).sum(-1), x.exp().amax(-1), (x + y).var(-1),
+                           x.sin().argmax(-1));
+  };
   for (auto backend : {CompileBackend::Default, CompileBackend::Interpreter}) {
     for (int threads : {1, 2}) {
       set_num_threads(threads);
@@ -257,6 +263,7 @@ TEST_F(Compile, RowOpsRunBehindThePointwiseCallsThatMakeTheirInput) {
       auto fl = compile(ln, CompileOptions().set_backend(backend));
       auto fs = compile(lsm, CompileOptions().set_backend(backend));
       auto fr = compile(rms, CompileOptions().set_backend(backend));
+      auto fd = compile(red, CompileOptions().set_backend(backend));
       for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 3}, {300, 77}, {64, 1000}, {5, 20000}, {1, 130}}) {
         Tensor s = randn({2, rows, cols}) * 4, mask = randn({rows, cols});
         fa(s, mask);
@@ -268,7 +275,19 @@ TEST_F(Compile, RowOpsRunBehindThePointwiseCallsThatMakeTheirInput) {
         EXPECT_TRUE(same_bits(fs(x), lsm(x))) << rows << "x" << cols;
         fr(x);
         EXPECT_TRUE(same_bits(fr(x), rms(x))) << rows << "x" << cols;
+        fd(x, r);
+        auto [m1, s1, a1, v1, i1] = fd(x, r);
+        auto [m2, s2, a2, v2, i2] = red(x, r);
+        EXPECT_TRUE(same_bits(m1, m2)) << rows << "x" << cols;
+        EXPECT_TRUE(same_bits(s1, s2)) << rows << "x" << cols;
+        EXPECT_TRUE(same_bits(a1, a2)) << rows << "x" << cols;
+        EXPECT_TRUE(same_bits(v1, v2)) << rows << "x" << cols;
+        EXPECT_TRUE(same_bits(i1, i2)) << rows << "x" << cols;
       }
+      const std::string text = fd.graph_text();
+      int staged = 0;
+      for (size_t pos = text.find("rows staged"); pos != std::string::npos; pos = text.find("rows staged", pos + 1)) ++staged;
+      EXPECT_EQ(staged, 5) << text;  // every reduction behind its pointwise input
       for (auto* f : {&fa.stats(), &fl.stats(), &fs.stats(), &fr.stats()}) EXPECT_EQ(f->groups, 1);
       EXPECT_NE(fa.graph_text().find("rows staged"), std::string::npos) << fa.graph_text();
     }

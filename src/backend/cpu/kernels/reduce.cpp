@@ -130,7 +130,9 @@ void reduce_loop(const ReducePlan& p, const Op& op, const Store& store) {
   const int64_t ntasks = outer * ntiles;
   // Reduce positions per partial: about kChunk elements, at most kMaxChunks partials per task.
   const int64_t chunk = std::max({kChunk / tw, (n + kMaxChunks - 1) / kMaxChunks, int64_t(1)});
-  const int64_t nchunk = ntasks < kFewTasks ? (n + chunk - 1) / chunk : 1;
+  // (the split depends on the whole call's tasks: the same order per row in a part of it)
+  const int64_t decide_tasks = p.chunk_outer > 0 ? p.chunk_outer * ntiles : ntasks;
+  const int64_t nchunk = decide_tasks < kFewTasks ? (n + chunk - 1) / chunk : 1;
   const int64_t span = nchunk > 1 ? chunk : n;  // longest reduce range of one call
   const size_t scratch_size = inner == 1 ? 0 : static_cast<size_t>(tw * (tile_levels(span) + 2));
   // Task t over reduce positions [r0, r1) -> acc[0, w); returns w.
