@@ -295,4 +295,9 @@ auto compile(const H& holder, CompileOptions opts = CompileOptions()) {
   return compile(holder.ptr(), opts);
 }
 
+/// The directory whose src/ and include/ hold the headers generated CPU
+/// code includes: BRISK_CODEGEN_DIR, else share/brisk/codegen of an
+/// installed brisk, else the source tree it was built from.
+std::string codegen_header_dir();
+
 }  // namespace brisk

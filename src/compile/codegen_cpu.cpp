@@ -1,6 +1,8 @@
 // CPU code generation for fused groups of elementwise kernel calls.
 #include "compile/codegen_cpu.h"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -877,14 +879,39 @@ const char* const kPreludeHeaders[] = {"src/compile/cpu_prelude.h", "src/backend
                                        "src/backend/cpu/vec_composite.h", "src/kernels/math.h",
                                        "include/brisk/dtype.h", "include/brisk/half.h"};
 
+// Where the prelude headers are: BRISK_CODEGEN_DIR, else the install tree
+// next to this library (<prefix>/share/brisk/codegen, installed by
+// CMakeLists.txt), else the source tree the library was built from.
+std::string find_codegen_dir() {
+  auto has_prelude = [](const std::string& d) {
+    FILE* f = std::fopen((d + "/" + kPreludeHeaders[0]).c_str(), "rb");
+    if (f) std::fclose(f);
+    return f != nullptr;
+  };
+  if (const char* e = std::getenv("BRISK_CODEGEN_DIR"); e && *e) return e;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<const void*>(&find_codegen_dir), &info) && info.dli_fname) {
+    std::string lib = info.dli_fname;
+    const size_t slash = lib.rfind('/');
+    if (slash != std::string::npos) {
+#ifdef BRISK_CODEGEN_REL_TO_LIB
+      const std::string d = lib.substr(0, slash) + "/" + BRISK_CODEGEN_REL_TO_LIB;
+      if (has_prelude(d)) return d;
+#endif
+    }
+  }
+  return BRISK_SOURCE_DIR;
+}
+
 const std::string& prelude_hash() {
   static const std::string h = [] {
     std::string all;
     for (const char* f : kPreludeHeaders) {
-      const std::string path = std::string(BRISK_SOURCE_DIR) + "/" + f;
+      const std::string path = codegen_dir() + "/" + f;
       FILE* fp = std::fopen(path.c_str(), "rb");
       BRISK_CHECK(fp != nullptr, "compile", "cannot read ", path,
-                  ": generated CPU kernels need brisk's source headers (BRISK_SOURCE_DIR)");
+                  ": generated CPU kernels need brisk's codegen headers (installed under share/brisk/codegen; "
+                  "BRISK_CODEGEN_DIR overrides)");
       char buf[8192];
       size_t got;
       all += path + "\n";
@@ -897,9 +924,14 @@ const std::string& prelude_hash() {
 }
 }  // namespace
 
+const std::string& codegen_dir() {
+  static const std::string d = find_codegen_dir();
+  return d;
+}
+
 std::vector<std::string> cpu_prelude_headers() {
   std::vector<std::string> v;
-  for (const char* f : kPreludeHeaders) v.push_back(std::string(BRISK_SOURCE_DIR) + "/" + f);
+  for (const char* f : kPreludeHeaders) v.push_back(codegen_dir() + "/" + f);
   return v;
 }
 
@@ -928,8 +960,8 @@ const std::vector<std::string>& cpu_compile_flags() {
     for (std::string w; in >> w;) f.push_back(w);
     f.push_back("-DBRISK_CPU_ISA=" + isa);
     f.push_back("-DBRISK_PRELUDE_HASH=" + prelude_hash());  // the headers' content, in the key
-    f.push_back(std::string("-I") + BRISK_SOURCE_DIR + "/src");
-    f.push_back(std::string("-I") + BRISK_SOURCE_DIR + "/include");
+    f.push_back("-I" + codegen_dir() + "/src");
+    f.push_back("-I" + codegen_dir() + "/include");
 #ifdef BRISK_CODEGEN_SLEEF_INCLUDE
     f.push_back(std::string("-I") + BRISK_CODEGEN_SLEEF_INCLUDE);
 #endif
@@ -953,7 +985,7 @@ std::vector<CpuKernelFn> load_cpu_kernels(const std::vector<const CpuKernel*>& k
   // the prelude precompiled once per cache (a third of a cold compile otherwise)
   std::vector<std::string> pch;
   if (const char* e = std::getenv("BRISK_COMPILE_PCH"); !(e && std::strcmp(e, "0") == 0)) {
-    const std::string dir = precompiled_header_dir(std::string(BRISK_SOURCE_DIR) + "/" + kPreludeHeaders[0],
+    const std::string dir = precompiled_header_dir(codegen_dir() + "/" + kPreludeHeaders[0],
                                                    "compile/cpu_prelude.h", cpu_compile_flags(), cpu_isa(),
                                                    prelude_hash());
     if (!dir.empty()) pch.push_back("-I" + dir);

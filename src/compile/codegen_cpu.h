@@ -26,11 +26,10 @@
 // (Group::internal) are never touched; every other buffer the group writes
 // is stored, every buffer it reads first is loaded (in-place ops included).
 //
-// The generated code includes brisk's source headers (compile/cpu_prelude.h,
-// backend/cpu/vec_math.h, kernels/math.h, brisk/dtype.h, brisk/half.h) from
-// the source tree this library was built from (BRISK_SOURCE_DIR, a compile
-// definition) and links Sleef: an installed brisk will need those headers
-// installed and that path pointed at them.
+// The generated code includes brisk's own headers (compile/cpu_prelude.h,
+// backend/cpu/vec_math.h, vec_composite.h, kernels/math.h, brisk/dtype.h,
+// brisk/half.h) from codegen_dir(): installed under share/brisk/codegen (an
+// installed brisk), else the source tree it was built from; it links Sleef.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -105,6 +104,10 @@ const std::vector<std::string>& cpu_compile_flags();
 /// The brisk headers generated code includes (absolute paths; their content
 /// is part of every cache key).
 std::vector<std::string> cpu_prelude_headers();
+/// The directory they are under (its src/ and include/): BRISK_CODEGEN_DIR,
+/// else <prefix>/share/brisk/codegen next to an installed library, else
+/// the source tree the library was built from.
+const std::string& codegen_dir();
 /// The eager kernel variant the flags target ("avx512", "avx2" or "base").
 const char* cpu_isa();
 

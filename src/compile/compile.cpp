@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "brisk/autograd.h"
+#include "compile/codegen_cpu.h"
 #include "compile/executor.h"
 #include "compile/trace.h"
 #include "autograd/function.h"
@@ -211,6 +212,12 @@ const CompileStats& CompiledCore::stats() const {
   }
   return impl_->stats;
 }
+
+}  // namespace compile_detail
+
+std::string codegen_header_dir() { return jit::codegen_dir(); }
+
+namespace compile_detail {
 
 std::string CompiledCore::graph_text() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

@@ -42,6 +42,18 @@ int main() {
   }
   check(threw, "view({4, 2}) of 6 elements throws brisk::Error starting with [view]");
 
+  // compile's generated code finds its headers in the install tree
+  // (share/brisk/codegen), not in the source tree the library came from.
+  auto f = compile([](const Tensor& t) { return (t * 0.5).exp() + t; });
+  Tensor v = arange(64, kFloat) / 7;
+  f(v);
+  Tensor w = f(v);
+  check(w.equal((v * 0.5).exp() + v), "compiled (x * 0.5).exp() + x equals eager");
+  check(f.stats().generated == 1, "the compiled group runs generated code");
+  check(codegen_header_dir().find("/share/brisk/codegen") != std::string::npos,
+        "generated code includes the installed headers");
+  std::cout << "consumer: compile generated code with the headers in " << codegen_header_dir() << "\n";
+
   if (failures) return 1;
   std::cout << "consumer: brisk " << version() << " found, linked and computing correctly\n";
   return 0;
