@@ -1,6 +1,7 @@
 // brisk: eager tensors with PyTorch's programming model. One header for all.
 #pragma once
 #include "brisk/allocator.h"
+#include "brisk/amp.h"
 #include "brisk/autograd.h"
 #include "brisk/c10_compat.h"
 #include "brisk/compile.h"

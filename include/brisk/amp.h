@@ -1,0 +1,101 @@
+// brisk::amp: mixed precision (issue 16, in progress). What exists: the
+// GradScaler (torch.amp.GradScaler), which scales the loss so that small
+// float16 gradients do not underflow, unscales the gradients before the
+// optimizer step, skips the step when a gradient is inf or NaN, and backs
+// the scale off (or grows it after a run of good steps):
+//
+//   brisk::amp::GradScaler scaler;
+//   for (auto& batch : loader) {
+//     opt.zero_grad();
+//     Tensor loss = loss_fn(model(batch.data), batch.target);
+//     scaler.scale(loss).backward();
+//     scaler.unscale_(opt);                       // optional: before clipping
+//     nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+//     scaler.step(opt);                           // skipped on inf/NaN
+//     scaler.update();
+//   }
+//
+// See docs/design/amp.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brisk/optim.h"
+#include "brisk/tensor.h"
+
+namespace brisk::amp {
+
+struct GradScalerOptions {
+  double init_scale = 65536.0;   ///< 2^16
+  double growth_factor = 2.0;    ///< the scale's factor after growth_interval good steps
+  double backoff_factor = 0.5;   ///< its factor after a step with inf/NaN gradients
+  int64_t growth_interval = 2000;
+  bool enabled = true;           ///< false: every method passes through (scale returns the loss)
+
+  GradScalerOptions& set_init_scale(double v) { init_scale = v; return *this; }
+  GradScalerOptions& set_growth_factor(double v) { growth_factor = v; return *this; }
+  GradScalerOptions& set_backoff_factor(double v) { backoff_factor = v; return *this; }
+  GradScalerOptions& set_growth_interval(int64_t v) { growth_interval = v; return *this; }
+  GradScalerOptions& set_enabled(bool v) { enabled = v; return *this; }
+};
+
+/// torch.amp.GradScaler. The scale is a float32 0-dim tensor on the device
+/// of the first loss scaled; unscale_ checks every gradient for inf/NaN and
+/// multiplies it by 1/scale (float32 math, as PyTorch), per optimizer once
+/// between two update() calls.
+class GradScaler {
+ public:
+  explicit GradScaler(GradScalerOptions opts = {});
+
+  /// loss * scale (the loss's dtype: a 0-dim float32 scale does not promote it).
+  Tensor scale(const Tensor& loss);
+  std::vector<Tensor> scale(const std::vector<Tensor>& losses);
+  /// Divides the optimizer's gradients by the scale and records whether
+  /// any was inf or NaN. At most once per optimizer between updates; call
+  /// it before clipping gradients. float16 gradients are refused, as in
+  /// PyTorch (keep float32 master parameters).
+  void unscale_(optim::Optimizer& opt);
+  /// unscale_ (if not done yet), then opt.step() unless a gradient was inf
+  /// or NaN. Returns what opt.step() returned (undefined when skipped).
+  Tensor step(optim::Optimizer& opt);
+  /// The next scale: backoff_factor after a skipped step, growth_factor
+  /// after growth_interval steps in a row without one; or `new_scale`.
+  void update(std::optional<double> new_scale = std::nullopt);
+
+  /// The current scale (init_scale before the first scale()); 1.0 disabled.
+  double get_scale() const;
+  int64_t get_growth_tracker() const;
+  bool is_enabled() const { return opts_.enabled; }
+  double get_growth_factor() const { return opts_.growth_factor; }
+  double get_backoff_factor() const { return opts_.backoff_factor; }
+  int64_t get_growth_interval() const { return opts_.growth_interval; }
+  void set_growth_factor(double v);
+  void set_backoff_factor(double v);
+  void set_growth_interval(int64_t v);
+
+  /// {"scale", "growth_factor", "backoff_factor", "growth_interval",
+  /// "_growth_tracker"} as 0-dim float64 tensors (empty when disabled), as
+  /// PyTorch's state_dict keys.
+  optim::StateDict state_dict() const;
+  void load_state_dict(const optim::StateDict& dict);
+
+ private:
+  enum class Stage { Ready, Unscaled, Stepped };
+  struct PerOptimizer {
+    Stage stage = Stage::Ready;
+    std::map<std::string, Tensor> found_inf;  ///< per device ("cpu", "cuda:0"): float32 0-dim, 1 if inf/NaN
+  };
+  void lazy_init(const Device& device);
+  void check_options() const;
+
+  GradScalerOptions opts_;
+  Tensor scale_;            ///< float32 0-dim (undefined until the first scale())
+  Tensor growth_tracker_;   ///< int32 0-dim
+  int64_t init_growth_tracker_ = 0;  ///< (load_state_dict before the first scale())
+  std::map<const optim::Optimizer*, PerOptimizer> per_opt_;
+};
+
+}  // namespace brisk::amp
