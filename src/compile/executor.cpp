@@ -83,6 +83,26 @@ void plan_unfused(Graph& g) {
   for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) g.groups.push_back(Group{{i}, {}});
 }
 
+namespace {
+/// Removes the nodes marked in `drop` (keeping the forward/backward split
+/// where it was); returns how many.
+int remove_nodes(Graph& g, const std::vector<char>& drop) {
+  std::vector<Node> kept;
+  int removed = 0, split = g.split;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    if (!drop[i]) {
+      kept.push_back(std::move(g.nodes[i]));
+    } else {
+      ++removed;
+      if (g.split >= 0 && i < g.split) --split;
+    }
+  }
+  g.nodes = std::move(kept);
+  g.split = split;
+  return removed;
+}
+}  // namespace
+
 int eliminate_dead_nodes(Graph& g) {
   // Backwards over the calls: a call is live when it writes a buffer that is
   // an argument or a captured tensor (a side effect), a result, or a temp a
@@ -107,19 +127,9 @@ int eliminate_dead_nodes(Graph& g) {
     if (keep[i])
       for (int b : reads) live_buf[b] = 1;
   }
-  std::vector<Node> kept;
-  int removed = 0, split = g.split;
-  for (int i = 0; i < n; ++i) {
-    if (keep[i]) {
-      kept.push_back(std::move(g.nodes[i]));
-    } else {
-      ++removed;
-      if (g.split >= 0 && i < g.split) --split;
-    }
-  }
-  g.nodes = std::move(kept);
-  g.split = split;
-  return removed;
+  std::vector<char> drop(n);
+  for (int i = 0; i < n; ++i) drop[i] = !keep[i];
+  return remove_nodes(g, drop);
 }
 
 namespace {
@@ -225,19 +235,7 @@ int eliminate_common_subexpressions(Graph& g) {
       last_write[nd.out().buf] = j;
     }
   }
-  std::vector<Node> kept;
-  int removed = 0, split = g.split;
-  for (int i = 0; i < n; ++i) {
-    if (!drop[i]) {
-      kept.push_back(std::move(g.nodes[i]));
-    } else {
-      ++removed;
-      if (g.split >= 0 && i < g.split) --split;
-    }
-  }
-  g.nodes = std::move(kept);
-  g.split = split;
-  return removed;
+  return remove_nodes(g, drop);
 }
 
 void run_elementwise(const Node& n, char* const* base);
@@ -270,7 +268,6 @@ int fold_constants(Graph& g, int64_t max_bytes) {
   std::vector<char> constant(g.bufs.size(), 0), drop(n, 0);
   for (size_t b = 0; b < g.bufs.size(); ++b)
     constant[b] = g.bufs[b].kind == BufKind::External && g.bufs[b].made_in_trace;
-  int removed = 0, split = g.split;
   for (int j = 0; j < n; ++j) {
     const Node& nd = g.nodes[j];
     std::vector<int> reads = nd.reads, writes = nd.writes;
@@ -316,16 +313,8 @@ int fold_constants(Graph& g, int64_t max_bytes) {
       constant[b] = 1;
     }
     drop[j] = 1;
-    ++removed;
-    if (g.split >= 0 && j < g.split) --split;
   }
-  if (!removed) return 0;
-  std::vector<Node> kept;
-  for (int i = 0; i < n; ++i)
-    if (!drop[i]) kept.push_back(std::move(g.nodes[i]));
-  g.nodes = std::move(kept);
-  g.split = split;
-  return removed;
+  return remove_nodes(g, drop);
 }
 
 int recompute_in_backward(Graph& g) {
