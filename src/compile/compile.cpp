@@ -341,7 +341,10 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   entry->guard = guard;
   entry->key = key;
   entry->batch = batch;
-  entry->last_used = ++im.use_clock;
+  {
+    std::lock_guard<std::mutex> lock(im.mu);
+    entry->last_used = ++im.use_clock;
+  }
   entry->arg_text = std::move(arg_text);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Tensor> out;
