@@ -847,17 +847,19 @@ TEST_F(Compile, GeneratedProgramsMatchEager) {
     if (i % 50 == 0) p.cols = 2048 + static_cast<int64_t>(rng() % 3000);  // rows longer than a block
     // (generated code for one program in 20: each graph is a compiler run,
     // 150 ms cold; the interpreter runs the eager kernels, so both are checked)
+    // (one in ten with dynamic batch sizes: run again at another row count below)
+    const bool dynamic = i % 10 == 3;
     auto f = compile([p](const std::vector<Tensor>& xs) { return run_program(p, xs); },
-                     CompileOptions().set_fullgraph(!p.may_break).set_backend(
+                     CompileOptions().set_fullgraph(!p.may_break).set_dynamic(dynamic).set_backend(
                          i % 20 == 0 ? CompileBackend::Default : CompileBackend::Interpreter));
-    auto make = [&] {
+    auto make = [&](int64_t rows) {
       std::vector<Tensor> xs;
-      for (int k = 0; k < p.nargs; ++k) xs.push_back(randn({p.rows, p.cols}) * 2);
+      for (int k = 0; k < p.nargs; ++k) xs.push_back(randn({rows, p.cols}) * 2);
       return xs;
     };
-    std::vector<Tensor> xs = make(), got;
+    std::vector<Tensor> xs = make(p.rows), got;
     try {
-      f(make());  // traced
+      f(make(p.rows));  // traced
       got = f(xs);
     } catch (const Error& e) {
       FAIL() << "program " << i << ": " << e.what();
@@ -865,6 +867,16 @@ TEST_F(Compile, GeneratedProgramsMatchEager) {
     std::vector<Tensor> want = run_program(p, xs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i << "\n" << f.graph_text();
+    if (dynamic) {
+      for (int64_t rows : {p.rows + 1 + i % 5, p.rows}) {
+        std::vector<Tensor> ys = make(rows);
+        std::vector<Tensor> g2 = f(ys), w2 = run_program(p, ys);
+        for (size_t k = 0; k < g2.size(); ++k)
+          ASSERT_TRUE(same_bits(g2[k], w2[k])) << "program " << i << " at " << rows << " rows\n" << f.graph_text();
+      }
+      EXPECT_EQ(f.stats().batch_sizes, 1) << "program " << i;
+      EXPECT_EQ(f.stats().last_recompile, "") << "program " << i;
+    }
     fused_groups += f.stats().nodes > f.stats().groups;
     row_fused += f.graph_text().find("rows staged") != std::string::npos;
     breaks += f.stats().graph_breaks > 0;
