@@ -556,8 +556,13 @@ void plan(Graph& g) {
       const int x = rn.row_in;
       const int64_t N = rn.row_cols, R = rn.row_count;
       const int64_t es = static_cast<int64_t>(element_size(rn.row_in_dtype));
+      // (a one-dim group's blocks start at multiples of 64 elements: up to
+      // 64 rows per block when rows are not multiples of 64 long)
+      bool linear = first.ndim == 1;
+      for (int m : grp.nodes) linear |= g.nodes[m].linear;
+      const int64_t min_rows = linear ? 64 / std::gcd<int64_t>(N, 64) : 1;
       bool ok = x >= 0 && g.bufs[x].kind == BufKind::Temp && !result_buf[x] && N > 0 && R > 0 &&
-                N * es <= (int64_t(4) << 20) &&
+                N * es <= (int64_t(4) << 20) && min_rows * N * es <= (int64_t(16) << 20) &&
                 std::find(touched.begin(), touched.end(), x) != touched.end();
       // only the group and the row op touch x, and the group writes it first
       if (ok)
