@@ -1,5 +1,6 @@
 // brisk::amp::GradScaler (include/brisk/amp.h, docs/design/amp.md).
 #include <cmath>
+#include <limits>
 
 #include "brisk/amp.h"
 #include "brisk/autograd.h"
@@ -91,10 +92,15 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
     const Device dev = devices.at(key);
     Tensor found;
     if (dev.is_cpu()) {
-      // the host sees the values: one pass per gradient for the check, then
-      // one multi-tensor multiply (the inverse read once)
+      // two multi-tensor passes: the inf-norm of each gradient (NaN or inf
+      // exactly when one of its elements is: a max, with NaN propagated, in
+      // float64) and the multiply; the host reads the norms (no sync here)
+      TensorList nonempty;
+      for (const Tensor& g : grads)
+        if (g.numel() > 0) nonempty.push_back(g);
       bool bad = false;
-      for (const Tensor& g : grads) bad = bad || !isfinite(g).all().item<bool>();
+      for (const Tensor& n : foreach_norm(nonempty, std::numeric_limits<double>::infinity()))
+        bad = bad || !std::isfinite(n.item<double>());
       found = full({}, bad ? 1.0 : 0.0, TensorOptions(kFloat));
       foreach_mul_(grads, Scalar(static_cast<double>(inv.to(kCPU).item<float>())));
     } else {

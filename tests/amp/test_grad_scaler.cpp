@@ -161,6 +161,33 @@ TEST_F(GradScalerTest, BFloat16GradientsAndSeveralOptimizers) {
   EXPECT_EQ(scaler.get_growth_tracker(), 1);  // one update for both
 }
 
+TEST_F(GradScalerTest, InfOrNanInBFloat16AndDoubleGradients) {
+  for (ScalarType dt : {kBFloat16, kDouble})
+    for (double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
+      Tensor w = zeros({5}, TensorOptions(dt)).requires_grad_(), v = zeros({2}).requires_grad_();
+      optim::SGD opt({w, v}, optim::SGDOptions(1.0));
+      amp::GradScaler scaler(amp::GradScalerOptions().set_init_scale(4));
+      Tensor x = tensor(std::vector<double>{1, 2, bad, 3, 4}).to(dt);
+      scaler.scale((w * x).sum().to(kFloat) + v.sum()).backward();
+      EXPECT_FALSE(scaler.step(opt).defined()) << dtype_name(dt) << " " << bad;
+      EXPECT_TRUE(v.detach().equal(zeros({2}))) << "the whole step is skipped";
+      scaler.update();
+      EXPECT_EQ(scaler.get_scale(), 2.0);
+    }
+}
+
+TEST_F(GradScalerTest, EmptyAndLargeGradientsInTheCheck) {
+  // an empty gradient has nothing to check; float32 maxima are finite (no overflow in the check)
+  Tensor e = zeros({0}).requires_grad_(), w = zeros({3}).requires_grad_();
+  optim::SGD opt({e, w}, optim::SGDOptions(1.0));
+  amp::GradScaler scaler(amp::GradScalerOptions().set_init_scale(1));
+  scaler.scale((e.sum() + (w * tensor(std::vector<float>{3e38f, -3e38f, 3e38f})).sum())).backward();
+  scaler.step(opt);
+  scaler.update();
+  EXPECT_EQ(scaler.get_growth_tracker(), 1) << "not skipped";
+  EXPECT_EQ(w.detach().to_vector<float>(), (std::vector<float>{-3e38f, 3e38f, -3e38f}));
+}
+
 TEST_F(GradScalerTest, StateDictRoundTrip) {
   amp::GradScaler a(amp::GradScalerOptions().set_init_scale(32).set_growth_interval(5).set_backoff_factor(0.25));
   Model m;
