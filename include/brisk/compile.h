@@ -98,7 +98,8 @@ class CompiledCore {
   /// the results flattened and their `structure`.
   std::vector<Tensor> call(const std::vector<Tensor>& inputs, const std::string& key, const Eager& eager,
                            std::vector<size_t>& structure);
-  const CompileStats& stats() const;
+  /// A snapshot (the function may be running on other threads).
+  CompileStats stats() const;
   /// The last recorded graph as text (nodes, buffers, fused groups).
   std::string graph_text() const;
 
@@ -224,7 +225,7 @@ class Compiled {
     }
   }
 
-  const CompileStats& stats() const { return core_->stats(); }
+  CompileStats stats() const { return core_->stats(); }
   std::string graph_text() const { return core_->graph_text(); }
 
  private:
@@ -269,7 +270,7 @@ class CompiledModule {
   auto forward(A&&... a) const {
     return (*this)(std::forward<A>(a)...);
   }
-  const CompileStats& stats() const { return inner_.stats(); }
+  CompileStats stats() const { return inner_.stats(); }
   std::string graph_text() const { return inner_.graph_text(); }
 
  private:

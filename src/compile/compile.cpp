@@ -201,15 +201,14 @@ CompiledCore::CompiledCore(CompileOptions opts, std::string name) : impl_(std::m
 }
 CompiledCore::~CompiledCore() = default;
 
-const CompileStats& CompiledCore::stats() const {
-  if (impl_->opts.mode == CompileMode::MaxAutotune) {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+CompileStats CompiledCore::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  if (impl_->opts.mode == CompileMode::MaxAutotune)
     for (auto it = impl_->entries.rbegin(); it != impl_->entries.rend(); ++it)
       if ((*it)->exe) {
         impl_->stats.autotune = (*it)->exe->autotune_note();
         break;
       }
-  }
   return impl_->stats;
 }
 
@@ -229,20 +228,25 @@ std::string CompiledCore::graph_text() const {
 std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const std::string& key, const Eager& eager,
                                        std::vector<size_t>& structure) {
   Impl& im = *impl_;
-  CompileStats& st = im.stats;
-  ++st.calls;
+  CompileStats& st = im.stats;  // (changed under im.mu only: callers may share a compiled function)
   if (im.opts.backend == CompileBackend::Eager || jit::current_tracer()) {
     // (a compiled function called while another is traced runs inline: its
     // kernels are part of the outer trace)
-    ++st.eager_calls;
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      ++st.calls;
+      ++st.eager_calls;
+    }
     return eager(structure);
   }
   thread_local std::vector<int64_t> guard, batch;
   make_guard(inputs, key, im.opts.dynamic, guard, batch);
   std::shared_ptr<Entry> hit;
   bool sibling = false;  // dynamic: the graph is known at another batch size
+  std::string externals_changed;
   {
     std::lock_guard<std::mutex> lock(im.mu);
+    ++st.calls;
     for (auto& e : im.entries)
       if (e->guard == guard && e->key == key) {
         if (e->batch == batch) {
@@ -251,29 +255,22 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
         }
         sibling = true;
       }
-    if (hit && im.opts.dynamic) hit->last_used = ++im.use_clock;
-  }
-  std::string externals_changed;
-  if (hit && hit->exe) {
-    externals_changed = hit->exe->externals_changed();
-    if (!externals_changed.empty()) {
-      // Recorded against tensors that are not what they were: trace again.
-      std::lock_guard<std::mutex> lock(im.mu);
-      for (auto it = im.entries.begin(); it != im.entries.end(); ++it)
-        if (*it == hit) {
-          im.entries.erase(it);
-          break;
-        }
-      hit.reset();
+    if (hit && hit->exe) {
+      externals_changed = hit->exe->externals_changed();
+      if (!externals_changed.empty()) {
+        // Recorded against tensors that are not what they were: trace again.
+        im.entries.erase(std::find(im.entries.begin(), im.entries.end(), hit));
+        hit.reset();
+      }
+    }
+    if (hit) {
+      if (im.opts.dynamic) hit->last_used = ++im.use_clock;
+      ++(hit->eager ? st.eager_calls : st.cache_hits);
     }
   }
   if (hit) {
     structure = hit->structure;
-    if (hit->eager) {
-      ++st.eager_calls;
-      return eager(structure);
-    }
-    ++st.cache_hits;
+    if (hit->eager) return eager(structure);
     if (hit->graph.split < 0) return hit->exe->run(inputs);
     return run_joint(hit, inputs);
   }
@@ -283,56 +280,58 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   arg_text.reserve(inputs.size());
   for (const Tensor& t : inputs) arg_text.push_back(describe_arg(t));
   std::string changed;
-  if (!im.entries.empty()) {
-    const Entry& last = *im.entries.back();
-    changed = "the storage shared between arguments changed";
-    if (last.key != key) changed = "a non-tensor argument changed";
-    if (last.guard.size() >= 2 && (last.guard[0] != guard[0] || last.guard[1] != guard[1]))
-      changed = "grad mode or inference mode changed";
-    for (size_t i = 0; i < inputs.size() && i < last.arg_text.size(); ++i)
-      if (last.arg_text[i] != arg_text[i]) {
-        changed = "argument " + std::to_string(i) + " was " + last.arg_text[i] + ", now " + arg_text[i];
-        break;
-      }
-    if (last.arg_text.size() != inputs.size()) changed = "the number of tensor arguments changed";
-  }
-  if (!externals_changed.empty()) changed = externals_changed;
-  if (sibling && externals_changed.empty()) {
-    // Note [Dynamic batch sizes]: another batch size of a known graph
-    ++st.batch_sizes;
-    std::lock_guard<std::mutex> lock(im.mu);
-    size_t n = 0;
-    std::shared_ptr<Entry> oldest;
-    for (auto& e : im.entries)
-      if (e->guard == guard && e->key == key) {
-        ++n;
-        if (!oldest || e->last_used < oldest->last_used) oldest = e;
-      }
-    if (n >= kMaxBatchSizes)
-      im.entries.erase(std::find(im.entries.begin(), im.entries.end(), oldest));
-  } else if (!im.entries.empty() || !externals_changed.empty()) {
-    st.last_recompile = changed;
-  }
-  // (cache_size_limit counts graphs: distinct guards, whatever their batch sizes)
-  size_t graphs = 0;
+  bool over_limit = false, warn = false;
   {
     std::lock_guard<std::mutex> lock(im.mu);
+    if (!im.entries.empty()) {
+      const Entry& last = *im.entries.back();
+      changed = "the storage shared between arguments changed";
+      if (last.key != key) changed = "a non-tensor argument changed";
+      if (last.guard.size() >= 2 && (last.guard[0] != guard[0] || last.guard[1] != guard[1]))
+        changed = "grad mode or inference mode changed";
+      for (size_t i = 0; i < inputs.size() && i < last.arg_text.size(); ++i)
+        if (last.arg_text[i] != arg_text[i]) {
+          changed = "argument " + std::to_string(i) + " was " + last.arg_text[i] + ", now " + arg_text[i];
+          break;
+        }
+      if (last.arg_text.size() != inputs.size()) changed = "the number of tensor arguments changed";
+    }
+    if (!externals_changed.empty()) changed = externals_changed;
+    if (sibling && externals_changed.empty()) {
+      // Note [Dynamic batch sizes]: another batch size of a known graph
+      ++st.batch_sizes;
+      size_t n = 0;
+      std::shared_ptr<Entry> oldest;
+      for (auto& e : im.entries)
+        if (e->guard == guard && e->key == key) {
+          ++n;
+          if (!oldest || e->last_used < oldest->last_used) oldest = e;
+        }
+      if (n >= kMaxBatchSizes) im.entries.erase(std::find(im.entries.begin(), im.entries.end(), oldest));
+    } else if (!im.entries.empty() || !externals_changed.empty()) {
+      st.last_recompile = changed;
+    }
+    // (cache_size_limit counts graphs: distinct guards, whatever their batch sizes)
+    size_t graphs = 0;
     for (size_t i = 0; i < im.entries.size(); ++i) {
       bool first = true;
       for (size_t j = 0; j < i && first; ++j)
         first = !(im.entries[j]->guard == im.entries[i]->guard && im.entries[j]->key == im.entries[i]->key);
       graphs += first;
     }
-  }
-  if (!sibling && static_cast<int>(graphs) >= im.opts.cache_size_limit) {
-    if (!im.warned_limit) {
+    over_limit = !sibling && static_cast<int>(graphs) >= im.opts.cache_size_limit;
+    if (over_limit) {
+      ++st.eager_calls;
+      warn = !im.warned_limit;
       im.warned_limit = true;
+    }
+  }
+  if (over_limit) {
+    if (warn)
       std::fprintf(stderr,
                    "brisk: compile: '%s' reached cache_size_limit (%d graphs); new guard keys run eagerly. Last "
                    "change: %s\n",
                    im.name.c_str(), im.opts.cache_size_limit, changed.empty() ? "?" : changed.c_str());
-    }
-    ++st.eager_calls;
     return eager(structure);
   }
 
@@ -465,8 +464,11 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
   }
   entry->structure = structure;
   if (!reason.empty()) {
-    ++st.graph_breaks;
-    st.last_break = reason;
+    {
+      std::lock_guard<std::mutex> lock(im.mu);
+      ++st.graph_breaks;
+      st.last_break = reason;
+    }
     if (im.opts.fullgraph) {
       BRISK_FAIL("compile", "'", im.name, "' cannot be compiled as one graph (fullgraph=true): ", reason);
     }
@@ -477,10 +479,6 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     else jit::plan_unfused(entry->graph);
     entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
     jit::release_trace_temps(entry->graph);
-    st.nodes = static_cast<int64_t>(entry->graph.nodes.size());
-    st.groups = static_cast<int64_t>(entry->graph.groups.size());
-    st.generated = entry->exe->generated_groups();
-    st.codegen = entry->exe->codegen_note();
     if (entry->graph.split >= 0) {
       jit::Graph& g = entry->graph;
       entry->split_group = static_cast<int>(g.groups.size());
@@ -506,9 +504,15 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
         }
     }
   }
+  std::lock_guard<std::mutex> lock(im.mu);
+  if (entry->exe) {
+    st.nodes = static_cast<int64_t>(entry->graph.nodes.size());
+    st.groups = static_cast<int64_t>(entry->graph.groups.size());
+    st.generated = entry->exe->generated_groups();
+    st.codegen = entry->exe->codegen_note();
+  }
   ++st.traces;
   st.trace_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::lock_guard<std::mutex> lock(im.mu);
   im.entries.push_back(std::move(entry));
   return out;
 }
