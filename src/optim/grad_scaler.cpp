@@ -73,8 +73,9 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
               "unscale_() has already been called on this optimizer since the last update()");
   BRISK_CHECK(st.stage != Stage::Stepped, kOp, "unscale_() is being called after step()");
   NoGradGuard ng;
-  // the gradients by device (one check and one multiply per device)
-  std::map<std::string, std::vector<Tensor>> by_device;
+  // the gradients by device, and by dtype within a device (the multi-tensor
+  // passes take one dtype); found_inf is recorded per device
+  std::map<std::string, std::map<int, std::vector<Tensor>>> by_device;
   std::map<std::string, Device> devices;
   for (const auto& group : opt.param_groups())
     for (const Tensor& p : group.params()) {
@@ -83,34 +84,39 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
       BRISK_CHECK(g.dtype() != kHalf, kOp,
                   "attempting to unscale float16 gradients: keep float32 parameters (autocast runs the float16 math)");
       BRISK_CHECK(is_floating_point(g.dtype()), kOp, "a gradient of dtype ", dtype_name(g.dtype()));
-      by_device[device_key(g.device())].push_back(g);
+      by_device[device_key(g.device())][static_cast<int>(g.dtype())].push_back(g);
       devices.emplace(device_key(g.device()), g.device());
     }
   // 1 / scale in float64, rounded to float32, as PyTorch computes it
   const Tensor inv = scale_.to(kDouble).reciprocal().to(kFloat);
-  for (auto& [key, grads] : by_device) {
+  for (auto& [key, by_dtype] : by_device) {
     const Device dev = devices.at(key);
     Tensor found;
     if (dev.is_cpu()) {
-      // two multi-tensor passes: the inf-norm of each gradient (NaN or inf
-      // exactly when one of its elements is: a max, with NaN propagated, in
-      // float64) and the multiply; the host reads the norms (no sync here)
-      TensorList nonempty;
-      for (const Tensor& g : grads)
-        if (g.numel() > 0) nonempty.push_back(g);
+      // per dtype, two multi-tensor passes: the inf-norm of each gradient
+      // (NaN or inf exactly when one of its elements is: a max, with NaN
+      // propagated, in float64) and the multiply; the host reads the norms
+      // (no sync on the CPU)
+      const Scalar inv_s(static_cast<double>(inv.to(kCPU).item<float>()));
       bool bad = false;
-      for (const Tensor& n : foreach_norm(nonempty, std::numeric_limits<double>::infinity()))
-        bad = bad || !std::isfinite(n.item<double>());
+      for (auto& [dt, grads] : by_dtype) {
+        TensorList nonempty;
+        for (const Tensor& g : grads)
+          if (g.numel() > 0) nonempty.push_back(g);
+        for (const Tensor& n : foreach_norm(nonempty, std::numeric_limits<double>::infinity()))
+          bad = bad || !std::isfinite(n.item<double>());
+        foreach_mul_(grads, inv_s);
+      }
       found = full({}, bad ? 1.0 : 0.0, TensorOptions(kFloat));
-      foreach_mul_(grads, Scalar(static_cast<double>(inv.to(kCPU).item<float>())));
     } else {
       // on the device, no host read: found = any(!isfinite(g)) as device ops
       const Tensor inv_d = inv.to(dev);
       Tensor ok = full({}, true, TensorOptions(kBool).device(dev));
-      for (const Tensor& g : grads) {
-        ok = ok.logical_and(isfinite(g).all());
-        g.mul_(inv_d);
-      }
+      for (auto& [dt, grads] : by_dtype)
+        for (const Tensor& g : grads) {
+          ok = ok.logical_and(isfinite(g).all());
+          g.mul_(inv_d);
+        }
       found = ok.logical_not().to(kFloat);
     }
     st.found_inf[key] = found;
