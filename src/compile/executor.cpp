@@ -101,6 +101,45 @@ int remove_nodes(Graph& g, const std::vector<char>& drop) {
   g.split = split;
   return removed;
 }
+
+/// Calls f(k, b) for every buffer b that node k writes.
+template <class F>
+void for_each_write(const Graph& g, const F& f) {
+  for (int k = 0; k < static_cast<int>(g.nodes.size()); ++k) {
+    const Node& nd = g.nodes[k];
+    if (nd.opaque()) {
+      for (int b : nd.writes)
+        if (b >= 0) f(k, b);
+    } else if (nd.out().buf >= 0) {
+      f(k, nd.out().buf);
+    }
+  }
+}
+/// How many calls write each buffer.
+std::vector<int> count_writers(const Graph& g) {
+  std::vector<int> writers(g.bufs.size(), 0);
+  for_each_write(g, [&](int, int b) { ++writers[b]; });
+  return writers;
+}
+/// Buffers a result of the function views.
+std::vector<char> result_buffers(const Graph& g) {
+  std::vector<char> r(g.bufs.size(), 0);
+  for (const OutputRef& o : g.outputs)
+    if (o.buf >= 0) r[o.buf] = 1;
+  return r;
+}
+/// An elementwise call that writes the whole of its output buffer from
+/// offset 0 and does not read it (not in place): what it writes depends on
+/// its inputs alone.
+bool writes_whole(const Graph& g, const Node& nd) {
+  const int b = nd.out().buf;
+  if (nd.opaque() || b < 0 || nd.out().offset != 0 ||
+      nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) != g.bufs[b].nbytes)
+    return false;
+  for (int k = 1; k < nd.noperands; ++k)
+    if (nd.ops[k].buf == b) return false;
+  return true;
+}
 }  // namespace
 
 int eliminate_dead_nodes(Graph& g) {
@@ -178,29 +217,16 @@ int eliminate_common_subexpressions(Graph& g) {
   // not share memory) nor read by an opaque call (which holds its buffers):
   // then j's readers read i's buffer and j goes. Bit-exact by construction.
   const int n = static_cast<int>(g.nodes.size());
-  std::vector<int> writers(g.bufs.size(), 0);
-  std::vector<char> opaque_read(g.bufs.size(), 0), is_result(g.bufs.size(), 0);
-  for (const Node& nd : g.nodes) {
-    if (nd.opaque()) {
-      for (int b : nd.writes)
-        if (b >= 0) ++writers[b];
-      for (int b : nd.reads)
-        if (b >= 0) opaque_read[b] = 1;
-      for (int b : nd.writes)  // (an opaque call may read what it writes)
-        if (b >= 0) opaque_read[b] = 1;
-    } else if (nd.out().buf >= 0) {
-      ++writers[nd.out().buf];
-    }
-  }
-  for (const OutputRef& r : g.outputs)
-    if (r.buf >= 0) is_result[r.buf] = 1;
+  const std::vector<int> writers = count_writers(g);
+  const std::vector<char> is_result = result_buffers(g);
+  std::vector<char> opaque_read(g.bufs.size(), 0);
+  for (const Node& nd : g.nodes)
+    if (nd.opaque())
+      for (const auto* list : {&nd.reads, &nd.writes})  // (an opaque call may read what it writes)
+        for (int b : *list)
+          if (b >= 0) opaque_read[b] = 1;
   auto whole_temp = [&](const Node& nd) {
-    const int b = nd.out().buf;
-    if (b < 0 || g.bufs[b].kind != BufKind::Temp || writers[b] != 1) return false;
-    for (int k = 1; k < nd.noperands; ++k)
-      if (nd.ops[k].buf == b) return false;  // in place
-    // the call covers the buffer: its elements times the item size
-    return nd.out().offset == 0 && nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) == g.bufs[b].nbytes;
+    return writes_whole(g, nd) && g.bufs[nd.out().buf].kind == BufKind::Temp && writers[nd.out().buf] == 1;
   };
   std::vector<int> remap(g.bufs.size());
   for (size_t b = 0; b < remap.size(); ++b) remap[b] = static_cast<int>(b);
@@ -256,15 +282,7 @@ int fold_constants(Graph& g, int64_t max_bytes) {
   // writes (an elementwise call: whole), and small ones (max_bytes), as a
   // constant holds its memory for the graph's life.
   const int n = static_cast<int>(g.nodes.size());
-  std::vector<int> writers(g.bufs.size(), 0);
-  for (const Node& nd : g.nodes) {
-    if (nd.opaque()) {
-      for (int b : nd.writes)
-        if (b >= 0) ++writers[b];
-    } else if (nd.out().buf >= 0) {
-      ++writers[nd.out().buf];
-    }
-  }
+  const std::vector<int> writers = count_writers(g);
   std::vector<char> constant(g.bufs.size(), 0), drop(n, 0);
   for (size_t b = 0; b < g.bufs.size(); ++b)
     constant[b] = g.bufs[b].kind == BufKind::External && g.bufs[b].made_in_trace;
@@ -277,8 +295,7 @@ int fold_constants(Graph& g, int64_t max_bytes) {
         if (!nd.ops[k].is_const()) reads.push_back(nd.ops[k].buf);
       // an elementwise call covers its buffer (an opaque call's buffers
       // are its results, made for it)
-      if (nd.out().buf < 0 || nd.out().offset != 0 || nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) != g.bufs[nd.out().buf].nbytes)
-        continue;
+      if (!writes_whole(g, nd)) continue;
     }
     bool ok = !writes.empty();
     for (int b : writes) {
@@ -335,20 +352,13 @@ int recompute_in_backward(Graph& g) {
   const int n = static_cast<int>(g.nodes.size()), split = g.split;
   const int nb = static_cast<int>(g.bufs.size());
   std::vector<int> writers(nb, 0), producer(nb, -1), last_write(nb, -1);
-  for (int k = 0; k < n; ++k) {
-    const Node& nd = g.nodes[k];
-    if (nd.opaque()) {
-      for (int b : nd.writes)
-        if (b >= 0) ++writers[b], last_write[b] = k;
-    } else if (nd.out().buf >= 0) {
-      ++writers[nd.out().buf];
-      last_write[nd.out().buf] = k;
-      if (k < split) producer[nd.out().buf] = k;
-    }
-  }
-  std::vector<char> is_result(nb, 0), bwd_read(nb, 0), opaque_bwd_read(nb, 0);
-  for (const OutputRef& r : g.outputs)
-    if (r.buf >= 0) is_result[r.buf] = 1;
+  for_each_write(g, [&](int k, int b) {
+    ++writers[b];
+    last_write[b] = k;
+    if (k < split && !g.nodes[k].opaque()) producer[b] = k;
+  });
+  const std::vector<char> is_result = result_buffers(g);
+  std::vector<char> bwd_read(nb, 0), opaque_bwd_read(nb, 0);
   for (int k = split; k < n; ++k) {
     const Node& nd = g.nodes[k];
     for (int b : nd.reads)
@@ -364,14 +374,8 @@ int recompute_in_backward(Graph& g) {
   // a forward call that can be run again: elementwise, the one writer of a
   // temp it writes whole, not in place
   auto replayable = [&](int b) {
-    const int k = producer[b];
-    if (k < 0 || writers[b] != 1 || g.bufs[b].kind != BufKind::Temp) return false;
-    const Node& nd = g.nodes[k];
-    if (nd.out().offset != 0 || nd.numel * static_cast<int64_t>(element_size(nd.out().dtype)) != g.bufs[b].nbytes)
-      return false;
-    for (int q = 1; q < nd.noperands; ++q)
-      if (nd.ops[q].buf == b) return false;
-    return true;
+    return producer[b] >= 0 && writers[b] == 1 && g.bufs[b].kind == BufKind::Temp &&
+           writes_whole(g, g.nodes[producer[b]]);
   };
   // kept anyway until the backward: unwritten arguments and captured tensors,
   // and backward-read temps that cannot be replayed
@@ -465,9 +469,7 @@ void plan(Graph& g) {
     for (int q = 0; q < nd.noperands; ++q)
       if (!nd.ops[q].is_const()) add(nd.ops[q].buf);
   }
-  std::vector<char> result_buf(g.bufs.size(), 0);
-  for (const OutputRef& r : g.outputs)
-    if (r.buf >= 0) result_buf[r.buf] = 1;
+  const std::vector<char> result_buf = result_buffers(g);
   int i = 0;
   while (i < n) {
     Group grp;
@@ -623,11 +625,8 @@ void plan(Graph& g) {
         gr = gr == -2 ? gi : (gr == gi ? gi : -1);
       }
     }
-  std::vector<char> is_out(g.bufs.size(), 0);
-  for (const OutputRef& r : g.outputs)
-    if (r.buf >= 0) is_out[r.buf] = 1;
   for (int b = 0; b < static_cast<int>(g.bufs.size()); ++b) {
-    if (g.bufs[b].kind != BufKind::Temp || is_out[b] || !first_is_write[b] || group_of[b] < 0) continue;
+    if (g.bufs[b].kind != BufKind::Temp || result_buf[b] || !first_is_write[b] || group_of[b] < 0) continue;
     Group& grp = g.groups[group_of[b]];
     if (grp.fused()) grp.internal.push_back(b);
   }
