@@ -881,6 +881,48 @@ FusedPlan make_fused_plan(const Graph& g, const Group& grp) {
   return p;
 }
 
+namespace {
+/// Points `it` at node n's block: rows [r0, r0 + nr) of the group's space,
+/// elements [c0, c0 + len) of each row (a one-dim group: elements
+/// r0 * len + c0 on). scratch_of(k) is operand k's block in scratch (dense
+/// rows of len elements) or null for memory. A linear node runs over the
+/// block's elements in memory order.
+template <class ScratchOf>
+void narrow_to_block(TensorIter& it, const Node& n, int ndim, char* const* base, int64_t r0, int64_t nr, int64_t c0,
+                     int64_t len, const ScratchOf& scratch_of) {
+  const bool lin = ndim <= 1 || n.linear;
+  it.noperands = n.noperands;
+  it.compute_dtype = n.compute_dtype;
+  it.ndim = (!lin && nr > 1) ? 2 : 1;
+  it.shape[0] = lin ? len * nr : len;
+  it.shape[1] = nr;
+  it.numel = len * nr;
+  for (int k = 0; k < n.noperands; ++k) {
+    const Operand& o = n.ops[k];
+    it.dtypes[k] = o.dtype;
+    if (o.is_const()) {
+      std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
+      it.data[k] = it.scalar_buf[k];
+      it.strides[k][0] = o.strides[0];  // 0 but over one element (as recorded)
+      it.strides[k][1] = ndim >= 2 ? o.strides[1] : 0;
+    } else if (char* p = scratch_of(k)) {
+      const int64_t es = static_cast<int64_t>(element_size(o.dtype));
+      it.data[k] = p;
+      it.strides[k][0] = es;
+      it.strides[k][1] = es * len;
+    } else if (ndim >= 2) {
+      it.data[k] = base[o.buf] + o.offset + r0 * o.strides[1] + c0 * o.strides[0];
+      it.strides[k][0] = o.strides[0];
+      it.strides[k][1] = o.strides[1];
+    } else {
+      it.data[k] = base[o.buf] + o.offset + (r0 * len + c0) * o.strides[0];
+      it.strides[k][0] = o.strides[0];
+      it.strides[k][1] = 0;
+    }
+  }
+}
+}  // namespace
+
 void Executable::run_fused(int gi, char* const* base) const {
   const Group& grp = g_.groups[gi];
   const FusedPlan& fp = fused_plans_[gi];
@@ -904,33 +946,8 @@ void Executable::run_fused(int gi, char* const* base) const {
       for (size_t q = 0; q < grp.nodes.size(); ++q) {
         const Node& n = g_.nodes[grp.nodes[q]];
         const auto& so = fp.scratch[q];
-        it.noperands = n.noperands;
-        it.compute_dtype = n.compute_dtype;
-        // a linear node runs over the block's elements in memory order
-        it.ndim = (ndim >= 2 && nr > 1 && !n.linear) ? 2 : 1;
-        it.shape[0] = n.linear ? len * nr : len;
-        it.shape[1] = nr;
-        it.numel = len * nr;
-        for (int k = 0; k < n.noperands; ++k) {
-          const Operand& o = n.ops[k];
-          it.dtypes[k] = o.dtype;
-          if (o.is_const()) {
-            std::memcpy(it.scalar_buf[k], o.scalar, sizeof(o.scalar));
-            it.data[k] = it.scalar_buf[k];
-            it.strides[k][0] = o.strides[0];  // 0 but over one element (as recorded)
-            it.strides[k][1] = ndim >= 2 ? o.strides[1] : 0;
-          } else if (so[k] >= 0) {
-            const int64_t es = static_cast<int64_t>(element_size(o.dtype));
-            it.data[k] = scratch + so[k];
-            it.strides[k][0] = es;
-            it.strides[k][1] = es * len;
-          } else {
-            const int64_t st0 = ndim >= 1 ? o.strides[0] : 0, st1 = ndim >= 2 ? o.strides[1] : 0;
-            it.data[k] = base[o.buf] + o.offset + r0 * st1 + c0 * st0;
-            it.strides[k][0] = st0;
-            it.strides[k][1] = st1;
-          }
-        }
+        narrow_to_block(it, n, ndim, base, r0, nr, c0, len,
+                        [&](int k) { return so[k] >= 0 ? scratch + so[k] : static_cast<char*>(nullptr); });
         auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
         fn(it, n.args);
       }
@@ -1002,39 +1019,13 @@ void Executable::run_row_group(int gi, const Bound& bound) const {
         for (int ni : grp.nodes) {
           if (ni == grp.row_node) continue;
           const Node& n = g_.nodes[ni];
-          it.noperands = n.noperands;
-          it.compute_dtype = n.compute_dtype;
-          const bool lin = ndim == 1 || n.linear;  // runs over the rows' elements in memory order
-          it.ndim = (!lin && nr > 1) ? 2 : 1;
-          it.shape[0] = lin ? N * nr : N;
-          it.shape[1] = nr;
-          it.numel = N * nr;
-          for (int q = 0; q < n.noperands; ++q) {
-            const Operand& o = n.ops[q];
-            it.dtypes[q] = o.dtype;
-            const int64_t es = static_cast<int64_t>(element_size(o.dtype));
-            int64_t so = -1;
-            for (const auto& [b, ob] : off)
-              if (o.buf == b) so = ob;
-            if (o.is_const()) {
-              std::memcpy(it.scalar_buf[q], o.scalar, sizeof(o.scalar));
-              it.data[q] = it.scalar_buf[q];
-              it.strides[q][0] = o.strides[0];
-              it.strides[q][1] = ndim >= 2 ? o.strides[1] : 0;
-            } else if (o.buf == x || so >= 0) {
-              it.data[q] = o.buf == x ? xp : scratch + so;
-              it.strides[q][0] = es;
-              it.strides[q][1] = es * N;
-            } else if (ndim == 1) {
-              it.data[q] = bound.base[o.buf] + o.offset + r0 * N * o.strides[0];
-              it.strides[q][0] = o.strides[0];
-              it.strides[q][1] = 0;
-            } else {
-              it.data[q] = bound.base[o.buf] + o.offset + r0 * o.strides[1];
-              it.strides[q][0] = o.strides[0];
-              it.strides[q][1] = o.strides[1];
-            }
-          }
+          narrow_to_block(it, n, ndim, bound.base, r0, nr, 0, N, [&](int k) -> char* {
+            const int b = n.ops[k].buf;
+            if (b == x) return xp;
+            for (const auto& [ib, ob] : off)
+              if (b == ib) return scratch + ob;
+            return nullptr;
+          });
           auto kfn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
           kfn(it, n.args);
         }
