@@ -383,27 +383,34 @@ std::map<uint32_t, std::vector<size_t>> user_ops_per_thread(const Context& c) {
   return per_thread;
 }
 
+/// Calls on_run(ops, k, end) for every run ops[k, end) of at least min_ops
+/// consecutive user ops of one thread that all satisfy in_run.
+template <class InRun, class OnRun>
+void for_each_run(const Context& c, int64_t min_ops, const InRun& in_run, const OnRun& on_run) {
+  for (const auto& [thread, ops] : user_ops_per_thread(c)) {
+    size_t k = 0;
+    while (k < ops.size()) {
+      size_t end = k;
+      while (end < ops.size() && in_run(c.r.events[ops[end]])) ++end;
+      if (static_cast<int64_t>(end - k) >= min_ops) on_run(ops, k, end);
+      k = end == k ? k + 1 : end;
+    }
+  }
+}
+
 void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
   const auto& ev = c.r.events;
   Finding f{Rule::LaunchBound, "Launch-bound stretches of small ops", 0, 0, {}, {}};
   Sites sites;
   int64_t stretches = 0;
-  for (const auto& [thread, ops] : user_ops_per_thread(c)) {
-    size_t k = 0;
-    while (k < ops.size()) {
-      size_t end = k;
-      while (end < ops.size() && is_small_op(ev[ops[end]])) ++end;
-      if (static_cast<int64_t>(end - k) >= kLaunchBoundMinOps) {
-        ++stretches;
-        for (size_t j = k; j < end; ++j) {
-          f.count += 1;
-          f.time_ns += ev[ops[j]].duration_ns();
-          sites.add(where_of(c.r, ops[j]), ev[ops[j]].duration_ns());
-        }
-      }
-      k = end == k ? k + 1 : end;
+  for_each_run(c, kLaunchBoundMinOps, is_small_op, [&](const std::vector<size_t>& ops, size_t k, size_t end) {
+    ++stretches;
+    for (size_t j = k; j < end; ++j) {
+      f.count += 1;
+      f.time_ns += ev[ops[j]].duration_ns();
+      sites.add(where_of(c.r, ops[j]), ev[ops[j]].duration_ns());
     }
-  }
+  });
   if (f.count == 0) return;
   f.title += " (" + plural(stretches, "stretch", "stretches") + " of at least " + std::to_string(kLaunchBoundMinOps) +
              " ops)";
@@ -429,29 +436,22 @@ void rule_fusable_pointwise(const Context& c, std::vector<Finding>& out) {
   Finding f{Rule::FusablePointwise, "Chains of pointwise ops that compile would fuse", 0, 0, {}, {}};
   Sites sites;
   int64_t chains = 0;
-  for (const auto& [thread, ops] : user_ops_per_thread(c)) {
-    size_t k = 0;
-    while (k < ops.size()) {
-      size_t end = k;
-      while (end < ops.size() && is_pointwise_op(ev[ops[end]].name) && !is_small_op(ev[ops[end]])) ++end;
-      if (static_cast<int64_t>(end - k) >= kFusableMinOps) {
-        ++chains;
-        std::string chain;
-        int64_t t = 0;
-        for (size_t j = k; j < end; ++j) {
-          f.count += 1;
-          t += ev[ops[j]].duration_ns();
-          if (j - k < 6) chain += (chain.empty() ? "" : ", ") + ev[ops[j]].name;
-        }
-        if (end - k > 6) chain += ", ...";
-        // The fused chain reads and writes memory once instead of once per
-        // op: most of the chain's time is what it would save.
-        f.time_ns += t - t / static_cast<int64_t>(end - k);
-        sites.add(chain + " from " + where_of(c.r, ops[k]), t);
-      }
-      k = end == k ? k + 1 : end;
+  auto fusable = [](const Event& e) { return is_pointwise_op(e.name) && !is_small_op(e); };
+  for_each_run(c, kFusableMinOps, fusable, [&](const std::vector<size_t>& ops, size_t k, size_t end) {
+    ++chains;
+    std::string chain;
+    int64_t t = 0;
+    for (size_t j = k; j < end; ++j) {
+      f.count += 1;
+      t += ev[ops[j]].duration_ns();
+      if (j - k < 6) chain += (chain.empty() ? "" : ", ") + ev[ops[j]].name;
     }
-  }
+    if (end - k > 6) chain += ", ...";
+    // The fused chain reads and writes memory once instead of once per
+    // op: most of the chain's time is what it would save.
+    f.time_ns += t - t / static_cast<int64_t>(end - k);
+    sites.add(chain + " from " + where_of(c.r, ops[k]), t);
+  });
   if (f.count == 0) return;
   f.title += " (" + plural(chains, "chain", "chains") + " of at least " + std::to_string(kFusableMinOps) + " ops)";
   f.where = sites.top();
