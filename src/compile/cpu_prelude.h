@@ -86,15 +86,6 @@ inline void fill(T* dst, T v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = v;
 }
 
-/// A vector of v in every lane, exactly (vec::splat adds +0.0, which turns
-/// -0.0 into +0.0).
-template <class V, class T>
-inline V bcast(T v) {
-  V r;
-  for (int i = 0; i < int(sizeof(V) / sizeof(T)); ++i) r[i] = v;
-  return r;
-}
-
 // Note [Vectors as eager forms them]
 // A lane's result may depend on the other lanes of its vector: Sleef's sin,
 // cos and tan take a slower range reduction for the whole vector when one
