@@ -28,6 +28,49 @@
 
 namespace brisk::amp {
 
+/// torch.autocast as an RAII scope: inside it, on this thread, ops on
+/// PyTorch's lists run in lower precision (matmul, linear, conv, attention
+/// in `dtype`), in float32 (losses; on CUDA also exp, log, softmax, sums,
+/// norms) or at the widest input dtype (cat, stack on the CPU; addcmul,
+/// index_put on CUDA), per device type: a scope for kCPU casts ops on CPU
+/// tensors only. `dtype` defaults to bfloat16 on the CPU and float16 on
+/// CUDA (float16 and bfloat16 are accepted on both). Scopes nest (an inner
+/// scope may disable autocast or change the dtype); `cache_enabled` casts
+/// each parameter once per outermost scope. Run backward outside the scope
+/// (inside it, backward is not autocast either). Lists and semantics:
+/// docs/design/amp.md.
+///
+///   {
+///     brisk::amp::autocast ac(brisk::kCPU);          // bfloat16
+///     Tensor loss = criterion(model->forward(x), y); // linear in bfloat16, loss in float32
+///   }
+///   loss.backward();
+class autocast {
+ public:
+  explicit autocast(DeviceType device_type, std::optional<ScalarType> dtype = std::nullopt, bool enabled = true,
+                    std::optional<bool> cache_enabled = std::nullopt);
+  ~autocast();
+  autocast(const autocast&) = delete;
+  autocast& operator=(const autocast&) = delete;
+
+ private:
+  DeviceType device_;
+  bool prev_enabled_;
+  ScalarType prev_dtype_;
+  bool prev_cache_;
+  bool counted_;
+};
+
+/// Whether autocast is on for a device type on this thread.
+bool is_autocast_enabled(DeviceType device_type);
+/// The dtype autocast lowers to on a device type on this thread (the
+/// default when no scope set it: bfloat16 on the CPU, float16 on CUDA).
+ScalarType get_autocast_dtype(DeviceType device_type);
+/// Whether the weight-cast cache is on (this thread).
+bool is_autocast_cache_enabled();
+/// Drops this thread's cached parameter casts (leaving the outermost scope does).
+void clear_autocast_cache();
+
 struct GradScalerOptions {
   double init_scale = 65536.0;   ///< 2^16
   double growth_factor = 2.0;    ///< the scale's factor after growth_interval good steps

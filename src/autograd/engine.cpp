@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/autocast.h"
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "profiler/record.h"
@@ -141,6 +142,8 @@ void mark_zero(Task& t, const Edge& e) {
 
 void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
   AutoGradMode mode(t.create_graph);
+  // Gradients run in the dtypes their forward ran in (Note [Autocast]).
+  amp::detail::ExcludeGuard no_autocast;
   compute_dependencies(t, roots);
   if (t.only_needed) compute_needed(t, roots);
   for (size_t i = 0; i < roots.size(); ++i) {

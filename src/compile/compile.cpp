@@ -15,6 +15,7 @@
 #include "compile/executor.h"
 #include "compile/trace.h"
 #include "autograd/function.h"
+#include "core/autocast.h"
 #include "core/parallel.h"
 #include "core/profile_hooks.h"
 #include "core/tensor_create.h"
@@ -94,6 +95,7 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, bool 
   batch.clear();
   g.push_back(GradMode::is_enabled());
   g.push_back(InferenceMode::is_enabled());
+  g.push_back(amp::detail::state_key());  // the autocast state (Note [Autocast])
   g.push_back(static_cast<int64_t>(inputs.size()));
   thread_local std::unordered_map<const void*, int64_t> first_on;
   first_on.clear();

@@ -17,8 +17,9 @@ constexpr int16_t none = -1;
 }  // namespace slots
 
 constexpr OpInfo kRows[] = {
-#define BRISK_OP_ROW(name, kind, slot, dtypes, amp, flags) \
-  {#name, OpKind::kind, slots::slot, DTypeClass::dtypes, AmpPolicy::amp, static_cast<uint8_t>(flags)},
+#define BRISK_OP_ROW(name, kind, slot, dtypes, amp, cpu_amp, flags)                                   \
+  {#name,          OpKind::kind,   slots::slot, DTypeClass::dtypes, AmpPolicy::amp, AmpPolicy::cpu_amp, \
+   static_cast<uint8_t>(flags)},
     BRISK_FORALL_OP_ROWS(BRISK_OP_ROW)
 #undef BRISK_OP_ROW
 };
@@ -84,6 +85,7 @@ const char* amp_policy_name(AmpPolicy a) {
     case AmpPolicy::Lower: return "Lower";
     case AmpPolicy::Fp32: return "Fp32";
     case AmpPolicy::Promote: return "Promote";
+    case AmpPolicy::Banned: return "Banned";
   }
   return "?";
 }

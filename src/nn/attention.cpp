@@ -34,6 +34,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/autocast.h"
 #include "brisk/autograd.h"
 #include "brisk/nn/attention.h"
 #include "brisk/nn/init.h"
@@ -644,6 +645,7 @@ namespace functional {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa) {
+  BRISK_AUTOCAST(scaled_dot_product_attention, scaled_dot_product_attention, query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa);
   BRISK_PROFILE_OP("scaled_dot_product_attention", query, key, value, attn_mask);
   check_not_both(attn_mask, is_causal);
   const Gqa g = gqa_split(query, key, value, attn_mask, enable_gqa);

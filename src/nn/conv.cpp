@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "autograd/function.h"
+#include "core/autocast.h"
 #include "core/tensor_create.h"
 #include "brisk/nn/init.h"
 #include "brisk/ops.h"
@@ -431,6 +432,7 @@ namespace functional {
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<2> stride,
               ConvPadding<2> padding, ExpandingInts<2> dilation, int64_t groups) {
+  BRISK_AUTOCAST(conv2d, conv2d, x, weight, bias, stride, padding, dilation, groups);
   return convolution(direct_args<2>("conv2d", stride, padding, dilation, groups), x, weight, bias);
 }
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o) {
@@ -439,6 +441,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Conv2dFuncOptions& o)
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<1> stride,
               ConvPadding<1> padding, ExpandingInts<1> dilation, int64_t groups) {
+  BRISK_AUTOCAST(conv1d, conv1d, x, weight, bias, stride, padding, dilation, groups);
   return convolution(direct_args<1>("conv1d", stride, padding, dilation, groups), x, weight, bias);
 }
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o) {
@@ -448,6 +451,7 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Conv1dFuncOptions& o)
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<2> stride,
                         ExpandingInts<2> padding, ExpandingInts<2> output_padding, int64_t groups,
                         ExpandingInts<2> dilation) {
+  BRISK_AUTOCAST(conv_transpose2d, conv_transpose2d, x, weight, bias, stride, padding, output_padding, groups, dilation);
   return convolution(transposed_args<2>("conv_transpose2d", stride, padding, output_padding, groups, dilation), x,
                      weight, bias);
 }
@@ -471,6 +475,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const ConvTranspo
 Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<1> stride,
                         ExpandingInts<1> padding, ExpandingInts<1> output_padding, int64_t groups,
                         ExpandingInts<1> dilation) {
+  BRISK_AUTOCAST(conv_transpose1d, conv_transpose1d, x, weight, bias, stride, padding, output_padding, groups, dilation);
   return convolution(transposed_args<1>("conv_transpose1d", stride, padding, output_padding, groups, dilation), x,
                      weight, bias);
 }
@@ -529,6 +534,7 @@ Tensor finish3d(const Tensor& acc5, const Tensor& bias, bool batched) {
 
 Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<3> stride_,
               ConvPadding<3> padding, ExpandingInts<3> dilation_, int64_t groups) {
+  BRISK_AUTOCAST(conv3d, conv3d, x, weight, bias, stride_, padding, dilation_, groups);
   const char* op = "conv3d";
   BRISK_PROFILE_OP(op, x, weight, bias);
   const auto stride = expand3(op, "stride", stride_);
@@ -580,6 +586,8 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Conv3dFuncOptions& o)
 Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingInts<3> stride_,
                         ExpandingInts<3> padding_, ExpandingInts<3> output_padding_, int64_t groups,
                         ExpandingInts<3> dilation_) {
+  BRISK_AUTOCAST(conv_transpose3d, conv_transpose3d, x, weight, bias, stride_, padding_, output_padding_, groups,
+                 dilation_);
   const char* op = "conv_transpose3d";
   BRISK_PROFILE_OP(op, x, weight, bias);
   const auto stride = expand3(op, "stride", stride_);

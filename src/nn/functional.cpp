@@ -5,6 +5,7 @@
 #include <limits>
 #include <sstream>
 
+#include "core/autocast.h"
 #include "brisk/autograd.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -137,6 +138,7 @@ Tensor clamped_log(const Tensor& x) {
 // ---- layers ----------------------------------------------------------------------
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  BRISK_AUTOCAST(linear, linear, x, weight, bias);
   BRISK_PROFILE_OP("linear", x, weight, bias);
   check_numeric("linear", "input", x);
   check_numeric("linear", "weight", weight);
@@ -154,6 +156,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const Tensor& bias) {
+  BRISK_AUTOCAST(bilinear, bilinear, x1, x2, weight, bias);
   BRISK_PROFILE_OP("bilinear", x1, x2, weight, bias);
   check_numeric("bilinear", "input1", x1);
   check_numeric("bilinear", "input2", x2);
@@ -350,6 +353,7 @@ Tensor row_norm_fused(const char* op, const Tensor& x, const std::vector<int64_t
 
 Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  BRISK_AUTOCAST(layer_norm, layer_norm, x, shape, weight, bias, eps);
   BRISK_PROFILE_OP("layer_norm", x, weight, bias);
   check_row_norm("layer_norm", x, shape, weight, bias);
   // float16/bfloat16 compute in float32, forward and backward (as PyTorch's
@@ -365,6 +369,7 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
 }
 
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, std::optional<double> eps) {
+  BRISK_AUTOCAST(rms_norm, rms_norm, x, shape, weight, eps);
   BRISK_PROFILE_OP("rms_norm", x, weight);
   check_row_norm("rms_norm", x, shape, weight, Tensor());
   // As PyTorch 2.x: eps=None is the machine epsilon of the compute dtype
@@ -410,6 +415,7 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
 // ---- losses ----------------------------------------------------------------------------
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOptions& o) {
+  BRISK_AUTOCAST(mse_loss, mse_loss, input, target, o);
   BRISK_PROFILE_OP("mse_loss", input, target);
   check_same_shape("mse_loss", input, target, /*promoted=*/true);
   // d * d, not square(): its gradient is g * d + g * d, where square's is
@@ -420,6 +426,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  BRISK_AUTOCAST(l1_loss, l1_loss, input, target, o);
   BRISK_PROFILE_OP("l1_loss", input, target);
   // Integer inputs too, as torch: |input - target| in the promoted dtype
   // (wrapping), summed in int64; their mean raises (mean of an integer dtype).
@@ -459,6 +466,7 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
 }  // namespace
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
+  BRISK_AUTOCAST(smooth_l1_loss, smooth_l1_loss, input, target, o);
   BRISK_PROFILE_OP("smooth_l1_loss", input, target);
   const double beta = o.beta();
   BRISK_CHECK(beta >= 0, "smooth_l1_loss", "beta must be non-negative, got ", beta);
@@ -473,6 +481,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
+  BRISK_AUTOCAST(huber_loss, huber_loss, input, target, o);
   BRISK_PROFILE_OP("huber_loss", input, target);
   check_same_shape("huber_loss", input, target);
   const double delta = o.delta();
@@ -483,6 +492,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {
+  BRISK_AUTOCAST(nll_loss, nll_loss, input, target, o);
   BRISK_PROFILE_OP("nll_loss", input, target);
   check_floating("nll_loss", "input", input);
   if (input.dim() == 1) {  // unbatched: (C) and ()
@@ -579,6 +589,7 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
 }  // namespace
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  BRISK_AUTOCAST(cross_entropy, cross_entropy, input, target, o);
   BRISK_PROFILE_OP("cross_entropy", input, target);
   const char* op = "cross_entropy";
   check_floating(op, "input", input);
@@ -632,6 +643,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o) {
+  BRISK_AUTOCAST(binary_cross_entropy, binary_cross_entropy, input, target, o);
   BRISK_PROFILE_OP("binary_cross_entropy", input, target);
   const char* op = "binary_cross_entropy";
   check_same_shape(op, input, target);
@@ -650,6 +662,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& o) {
+  BRISK_AUTOCAST(binary_cross_entropy_with_logits, binary_cross_entropy_with_logits, input, target, o);
   BRISK_PROFILE_OP("binary_cross_entropy_with_logits", input, target);
   const char* op = "binary_cross_entropy_with_logits";
   check_same_shape(op, input, target);
@@ -701,6 +714,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o) {
+  BRISK_AUTOCAST(kl_div, kl_div, input, target, o);
   BRISK_PROFILE_OP("kl_div", input, target);
   const char* op = "kl_div";
   check_same_shape(op, input, target);

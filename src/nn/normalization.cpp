@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/autocast.h"
 #include "brisk/autograd.h"
 #include "brisk/nn/normalization.h"
 #include "brisk/ops.h"
@@ -261,6 +262,7 @@ TensorList gn_backward(const Tensor& g, const Tensor& x, const Tensor& w, const 
 namespace functional {
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  BRISK_AUTOCAST(group_norm, group_norm, input, num_groups, weight, bias, eps);
   BRISK_PROFILE_OP("group_norm", input, weight, bias);
   const char* op = "group_norm";
   check_norm_input(op, input);

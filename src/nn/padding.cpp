@@ -2,6 +2,7 @@
 // Reflect, replicate and circular padding gather each padded dim with
 // index_select (one index vector per dim), so autograd gives the gradient
 // (index_select's backward sums the copies back).
+#include "core/autocast.h"
 #include "brisk/nn/padding.h"
 
 #include <sstream>
@@ -46,6 +47,10 @@ Tensor gather_dim(const Tensor& x, int64_t dim, int64_t before, int64_t after, P
 }  // namespace
 
 Tensor pad(const Tensor& x, const PadFuncOptions& o) {
+  if (o.mode() == PadMode::Reflect)
+    BRISK_AUTOCAST(reflection_pad, pad, x, o);
+  else if (o.mode() == PadMode::Replicate)
+    BRISK_AUTOCAST(replication_pad, pad, x, o);
   const char* op = "pad";
   const std::vector<int64_t>& p = o.pad();
   BRISK_CHECK(x.defined(), op, "input must be defined");

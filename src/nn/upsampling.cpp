@@ -27,6 +27,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/autocast.h"
 #include "brisk/nn/upsampling.h"
 #include "brisk/nn/pooling.h"
 #include "brisk/ops.h"
@@ -220,6 +221,7 @@ std::vector<V> per_dim(const std::vector<V>& v, int64_t dims) {
 }  // namespace
 
 Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& o) {
+  BRISK_AUTOCAST(interpolate, interpolate, x, o);
   BRISK_PROFILE_OP(kOp, x);
   BRISK_CHECK(x.defined(), kOp, "input is an undefined tensor");
   const InterpolateMode mode = o.mode();

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/autocast.h"
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -532,8 +533,14 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
     return r;                                                                            \
   }                                                                                      \
   }                                                                                      \
-  Tensor name(const Tensor& a, const Tensor& b) { return name##_impl(#name, nullptr, nullptr, a, b); } \
-  Tensor name(const Tensor& a, const Scalar& b) { return name##_impl(#name, nullptr, nullptr, a, b); } \
+  Tensor name(const Tensor& a, const Tensor& b) {                                        \
+    BRISK_AUTOCAST(name, name, a, b);                                                    \
+    return name##_impl(#name, nullptr, nullptr, a, b);                                   \
+  }                                                                                      \
+  Tensor name(const Tensor& a, const Scalar& b) {                                        \
+    BRISK_AUTOCAST(name, name, a, b);                                                    \
+    return name##_impl(#name, nullptr, nullptr, a, b);                                   \
+  }                                                                                      \
   Tensor& name##_out(Tensor& out, const Tensor& a, const Tensor& b) {                    \
     name##_impl(#name "_out", &out, nullptr, a, b);                                      \
     return out;                                                                          \
@@ -575,6 +582,7 @@ BRISK_BINARY_OP(bitwise_right_shift, bitwise,
 #undef BRISK_BINARY_OP
 
 Tensor pow(const Scalar& base, const Tensor& exponent) {
+  BRISK_AUTOCAST(pow, pow, base, exponent);
   BRISK_PROFILE_OP("pow", base, exponent);
   IterBuilder it("pow");
   it.input(base).input(exponent);
@@ -763,9 +771,11 @@ Tensor addc_impl(const char* nm, const Tensor* self, const Tensor& s, const Tens
 }
 }  // namespace
 Tensor addcmul(const Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  BRISK_AUTOCAST(addcmul, addcmul, s, t1, t2, v);
   return addc_impl<OpId::addcmul>("addcmul", nullptr, s, t1, t2, v);
 }
 Tensor addcdiv(const Tensor& s, const Tensor& t1, const Tensor& t2, const Scalar& v) {
+  BRISK_AUTOCAST(addcdiv, addcdiv, s, t1, t2, v);
   return addc_impl<OpId::addcdiv>("addcdiv", nullptr, s, t1, t2, v);
 }
 Tensor Tensor::addcmul(const Tensor& t1, const Tensor& t2, const Scalar& v) const { return brisk::addcmul(*this, t1, t2, v); }

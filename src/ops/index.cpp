@@ -25,6 +25,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "core/autocast.h"
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -682,6 +683,7 @@ Tensor& Tensor::index_put_(std::initializer_list<TensorIndex> idx, const Tensor&
   return index_put_impl(const_cast<Tensor&>(*this), idx.begin(), idx.size(), &values, Scalar(), {accumulate, true});
 }
 Tensor index_put(const Tensor& self, const std::vector<TensorIndex>& indices, const Tensor& values, bool accumulate) {
+  BRISK_AUTOCAST(index_put, index_put, self, indices, values, accumulate);
   BRISK_CHECK(self.defined(), "index_put", "the indexed tensor is undefined");
   Tensor out = self.clone();  // records CloneBackward0: self's gradient flows through the copy
   index_put_impl(out, indices.data(), indices.size(), &values, Scalar(), {accumulate, true});
@@ -766,6 +768,7 @@ Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& 
   return detail::mark_new_version(std::move(out));
 }
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  BRISK_AUTOCAST(scatter_add, scatter_add, x, dim, index, src);
   BRISK_PROFILE_OP("scatter_add", x, index, src);
   Tensor out = fresh_copy(x);
   scatter_into(out, dim, index, &src, Scalar(), true, "scatter_add", &x);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "core/autocast.h"
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -405,6 +406,7 @@ Term contract(Term a, Term b, const std::array<bool, 128>& needed_later) {
 // ---- public front ends ------------------------------------------------------------
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  BRISK_AUTOCAST(matmul, matmul, a, b);
   BRISK_PROFILE_OP("matmul", a, b);
   if (BRISK_LIKELY(!autograd::should_record(a, b))) return matmul_impl("matmul", a, b, nullptr);
   Tensor r;
@@ -423,6 +425,7 @@ Tensor& matmul_out(Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  BRISK_AUTOCAST(mm, mm, a, b);
   BRISK_PROFILE_OP("mm", a, b);
   Tensor out;
   if (BRISK_LIKELY(!autograd::should_record(a, b)) && small_mm(a, b, out)) return out;
@@ -451,6 +454,7 @@ Tensor& mm_out(Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  BRISK_AUTOCAST(bmm, bmm, a, b);
   BRISK_PROFILE_OP("bmm", a, b);
   check_operands("bmm", a, b, "batch1 and batch2");
   BRISK_CHECK(a.dim() == 3, "bmm", "batch1 must be a 3D tensor, but got shape ", a.sizes());
@@ -463,6 +467,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scalar& beta, const Scalar& alpha) {
+  BRISK_AUTOCAST(addmm, addmm, self, m1, m2, beta, alpha);
   BRISK_PROFILE_OP("addmm", self, m1, m2);
   check_operands("addmm", m1, m2);
   check_mm_shapes("addmm", m1, m2);
@@ -524,6 +529,7 @@ Tensor addmm(const Tensor& self, const Tensor& m1, const Tensor& m2, const Scala
 }
 
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  BRISK_AUTOCAST(mv, mv, mat, vec);
   BRISK_PROFILE_OP("mv", mat, vec);
   check_operands("mv", mat, vec, "mat and vec");
   BRISK_CHECK(mat.dim() == 2 && vec.dim() == 1, "mv", "expected a matrix and a vector, but got shapes ", mat.sizes(),
@@ -549,6 +555,7 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  BRISK_AUTOCAST(dot, dot, a, b);
   BRISK_PROFILE_OP("dot", a, b);
   BRISK_CHECK(a.defined() && b.defined(), "dot", "expected defined tensors");
   BRISK_CHECK(a.dim() == 1 && b.dim() == 1, "dot", "1D tensors expected, but got ", a.dim(), "D and ", b.dim(),
@@ -584,6 +591,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 }
 
 Tensor einsum(std::string_view eq, const std::vector<Tensor>& operands) {
+  BRISK_AUTOCAST(einsum, einsum, eq, operands);
   BRISK_PROFILE_OP("einsum", operands);
   const char* op = "einsum";
   BRISK_CHECK(!operands.empty(), op, "must provide at least one operand");

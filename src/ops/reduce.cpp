@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/autocast.h"
 #include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/dispatch.h"
@@ -450,6 +451,7 @@ Tensor all_any_impl(const char* name, const Tensor& x, uint64_t mask, bool keepd
 namespace {
 // d sum / dx: the gradient expanded back over the reduced dims.
 Tensor sum_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype) {
+  if (!dtype) BRISK_AUTOCAST(sum, sum_front, node, x, mask, keepdim, dtype);
   BRISK_PROFILE_OP("sum", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::sum>("sum", x, mask, keepdim, dtype);
   autograd::check_differentiable_dtype("sum", sum_result_dtype(x, dtype));
@@ -493,6 +495,7 @@ int64_t lowest_dim(uint64_t mask) {
 // and 0 elsewhere, two or more give 0). `full`: prod() over every element.
 Tensor prod_front(const char* node, const Tensor& x, uint64_t mask, bool keepdim, std::optional<ScalarType> dtype,
                   bool full) {
+  if (!dtype) BRISK_AUTOCAST(prod, prod_front, node, x, mask, keepdim, dtype, full);
   BRISK_PROFILE_OP("prod", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return sum_like<OpId::prod>("prod", x, mask, keepdim, dtype);
   autograd::check_differentiable_dtype("prod", sum_result_dtype(x, dtype));
@@ -761,6 +764,7 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
 }  // namespace
 
 Tensor norm(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  BRISK_AUTOCAST(norm, norm, x, p, dims, keepdim);
   BRISK_PROFILE_OP("norm", x, p);
   if (BRISK_LIKELY(!autograd::should_record(x))) return norm_impl(x, p, dims, keepdim);
   Tensor r = without_grad([&] { return norm_impl(x, p, dims, keepdim); });
@@ -800,6 +804,7 @@ Tensor logsumexp_impl(const Tensor& x, IntArrayRef dims, bool keepdim) {
 }  // namespace
 
 Tensor logsumexp(const Tensor& x, IntArrayRef dims, bool keepdim) {
+  BRISK_AUTOCAST(logsumexp, logsumexp, x, dims, keepdim);
   BRISK_PROFILE_OP("logsumexp", x);
   if (BRISK_LIKELY(!autograd::should_record(x))) return logsumexp_impl(x, dims, keepdim);
   Tensor r = without_grad([&] { return logsumexp_impl(x, dims, keepdim); });

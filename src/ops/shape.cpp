@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <string>
 
+#include "core/autocast.h"
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/tensor_create.h"
@@ -149,6 +150,7 @@ Tensor triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
 // ---- cat and stacking ------------------------------------------------------------
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  BRISK_AUTOCAST(cat, cat, tensors, dim);
   BRISK_PROFILE_OP("cat", tensors);
   CatPlan p = plan_cat("cat", tensors, dim);
   Tensor out = empty(p.shape, TensorOptions(p.dtype).device(tensors[0].device()));
@@ -205,6 +207,7 @@ Tensor& cat_out(Tensor& out, const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  BRISK_AUTOCAST(stack, stack, tensors, dim);
   BRISK_PROFILE_OP("stack", tensors);
   BRISK_CHECK(!tensors.empty(), "stack", "expects a non-empty TensorList");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -234,15 +237,18 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor hstack(const std::vector<Tensor>& tensors) {
+  BRISK_AUTOCAST(hstack, hstack, tensors);
   BRISK_PROFILE_OP("hstack", tensors);
   std::vector<Tensor> ts = atleast_all("hstack", tensors, 1);
   return cat(ts, ts[0].dim() == 1 ? 0 : 1);
 }
 Tensor vstack(const std::vector<Tensor>& tensors) {
+  BRISK_AUTOCAST(vstack, vstack, tensors);
   BRISK_PROFILE_OP("vstack", tensors);
   return cat(atleast_all("vstack", tensors, 2), 0);
 }
 Tensor dstack(const std::vector<Tensor>& tensors) {
+  BRISK_AUTOCAST(dstack, dstack, tensors);
   BRISK_PROFILE_OP("dstack", tensors);
   return cat(atleast_all("dstack", tensors, 3), 2);
 }

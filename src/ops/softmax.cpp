@@ -2,6 +2,7 @@
 // softmax, log_softmax, cumsum, cumprod.
 #include <vector>
 
+#include "core/autocast.h"
 #include "brisk/ops.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -173,15 +174,19 @@ Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<S
 }  // namespace
 
 Tensor softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  if (!dtype) BRISK_AUTOCAST(softmax, softmax, x, dim, dtype);
   return softmax_impl<OpId::softmax>("softmax", x, dim, dtype);
 }
 Tensor log_softmax(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  if (!dtype) BRISK_AUTOCAST(log_softmax, log_softmax, x, dim, dtype);
   return softmax_impl<OpId::log_softmax>("log_softmax", x, dim, dtype);
 }
 Tensor cumsum(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  if (!dtype) BRISK_AUTOCAST(cumsum, cumsum, x, dim, dtype);
   return scan_impl<OpId::cumsum>("cumsum", x, dim, dtype);
 }
 Tensor cumprod(const Tensor& x, int64_t dim, std::optional<ScalarType> dtype) {
+  if (!dtype) BRISK_AUTOCAST(cumprod, cumprod, x, dim, dtype);
   return scan_impl<OpId::cumprod>("cumprod", x, dim, dtype);
 }
 

@@ -6,6 +6,7 @@
 
 #include "brisk/ops.h"
 #include "autograd/function.h"
+#include "core/autocast.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
@@ -353,7 +354,10 @@ Tensor unary_impl(const char* name, UnaryMode mode, const Tensor& x, Tensor* out
 
 // The functions of the unary list's rows (by their `forms`).
 #define BRISK_UNARY_FN(name)                                                                     \
-  Tensor name(const Tensor& x) { return unary_impl(#name, UnaryMode::name, x, nullptr, false); } \
+  Tensor name(const Tensor& x) {                                                                 \
+    BRISK_AUTOCAST(name, name, x);                                                               \
+    return unary_impl(#name, UnaryMode::name, x, nullptr, false);                                \
+  }                                                                                              \
   Tensor& name##_out(Tensor& out, const Tensor& x) {                                             \
     unary_impl(#name "_out", UnaryMode::name, x, &out, false);                                   \
     return out;                                                                                  \
@@ -480,6 +484,7 @@ Tensor softplus_run(const Tensor& x, const Scalar& beta, const Scalar& threshold
 }  // namespace
 
 Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
+  BRISK_AUTOCAST(softplus, softplus, x, beta, threshold);
   BRISK_PROFILE_OP("softplus", x, beta, threshold);
   BRISK_CHECK(x.is_floating_point(), "softplus", "expected a floating point tensor, got ", x.dtype());
   if (BRISK_LIKELY(!autograd::should_record(x))) return softplus_run(x, beta, threshold);

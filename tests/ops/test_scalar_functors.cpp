@@ -24,7 +24,7 @@ struct RowFunctor {
   bool defined;
 };
 constexpr RowFunctor kRows[] = {
-#define BRISK_ROW_FUNCTOR(name, kind, slot, dtypes, amp, flags) \
+#define BRISK_ROW_FUNCTOR(name, kind, slot, dtypes, amp, cpu_amp, flags) \
   {#name, OpKind::kind, math::ScalarFunctor<Op::name>::defined},
     BRISK_FORALL_OP_ROWS(BRISK_ROW_FUNCTOR)
 #undef BRISK_ROW_FUNCTOR

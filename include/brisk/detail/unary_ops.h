@@ -15,7 +15,8 @@
 //          Predicate  any dtype, bool result;
 //          Integral   integers and bool only;
 //   dtypes the op table's DTypeClass (All, Numeric, Float, Integral);
-//   amp    the op table's AmpPolicy (Keep, Fp32: what autocast does);
+//   amp    the op table's AmpPolicy under CUDA autocast (Keep, Fp32); under
+//          CPU autocast every unary op is Keep (PyTorch's CPU lists);
 //   forms  which functions exist:
 //          Full        name(x), name_out(out, x), x.name(), x.name_();
 //          NoInplace   name(x), name_out(out, x), x.name();
@@ -29,7 +30,7 @@
   X(ctx, abs, Numeric, Numeric, Keep, Full)              \
   X(ctx, sign, Numeric, All, Keep, Full)                 \
   X(ctx, exp, Float, All, Fp32, Full)                    \
-  X(ctx, exp2, Float, All, Fp32, Full)                   \
+  X(ctx, exp2, Float, All, Keep, Full)                   \
   X(ctx, log, Float, All, Fp32, Full)                    \
   X(ctx, log2, Float, All, Fp32, Full)                   \
   X(ctx, log10, Float, All, Fp32, Full)                  \
