@@ -6,7 +6,11 @@
 //
 //   train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR]
 //                       [--threads T] [--checkpoint-dir DIR] [--fresh] [--data DIR]
-//                       [--device cpu|cuda]
+//                       [--device cpu|cuda] [--amp]
+//
+// --amp trains under mixed precision: autocast to bfloat16 on the CPU (fast
+// where the CPU has AVX512_BF16 or AMX), to float16 with a GradScaler on
+// CUDA; the parameters and the optimizer stay float32.
 #include <brisk/brisk.h>
 
 #include <algorithm>
@@ -32,11 +36,12 @@ struct Args {
   std::string data;
   bool fresh = false;
   std::string device = "cpu";
+  bool amp = false;
 };
 
 const char* kUsage =
     "usage: train_fashion_mnist [--model mlp|cnn|both] [--epochs N] [--batch B] [--lr LR] [--threads T]\n"
-    "                           [--checkpoint-dir DIR] [--fresh] [--data DIR] [--device cpu|cuda]\n";
+    "                           [--checkpoint-dir DIR] [--fresh] [--data DIR] [--device cpu|cuda] [--amp]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -57,6 +62,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--checkpoint-dir") a.checkpoint_dir = value();
     else if (k == "--data") a.data = value();
     else if (k == "--fresh") a.fresh = true;
+    else if (k == "--amp") a.amp = true;
     else if (k == "--device") a.device = value();
     else {
       (k == "--help" || k == "-h" ? std::cout : std::cerr) << kUsage;
@@ -106,8 +112,12 @@ nn::Sequential make_model(const std::string& kind) {
                         nn::Flatten(), nn::Linear(32 * 7 * 7, 128), nn::ReLU(), nn::Linear(128, 10));
 }
 
-double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader, Device device) {
+// Mixed precision (--amp): bfloat16 on the CPU, float16 on CUDA.
+ScalarType amp_dtype(Device device) { return device.is_cuda() ? kHalf : kBFloat16; }
+
+double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& loader, Device device, bool amp) {
   InferenceMode guard;  // no graph, no version counting
+  amp::autocast ac(device.type(), amp_dtype(device), amp);
   model.eval();
   int64_t correct = 0, seen = 0;
   for (auto& batch : loader) {
@@ -176,6 +186,9 @@ int run(const Args& args) {
     // The learning rate follows a cosine from lr to 0 over all the steps.
     const int64_t steps_per_epoch = static_cast<int64_t>(train.size());
     optim::CosineAnnealingLR schedule(opt, std::max<int64_t>(1, args.epochs * steps_per_epoch));
+    // float16 gradients can underflow: the loss is scaled (bfloat16 has
+    // float32's range and needs no scaler).
+    amp::GradScaler scaler(amp::GradScalerOptions().set_enabled(args.amp && amp_dtype(device) == kHalf));
     int64_t n_params = 0;
     for (const Tensor& p : model->parameters()) n_params += p.numel();
     std::cout << "\n== " << kind << " (" << n_params << " parameters) ==\n" << *model << "\n";
@@ -200,18 +213,23 @@ int run(const Args& args) {
     }
 
     const auto t_start = std::chrono::steady_clock::now();
-    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test, device) : 0.0;
+    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test, device, args.amp) : 0.0;
     for (int epoch = start_epoch + 1; epoch <= args.epochs; ++epoch) {
       const auto t0 = std::chrono::steady_clock::now();
       double running = 0;
       size_t done = 0, samples = 0;
       for (auto& batch : train) {
         // Pinned batches: the copies to a GPU do not block the host.
-        Tensor logits = model(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
-        Tensor loss = nn::functional::cross_entropy(logits, batch.target.to(device, /*non_blocking=*/true));
+        Tensor loss;
+        {
+          amp::autocast ac(device.type(), amp_dtype(device), args.amp);  // a no-op without --amp
+          Tensor logits = model(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
+          loss = nn::functional::cross_entropy(logits, batch.target.to(device, /*non_blocking=*/true));
+        }
         opt.zero_grad();  // gradients set to none
-        loss.backward();
-        opt.step();
+        scaler.scale(loss).backward();
+        scaler.step(opt);
+        scaler.update();
         schedule.step();
         const double l = loss.item<double>();
         running = done == 0 ? l : 0.95 * running + 0.05 * l;
@@ -220,7 +238,7 @@ int run(const Args& args) {
         if (done % 20 == 0 || done == train.size())
           progress(epoch, done, train.size(), samples / seconds_since(t0), running);
       }
-      accuracy = evaluate(kind, *model, test, device);
+      accuracy = evaluate(kind, *model, test, device, args.amp);
       std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
 
       StateDict all;
@@ -232,8 +250,9 @@ int run(const Args& args) {
     std::printf("%s: checkpoint %s\n", kind.c_str(), checkpoint.c_str());
   }
 
-  std::printf("\nsummary (%s, %d threads, batch %lld, AdamW lr %g with cosine decay):\n", device.str().c_str(),
-              args.threads, static_cast<long long>(args.batch), args.lr);
+  std::printf("\nsummary (%s%s, %d threads, batch %lld, AdamW lr %g with cosine decay):\n", device.str().c_str(),
+              args.amp ? (device.is_cuda() ? ", float16 autocast" : ", bfloat16 autocast") : "", args.threads,
+              static_cast<long long>(args.batch), args.lr);
   std::printf("  %-5s %10s %7s %14s %10s\n", "model", "parameters", "epochs", "test accuracy", "time");
   for (const Summary& r : summary)
     std::printf("  %-5s %10lld %7d %13.2f%% %9.1fs\n", r.model.c_str(), static_cast<long long>(r.params), r.epochs,

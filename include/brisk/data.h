@@ -827,16 +827,20 @@ class TensorDataset : public datasets::Dataset<TensorDataset> {
 /// Stacks `data` and `target` of the samples along a new first dimension.
 Example<> default_collate(std::vector<Example<>>&& samples);
 
-/// uint8 pixels to float32: (x / 255 - mean) / std. Throws for a non-uint8 x.
-Tensor to_float_normalized(const Tensor& x_u8, double mean, double std);
+/// uint8 pixels to floats: (x / 255 - mean) / std, computed in float32 and
+/// rounded once to `dtype` (float32, float64, or float16/bfloat16 for mixed
+/// precision: half the bytes per batch). Throws for a non-uint8 x.
+Tensor to_float_normalized(const Tensor& x_u8, double mean, double std, ScalarType dtype = kFloat);
 
 /// brisk's batch transform that applies to_float_normalized to batch.data
 /// (uint8 batches: Fashion-MNIST Normalize(0.2860, 0.3530), MNIST
-/// Normalize(0.1307, 0.3081)). libtorch's per-example transform is
-/// transforms::Normalize<>.
+/// Normalize(0.1307, 0.3081)), in the loader's workers; `dtype` kBFloat16
+/// or kHalf gives 16-bit batches for autocast. libtorch's per-example
+/// transform is transforms::Normalize<>.
 struct Normalize {
   double mean, std;
-  Normalize(double mean_, double std_) : mean(mean_), std(std_) {}
+  ScalarType dtype = kFloat;
+  Normalize(double mean_, double std_, ScalarType dtype_ = kFloat) : mean(mean_), std(std_), dtype(dtype_) {}
   Example<> operator()(Example<> batch) const;
 };
 

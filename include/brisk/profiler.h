@@ -249,7 +249,8 @@ enum class Rule : uint8_t {
   DataLoaderStall,    ///< 8. compute waiting for the next batch
   UnpinnedCopy,       ///< 9. (CUDA) non-blocking copies from unpinned memory
   TensorCoreMath,     ///< 9. (CUDA) float32 matmuls/convolutions autocast would run on tensor
-                      ///<    cores; half-precision matrix dimensions not multiple of 8
+                      ///<    cores; half-precision matrix dimensions not multiple of 8; (CPU
+                      ///<    with AVX512_BF16/AMX) float32 matmuls bfloat16 autocast would speed up
   FusablePointwise,   ///< 10. chains of pointwise ops on big tensors that compile would fuse
 };
 const char* rule_name(Rule r);

@@ -300,20 +300,23 @@ Tensor normalize(const Tensor& input, const Tensor& mean, const Tensor& stddev) 
 
 }  // namespace transforms
 
-Tensor to_float_normalized(const Tensor& x_u8, double mean, double std) {
+Tensor to_float_normalized(const Tensor& x_u8, double mean, double std, ScalarType dtype) {
   BRISK_CHECK(std > 0, "to_float_normalized", "std must be positive, got ", std);
+  BRISK_CHECK(dtype == kFloat || dtype == kDouble || dtype == kHalf || dtype == kBFloat16, "to_float_normalized",
+              "dtype must be float32, float64, float16 or bfloat16, got ", dtype);
   BRISK_CHECK(x_u8.dtype() == kUInt8, "to_float_normalized",
               "expected uint8 pixels (0..255), got ", x_u8.dtype(),
               "; for float images in [0, 1] use transforms::Normalize<>");
-  // (x / 255 - mean) / std == x * (1 / (255 std)) - mean / std
-  Tensor y = x_u8.to(kFloat, false, /*copy=*/true);
+  // (x / 255 - mean) / std == x * (1 / (255 std)) - mean / std, in float32
+  // (float64 for a float64 result), rounded once to a 16-bit dtype
+  Tensor y = x_u8.to(dtype == kDouble ? kDouble : kFloat, false, /*copy=*/true);
   y.mul_(1.0 / (255.0 * std));
   y.sub_(mean / std);
-  return y;
+  return y.dtype() == dtype ? y : y.to(dtype);
 }
 
 Example<> Normalize::operator()(Example<> batch) const {
-  batch.data = to_float_normalized(batch.data, mean, std);
+  batch.data = to_float_normalized(batch.data, mean, std, dtype);
   return batch;
 }
 

@@ -691,6 +691,48 @@ bool is_matmul_like(const std::string& name) {
   return op.info != nullptr && (op.info->kind == OpKind::Gemm || op.info->kind == OpKind::Convolution);
 }
 
+// The CPU side of rule 9: on a CPU with AVX512_BF16 or AMX, brisk runs
+// bfloat16 GEMMs on oneDNN at about twice float32's rate (Note [bfloat16
+// GEMM on oneDNN]); a profile whose top-level time is mostly float32 GEMMs
+// would gain from bfloat16 autocast. Convolutions are left out: on the CPU
+// they compute 16-bit inputs in float32, so autocast would not speed them
+// up. Quiet under autocast (the GEMMs are bfloat16 then) and on CPUs
+// without the instructions.
+bool cpu_has_bf16_dot() {
+  static const bool yes = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  return yes;
+}
+
+void rule_cpu_bf16_math(const Context& c, std::vector<Finding>& out) {
+  if (!cpu_has_bf16_dot()) return;
+  const auto& ev = c.r.events;
+  int64_t top_ns = 0;
+  Finding f{Rule::TensorCoreMath, "float32 matmuls that bfloat16 autocast would run about twice as fast on this CPU",
+            0, 0, {}, {}};
+  Sites sites;
+  for (size_t i = 0; i < ev.size(); ++i) {
+    const Event& e = ev[i];
+    if (e.kind != EventKind::Op || c.in_op[i]) continue;
+    top_ns += e.duration_ns();
+    const OpLookup op = find_op(e.name);
+    if (op.info == nullptr || op.info->kind != OpKind::Gemm || e.dtypes.empty()) continue;
+    bool all_fp32 = true;
+    for (const std::string& t : e.dtypes) all_fp32 = all_fp32 && (t.empty() || t == "float32");
+    if (!all_fp32) continue;
+    f.count += 1;
+    f.time_ns += e.duration_ns();
+    sites.add(where_of(c.r, i), e.duration_ns());
+  }
+  // Only where it matters: at least a quarter of the ops' time and 1 ms.
+  if (f.count == 0 || f.time_ns < 1'000'000 || 4 * f.time_ns < top_ns) return;
+  f.where = sites.top();
+  f.fix =
+      "Run the forward pass under brisk::amp::autocast(kCPU) (bfloat16): this CPU has AVX512_BF16/AMX, on which "
+      "bfloat16 GEMMs run on oneDNN at about twice the float32 rate; parameters and gradients stay float32 and "
+      "bfloat16 needs no GradScaler. Check the accuracy against a float32 run.";
+  out.push_back(std::move(f));
+}
+
 void rule_tensor_core_math(const Context& c, std::vector<Finding>& out) {
   const auto& ev = c.r.events;
   // Events carry no device: only a profile that asked for CUDA activity and
@@ -703,7 +745,10 @@ void rule_tensor_core_math(const Context& c, std::vector<Finding>& out) {
     CopyDetail d = parse_copy_detail(e.detail);
     uses_cuda = uses_cuda || (d.valid && (d.dst.rfind("cuda", 0) == 0 || d.src.rfind("cuda", 0) == 0));
   }
-  if (!cuda_requested || !uses_cuda) return;
+  if (!cuda_requested || !uses_cuda) {
+    rule_cpu_bf16_math(c, out);
+    return;
+  }
   Finding fp32{Rule::TensorCoreMath, "float32 matmuls and convolutions that autocast would run on tensor cores",
                0, 0, {}, {}};
   Finding dims{Rule::TensorCoreMath, "Half-precision matmuls with dimensions that are not multiples of 8", 0, 0,

@@ -306,6 +306,25 @@ TEST(DataLoader, CustomCollateAndNormalize) {
   EXPECT_TRUE(testing::close(batches[1].data, tensor(want).view({3, 2, 2}), 1e-6, 1e-6));
   testing::expect_error([] { data::to_float_normalized(zeros({2}, kUInt8), 0.5, 0.0); },
                         {"[to_float_normalized]", "std"});
+  testing::expect_error([] { data::to_float_normalized(zeros({2}, kUInt8), 0.5, 0.2, kInt32); },
+                        {"[to_float_normalized]", "dtype", "int32"});
+}
+
+// 16-bit batches for mixed precision: the float32 result rounded once;
+// float64 computed in float64.
+TEST(DataLoader, NormalizeToLowPrecisionBatches) {
+  Tensor px = arange(0, 256).to(kUInt8).view({4, 8, 8});
+  const Tensor f32 = data::to_float_normalized(px, 0.2860, 0.3530);
+  for (ScalarType t : {kBFloat16, kHalf}) {
+    Tensor y = data::to_float_normalized(px, 0.2860, 0.3530, t);
+    EXPECT_EQ(y.dtype(), t);
+    EXPECT_TRUE(equal(y, f32.to(t)));
+  }
+  Tensor d = data::to_float_normalized(px, 0.2860, 0.3530, kDouble);
+  EXPECT_EQ(d.dtype(), kDouble);
+  EXPECT_DOUBLE_EQ(d[1][2][3].item<double>(), (75 / 255.0 - 0.2860) / 0.3530);
+  Example batch{px, arange(4)};
+  EXPECT_EQ(data::Normalize(0.2860, 0.3530, kBFloat16)(batch).data.dtype(), kBFloat16);
 }
 
 TEST(DataLoader, DefaultCollateErrors) {
