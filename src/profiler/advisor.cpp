@@ -4,6 +4,7 @@
 #include "profiler/advisor.h"
 
 #include <algorithm>
+#include <limits>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -719,6 +720,16 @@ void rule_cpu_bf16_math(const Context& c, std::vector<Finding>& out) {
     bool all_fp32 = true;
     for (const std::string& t : e.dtypes) all_fp32 = all_fp32 && (t.empty() || t == "float32");
     if (!all_fp32) continue;
+    // Small products (no operand of 128 x 128 elements) gain little and
+    // their time is mostly overhead, the first call's kernel generation
+    // included. Without recorded shapes every GEMM counts.
+    int64_t largest = e.shapes.empty() ? std::numeric_limits<int64_t>::max() : 0;
+    for (const auto& sh : e.shapes) {
+      int64_t n = 1;
+      for (int64_t d : sh) n *= d;
+      largest = std::max(largest, n);
+    }
+    if (largest < 128 * 128) continue;
     f.count += 1;
     f.time_ns += e.duration_ns();
     sites.add(where_of(c.r, i), e.duration_ns());

@@ -322,7 +322,7 @@ TEST(DataLoader, NormalizeToLowPrecisionBatches) {
   }
   Tensor d = data::to_float_normalized(px, 0.2860, 0.3530, kDouble);
   EXPECT_EQ(d.dtype(), kDouble);
-  EXPECT_DOUBLE_EQ(d[1][2][3].item<double>(), (75 / 255.0 - 0.2860) / 0.3530);
+  EXPECT_DOUBLE_EQ(d[1][2][3].item<double>(), (83 / 255.0 - 0.2860) / 0.3530);
   Example batch{px, arange(4)};
   EXPECT_EQ(data::Normalize(0.2860, 0.3530, kBFloat16)(batch).data.dtype(), kBFloat16);
 }

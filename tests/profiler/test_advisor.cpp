@@ -348,6 +348,9 @@ TEST(AdvisorSynthetic, CpuBf16Math) {
   EXPECT_TRUE(of_rule(prof::advise(program("linear", "float32", 100'000, 100)), Rule::TensorCoreMath).empty());
   EXPECT_TRUE(of_rule(prof::advise(program("linear", "float32", 2'000'000, 8'000'000)), Rule::TensorCoreMath).empty());
   EXPECT_TRUE(of_rule(prof::advise(program("conv2d", "float32", 2'000'000, 100'000)), Rule::TensorCoreMath).empty());
+  Builder small;
+  for (int i = 0; i < 3; ++i) small.op("mm", {{64, 64}, {64, 64}}, 2'000'000);
+  EXPECT_TRUE(of_rule(prof::advise(small.r), Rule::TensorCoreMath).empty());
 }
 
 TEST(AdvisorSynthetic, FusablePointwise) {
