@@ -145,8 +145,10 @@ int run(const Args& args) {
               BRISK_VERSION_PATCH, root.c_str());
   auto train_set = std::make_shared<data::FashionMNIST>(root, /*train=*/true);
   auto test_set = std::make_shared<data::FashionMNIST>(root, /*train=*/false);
-  // Images stay uint8 in memory; each batch is converted and normalised.
-  const data::Normalize normalize(0.2860, 0.3530);
+  // Images stay uint8 in memory; each batch is converted and normalised
+  // (in the loader's worker), to the autocast dtype under --amp: the first
+  // layer would cast it anyway.
+  const data::Normalize normalize(0.2860, 0.3530, args.amp ? amp_dtype(device) : kFloat);
   data::DataLoader train(train_set, data::DataLoaderOptions()
                                         .batch_size(static_cast<size_t>(args.batch))
                                         .shuffle(true)
