@@ -347,8 +347,9 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
   check_inputs(a, input, weight, bias);
   const bool batched = input.dim() == a.spatial + 2;
   const bool recording = autograd::should_record(input, weight, bias);
-  // The CPU computes float16/bfloat16 in float32; cuDNN takes them as they are.
-  const ScalarType ct = is_reduced_float(input.dtype()) && input.is_cpu() ? kFloat : input.dtype();
+  // The CPU computes float16 in float32 and hands bfloat16 to its kernels
+  // (Note [bfloat16 convolutions]); cuDNN takes both as they are.
+  const ScalarType ct = input.dtype() == kHalf && input.is_cpu() ? kFloat : input.dtype();
   const TensorOptions copts = TensorOptions(ct).device(input.device());
   const char* op = a.op;
 

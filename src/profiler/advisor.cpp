@@ -4,8 +4,8 @@
 #include "profiler/advisor.h"
 
 #include <algorithm>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "core/cpu_features.h"
 #include "core/op_table.h"
 
 namespace brisk::profiler {
@@ -699,13 +700,8 @@ bool is_matmul_like(const std::string& name) {
 // they compute 16-bit inputs in float32, so autocast would not speed them
 // up. Quiet under autocast (the GEMMs are bfloat16 then) and on CPUs
 // without the instructions.
-bool cpu_has_bf16_dot() {
-  static const bool yes = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
-  return yes;
-}
-
 void rule_cpu_bf16_math(const Context& c, std::vector<Finding>& out) {
-  if (!cpu_has_bf16_dot()) return;
+  if (!brisk::detail::cpu_has_bf16_dot()) return;
   const auto& ev = c.r.events;
   int64_t top_ns = 0;
   Finding f{Rule::TensorCoreMath, "float32 matmuls that bfloat16 autocast would run about twice as fast on this CPU",

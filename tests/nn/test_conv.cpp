@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "autograd/grad_util.h"
 #include "backend/cpu/conv.h"
 #include "test_util.h"
@@ -882,15 +883,58 @@ TEST(Conv, BFloat16NonFiniteInputsStayInTheirWindows) {
     EXPECT_TRUE(close(F::conv1d(x2.to(dt), w2.to(dt), b2.to(dt)), tensor({inf, -inf}, kDouble).view({1, 2, 1}), 0, 0)) << dt;
 }
 
-// A torch difference (difffuzz nn:mul:signed-zero:half+sfloat, allowlisted):
-// torch's bfloat16 convolution flushes a denormal result to 0.0; brisk rounds
+// Denormal results (difffuzz nn:mul:signed-zero:half+sfloat): on a CPU with
+// AVX512_BF16/AMX, brisk's bfloat16 convolution runs on oneDNN's kernels
+// (Note [bfloat16 convolutions]), whose bf16 dot product treats denormals as
+// zero, as torch's does (torch 2.15 gives 0.0). Elsewhere, or with a
+// non-finite input as here (the NaN), brisk computes in float32 and rounds
 // the product: 9.18e-41 * -0.58984375 = -5.4e-41 rounds to the smallest
-// bfloat16 denormal, -9.18e-41 (torch 2.15 gives 0.0, and then -0.0 after * -0.5).
+// bfloat16 denormal, -9.18e-41.
 TEST(Conv, BFloat16DenormalResultIsRounded) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const Tensor x = tensor({nan, 9.183549615799121e-41, 3.046875, -2.5}, kDouble).view({2, 2, 1}).to(kBFloat16);
   const Tensor w = tensor({-0.58984375, 0.69140625}, kDouble).view({2, 1, 1, 1}).to(kBFloat16);
   const Tensor y = F::conv2d(x, w, {}, 1, 0, 1, 2).to(kDouble);
   EXPECT_EQ(y.view({4})[1].item<double>(), -9.183549615799121e-41);
+  // all finite: the oneDNN kernel where the CPU has one (flushed), else rounded
+  const Tensor xf = tensor({1.0, 9.183549615799121e-41, 3.046875, -2.5}, kDouble).view({2, 2, 1}).to(kBFloat16);
+  const double got = F::conv2d(xf, w, {}, 1, 0, 1, 2).to(kDouble).view({4})[1].item<double>();
+  if (brisk::detail::cpu_has_bf16_dot())
+    EXPECT_EQ(got, 0.0);
+  else
+    EXPECT_EQ(got, -9.183549615799121e-41);
   EXPECT_TRUE(close(y.view({4}).narrow(0, 2, 2), tensor({2.109375, -1.7265625}, kDouble), 0, 0));
+}
+
+// bfloat16 convolutions (Note [bfloat16 convolutions]): on a CPU with
+// AVX512_BF16/AMX they run on oneDNN's bfloat16 kernels (forward, both
+// gradients, NCHW and channels_last); the values agree with float32 on the
+// same bfloat16-rounded inputs to bfloat16's precision.
+TEST(Conv, BFloat16MatchesFloat32OnTheSameInputs) {
+  manual_seed(7);
+  for (bool cl : {false, true}) {
+    Tensor x = randn({4, 8, 10, 10}).to(kBFloat16);
+    Tensor w = (randn({16, 8, 3, 3}) * 0.2).to(kBFloat16);
+    Tensor b = randn({16}).to(kBFloat16);
+    if (cl) x = x.contiguous(kChannelsLast);
+    Tensor xf = x.to(kFloat).detach().requires_grad_(true), wf = w.to(kFloat).detach().requires_grad_(true);
+    Tensor bf = b.to(kFloat).detach().requires_grad_(true);
+    x.requires_grad_(true);
+    w.requires_grad_(true);
+    b.requires_grad_(true);
+    const uint64_t dnnl = cpu::conv_stats().onednn_calls.load();
+    Tensor y = F::conv2d(x, w, b, 1, 1);
+    Tensor g = randn(y.sizes()).to(kBFloat16);
+    y.backward(g);
+    if (brisk::detail::cpu_has_bf16_dot()) EXPECT_EQ(cpu::conv_stats().onednn_calls.load(), dnnl + 3) << cl;
+    Tensor yf = F::conv2d(xf, wf, bf, 1, 1);
+    yf.backward(g.to(kFloat));
+    EXPECT_EQ(y.dtype(), kBFloat16);
+    EXPECT_EQ(x.grad().dtype(), kBFloat16);
+    EXPECT_EQ(w.grad().dtype(), kBFloat16);
+    EXPECT_TRUE(close(y.to(kFloat), yf.detach(), 1e-2, 2e-2)) << cl;
+    EXPECT_TRUE(close(x.grad().to(kFloat), xf.grad(), 1e-2, 2e-2)) << cl;
+    EXPECT_TRUE(close(w.grad().to(kFloat), wf.grad(), 1e-2, 1e-1)) << cl;
+    EXPECT_TRUE(close(b.grad().to(kFloat), bf.grad(), 1e-2, 1e-1)) << cl;
+  }
 }

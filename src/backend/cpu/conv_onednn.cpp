@@ -46,6 +46,7 @@
 #include "backend/cpu/conv.h"
 #include "backend/cpu/onednn.h"
 #include "brisk/ops.h"
+#include "core/cpu_features.h"
 #include "core/parallel.h"
 
 namespace brisk::cpu {
@@ -106,11 +107,11 @@ struct UserLayouts {
   bool src_cl = false, dst_cl = false, w_cl = false;
 };
 
-Key make_key(const ConvGeom& g, Pass pass, UserLayouts u, bool bias) {
+Key make_key(const ConvGeom& g, Pass pass, UserLayouts u, bool bias, DType dt) {
   return Key{g.n,  g.ic, g.ih, g.iw, g.oc, g.oh, g.ow, g.kh, g.kw, g.sh, g.sw, g.dh,
              g.dw, g.pt, g.pl, g.pb, g.pr, g.groups, int64_t(g.channels_last), int64_t(pass),
              int64_t(u.src_cl) | int64_t(u.dst_cl) << 1 | int64_t(u.w_cl) << 2, int64_t(bias),
-             int64_t(effective_threads()), 0};
+             int64_t(effective_threads()), int64_t(dt)};
 }
 
 /// One argument of a cached primitive: the user tensor's layout, the
@@ -145,26 +146,26 @@ Cache& cache() {
 memory::dims dims_of(std::initializer_list<int64_t> l) { return memory::dims(l.begin(), l.end()); }
 
 /// (N, C, H, W) in NCHW or NHWC.
-memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, bool cl) {
-  return memory::desc(dims_of({n, c, h, w}), DType::f32, cl ? Tag::nhwc : Tag::nchw);
+memory::desc activation_md(int64_t n, int64_t c, int64_t h, int64_t w, bool cl, DType dt) {
+  return memory::desc(dims_of({n, c, h, w}), dt, cl ? Tag::nhwc : Tag::nchw);
 }
-memory::desc activation_any(int64_t n, int64_t c, int64_t h, int64_t w) {
-  return memory::desc(dims_of({n, c, h, w}), DType::f32, Tag::any);
+memory::desc activation_any(int64_t n, int64_t c, int64_t h, int64_t w, DType dt) {
+  return memory::desc(dims_of({n, c, h, w}), dt, Tag::any);
 }
 /// Weights (OC, IC/G, KH, KW), grouped as (G, OC/G, IC/G, KH, KW) when G > 1,
 /// contiguous (OIHW) or channels_last (OHWI).
-memory::desc weights_md(const ConvGeom& g, bool cl) {
+memory::desc weights_md(const ConvGeom& g, bool cl, DType dt) {
   const int64_t icg = g.ic / g.groups, ocg = g.oc / g.groups;
   // element strides of (O, I, H, W)
   const int64_t so = icg * g.kh * g.kw;
   const int64_t si = cl ? 1 : g.kh * g.kw, sy = cl ? g.kw * icg : g.kw, sx = cl ? icg : 1;
-  if (g.groups == 1) return memory::desc(dims_of({g.oc, icg, g.kh, g.kw}), DType::f32, dims_of({so, si, sy, sx}));
-  return memory::desc(dims_of({g.groups, ocg, icg, g.kh, g.kw}), DType::f32, dims_of({ocg * so, so, si, sy, sx}));
+  if (g.groups == 1) return memory::desc(dims_of({g.oc, icg, g.kh, g.kw}), dt, dims_of({so, si, sy, sx}));
+  return memory::desc(dims_of({g.groups, ocg, icg, g.kh, g.kw}), dt, dims_of({ocg * so, so, si, sy, sx}));
 }
-memory::desc weights_any(const ConvGeom& g) {
+memory::desc weights_any(const ConvGeom& g, DType dt) {
   const int64_t icg = g.ic / g.groups, ocg = g.oc / g.groups;
-  if (g.groups == 1) return memory::desc(dims_of({g.oc, icg, g.kh, g.kw}), DType::f32, Tag::any);
-  return memory::desc(dims_of({g.groups, ocg, icg, g.kh, g.kw}), DType::f32, Tag::any);
+  if (g.groups == 1) return memory::desc(dims_of({g.oc, icg, g.kh, g.kw}), dt, Tag::any);
+  return memory::desc(dims_of({g.groups, ocg, icg, g.kh, g.kw}), dt, Tag::any);
 }
 
 struct ConvDescs {
@@ -185,17 +186,17 @@ int64_t right_pad(int64_t in, int64_t out, int64_t k, int64_t s, int64_t d, int6
   return exact;
 }
 
-ConvDescs make_descs(const ConvGeom& g, bool bias) {
+ConvDescs make_descs(const ConvGeom& g, bool bias, DType dt) {
   ConvDescs d;
   if (g.channels_last) {
-    d.src = activation_md(g.n, g.ic, g.ih, g.iw, true);
-    d.dst = activation_md(g.n, g.oc, g.oh, g.ow, true);
+    d.src = activation_md(g.n, g.ic, g.ih, g.iw, true, dt);
+    d.dst = activation_md(g.n, g.oc, g.oh, g.ow, true, dt);
   } else {
-    d.src = activation_any(g.n, g.ic, g.ih, g.iw);
-    d.dst = activation_any(g.n, g.oc, g.oh, g.ow);
+    d.src = activation_any(g.n, g.ic, g.ih, g.iw, dt);
+    d.dst = activation_any(g.n, g.oc, g.oh, g.ow, dt);
   }
-  d.weights = weights_any(g);
-  if (bias) d.bias = memory::desc(dims_of({g.oc}), DType::f32, Tag::x);
+  d.weights = weights_any(g, dt);
+  if (bias) d.bias = memory::desc(dims_of({g.oc}), dt, Tag::x);
   d.strides = dims_of({g.sh, g.sw});
   d.dilates = dims_of({g.dh - 1, g.dw - 1});
   d.pad_l = dims_of({g.pt, g.pl});
@@ -242,13 +243,13 @@ void add_arg(Entry& e, const dnnl::primitive_desc_base& pd, int id, const memory
   e.args.push_back(std::move(a));
 }
 
-std::shared_ptr<const Entry> build(const ConvGeom& g, Pass pass, UserLayouts u, bool bias) {
+std::shared_ptr<const Entry> build(const ConvGeom& g, Pass pass, UserLayouts u, bool bias, DType dt) {
   auto e = std::make_shared<Entry>();
-  const ConvDescs d = make_descs(g, bias);
+  const ConvDescs d = make_descs(g, bias, dt);
   if (!d.ok) return e;
-  const memory::desc src_u = activation_md(g.n, g.ic, g.ih, g.iw, u.src_cl);
-  const memory::desc dst_u = activation_md(g.n, g.oc, g.oh, g.ow, u.dst_cl);
-  const memory::desc w_u = weights_md(g, u.w_cl);
+  const memory::desc src_u = activation_md(g.n, g.ic, g.ih, g.iw, u.src_cl, dt);
+  const memory::desc dst_u = activation_md(g.n, g.oc, g.oh, g.ow, u.dst_cl, dt);
+  const memory::desc w_u = weights_md(g, u.w_cl, dt);
   try {
     switch (pass) {
       case Pass::Forward: {
@@ -298,8 +299,8 @@ std::shared_ptr<const Entry> build(const ConvGeom& g, Pass pass, UserLayouts u, 
   return e;
 }
 
-std::shared_ptr<const Entry> lookup(const ConvGeom& g, Pass pass, UserLayouts u, bool bias) {
-  const Key key = make_key(g, pass, u, bias);
+std::shared_ptr<const Entry> lookup(const ConvGeom& g, Pass pass, UserLayouts u, bool bias, DType dt) {
+  const Key key = make_key(g, pass, u, bias, dt);
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mu);
@@ -307,7 +308,7 @@ std::shared_ptr<const Entry> lookup(const ConvGeom& g, Pass pass, UserLayouts u,
     if (it != c.map.end()) return it->second;
   }
   // Built outside the lock (slow); a racing thread may build the same entry.
-  auto e = build(g, pass, u, bias);
+  auto e = build(g, pass, u, bias, dt);
   conv_stats().primitives_created.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(c.mu);
   if (c.map.size() >= kMaxEntries) c.map.clear();
@@ -386,17 +387,46 @@ void execute(const Entry& e, std::initializer_list<const Tensor*> tensors, ConvS
 
 /// NHWC (true) or NCHW (false) for an activation, OHWI or OIHW for weights;
 /// nullopt for any other layout or dtype (the caller converts first).
-std::optional<bool> user_cl(const Tensor& t) {
-  if (t.dtype() != kFloat) return std::nullopt;
+std::optional<bool> user_cl(const Tensor& t, ScalarType dtype) {
+  if (t.dtype() != dtype) return std::nullopt;
   if (t.is_contiguous()) return false;
   if (t.is_contiguous(kChannelsLast)) return true;
   return std::nullopt;
 }
-bool bias_ok(const Tensor& b) { return !b.defined() || (b.dtype() == kFloat && b.is_contiguous()); }
+bool bias_ok(const Tensor& b, ScalarType dtype) { return !b.defined() || (b.dtype() == dtype && b.is_contiguous()); }
+
+/// Whether every element of a dense bfloat16 tensor is finite (its
+/// exponent bits are not all ones). oneDNN's bfloat16 kernels multiply the
+/// zero padding of their blocks with the inputs, so one inf or NaN turns
+/// outputs outside its window into NaN (PyTorch's bfloat16 convolution on
+/// the same kernels does too); with a non-finite input brisk takes the
+/// float32 path, whose results keep IEEE semantics per window.
+bool all_finite_bf16(const Tensor& t) {
+  if (!t.defined()) return true;
+  const auto* p = static_cast<const uint16_t*>(t.data_ptr());
+  const int64_t n = t.numel();
+  uint16_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad |= static_cast<uint16_t>((p[i] & 0x7F80) == 0x7F80);
+  return bad == 0;
+}
+bool finite_or_f32(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->defined() && t->dtype() == kBFloat16 && !all_finite_bf16(*t)) return false;
+  return true;
+}
+
+/// The oneDNN data type of a convolution on `dtype` tensors: float32, or
+/// bfloat16 where the CPU multiplies bf16 pairs in hardware (AVX512_BF16,
+/// AMX; elsewhere oneDNN would emulate it, slower than converting).
+std::optional<DType> conv_dtype(ScalarType dtype) {
+  if (dtype == kFloat) return DType::f32;
+  if (dtype == kBFloat16 && detail::cpu_has_bf16_dot()) return DType::bf16;
+  return std::nullopt;
+}
 
 bool run(const ConvGeom& g, Pass pass, UserLayouts u, bool bias, std::initializer_list<const Tensor*> tensors,
-         ConvScratch* sc) {
-  auto e = lookup(g, pass, u, bias);
+         ConvScratch* sc, DType dt) {
+  auto e = lookup(g, pass, u, bias, dt);
   if (!e->ok) return false;
   sync_threads();
   try {
@@ -420,28 +450,36 @@ void clear_conv_primitive_cache() {
 
 bool onednn_conv_forward(const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias, const Tensor& dst,
                     ConvScratch* sc) {
-  const auto s = user_cl(src), d = user_cl(dst), wl = user_cl(w);
-  if (!s || !d || !wl || !bias_ok(bias)) return false;
+  const auto dt = conv_dtype(src.dtype());
+  if (!dt) return false;
+  const auto s = user_cl(src, src.dtype()), d = user_cl(dst, src.dtype()), wl = user_cl(w, src.dtype());
+  if (!s || !d || !wl || !bias_ok(bias, src.dtype()) || !finite_or_f32({&src, &w, &bias})) return false;
   const UserLayouts u{*s, *d, *wl};
-  if (bias.defined()) return run(g, Pass::Forward, u, true, {&src, &w, &bias, &dst}, sc);
-  return run(g, Pass::Forward, u, false, {&src, &w, &dst}, sc);
+  if (bias.defined()) return run(g, Pass::Forward, u, true, {&src, &w, &bias, &dst}, sc, *dt);
+  return run(g, Pass::Forward, u, false, {&src, &w, &dst}, sc, *dt);
 }
 
 bool onednn_conv_backward_data(const ConvGeom& g, const Tensor& grad_dst, const Tensor& w, const Tensor& grad_src,
                           ConvScratch* sc) {
-  const auto s = user_cl(grad_src), d = user_cl(grad_dst), wl = user_cl(w);
-  if (!s || !d || !wl) return false;
-  return run(g, Pass::BackwardData, UserLayouts{*s, *d, *wl}, false, {&grad_dst, &w, &grad_src}, sc);
+  const auto dt = conv_dtype(grad_dst.dtype());
+  if (!dt) return false;
+  const ScalarType t = grad_dst.dtype();
+  const auto s = user_cl(grad_src, t), d = user_cl(grad_dst, t), wl = user_cl(w, t);
+  if (!s || !d || !wl || !finite_or_f32({&grad_dst, &w})) return false;
+  return run(g, Pass::BackwardData, UserLayouts{*s, *d, *wl}, false, {&grad_dst, &w, &grad_src}, sc, *dt);
 }
 
 bool onednn_conv_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor& grad_dst, const Tensor& grad_w,
                              const Tensor& grad_bias, ConvScratch* sc) {
-  const auto s = user_cl(src), d = user_cl(grad_dst), wl = user_cl(grad_w);
-  if (!s || !d || !wl || !bias_ok(grad_bias)) return false;
+  const auto dt = conv_dtype(src.dtype());
+  if (!dt) return false;
+  const ScalarType t = src.dtype();
+  const auto s = user_cl(src, t), d = user_cl(grad_dst, t), wl = user_cl(grad_w, t);
+  if (!s || !d || !wl || !bias_ok(grad_bias, t) || !finite_or_f32({&src, &grad_dst})) return false;
   const UserLayouts u{*s, *d, *wl};
   if (grad_bias.defined())
-    return run(g, Pass::BackwardWeights, u, true, {&src, &grad_dst, &grad_w, &grad_bias}, sc);
-  return run(g, Pass::BackwardWeights, u, false, {&src, &grad_dst, &grad_w}, sc);
+    return run(g, Pass::BackwardWeights, u, true, {&src, &grad_dst, &grad_w, &grad_bias}, sc, *dt);
+  return run(g, Pass::BackwardWeights, u, false, {&src, &grad_dst, &grad_w}, sc, *dt);
 }
 
 #endif  // BRISK_HAVE_DNNL

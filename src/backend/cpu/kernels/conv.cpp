@@ -170,6 +170,25 @@ void im2col_backward_weights(const ConvGeom& g, const Tensor& src, const Tensor&
 
 void count_im2col() { conv_stats().im2col_calls.fetch_add(1, std::memory_order_relaxed); }
 
+// Note [bfloat16 convolutions]
+// bfloat16 tensors run on oneDNN's bfloat16 convolution where the CPU has
+// AVX512_BF16 or AMX (float32 accumulation, one rounding of the result, as
+// PyTorch's mkldnn path); elsewhere, or where oneDNN has no kernel for the
+// shape, they are converted to float32, run there and the results rounded
+// back once (the path every 16-bit convolution took before).
+Tensor as_float(const Tensor& t) {
+  if (!t.defined()) return t;
+  const MemoryFormat fmt = t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(kChannelsLast) ? kChannelsLast
+                                                                                                  : kContiguous;
+  Tensor f = empty(t.sizes(), TensorOptions(kFloat), fmt);
+  f.copy_(t);
+  return f;
+}
+Tensor float_out(const Tensor& t) { return t.defined() ? as_float(t) : t; }
+void round_back(const Tensor& to, const Tensor& from) {
+  if (to.defined()) Tensor(to).copy_(from);
+}
+
 void conv_forward_kernel(const char* op, const ConvGeom& g, const Tensor& src, const Tensor& w, const Tensor& bias,
                          const Tensor& dst, ConvScratch* scratch) {
   NoGradGuard no_grad;
@@ -178,7 +197,14 @@ void conv_forward_kernel(const char* op, const ConvGeom& g, const Tensor& src, c
     if (bias.defined()) Tensor(dst).add_(bias.view({1, g.oc, 1, 1}));
     return;
   }
-  if (src.dtype() == kFloat && onednn_conv_forward(g, src, w, bias, dst, scratch)) return;
+  if ((src.dtype() == kFloat || src.dtype() == kBFloat16) && onednn_conv_forward(g, src, w, bias, dst, scratch))
+    return;
+  if (src.dtype() == kBFloat16) {  // Note [bfloat16 convolutions]
+    const Tensor d = float_out(dst);
+    conv_forward_kernel(op, g, as_float(src), as_float(w), as_float(bias), d, nullptr);
+    round_back(dst, d);
+    return;
+  }
   count_im2col();
   im2col_forward(g, src, w, bias, dst);
 }
@@ -190,7 +216,15 @@ void conv_backward_data_kernel(const char* op, const ConvGeom& g, const Tensor& 
     Tensor(grad_src).zero_();
     return;
   }
-  if (grad_dst.dtype() == kFloat && onednn_conv_backward_data(g, grad_dst, w, grad_src, scratch)) return;
+  if ((grad_dst.dtype() == kFloat || grad_dst.dtype() == kBFloat16) &&
+      onednn_conv_backward_data(g, grad_dst, w, grad_src, scratch))
+    return;
+  if (grad_dst.dtype() == kBFloat16) {
+    const Tensor gs = float_out(grad_src);
+    conv_backward_data_kernel(op, g, as_float(grad_dst), as_float(w), gs, nullptr);
+    round_back(grad_src, gs);
+    return;
+  }
   count_im2col();
   im2col_backward_data(g, grad_dst, w, grad_src);
 }
@@ -207,7 +241,16 @@ void conv_backward_weights_kernel(const char* op, const ConvGeom& g, const Tenso
     if (grad_bias.defined()) Tensor(grad_bias).copy_(grad_dst.sum({0, 2, 3}));
     return;
   }
-  if (src.dtype() == kFloat && onednn_conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch)) return;
+  if ((src.dtype() == kFloat || src.dtype() == kBFloat16) &&
+      onednn_conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch))
+    return;
+  if (src.dtype() == kBFloat16) {
+    const Tensor gw = float_out(grad_w), gb = float_out(grad_bias);
+    conv_backward_weights_kernel(op, g, as_float(src), as_float(grad_dst), gw, gb, nullptr);
+    round_back(grad_w, gw);
+    round_back(grad_bias, gb);
+    return;
+  }
   count_im2col();
   im2col_backward_weights(g, src, grad_dst, grad_w, grad_bias);
 }

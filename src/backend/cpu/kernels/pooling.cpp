@@ -125,6 +125,24 @@ void max2x2_staged(const T* __restrict top, const T* __restrict bot, T* __restri
 template <class T>
 void max2x2_backward_staged(const T* __restrict g, const int32_t* __restrict taps, T* __restrict top,
                             T* __restrict bot, int64_t n) {
+  if constexpr (sizeof(T) == 2 && !std::is_integral_v<T>) {
+    // float16/bfloat16: the gradient's bits are copied or zeroed (exact, as
+    // the round trip through float is); no conversions, so the loop
+    // vectorizes (the converting loop ran 8x slower than float32's)
+    const auto* gb = reinterpret_cast<const uint16_t*>(g);
+    auto* tb = reinterpret_cast<uint16_t*>(top);
+    auto* bb = reinterpret_cast<uint16_t*>(bot);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t v = gb[i], zero = 0;
+      const int32_t t = taps[i];
+      const uint16_t a = t == 0 ? v : zero, b = t == 1 ? v : zero, c = t == 2 ? v : zero, d = t == 3 ? v : zero;
+      tb[2 * i] = a;
+      tb[2 * i + 1] = b;
+      bb[2 * i] = c;
+      bb[2 * i + 1] = d;
+    }
+    return;
+  }
   using acc_t = opmath_t<T>;
   for (int64_t i = 0; i < n; ++i) {
     const acc_t v = g[i], zero = 0;
