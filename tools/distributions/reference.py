@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Writes tests/distributions/reference.txt: torch.distributions' values
+(torch 2.x, float64) for the cases below, read by
+tests/distributions/test_distributions.cpp.
+
+    /work/venv-torch/bin/python tools/distributions/reference.py
+
+Lines (whitespace separated; a tensor is `shape:v0,v1,...`, shape `-` for 0-dim):
+  D id Family kind=tensor ...        a distribution (kind: loc, scale, probs, logits, ... or
+                                     base=id n=2 / base=id t=affine:loc:scale,sigmoid)
+  M id method tensor                 method() (entropy, mean, variance, mode)
+  F id method input output           method(input) (log_prob, cdf, icdf)
+  K idp idq tensor                   kl_divergence(p, q)
+"""
+import math
+import os
+
+import torch
+import torch.distributions as D
+
+torch.set_default_dtype(torch.float64)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+T = torch.tensor
+
+
+def fmt(t):
+    t = torch.as_tensor(t, dtype=torch.float64)
+    shape = ",".join(str(s) for s in t.shape) if t.dim() else "-"
+    return shape + ":" + ",".join(repr(float(v)) for v in t.reshape(-1).tolist())
+
+
+lines = []
+objs = {}
+
+
+def dist(i, family, obj, **params):
+    objs[i] = obj
+    lines.append("D %s %s %s" % (i, family, " ".join("%s=%s" % (k, v if isinstance(v, str) else fmt(v))
+                                                      for k, v in params.items())))
+
+
+def methods(i, values=None, quantiles=None):
+    d = objs[i]
+    for m in ("entropy", "mean", "variance", "mode"):
+        try:
+            r = getattr(d, m)
+            r = r() if callable(r) else r
+        except NotImplementedError:
+            continue
+        lines.append("M %s %s %s" % (i, m, fmt(r)))
+    if values is not None:
+        for m in ("log_prob", "cdf"):
+            try:
+                lines.append("F %s %s %s %s" % (i, m, fmt(values), fmt(getattr(d, m)(values))))
+            except NotImplementedError:
+                pass
+    if quantiles is not None:
+        try:
+            lines.append("F %s icdf %s %s" % (i, fmt(quantiles), fmt(d.icdf(quantiles))))
+        except NotImplementedError:
+            pass
+
+
+loc, scale = T([0.5, -1.2, 2.0]), T([1.0, 0.3, 2.5])
+loc2, scale2 = T([-0.3, 0.4, 1.0]), T([0.7, 1.1, 0.9])
+q = T([0.1, 0.5, 0.93])
+dist("n1", "Normal", D.Normal(loc, scale), loc=loc, scale=scale); methods("n1", T([0.1, -1.0, 3.0]), q)
+dist("n2", "Normal", D.Normal(loc2, scale2), loc=loc2, scale=scale2); methods("n2", T([0.0, 2.0, -1.0]), q)
+low, high = T([-1.0, 0.0, 2.0]), T([1.0, 0.5, 5.0])
+low2, high2 = T([-2.0, -0.5, 1.0]), T([3.0, 0.7, 6.0])
+dist("u1", "Uniform", D.Uniform(low, high), low=low, high=high); methods("u1", T([0.2, 0.25, 4.9]), q)
+dist("u2", "Uniform", D.Uniform(low2, high2), low=low2, high=high2); methods("u2", T([0.0, 0.6, 1.5]), q)
+dist("u3", "Uniform", D.Uniform(T([0.5, 1.0, 0.1]), T([2.0, 3.0, 0.4])), low=T([0.5, 1.0, 0.1]),
+     high=T([2.0, 3.0, 0.4]))
+p = T([0.1, 0.5, 0.9])
+dist("b1", "Bernoulli", D.Bernoulli(probs=p), probs=p); methods("b1", T([1.0, 0.0, 1.0]))
+lg = T([-2.0, 0.3, 4.0])
+dist("b2", "Bernoulli", D.Bernoulli(logits=lg), logits=lg); methods("b2", T([0.0, 1.0, 1.0]))
+dist("b3", "Bernoulli", D.Bernoulli(probs=T([0.0, 1.0, 0.3])), probs=T([0.0, 1.0, 0.3])); methods("b3", T([0.0, 1.0, 0.0]))
+cp = T([[0.1, 0.2, 0.3, 0.4], [0.5, 0.0, 0.25, 0.25]])
+dist("c1", "Categorical", D.Categorical(probs=cp), probs=cp); methods("c1", T([3.0, 0.0]))
+cl = T([[1.0, -2.0, 0.5, 3.0], [0.0, 0.0, -1.0, 2.0]])
+dist("c2", "Categorical", D.Categorical(logits=cl), logits=cl); methods("c2", T([1.0, 3.0]))
+cu = T([[2.0, 1.0, 1.0, 4.0], [1.0, 1.0, 1.0, 1.0]])  # unnormalized probs
+dist("c3", "Categorical", D.Categorical(probs=cu), probs=cu); methods("c3", T([0.0, 2.0]))
+dist("o1", "OneHotCategorical", D.OneHotCategorical(probs=cp), probs=cp)
+methods("o1", T([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
+dist("o2", "OneHotCategorical", D.OneHotCategorical(logits=cl), logits=cl)
+methods("o2", T([[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]))
+gp = T([0.2, 0.7, 1.0])
+dist("g1", "Geometric", D.Geometric(probs=gp), probs=gp); methods("g1", T([3.0, 0.0, 0.0]))
+dist("g2", "Geometric", D.Geometric(logits=T([-1.0, 0.5, 2.0])), logits=T([-1.0, 0.5, 2.0])); methods("g2", T([1.0, 4.0, 0.0]))
+rate, rate2 = T([0.5, 2.0, 1.3]), T([1.5, 0.4, 1.0])
+dist("e1", "Exponential", D.Exponential(rate), rate=rate); methods("e1", T([1.3, 0.2, 0.0]), q)
+dist("e2", "Exponential", D.Exponential(rate2), rate=rate2); methods("e2", T([0.1, 2.2, 5.0]), q)
+dist("l1", "Laplace", D.Laplace(loc, scale), loc=loc, scale=scale); methods("l1", T([0.1, -1.0, 3.0]), q)
+dist("l2", "Laplace", D.Laplace(loc2, scale2), loc=loc2, scale=scale2); methods("l2", T([0.0, 2.0, -1.0]), q)
+dist("y1", "Cauchy", D.Cauchy(loc, scale), loc=loc, scale=scale); methods("y1", T([0.1, -1.0, 3.0]), q)
+dist("y2", "Cauchy", D.Cauchy(loc2, scale2), loc=loc2, scale=scale2); methods("y2", T([0.0, 2.0, -1.0]), q)
+dist("m1", "Gumbel", D.Gumbel(loc, scale), loc=loc, scale=scale); methods("m1", T([0.1, -1.0, 3.0]), q)
+dist("m2", "Gumbel", D.Gumbel(loc2, scale2), loc=loc2, scale=scale2); methods("m2", T([0.0, 2.0, -1.0]), q)
+dist("ln1", "LogNormal", D.LogNormal(loc, scale), loc=loc, scale=scale); methods("ln1", T([0.5, 0.1, 9.0]), q)
+dist("ln2", "LogNormal", D.LogNormal(loc2, scale2), loc=loc2, scale=scale2); methods("ln2", T([1.5, 2.0, 0.3]), q)
+# Independent over a [2, 3] Normal
+L, S = T([[0.5, -1.2, 2.0], [0.0, 1.0, -0.5]]), T([[1.0, 0.3, 2.5], [0.5, 2.0, 1.5]])
+L2, S2 = T([[0.1, -1.0, 1.0], [0.3, 0.0, 0.5]]), T([[0.8, 0.6, 2.0], [1.0, 1.0, 1.0]])
+dist("bn1", "Normal", D.Normal(L, S), loc=L, scale=S)
+dist("bn2", "Normal", D.Normal(L2, S2), loc=L2, scale=S2)
+dist("i1", "Independent", D.Independent(objs["bn1"], 1), base="bn1", n="1")
+methods("i1", T([[0.1, -1.0, 3.0], [0.2, 0.3, -0.4]]))
+dist("i2", "Independent", D.Independent(objs["bn2"], 1), base="bn2", n="1")
+# TransformedDistribution: Normal through affine then sigmoid, and through tanh
+tr = [D.transforms.AffineTransform(1.0, 2.0), D.transforms.SigmoidTransform()]
+dist("t1", "TransformedDistribution", D.TransformedDistribution(objs["n1"], tr), base="n1", t="affine:1:2,sigmoid")
+methods("t1", T([0.2, 0.5, 0.9]), q)
+dist("t2", "TransformedDistribution", D.TransformedDistribution(objs["n2"], tr), base="n2", t="affine:1:2,sigmoid")
+dist("t3", "TransformedDistribution", D.TransformedDistribution(objs["n1"], [D.transforms.TanhTransform()]),
+     base="n1", t="tanh")
+methods("t3", T([0.2, -0.5, 0.9]), q)
+dist("t4", "TransformedDistribution",
+     D.TransformedDistribution(objs["n1"], [D.transforms.AffineTransform(0.5, -3.0), D.transforms.ExpTransform()]),
+     base="n1", t="affine:0.5:-3,exp")
+methods("t4", T([0.2, 1.5, 7.0]), q)
+
+# every pair torch registers among these families
+pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), ("c2", "c1"), ("o1", "o2"),
+         ("g1", "g2"), ("e1", "e2"), ("u1", "u2"), ("u2", "u1"), ("l1", "l2"), ("m1", "m2"), ("y1", "y2"),
+         ("i1", "i2"), ("t1", "t2"), ("ln1", "ln2"),
+         ("e1", "m2"), ("e1", "n2"), ("m1", "n2"), ("l1", "n2"), ("n1", "m2"), ("n1", "l2"), ("u1", "e2"),
+         ("u3", "e2"), ("u1", "m2"), ("u1", "n2"),
+         ("e1", "u2"), ("m1", "u2"), ("m1", "e2"), ("l1", "u2"), ("l1", "e2"), ("n1", "u2"), ("n1", "e2")]
+for a, b in pairs:
+    lines.append("K %s %s %s" % (a, b, fmt(D.kl_divergence(objs[a], objs[b]))))
+
+path = os.path.join(ROOT, "tests/distributions/reference.txt")
+with open(path, "w") as f:
+    f.write("# torch.distributions values (torch %s, float64), written by tools/distributions/reference.py\n"
+            % torch.__version__)
+    f.write("\n".join(lines) + "\n")
+print("wrote", path, len(lines), "lines")
