@@ -13,8 +13,9 @@
 //   Tensor kl = D::kl_divergence(q, D::Normal(zeros_like(mu), ones_like(sigma)));
 //
 // Families here: Normal, Uniform, Bernoulli, Categorical, OneHotCategorical,
-// Geometric, Exponential, Laplace, Cauchy, Gumbel, LogNormal, Independent and
-// TransformedDistribution (exp, affine, sigmoid, tanh transforms). Parameters
+// Geometric, Exponential, Laplace, Cauchy, Gumbel, LogNormal, Gamma, Chi2,
+// Beta, Dirichlet, StudentT, Independent and TransformedDistribution (exp,
+// affine, sigmoid, tanh transforms). Parameters
 // are checked against their constraints when validation is on (the default,
 // as in PyTorch; set_default_validate_args(false) turns it off). See
 // docs/design/distributions.md.
@@ -321,6 +322,93 @@ class Gumbel : public Distribution {
   Constraint support() const override { return constraints::real(); }
   DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
   Tensor loc, scale;
+};
+
+/// Gamma(concentration, rate). sample() draws by Marsaglia and Tsang's
+/// method; rsample (implicit reparameterization) is not there yet.
+class Gamma : public Distribution {
+ public:
+  Gamma(const Tensor& concentration, const Tensor& rate, std::optional<bool> validate_args = std::nullopt);
+  Gamma(double concentration, double rate, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Gamma, DistributionRoot)
+  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return concentration / rate; }
+  Tensor mode() const override { return ((concentration - 1) / rate).clamp_min(0); }
+  Tensor variance() const override { return concentration / rate.square(); }
+  Constraint support() const override { return constraints::nonnegative(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor concentration, rate;
+};
+
+/// Chi2(df) = Gamma(df / 2, 1 / 2).
+class Chi2 : public Gamma {
+ public:
+  explicit Chi2(const Tensor& df, std::optional<bool> validate_args = std::nullopt);
+  explicit Chi2(double df, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Chi2, Gamma)
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor df;
+};
+
+/// Dirichlet(concentration): the last dim of `concentration` is the event.
+class Dirichlet : public Distribution {
+ public:
+  explicit Dirichlet(const Tensor& concentration, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Dirichlet, DistributionRoot)
+  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return concentration / concentration.sum({-1}, true); }
+  Tensor mode() const override;
+  Tensor variance() const override;
+  Constraint support() const override { return constraints::simplex(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor concentration;
+};
+
+/// Beta(concentration1, concentration0), a two-category Dirichlet.
+class Beta : public Distribution {
+ public:
+  Beta(const Tensor& concentration1, const Tensor& concentration0, std::optional<bool> validate_args = std::nullopt);
+  Beta(double concentration1, double concentration0, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Beta, DistributionRoot)
+  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override { return dirichlet.entropy(); }
+  Tensor mean() const override { return concentration1 / (concentration1 + concentration0); }
+  Tensor mode() const override { return dirichlet.mode().select(-1, 0); }
+  Tensor variance() const override;
+  Constraint support() const override { return constraints::unit_interval(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor concentration1, concentration0;
+  Dirichlet dirichlet;
+};
+
+/// Student's t with df degrees of freedom, location and scale.
+class StudentT : public Distribution {
+ public:
+  StudentT(const Tensor& df, const Tensor& loc, const Tensor& scale, std::optional<bool> validate_args = std::nullopt);
+  StudentT(double df, double loc = 0.0, double scale = 1.0, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(StudentT, DistributionRoot)
+  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override;      ///< loc for df > 1, else NaN
+  Tensor mode() const override { return loc; }
+  Tensor variance() const override;  ///< inf for 1 < df <= 2, NaN for df <= 1
+  Constraint support() const override { return constraints::real(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor df, loc, scale;
 };
 
 /// Reinterprets the last `reinterpreted_batch_ndims` batch dims as event

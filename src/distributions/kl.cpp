@@ -175,6 +175,109 @@ void builtin(std::map<Key, KLFn>& m) {
     const Tensor t3 = ((p.high + p.low - 2 * q.loc) / 2).square();
     return t1 + 0.5 * (t2 + t3) / q.scale.square();
   });
+  // The gamma family.
+  add<Gamma, Gamma>(m, [](const Gamma& p, const Gamma& q) {
+    const Tensor t1 = q.concentration * (p.rate / q.rate).log();
+    const Tensor t2 = q.concentration.lgamma() - p.concentration.lgamma();
+    const Tensor t3 = (p.concentration - q.concentration) * p.concentration.digamma();
+    const Tensor t4 = (q.rate - p.rate) * (p.concentration / p.rate);
+    return t1 + t2 + t3 + t4;
+  });
+  add<Beta, Beta>(m, [](const Beta& p, const Beta& q) {
+    const Tensor sp = p.concentration1 + p.concentration0, sq = q.concentration1 + q.concentration0;
+    const Tensor t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sp.lgamma();
+    const Tensor t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sq.lgamma();
+    const Tensor t3 = (p.concentration1 - q.concentration1) * p.concentration1.digamma();
+    const Tensor t4 = (p.concentration0 - q.concentration0) * p.concentration0.digamma();
+    const Tensor t5 = (sq - sp) * sp.digamma();
+    return t1 - t2 + t3 + t4 + t5;
+  });
+  add<Dirichlet, Dirichlet>(m, [](const Dirichlet& p, const Dirichlet& q) {
+    const Tensor sp = p.concentration.sum({-1}), sq = q.concentration.sum({-1});
+    const Tensor t1 = sp.lgamma() - sq.lgamma();
+    const Tensor t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum({-1});
+    const Tensor t3 = p.concentration - q.concentration;
+    const Tensor t4 = p.concentration.digamma() - sp.digamma().unsqueeze(-1);
+    return t1 - t2 + (t3 * t4).sum({-1});
+  });
+  add<Beta, Exponential>(m, [](const Beta& p, const Exponential& q) {
+    return -p.entropy() - q.rate.log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0));
+  });
+  add<Beta, Gamma>(m, [](const Beta& p, const Gamma& q) {
+    const Tensor t1 = -p.entropy();
+    const Tensor t2 = q.concentration.lgamma() - q.concentration * q.rate.log();
+    const Tensor t3 =
+        (q.concentration - 1) * (p.concentration1.digamma() - (p.concentration1 + p.concentration0).digamma());
+    const Tensor t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0);
+    return t1 + t2 - t3 + t4;
+  });
+  add<Beta, Normal>(m, [](const Beta& p, const Normal& q) {
+    const Tensor e = p.concentration1 / (p.concentration1 + p.concentration0);
+    const Tensor var_normal = q.scale.square();
+    const Tensor t1 = -p.entropy();
+    const Tensor t2 = 0.5 * (var_normal * 2 * kPi).log();
+    const Tensor t3 = (e * (1 - e) / (p.concentration1 + p.concentration0 + 1) + e.square()) * 0.5;
+    const Tensor t4 = q.loc * e, t5 = q.loc.square() * 0.5;
+    return t1 + t2 + (t3 - t4 + t5) / var_normal;
+  });
+  add<Beta, Uniform>(m, [](const Beta& p, const Uniform& q) {
+    const Tensor r = -p.entropy() + (q.high - q.low).log();
+    return where(logical_or(q.low > 0, q.high < 1), kInf, r);
+  });
+  add<Exponential, Gamma>(m, [](const Exponential& p, const Gamma& q) {
+    const Tensor ratio = q.rate / p.rate;
+    return -q.concentration * ratio.log() + ratio + q.concentration.lgamma() + q.concentration * kEulerGamma -
+           (1 + kEulerGamma);
+  });
+  add<Gamma, Exponential>(m, [](const Gamma& p, const Exponential& q) {
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate;
+  });
+  add<Gamma, Gumbel>(m, [](const Gamma& p, const Gumbel& q) {
+    const Tensor beta_scale_prod = p.rate * q.scale;
+    const Tensor loc_scale_ratio = q.loc / q.scale;
+    const Tensor t1 = (p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma() - p.concentration;
+    const Tensor t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod;
+    const Tensor t3 = loc_scale_ratio.exp() * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration) -
+                      loc_scale_ratio;
+    return t1 + t2 + t3;
+  });
+  add<Gamma, Normal>(m, [](const Gamma& p, const Normal& q) {
+    const Tensor var_normal = q.scale.square(), beta_sqr = p.rate.square();
+    const Tensor t1 = 0.5 * (beta_sqr * var_normal * 2 * kPi).log() - p.concentration - p.concentration.lgamma();
+    const Tensor t2 = 0.5 * (p.concentration.square() + p.concentration) / beta_sqr;
+    const Tensor t3 = q.loc * p.concentration / p.rate, t4 = 0.5 * q.loc.square();
+    return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal;
+  });
+  auto x_log_x = [](const Tensor& t) { return where(t == 0, 0.0, t * t.log()); };
+  add<Uniform, Beta>(m, [x_log_x](const Uniform& p, const Beta& q) {
+    const Tensor common_term = p.high - p.low;
+    const Tensor t1 = common_term.log();
+    const Tensor t2 =
+        (q.concentration1 - 1) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term;
+    const Tensor t3 =
+        (q.concentration0 - 1) * (x_log_x(1 - p.high) - x_log_x(1 - p.low) + common_term) / common_term;
+    const Tensor t4 = q.concentration1.lgamma() + q.concentration0.lgamma() -
+                      (q.concentration1 + q.concentration0).lgamma();
+    const Tensor r = t3 + t4 - t1 - t2;
+    return where(logical_or(p.high > 1, p.low < 0), kInf, r);
+  });
+  add<Uniform, Gamma>(m, [x_log_x](const Uniform& p, const Gamma& q) {
+    const Tensor common_term = p.high - p.low;
+    const Tensor t1 = common_term.log();
+    const Tensor t2 = q.concentration.lgamma() - q.concentration * q.rate.log();
+    const Tensor t3 = (1 - q.concentration) * (x_log_x(p.high) - x_log_x(p.low) - common_term) / common_term;
+    const Tensor t4 = q.rate * (p.high + p.low) / 2;
+    return where(p.low < 0, kInf, -t1 + t2 + t3 + t4);
+  });
+  add<Exponential, Beta>(m, [](const Exponential& p, const Beta&) { return infinite_like(p.rate); });
+  add<Gamma, Uniform>(m, [](const Gamma& p, const Uniform&) { return infinite_like(p.concentration); });
+  add<Gamma, Beta>(m, [](const Gamma& p, const Beta&) { return infinite_like(p.concentration); });
+  add<Gumbel, Gamma>(m, [](const Gumbel& p, const Gamma&) { return infinite_like(p.loc); });
+  add<Gumbel, Beta>(m, [](const Gumbel& p, const Beta&) { return infinite_like(p.loc); });
+  add<Laplace, Gamma>(m, [](const Laplace& p, const Gamma&) { return infinite_like(p.loc); });
+  add<Laplace, Beta>(m, [](const Laplace& p, const Beta&) { return infinite_like(p.loc); });
+  add<Normal, Gamma>(m, [](const Normal& p, const Gamma&) { return infinite_like(p.loc); });
+  add<Normal, Beta>(m, [](const Normal& p, const Beta&) { return infinite_like(p.loc); });
   // Pairs whose q has no mass where p has some: infinite everywhere.
   add<Exponential, Uniform>(m, [](const Exponential& p, const Uniform&) { return infinite_like(p.rate); });
   add<Gumbel, Uniform>(m, [](const Gumbel& p, const Uniform&) { return infinite_like(p.loc); });

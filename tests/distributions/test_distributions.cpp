@@ -71,6 +71,11 @@ D::DistributionPtr make(const std::string& family, std::map<std::string, std::st
   if (family == "Gumbel") return D::share(D::Gumbel(t("loc"), t("scale")));
   if (family == "LogNormal") return D::share(D::LogNormal(t("loc"), t("scale")));
   if (family == "Exponential") return D::share(D::Exponential(t("rate")));
+  if (family == "Gamma") return D::share(D::Gamma(t("concentration"), t("rate")));
+  if (family == "Chi2") return D::share(D::Chi2(t("df")));
+  if (family == "Beta") return D::share(D::Beta(t("concentration1"), t("concentration0")));
+  if (family == "Dirichlet") return D::share(D::Dirichlet(t("concentration")));
+  if (family == "StudentT") return D::share(D::StudentT(t("df"), t("loc"), t("scale")));
   auto pl = [&](auto tag) -> D::DistributionPtr {
     using Dist = decltype(tag);
     if (kv.count("probs")) return D::share(Dist(D::probs(t("probs"))));
@@ -176,7 +181,7 @@ TEST(Distributions, EveryKLPairMatchesPyTorch) {
                                                                  << q.name() << " " << f[2] << ")";
     ++checked;
   }
-  EXPECT_EQ(checked, 34);
+  EXPECT_EQ(checked, 60);
 }
 
 // Sample means and variances within 5 standard errors for fixed seeds.
@@ -201,6 +206,11 @@ TEST(Distributions, SampleMomentsWithinBounds) {
   check(D::Gumbel(tensor({0.0, 1.0}), tensor({1.0, 0.2})), "Gumbel");
   check(D::Geometric(D::probs(tensor({0.3, 0.8}))), "Geometric");
   check(D::LogNormal(tensor({0.0, 0.5}), tensor({0.25, 0.1})), "LogNormal");
+  check(D::Gamma(tensor({0.3, 1.0, 4.5}), tensor({1.0, 2.0, 0.5})), "Gamma");
+  check(D::Chi2(tensor({1.0, 7.0})), "Chi2");
+  check(D::Beta(tensor({0.5, 2.0}), tensor({0.5, 5.0})), "Beta");
+  check(D::Dirichlet(tensor({0.4, 1.0, 3.0})), "Dirichlet");
+  check(D::StudentT(tensor({5.0, 30.0}), tensor({0.0, 1.0}), tensor({1.0, 2.0})), "StudentT");
   // Categorical: frequencies within 5 standard errors of the probabilities
   const Tensor p = tensor({0.1, 0.2, 0.3, 0.4});
   const Tensor s = D::Categorical(D::probs(p)).sample({n});
@@ -273,6 +283,7 @@ TEST(Distributions, RsampleGradientsMatchFiniteDifferences) {
   Tensor loc = zeros({}).requires_grad_(true);
   EXPECT_FALSE(D::Normal(loc, ones({})).sample().requires_grad());
   expect_error([] { D::Bernoulli(D::probs(tensor({0.5}))).rsample(); }, {"Bernoulli", "rsample"});
+  expect_error([] { D::Gamma(1.0, 1.0).rsample(); }, {"Gamma", "rsample", "implicit reparameterization"});
 }
 
 TEST(Distributions, LogProbGradientsMatchFiniteDifferences) {

@@ -50,6 +50,8 @@ def methods(i, values=None, quantiles=None):
         lines.append("M %s %s %s" % (i, m, fmt(r)))
     if values is not None:
         for m in ("log_prob", "cdf"):
+            if m == "cdf" and isinstance(d, D.Gamma):
+                continue
             try:
                 lines.append("F %s %s %s %s" % (i, m, fmt(values), fmt(getattr(d, m)(values))))
             except NotImplementedError:
@@ -70,6 +72,8 @@ low, high = T([-1.0, 0.0, 2.0]), T([1.0, 0.5, 5.0])
 low2, high2 = T([-2.0, -0.5, 1.0]), T([3.0, 0.7, 6.0])
 dist("u1", "Uniform", D.Uniform(low, high), low=low, high=high); methods("u1", T([0.2, 0.25, 4.9]), q)
 dist("u2", "Uniform", D.Uniform(low2, high2), low=low2, high=high2); methods("u2", T([0.0, 0.6, 1.5]), q)
+dist("u4", "Uniform", D.Uniform(T([0.0, 0.2, 0.5]), T([1.0, 0.6, 0.9])), low=T([0.0, 0.2, 0.5]),
+     high=T([1.0, 0.6, 0.9]))
 dist("u3", "Uniform", D.Uniform(T([0.5, 1.0, 0.1]), T([2.0, 3.0, 0.4])), low=T([0.5, 1.0, 0.1]),
      high=T([2.0, 3.0, 0.4]))
 p = T([0.1, 0.5, 0.9])
@@ -122,15 +126,45 @@ dist("t4", "TransformedDistribution",
      base="n1", t="affine:0.5:-3,exp")
 methods("t4", T([0.2, 1.5, 7.0]), q)
 
+# the gamma family (Gamma's cdf, torch.special.gammainc, is not in brisk yet: skipped)
+ca, ra = T([0.5, 2.0, 7.5]), T([1.0, 0.3, 2.5])
+ca2, ra2 = T([1.5, 1.0, 3.0]), T([0.7, 1.1, 0.9])
+dist("ga1", "Gamma", D.Gamma(ca, ra), concentration=ca, rate=ra); methods("ga1", T([0.3, 4.0, 2.5]))
+dist("ga2", "Gamma", D.Gamma(ca2, ra2), concentration=ca2, rate=ra2); methods("ga2", T([1.0, 0.0, 3.3]))
+dist("x1", "Chi2", D.Chi2(T([1.0, 3.0, 10.0])), df=T([1.0, 3.0, 10.0])); methods("x1", T([0.5, 2.0, 11.0]))
+c1, c0 = T([0.5, 2.0, 3.0]), T([0.7, 2.0, 1.2])
+dist("be1", "Beta", D.Beta(c1, c0), concentration1=c1, concentration0=c0); methods("be1", T([0.3, 0.5, 0.99]))
+dist("be2", "Beta", D.Beta(T([1.5, 0.9, 4.0]), T([2.5, 0.8, 1.0])), concentration1=T([1.5, 0.9, 4.0]),
+     concentration0=T([2.5, 0.8, 1.0])); methods("be2", T([0.1, 0.7, 0.2]))
+dc = T([[0.5, 1.0, 2.0], [3.0, 0.7, 1.5], [0.3, 0.4, 0.9]])
+dist("di1", "Dirichlet", D.Dirichlet(dc), concentration=dc)
+methods("di1", T([[0.2, 0.3, 0.5], [0.6, 0.1, 0.3], [0.01, 0.09, 0.9]]))
+dc2 = T([[1.5, 1.0, 0.5], [2.0, 2.0, 2.0], [1.3, 0.4, 3.0]])
+dist("di2", "Dirichlet", D.Dirichlet(dc2), concentration=dc2)
+df = T([0.8, 1.5, 5.0])
+dist("st1", "StudentT", D.StudentT(df, loc, scale), df=df, loc=loc, scale=scale); methods("st1", T([0.1, -1.0, 3.0]))
+
 # every pair torch registers among these families
 pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), ("c2", "c1"), ("o1", "o2"),
          ("g1", "g2"), ("e1", "e2"), ("u1", "u2"), ("u2", "u1"), ("l1", "l2"), ("m1", "m2"), ("y1", "y2"),
          ("i1", "i2"), ("t1", "t2"), ("ln1", "ln2"),
          ("e1", "m2"), ("e1", "n2"), ("m1", "n2"), ("l1", "n2"), ("n1", "m2"), ("n1", "l2"), ("u1", "e2"),
          ("u3", "e2"), ("u1", "m2"), ("u1", "n2"),
-         ("e1", "u2"), ("m1", "u2"), ("m1", "e2"), ("l1", "u2"), ("l1", "e2"), ("n1", "u2"), ("n1", "e2")]
+         ("e1", "u2"), ("m1", "u2"), ("m1", "e2"), ("l1", "u2"), ("l1", "e2"), ("n1", "u2"), ("n1", "e2"),
+         ("ga1", "ga2"), ("x1", "ga2"), ("be1", "be2"), ("di1", "di2"), ("be1", "e2"), ("be1", "ga2"), ("be1", "n2"),
+         ("be1", "u1"), ("be1", "u4"), ("e1", "ga2"), ("ga1", "e2"), ("ga1", "m2"), ("ga1", "n2"), ("u4", "be2"),
+         ("u1", "be2"), ("u3", "ga2"), ("u1", "ga2"), ("e1", "be2"), ("ga1", "u2"), ("ga1", "be2"), ("m1", "ga2"),
+         ("m1", "be2"), ("l1", "ga2"), ("l1", "be2"), ("n1", "ga2"), ("n1", "be2")]
 for a, b in pairs:
     lines.append("K %s %s %s" % (a, b, fmt(D.kl_divergence(objs[a], objs[b]))))
+# every pair torch registers among the families brisk has must be among the cases
+from torch.distributions.kl import _KL_REGISTRY
+families = {type(o) for o in objs.values()}
+covered = {(type(objs[a]), type(objs[b])) for a, b in pairs}
+missing = [(p.__name__, q.__name__) for (p, q) in _KL_REGISTRY if p in families and q in families
+           and (p, q) not in covered]
+if missing:
+    raise SystemExit("KL pairs torch registers that no case covers: %s" % missing)
 
 path = os.path.join(ROOT, "tests/distributions/reference.txt")
 with open(path, "w") as f:
