@@ -324,15 +324,16 @@ class Gumbel : public Distribution {
   Tensor loc, scale;
 };
 
-/// Gamma(concentration, rate). sample() draws by Marsaglia and Tsang's
-/// method; rsample (implicit reparameterization) is not there yet.
+/// Gamma(concentration, rate). Samples by Marsaglia and Tsang's method;
+/// rsample's gradient to the concentration by implicit reparameterization.
 class Gamma : public Distribution {
  public:
   Gamma(const Tensor& concentration, const Tensor& rate, std::optional<bool> validate_args = std::nullopt);
   Gamma(double concentration, double rate, std::optional<bool> validate_args = std::nullopt);
   BRISK_DISTRIBUTION(Gamma, DistributionRoot)
-  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  /// Implicit reparameterization (Note [Implicit reparameterization] in src/distributions/gamma.cpp).
   Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
@@ -359,8 +360,9 @@ class Dirichlet : public Distribution {
  public:
   explicit Dirichlet(const Tensor& concentration, std::optional<bool> validate_args = std::nullopt);
   BRISK_DISTRIBUTION(Dirichlet, DistributionRoot)
-  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  /// Implicit reparameterization (Note [Implicit reparameterization] in src/distributions/gamma.cpp).
   Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
@@ -378,8 +380,9 @@ class Beta : public Distribution {
   Beta(const Tensor& concentration1, const Tensor& concentration0, std::optional<bool> validate_args = std::nullopt);
   Beta(double concentration1, double concentration0, std::optional<bool> validate_args = std::nullopt);
   BRISK_DISTRIBUTION(Beta, DistributionRoot)
-  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  /// Implicit reparameterization (Note [Implicit reparameterization] in src/distributions/gamma.cpp).
   Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override { return dirichlet.entropy(); }
@@ -398,8 +401,9 @@ class StudentT : public Distribution {
   StudentT(const Tensor& df, const Tensor& loc, const Tensor& scale, std::optional<bool> validate_args = std::nullopt);
   StudentT(double df, double loc = 0.0, double scale = 1.0, std::optional<bool> validate_args = std::nullopt);
   BRISK_DISTRIBUTION(StudentT, DistributionRoot)
-  /// Not implemented yet (implicit reparameterization): a brisk::Error.
+  /// Implicit reparameterization (Note [Implicit reparameterization] in src/distributions/gamma.cpp).
   Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
   Tensor entropy() const override;
@@ -500,6 +504,11 @@ class LogNormal : public TransformedDistribution {
   DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
   Tensor loc, scale;
 };
+
+/// d x / d alpha for x ~ Gamma(alpha, 1) at x (torch._standard_gamma_grad):
+/// the implicit reparameterization gradient Gamma, Beta, Dirichlet and
+/// StudentT's rsample use. Float64 math on the CPU.
+Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x);
 
 // ---- KL divergence ----------------------------------------------------------------------
 

@@ -166,6 +166,11 @@ missing = [(p.__name__, q.__name__) for (p, q) in _KL_REGISTRY if p in families 
 if missing:
     raise SystemExit("KL pairs torch registers that no case covers: %s" % missing)
 
+# torch's implicit reparameterization gradient dx/dalpha of Gamma(alpha, 1) at x
+ga = T([0.05, 0.3, 0.5, 1.0, 1.0, 2.5, 2.5, 7.0, 20.0, 150.0, 3.0, 0.8])
+gx = T([0.01, 0.2, 1.5, 0.5, 3.0, 0.4, 2.5, 9.0, 18.0, 160.0, 8.0, 0.001])
+lines.append("G %s %s %s" % (fmt(ga), fmt(gx), fmt(torch._standard_gamma_grad(ga, gx))))
+
 path = os.path.join(ROOT, "tests/distributions/reference.txt")
 with open(path, "w") as f:
     f.write("# torch.distributions values (torch %s, float64), written by tools/distributions/reference.py\n"
