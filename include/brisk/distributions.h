@@ -324,6 +324,63 @@ class Gumbel : public Distribution {
   Tensor loc, scale;
 };
 
+/// Poisson(rate). Samples by inversion below rate 10 and by Hormann's
+/// transformed rejection (PTRS) above, with tensor ops.
+class Poisson : public Distribution {
+ public:
+  explicit Poisson(const Tensor& rate, std::optional<bool> validate_args = std::nullopt);
+  explicit Poisson(double rate, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Poisson, DistributionRoot)
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return rate; }
+  Tensor mode() const override { return rate.floor(); }
+  Tensor variance() const override { return rate; }
+  Constraint support() const override { return constraints::nonnegative_integer(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor rate;
+};
+
+/// Binomial(total_count, probs or logits): successes in total_count trials.
+class Binomial : public Distribution {
+ public:
+  Binomial(const Tensor& total_count, Probs p, std::optional<bool> validate_args = std::nullopt);
+  Binomial(const Tensor& total_count, Logits l, std::optional<bool> validate_args = std::nullopt);
+  Binomial(int64_t total_count, Probs p, std::optional<bool> validate_args = std::nullopt);
+  Binomial(int64_t total_count, Logits l, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Binomial, DistributionRoot)
+  /// Counts successes among total_count Bernoulli draws (memory: the
+  /// largest total_count times the number of samples).
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor mean() const override { return total_count * probs; }
+  Tensor mode() const override { return minimum(((total_count + 1) * probs).floor(), total_count); }
+  Tensor variance() const override { return total_count * probs * (1 - probs); }
+  Constraint support() const override;
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor total_count, probs, logits;
+};
+
+/// Multinomial(total_count, probs or logits): counts per category of
+/// total_count draws; the last dim is the event.
+class Multinomial : public Distribution {
+ public:
+  Multinomial(int64_t total_count, Probs p, std::optional<bool> validate_args = std::nullopt);
+  Multinomial(int64_t total_count, Logits l, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(Multinomial, DistributionRoot)
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return categorical.probs * static_cast<double>(total_count); }
+  Tensor variance() const override {
+    return categorical.probs * (1 - categorical.probs) * static_cast<double>(total_count);
+  }
+  Constraint support() const override;
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  int64_t total_count;
+  Categorical categorical;
+};
+
 /// Gamma(concentration, rate). Samples by Marsaglia and Tsang's method;
 /// rsample's gradient to the concentration by implicit reparameterization.
 class Gamma : public Distribution {

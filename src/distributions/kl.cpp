@@ -278,6 +278,22 @@ void builtin(std::map<Key, KLFn>& m) {
   add<Laplace, Beta>(m, [](const Laplace& p, const Beta&) { return infinite_like(p.loc); });
   add<Normal, Gamma>(m, [](const Normal& p, const Gamma&) { return infinite_like(p.loc); });
   add<Normal, Beta>(m, [](const Normal& p, const Beta&) { return infinite_like(p.loc); });
+  // Counting distributions.
+  add<Poisson, Poisson>(m, [](const Poisson& p, const Poisson& q) {
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate);
+  });
+  add<Bernoulli, Poisson>(m, [](const Bernoulli& p, const Poisson& q) {
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate);
+  });
+  add<Binomial, Binomial>(m, [](const Binomial& p, const Binomial& q) {
+    BRISK_CHECK(!(p.total_count < q.total_count).any().item<bool>(), "kl_divergence",
+                "KL between Binomials where q.total_count > p.total_count is not defined in closed form (PyTorch "
+                "neither)");
+    const Tensor kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p());
+    return where(p.total_count > q.total_count, kInf, kl);
+  });
+  add<Poisson, Binomial>(m, [](const Poisson& p, const Binomial&) { return infinite_like(p.rate); });
+  add<Poisson, Bernoulli>(m, [](const Poisson& p, const Bernoulli&) { return infinite_like(p.rate); });
   // Pairs whose q has no mass where p has some: infinite everywhere.
   add<Exponential, Uniform>(m, [](const Exponential& p, const Uniform&) { return infinite_like(p.rate); });
   add<Gumbel, Uniform>(m, [](const Gumbel& p, const Uniform&) { return infinite_like(p.loc); });

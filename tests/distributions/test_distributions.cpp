@@ -71,6 +71,16 @@ D::DistributionPtr make(const std::string& family, std::map<std::string, std::st
   if (family == "Gumbel") return D::share(D::Gumbel(t("loc"), t("scale")));
   if (family == "LogNormal") return D::share(D::LogNormal(t("loc"), t("scale")));
   if (family == "Exponential") return D::share(D::Exponential(t("rate")));
+  if (family == "Poisson") return D::share(D::Poisson(t("rate")));
+  if (family == "Binomial") {
+    if (kv.count("probs")) return D::share(D::Binomial(t("total_count"), D::probs(t("probs"))));
+    return D::share(D::Binomial(t("total_count"), D::logits(t("logits"))));
+  }
+  if (family == "Multinomial") {
+    const int64_t n = std::stoll(kv.at("total_count"));
+    if (kv.count("probs")) return D::share(D::Multinomial(n, D::probs(t("probs"))));
+    return D::share(D::Multinomial(n, D::logits(t("logits"))));
+  }
   if (family == "Gamma") return D::share(D::Gamma(t("concentration"), t("rate")));
   if (family == "Chi2") return D::share(D::Chi2(t("df")));
   if (family == "Beta") return D::share(D::Beta(t("concentration1"), t("concentration0")));
@@ -189,7 +199,7 @@ TEST(Distributions, EveryKLPairMatchesPyTorch) {
                                                                  << q.name() << " " << f[2] << ")";
     ++checked;
   }
-  EXPECT_EQ(checked, 60);
+  EXPECT_EQ(checked, 65);
 }
 
 // Sample means and variances within 5 standard errors for fixed seeds.
@@ -215,6 +225,9 @@ TEST(Distributions, SampleMomentsWithinBounds) {
   check(D::Geometric(D::probs(tensor({0.3, 0.8}))), "Geometric");
   check(D::LogNormal(tensor({0.0, 0.5}), tensor({0.25, 0.1})), "LogNormal");
   check(D::Gamma(tensor({0.3, 1.0, 4.5}), tensor({1.0, 2.0, 0.5})), "Gamma");
+  check(D::Poisson(tensor({0.0, 0.7, 4.0, 9.9, 10.0, 35.0, 1000.0})), "Poisson");
+  check(D::Binomial(tensor({1.0, 7.0, 30.0}), D::probs(tensor({0.5, 0.1, 0.8}))), "Binomial");
+  check(D::Multinomial(12, D::probs(tensor({0.2, 0.3, 0.5}))), "Multinomial");
   check(D::Chi2(tensor({1.0, 7.0})), "Chi2");
   check(D::Beta(tensor({0.5, 2.0}), tensor({0.5, 5.0})), "Beta");
   check(D::Dirichlet(tensor({0.4, 1.0, 3.0})), "Dirichlet");

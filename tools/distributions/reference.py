@@ -144,6 +144,21 @@ dist("di2", "Dirichlet", D.Dirichlet(dc2), concentration=dc2)
 df = T([0.8, 1.5, 5.0])
 dist("st1", "StudentT", D.StudentT(df, loc, scale), df=df, loc=loc, scale=scale); methods("st1", T([0.1, -1.0, 3.0]))
 
+# counting distributions
+pr, pr2 = T([0.5, 3.0, 12.0]), T([1.5, 0.4, 10.0])
+dist("po1", "Poisson", D.Poisson(pr), rate=pr); methods("po1", T([0.0, 2.0, 15.0]))
+dist("po2", "Poisson", D.Poisson(pr2), rate=pr2)
+bn, bp = T([5.0, 10.0, 20.0]), T([0.3, 0.5, 0.9])
+dist("bi1", "Binomial", D.Binomial(bn, probs=bp), total_count=bn, probs=bp); methods("bi1", T([2.0, 10.0, 17.0]))
+dist("bi2", "Binomial", D.Binomial(bn, logits=T([-1.0, 0.5, 2.0])), total_count=bn, logits=T([-1.0, 0.5, 2.0]))
+methods("bi2", T([0.0, 4.0, 20.0]))
+dist("bi3", "Binomial", D.Binomial(T([5.0, 8.0, 20.0]), probs=T([0.6, 0.2, 0.4])), total_count=T([5.0, 8.0, 20.0]),
+     probs=T([0.6, 0.2, 0.4]))
+dist("mu1", "Multinomial", D.Multinomial(10, probs=cp), total_count="10", probs=cp)
+methods("mu1", T([[1.0, 2.0, 3.0, 4.0], [5.0, 0.0, 2.0, 3.0]]))
+dist("mu2", "Multinomial", D.Multinomial(6, logits=cl), total_count="6", logits=cl)
+methods("mu2", T([[0.0, 0.0, 0.0, 6.0], [1.0, 1.0, 1.0, 3.0]]))
+
 # every pair torch registers among these families
 pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), ("c2", "c1"), ("o1", "o2"),
          ("g1", "g2"), ("e1", "e2"), ("u1", "u2"), ("u2", "u1"), ("l1", "l2"), ("m1", "m2"), ("y1", "y2"),
@@ -154,7 +169,8 @@ pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), (
          ("ga1", "ga2"), ("x1", "ga2"), ("be1", "be2"), ("di1", "di2"), ("be1", "e2"), ("be1", "ga2"), ("be1", "n2"),
          ("be1", "u1"), ("be1", "u4"), ("e1", "ga2"), ("ga1", "e2"), ("ga1", "m2"), ("ga1", "n2"), ("u4", "be2"),
          ("u1", "be2"), ("u3", "ga2"), ("u1", "ga2"), ("e1", "be2"), ("ga1", "u2"), ("ga1", "be2"), ("m1", "ga2"),
-         ("m1", "be2"), ("l1", "ga2"), ("l1", "be2"), ("n1", "ga2"), ("n1", "be2")]
+         ("m1", "be2"), ("l1", "ga2"), ("l1", "be2"), ("n1", "ga2"), ("n1", "be2"),
+         ("po1", "po2"), ("b1", "po2"), ("bi1", "bi3"), ("po1", "bi1"), ("po1", "b1")]
 for a, b in pairs:
     lines.append("K %s %s %s" % (a, b, fmt(D.kl_divergence(objs[a], objs[b]))))
 # every pair torch registers among the families brisk has must be among the cases
