@@ -14,8 +14,9 @@
 //
 // Families here: Normal, Uniform, Bernoulli, Categorical, OneHotCategorical,
 // Geometric, Exponential, Laplace, Cauchy, Gumbel, LogNormal, Gamma, Chi2,
-// Beta, Dirichlet, StudentT, Independent and TransformedDistribution (exp,
-// affine, sigmoid, tanh transforms). Parameters
+// Beta, Dirichlet, StudentT, Poisson, Binomial, Multinomial, Independent,
+// MixtureSameFamily and TransformedDistribution (exp, affine, sigmoid, tanh
+// transforms). Parameters
 // are checked against their constraints when validation is on (the default,
 // as in PyTorch; set_default_validate_args(false) turns it off). See
 // docs/design/distributions.md.
@@ -494,6 +495,29 @@ class Independent : public Distribution {
   DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
   DistributionPtr base;
   int64_t reinterpreted_batch_ndims;
+};
+
+/// A mixture of K components of one family: `mixture` a Categorical over
+/// the K components (batch shape B), `components` a distribution of batch
+/// shape B + [K]. log_prob is the log-sum-exp over components.
+class MixtureSameFamily : public Distribution {
+ public:
+  MixtureSameFamily(const Categorical& mixture, DistributionPtr components,
+                    std::optional<bool> validate_args = std::nullopt);
+  template <class D>
+    requires std::is_base_of_v<Distribution, D>
+  MixtureSameFamily(const Categorical& mixture, const D& components, std::optional<bool> validate_args = std::nullopt)
+      : MixtureSameFamily(mixture, share(components), validate_args) {}
+  BRISK_DISTRIBUTION(MixtureSameFamily, DistributionRoot)
+  Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor cdf(const Tensor& value) const override;
+  Tensor mean() const override;
+  Tensor variance() const override;
+  Constraint support() const override { return components->support(); }
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Categorical mixture;
+  DistributionPtr components;
 };
 
 // ---- transforms -------------------------------------------------------------------------

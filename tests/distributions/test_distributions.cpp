@@ -95,6 +95,8 @@ D::DistributionPtr make(const std::string& family, std::map<std::string, std::st
   if (family == "Categorical") return pl(D::Categorical(D::probs(tensor({0.5, 0.5}, kDouble))));
   if (family == "OneHotCategorical") return pl(D::OneHotCategorical(D::probs(tensor({0.5, 0.5}, kDouble))));
   if (family == "Geometric") return pl(D::Geometric(D::probs(tensor({0.5}, kDouble))));
+  if (family == "MixtureSameFamily")
+    return D::share(D::MixtureSameFamily(D::Categorical(D::logits(t("logits"))), built.at(kv.at("base"))));
   if (family == "Independent") return D::share(D::Independent(built.at(kv.at("base")), std::stoll(kv.at("n"))));
   if (family == "TransformedDistribution") {
     std::vector<D::TransformPtr> ts;
@@ -232,6 +234,9 @@ TEST(Distributions, SampleMomentsWithinBounds) {
   check(D::Beta(tensor({0.5, 2.0}), tensor({0.5, 5.0})), "Beta");
   check(D::Dirichlet(tensor({0.4, 1.0, 3.0})), "Dirichlet");
   check(D::StudentT(tensor({5.0, 30.0}), tensor({0.0, 1.0}), tensor({1.0, 2.0})), "StudentT");
+  check(D::MixtureSameFamily(D::Categorical(D::probs(tensor({{0.3, 0.7}, {0.5, 0.5}}))),
+                             D::Normal(tensor({{-2.0, 1.0}, {0.0, 3.0}}), tensor({{0.5, 1.0}, {1.0, 0.2}}))),
+        "MixtureSameFamily");
   // Categorical: frequencies within 5 standard errors of the probabilities
   const Tensor p = tensor({0.1, 0.2, 0.3, 0.4});
   const Tensor s = D::Categorical(D::probs(p)).sample({n});

@@ -159,6 +159,20 @@ methods("mu1", T([[1.0, 2.0, 3.0, 4.0], [5.0, 0.0, 2.0, 3.0]]))
 dist("mu2", "Multinomial", D.Multinomial(6, logits=cl), total_count="6", logits=cl)
 methods("mu2", T([[0.0, 0.0, 0.0, 6.0], [1.0, 1.0, 1.0, 3.0]]))
 
+# a mixture of 3 Normals per batch element (batch 2)
+mixl = T([[0.2, -0.5, 1.0], [0.0, 0.3, -1.2]])
+ml, ms = T([[-1.0, 0.5, 2.0], [0.0, 1.0, -2.0]]), T([[0.5, 1.0, 0.3], [2.0, 0.7, 1.1]])
+dist("mxn", "Normal", D.Normal(ml, ms), loc=ml, scale=ms)
+dist("mx1", "MixtureSameFamily", D.MixtureSameFamily(D.Categorical(logits=mixl), objs["mxn"]), logits=mixl, base="mxn")
+methods("mx1", T([0.3, -1.0]))
+# a mixture of 2-d independent Normals (event shape [2])
+il, isc = T([[[0.0, 1.0], [2.0, -1.0]]]), T([[[1.0, 0.5], [0.3, 2.0]]])
+dist("mxi", "Normal", D.Normal(il, isc), loc=il, scale=isc)
+dist("mxib", "Independent", D.Independent(objs["mxi"], 1), base="mxi", n="1")
+dist("mx2", "MixtureSameFamily", D.MixtureSameFamily(D.Categorical(logits=T([[0.4, -0.4]])), objs["mxib"]),
+     logits=T([[0.4, -0.4]]), base="mxib")
+methods("mx2", T([[0.5, 0.0]]))
+
 # every pair torch registers among these families
 pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), ("c2", "c1"), ("o1", "o2"),
          ("g1", "g2"), ("e1", "e2"), ("u1", "u2"), ("u2", "u1"), ("l1", "l2"), ("m1", "m2"), ("y1", "y2"),
