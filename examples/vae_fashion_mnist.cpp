@@ -9,7 +9,7 @@
 // with p(x | z) independent Bernoullis over the pixels (in [0, 1]) and the
 // KL divergence in closed form from the registry. The loss per image falls
 // from about 284 nats (mean over the first epoch) to about 250 in the third
-// (2 threads, 15-20 s an epoch on this machine).
+// (2 threads, 1-2 s an epoch on this machine).
 //
 //   vae_fashion_mnist [--data DIR] [--epochs N] [--batches B] [--threads T]
 //
