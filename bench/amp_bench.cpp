@@ -16,27 +16,17 @@
 #include <cstring>
 #include <vector>
 
+#include "timing.h"
+
 using namespace brisk;
 namespace F = brisk::nn::functional;
 
+using bench_timing::out;
+using bench_timing::time_ms;
+
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-template <class Fn>
-double time_ms(Fn&& f, int rounds, int iters, int warmup = 2) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const double a = now();
-    for (int i = 0; i < iters; ++i) f();
-    t.push_back((now() - a) * 1e3 / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-void out(const char* key, double v) { std::printf("%s %.4f\n", key, v); }
 
 }  // namespace
 

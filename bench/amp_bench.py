@@ -11,21 +11,10 @@ bfloat16 speed-up over float32 in each library, and brisk's time against
 PyTorch's.
 """
 import argparse
-import statistics
-import subprocess
-import time
+
+from timing import run_brisk, time_ms
 
 
-def time_ms(f, rounds, iters=1, warmup=2):
-    for _ in range(warmup):
-        f()
-    t = []
-    for _ in range(rounds):
-        a = time.perf_counter()
-        for _ in range(iters):
-            f()
-        t.append((time.perf_counter() - a) * 1e3 / iters)
-    return statistics.median(t)
 
 
 def torch_side(threads, quick):
@@ -74,10 +63,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     cmd = [a.brisk, "--threads", str(a.threads)] + (["--quick"] if a.quick else [])
-    b = {}
-    for line in subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines():
-        k, v = line.split()
-        b[k] = float(v)
+    b = run_brisk(cmd)
     t = torch_side(a.threads, a.quick)
     print("threads %d, PyTorch %s" % (a.threads, t["torch_version"]))
     print()

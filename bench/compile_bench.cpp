@@ -17,27 +17,17 @@
 #include <string>
 #include <vector>
 
+#include "timing.h"
+
 using namespace brisk;
+
+using bench_timing::out;
+using bench_timing::now;
+using bench_timing::time_ms;
 
 namespace {
 
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-// median over `rounds` of the mean time per call of `iters` calls, in ms
-template <class F>
-double time_ms(F&& f, int rounds, int iters, int warmup = 2) {
-  for (int i = 0; i < warmup; ++i) f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const double a = now();
-    for (int i = 0; i < iters; ++i) f();
-    t.push_back((now() - a) * 1e3 / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-void out(const char* key, double v) { std::printf("%s %.4f\n", key, v); }
 
 Tensor gelu_chain(const Tensor& x) { return x * 0.5 * (1.0 + erf(x / 1.41421)); }
 

@@ -11,21 +11,11 @@ the ratios. Medians over rounds after warm-up calls; the compile times are
 the first call's.
 """
 import argparse
-import statistics
-import subprocess
 import time
 
+from timing import run_brisk, time_ms
 
-def time_ms(f, rounds, iters, warmup=2):
-    for _ in range(warmup):
-        f()
-    t = []
-    for _ in range(rounds):
-        a = time.perf_counter()
-        for _ in range(iters):
-            f()
-        t.append((time.perf_counter() - a) * 1e3 / iters)
-    return statistics.median(t)
+
 
 
 def torch_side(threads, quick):
@@ -131,10 +121,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     cmd = [a.brisk, "--threads", str(a.threads)] + (["--quick"] if a.quick else [])
-    b = {}
-    for line in subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines():
-        k, v = line.split()
-        b[k] = float(v)
+    b = run_brisk(cmd)
     t = torch_side(a.threads, a.quick)
     print(f"threads {a.threads}, PyTorch {t['torch_version']}")
     print("| case | brisk eager | brisk compiled | PyTorch eager | torch.compile | compiled vs eager brisk | vs torch.compile |")

@@ -17,24 +17,15 @@
 
 #include "distributions_bench.h"
 
+#include "timing.h"
+
 using namespace brisk;
 namespace D = brisk::distributions;
 
+using bench_timing::out;
+using bench_timing::time_ms;
+
 namespace {
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-template <class F>
-double time_ms(F&& f, int rounds, int iters) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const double a = now();
-    for (int i = 0; i < iters; ++i) f();
-    t.push_back((now() - a) * 1e3 / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-void out(const char* key, double v) { std::printf("%s %.5f\n", key, v); }
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -10,22 +10,10 @@ calls through Python's torch.distributions at the same thread count; prints
 one markdown table.
 """
 import argparse
-import math
-import statistics
-import subprocess
-import time
+
+from timing import run_brisk, time_ms
 
 
-def time_ms(f, rounds, iters):
-    for _ in range(3):
-        f()
-    t = []
-    for _ in range(rounds):
-        a = time.perf_counter()
-        for _ in range(iters):
-            f()
-        t.append((time.perf_counter() - a) * 1e3 / iters)
-    return statistics.median(t)
 
 
 def main():
@@ -35,10 +23,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     cmd = [a.brisk, "--threads", str(a.threads)] + (["--quick"] if a.quick else [])
-    b = {}
-    for line in subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines():
-        k, v = line.split()
-        b[k] = v if k.endswith("version") else float(v)
+    b = run_brisk(cmd)
 
     import torch
     import torch.distributions as D

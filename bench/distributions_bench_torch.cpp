@@ -2,30 +2,15 @@
 // distributions, so this is what a libtorch user writes by hand.
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <vector>
 
 #include "distributions_bench.h"
 
+#include "timing.h"
+
 extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
-namespace {
-double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-template <class F>
-double time_ms(F&& f, int rounds, int iters) {
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const double a = now();
-    for (int i = 0; i < iters; ++i) f();
-    t.push_back((now() - a) * 1e3 / iters);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-}  // namespace
+using bench_timing::time_ms;
 
 TorchDistributionsTimes torch_distributions_times(int threads, int rounds) {
   torch::set_num_threads(threads);
