@@ -14,7 +14,8 @@
 //
 // Families here: Normal, Uniform, Bernoulli, Categorical, OneHotCategorical,
 // Geometric, Exponential, Laplace, Cauchy, Gumbel, LogNormal, Gamma, Chi2,
-// Beta, Dirichlet, StudentT, Poisson, Binomial, Multinomial, Independent,
+// Beta, Dirichlet, StudentT, Poisson, Binomial, Multinomial,
+// MultivariateNormal, Independent,
 // MixtureSameFamily and TransformedDistribution (exp, affine, sigmoid, tanh
 // transforms). Parameters
 // are checked against their constraints when validation is on (the default,
@@ -495,6 +496,46 @@ class Independent : public Distribution {
   DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
   DistributionPtr base;
   int64_t reinterpreted_batch_ndims;
+};
+
+/// MultivariateNormal's matrix argument, tagged: `covariance(S)`,
+/// `precision(P)` or `scale_tril(L)` (lower triangular, positive diagonal).
+struct Covariance {
+  Tensor t;
+};
+struct Precision {
+  Tensor t;
+};
+struct ScaleTril {
+  Tensor t;
+};
+inline Covariance covariance(Tensor t) { return {std::move(t)}; }
+inline Precision precision(Tensor t) { return {std::move(t)}; }
+inline ScaleTril scale_tril(Tensor t) { return {std::move(t)}; }
+
+/// The multivariate normal over the last dim of `loc`. The factorizations
+/// are composites of tensor ops (O(n) steps of vector ops each, fine for
+/// the small n distributions usually have; Note [Small linear algebra]).
+class MultivariateNormal : public Distribution {
+ public:
+  MultivariateNormal(const Tensor& loc, Covariance c, std::optional<bool> validate_args = std::nullopt);
+  MultivariateNormal(const Tensor& loc, Precision p, std::optional<bool> validate_args = std::nullopt);
+  MultivariateNormal(const Tensor& loc, ScaleTril l, std::optional<bool> validate_args = std::nullopt);
+  BRISK_DISTRIBUTION(MultivariateNormal, DistributionRoot)
+  Tensor rsample(const std::vector<int64_t>& sample_shape = {}) const override;
+  bool has_rsample() const override { return true; }
+  Tensor log_prob(const Tensor& value) const override;
+  Tensor entropy() const override;
+  Tensor mean() const override { return loc; }
+  Tensor mode() const override { return loc; }
+  Tensor variance() const override { return scale_tril.square().sum({-1}); }
+  Tensor covariance_matrix() const { return matmul(scale_tril, scale_tril.mT()); }
+  Constraint support() const override;
+  DistributionPtr expand(const std::vector<int64_t>& batch_shape) const override;
+  Tensor loc, scale_tril;  ///< broadcast to batch_shape + event_shape (+ [n])
+
+ private:
+  void init(const Tensor& loc, const Tensor& l);
 };
 
 /// A mixture of K components of one family: `mixture` a Categorical over

@@ -14,6 +14,8 @@
 
 namespace brisk::distributions {
 
+Tensor kl_mvn_mvn(const MultivariateNormal& p, const MultivariateNormal& q);  // multivariate_normal.cpp
+
 namespace {
 
 constexpr double kPi = std::numbers::pi;
@@ -278,6 +280,9 @@ void builtin(std::map<Key, KLFn>& m) {
   add<Laplace, Beta>(m, [](const Laplace& p, const Beta&) { return infinite_like(p.loc); });
   add<Normal, Gamma>(m, [](const Normal& p, const Gamma&) { return infinite_like(p.loc); });
   add<Normal, Beta>(m, [](const Normal& p, const Beta&) { return infinite_like(p.loc); });
+  add<MultivariateNormal, MultivariateNormal>(m, [](const MultivariateNormal& p, const MultivariateNormal& q) {
+    return kl_mvn_mvn(p, q);
+  });
   // Counting distributions.
   add<Poisson, Poisson>(m, [](const Poisson& p, const Poisson& q) {
     return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate);

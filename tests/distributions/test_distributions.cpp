@@ -95,6 +95,11 @@ D::DistributionPtr make(const std::string& family, std::map<std::string, std::st
   if (family == "Categorical") return pl(D::Categorical(D::probs(tensor({0.5, 0.5}, kDouble))));
   if (family == "OneHotCategorical") return pl(D::OneHotCategorical(D::probs(tensor({0.5, 0.5}, kDouble))));
   if (family == "Geometric") return pl(D::Geometric(D::probs(tensor({0.5}, kDouble))));
+  if (family == "MultivariateNormal") {
+    if (kv.count("covariance_matrix")) return D::share(D::MultivariateNormal(t("loc"), D::covariance(t("covariance_matrix"))));
+    if (kv.count("precision_matrix")) return D::share(D::MultivariateNormal(t("loc"), D::precision(t("precision_matrix"))));
+    return D::share(D::MultivariateNormal(t("loc"), D::scale_tril(t("scale_tril"))));
+  }
   if (family == "MixtureSameFamily")
     return D::share(D::MixtureSameFamily(D::Categorical(D::logits(t("logits"))), built.at(kv.at("base"))));
   if (family == "Independent") return D::share(D::Independent(built.at(kv.at("base")), std::stoll(kv.at("n"))));
@@ -201,7 +206,7 @@ TEST(Distributions, EveryKLPairMatchesPyTorch) {
                                                                  << q.name() << " " << f[2] << ")";
     ++checked;
   }
-  EXPECT_EQ(checked, 65);
+  EXPECT_EQ(checked, 67);
 }
 
 // Sample means and variances within 5 standard errors for fixed seeds.
@@ -237,6 +242,9 @@ TEST(Distributions, SampleMomentsWithinBounds) {
   check(D::MixtureSameFamily(D::Categorical(D::probs(tensor({{0.3, 0.7}, {0.5, 0.5}}))),
                              D::Normal(tensor({{-2.0, 1.0}, {0.0, 3.0}}), tensor({{0.5, 1.0}, {1.0, 0.2}}))),
         "MixtureSameFamily");
+  check(D::MultivariateNormal(tensor({1.0, -2.0, 0.5}),
+                              D::covariance(tensor({{2.0, 0.3, 0.1}, {0.3, 1.0, -0.2}, {0.1, -0.2, 0.5}}))),
+        "MultivariateNormal");
   // Categorical: frequencies within 5 standard errors of the probabilities
   const Tensor p = tensor({0.1, 0.2, 0.3, 0.4});
   const Tensor s = D::Categorical(D::probs(p)).sample({n});
@@ -322,6 +330,22 @@ TEST(Distributions, LogProbGradientsMatchFiniteDifferences) {
   grad_check("Laplace", [v](const TensorList& t) { return D::Laplace(t[0], t[1]).log_prob(v); });
   grad_check("Gumbel", [v](const TensorList& t) { return D::Gumbel(t[0], t[1]).log_prob(v); });
   grad_check("Cauchy", [v](const TensorList& t) { return D::Cauchy(t[0], t[1]).log_prob(v); });
+  // through the composite Cholesky factorization and triangular solve
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const TensorList& t) {
+        const Tensor m = t[1].view({2, 2});
+        const Tensor cov = matmul(m, m.mT()) + eye(2, kDouble);
+        return D::MultivariateNormal(t[0], D::covariance(cov)).log_prob(tensor({{0.3, -0.2}, {1.0, 0.5}}, kDouble));
+      },
+      {tensor({0.1, 0.4}, kDouble).requires_grad_(true),
+       tensor({0.9, 0.2, -0.3, 1.1}, kDouble).requires_grad_(true)}));
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const TensorList& t) {
+        const Tensor m = t[0].view({2, 2});
+        const Tensor prec = matmul(m, m.mT()) + eye(2, kDouble);
+        return D::MultivariateNormal(zeros({2}, kDouble), D::precision(prec)).entropy();
+      },
+      {tensor({0.9, 0.2, -0.3, 1.1}, kDouble).requires_grad_(true)}));
   grad_check("KL Normal", [](const TensorList& t) {
     return D::kl_divergence(D::Normal(t[0], t[1]), D::Normal(t[1], t[1] + 1));
   });
@@ -337,6 +361,10 @@ TEST(Distributions, ConstraintErrorsNameTheDistributionAndParameter) {
   expect_error([] { D::Exponential(1.0).log_prob(tensor({-1.0})); }, {"Exponential", "support"});
   expect_error([] { D::Categorical(D::probs(tensor({0.5, 0.5}))).log_prob(tensor({2.0})); }, {"Categorical", "support"});
   expect_error([] { D::Independent(D::Normal(0.0, 1.0), 1); }, {"Independent", "reinterpreted_batch_ndims"});
+  expect_error([] { D::MultivariateNormal(zeros({2}), D::covariance(tensor({{1.0, 2.0}, {2.0, 1.0}}))); },
+               {"MultivariateNormal", "covariance_matrix", "PositiveDefinite()"});
+  expect_error([] { D::MultivariateNormal(zeros({2}), D::scale_tril(tensor({{1.0, 0.5}, {0.0, 1.0}}))); },
+               {"MultivariateNormal", "scale_tril", "LowerCholesky()"});
   // off: no check (as validate_args=False)
   EXPECT_NO_THROW(D::Normal(tensor({0.0}), tensor({-1.0}), false));
   D::set_default_validate_args(false);

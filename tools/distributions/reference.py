@@ -159,6 +159,19 @@ methods("mu1", T([[1.0, 2.0, 3.0, 4.0], [5.0, 0.0, 2.0, 3.0]]))
 dist("mu2", "Multinomial", D.Multinomial(6, logits=cl), total_count="6", logits=cl)
 methods("mu2", T([[0.0, 0.0, 0.0, 6.0], [1.0, 1.0, 1.0, 3.0]]))
 
+# multivariate normals (3-d; batch 2), by covariance, precision and scale_tril
+A = T([[[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 0.5]], [[1.0, 0.0, 0.0], [0.0, 3.0, 1.0], [0.0, 1.0, 2.0]]])
+mloc = T([[0.5, -1.0, 2.0], [0.0, 0.3, -0.4]])
+dist("mv1", "MultivariateNormal", D.MultivariateNormal(mloc, covariance_matrix=A), loc=mloc, covariance_matrix=A)
+methods("mv1", T([[0.1, 0.2, 0.3], [1.0, -1.0, 0.5]]))
+dist("mv2", "MultivariateNormal", D.MultivariateNormal(mloc.flip(-1), precision_matrix=A), loc=mloc.flip(-1),
+     precision_matrix=A)
+methods("mv2", T([0.0, 0.5, -0.5]))
+Lt = T([[1.0, 0.0, 0.0], [0.5, 2.0, 0.0], [-0.3, 0.4, 0.7]])
+dist("mv3", "MultivariateNormal", D.MultivariateNormal(T([1.0, 2.0, 3.0]), scale_tril=Lt), loc=T([1.0, 2.0, 3.0]),
+     scale_tril=Lt)
+methods("mv3", T([[0.0, 0.0, 0.0], [1.0, 2.0, 3.0]]))
+
 # a mixture of 3 Normals per batch element (batch 2)
 mixl = T([[0.2, -0.5, 1.0], [0.0, 0.3, -1.2]])
 ml, ms = T([[-1.0, 0.5, 2.0], [0.0, 1.0, -2.0]]), T([[0.5, 1.0, 0.3], [2.0, 0.7, 1.1]])
@@ -184,7 +197,8 @@ pairs = [("n1", "n2"), ("b1", "b2"), ("b3", "b1"), ("b1", "b3"), ("c1", "c2"), (
          ("be1", "u1"), ("be1", "u4"), ("e1", "ga2"), ("ga1", "e2"), ("ga1", "m2"), ("ga1", "n2"), ("u4", "be2"),
          ("u1", "be2"), ("u3", "ga2"), ("u1", "ga2"), ("e1", "be2"), ("ga1", "u2"), ("ga1", "be2"), ("m1", "ga2"),
          ("m1", "be2"), ("l1", "ga2"), ("l1", "be2"), ("n1", "ga2"), ("n1", "be2"),
-         ("po1", "po2"), ("b1", "po2"), ("bi1", "bi3"), ("po1", "bi1"), ("po1", "b1")]
+         ("po1", "po2"), ("b1", "po2"), ("bi1", "bi3"), ("po1", "bi1"), ("po1", "b1"), ("mv1", "mv2"),
+         ("mv3", "mv1")]
 for a, b in pairs:
     lines.append("K %s %s %s" % (a, b, fmt(D.kl_divergence(objs[a], objs[b]))))
 # every pair torch registers among the families brisk has must be among the cases
