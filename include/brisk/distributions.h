@@ -395,6 +395,9 @@ class Gamma : public Distribution {
   bool has_rsample() const override { return true; }
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
+  /// P(concentration, rate * value), the regularized lower incomplete gamma
+  /// function (float64 math on the CPU); differentiable in value and rate.
+  Tensor cdf(const Tensor& value) const override;
   Tensor entropy() const override;
   Tensor mean() const override { return concentration / rate; }
   Tensor mode() const override { return ((concentration - 1) / rate).clamp_min(0); }

@@ -159,6 +159,32 @@ Tensor Gamma::log_prob(const Tensor& value) const {
   validate_sample(value);
   return xlogy(concentration, rate) + xlogy(concentration - 1, value) - rate * value - concentration.lgamma();
 }
+Tensor Gamma::cdf(const Tensor& value) const {
+  validate_sample(value);
+  BRISK_CHECK(!(concentration.requires_grad() && GradMode::is_enabled()), "Gamma",
+              "cdf: the derivative with respect to the concentration is not implemented (PyTorch's gammainc has "
+              "none either); detach the concentration or call it under NoGradGuard");
+  auto b = broadcast_tensors({concentration, rate, value.to(concentration.dtype())});
+  const Tensor x = b[1] * b[2];
+  const Tensor a = b[0].detach().to(kCPU).to(kDouble).contiguous(), xs = x.detach().to(kCPU).to(kDouble).contiguous();
+  Tensor p = empty(a.sizes(), kDouble);
+  const double* ap = a.data_ptr<double>();
+  const double* xp = xs.data_ptr<double>();
+  double* pp = p.data_ptr<double>();
+  for (int64_t i = 0; i < a.numel(); ++i) pp[i] = incomplete_gamma(ap[i], xp[i], /*lower=*/true);
+  p = p.to(x.device()).to(x.dtype());
+  if (!autograd::should_record(x)) return p;
+  // dP/dx = the Gamma(a, 1) density at x; x = rate * value carries the rest
+  Tensor out = p.clone();
+  autograd::record("GammaincBackward0", {out}, {x}, {autograd::save(b[0].detach()), autograd::save(x.detach())},
+                   [](autograd::BackwardCtx& c) -> TensorList {
+                     const Tensor a = c.saved(0), xx = c.saved(1);
+                     const Tensor density = ((a - 1) * xx.log() - xx - a.lgamma()).exp();
+                     return {c.grad() * density};
+                   });
+  return out;
+}
+
 Tensor Gamma::entropy() const {
   return concentration - rate.log() + concentration.lgamma() + (1.0 - concentration) * concentration.digamma();
 }

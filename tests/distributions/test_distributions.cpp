@@ -346,6 +346,12 @@ TEST(Distributions, LogProbGradientsMatchFiniteDifferences) {
         return D::MultivariateNormal(zeros({2}, kDouble), D::precision(prec)).entropy();
       },
       {tensor({0.9, 0.2, -0.3, 1.1}, kDouble).requires_grad_(true)}));
+  // Gamma's cdf in the value and the rate
+  EXPECT_TRUE(autograd::gradcheck(
+      [](const TensorList& t) { return D::Gamma(tensor({0.7, 3.0}, kDouble), t[0]).cdf(t[1]); },
+      {tensor({1.3, 0.4}, kDouble).requires_grad_(true), tensor({0.5, 6.0}, kDouble).requires_grad_(true)}));
+  expect_error([] { D::Gamma(tensor({1.0}).requires_grad_(true), tensor({1.0})).cdf(tensor({1.0})); },
+               {"Gamma", "cdf", "concentration"});
   grad_check("KL Normal", [](const TensorList& t) {
     return D::kl_divergence(D::Normal(t[0], t[1]), D::Normal(t[1], t[1] + 1));
   });
