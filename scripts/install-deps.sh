@@ -22,6 +22,7 @@ packages=(
   g++ cmake ninja-build ccache          # toolchain
   libopenblas-dev libdnnl-dev zlib1g-dev  # BLAS, convolution, compression
   libsleef-dev                          # SIMD math of the CPU kernels
+  libgloo-dev                           # collectives of brisk::distributed (CPU)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3-numpy
   dataset-fashion-mnist                 # real data for brisk::data tests and examples

@@ -8,6 +8,7 @@
 #include "brisk/cuda.h"
 #include "brisk/data.h"
 #include "brisk/device.h"
+#include "brisk/distributed.h"
 #include "brisk/distributions.h"
 #include "brisk/dtype.h"
 #include "brisk/error.h"
