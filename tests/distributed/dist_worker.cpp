@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 
 using namespace brisk;
 namespace dist = brisk::distributed;
@@ -128,6 +129,20 @@ int main(int argc, char** argv) {
       dist::all_reduce(t);
       std::fprintf(stderr, "rank %d: the collective returned with a dead rank\n", rank);
       return 1;
+    } else if (scenario == "hello") {
+      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      std::printf("hello from %d of %d (local rank %s)\n", dist::get_rank(), dist::get_world_size(),
+                  std::getenv("LOCAL_RANK"));
+      std::fflush(stdout);
+      dist::barrier();
+      dist::destroy_process_group();
+    } else if (scenario == "fail_rank") {
+      // rank 1 fails at once; the others wait in a barrier that would last a
+      // minute: the launcher must stop them and return rank 1's status
+      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      if (rank == 1) std::_Exit(7);
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      dist::barrier();
     } else if (scenario == "errors") {
       dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(30)));
       int raised = 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -102,4 +103,56 @@ TEST(ProcessGroup, WithoutAGroupCollectivesSaySo) {
     EXPECT_NE(std::string(e.what()).find("not initialized"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(brisk::distributed::is_initialized());
+}
+
+namespace {
+struct Launch {
+  int status = -1;
+  std::string out;
+};
+Launch launch(const std::string& args) {
+  Launch l;
+  const std::string cmd = std::string(BRISK_RUN_EXE) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) l.out += buf;
+  const int st = ::pclose(p);
+  l.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return l;
+}
+}  // namespace
+
+TEST(BriskRun, StartsTheRanksAndPrefixesTheirLines) {
+  NEED_GLOO();
+  const Launch l = launch("--nproc-per-node 3 --master-port " + std::to_string(pick_port(21)) + " " +
+                          std::string(BRISK_DIST_WORKER) + " hello");
+  EXPECT_EQ(l.status, 0) << l.out;
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(l.out.find("[rank " + std::to_string(r) + "]: hello from " + std::to_string(r) + " of 3 (local rank " +
+                         std::to_string(r) + ")"),
+              std::string::npos)
+        << l.out;
+  // collectives through the launcher's environment
+  EXPECT_EQ(launch("--nproc-per-node 2 --master-port " + std::to_string(pick_port(22)) + " " +
+                   std::string(BRISK_DIST_WORKER) + " collectives")
+                .status,
+            0);
+}
+
+TEST(BriskRun, AFailingRankStopsTheOthersAndGivesItsStatus) {
+  NEED_GLOO();
+  const auto t0 = std::chrono::steady_clock::now();
+  const Launch l = launch("--nproc-per-node 3 --master-port " + std::to_string(pick_port(23)) + " " +
+                          std::string(BRISK_DIST_WORKER) + " fail_rank");
+  EXPECT_EQ(l.status, 7) << l.out;
+  EXPECT_NE(l.out.find("rank 1 exited with status 7"), std::string::npos) << l.out;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // not the minute the others wait
+}
+
+TEST(BriskRun, UsageErrors) {
+  EXPECT_EQ(launch("").status, 2);
+  EXPECT_EQ(launch("--nproc-per-node 0 true").status, 2);
+  const Launch l = launch("--nproc-per-node 1 /no/such/program");
+  EXPECT_EQ(l.status, 127) << l.out;
+  EXPECT_NE(l.out.find("cannot run"), std::string::npos) << l.out;
 }
