@@ -172,6 +172,12 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                 std::optional<bool> retain_graph = std::nullopt, bool create_graph = false,
                 bool allow_unused = false);
 
+/// Runs `fn` when the backward pass the caller is inside has finished
+/// (every node run, the leaves' gradients accumulated): PyTorch's
+/// Variable._execution_engine.queue_callback. Call it from a tensor hook or
+/// a custom function's backward; a brisk::Error outside a backward pass.
+void queue_callback(std::function<void()> fn);
+
 // ---- custom functions (libtorch's torch::autograd::Function<T>) -------------------
 
 /// libtorch's names for a tensor in autograd code and for lists of them.

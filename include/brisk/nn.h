@@ -6,6 +6,7 @@
 // See docs/design/nn.md.
 #pragma once
 #include "brisk/nn/functional.h"
+#include "brisk/nn/parallel.h"
 #include "brisk/nn/init.h"
 #include "brisk/nn/activation.h"
 #include "brisk/nn/layers.h"

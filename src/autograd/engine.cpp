@@ -1,6 +1,7 @@
 // The backward engine: dependency counts, then nodes in order of readiness
 // (latest-created first among the ready ones), gradients summed per input.
 #include <algorithm>
+#include <functional>
 #include <queue>
 #include <unordered_map>
 #include <unordered_set>
@@ -32,7 +33,18 @@ struct Task {
   bool keep_graph = false;
   bool create_graph = false;
   bool only_needed = false;
+  /// queue_callback's functions, run when the pass ends (Note [Backward callbacks]).
+  std::vector<std::function<void()>> callbacks;
 };
+
+// Note [Backward callbacks]
+// autograd::queue_callback (PyTorch's Variable._execution_engine.queue_callback)
+// registers a function to run when the backward pass the caller is inside
+// (a tensor hook, a custom function's backward) has run every node: after
+// the leaves' gradients are accumulated. DistributedDataParallel waits for
+// its last all-reduces there. Callbacks run in order, on the thread of the
+// pass; one may queue another; an exception from one ends the pass with it.
+thread_local Task* t_current_task = nullptr;
 
 struct ByPriority {
   bool operator()(const Node* a, const Node* b) const { return a->sequence_nr() < b->sequence_nr(); }
@@ -140,7 +152,23 @@ void mark_zero(Task& t, const Edge& e) {
   t.zero_inputs[e.function.get()] |= uint64_t(1) << std::min<uint32_t>(e.input_nr, 63);
 }
 
+void run_nodes(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads);
+
 void execute(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
+  Task* const outer = t_current_task;
+  t_current_task = &t;
+  struct Restore {
+    Task* outer;
+    ~Restore() { t_current_task = outer; }
+  } restore{outer};
+  run_nodes(t, roots, std::move(root_grads));
+  for (size_t i = 0; i < t.callbacks.size(); ++i) {
+    std::function<void()> cb = std::move(t.callbacks[i]);
+    cb();
+  }
+}
+
+void run_nodes(Task& t, const std::vector<Edge>& roots, TensorList&& root_grads) {
   AutoGradMode mode(t.create_graph);
   // Gradients run in the dtypes their forward ran in (Note [Autocast]).
   amp::detail::ExcludeGuard no_autocast;
@@ -263,6 +291,13 @@ std::vector<Edge> make_roots(const char* op, const TensorList& outputs, const Te
 }
 
 }  // namespace
+
+void queue_callback(std::function<void()> fn) {
+  BRISK_CHECK(t_current_task != nullptr, "queue_callback",
+              "no backward pass is running on this thread: call it from a tensor hook or a backward function");
+  BRISK_CHECK(fn != nullptr, "queue_callback", "the callback is empty");
+  t_current_task->callbacks.push_back(std::move(fn));
+}
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {

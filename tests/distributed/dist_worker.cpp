@@ -98,6 +98,104 @@ void collectives(int rank, int world) {
   dist::barrier();
 }
 
+namespace F = brisk::nn::functional;
+
+nn::Sequential make_mlp() { return nn::Sequential(nn::Linear(6, 8), nn::ReLU(), nn::Linear(8, 3)); }
+
+void copy_params(nn::Module& dst, nn::Module& src) {
+  NoGradGuard ng;
+  auto d = dst.parameters(), s = src.parameters();
+  for (size_t i = 0; i < d.size(); ++i) d[i].copy_(s[i]);
+}
+
+bool grads_close(nn::Module& a, nn::Module& b, const std::string& what) {
+  auto pa = a.parameters(), pb = b.parameters();
+  bool ok = true;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    const bool c = pa[i].grad().defined() && pb[i].grad().defined() && allclose(pa[i].grad(), pb[i].grad(), 1e-5, 1e-6);
+    if (!c) std::fprintf(stderr, "%s: gradient %zu differs\n", what.c_str(), i);
+    ok = ok && c;
+  }
+  return ok;
+}
+
+// DDP: each rank trains on its shard; the averaged gradients must equal the
+// full batch's (equal shards of a mean loss), locally computed on a copy.
+void ddp(int rank, int world) {
+  manual_seed(100 + rank);  // different initial weights: DDP broadcasts rank 0's
+  nn::Sequential model = make_mlp();
+  nn::parallel::DistributedDataParallel ddp_model(
+      model, nn::parallel::DistributedDataParallelOptions().set_bucket_cap_mb(0.0001).set_first_bucket_mb(0.0001));
+  expect(ddp_model->bucket_indices().size() > 1, "several buckets");
+  nn::Sequential ref = make_mlp();
+  copy_params(*ref, *model);
+  // rank 0's initial weights everywhere
+  {
+    Tensor w = model->parameters()[0].detach().clone();
+    std::vector<Tensor> all;
+    for (int r = 0; r < world; ++r) all.push_back(empty(w.sizes()));
+    dist::all_gather(all, w);
+    for (int r = 0; r < world; ++r) expect(equal(all[r], all[0]), "broadcast at construction");
+  }
+  manual_seed(7);
+  const int64_t per = 4, n = per * world;
+  Tensor x = randn({n, 6}), y = randint(0, 3, {n});
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
+  optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    ref_opt.zero_grad();
+    F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per, per)), y.narrow(0, rank * per, per)).backward();
+    F::cross_entropy(ref->forward(x), y).backward();
+    expect(grads_close(*model, *ref, "step " + std::to_string(step)), "DDP gradients == full-batch gradients");
+    opt.step();
+    ref_opt.step();
+  }
+  // no_sync: the first micro-batch stays local, the second averages both
+  opt.zero_grad();
+  ref_opt.zero_grad();
+  const int64_t half = per / 2;
+  {
+    auto guard = ddp_model->no_sync();
+    F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per, half)), y.narrow(0, rank * per, half)).backward();
+  }
+  F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per + half, half)), y.narrow(0, rank * per + half, half))
+      .backward();
+  Tensor ref_loss = zeros({});
+  for (int r = 0; r < world; ++r)
+    for (int k = 0; k < 2; ++k)
+      ref_loss = ref_loss + F::cross_entropy(ref->forward(x.narrow(0, r * per + k * half, half)),
+                                             y.narrow(0, r * per + k * half, half));
+  (ref_loss / world).backward();
+  expect(grads_close(*model, *ref, "no_sync"), "no_sync accumulation then averaging");
+}
+
+// A parameter no rank uses: an error naming it, or zeros with find_unused_parameters.
+struct TwoHeads : nn::Module {
+  nn::Linear a{nullptr}, b{nullptr};
+  TwoHeads() {
+    a = register_module("a", nn::Linear(4, 2));
+    b = register_module("b", nn::Linear(4, 2));
+  }
+  Tensor forward(const Tensor& x) override { return a(x); }
+};
+
+void ddp_unused(int, int) {
+  auto m = std::make_shared<TwoHeads>();
+  nn::parallel::DistributedDataParallel strict(m);
+  bool raised = false;
+  try {
+    strict->forward(ones({3, 4})).sum().backward();
+  } catch (const Error& e) {
+    raised = std::strstr(e.what(), "b.weight") != nullptr && std::strstr(e.what(), "find_unused_parameters");
+  }
+  expect(raised, "unused parameter error");
+  auto m2 = std::make_shared<TwoHeads>();
+  nn::parallel::DistributedDataParallel lenient(m2, nn::parallel::DistributedDataParallelOptions().set_find_unused_parameters(true));
+  lenient->forward(ones({3, 4})).sum().backward();
+  expect(m2->a->weight.grad().defined() && equal(m2->b->weight.grad(), zeros({2, 4})), "find_unused_parameters");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -143,6 +241,14 @@ int main(int argc, char** argv) {
       if (rank == 1) std::_Exit(7);
       std::this_thread::sleep_for(std::chrono::seconds(60));
       dist::barrier();
+    } else if (scenario == "ddp" || scenario == "ddp_unused") {
+      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      if (scenario == "ddp")
+        ddp(rank, dist::get_world_size());
+      else
+        ddp_unused(rank, dist::get_world_size());
+      dist::barrier();
+      dist::destroy_process_group();
     } else if (scenario == "errors") {
       dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(30)));
       int raised = 0;

@@ -156,3 +156,16 @@ TEST(BriskRun, UsageErrors) {
   EXPECT_EQ(l.status, 127) << l.out;
   EXPECT_NE(l.out.find("cannot run"), std::string::npos) << l.out;
 }
+
+TEST(DistributedDataParallel, GradientsEqualTheFullBatchsAndNoSyncAccumulates) {
+  NEED_GLOO();
+  for (int world : {1, 2, 3}) {
+    const auto codes = run_workers("ddp", world, pick_port(30 + world));
+    for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << "world " << world << " rank " << r;
+  }
+}
+
+TEST(DistributedDataParallel, UnusedParameters) {
+  NEED_GLOO();
+  for (int c : run_workers("ddp_unused", 2, pick_port(40))) EXPECT_EQ(c, 0);
+}
