@@ -441,6 +441,40 @@ class DistributedSequentialSampler : public DistributedSampler<> {
   size_t sample_index_ = 0;
 };
 
+}  // namespace samplers
+
+/// PyTorch's torch.utils.data.DistributedSampler: rank `rank` of
+/// `num_replicas` gets every num_replicas-th index of the epoch's order (a
+/// permutation of (seed, epoch), the same on every rank, or 0..size-1
+/// without shuffle). The order is padded by repeating its start to a
+/// multiple of num_replicas (every rank gets the same count), or with
+/// drop_last cut to one. Call set_epoch(e) before each epoch, with the same
+/// e on every rank, for a new order. Use it through
+/// DataLoaderOptions().sampler(...).
+class DistributedSampler : public samplers::Sampler<> {
+ public:
+  DistributedSampler(size_t size, size_t num_replicas, size_t rank, bool shuffle = true, uint64_t seed = 0,
+                     bool drop_last = false);
+  void set_epoch(uint64_t epoch) { epoch_ = epoch; }
+  uint64_t epoch() const { return epoch_; }
+  /// Indices this rank gets per epoch.
+  size_t num_samples() const { return num_samples_; }
+  void reset(std::optional<size_t> new_size = std::nullopt) override;
+  std::optional<std::vector<size_t>> next(size_t batch_size) override;
+  /// This epoch's indices (after reset()).
+  const std::vector<size_t>& indices() const { return indices_; }
+
+ private:
+  size_t size_, num_replicas_, rank_;
+  bool shuffle_;
+  uint64_t seed_, epoch_ = 0;
+  bool drop_last_;
+  size_t num_samples_ = 0, pos_ = 0;
+  std::vector<size_t> indices_;
+};
+
+namespace samplers {
+
 /// A batch request that is only a count (for stream datasets).
 struct CustomBatchRequest {
   CustomBatchRequest() = default;
@@ -530,6 +564,9 @@ struct DataLoaderOptions {
   BRISK_DATA_OPTION(CollateFn, collate, nullptr)
   /// Applied to every collated batch (in the worker), e.g. Normalize.
   BRISK_DATA_OPTION(BatchTransform, transform, nullptr)
+  /// Draws each epoch's indices instead of shuffle/seed, e.g. a
+  /// data::DistributedSampler (PyTorch's DataLoader(sampler=...)).
+  BRISK_DATA_OPTION(std::shared_ptr<samplers::Sampler<>>, sampler, nullptr)
 
  public:
   /// brisk's (and PyTorch's) name for workers.
@@ -804,7 +841,7 @@ class DataLoader {
   GetFn get_;
   size_t size_;
   DataLoaderOptions options_;
-  std::unique_ptr<samplers::Sampler<>> sampler_;
+  std::shared_ptr<samplers::Sampler<>> sampler_;
   std::unique_ptr<detail::EpochState<Example<>>> epoch_;
 };
 

@@ -486,7 +486,10 @@ const DataLoaderOptions& check_options(const DataLoaderOptions& options, const c
 DataLoader::DataLoader(std::shared_ptr<void> owner, GetFn get, size_t size, DataLoaderOptions options)
     : owner_(std::move(owner)), get_(std::move(get)), size_(size), options_(std::move(options)) {
   detail::check_options(options_, "DataLoader");
-  if (options_.shuffle())
+  if (options_.sampler()) {
+    BRISK_CHECK(!options_.shuffle(), "DataLoader", "sampler and shuffle are exclusive (the sampler decides the order)");
+    sampler_ = options_.sampler();
+  } else if (options_.shuffle())
     sampler_ = std::make_unique<samplers::RandomSampler>(size_, options_.seed());
   else
     sampler_ = std::make_unique<samplers::SequentialSampler>(size_);
@@ -534,7 +537,52 @@ DataLoader::Iterator DataLoader::begin() {
 
 size_t DataLoader::size() const {
   const size_t bs = options_.batch_size();
-  return options_.drop_last() ? size_ / bs : (size_ + bs - 1) / bs;
+  size_t n = size_;
+  if (auto* d = dynamic_cast<const DistributedSampler*>(sampler_.get())) n = d->num_samples();
+  return options_.drop_last() ? n / bs : (n + bs - 1) / bs;
+}
+
+// ---- DistributedSampler (PyTorch's) ------------------------------------------------------
+
+DistributedSampler::DistributedSampler(size_t size, size_t num_replicas, size_t rank, bool shuffle, uint64_t seed,
+                                       bool drop_last)
+    : size_(size), num_replicas_(num_replicas), rank_(rank), shuffle_(shuffle), seed_(seed), drop_last_(drop_last) {
+  BRISK_CHECK(num_replicas_ > 0, "DistributedSampler", "num_replicas must be positive, got 0");
+  BRISK_CHECK(rank_ < num_replicas_, "DistributedSampler", "rank ", rank_, " is out of range for ", num_replicas_,
+              " replicas");
+  reset();
+}
+
+void DistributedSampler::reset(std::optional<size_t> new_size) {
+  if (new_size) size_ = *new_size;
+  const size_t r = num_replicas_;
+  num_samples_ = drop_last_ && size_ % r != 0 ? (size_ - r + r - 1) / r : (size_ + r - 1) / r;
+  if (drop_last_ && size_ < r) num_samples_ = 0;
+  const size_t total = num_samples_ * r;
+  std::vector<size_t> order;
+  if (shuffle_) {
+    order = samplers::permutation(size_, seed_, epoch_);
+  } else {
+    order.resize(size_);
+    for (size_t i = 0; i < size_; ++i) order[i] = i;
+  }
+  if (total > order.size() && !order.empty()) {  // pad by repeating the start
+    const size_t n = order.size();
+    for (size_t i = 0; order.size() < total; ++i) order.push_back(order[i % n]);
+  }
+  order.resize(std::min(order.size(), total));
+  indices_.clear();
+  for (size_t i = rank_; i < order.size(); i += r) indices_.push_back(order[i]);
+  pos_ = 0;
+}
+
+std::optional<std::vector<size_t>> DistributedSampler::next(size_t batch_size) {
+  if (pos_ >= indices_.size()) return std::nullopt;
+  const size_t n = std::min(batch_size, indices_.size() - pos_);
+  std::vector<size_t> b(indices_.begin() + static_cast<std::ptrdiff_t>(pos_),
+                        indices_.begin() + static_cast<std::ptrdiff_t>(pos_ + n));
+  pos_ += n;
+  return b;
 }
 
 }  // namespace brisk::data

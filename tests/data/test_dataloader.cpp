@@ -343,3 +343,56 @@ TEST(DataLoader, IteratorPastTheEnd) {
 
 }  // namespace
 }  // namespace brisk
+
+namespace brisk {
+
+// PyTorch's DistributedSampler: the ranks' shares are disjoint and cover
+// the (padded) epoch, the same order on every rank for one (seed, epoch),
+// a new order per epoch, padding or drop_last.
+TEST(DataLoader, DistributedSamplerShards) {
+  for (bool drop_last : {false, true}) {
+    for (size_t world : {1, 2, 3, 4}) {
+      const size_t n = 10;
+      std::vector<size_t> all;
+      size_t per = 0;
+      for (size_t r = 0; r < world; ++r) {
+        data::DistributedSampler s(n, world, r, /*shuffle=*/true, /*seed=*/3, drop_last);
+        s.set_epoch(2);
+        s.reset();
+        per = s.num_samples();
+        EXPECT_EQ(s.indices().size(), per);
+        all.insert(all.end(), s.indices().begin(), s.indices().end());
+      }
+      // torch: ceil(n / world), or floor with drop_last
+      EXPECT_EQ(per, drop_last ? n / world : (n + world - 1) / world) << world;
+      std::sort(all.begin(), all.end());
+      const size_t distinct = static_cast<size_t>(std::unique(all.begin(), all.end()) - all.begin());
+      EXPECT_EQ(distinct, drop_last ? per * world : n) << world;  // padded repeats, or a disjoint cut
+    }
+  }
+  data::DistributedSampler a(100, 2, 0), b(100, 2, 0);
+  a.set_epoch(1);
+  a.reset();
+  b.set_epoch(1);
+  b.reset();
+  EXPECT_EQ(a.indices(), b.indices());
+  b.set_epoch(2);
+  b.reset();
+  EXPECT_NE(a.indices(), b.indices());
+  data::DistributedSampler seq(5, 2, 1, /*shuffle=*/false);
+  EXPECT_EQ(seq.indices(), (std::vector<size_t>{1, 3, 0}));  // 0..4 padded with 0, every other from 1
+  testing::expect_error([] { data::DistributedSampler(5, 2, 2); }, {"DistributedSampler", "rank 2"});
+  // through the DataLoader: batches of this rank's share
+  auto ds = std::make_shared<data::TensorDataset>(arange(10).to(kFloat).view({10, 1}), arange(10));
+  auto sampler = std::make_shared<data::DistributedSampler>(10, 2, 1, false);
+  data::DataLoader loader(ds, data::DataLoaderOptions().batch_size(2).sampler(sampler));
+  EXPECT_EQ(loader.size(), 3u);
+  std::vector<int64_t> seen;
+  for (auto& batch : loader)
+    for (int64_t i = 0; i < batch.target.size(0); ++i) seen.push_back(batch.target[i].item<int64_t>());
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 3, 5, 7, 9}));
+  testing::expect_error(
+      [&] { data::DataLoader(ds, data::DataLoaderOptions().shuffle(true).sampler(sampler)); }, {"sampler", "shuffle"});
+}
+
+}  // namespace brisk
