@@ -8,6 +8,11 @@
 //                       [--threads T] [--checkpoint-dir DIR] [--fresh] [--data DIR]
 //                       [--device cpu|cuda] [--amp]
 //
+// Under brisk-run (scripts/run-demo.sh --nproc N), each of the N processes
+// trains on its shard of every epoch with DistributedDataParallel: the
+// global batch stays --batch (each rank takes batch / N), gradients are
+// averaged over the ranks, rank 0 evaluates, prints and writes checkpoints.
+//
 // --amp trains under mixed precision: autocast to bfloat16 on the CPU (fast
 // where the CPU has AVX512_BF16 or AMX), to float16 with a GradScaler on
 // CUDA; the parameters and the optimizer stay float32.
@@ -137,7 +142,18 @@ int run(const Args& args) {
     std::fprintf(stderr, "--device %s: %s\n", args.device.c_str(), cuda::unavailable_reason().c_str());
     return 1;
   }
-  set_num_threads(args.threads);
+  // Started by brisk-run (WORLD_SIZE > 1): one rank of a data-parallel job.
+  const char* ws = std::getenv("WORLD_SIZE");
+  const bool ddp = ws != nullptr && std::atoi(ws) > 1;
+  int rank = 0, world = 1;
+  if (ddp) {
+    BRISK_CHECK(device.is_cpu(), "train_fashion_mnist", "distributed training runs on the CPU (gloo) here");
+    distributed::init_process_group("gloo");
+    rank = distributed::get_rank();
+    world = distributed::get_world_size();
+    if (rank != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 reports
+  }
+  set_num_threads(std::max(1, args.threads / world));
   manual_seed(0);
 
   const std::string root = args.data.empty() ? data::FashionMNIST::default_root() : args.data;
@@ -149,13 +165,19 @@ int run(const Args& args) {
   // (in the loader's worker), to the autocast dtype under --amp: the first
   // layer would cast it anyway.
   const data::Normalize normalize(0.2860, 0.3530, args.amp ? amp_dtype(device) : kFloat);
-  data::DataLoader train(train_set, data::DataLoaderOptions()
-                                        .batch_size(static_cast<size_t>(args.batch))
-                                        .shuffle(true)
-                                        .seed(0)
-                                        .num_workers(1)
-                                        .pin_memory(device.is_cuda())
-                                        .transform(normalize));
+  // One rank: a shuffled epoch. N ranks: each its shard of the epoch's
+  // order (the same (seed, epoch) everywhere) in batches of batch / N.
+  auto sampler = std::make_shared<data::DistributedSampler>(train_set->size().value(), world, rank);
+  data::DataLoaderOptions train_options = data::DataLoaderOptions()
+                                              .batch_size(static_cast<size_t>(std::max<int64_t>(1, args.batch / world)))
+                                              .num_workers(1)
+                                              .pin_memory(device.is_cuda())
+                                              .transform(normalize);
+  if (ddp)
+    train_options.sampler(sampler);
+  else
+    train_options.shuffle(true).seed(0);
+  data::DataLoader train(train_set, train_options);
   data::DataLoader test(test_set,
                         data::DataLoaderOptions().batch_size(1000).pin_memory(device.is_cuda()).transform(normalize));
   std::printf("train %zu images, test %zu images, %zu batches of %lld per epoch\n", train_set->size().value(),
@@ -214,9 +236,17 @@ int run(const Args& args) {
       std::printf("resumed from %s after epoch %d\n", checkpoint.c_str(), start_epoch);
     }
 
+    // Data parallel: rank 0's weights everywhere, gradients averaged
+    // bucket by bucket during the backward (the model itself is evaluated
+    // and saved: the same weights on every rank).
+    std::shared_ptr<nn::parallel::DistributedDataParallelImpl> ddp_model;
+    if (ddp) ddp_model = std::make_shared<nn::parallel::DistributedDataParallelImpl>(model);
+    auto forward = [&](const Tensor& x) { return ddp ? ddp_model->forward(x) : model(x); };
+
     const auto t_start = std::chrono::steady_clock::now();
-    double accuracy = start_epoch > 0 ? evaluate(kind, *model, test, device, args.amp) : 0.0;
+    double accuracy = start_epoch > 0 && rank == 0 ? evaluate(kind, *model, test, device, args.amp) : 0.0;
     for (int epoch = start_epoch + 1; epoch <= args.epochs; ++epoch) {
+      sampler->set_epoch(static_cast<uint64_t>(epoch));
       const auto t0 = std::chrono::steady_clock::now();
       double running = 0;
       size_t done = 0, samples = 0;
@@ -225,7 +255,7 @@ int run(const Args& args) {
         Tensor loss;
         {
           amp::autocast ac(device.type(), amp_dtype(device), args.amp);  // a no-op without --amp
-          Tensor logits = model(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
+          Tensor logits = forward(model_input(kind, batch.data.to(device, /*non_blocking=*/true)));
           loss = nn::functional::cross_entropy(logits, batch.target.to(device, /*non_blocking=*/true));
         }
         opt.zero_grad();  // gradients set to none
@@ -236,30 +266,34 @@ int run(const Args& args) {
         const double l = loss.item<double>();
         running = done == 0 ? l : 0.95 * running + 0.05 * l;
         ++done;
-        samples += static_cast<size_t>(batch.target.size(0));
+        samples += static_cast<size_t>(batch.target.size(0)) * static_cast<size_t>(world);
         if (done % 20 == 0 || done == train.size())
           progress(epoch, done, train.size(), samples / seconds_since(t0), running);
       }
-      accuracy = evaluate(kind, *model, test, device, args.amp);
-      std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
-
-      StateDict all;
-      for (const auto& [name, t] : model->state_dict()) all.insert("model." + name, t);
-      for (const auto& [name, t] : opt.state_dict()) all.insert("optim." + name, t);
-      save(all, checkpoint, {{"epoch", std::to_string(epoch)}});
+      if (rank == 0) {  // (every rank holds the same weights)
+        accuracy = evaluate(kind, *model, test, device, args.amp);
+        std::printf("\n  epoch %d: %.1f s, test accuracy %.2f%%\n", epoch, seconds_since(t0), 100 * accuracy);
+        StateDict all;
+        for (const auto& [name, t] : model->state_dict()) all.insert("model." + name, t);
+        for (const auto& [name, t] : opt.state_dict()) all.insert("optim." + name, t);
+        save(all, checkpoint, {{"epoch", std::to_string(epoch)}});
+      }
+      if (ddp) distributed::barrier();  // the checkpoint is written before anyone resumes from it
     }
     summary.push_back({kind, n_params, args.epochs, accuracy, seconds_since(t_start)});
     std::printf("%s: checkpoint %s\n", kind.c_str(), checkpoint.c_str());
   }
 
-  std::printf("\nsummary (%s%s, %d threads, batch %lld, AdamW lr %g with cosine decay):\n", device.str().c_str(),
-              args.amp ? (device.is_cuda() ? ", float16 autocast" : ", bfloat16 autocast") : "", args.threads,
+  std::printf("\nsummary (%s%s%s, %d threads, batch %lld, AdamW lr %g with cosine decay):\n", device.str().c_str(),
+              args.amp ? (device.is_cuda() ? ", float16 autocast" : ", bfloat16 autocast") : "",
+              ddp ? (", " + std::to_string(world) + " processes (DistributedDataParallel)").c_str() : "", args.threads,
               static_cast<long long>(args.batch), args.lr);
   std::printf("  %-5s %10s %7s %14s %10s\n", "model", "parameters", "epochs", "test accuracy", "time");
   for (const Summary& r : summary)
     std::printf("  %-5s %10lld %7d %13.2f%% %9.1fs\n", r.model.c_str(), static_cast<long long>(r.params), r.epochs,
                 100 * r.accuracy, r.seconds);
   std::printf("run again to resume from the checkpoints (--fresh to start over)\n");
+  if (ddp) distributed::destroy_process_group();
   return 0;
 }
 
