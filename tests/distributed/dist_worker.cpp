@@ -227,6 +227,19 @@ int main(int argc, char** argv) {
       dist::all_reduce(t);
       std::fprintf(stderr, "rank %d: the collective returned with a dead rank\n", rank);
       return 1;
+    } else if (scenario == "hung_rank") {
+      // the last rank stays alive but never calls the collective: the others
+      // must raise after the group's timeout (2 s), not wait for it
+      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(2)));
+      const int w = dist::get_world_size();
+      if (rank == w - 1) {
+        std::this_thread::sleep_for(std::chrono::seconds(6));
+        std::_Exit(0);
+      }
+      Tensor t = ones({4});
+      dist::all_reduce(t);
+      std::fprintf(stderr, "rank %d: the collective returned with a hung rank\n", rank);
+      return 1;
     } else if (scenario == "hello") {
       dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
       std::printf("hello from %d of %d (local rank %s)\n", dist::get_rank(), dist::get_world_size(),
@@ -274,7 +287,7 @@ int main(int argc, char** argv) {
       dist::destroy_process_group();
     }
   } catch (const Error& e) {
-    if (scenario == "dead_rank") {
+    if (scenario == "dead_rank" || scenario == "hung_rank") {
       std::fprintf(stderr, "rank %d: raised as expected: %s\n", rank, e.what());
       return 3;
     }

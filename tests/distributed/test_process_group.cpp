@@ -94,6 +94,16 @@ TEST(ProcessGroup, ADeadRankMakesTheOthersRaiseNotHang) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
 }
 
+TEST(ProcessGroup, AHungRankMakesTheOthersRaiseAfterTheTimeout) {
+  NEED_GLOO();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto codes = run_workers("hung_rank", 3, pick_port(12));
+  EXPECT_EQ(codes[0], 3);
+  EXPECT_EQ(codes[1], 3);
+  EXPECT_EQ(codes[2], 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+}
+
 TEST(ProcessGroup, WithoutAGroupCollectivesSaySo) {
   brisk::Tensor t = brisk::ones({2});
   try {
