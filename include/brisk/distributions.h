@@ -111,6 +111,9 @@ class Distribution {
   /// Throws a brisk::Error naming the distribution, the parameter and the
   /// constraint when validation is on and `value` has elements outside it.
   void check_param(const char* param, const Tensor& value, const Constraint& c) const;
+  /// The location-scale families' parameters: broadcast together, the batch
+  /// shape theirs, loc real and scale positive.
+  void init_loc_scale(Tensor& loc, Tensor& scale, const Tensor& l, const Tensor& s);
   /// log_prob's argument inside the support (and broadcastable), when validating.
   void validate_sample(const Tensor& value) const;
   [[noreturn]] void not_implemented(const char* what) const;

@@ -96,6 +96,13 @@ void Distribution::check_param(const char* param, const Tensor& value, const Con
               " (brisk::distributions::set_default_validate_args(false) or validate_args=false skips this check)");
 }
 
+void Distribution::init_loc_scale(Tensor& loc, Tensor& scale, const Tensor& l, const Tensor& s) {
+  std::tie(loc, scale) = broadcast2(l, s);
+  batch_shape_ = dims(loc);
+  check_param("loc", loc, constraints::real());
+  check_param("scale", scale, constraints::positive());
+}
+
 void Distribution::validate_sample(const Tensor& value) const {
   if (!validate_) return;
   const std::string op = name();
@@ -141,10 +148,7 @@ Tensor Distribution::variance() const { not_implemented("variance"); }
 // ---- Normal ------------------------------------------------------------------------------
 
 Normal::Normal(const Tensor& loc_, const Tensor& scale_, std::optional<bool> v) : Distribution({}, {}, v) {
-  std::tie(loc, scale) = broadcast2(loc_, scale_);
-  batch_shape_ = dims(loc);
-  check_param("loc", loc, constraints::real());
-  check_param("scale", scale, constraints::positive());
+  init_loc_scale(loc, scale, loc_, scale_);
 }
 Normal::Normal(double l, double s, std::optional<bool> v) : Normal(scalar(l), scalar(s), v) {}
 Tensor Normal::rsample(const std::vector<int64_t>& shape) const {
@@ -362,10 +366,7 @@ DistributionPtr Exponential::expand(const std::vector<int64_t>& bs) const {
 // ---- Laplace -----------------------------------------------------------------------------
 
 Laplace::Laplace(const Tensor& loc_, const Tensor& scale_, std::optional<bool> v) : Distribution({}, {}, v) {
-  std::tie(loc, scale) = broadcast2(loc_, scale_);
-  batch_shape_ = dims(loc);
-  check_param("loc", loc, constraints::real());
-  check_param("scale", scale, constraints::positive());
+  init_loc_scale(loc, scale, loc_, scale_);
 }
 Laplace::Laplace(double l, double s, std::optional<bool> v) : Laplace(scalar(l), scalar(s), v) {}
 Tensor Laplace::rsample(const std::vector<int64_t>& shape) const {
@@ -392,10 +393,7 @@ DistributionPtr Laplace::expand(const std::vector<int64_t>& bs) const {
 // ---- Cauchy ------------------------------------------------------------------------------
 
 Cauchy::Cauchy(const Tensor& loc_, const Tensor& scale_, std::optional<bool> v) : Distribution({}, {}, v) {
-  std::tie(loc, scale) = broadcast2(loc_, scale_);
-  batch_shape_ = dims(loc);
-  check_param("loc", loc, constraints::real());
-  check_param("scale", scale, constraints::positive());
+  init_loc_scale(loc, scale, loc_, scale_);
 }
 Cauchy::Cauchy(double l, double s, std::optional<bool> v) : Cauchy(scalar(l), scalar(s), v) {}
 Tensor Cauchy::rsample(const std::vector<int64_t>& shape) const {
@@ -421,10 +419,7 @@ DistributionPtr Cauchy::expand(const std::vector<int64_t>& bs) const {
 // ---- Gumbel ------------------------------------------------------------------------------
 
 Gumbel::Gumbel(const Tensor& loc_, const Tensor& scale_, std::optional<bool> v) : Distribution({}, {}, v) {
-  std::tie(loc, scale) = broadcast2(loc_, scale_);
-  batch_shape_ = dims(loc);
-  check_param("loc", loc, constraints::real());
-  check_param("scale", scale, constraints::positive());
+  init_loc_scale(loc, scale, loc_, scale_);
 }
 Gumbel::Gumbel(double l, double s, std::optional<bool> v) : Gumbel(scalar(l), scalar(s), v) {}
 Tensor Gumbel::rsample(const std::vector<int64_t>& shape) const {
