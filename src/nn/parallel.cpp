@@ -244,6 +244,22 @@ DistributedDataParallelImpl::~DistributedDataParallelImpl() {
 }
 
 Tensor DistributedDataParallelImpl::forward(const Tensor& x) {
+  // A forward starts an iteration: whatever a failed backward left behind
+  // (buckets half filled) is dropped, not mixed into the next gradients.
+  if (sync_) {
+    std::lock_guard<std::mutex> lock(reducer_->mu);
+    if (reducer_->in_backward) {
+      for (auto& b : reducer_->buckets)
+        if (b.work) {
+          try {
+            b.work->wait();
+          } catch (const Error&) {
+          }
+        }
+    }
+    reducer_->start_iteration();
+    reducer_->in_backward = false;
+  }
   if (options_.broadcast_buffers) {
     NoGradGuard ng;
     for (Tensor b : module_->buffers()) dist::broadcast(b, 0);
