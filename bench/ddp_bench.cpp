@@ -1,0 +1,62 @@
+// brisk_ddp_bench: one rank of a DistributedDataParallel measurement (run
+// it with brisk-run). Prints, on rank 0, all_reduce times per message size
+// (Gloo on this machine's transport) and the training step of an MLP
+// three ways: DDP with the default buckets (communication overlapping the
+// backward), DDP with one bucket (every all-reduce after the backward), and
+// the same step without DDP (no communication): docs/design/distributed.md.
+//
+//   brisk-run --nproc-per-node 2 build/bench215/bench/brisk_ddp_bench
+#include <brisk/brisk.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "timing.h"
+
+using namespace brisk;
+namespace dist = brisk::distributed;
+namespace F = brisk::nn::functional;
+using bench_timing::time_ms;
+
+int main() {
+  set_num_threads(1);
+  dist::init_process_group("gloo");
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  if (rank == 0) std::printf("ranks %d\n", world);
+  for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << 26); bytes *= 4) {
+    Tensor t = ones({bytes / 4});
+    dist::barrier();
+    const double ms = time_ms([&] { dist::all_reduce(t); }, 5, bytes >= (1 << 24) ? 2 : 20);
+    if (rank == 0) std::printf("allreduce_%lld_bytes_ms %.4f\n", static_cast<long long>(bytes), ms);
+  }
+  manual_seed(0);
+  const int64_t batch = 64;
+  Tensor x = randn({batch, 1024}), y = randint(0, 10, {batch});
+  auto make = [] {
+    return nn::Sequential(nn::Linear(1024, 2048), nn::ReLU(), nn::Linear(2048, 2048), nn::ReLU(),
+                          nn::Linear(2048, 1024), nn::ReLU(), nn::Linear(1024, 10));
+  };
+  auto step_time = [&](const char* key, double cap_mb, bool use_ddp) {
+    nn::Sequential model = make();
+    std::shared_ptr<nn::parallel::DistributedDataParallelImpl> ddp;
+    if (use_ddp)
+      ddp = std::make_shared<nn::parallel::DistributedDataParallelImpl>(
+          model, nn::parallel::DistributedDataParallelOptions().set_bucket_cap_mb(cap_mb).set_first_bucket_mb(
+                     cap_mb > 100 ? cap_mb : 1.0));
+    optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
+    dist::barrier();
+    const double ms = time_ms(
+        [&] {
+          opt.zero_grad();
+          F::cross_entropy(use_ddp ? ddp->forward(x) : model(x), y).backward();
+          opt.step();
+        },
+        5, 3);
+    if (rank == 0) std::printf("%s %.4f\n", key, ms);
+  };
+  step_time("step_ddp_buckets_ms", 25.0, true);
+  step_time("step_ddp_one_bucket_ms", 1e6, true);
+  step_time("step_local_ms", 25.0, false);
+  dist::destroy_process_group();
+  return 0;
+}
