@@ -192,6 +192,26 @@ void check_same_parameters(const std::vector<std::string>& names, const std::vec
   }
 }
 
+/// Rank 0's values of the tensors everywhere, one broadcast per dtype (of
+/// their concatenation) instead of one per tensor.
+void broadcast_coalesced(const std::vector<Tensor>& tensors) {
+  NoGradGuard ng;
+  std::map<ScalarType, std::vector<Tensor>> groups;
+  for (const Tensor& t : tensors)
+    if (t.numel() > 0) groups[t.dtype()].push_back(t);
+  for (auto& [dt, ts] : groups) {
+    std::vector<Tensor> flat_parts;
+    for (const Tensor& t : ts) flat_parts.push_back(t.reshape({-1}));
+    Tensor flat = cat(flat_parts, 0);
+    dist::broadcast(flat, 0);
+    int64_t off = 0;
+    for (const Tensor& t : ts) {
+      Tensor(t).copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+      off += t.numel();
+    }
+  }
+}
+
 }  // namespace
 
 DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module> module,
@@ -215,12 +235,12 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
   }
   check_same_parameters(r.names, r.params);
   {
-    NoGradGuard ng;
-    for (Tensor& p : r.params) {
-      BRISK_CHECK(p.is_cpu() && p.is_contiguous(), op, "parameters must be contiguous CPU tensors (the gloo backend)");
-      dist::broadcast(p, 0);
-    }
-    for (Tensor b : module_->buffers()) dist::broadcast(b, 0);
+    std::vector<Tensor> state = r.params;
+    for (const Tensor& b : module_->buffers()) state.push_back(b);
+    for (const Tensor& t : state)
+      BRISK_CHECK(t.is_cpu() && t.is_contiguous(), op, "parameters and buffers must be contiguous CPU tensors (the "
+                                                       "gloo backend)");
+    broadcast_coalesced(state);
   }
   std::vector<size_t> order(r.params.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;  // reverse registration order
@@ -260,10 +280,7 @@ Tensor DistributedDataParallelImpl::forward(const Tensor& x) {
     reducer_->start_iteration();
     reducer_->in_backward = false;
   }
-  if (options_.broadcast_buffers) {
-    NoGradGuard ng;
-    for (Tensor b : module_->buffers()) dist::broadcast(b, 0);
-  }
+  if (options_.broadcast_buffers) broadcast_coalesced(module_->buffers());
   return module_->forward(x);
 }
 
