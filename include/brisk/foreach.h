@@ -55,5 +55,11 @@ void foreach_sqrt_(const TensorList& self);
 TensorList foreach_norm(const TensorList& self, const Scalar& ord = 2);
 /// self[i] = 0
 void foreach_zero_(const TensorList& self);
+/// PyTorch's torch._amp_foreach_non_finite_check_and_unscale_: sets
+/// found_inf (a one-element float32 tensor) to 1 if any element of the
+/// tensors is inf or NaN, and multiplies every tensor by inv_scale (a
+/// one-element float32 tensor), in one pass over the memory where a kernel
+/// exists (CPU float32/float64; elsewhere, op by op). The GradScaler's unscale_.
+void amp_foreach_non_finite_check_and_unscale_(const TensorList& self, Tensor& found_inf, const Tensor& inv_scale);
 
 }  // namespace brisk

@@ -142,6 +142,11 @@ using ForeachFn = void (*)(multi_tensor::ForeachOp op, const TensorList& out, co
                            const TensorList* z, const Scalar& scalar, const std::vector<double>* scalars);
 /// The ord-norm (1, 2 or +inf) of each tensor, as 0-dim tensors of its dtype.
 using ForeachNormFn = TensorList (*)(const TensorList& self, double ord);
+/// PyTorch's _amp_foreach_non_finite_check_and_unscale_: in one pass over
+/// each tensor, found_inf (a one-element float32 tensor) is set to 1 when an
+/// element is inf or NaN, and every element is multiplied by inv_scale (a
+/// one-element float32 tensor). Bumps no versions.
+using AmpUnscaleFn = void (*)(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale);
 /// One fused Adam/AdamW step; step_sizes[i] = lr / (1 - beta1^step),
 /// bc2_sqrts[i] = sqrt(1 - beta2^step); max_exp_avg_sqs empty unless amsgrad.
 /// grad_scale / found_inf (one-element float32 tensors, or undefined): the
@@ -262,6 +267,7 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(linspace, LinspaceFn)                           \
   _(foreach_pointwise, ForeachFn)                   \
   _(foreach_norm, ForeachNormFn)                    \
+  _(amp_unscale, AmpUnscaleFn)                      \
   _(fused_adam, FusedAdamFn)                        \
   _(fused_sgd, FusedSgdFn)                          \
   _(fused_rmsprop, FusedRmspropFn)                  \

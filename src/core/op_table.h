@@ -306,7 +306,8 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(_foreach_lerp, Foreach, foreach_pointwise, Float, Keep, Keep, kInplace)             \
   X(_foreach_maximum, Foreach, foreach_pointwise, Float, Keep, Keep, kInplace)          \
   X(_foreach_zero, Foreach, foreach_pointwise, Float, Keep, Keep, kInplace)             \
-  X(_foreach_norm, Foreach, foreach_norm, Float, Keep, Keep, kNoFlags)
+  X(_foreach_norm, Foreach, foreach_norm, Float, Keep, Keep, kNoFlags)                  \
+  X(_amp_foreach_non_finite_check_and_unscale, Foreach, amp_unscale, Float, Keep, Keep, kInplace)
 // clang-format on
 
 /// The ops of the table, one enumerator per row (`Op::exp`).

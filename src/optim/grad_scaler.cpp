@@ -91,35 +91,13 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
   const Tensor inv = scale_.to(kDouble).reciprocal().to(kFloat);
   for (auto& [key, by_dtype] : by_device) {
     const Device dev = devices.at(key);
-    Tensor found;
-    if (dev.is_cpu()) {
-      // per dtype, two multi-tensor passes: the inf-norm of each gradient
-      // (NaN or inf exactly when one of its elements is: a max, with NaN
-      // propagated, in float64) and the multiply; the host reads the norms
-      // (no sync on the CPU)
-      const Scalar inv_s(static_cast<double>(inv.to(kCPU).item<float>()));
-      bool bad = false;
-      for (auto& [dt, grads] : by_dtype) {
-        TensorList nonempty;
-        for (const Tensor& g : grads)
-          if (g.numel() > 0) nonempty.push_back(g);
-        for (const Tensor& n : foreach_norm(nonempty, std::numeric_limits<double>::infinity()))
-          bad = bad || !std::isfinite(n.item<double>());
-        foreach_mul_(grads, inv_s);
-      }
-      found = full({}, bad ? 1.0 : 0.0, TensorOptions(kFloat));
-    } else {
-      // on the device, no host read: found = any(!isfinite(g)) as device ops
-      const Tensor inv_d = inv.to(dev);
-      Tensor ok = full({}, true, TensorOptions(kBool).device(dev));
-      for (auto& [dt, grads] : by_dtype)
-        for (const Tensor& g : grads) {
-          ok = ok.logical_and(isfinite(g).all());
-          g.mul_(inv_d);
-        }
-      found = ok.logical_not().to(kFloat);
-    }
-    st.found_inf[key] = found;
+    // per device and dtype, one multi-tensor check-and-unscale (one pass
+    // over the gradients where a kernel exists: CPU float32/float64;
+    // elsewhere device ops with no host read)
+    Tensor found = zeros({1}, TensorOptions(kFloat).device(dev));
+    const Tensor inv_d = inv.to(dev).reshape({1});
+    for (auto& [dt, grads] : by_dtype) amp_foreach_non_finite_check_and_unscale_(grads, found, inv_d);
+    st.found_inf[key] = found.reshape({});
   }
   st.stage = Stage::Unscaled;
 }

@@ -2,6 +2,7 @@
 #include <brisk/foreach.h>
 
 #include <cmath>
+#include <limits>
 
 #include "test_util.h"
 
@@ -108,6 +109,46 @@ TEST_P(Foreach, Norm) {
       EXPECT_TRUE(close(n[i], a[i].norm(ord), 1e-5, 1e-6)) << "ord " << ord << " tensor " << i;
     }
   }
+}
+
+// The fused check-and-unscale (GradScaler's unscale_): the products bit for
+// bit equal to x * float(inv), found_inf exactly when an element is inf or
+// NaN, on the kernel path (contiguous lists) and the fallback (a transposed
+// tensor, bfloat16), on one and two threads.
+TEST_P(Foreach, AmpCheckAndUnscale) {
+  const ScalarType dt = GetParam();
+  const Tensor inv = tensor({0.0009765625f * 3.0f});
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (bool contiguous : {true, false}) {
+      for (int inject = 0; inject < 3; ++inject) {
+        TensorList l = make_list(dt, 11);
+        if (contiguous) l.pop_back();
+        if (inject == 1) l[4][12345] = std::numeric_limits<double>::infinity();
+        if (inject == 2) l[3][16384] = std::numeric_limits<double>::quiet_NaN();
+        TensorList want = clone_list(l);
+        for (Tensor& w : want) w = w * static_cast<double>(inv.item<float>());
+        Tensor found = zeros({1});
+        amp_foreach_non_finite_check_and_unscale_(l, found, inv);
+        EXPECT_EQ(found.item<float>(), inject == 0 ? 0.0f : 1.0f) << inject;
+        for (size_t i = 0; i < l.size(); ++i) EXPECT_TRUE(equal(l[i].isnan(), want[i].isnan())) << i;
+        for (size_t i = 0; i < l.size(); ++i)
+          EXPECT_TRUE(equal(l[i].nan_to_num(0.0), want[i].nan_to_num(0.0))) << "tensor " << i << " inject " << inject;
+        // found_inf keeps a 1 it already had (several dtype groups share it)
+        TensorList clean = make_list(dt, 12);
+        amp_foreach_non_finite_check_and_unscale_(clean, found, inv);
+        EXPECT_EQ(found.item<float>(), inject == 0 ? 0.0f : 1.0f);
+      }
+    }
+  }
+  set_num_threads(1);
+  TensorList bf{randn({100}).to(kBFloat16)};
+  Tensor want = bf[0] * static_cast<double>(inv.item<float>());
+  Tensor found = zeros({1});
+  amp_foreach_non_finite_check_and_unscale_(bf, found, inv);
+  EXPECT_TRUE(equal(bf[0], want));
+  EXPECT_EQ(found.item<float>(), 0.0f);
+  expect_error([&] { amp_foreach_non_finite_check_and_unscale_(bf, found, tensor({1.0, 2.0})); }, {"inv_scale"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, Foreach, ::testing::Values(kFloat, kDouble));

@@ -186,6 +186,37 @@ TensorList foreach_norm_kernel(const TensorList& self, double p) {
   return r;
 }
 
+/// found_inf = 1 if any element is inf or NaN; every element times
+/// inv_scale (in the tensor's type, as x * float(inv) in PyTorch's kernel).
+/// One pass: the check reads the value the multiply reads.
+void amp_unscale_kernel(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale) {
+  std::vector<int64_t> numels;
+  for (const Tensor& t : self) numels.push_back(t.numel());
+  int64_t total = 0;
+  std::vector<Piece> pieces = make_pieces(numels, &total);
+  std::vector<uint8_t> bad(pieces.size(), 0);
+  const float inv = *static_cast<const float*>(inv_scale.data_ptr());
+  dispatch_float(self.empty() ? kFloat : self[0].dtype(), [&](auto z) {
+    using T = decltype(z);
+    const T s = static_cast<T>(inv);
+    for_each_piece(pieces, total, [&](int64_t k, const Piece& pc) {
+      T* x = static_cast<T*>(self[size_t(pc.tensor)].data_ptr());
+      bool b = false;
+      for (int64_t j = pc.begin; j < pc.end; ++j) {
+        const T v = x[j];
+        b |= !(v - v == T(0));  // inf - inf and NaN - NaN are NaN
+        x[j] = v * s;
+      }
+      bad[size_t(k)] = b;
+    });
+  });
+  for (uint8_t b : bad)
+    if (b) {
+      *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
+      break;
+    }
+}
+
 /// Calls f(T{}, indices) for the float32 tensors of `params`, then the float64 ones.
 template <class F>
 void by_dtype(const TensorList& params, const F& f) {
@@ -465,6 +496,7 @@ void register_multi_tensor_kernels() {
   const uint32_t fl = dtype_mask({kFloat, kDouble});
   register_kernel<OpId::foreach_pointwise>(kCPU, foreach_kernel, fl);
   register_kernel<OpId::foreach_norm>(kCPU, foreach_norm_kernel, fl);
+  register_kernel<OpId::amp_unscale>(kCPU, amp_unscale_kernel, fl);
   register_kernel<OpId::fused_adam>(kCPU, fused_adam_kernel, fl);
   register_kernel<OpId::fused_sgd>(kCPU, fused_sgd_kernel, fl);
   register_kernel<OpId::fused_rmsprop>(kCPU, fused_rmsprop_kernel, fl);
