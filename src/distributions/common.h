@@ -12,7 +12,7 @@
 
 namespace brisk::distributions::detail {
 
-inline std::vector<int64_t> dims(const Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end()); }
+inline std::vector<int64_t> dims(const Tensor& t) { return t.sizes().vec(); }
 
 inline std::string shape_str(const std::vector<int64_t>& s) {
   std::ostringstream os;

@@ -109,19 +109,25 @@ double standard_gamma_dx_da(double a, double x) {
   return -dp / std::exp(log_gamma_density(a, x));
 }
 
+/// f(a[i], x[i]) in float64 on the CPU, returned on `like`'s device and in
+/// its dtype (a and x of one shape; no graph).
+template <class F>
+Tensor map_cpu_double(const Tensor& a, const Tensor& x, const Tensor& like, F f) {
+  const Tensor ad = a.detach().to(kCPU).to(kDouble).contiguous(), xd = x.detach().to(kCPU).to(kDouble).contiguous();
+  Tensor r = empty(ad.sizes(), kDouble);
+  const double* ap = ad.data_ptr<double>();
+  const double* xp = xd.data_ptr<double>();
+  double* rp = r.data_ptr<double>();
+  for (int64_t i = 0; i < ad.numel(); ++i) rp[i] = f(ap[i], xp[i]);
+  return r.to(like.device()).to(like.dtype());
+}
+
 }  // namespace
 
 Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
   BRISK_CHECK(alpha.defined() && x.defined() && alpha.sizes() == x.sizes(), "_standard_gamma_grad",
               "alpha and x must be defined tensors of one shape");
-  const Tensor a = alpha.to(kCPU).to(kDouble).contiguous(), xs = x.to(kCPU).to(kDouble).contiguous();
-  Tensor g = empty(a.sizes(), kDouble);
-  const double* ap = a.data_ptr<double>();
-  const double* xp = xs.data_ptr<double>();
-  double* gp = g.data_ptr<double>();
-  const int64_t n = a.numel();
-  for (int64_t i = 0; i < n; ++i) gp[i] = standard_gamma_dx_da(ap[i], xp[i]);
-  return g.to(alpha.device()).to(alpha.dtype());
+  return map_cpu_double(alpha, x, alpha, standard_gamma_dx_da);
 }
 
 namespace {
@@ -166,13 +172,7 @@ Tensor Gamma::cdf(const Tensor& value) const {
               "none either); detach the concentration or call it under NoGradGuard");
   auto b = broadcast_tensors({concentration, rate, value.to(concentration.dtype())});
   const Tensor x = b[1] * b[2];
-  const Tensor a = b[0].detach().to(kCPU).to(kDouble).contiguous(), xs = x.detach().to(kCPU).to(kDouble).contiguous();
-  Tensor p = empty(a.sizes(), kDouble);
-  const double* ap = a.data_ptr<double>();
-  const double* xp = xs.data_ptr<double>();
-  double* pp = p.data_ptr<double>();
-  for (int64_t i = 0; i < a.numel(); ++i) pp[i] = incomplete_gamma(ap[i], xp[i], /*lower=*/true);
-  p = p.to(x.device()).to(x.dtype());
+  const Tensor p = map_cpu_double(b[0], x, x, [](double a, double xx) { return incomplete_gamma(a, xx, /*lower=*/true); });
   if (!autograd::should_record(x)) return p;
   // dP/dx = the Gamma(a, 1) density at x; x = rate * value carries the rest
   Tensor out = p.clone();
