@@ -41,6 +41,7 @@ struct DistributedDataParallelImpl::Reducer {
   std::vector<size_t> bucket_of, slot_of;
   std::vector<Bucket> buckets;
   std::vector<bool> ready;
+  size_t n_ready = 0;  // of this backward
   std::vector<size_t> arrival;  // the first iteration's order
   bool rebuilt = false, in_backward = false;
   double cap_mb, first_mb;
@@ -84,6 +85,7 @@ struct DistributedDataParallelImpl::Reducer {
       b.work.reset();
     }
     ready.assign(params.size(), false);
+    n_ready = 0;
     in_backward = true;
   }
 
@@ -93,8 +95,7 @@ struct DistributedDataParallelImpl::Reducer {
     std::lock_guard<std::mutex> lock(mu);
     if (!in_backward) start_iteration();
     if (ready[i]) return;  // (a second gradient in one pass: accumulated locally as usual)
-    if (std::none_of(ready.begin(), ready.end(), [](bool r) { return r; }))
-      autograd::queue_callback([this] { finish(); });
+    if (n_ready++ == 0) autograd::queue_callback([this] { finish(); });
     ready[i] = true;
     if (!rebuilt) arrival.push_back(i);
     Bucket& b = buckets[bucket_of[i]];
