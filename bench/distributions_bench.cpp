@@ -29,12 +29,7 @@ namespace {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 1;
-  bool quick = false;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    if (!std::strcmp(argv[i], "--quick")) quick = true;
-  }
+  const auto [threads, quick] = bench_timing::parse_args(argc, argv);
   const int rounds = quick ? 3 : 7;
   // libtorch first: its thread pools are sized before brisk's
   const TorchDistributionsTimes t = torch_distributions_times(threads, rounds);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace bench_timing {
@@ -25,6 +27,20 @@ double time_ms(F&& f, int rounds, int iters, int warmup = 2) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+/// The standalone benches' options: --threads N (default 1), --quick.
+struct Args {
+  int threads = 1;
+  bool quick = false;
+};
+inline Args parse_args(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) a.threads = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--quick")) a.quick = true;
+  }
+  return a;
 }
 
 /// One `key value` line.
