@@ -184,7 +184,6 @@ Tensor as_float(const Tensor& t) {
   f.copy_(t);
   return f;
 }
-Tensor float_out(const Tensor& t) { return t.defined() ? as_float(t) : t; }
 void round_back(const Tensor& to, const Tensor& from) {
   if (to.defined()) Tensor(to).copy_(from);
 }
@@ -200,7 +199,7 @@ void conv_forward_kernel(const char* op, const ConvGeom& g, const Tensor& src, c
   if ((src.dtype() == kFloat || src.dtype() == kBFloat16) && onednn_conv_forward(g, src, w, bias, dst, scratch))
     return;
   if (src.dtype() == kBFloat16) {  // Note [bfloat16 convolutions]
-    const Tensor d = float_out(dst);
+    const Tensor d = as_float(dst);
     conv_forward_kernel(op, g, as_float(src), as_float(w), as_float(bias), d, nullptr);
     round_back(dst, d);
     return;
@@ -220,7 +219,7 @@ void conv_backward_data_kernel(const char* op, const ConvGeom& g, const Tensor& 
       onednn_conv_backward_data(g, grad_dst, w, grad_src, scratch))
     return;
   if (grad_dst.dtype() == kBFloat16) {
-    const Tensor gs = float_out(grad_src);
+    const Tensor gs = as_float(grad_src);
     conv_backward_data_kernel(op, g, as_float(grad_dst), as_float(w), gs, nullptr);
     round_back(grad_src, gs);
     return;
@@ -245,7 +244,7 @@ void conv_backward_weights_kernel(const char* op, const ConvGeom& g, const Tenso
       onednn_conv_backward_weights(g, src, grad_dst, grad_w, grad_bias, scratch))
     return;
   if (src.dtype() == kBFloat16) {
-    const Tensor gw = float_out(grad_w), gb = float_out(grad_bias);
+    const Tensor gw = as_float(grad_w), gb = as_float(grad_bias);
     conv_backward_weights_kernel(op, g, as_float(src), as_float(grad_dst), gw, gb, nullptr);
     round_back(grad_w, gw);
     round_back(grad_bias, gb);
