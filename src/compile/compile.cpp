@@ -299,6 +299,14 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       if (last.arg_text.size() != inputs.size()) changed = "the number of tensor arguments changed";
     }
     if (!externals_changed.empty()) changed = externals_changed;
+    // Another thread may have traced this graph (at another batch size)
+    // since the lookup above: a new batch size, not a recompile.
+    if (!sibling && externals_changed.empty())
+      for (const auto& e : im.entries)
+        if (e->guard == guard && e->key == key) {
+          sibling = true;
+          break;
+        }
     if (sibling && externals_changed.empty()) {
       // Note [Dynamic batch sizes]: another batch size of a known graph
       ++st.batch_sizes;
