@@ -244,11 +244,14 @@ enum class GemmRun { Pool, Serial, Panel };
 void sgemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmRun run) {
 #ifdef BRISK_HAVE_DNNL
-  // oneDNN's single-threaded A @ B^T with few rows (the forward of a Linear
-  // layer, x @ w.t(), at small batch) runs at half of OpenBLAS's speed:
-  // 64x10000x5000 takes 52 GFLOP/s in oneDNN, 71 in OpenBLAS (1024^3: 106 vs 99).
-  const bool skinny_nt = !ta && tb && m <= 128 && run == GemmRun::Serial;
-  if (m * n * k >= kDnnlMinWork && !skinny_nt) {
+  // oneDNN for every float32 GEMM above kDnnlMinWork: on this AMD EPYC
+  // (AVX-512; OPENBLAS_CORETYPE=Haswell holds OpenBLAS to AVX2) one thread
+  // of A @ B^T, a Linear layer's forward, runs at (GFLOP/s, oneDNN against
+  // OpenBLAS) 128x384x1536 198 / 118, 128x1536x384 222 / 118, 8x384x1536
+  // 124 / 58, 64x10000x5000 110 / 98. (An earlier exception that sent
+  // single-threaded A @ B^T with m <= 128 to OpenBLAS, measured 52 / 71 on an
+  // older oneDNN and machine, halved BERT's speed at batch 1 here.)
+  if (m * n * k >= kDnnlMinWork) {
     const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st == dnnl_success) return;
     warn_dnnl_sgemm_failed(st);
