@@ -73,6 +73,13 @@ bool traceable_op(std::string_view name) {
       std::string_view n = r.name;
       return n == "copy" || n == "clone" || n == "contiguous" || n == "to" || n == "fill" || n == "zero";
     }
+    case OpKind::Index: {
+      // a gather of rows by index values the kernel reads (and checks) itself
+      std::string_view n = r.name;
+      return n == "index_select" || n == "embedding";
+    }
+    case OpKind::Attention:
+      return std::string_view(r.name) == "scaled_dot_product_attention";
     default:
       return false;
   }
@@ -89,6 +96,10 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
                      const Tensor& bias, double eps);
 template <int K>
 void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
+template <int K>
+void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const KernelArgs& args);
+template <int K>
+void attention_wrapper(const AttentionArgs& args);
 template <int K>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args);
@@ -115,6 +126,10 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&dim_backward_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, RowNormBackwardFn>)
     return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::index_select))  // of the IndexFn slots, the one that only reads
+    return reinterpret_cast<WrapperFn>(&index_wrapper<K>);       // its inputs and writes a fresh output
+  else if constexpr (K == static_cast<int>(OpId::attention_fused))  // the forward (the backward needs grad mode)
+    return reinterpret_cast<WrapperFn>(&attention_wrapper<K>);
   else
     return nullptr;
 }
@@ -295,6 +310,54 @@ void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(out, a, b, alpha, beta); });
+}
+
+// index_select: out (self) = src rows picked by index along dim; the index
+// values are read (and range-checked) by the kernel on every replay.
+template <int K>
+void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(self, dim, index, src, args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ri = t->tensor_ref(index, false, n), rs = t->tensor_ref(src, false, n);
+  const TensorRef ro = t->tensor_ref(self, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(self, dim, index, src, args); });
+}
+
+// The fused attention forward: reads q, k, v and the mask, writes out and the
+// log-sum-exp rows.
+template <int K>
+void attention_wrapper(const AttentionArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rq = t->tensor_ref(args.q, false, n), rk = t->tensor_ref(args.k, false, n),
+                  rv = t->tensor_ref(args.v, false, n), rm = t->tensor_ref(args.mask, false, n);
+  const TensorRef ro = t->tensor_ref(args.out, true, n), rl = t->tensor_ref(args.lse, true, n);
+  if (t->break_reason().empty()) {
+    const double scale = args.scale;
+    const bool causal = args.causal;
+    n.run = [=](const Bound& b) {
+      AttentionArgs a;
+      a.q = b.view(rq);
+      a.k = b.view(rk);
+      a.v = b.view(rv);
+      a.mask = b.view(rm);
+      a.out = b.view(ro);
+      a.lse = b.view(rl);
+      a.scale = scale;
+      a.causal = causal;
+      real_kernel<K>()(a);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(args); });
 }
 
 template <int K>
@@ -663,6 +726,13 @@ AnyFn trace_kernel(OpId op, DeviceType dev, const char* caller, AnyFn fn) {
   }
   t->set_pending(caller);
   return w;
+}
+}  // namespace detail
+
+namespace detail {
+bool tracing_this_thread() {
+  const jit::Tracer* t = jit::t_tracer;
+  return t != nullptr && !t->in_kernel;
 }
 }  // namespace detail
 

@@ -9,6 +9,7 @@
 #include "brisk/autograd.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
+#include "core/trace_hooks.h"
 #include "brisk/nn/functional.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
@@ -393,8 +394,11 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<int6
               shape_str(weight.sizes()));
   const int64_t n = weight.size(0);
   // On a GPU index_select's deferred error reports an index out of range at
-  // the next sync (as for nll_loss's targets above).
-  if (indices.numel() > 0 && indices.is_cpu()) {
+  // the next sync (as for nll_loss's targets above). While compile traces,
+  // the host read would be a graph break: index_select's kernel checks the
+  // same range (Note [Index kernels validate first]) in the trace and in
+  // every replay, naming index_select.
+  if (indices.numel() > 0 && indices.is_cpu() && !(brisk::detail::tracing_any() && brisk::detail::tracing_this_thread())) {
     brisk::detail::DeviceCheckScope device_check;
     const int64_t hi = indices.max().item<int64_t>(), lo = indices.min().item<int64_t>();
     BRISK_CHECK(lo >= 0 && hi < n, "embedding", "index ", (hi >= n ? hi : lo), " is out of range for ", n,

@@ -568,9 +568,38 @@ TEST_F(Compile, ReductionsSoftmaxLayerNormAndGemmsAreRecorded) {
     EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
 }
 
+// An encoder's lookups and attention are one graph: embedding (index_select)
+// and the fused attention kernel are recorded; the index values are read by
+// the kernel on every replay, so one out of range is still an error.
+TEST_F(Compile, EmbeddingAndAttentionAreRecorded) {
+  Tensor table = randn({20, 16}), wq = randn({16, 16});
+  auto fn = [&](const Tensor& ids, const Tensor& mask) {
+    Tensor x = nn::functional::embedding(ids, table, /*padding_idx=*/0);  // (b, s, 16)
+    Tensor q = nn::functional::linear(x, wq).view({ids.size(0), ids.size(1), 2, 8}).transpose(1, 2);
+    Tensor k = x.view({ids.size(0), ids.size(1), 2, 8}).transpose(1, 2);
+    Tensor a = nn::functional::scaled_dot_product_attention(q, k, k, mask.ne(0).unsqueeze(1).unsqueeze(2));
+    return a.transpose(1, 2).reshape({ids.size(0), ids.size(1), 16}).sum({1});
+  };
+  auto f = compile(fn, CompileOptions().set_fullgraph(true));
+  InferenceMode guard;
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor ids = randint(0, 20, {3, 5}, kLong);
+    Tensor mask = (randint(0, 4, {3, 5}, kLong) > 0).to(kLong);
+    mask.select(1, 0).fill_(1);
+    EXPECT_TRUE(same_bits(f(ids, mask), fn(ids, mask))) << rep;
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().eager_calls, 0);
+  const std::string text = f.graph_text();
+  for (const char* k : {"index_select", "attention"}) EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
+  Tensor bad = randint(0, 20, {3, 5}, kLong);
+  bad.view({-1})[7].fill_(20);
+  expect_error([&] { f(bad, ones({3, 5}, kLong)); }, {"index_select", "20"});
+}
+
 TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
-  Tensor idx = tensor({2, 0, 1});
-  auto reduce = [&idx](const Tensor& x) { return (x * 2).index_select(0, idx) + 1; };
+  Tensor idx = tensor({2, 0, 1}).to(kLong);
+  auto reduce = [&idx](const Tensor& x) { return (x * 2).gather(0, idx) + 1; };
   auto f = compile(reduce);
   for (int rep = 0; rep < 3; ++rep) {
     Tensor x = randn({3});
@@ -578,9 +607,9 @@ TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
   }
   EXPECT_EQ(f.stats().graph_breaks, 1);
   EXPECT_EQ(f.stats().eager_calls, 2);
-  EXPECT_NE(f.stats().last_break.find("index_select"), std::string::npos) << f.stats().last_break;
+  EXPECT_NE(f.stats().last_break.find("gather"), std::string::npos) << f.stats().last_break;
   auto g = compile(reduce, CompileOptions().set_fullgraph(true));
-  expect_error([&] { g(randn({3})); }, {"[compile]", "fullgraph", "index_select"});
+  expect_error([&] { g(randn({3})); }, {"[compile]", "fullgraph", "gather"});
 
   // Values written through data_ptr are invisible to the trace: a break, never a baked constant.
   auto host_written = [](const Tensor& x) {
@@ -795,7 +824,7 @@ struct Program {
   uint64_t seed;
   int64_t rows, cols;
   int nargs;
-  bool may_break = false;  // may call an op compile does not record (index_select)
+  bool may_break = false;  // may call an op compile does not record (gather)
 };
 
 std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& args) {
@@ -808,7 +837,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(p.may_break ? 35 : 34)) {
+    switch (pick(p.may_break ? 36 : 35)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -855,7 +884,13 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
         break;
       }
       case 33: r = (a * b).sin() * (a * b).tanh() + a.exp() * a.exp(); break;  // common subexpressions
-      default: r = a.index_select(1, arange(p.cols).flip(0)); break;  // not recorded: a graph break
+      case 34: {  // recorded (the index is a constant made on the host)
+        std::vector<int64_t> rev(static_cast<size_t>(p.cols));
+        for (int64_t c = 0; c < p.cols; ++c) rev[static_cast<size_t>(c)] = p.cols - 1 - c;
+        r = a.index_select(1, tensor(rev, kLong)) * b;
+        break;
+      }
+      default: r = a.gather(1, arange(p.cols, kLong).flip(0).expand({a.size(0), p.cols}).contiguous()); break;  // a break
     }
     vals.push_back(r);
   }
