@@ -87,7 +87,9 @@ def torch_runs(model_dir, sentences, batches, threads, calls_for, with_compile):
         for b in batches:
             measure("eager", b)
     if with_compile:
-        model[0].auto_model = torch.compile(model[0].auto_model)
+        # (auto_model is a read-only property over .model in sentence-transformers 6:
+        # assigning it would register an unused child and compile nothing)
+        model[0].model = torch.compile(model[0].model)
         with torch.inference_mode():
             for b in batches:
                 measure("compile", b)

@@ -23,7 +23,8 @@
 // and latency percentiles.
 //
 // Options: --compile (brisk::compile of the whole forward, one graph per
-// bucket and batch size), --bf16 (bfloat16 autocast on the CPU; float16 on
+// bucket, the batch size dynamic), --warmup (--serve: run every bucket once
+// first), --bf16 (bfloat16 autocast on the CPU; float16 on
 // CUDA), --device cuda (eager on the GPU: the CUDA-graph path of the serving
 // mode waits for GraphRunner, issue 17), --threads N.
 #include <brisk/amp.h>
@@ -62,7 +63,7 @@ namespace {
 
 struct Args {
   std::string model, input = "-", output;
-  bool serve = false, compile = false, bf16 = false;
+  bool serve = false, compile = false, bf16 = false, warmup = false;
   std::string device = "cpu";
   int threads = 0;
   int64_t max_batch = 32, token_budget = 8192, max_length = 256;
@@ -72,7 +73,7 @@ struct Args {
 
 [[noreturn]] void usage(const std::string& why) {
   if (!why.empty()) std::cerr << "embed_sentences: " << why << "\n";
-  std::cerr << "usage: embed_sentences [--model DIR] [--input FILE|-] [--output OUT.npy] [--serve] [--rate R]\n"
+  std::cerr << "usage: embed_sentences [--model DIR] [--input FILE|-] [--output OUT.npy] [--serve] [--rate R] [--warmup]\n"
                "                       [--max-batch N] [--token-budget T] [--buckets 16,32,64,128,256]\n"
                "                       [--compile] [--bf16] [--device cpu|cuda] [--threads N]\n"
                "The model folder defaults to $BRISK_MINILM_DIR, else .cache/models/all-MiniLM-L6-v2\n"
@@ -104,6 +105,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--serve") a.serve = true;
     else if (f == "--compile") a.compile = true;
     else if (f == "--bf16") a.bf16 = true;
+    else if (f == "--warmup") a.warmup = true;
     else if (f == "--device") a.device = value(i);
     else if (f == "--threads") a.threads = static_cast<int>(to_int(f, value(i)));
     else if (f == "--max-batch") a.max_batch = to_int(f, value(i));
@@ -326,7 +328,27 @@ struct Request {
   Clock::time_point arrived;
 };
 
+// Runs every bucket once at batch 1 and at the largest batch the limits
+// allow, so that the first requests do not pay for compile's traces or the
+// allocator's first blocks.
+void warm_up(SentenceEncoder& enc, const Args& a) {
+  const auto t0 = Clock::now();
+  for (int64_t len : a.buckets) {
+    std::vector<int64_t> ids(static_cast<size_t>(len), 1996);  // "the"
+    ids.front() = 101;                                          // [CLS]
+    ids.back() = 102;                                           // [SEP]
+    const int64_t most = std::max<int64_t>(1, std::min(a.max_batch, a.token_budget / len));
+    for (int64_t n : {int64_t{1}, most}) {
+      std::vector<const std::vector<int64_t>*> batch(static_cast<size_t>(n), &ids);
+      enc.embed(batch);
+    }
+  }
+  std::printf("warm-up: %zu buckets in %.2f s\n", a.buckets.size(),
+              std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
 int run_serve(SentenceEncoder& enc, const Args& a) {
+  if (a.warmup) warm_up(enc, a);
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Request> queue;
