@@ -244,14 +244,17 @@ enum class GemmRun { Pool, Serial, Panel };
 void sgemm_call(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* A, int64_t lda,
                 const float* B, int64_t ldb, float beta, float* C, int64_t ldc, GemmRun run) {
 #ifdef BRISK_HAVE_DNNL
-  // oneDNN for every float32 GEMM above kDnnlMinWork: on this AMD EPYC
-  // (AVX-512; OPENBLAS_CORETYPE=Haswell holds OpenBLAS to AVX2) one thread
-  // of A @ B^T, a Linear layer's forward, runs at (GFLOP/s, oneDNN against
-  // OpenBLAS) 128x384x1536 198 / 118, 128x1536x384 222 / 118, 8x384x1536
-  // 124 / 58, 64x10000x5000 110 / 98. (An earlier exception that sent
-  // single-threaded A @ B^T with m <= 128 to OpenBLAS, measured 52 / 71 on an
-  // older oneDNN and machine, halved BERT's speed at batch 1 here.)
-  if (m * n * k >= kDnnlMinWork) {
+  // Single-threaded A @ B^T (a Linear layer's forward) with few rows and a
+  // big weight streams the weight from memory: OpenBLAS is as fast or faster
+  // there (GFLOP/s, oneDNN / OpenBLAS, one thread: 64x1000x5000 52 / 71 on
+  // the AMD EPYC family 25 of the 2026-11-22 figures; 92 / 96 and
+  // 64x5000x10000 83 / 87 on a family 26 with OPENBLAS_CORETYPE=Haswell).
+  // With a weight that stays in cache oneDNN is far ahead (family 26:
+  // 128x384x1536 198 / 118, 128x1536x384 222 / 118, 8x384x1536 124 / 58,
+  // 64x2048x2048 161 / 109): an exception for every m <= 128 halved BERT's
+  // speed at batch 1.
+  const bool skinny_nt = !ta && tb && m <= 64 && n * k >= 5'000'000 && run == GemmRun::Serial;
+  if (m * n * k >= kDnnlMinWork && !skinny_nt) {
     const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
     if (st == dnnl_success) return;
     warn_dnnl_sgemm_failed(st);
