@@ -16,70 +16,18 @@
 #include <iomanip>
 #include <sstream>
 
+#include "models/minilm_reference.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
 using namespace brisk;
 using brisk::testing::expect_error;
+using minilm::cosine;
+using minilm::model_dir;
 
 namespace {
 
-struct Reference {
-  std::vector<std::vector<int64_t>> ids;
-  std::vector<std::vector<float>> emb;
-};
-
-std::string test_dir() {
-  const char* dir = std::getenv("BRISK_TEST_DIR");
-  return dir ? dir : "";
-}
-
-Reference read_reference() {
-  Reference r;
-  std::ifstream in(test_dir() + "/models/minilm_reference.txt");
-  EXPECT_TRUE(in.good()) << "tests/models/minilm_reference.txt is missing";
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream s(line);
-    std::string tag;
-    size_t n = 0;
-    s >> tag >> n;
-    if (tag == "ids") {
-      r.ids.emplace_back(n);
-      for (auto& v : r.ids.back()) s >> v;
-    } else if (tag == "emb") {
-      r.emb.emplace_back(n);
-      for (auto& v : r.emb.back()) s >> v;
-    }
-    EXPECT_FALSE(s.fail()) << "malformed reference line: " << line.substr(0, 60);
-  }
-  EXPECT_EQ(r.ids.size(), r.emb.size());
-  return r;
-}
-
-// The model folder: $BRISK_MINILM_DIR, else scripts/fetch-minilm.sh's
-// .cache/models/all-MiniLM-L6-v2; "" when neither has the files.
-std::string model_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("BRISK_MINILM_DIR")) candidates.emplace_back(env);
-  if (!test_dir().empty()) candidates.push_back(test_dir() + "/../.cache/models/all-MiniLM-L6-v2");
-  for (const auto& c : candidates)
-    if (fs::exists(c + "/model.safetensors") && fs::exists(c + "/config.json")) return c;
-  return "";
-}
-
-double cosine(const float* a, const std::vector<float>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    dot += double(a[i]) * b[i];
-    na += double(a[i]) * a[i];
-    nb += double(b[i]) * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
-
-models::BertModel& minilm() {
+models::BertModel& minilm_model() {
   static models::BertModel model = [] {
     const std::string dir = model_dir();
     models::BertModel m(models::BertConfig::from_json_file(dir + "/config.json"));
@@ -89,10 +37,6 @@ models::BertModel& minilm() {
   }();
   return model;
 }
-
-#define REQUIRE_MINILM()                                                                                   \
-  if (model_dir().empty())                                                                                 \
-  GTEST_SKIP() << "all-MiniLM-L6-v2 is not installed: run scripts/fetch-minilm.sh (or set BRISK_MINILM_DIR)"
 
 models::BertConfig tiny_config() {
   models::BertConfig c;
@@ -111,7 +55,7 @@ models::BertConfig tiny_config() {
 TEST(MiniLM, EmbeddingsMatchSentenceTransformers) {
   REQUIRE_MINILM();
   set_num_threads(1);
-  const Reference ref = read_reference();
+  const minilm::Reference ref = minilm::reference();
   ASSERT_GE(ref.ids.size(), 50u);
   InferenceMode guard;
   double worst = 1;
@@ -119,7 +63,7 @@ TEST(MiniLM, EmbeddingsMatchSentenceTransformers) {
     const auto& ids = ref.ids[i];
     Tensor t = tensor(ids, kLong).view({1, int64_t(ids.size())});
     Tensor mask = ones_like(t);
-    Tensor e = models::l2_normalize(models::mean_pool(minilm()->forward(t, mask), mask));
+    Tensor e = models::l2_normalize(models::mean_pool(minilm_model()->forward(t, mask), mask));
     ASSERT_EQ(e.numel(), int64_t(ref.emb[i].size()));
     const double c = cosine(e.data_ptr<float>(), ref.emb[i]);
     EXPECT_GE(c, 0.99999) << "sentence " << i << " (" << ids.size() << " tokens)";
@@ -135,7 +79,7 @@ TEST(MiniLM, EmbeddingsMatchSentenceTransformers) {
 TEST(MiniLM, PaddedBatchesGiveTheUnpaddedEmbeddings) {
   REQUIRE_MINILM();
   set_num_threads(1);
-  const Reference ref = read_reference();
+  const minilm::Reference ref = minilm::reference();
   InferenceMode guard;
   const std::vector<size_t> pick = {0, 4, 10, 20, 54, 56, 33, 7};  // 2 to 256 tokens, and an empty sentence
   int64_t len = 0;
@@ -147,7 +91,7 @@ TEST(MiniLM, PaddedBatchesGiveTheUnpaddedEmbeddings) {
     ids[r].narrow(0, 0, v.size()).copy_(tensor(v, kLong));
     mask[r].narrow(0, 0, v.size()).fill_(1);
   }
-  Tensor e = models::l2_normalize(models::mean_pool(minilm()->forward(ids, mask), mask)).contiguous();
+  Tensor e = models::l2_normalize(models::mean_pool(minilm_model()->forward(ids, mask), mask)).contiguous();
   for (size_t r = 0; r < pick.size(); ++r)
     EXPECT_GE(cosine(e[r].data_ptr<float>(), ref.emb[pick[r]]), 0.99999) << "row " << r << ", sentence " << pick[r];
 }
@@ -156,15 +100,15 @@ TEST(MiniLM, LoadsEveryTensorByName) {
   REQUIRE_MINILM();
   const std::string dir = model_dir();
   StateDict file = load(dir + "/model.safetensors");
-  StateDict mine = minilm()->state_dict();
+  StateDict mine = minilm_model()->state_dict();
   EXPECT_EQ(mine.size(), file.size());
   for (const auto& [name, t] : mine) {
     const Tensor* f = file.find(name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(equal(t, *f)) << name;
   }
-  EXPECT_EQ(minilm()->config.hidden_size, 384);
-  EXPECT_EQ(minilm()->config.num_hidden_layers, 6);
+  EXPECT_EQ(minilm_model()->config.hidden_size, 384);
+  EXPECT_EQ(minilm_model()->config.num_hidden_layers, 6);
 }
 
 TEST(Bert, SaveAndLoadRoundTripsAndTheBertPrefixIsStripped) {

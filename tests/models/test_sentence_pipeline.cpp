@@ -17,67 +17,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "models/minilm_reference.h"
+
 namespace fs = std::filesystem;
 using namespace brisk;
 
 namespace {
-
-std::string test_dir() {
-  const char* dir = std::getenv("BRISK_TEST_DIR");
-  return dir ? dir : "";
-}
-
-std::string model_dir() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("BRISK_MINILM_DIR")) candidates.emplace_back(env);
-  if (!test_dir().empty()) candidates.push_back(test_dir() + "/../.cache/models/all-MiniLM-L6-v2");
-  for (const auto& c : candidates)
-    if (fs::exists(c + "/model.safetensors") && fs::exists(c + "/vocab.txt")) return c;
-  return "";
-}
-
-// sentences.txt: one per line, with \t \n \r \\ escaped.
-std::vector<std::string> sentences() {
-  std::ifstream in(test_dir() + "/models/sentences.txt", std::ios::binary);
-  std::vector<std::string> out;
-  for (std::string line; std::getline(in, line);) {
-    std::string s;
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '\\' && i + 1 < line.size()) {
-        const char c = line[++i];
-        s += c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : c;
-      } else {
-        s += line[i];
-      }
-    }
-    out.push_back(s);
-  }
-  return out;
-}
-
-std::vector<std::vector<float>> reference_embeddings() {
-  std::ifstream in(test_dir() + "/models/minilm_reference.txt");
-  std::vector<std::vector<float>> out;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("emb ", 0) != 0) continue;
-    std::istringstream s(line.substr(4));
-    size_t n = 0;
-    s >> n;
-    out.emplace_back(n);
-    for (auto& v : out.back()) s >> v;
-  }
-  return out;
-}
-
-double cosine(const float* a, const std::vector<float>& b) {
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    dot += double(a[i]) * b[i];
-    na += double(a[i]) * a[i];
-    nb += double(b[i]) * b[i];
-  }
-  return dot / std::sqrt(na * nb);
-}
 
 struct Pipeline {
   text::BertTokenizer tok;
@@ -91,7 +36,7 @@ struct Pipeline {
 };
 
 Pipeline& pipeline() {
-  static Pipeline p(model_dir());
+  static Pipeline p(minilm::model_dir());
   return p;
 }
 
@@ -99,8 +44,8 @@ Pipeline& pipeline() {
 // worst cosine similarity against the reference.
 template <class F>
 double worst_cosine(F&& forward, int64_t batch) {
-  const auto texts = sentences();
-  const auto ref = reference_embeddings();
+  const auto texts = minilm::sentences();
+  const auto ref = minilm::reference().emb;
   EXPECT_EQ(texts.size(), ref.size());
   EXPECT_GE(texts.size(), 50u);
   double worst = 1;
@@ -110,16 +55,12 @@ double worst_cosine(F&& forward, int64_t batch) {
     text::Encoding enc = pipeline().tok.encode_batch(chunk, /*pad_to_multiple_of=*/16);
     Tensor e = forward(enc.input_ids, enc.attention_mask).to(kFloat).contiguous();
     for (size_t r = 0; r < chunk.size(); ++r) {
-      const double c = cosine(e[r].data_ptr<float>(), ref[start + r]);
+      const double c = minilm::cosine(e[r].data_ptr<float>(), ref[start + r]);
       worst = std::min(worst, c);
     }
   }
   return worst;
 }
-
-#define REQUIRE_MINILM()                                                                                   \
-  if (model_dir().empty())                                                                                 \
-  GTEST_SKIP() << "all-MiniLM-L6-v2 is not installed: run scripts/fetch-minilm.sh (or set BRISK_MINILM_DIR)"
 
 Tensor embed(const Tensor& ids, const Tensor& mask) {
   return models::l2_normalize(models::mean_pool(pipeline().bert->forward(ids, mask), mask));

@@ -9,6 +9,8 @@
 
 #include <brisk/text.h>
 
+#include "models/minilm_reference.h"
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -35,43 +37,15 @@ BertTokenizer load(BertTokenizerOptions opts = {}) {
   return BertTokenizer::from_file((models_dir() / "vocab.txt").string(), opts);
 }
 
-// sentences.txt escapes: \t \n \r \\ (as tools/models/minilm_reference.py decodes them).
-std::string unescape(const std::string& line) {
-  std::string out;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] == '\\' && i + 1 < line.size()) {
-      const char c = line[++i];
-      out += c == 't' ? '\t' : c == 'n' ? '\n' : c == 'r' ? '\r' : c;
-    } else {
-      out += line[i];
-    }
-  }
-  return out;
-}
-
 TEST(BertTokenizer, MatchesReferenceOnSentences) {
   NEED_TEST_DIR();
   const BertTokenizer tok = load();
-  std::ifstream sentences(models_dir() / "sentences.txt", std::ios::binary);
-  std::ifstream reference(models_dir() / "minilm_reference.txt", std::ios::binary);
-  ASSERT_TRUE(sentences && reference) << "tests/models/sentences.txt or minilm_reference.txt is missing";
-  std::vector<Ids> want;
-  for (std::string line; std::getline(reference, line);) {
-    if (line.rfind("ids ", 0) != 0) continue;  // the "# ..." header and the "emb ..." lines
-    std::istringstream ss(line.substr(4));
-    size_t n = 0;
-    ss >> n;
-    Ids ids(n);
-    for (int64_t& id : ids) ss >> id;
-    want.push_back(std::move(ids));
-  }
-  size_t i = 0;
-  for (std::string line; std::getline(sentences, line); ++i) {
-    ASSERT_LT(i, want.size()) << "more sentences than reference lines";
-    EXPECT_EQ(tok.encode(unescape(line)), want[i]) << "sentence " << i + 1 << ": " << line;
-  }
-  EXPECT_EQ(i, want.size());
-  EXPECT_EQ(i, 60u);
+  const std::vector<std::string> sentences = minilm::sentences();
+  const std::vector<Ids> want = minilm::reference().ids;
+  ASSERT_EQ(sentences.size(), want.size());
+  ASSERT_EQ(sentences.size(), 60u);
+  for (size_t i = 0; i < sentences.size(); ++i)
+    EXPECT_EQ(tok.encode(sentences[i]), want[i]) << "sentence " << i + 1 << ": " << sentences[i];
 }
 
 TEST(BertTokenizer, Vocabulary) {
