@@ -621,6 +621,197 @@ TEST(BlockAllocator, RandomOperationsKeepTheInvariants) {
   EXPECT_EQ(fake.in_use, 0u);
 }
 
+// ---- private pools (Note [Private pools]) ------------------------------------------------
+
+// Which pool the segment holding p belongs to.
+PoolId pool_of(const BlockAllocator& a, void* p) {
+  for (const auto& seg : a.snapshot())
+    if (reinterpret_cast<uintptr_t>(p) >= seg.address && reinterpret_cast<uintptr_t>(p) < seg.address + seg.size)
+      return seg.pool;
+  ADD_FAILURE() << "no segment holds " << p;
+  return kSharedPool;
+}
+
+TEST(BlockAllocator, ARoutedStreamAllocatesFromItsPrivatePoolOnly) {
+  FakeBackend fake;
+  BlockAllocator a(fake, 0);
+  // A free block of the shared cache on kA is not used by the pool...
+  void* shared = a.malloc(4 * KiB, kA);
+  ASSERT_TRUE(a.free(shared));
+  a.begin_allocate_to_pool(7, kA);
+  void* p1 = a.malloc(4 * KiB, kA);
+  EXPECT_NE(p1, shared);
+  EXPECT_EQ(pool_of(a, p1), 7u);
+  void* big = a.malloc(12 * MiB, kA);
+  EXPECT_EQ(pool_of(a, big), 7u);
+  // ...other streams keep using the shared cache...
+  void* other = a.malloc(4 * KiB, kB);
+  EXPECT_EQ(pool_of(a, other), kSharedPool);
+  // ...and a block freed during the capture is reused by the same pool.
+  ASSERT_TRUE(a.free(p1));
+  void* p2 = a.malloc(4 * KiB, kA);
+  EXPECT_EQ(p2, p1);
+  a.end_allocate_to_pool(7);
+  // After the capture the stream is back on the shared cache: the free
+  // shared block is reused, the pool's blocks are not.
+  void* after = a.malloc(4 * KiB, kA);
+  EXPECT_EQ(after, shared);
+  PoolStats st = a.pool_stats(7);
+  EXPECT_EQ(st.use_count, 1);
+  EXPECT_FALSE(st.routed);
+  EXPECT_EQ(st.segments, 2);
+  EXPECT_EQ(st.reserved, int64_t(2 * MiB + 12 * MiB));
+  EXPECT_EQ(st.allocated, int64_t(4 * KiB + 12 * MiB));
+  EXPECT_EQ(a.check_invariants(), "");
+  for (void* p : {p2, big, other, after}) EXPECT_TRUE(a.free(p));
+  EXPECT_EQ(a.check_invariants(), "");
+}
+
+TEST(BlockAllocator, EmptyCacheLeavesAPoolInUseAloneAndReleaseReturnsIt) {
+  FakeBackend fake;
+  BlockAllocator a(fake, 0);
+  a.begin_allocate_to_pool(3, kA);
+  void* kept = a.malloc(3 * MiB, kA);        // a graph's output, still held by the user
+  void* temp = a.malloc(100 * KiB, kA);      // a temporary of the captured work
+  a.end_allocate_to_pool(3);
+  ASSERT_TRUE(a.free(temp));
+  void* shared = a.malloc(100 * KiB, kB);
+  ASSERT_TRUE(a.free(shared));
+  a.empty_cache();  // the shared segment goes; the pool's free small segment stays
+  EXPECT_EQ(a.pool_stats(3).segments, 2);
+  EXPECT_EQ(a.stats().reserved, int64_t(20 * MiB + 2 * MiB));
+  // The graph is reset: its free segment goes back at once, the one holding
+  // `kept` when that block is freed.
+  EXPECT_TRUE(a.release_pool(3));
+  EXPECT_EQ(a.pool_stats(3).segments, 1);
+  EXPECT_EQ(a.stats().reserved, int64_t(20 * MiB));
+  EXPECT_EQ(a.check_invariants(), "");
+  ASSERT_TRUE(a.free(kept));
+  EXPECT_EQ(a.stats().reserved, 0);
+  EXPECT_EQ(fake.in_use, 0u);
+  EXPECT_EQ(a.pool_stats(3).use_count, 0);
+  EXPECT_FALSE(a.release_pool(3));  // nothing left to release
+  EXPECT_EQ(a.check_invariants(), "");
+}
+
+// Bucketed capture: the largest graph first, the smaller ones in the same
+// pool reuse the blocks it freed: N graphs cost about the largest alone.
+TEST(BlockAllocator, GraphsSharingAPoolReuseItsMemory) {
+  FakeBackend fake;
+  BlockAllocator a(fake, 0);
+  const PoolId pool = 11;
+  std::vector<void*> outputs;
+  auto capture = [&](size_t batch) {  // a forward: two temporaries and an output
+    a.begin_allocate_to_pool(pool, kA);
+    void* t1 = a.malloc(batch * 64 * KiB, kA);
+    void* t2 = a.malloc(batch * 256 * KiB, kA);
+    EXPECT_TRUE(a.free(t1));
+    void* out = a.malloc(batch * 16 * KiB, kA);
+    EXPECT_TRUE(a.free(t2));
+    a.end_allocate_to_pool(pool);
+    outputs.push_back(out);
+  };
+  capture(160);
+  const int64_t largest_alone = a.pool_stats(pool).reserved;
+  for (size_t b : {128, 96, 64, 32, 16, 8, 4, 2, 1}) capture(b);
+  const PoolStats st = a.pool_stats(pool);
+  EXPECT_EQ(st.use_count, 10);
+  EXPECT_LE(static_cast<double>(st.reserved), 1.2 * static_cast<double>(largest_alone))
+      << format_size(st.reserved) << " for 10 graphs, " << format_size(largest_alone) << " for the largest";
+  EXPECT_EQ(a.check_invariants(), "");
+  for (int i = 0; i < 10; ++i) EXPECT_TRUE(a.release_pool(pool));
+  for (void* o : outputs) EXPECT_TRUE(a.free(o));
+  EXPECT_EQ(a.stats().reserved, 0);
+  EXPECT_EQ(a.check_invariants(), "");
+}
+
+TEST(BlockAllocator, PrivatePoolMisuseIsAnError) {
+  FakeBackend fake;
+  BlockAllocator a(fake, 0);
+  expect_error([&] { a.begin_allocate_to_pool(kSharedPool, kA); }, {"begin_allocate_to_pool", "shared cache"});
+  a.begin_allocate_to_pool(1, kA);
+  expect_error([&] { a.begin_allocate_to_pool(2, kA); }, {"begin_allocate_to_pool", "already allocates", "pool 1"});
+  a.begin_allocate_to_pool(2, kB);  // another stream may capture into another pool
+  void* p = a.malloc(1, kB);
+  EXPECT_EQ(pool_of(a, p), 2u);
+  a.end_allocate_to_pool(1);
+  a.end_allocate_to_pool(2);
+  EXPECT_FALSE(a.release_pool(99));
+  EXPECT_TRUE(a.free(p));
+  EXPECT_TRUE(a.release_pool(1));
+  EXPECT_TRUE(a.release_pool(2));
+  EXPECT_EQ(a.stats().reserved, 0);
+}
+
+TEST(BlockAllocator, RandomOperationsWithPrivatePoolsKeepTheInvariants) {
+  FakeBackend fake(512 * MiB);
+  BlockAllocator a(fake, 0);
+  std::mt19937 rng(99);
+  const StreamRef streams[3] = {kA, kB, kC};
+  struct Live {
+    void* p;
+    PoolId pool;
+  };
+  std::vector<Live> live;
+  std::map<PoolId, int> uses;        // begins not released
+  std::map<int, PoolId> capturing;   // stream index -> pool
+  const size_t sizes[] = {1, 4096, 100 * KiB, MiB, MiB + 1, 3 * MiB, 12 * MiB};
+  for (int step = 0; step < 4000; ++step) {
+    const int op = static_cast<int>(rng() % 12);
+    const int s = static_cast<int>(rng() % 3);
+    if (op < 5 || live.empty()) {
+      void* p = nullptr;
+      try {
+        p = a.malloc(sizes[rng() % std::size(sizes)] + rng() % 700, streams[s]);
+      } catch (const brisk::Error&) {
+        continue;
+      }
+      const PoolId want = capturing.count(s) ? capturing[s] : kSharedPool;
+      ASSERT_EQ(pool_of(a, p), want) << "step " << step;
+      live.push_back({p, want});
+    } else if (op < 9) {
+      const size_t i = rng() % live.size();
+      ASSERT_TRUE(a.free(live[i].p));
+      live[i] = live.back();
+      live.pop_back();
+    } else if (op == 9) {  // begin or end a capture on stream s
+      if (capturing.count(s)) {
+        a.end_allocate_to_pool(capturing[s]);
+        capturing.erase(s);
+      } else {
+        PoolId id = 1 + rng() % 3;
+        bool taken = false;
+        for (auto& [st, pid] : capturing) taken = taken || pid == id;
+        if (taken) continue;  // (one stream per pool here)
+        a.begin_allocate_to_pool(id, streams[s]);
+        capturing[s] = id;
+        ++uses[id];
+      }
+    } else if (op == 10) {  // release a pool use (a graph reset)
+      for (auto& [id, n] : uses) {
+        bool routed = false;
+        for (auto& [st, pid] : capturing) routed = routed || pid == id;
+        if (n > 0 && !routed) {
+          ASSERT_TRUE(a.release_pool(id));
+          --n;
+          break;
+        }
+      }
+    } else {
+      if (rng() % 4 == 0) a.empty_cache();
+    }
+    if (step % 40 == 0) { ASSERT_EQ(a.check_invariants(), "") << "at step " << step; }
+  }
+  for (auto& [st, pid] : capturing) a.end_allocate_to_pool(pid);
+  for (auto& l : live) ASSERT_TRUE(a.free(l.p));
+  for (auto& [id, n] : uses)
+    while (n-- > 0) ASSERT_TRUE(a.release_pool(id));
+  a.empty_cache();
+  EXPECT_EQ(a.check_invariants(), "");
+  EXPECT_EQ(a.stats().reserved, 0);
+  EXPECT_EQ(fake.in_use, 0u);
+}
+
 TEST(BlockAllocator, ThreadsShareOneAllocator) {
   FakeBackend fake;
   BlockAllocator a(fake, 0);

@@ -26,6 +26,18 @@
 // - when the backend is out of memory, every pending event is waited for,
 //   every fully free segment is released, and the request is retried once;
 //   then brisk::Error "[empty] CUDA out of memory: ..." is thrown.
+//
+// Private pools (Note [Private pools], for CUDA graphs): a pool id other
+// than 0 names a set of segments of its own. While begin_allocate_to_pool
+// routes a stream to a pool, that stream's requests are served from the
+// pool's free blocks or new segments of the pool, never from the shared
+// cache, and a block of the pool is never handed to anyone else: the
+// addresses a captured graph baked in stay its own. Several graphs may
+// share one pool (capture the largest first: the smaller ones reuse its
+// freed blocks). A pool lives while its use count (one per begin, until
+// release_pool) is positive: empty_cache and the out-of-memory retry leave
+// its segments alone. When the count reaches 0 its free segments go back
+// to the backend at once, and the others as their last block is freed.
 #pragma once
 #include <algorithm>
 #include <cinttypes>
@@ -93,6 +105,19 @@ inline std::string format_size(int64_t bytes) {
 }
 
 // ---- the backend interface ----------------------------------------------------------
+/// A private memory pool's id (Note [Private pools]); 0 is the shared cache.
+using PoolId = uint64_t;
+constexpr PoolId kSharedPool = 0;
+
+/// What a private pool holds (BlockAllocator::pool_stats).
+struct PoolStats {
+  int64_t reserved = 0;   ///< bytes in the pool's segments
+  int64_t allocated = 0;  ///< bytes in its blocks handed out
+  int64_t segments = 0;
+  int use_count = 0;      ///< begins not yet released (0: the pool is gone or going)
+  bool routed = false;    ///< a stream allocates to it now
+};
+
 /// A stream as the allocator sees it: an opaque handle (a cudaStream_t; null
 /// is the legacy default stream) and the device it belongs to.
 struct StreamRef {
@@ -186,6 +211,7 @@ class BlockAllocator {
     void* stream;
     bool small;
     std::vector<BlockInfo> blocks;  ///< in address order
+    PoolId pool = kSharedPool;
   };
 
   BlockAllocator(MemoryBackend& backend, int device) : backend_(backend), device_(device) {}
@@ -223,15 +249,17 @@ class BlockAllocator {
     }
     const size_t size = round_size(nbytes);
     const bool small = is_small_size(size);
-    Block* b = take_free_block(small ? small_pool_ : large_pool_, stream.handle, size);
+    const PoolId pool = route(stream);
+    Block* b = take_free_block(small ? small_pool_ : large_pool_, pool, stream.handle, size);
     const bool miss = b == nullptr;
-    if (miss) b = new_segment(size, stream.handle, small);
+    if (miss) b = new_segment(size, stream.handle, small, pool);
     if (should_split(b, size)) {
       Block* rest = new Block;
       rest->ptr = b->ptr + size;
       rest->size = b->size - size;
       rest->stream = b->stream;
       rest->small = b->small;
+      rest->pool = b->pool;
       rest->prev = b;
       rest->next = b->next;
       if (rest->next) rest->next->prev = rest;
@@ -299,8 +327,61 @@ class BlockAllocator {
     return true;
   }
 
+  // ---- private pools (Note [Private pools]) --------------------------------------
+  /// Routes the requests made on `stream` to private pool `id` (created if
+  /// new) until end_allocate_to_pool(id), and counts one use of the pool,
+  /// held until release_pool(id). One stream allocates to one pool at a time.
+  void begin_allocate_to_pool(PoolId id, StreamRef stream) {
+    BRISK_CHECK(id != kSharedPool, "begin_allocate_to_pool", "pool id 0 is the shared cache, not a private pool");
+    std::lock_guard<std::mutex> g(mu_);
+    for (const auto& r : routes_)
+      BRISK_CHECK(!(r.stream == stream), "begin_allocate_to_pool", "the stream already allocates to private pool ",
+                  r.pool, " (end that first)");
+    ++pools_[id].use_count;
+    routes_.push_back({stream, id});
+  }
+  /// Stops routing to pool `id` (its use stays counted until release_pool).
+  void end_allocate_to_pool(PoolId id) {
+    std::lock_guard<std::mutex> g(mu_);
+    routes_.erase(std::remove_if(routes_.begin(), routes_.end(), [&](const Route& r) { return r.pool == id; }),
+                  routes_.end());
+  }
+  /// Drops one use of pool `id` (a graph was reset or destroyed). At 0 the
+  /// pool's free segments go back to the backend now, and the others when
+  /// their last block is freed. False when the pool has no use to drop.
+  bool release_pool(PoolId id) {
+    std::lock_guard<std::mutex> g(mu_);
+    auto it = pools_.find(id);
+    if (it == pools_.end() || it->second.use_count == 0) return false;
+    if (--it->second.use_count == 0) {
+      routes_.erase(std::remove_if(routes_.begin(), routes_.end(), [&](const Route& r) { return r.pool == id; }),
+                    routes_.end());
+      synchronize_and_free_events();
+      release_free_segments([&](const Block* b) { return b->pool == id; });
+      forget_pool_if_empty(id);
+    }
+    return true;
+  }
+  /// What pool `id` holds now (zeros for a pool that does not exist).
+  PoolStats pool_stats(PoolId id) const {
+    std::lock_guard<std::mutex> g(mu_);
+    PoolStats st;
+    if (auto it = pools_.find(id); it != pools_.end()) st.use_count = it->second.use_count;
+    for (const auto& r : routes_) st.routed = st.routed || r.pool == id;
+    for (const auto& [ptr, head] : segments_) {
+      if (head->pool != id) continue;
+      ++st.segments;
+      for (const Block* b = head; b != nullptr; b = b->next) {
+        st.reserved += static_cast<int64_t>(b->size);
+        if (b->state == Block::kAllocated) st.allocated += static_cast<int64_t>(b->size);
+      }
+    }
+    return st;
+  }
+
   /// Waits for the pending events, then returns every fully free segment to
-  /// the backend. Segments with a block in use stay.
+  /// the backend. Segments with a block in use stay, and so do the segments
+  /// of private pools still in use (Note [Private pools]).
   void empty_cache() {
     std::lock_guard<std::mutex> g(mu_);
     release_cached_blocks();
@@ -406,7 +487,7 @@ class BlockAllocator {
     std::lock_guard<std::mutex> g(mu_);
     std::vector<SegmentInfo> r;
     for (const auto& [ptr, head] : segments_) {
-      SegmentInfo si{reinterpret_cast<uintptr_t>(ptr), 0, head->stream, head->small, {}};
+      SegmentInfo si{reinterpret_cast<uintptr_t>(ptr), 0, head->stream, head->small, {}, head->pool};
       for (const Block* b = head; b != nullptr; b = b->next) {
         si.size += b->size;
         si.blocks.push_back({b->size, b->state == Block::kAllocated, b->state == Block::kPending});
@@ -430,7 +511,8 @@ class BlockAllocator {
       for (const Block* b = head; b != nullptr; b = b->next) {
         if (b->ptr != expect) return "blocks do not tile their segment";
         if (b->size == 0 || b->size % kMinBlockSize != 0) return "a block size is not a multiple of 512";
-        if (b->stream != head->stream || b->small != head->small) return "a block differs from its segment";
+        if (b->stream != head->stream || b->small != head->small || b->pool != head->pool)
+          return "a block differs from its segment";
         if (b->next && b->next->prev != b) return "broken prev/next links";
         expect = b->ptr + b->size;
         reserved += static_cast<int64_t>(b->size);
@@ -453,6 +535,8 @@ class BlockAllocator {
       }
     }
     if (nfree != small_pool_.size() + large_pool_.size()) return "the pools hold blocks that are not free";
+    for (const auto& [ptr, head] : segments_)
+      if (head->pool != kSharedPool && !pools_.count(head->pool)) return "a segment of a forgotten private pool";
     if (static_cast<size_t>(nallocated) != allocated_.size()) return "the map holds blocks that are not allocated";
     const BlockAllocatorStats& s = stats_;
     if (s.reserved_bytes[kAllPools].current != reserved) return "reserved_bytes does not match";
@@ -475,6 +559,7 @@ class BlockAllocator {
     size_t size = 0;
     size_t requested = 0;
     void* stream = nullptr;  ///< the stream of the segment (always on this device)
+    PoolId pool = kSharedPool;  ///< the segment's pool
     bool small = false;
     State state = kFree;
     int event_count = 0;  ///< pending events (kPending)
@@ -482,9 +567,11 @@ class BlockAllocator {
     Block* next = nullptr;
     std::vector<StreamRef> stream_uses;  ///< other streams (record_stream)
   };
-  // Free blocks by (stream, size, address): lower_bound finds the best fit on a stream.
+  // Free blocks by (pool, stream, size, address): lower_bound finds the best
+  // fit of a pool on a stream.
   struct BlockLess {
     bool operator()(const Block* a, const Block* b) const {
+      if (a->pool != b->pool) return a->pool < b->pool;
       const auto sa = reinterpret_cast<uintptr_t>(a->stream), sb = reinterpret_cast<uintptr_t>(b->stream);
       if (sa != sb) return sa < sb;
       if (a->size != b->size) return a->size < b->size;
@@ -525,13 +612,14 @@ class BlockAllocator {
     }
   }
 
-  Block* take_free_block(Pool& pool, void* stream, size_t size) {
+  Block* take_free_block(Pool& pool, PoolId id, void* stream, size_t size) {
     Block key;
+    key.pool = id;
     key.stream = stream;
     key.size = size;
     key.ptr = nullptr;
     auto it = pool.lower_bound(&key);
-    if (it == pool.end() || (*it)->stream != stream) return nullptr;
+    if (it == pool.end() || (*it)->pool != id || (*it)->stream != stream) return nullptr;
     Block* b = *it;
     pool_erase(b);
     return b;
@@ -544,7 +632,7 @@ class BlockAllocator {
 
   // A new segment for a rounded request (retried once after releasing the
   // cache); the whole segment is returned as one block, not in a pool.
-  Block* new_segment(size_t size, void* stream, bool small) {
+  Block* new_segment(size_t size, void* stream, bool small, PoolId id) {
     const size_t seg = segment_size(size);
     void* p = backend_.raw_alloc(seg);
     if (p == nullptr) {
@@ -564,6 +652,7 @@ class BlockAllocator {
     b->size = seg;
     b->stream = stream;
     b->small = small;
+    b->pool = id;
     segments_.emplace(b->ptr, b);
     return b;
   }
@@ -589,6 +678,14 @@ class BlockAllocator {
       b = p;
     }
     pool_insert(b);
+    if (b->pool != kSharedPool && !b->prev && !b->next) {
+      auto it = pools_.find(b->pool);
+      if (it != pools_.end() && it->second.use_count == 0) {  // the last block of a released pool's segment
+        const PoolId id = b->pool;
+        release_segment(b);
+        forget_pool_if_empty(id);
+      }
+    }
   }
 
   // Completed events release their blocks; the others stay queued.
@@ -616,22 +713,52 @@ class BlockAllocator {
     }
   }
 
-  // Waits for pending events, then frees every segment that is one free block.
+  // Waits for pending events, then frees every segment that is one free
+  // block, but those of private pools in use.
   void release_cached_blocks() {
     synchronize_and_free_events();
+    release_free_segments([&](const Block* b) {
+      if (b->pool == kSharedPool) return true;
+      auto it = pools_.find(b->pool);
+      return it == pools_.end() || it->second.use_count == 0;
+    });
+  }
+
+  // Frees the segments that are one free block and that `pick` chooses.
+  template <class Pick>
+  void release_free_segments(Pick&& pick) {
     std::vector<Block*> whole;
     for (Pool* pool : {&small_pool_, &large_pool_})
       for (Block* b : *pool)
-        if (!b->prev && !b->next) whole.push_back(b);
-    for (Block* b : whole) {
-      pool_erase(b);
-      segments_.erase(b->ptr);
-      backend_.raw_free(b->ptr, b->size);
-      ++stats_.num_device_free;
-      remove(stats_.reserved_bytes, b->small, static_cast<int64_t>(b->size));
-      remove(stats_.segment, b->small, 1);
-      delete b;
-    }
+        if (!b->prev && !b->next && pick(static_cast<const Block*>(b))) whole.push_back(b);
+    for (Block* b : whole) release_segment(b);
+  }
+
+  // A whole free segment (one block, in its pool) goes back to the backend.
+  void release_segment(Block* b) {
+    pool_erase(b);
+    segments_.erase(b->ptr);
+    backend_.raw_free(b->ptr, b->size);
+    ++stats_.num_device_free;
+    remove(stats_.reserved_bytes, b->small, static_cast<int64_t>(b->size));
+    remove(stats_.segment, b->small, 1);
+    delete b;
+  }
+
+  // A released private pool is forgotten once its last segment is gone.
+  void forget_pool_if_empty(PoolId id) {
+    auto it = pools_.find(id);
+    if (it == pools_.end() || it->second.use_count != 0) return;
+    for (const auto& [ptr, head] : segments_)
+      if (head->pool == id) return;
+    pools_.erase(it);
+  }
+
+  // The pool a request on `stream` is served from.
+  PoolId route(StreamRef stream) const {
+    for (const auto& r : routes_)
+      if (r.stream == stream) return r.pool;
+    return kSharedPool;
   }
 
   [[noreturn]] void throw_oom(size_t nbytes) {
@@ -657,6 +784,15 @@ class BlockAllocator {
   std::map<char*, Block*> segments_;                ///< segment heads by address
   std::deque<std::pair<void*, Block*>> pending_;     ///< (event, block) waiting to complete
   BlockAllocatorStats stats_;
+  struct PrivatePool {
+    int use_count = 0;
+  };
+  struct Route {
+    StreamRef stream;
+    PoolId pool;
+  };
+  std::map<PoolId, PrivatePool> pools_;  ///< private pools that exist (Note [Private pools])
+  std::vector<Route> routes_;            ///< streams allocating to a private pool now
 };
 
 // ---- the pinned host allocator --------------------------------------------------------
