@@ -170,6 +170,83 @@ std::string memory_summary(int device = -1);
 /// Returns every cached block that no tensor uses to the driver (cudaFree).
 void empty_cache();
 
+// ---- CUDA graphs ---------------------------------------------------------------------
+/// A private memory pool of the caching allocator (Note [Private pools] in
+/// src/backend/cuda/block_allocator.h): graphs captured into the same pool
+/// share its memory. id 0 means "a new pool of the graph's own".
+struct MempoolId {
+  uint64_t id = 0;
+  bool operator==(const MempoolId& o) const { return id == o.id; }
+};
+/// A new pool id, to share between graphs (torch.cuda.graph_pool_handle()).
+MempoolId graph_pool_handle();
+
+/// cudaStreamCaptureMode: which unsafe CUDA calls other threads may make
+/// while this thread captures (Global: none).
+enum class CaptureMode { Global, ThreadLocal, Relaxed };
+
+/// A CUDA graph (torch.cuda.CUDAGraph): the work queued on the current
+/// stream between capture_begin and capture_end is recorded once and
+/// replayed with one launch. Capture must run on a stream other than the
+/// legacy default stream (a side stream: `brisk::cuda::graph` sets one up).
+/// While capturing, the stream's allocations come from the graph's private
+/// pool, and a synchronizing call (item, to(kCPU), printing, nonzero, ...)
+/// raises a brisk::Error naming it. Replays read and write the addresses
+/// the capture used: update inputs in place (copy_) and read outputs from
+/// the tensors made during capture. Not copyable.
+///
+/// Status: implemented on the CUDA runtime's stream capture and tested on
+/// the CPU where no GPU is needed (the pool bookkeeping); no GPU run yet
+/// (docs/design/cuda_graphs.md). Random ops in a graph are not supported yet.
+class CUDAGraph {
+ public:
+  CUDAGraph();
+  ~CUDAGraph();
+  CUDAGraph(const CUDAGraph&) = delete;
+  CUDAGraph& operator=(const CUDAGraph&) = delete;
+
+  /// Starts capturing the current stream of the current device, into `pool`
+  /// (id 0: a new private pool).
+  void capture_begin(MempoolId pool = {}, CaptureMode mode = CaptureMode::Global);
+  /// Ends the capture and instantiates the graph.
+  void capture_end();
+  /// Launches the graph on the current stream.
+  void replay();
+  /// Drops the graph and its hold on the pool (tensors made during capture
+  /// keep their memory until they are freed).
+  void reset();
+  /// The pool the graph allocated from (valid after capture_begin).
+  MempoolId pool() const;
+  /// Whether a graph has been captured and not reset.
+  bool captured() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Captures the scope into `g` on a side stream (torch.cuda.graph): the
+/// constructor waits for the current stream, makes a side stream current and
+/// calls capture_begin; the destructor calls capture_end, restores the
+/// stream, and makes it wait for the side stream. When the scope is left by
+/// an exception the capture is abandoned (the stream stays usable).
+class graph {
+ public:
+  explicit graph(CUDAGraph& g, MempoolId pool = {}, CaptureMode mode = CaptureMode::Global);
+  ~graph() noexcept(false);
+  graph(const graph&) = delete;
+  graph& operator=(const graph&) = delete;
+
+ private:
+  CUDAGraph& g_;
+  Stream prev_;
+  Stream side_;
+  int uncaught_;
+};
+
+/// Whether the current stream of this thread is being captured.
+bool is_current_stream_capturing();
+
 // ---- pinned host memory ----------------------------------------------------------
 /// Statistics of the caching pinned-host allocator.
 struct HostMemoryStats {

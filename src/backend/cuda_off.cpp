@@ -71,4 +71,21 @@ bool allow_tf32() { return g_tf32; }
 void set_cudnn_benchmark(bool on) { g_benchmark = on; }
 bool cudnn_benchmark() { return g_benchmark; }
 
+
+MempoolId graph_pool_handle() { unavailable("cuda::graph_pool_handle"); }
+struct CUDAGraph::Impl {};
+CUDAGraph::CUDAGraph() = default;
+CUDAGraph::~CUDAGraph() = default;
+void CUDAGraph::capture_begin(MempoolId, CaptureMode) { unavailable("CUDAGraph"); }
+void CUDAGraph::capture_end() { unavailable("CUDAGraph"); }
+void CUDAGraph::replay() { unavailable("CUDAGraph"); }
+void CUDAGraph::reset() {}
+MempoolId CUDAGraph::pool() const { return {}; }
+bool CUDAGraph::captured() const { return false; }
+graph::graph(CUDAGraph& g, MempoolId, CaptureMode) : g_(g), prev_(nullptr, 0), side_(nullptr, 0), uncaught_(0) {
+  unavailable("cuda::graph");
+}
+graph::~graph() noexcept(false) = default;
+bool is_current_stream_capturing() { return false; }
+
 }  // namespace brisk::cuda

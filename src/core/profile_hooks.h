@@ -157,8 +157,17 @@ void trace_sync(const char* call);
 /// Every call that would wait for a device on a GPU (item, nonzero, copies to
 /// the host, printing) goes through here: it is recorded as a Sync event
 /// (detail = call) and checked against the sync debug mode.
+/// CUDA graph captures in progress on any thread (CUDAGraph::capture_begin
+/// to capture_end): while nonzero, sync points take the slow path, which
+/// refuses a synchronizing call on a CUDA tensor from a capturing thread.
+extern std::atomic<int> g_graph_captures BRISK_PROFILER_INTERNAL;
+/// Marks the calling thread as capturing (src/backend/cuda/graph.cpp).
+void set_thread_capturing(bool on);
+/// Whether the calling thread captures a CUDA graph now.
+bool thread_capturing();
 inline void sync_point(const char* call, const Tensor& t) {
-  if (BRISK_UNLIKELY(profiler::detail::active() || g_sync_debug_mode.load(std::memory_order_relaxed) != 0))
+  if (BRISK_UNLIKELY(profiler::detail::active() || g_sync_debug_mode.load(std::memory_order_relaxed) != 0 ||
+                     g_graph_captures.load(std::memory_order_relaxed) != 0))
     sync_point_slow(call, t);
   if (BRISK_UNLIKELY(tracing_any())) trace_sync(call);
 }

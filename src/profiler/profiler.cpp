@@ -709,15 +709,32 @@ std::set<std::string>& warned() {
 }
 }  // namespace
 
+BRISK_PROFILER_INTERNAL std::atomic<int> g_graph_captures{0};
+
 namespace {
 thread_local bool t_device_check = false;
+thread_local bool t_capturing = false;
 }  // namespace
 
 DeviceCheckScope::DeviceCheckScope() : prev_(t_device_check) { t_device_check = true; }
 DeviceCheckScope::~DeviceCheckScope() { t_device_check = prev_; }
 
+bool thread_capturing() { return t_capturing; }
+
+void set_thread_capturing(bool on) {
+  if (on == t_capturing) return;
+  t_capturing = on;
+  g_graph_captures.fetch_add(on ? 1 : -1, std::memory_order_relaxed);
+}
+
 void sync_point_slow(const char* call, const Tensor& t) {
   if (t_device_check) return;
+  // Any stream operation that waits for the device invalidates a capture.
+  if (t_capturing && t.defined() && t.is_cuda())
+    BRISK_FAIL(call, "called a synchronizing operation (", call,
+               ") while this thread captures a CUDA graph: a graph cannot wait for the device; move it out of "
+               "the captured region (the capture is abandoned when the brisk::cuda::graph scope unwinds)");
+  if (!profiler::detail::active() && g_sync_debug_mode.load(std::memory_order_relaxed) == 0) return;
   const auto mode = static_cast<SyncDebugMode>(g_sync_debug_mode.load(std::memory_order_relaxed));
   if (mode == SyncDebugMode::Error)
     BRISK_FAIL(call, "called a synchronizing operation (", call,

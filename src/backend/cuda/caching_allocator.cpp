@@ -227,6 +227,12 @@ int resolve(int device, const char* op) {
 }  // namespace
 
 Allocator* device_allocator(int device) { return caching_allocator(device); }
+
+void begin_allocate_to_pool(int device, uint64_t pool, cudaStream_t stream) {
+  caching_allocator(device)->blocks().begin_allocate_to_pool(pool, StreamRef{static_cast<void*>(stream), device});
+}
+void end_allocate_to_pool(int device, uint64_t pool) { caching_allocator(device)->blocks().end_allocate_to_pool(pool); }
+void release_pool(int device, uint64_t pool) { (void)caching_allocator(device)->blocks().release_pool(pool); }
 Allocator* pinned_host_allocator() { return &host_allocator(); }
 bool is_pinned_ptr(const void* p) { return p != nullptr && host_allocator().blocks().contains(p); }
 

@@ -26,4 +26,12 @@ void record_stream_ptr(void* ptr, int device, cudaStream_t stream, int stream_de
 /// point anywhere inside the block; a pointer outside pinned memory is ignored.
 void record_host_use(const void* host_ptr, cudaStream_t stream);
 
+/// Private pools for CUDA graphs (Note [Private pools]): the requests made
+/// on `stream` go to pool `pool` (nonzero) of `device` until
+/// end_allocate_to_pool; release_pool drops one use (begin_allocate_to_pool
+/// counts one).
+void begin_allocate_to_pool(int device, uint64_t pool, cudaStream_t stream);
+void end_allocate_to_pool(int device, uint64_t pool);
+void release_pool(int device, uint64_t pool);
+
 }  // namespace brisk::cuda::detail

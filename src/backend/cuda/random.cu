@@ -9,6 +9,11 @@
 #include "backend/cuda/random_fill.h"
 #include "core/dispatch.h"
 
+namespace brisk::detail {
+/// Whether this thread captures a CUDA graph (src/profiler/profiler.cpp).
+bool thread_capturing();
+}  // namespace brisk::detail
+
 namespace brisk::cuda::detail {
 namespace {
 
@@ -36,6 +41,11 @@ __global__ void __launch_bounds__(kRandomThreads)
 
 void launch(const Tensor& out, uint64_t seed, uint64_t offset, const RandomParams& p, const char* name) {
   if (p.n == 0) return;
+  // (seed, offset) are kernel arguments: a captured launch would replay the
+  // same numbers every time. Until graphs read them on the device, refuse.
+  BRISK_CHECK(!brisk::detail::thread_capturing(), name,
+              "random ops inside a CUDA graph capture are not supported yet: the graph would draw the same numbers "
+              "on every replay (docs/design/cuda_graphs.md)");
   BRISK_CHECK(out.is_contiguous(), name, "internal: the random kernels fill contiguous tensors");
   DeviceGuard g(out.device().index);
   const int64_t nblocks = static_cast<int64_t>(philox::blocks_for(p.n, p.wide));

@@ -1,0 +1,226 @@
+// CUDA graphs: GraphRunner's buckets, padding, views and eager fallback on
+// the CPU (no GPU needed), the clear errors of CUDAGraph without a GPU, and
+// (on a GPU) capture and replay against eager, the shared pool's memory and
+// capture safety. The pool bookkeeping itself is tested on the fake backend
+// in test_caching_allocator.cpp.
+#include <gtest/gtest.h>
+
+#include <brisk/brisk.h>
+#include <brisk/cuda.h>
+#include <brisk/graph_runner.h>
+
+#include "test_util.h"
+
+using namespace brisk;
+using brisk::testing::expect_error;
+
+namespace {
+
+#define REQUIRE_GPU() \
+  if (!cuda::is_available()) GTEST_SKIP() << "no GPU: " << cuda::unavailable_reason()
+
+// A small MLP-like function of two inputs whose rows are independent (so a
+// padded batch gives each real row its unpadded value).
+struct RowFn {
+  Tensor w, b;
+  explicit RowFn(Device d) {
+    manual_seed(5);
+    w = randn({6, 4}).to(d);
+    b = randn({4}).to(d);
+  }
+  TensorList operator()(const TensorList& in) const {
+    Tensor h = (in[0].matmul(w) + b).tanh() * in[1];
+    return {h, h.sum({1}, true)};
+  }
+};
+
+bool same(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes() && equal(a.cpu(), b.cpu()); }
+
+}  // namespace
+
+TEST(GraphRunner, DefaultBucketsAreSGLangs) {
+  const auto b = cuda::GraphRunnerOptions::default_buckets();
+  ASSERT_EQ(b.size(), 4u + 19u);
+  EXPECT_EQ(b[0], 1);
+  EXPECT_EQ(b[3], 8);
+  EXPECT_EQ(b[4], 16);
+  EXPECT_EQ(b[5], 24);
+  EXPECT_EQ(b.back(), 160);
+}
+
+TEST(GraphRunner, PadsToTheNearestBucketAndReturnsTheRealRows) {
+  set_num_threads(1);
+  RowFn f(kCPU);
+  int calls = 0;
+  std::vector<int64_t> seen;
+  auto fn = [&](const TensorList& in) {
+    ++calls;
+    seen.push_back(in[0].size(0));
+    return f(in);
+  };
+  cuda::GraphRunner runner(fn, {zeros({3, 6}), zeros({3, 4})},
+                           cuda::GraphRunnerOptions().set_buckets({8, 2, 4, 4}).set_pad_value(7));
+  EXPECT_FALSE(runner.uses_graphs());
+  EXPECT_EQ(runner.buckets(), (std::vector<int64_t>{2, 4, 8}));  // sorted, deduplicated
+  EXPECT_EQ(runner.bucket_for(1), 2);
+  EXPECT_EQ(runner.bucket_for(3), 4);
+  EXPECT_EQ(runner.bucket_for(8), 8);
+  EXPECT_EQ(runner.bucket_for(9), -1);
+  for (int64_t batch : {1, 2, 3, 4, 5, 8}) {
+    Tensor x = randn({batch, 6}), m = randn({batch, 4});
+    seen.clear();
+    TensorList got = runner({x, m});
+    TensorList want = f({x, m});
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(seen, std::vector<int64_t>{runner.bucket_for(batch)}) << batch;
+    EXPECT_TRUE(same(got[0], want[0])) << batch;
+    EXPECT_TRUE(same(got[1], want[1])) << batch;
+  }
+  // above the largest bucket: eager, at the real size
+  seen.clear();
+  Tensor x = randn({11, 6}), m = randn({11, 4});
+  TensorList big = runner({x, m});
+  EXPECT_EQ(seen, std::vector<int64_t>{11});
+  EXPECT_TRUE(same(big[0], f({x, m})[0]));
+  const cuda::GraphRunnerStats st = runner.stats();
+  EXPECT_EQ(st.graphs, 3);
+  EXPECT_EQ(st.replays, 6);
+  EXPECT_EQ(st.padded_rows, (2 - 1) + 0 + (4 - 3) + 0 + (8 - 5) + 0);
+  EXPECT_EQ(st.eager_calls, 1);
+  const std::string report = runner.report();
+  for (const char* k : {"GraphRunner", "3 buckets", "(2..8)", "6 replays", "5 padding rows", "1 eager"})
+    EXPECT_NE(report.find(k), std::string::npos) << k << " in " << report;
+}
+
+// The padding rows hold pad_value when the function sees them.
+TEST(GraphRunner, PaddingRowsHoldThePadValue) {
+  Tensor last;
+  auto fn = [&](const TensorList& in) {
+    last = in[0].clone();
+    return TensorList{in[0] * 2};
+  };
+  cuda::GraphRunner runner(fn, {zeros({1, 3})}, cuda::GraphRunnerOptions().set_buckets({4}).set_pad_value(-1));
+  runner({ones({4, 3})});  // fills every row
+  TensorList r = runner({full({2, 3}, 5.0)});
+  EXPECT_TRUE(equal(r[0], full({2, 3}, 10.0)));
+  EXPECT_TRUE(equal(last, cat({full({2, 3}, 5.0), full({2, 3}, -1.0)}, 0)));
+}
+
+TEST(GraphRunner, BadInputsAreClearErrors) {
+  auto fn = [](const TensorList& in) { return TensorList{in[0] + 1}; };
+  expect_error([&] { cuda::GraphRunner r(fn, {}); }, {"GraphRunner", "sample"});
+  expect_error([&] { cuda::GraphRunner r(fn, {zeros({})}); }, {"GraphRunner", "batch dim"});
+  expect_error([&] { cuda::GraphRunner r(fn, {zeros({2})}, cuda::GraphRunnerOptions().set_buckets({})); },
+               {"GraphRunner", "no buckets"});
+  expect_error([&] { cuda::GraphRunner r(fn, {zeros({2})}, cuda::GraphRunnerOptions().set_buckets({0, 4})); },
+               {"GraphRunner", "positive"});
+  expect_error([&] { cuda::GraphRunner r(nullptr, {zeros({2})}); }, {"GraphRunner", "empty"});
+  cuda::GraphRunner r(fn, {zeros({2, 3})}, cuda::GraphRunnerOptions().set_buckets({4}));
+  expect_error([&] { r({zeros({2, 4})}); }, {"GraphRunner", "size 4 at dim 1", "only the batch may vary"});
+  expect_error([&] { r({zeros({2, 3}, kDouble)}); }, {"GraphRunner", "input 0 is"});
+  expect_error([&] { r({zeros({2, 3}), zeros({2, 3})}); }, {"GraphRunner", "expected 1 inputs"});
+  expect_error([&] { r({zeros({0, 3})}); }, {"GraphRunner", "empty"});
+  cuda::GraphRunner wrong([](const TensorList& in) { return TensorList{in[0].sum()}; }, {zeros({2, 3})},
+                          cuda::GraphRunnerOptions().set_buckets({4}));
+  expect_error([&] { wrong({zeros({2, 3})}); }, {"GraphRunner", "output 0", "dim 0"});
+}
+
+TEST(CudaGraph, WithoutAGpuEveryEntryPointSaysWhy) {
+  if (cuda::is_available()) GTEST_SKIP() << "a GPU is available: the GPU tests below run instead";
+  cuda::CUDAGraph g;
+  expect_error([&] { g.capture_begin(); }, {"CUDA"});
+  expect_error([&] { g.capture_end(); }, {"CUDA"});
+  expect_error([&] { g.replay(); }, {"CUDA"});
+  g.reset();  // nothing to reset: fine
+  EXPECT_FALSE(g.captured());
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  expect_error([&] { cuda::graph scope(g); }, {"CUDA"});
+}
+
+// ---- on a GPU -------------------------------------------------------------------------
+
+TEST(CudaGraph, ReplayIsBitEqualToEagerAndSeesNewInputs) {
+  REQUIRE_GPU();
+  RowFn f(kCUDA);
+  Tensor x = randn({8, 6}).cuda(), m = randn({8, 4}).cuda();
+  TensorList warm = f({x, m});  // cuBLAS handle and workspace before capture
+  cuda::synchronize();
+  cuda::CUDAGraph g;
+  TensorList out;
+  {
+    cuda::graph capture(g);
+    out = f({x, m});
+  }
+  EXPECT_TRUE(g.captured());
+  for (int rep = 0; rep < 3; ++rep) {
+    x.copy_(randn({8, 6}).cuda());
+    m.copy_(randn({8, 4}).cuda());
+    g.replay();
+    TensorList want = f({x, m});
+    EXPECT_TRUE(same(out[0], want[0])) << rep;
+    EXPECT_TRUE(same(out[1], want[1])) << rep;
+  }
+  g.reset();
+  EXPECT_FALSE(g.captured());
+  expect_error([&] { g.replay(); }, {"CUDAGraph", "nothing was captured"});
+}
+
+TEST(CudaGraph, CapturingTheLegacyDefaultStreamIsAnError) {
+  REQUIRE_GPU();
+  cuda::CUDAGraph g;
+  cuda::StreamGuard guard(cuda::default_stream());
+  expect_error([&] { g.capture_begin(); }, {"CUDAGraph", "legacy default stream"});
+}
+
+TEST(CudaGraph, ASyncDuringCaptureRaisesAndTheStreamStaysUsable) {
+  REQUIRE_GPU();
+  Tensor x = randn({16}).cuda();
+  cuda::CUDAGraph g;
+  expect_error(
+      [&] {
+        cuda::graph capture(g);
+        Tensor y = x * 2;
+        (void)y.sum().item<float>();
+      },
+      {"item", "captures a CUDA graph"});
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  Tensor z = (x + 1).cpu();  // the stream works
+  EXPECT_TRUE(equal(z, x.cpu() + 1));
+}
+
+// Until graphs read the Philox state on the device, a random op in a capture
+// would replay the same numbers: refused, naming the op.
+TEST(CudaGraph, RandomOpsInACaptureAreRefused) {
+  REQUIRE_GPU();
+  Tensor x = randn({16}).cuda();
+  cuda::CUDAGraph g;
+  expect_error(
+      [&] {
+        cuda::graph capture(g);
+        Tensor y = x + randn({16}, TensorOptions().device(kCUDA));
+      },
+      {"CUDA graph capture", "same numbers"});
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+}
+
+TEST(GraphRunner, CudaBucketsReplayBitEqualToEagerInOneSharedPool) {
+  REQUIRE_GPU();
+  RowFn f(kCUDA);
+  cuda::GraphRunner runner([&](const TensorList& in) { return f(in); },
+                           {zeros({1, 6}).cuda(), zeros({1, 4}).cuda()});
+  EXPECT_TRUE(runner.uses_graphs());
+  for (int64_t batch : {1, 3, 8, 17, 100, 160, 161}) {
+    Tensor x = randn({batch, 6}).cuda(), m = randn({batch, 4}).cuda();
+    TensorList got = runner({x, m});
+    TensorList want = f({x, m});
+    EXPECT_TRUE(same(got[0], want[0])) << batch;
+    EXPECT_TRUE(same(got[1], want[1])) << batch;
+  }
+  std::printf("%s\n", runner.report().c_str());
+  // 23 graphs in one pool: about the largest alone (measured separately)
+  cuda::GraphRunner largest([&](const TensorList& in) { return f(in); },
+                            {zeros({1, 6}).cuda(), zeros({1, 4}).cuda()},
+                            cuda::GraphRunnerOptions().set_buckets({160}));
+  EXPECT_LE(static_cast<double>(runner.stats().pool_bytes),
+            1.2 * static_cast<double>(std::max<int64_t>(largest.stats().pool_bytes, 2 << 20)));
+}
