@@ -24,13 +24,15 @@
 //
 // Options: --compile (brisk::compile of the whole forward, one graph per
 // bucket, the batch size dynamic), --warmup (--serve: run every bucket once
-// first), --bf16 (bfloat16 autocast on the CPU; float16 on
-// CUDA), --device cuda (eager on the GPU: the CUDA-graph path of the serving
-// mode waits for GraphRunner, issue 17), --threads N.
+// first), --bf16 (bfloat16 autocast on the CPU; float16 on CUDA), --device
+// cuda, --graphs (one brisk::cuda::GraphRunner per length bucket over batch
+// buckets 1, 2, 4, ... --max-batch: CUDA graphs on a GPU, never run on one
+// yet; on the CPU the same padding without graphs), --threads N.
 #include <brisk/amp.h>
 #include <brisk/brisk.h>
 #include <brisk/compile.h>
 #include <brisk/cuda.h>
+#include <brisk/graph_runner.h>
 #include <brisk/models/bert.h>
 #include <brisk/text.h>
 
@@ -40,6 +42,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <map>
+#include <memory>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -63,7 +67,7 @@ namespace {
 
 struct Args {
   std::string model, input = "-", output;
-  bool serve = false, compile = false, bf16 = false, warmup = false;
+  bool serve = false, compile = false, bf16 = false, warmup = false, graphs = false;
   std::string device = "cpu";
   int threads = 0;
   int64_t max_batch = 32, token_budget = 8192, max_length = 256;
@@ -75,7 +79,7 @@ struct Args {
   if (!why.empty()) std::cerr << "embed_sentences: " << why << "\n";
   std::cerr << "usage: embed_sentences [--model DIR] [--input FILE|-] [--output OUT.npy] [--serve] [--rate R] [--warmup]\n"
                "                       [--max-batch N] [--token-budget T] [--buckets 16,32,64,128,256]\n"
-               "                       [--compile] [--bf16] [--device cpu|cuda] [--threads N]\n"
+               "                       [--compile] [--bf16] [--graphs] [--device cpu|cuda] [--threads N]\n"
                "The model folder defaults to $BRISK_MINILM_DIR, else .cache/models/all-MiniLM-L6-v2\n"
                "(scripts/fetch-minilm.sh installs it there).\n";
   std::exit(2);
@@ -106,6 +110,7 @@ Args parse(int argc, char** argv) {
     else if (f == "--compile") a.compile = true;
     else if (f == "--bf16") a.bf16 = true;
     else if (f == "--warmup") a.warmup = true;
+    else if (f == "--graphs") a.graphs = true;
     else if (f == "--device") a.device = value(i);
     else if (f == "--threads") a.threads = static_cast<int>(to_int(f, value(i)));
     else if (f == "--max-batch") a.max_batch = to_int(f, value(i));
@@ -190,9 +195,40 @@ class SentenceEncoder {
     }
     std::optional<amp::autocast> cast;
     if (args_.bf16) cast.emplace(device_.type(), device_.is_cuda() ? kHalf : kBFloat16);
-    Tensor out = compiled_ ? (*compiled_)(ids, mask) : forward_(ids, mask);
+    Tensor out = args_.graphs ? runner(len)({ids, mask})[0] : run(ids, mask);
     return out.to(kCPU, kFloat).contiguous();
   }
+
+  // The forward, compiled or not.
+  Tensor run(const Tensor& ids, const Tensor& mask) { return compiled_ ? (*compiled_)(ids, mask) : forward_(ids, mask); }
+
+  // --graphs: one GraphRunner per length bucket, its batch buckets the powers
+  // of two up to --max-batch (captured on first use; on the CPU the runner
+  // pads the same way and runs eagerly).
+  cuda::GraphRunner& runner(int64_t len) {
+    auto it = runners_.find(len);
+    if (it != runners_.end()) return *it->second;
+    std::vector<int64_t> batches;
+    for (int64_t b = 1; b < args_.max_batch; b *= 2) batches.push_back(b);
+    batches.push_back(args_.max_batch);
+    Tensor sample = zeros({1, len}, TensorOptions().dtype(kLong).device(device_));
+    auto r = std::make_unique<cuda::GraphRunner>(
+        [this](const TensorList& in) { return TensorList{run(in[0], in[1])}; }, TensorList{sample, sample},
+        cuda::GraphRunnerOptions().set_buckets(batches));
+    return *runners_.emplace(len, std::move(r)).first->second;
+  }
+
+ public:
+  std::string graph_report() const {
+    std::string r;
+    for (const auto& [len, runner] : runners_) r += "  length " + std::to_string(len) + ": " + runner->report() + "\n";
+    return r;
+  }
+
+ private:
+  std::map<int64_t, std::unique_ptr<cuda::GraphRunner>> runners_;
+
+ public:
 
   const Args& args() const { return args_; }
   std::optional<CompileStats> compile_stats() const {
@@ -435,6 +471,7 @@ int run_serve(SentenceEncoder& enc, const Args& a) {
               batch_sizes.size(), mean_batch);
   std::printf("latency ms: p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", percentile(latency_ms, 50),
               percentile(latency_ms, 90), percentile(latency_ms, 99), percentile(latency_ms, 100));
+  if (a.graphs) std::printf("%s", enc.graph_report().c_str());
   if (auto st = enc.compile_stats())
     std::printf("compile: %lld graphs traced (%lld new batch sizes), %lld cache hits, %lld eager calls\n",
                 static_cast<long long>(st->traces), static_cast<long long>(st->batch_sizes),
