@@ -437,6 +437,11 @@ class Tensor {
       return Tensor();
     }));
   }
+  /// Runs `hook(leaf)` after the leaf's gradient was accumulated into
+  /// .grad() in a backward (PyTorch's register_post_accumulate_grad_hook):
+  /// the hook sees the gradient as the optimizer will. Leaves only. Returns
+  /// a handle for remove_hook.
+  unsigned register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   void remove_hook(unsigned handle) const;
   /// Drops the reference (the handle becomes undefined).
   void reset() { impl_.reset(); }

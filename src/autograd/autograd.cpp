@@ -155,6 +155,7 @@ class AccumulateGrad final : public Node {
       if (r.defined()) g = std::move(r);
     }
     accumulate(m.grad, std::move(g), &variable_);
+    run_post_accumulate_hooks(variable_);
     return {};
   }
   /// Adds `g` into `dst` (PyTorch's AccumulateGrad::accumulateGrad): the
@@ -197,6 +198,11 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 }  // namespace
 
 void accumulate_into(Tensor& dst, Tensor&& g) { AccumulateGrad::accumulate(dst, std::move(g)); }
+void run_post_accumulate_hooks(const Tensor& leaf) {
+  AutogradMeta* m = leaf.impl()->autograd;
+  if (!m) return;
+  for (size_t k = 0; k < m->post_accumulate_hooks.size(); ++k) m->post_accumulate_hooks[k].fn(leaf);
+}
 
 Edge gradient_edge(const Tensor& t) {
   if (BRISK_UNLIKELY(t.impl()->view_base)) refresh_view(t);
@@ -590,12 +596,24 @@ unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const 
   return id;
 }
 
+unsigned Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  const char* op = "register_post_accumulate_grad_hook";
+  BRISK_CHECK(requires_grad(), op, "cannot register a hook on a tensor that doesn't require gradient");
+  BRISK_CHECK(is_leaf(), op, "post accumulate grad hooks cannot be registered on non-leaf tensors");
+  BRISK_CHECK(hook != nullptr, op, "the hook is empty");
+  const unsigned id = autograd::g_next_hook_id.fetch_add(1, std::memory_order_relaxed);
+  meta_of(*this).post_accumulate_hooks.push_back({id, std::move(hook)});
+  return id;
+}
+
 void Tensor::remove_hook(unsigned handle) const {
   AutogradMeta* m = impl_->autograd;
   if (!m) return;
   if (m->grad_fn && m->grad_fn->remove_pre_hook(handle)) return;
   auto& hs = m->leaf_hooks;
   hs.erase(std::remove_if(hs.begin(), hs.end(), [handle](const auto& h) { return h.id == handle; }), hs.end());
+  auto& ps = m->post_accumulate_hooks;
+  ps.erase(std::remove_if(ps.begin(), ps.end(), [handle](const auto& h) { return h.id == handle; }), ps.end());
 }
 
 }  // namespace brisk

@@ -335,7 +335,10 @@ void backward(const TensorList& outputs, const TensorList& grad_outputs, std::op
     TensorList gs = grad(outputs, inputs, grad_outputs, retain_graph, create_graph, /*allow_unused=*/true);
     AutoGradMode mode(create_graph);
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (gs[i].defined()) accumulate_into(inputs[i].mutable_grad(), std::move(gs[i]));
+      if (gs[i].defined()) {
+        accumulate_into(inputs[i].mutable_grad(), std::move(gs[i]));
+        if (inputs[i].is_leaf()) run_post_accumulate_hooks(inputs[i]);
+      }
     return;
   }
   Task t;

@@ -5,4 +5,6 @@
 namespace brisk::autograd {
 /// Adds a gradient into a leaf's .grad() (steal first, add in place after).
 void accumulate_into(Tensor& dst, Tensor&& g);
+/// Runs the leaf's post-accumulate-grad hooks (register_post_accumulate_grad_hook).
+void run_post_accumulate_hooks(const Tensor& leaf);
 }  // namespace brisk::autograd

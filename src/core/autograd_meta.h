@@ -28,6 +28,13 @@ struct AutogradMeta {
     autograd::GradHook fn;
   };
   std::vector<Hook> leaf_hooks;
+  /// Hooks of a leaf run by its AccumulateGrad after accumulating, with the
+  /// leaf (register_post_accumulate_grad_hook).
+  struct PostHook {
+    unsigned id;
+    std::function<void(const Tensor&)> fn;
+  };
+  std::vector<PostHook> post_accumulate_hooks;
   /// Where a retained non-leaf gradient is written (shared with the hook).
   std::shared_ptr<Tensor> retained_grad;
 };

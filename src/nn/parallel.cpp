@@ -17,17 +17,19 @@ namespace dist = brisk::distributed;
 // Each parameter that requires grad belongs to one bucket (same dtype,
 // about bucket_cap_mb; the first about first_bucket_mb), buckets laid out
 // in reverse registration order, since the backward produces the last
-// layers' gradients first. A hook on each parameter sees its gradient
-// before the engine accumulates it; the hook writes what .grad() will hold
-// after the accumulation (the old gradient plus this one) into the bucket's
-// flat buffer, and when a bucket's last parameter has arrived, starts the
+// layers' gradients first. A post-accumulate-grad hook on each parameter
+// runs once its .grad() holds this backward's gradient; the hook copies it
+// into the bucket's flat buffer (with gradient_as_bucket_view, .grad() is a
+// view of that buffer after the first iteration, and there is nothing to
+// copy) and when a bucket's last parameter has arrived, starts the
 // bucket's all-reduce asynchronously: communication overlaps the rest of
 // the backward. A callback queued for the end of the backward
 // (autograd::queue_callback) reduces the buckets that never completed
 // (unused parameters, as zeros, with find_unused_parameters; otherwise an
 // error naming them), waits for every all-reduce and writes the averages
-// into .grad(). The first iteration records the order gradients arrived
-// in; the buckets are rebuilt in that order for the next ones.
+// into .grad() (or, as views, makes .grad() the averaged slots). The first
+// iteration records the order gradients arrived in; the buckets are rebuilt
+// in that order for the next ones.
 struct DistributedDataParallelImpl::Reducer {
   struct Bucket {
     std::vector<size_t> params;
@@ -45,7 +47,7 @@ struct DistributedDataParallelImpl::Reducer {
   std::vector<size_t> arrival;  // the first iteration's order
   bool rebuilt = false, in_backward = false;
   double cap_mb, first_mb;
-  bool find_unused;
+  bool find_unused, as_view;
   std::vector<unsigned> hooks;
   std::mutex mu;
 
@@ -91,7 +93,17 @@ struct DistributedDataParallelImpl::Reducer {
 
   void launch(Bucket& b) { b.work = dist::all_reduce(b.flat, dist::ReduceOp::SUM, /*async_op=*/true); }
 
-  void on_grad(size_t i, const Tensor& g) {
+  /// Parameter i's slot in its bucket, shaped as the parameter.
+  Tensor slot(size_t i) {
+    const Bucket& b = buckets[bucket_of[i]];
+    return b.flat.narrow(0, b.offsets[slot_of[i]], params[i].numel()).view(params[i].sizes());
+  }
+  static bool same_memory(const Tensor& a, const Tensor& b) {
+    return a.defined() && b.defined() && a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() &&
+           a.strides() == b.strides() && a.dtype() == b.dtype();
+  }
+
+  void on_grad(size_t i) {
     std::lock_guard<std::mutex> lock(mu);
     if (!in_backward) start_iteration();
     if (ready[i]) return;  // (a second gradient in one pass: accumulated locally as usual)
@@ -101,9 +113,11 @@ struct DistributedDataParallelImpl::Reducer {
     Bucket& b = buckets[bucket_of[i]];
     const Tensor& p = params[i];
     NoGradGuard ng;
-    Tensor slot = b.flat.narrow(0, b.offsets[slot_of[i]], p.numel()).view(p.sizes());
-    slot.copy_(g);
-    if (p.grad().defined()) slot.add_(p.grad());  // what .grad() holds after accumulation
+    Tensor s = slot(i);
+    if (!same_memory(p.grad(), s)) {  // (a bucket view already holds it)
+      s.copy_(p.grad());
+      if (as_view) p.mutable_grad() = s;
+    }
     if (--b.pending == 0) launch(b);
   }
 
@@ -127,11 +141,11 @@ struct DistributedDataParallelImpl::Reducer {
         const size_t i = b.params[k];
         if (ready[i]) continue;
         const Tensor& p = params[i];
-        Tensor slot = b.flat.narrow(0, b.offsets[k], p.numel());
-        if (p.grad().defined())
-          slot.copy_(p.grad().reshape({-1}));
-        else
-          slot.zero_();
+        Tensor s = slot(i);
+        if (!p.grad().defined())
+          s.zero_();
+        else if (!same_memory(p.grad(), s))
+          s.copy_(p.grad());
       }
       b.pending = 0;
       launch(b);
@@ -142,8 +156,10 @@ struct DistributedDataParallelImpl::Reducer {
       b.flat.div_(world);
       for (size_t k = 0; k < b.params.size(); ++k) {
         const Tensor& p = params[b.params[k]];
-        const Tensor avg = b.flat.narrow(0, b.offsets[k], p.numel()).view(p.sizes());
-        if (p.grad().defined())
+        const Tensor avg = slot(b.params[k]);
+        if (as_view)
+          p.mutable_grad() = avg;  // (already so, unless the gradient was new this iteration)
+        else if (p.grad().defined())
           p.mutable_grad().copy_(avg);
         else
           p.mutable_grad() = avg.clone();
@@ -159,6 +175,13 @@ struct DistributedDataParallelImpl::Reducer {
         if (!seen[i]) order.push_back(i);
       build(order);
       rebuilt = true;
+      if (as_view) {  // the gradients move into the new buckets
+        for (size_t i = 0; i < params.size(); ++i) {
+          Tensor s = slot(i);
+          s.copy_(params[i].grad());
+          params[i].mutable_grad() = s;
+        }
+      }
     }
   }
 };
@@ -229,6 +252,7 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
   r.cap_mb = options_.bucket_cap_mb;
   r.first_mb = options_.first_bucket_mb;
   r.find_unused = options_.find_unused_parameters;
+  r.as_view = options_.gradient_as_bucket_view;
   for (const auto& item : module_->named_parameters()) {
     if (!item.value().requires_grad()) continue;
     r.names.push_back(item.key());
@@ -250,10 +274,9 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
   for (size_t i = 0; i < r.params.size(); ++i) {
     std::weak_ptr<Reducer> weak = reducer_;
     bool* sync = &sync_;
-    r.hooks.push_back(r.params[i].register_hook([weak, i, sync](const Tensor& g) -> Tensor {
+    r.hooks.push_back(r.params[i].register_post_accumulate_grad_hook([weak, i, sync](const Tensor&) {
       if (*sync)
-        if (auto rr = weak.lock()) rr->on_grad(i, g);
-      return Tensor();
+        if (auto rr = weak.lock()) rr->on_grad(i);
     }));
   }
 }

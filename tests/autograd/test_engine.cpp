@@ -282,6 +282,45 @@ TEST(Engine, HooksAndRetainGrad) {
   expect_error([] { ones({2}).retain_grad(); }, {"[retain_grad]"});
 }
 
+// PyTorch's register_post_accumulate_grad_hook: runs after .grad() holds the
+// accumulated gradient (old + new), with the leaf; leaves only; removable.
+TEST(Engine, PostAccumulateGradHooks) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  std::vector<std::vector<double>> seen;
+  unsigned h = x.register_post_accumulate_grad_hook([&](const Tensor& leaf) {
+    EXPECT_TRUE(leaf.is_same(x));
+    seen.push_back(leaf.grad().to_vector<double>());
+  });
+  (x * x).sum().backward();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], (std::vector<double>{2, 4}));
+  (x * 3).sum().backward();  // accumulates: the hook sees the sum
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[1], (std::vector<double>{5, 7}));
+  // x used twice in one graph: one accumulation, one call
+  (x * x + x).sum().backward();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[2], (std::vector<double>{5 + 3, 7 + 5}));
+  // backward(inputs=...) accumulates into the leaf too
+  x.mutable_grad() = Tensor();
+  Tensor y = (x * 2).sum();
+  autograd::backward({y}, {}, std::nullopt, false, {x});
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_EQ(seen[3], (std::vector<double>{2, 2}));
+  // the hook may modify the gradient in place (an optimizer in the backward)
+  x.remove_hook(h);
+  x.register_post_accumulate_grad_hook([](const Tensor& leaf) { leaf.grad().mul_(0.5); });
+  x.mutable_grad() = Tensor();
+  (x * 4).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+  EXPECT_EQ(seen.size(), 4u);  // removed
+  Tensor nonleaf = x * 2;
+  expect_error([&] { nonleaf.register_post_accumulate_grad_hook([](const Tensor&) {}); },
+               {"[register_post_accumulate_grad_hook]", "non-leaf"});
+  expect_error([] { ones({2}).register_post_accumulate_grad_hook([](const Tensor&) {}); },
+               {"[register_post_accumulate_grad_hook]", "doesn't require gradient"});
+}
+
 TEST(Engine, GradFunction) {
   Tensor x = tensor({1.0, 2.0}).requires_grad_();
   Tensor u = tensor({3.0}).requires_grad_();

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -121,11 +122,16 @@ bool grads_close(nn::Module& a, nn::Module& b, const std::string& what) {
 
 // DDP: each rank trains on its shard; the averaged gradients must equal the
 // full batch's (equal shards of a mean loss), locally computed on a copy.
-void ddp(int rank, int world) {
+// With as_view (gradient_as_bucket_view), the gradients are zeroed in place
+// and must become views of the buckets that stay put from step to step.
+void ddp(int rank, int world, bool as_view) {
   manual_seed(100 + rank);  // different initial weights: DDP broadcasts rank 0's
   nn::Sequential model = make_mlp();
   nn::parallel::DistributedDataParallel ddp_model(
-      model, nn::parallel::DistributedDataParallelOptions().set_bucket_cap_mb(0.0001).set_first_bucket_mb(0.0001));
+      model, nn::parallel::DistributedDataParallelOptions()
+                 .set_bucket_cap_mb(0.0001)  // two buckets of two parameters
+                 .set_first_bucket_mb(0.0001)
+                 .set_gradient_as_bucket_view(as_view));
   expect(ddp_model->bucket_indices().size() > 1, "several buckets");
   nn::Sequential ref = make_mlp();
   copy_params(*ref, *model);
@@ -142,17 +148,32 @@ void ddp(int rank, int world) {
   Tensor x = randn({n, 6}), y = randint(0, 3, {n});
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
   optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
-  for (int step = 0; step < 3; ++step) {
-    opt.zero_grad();
+  std::vector<void*> grad_ptrs;
+  for (int step = 0; step < 4; ++step) {
+    opt.zero_grad(/*set_to_none=*/!as_view);
     ref_opt.zero_grad();
     F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per, per)), y.narrow(0, rank * per, per)).backward();
     F::cross_entropy(ref->forward(x), y).backward();
     expect(grads_close(*model, *ref, "step " + std::to_string(step)), "DDP gradients == full-batch gradients");
+    if (as_view) {
+      std::vector<void*> ptrs;
+      for (const Tensor& p : model->parameters()) {
+        expect(p.grad()._is_view(), "gradient_as_bucket_view: .grad() is a view of a bucket");
+        ptrs.push_back(p.grad().data_ptr());
+      }
+      // step 0 builds the buckets in arrival order: from step 1 on they stay
+      if (step >= 1) expect(ptrs == grad_ptrs, "gradient_as_bucket_view: the gradients stay in the buckets");
+      grad_ptrs = ptrs;
+      // parameters of one bucket share its buffer
+      std::set<const void*> storages;
+      for (const Tensor& p : model->parameters()) storages.insert(p.grad()._base().data_ptr());
+      expect(storages.size() < model->parameters().size(), "gradient_as_bucket_view: buckets hold several");
+    }
     opt.step();
     ref_opt.step();
   }
   // no_sync: the first micro-batch stays local, the second averages both
-  opt.zero_grad();
+  opt.zero_grad(/*set_to_none=*/!as_view);
   ref_opt.zero_grad();
   const int64_t half = per / 2;
   {
@@ -254,10 +275,10 @@ int main(int argc, char** argv) {
       if (rank == 1) std::_Exit(7);
       std::this_thread::sleep_for(std::chrono::seconds(60));
       dist::barrier();
-    } else if (scenario == "ddp" || scenario == "ddp_unused") {
+    } else if (scenario == "ddp" || scenario == "ddp_unused" || scenario == "ddp_view") {
       dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
-      if (scenario == "ddp")
-        ddp(rank, dist::get_world_size());
+      if (scenario == "ddp" || scenario == "ddp_view")
+        ddp(rank, dist::get_world_size(), scenario == "ddp_view");
       else
         ddp_unused(rank, dist::get_world_size());
       dist::barrier();

@@ -175,6 +175,14 @@ TEST(DistributedDataParallel, GradientsEqualTheFullBatchsAndNoSyncAccumulates) {
   }
 }
 
+TEST(DistributedDataParallel, GradientAsBucketView) {
+  NEED_GLOO();
+  for (int world : {1, 2}) {
+    const auto codes = run_workers("ddp_view", world, pick_port(50 + world));
+    for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << "world " << world << " rank " << r;
+  }
+}
+
 TEST(DistributedDataParallel, UnusedParameters) {
   NEED_GLOO();
   for (int c : run_workers("ddp_unused", 2, pick_port(40))) EXPECT_EQ(c, 0);

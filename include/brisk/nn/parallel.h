@@ -34,11 +34,19 @@ struct DistributedDataParallelOptions {
   /// (other ranks may have used them); without it, such a parameter is an
   /// error naming it at the end of the backward.
   bool find_unused_parameters = false;
+  /// After the first iteration each parameter's .grad() is a view of its
+  /// slot in the bucket buffers: backward accumulates straight into the
+  /// buckets (no copy) and the gradients cost no memory of their own, while
+  /// they are zeroed in place (optimizer.zero_grad(false)); setting them to
+  /// none makes the next backward allocate and copy again. (torch's
+  /// gradient_as_bucket_view.)
+  bool gradient_as_bucket_view = false;
 
   DistributedDataParallelOptions& set_broadcast_buffers(bool v) { broadcast_buffers = v; return *this; }
   DistributedDataParallelOptions& set_bucket_cap_mb(double v) { bucket_cap_mb = v; return *this; }
   DistributedDataParallelOptions& set_first_bucket_mb(double v) { first_bucket_mb = v; return *this; }
   DistributedDataParallelOptions& set_find_unused_parameters(bool v) { find_unused_parameters = v; return *this; }
+  DistributedDataParallelOptions& set_gradient_as_bucket_view(bool v) { gradient_as_bucket_view = v; return *this; }
 };
 
 class DistributedDataParallelImpl : public Module {
