@@ -354,10 +354,13 @@ class Binomial : public Distribution {
   Binomial(int64_t total_count, Probs p, std::optional<bool> validate_args = std::nullopt);
   Binomial(int64_t total_count, Logits l, std::optional<bool> validate_args = std::nullopt);
   BRISK_DISTRIBUTION(Binomial, DistributionRoot)
-  /// Counts successes among total_count Bernoulli draws (memory: the
-  /// largest total_count times the number of samples).
+  /// Waiting-time inversion where total_count * min(p, 1 - p) < 10, BTRS
+  /// rejection above (Note [Binomial sampling]): any total_count.
   Tensor sample(const std::vector<int64_t>& sample_shape = {}) const override;
   Tensor log_prob(const Tensor& value) const override;
+  /// Enumerates the support (PyTorch's): total_count must be the same for
+  /// every batch element.
+  Tensor entropy() const override;
   Tensor mean() const override { return total_count * probs; }
   Tensor mode() const override { return minimum(((total_count + 1) * probs).floor(), total_count); }
   Tensor variance() const override { return total_count * probs * (1 - probs); }

@@ -209,6 +209,32 @@ TEST(Distributions, EveryKLPairMatchesPyTorch) {
   EXPECT_EQ(checked, 67);
 }
 
+// The sampled frequencies of each count against the pmf (exp of log_prob),
+// within 5 standard errors, for both of Binomial's samplers and the mirror.
+TEST(Distributions, BinomialFrequenciesFollowThePmf) {
+  manual_seed(321);
+  const int64_t n = 200000;
+  for (auto [count, p] : std::vector<std::pair<double, double>>{{30, 0.2}, {50, 0.4}, {60, 0.85}, {400, 0.5}}) {
+    D::Binomial d(tensor({count}), D::probs(tensor({p})));
+    const Tensor s = d.sample({n}).to(kDouble).view({-1});
+    const Tensor k = arange(static_cast<int64_t>(count) + 1, kDouble);
+    const Tensor pmf = d.log_prob(k.view({-1, 1})).exp().view({-1}).to(kDouble);
+    for (int64_t v = 0; v <= static_cast<int64_t>(count); ++v) {
+      const double pk = pmf[v].item<double>();
+      const double freq = (s == static_cast<double>(v)).to(kDouble).mean().item<double>();
+      EXPECT_NEAR(freq, pk, 5 * std::sqrt(pk * (1 - pk) / n) + 2.0 / n) << "n " << count << " p " << p << " k " << v;
+    }
+  }
+}
+
+TEST(Distributions, BinomialEntropyNeedsOneTotalCount) {
+  expect_error([] { D::Binomial(tensor({3.0, 4.0}), D::probs(tensor({0.5, 0.5}))).entropy(); },
+               {"Binomial", "inhomogeneous total_count", "3", "4"});
+  // a single count: -sum f log f by hand
+  const Tensor h = D::Binomial(2, D::probs(tensor({0.5}))).entropy();
+  EXPECT_NEAR(h.item<double>(), -(0.25 * std::log(0.25) * 2 + 0.5 * std::log(0.5)), 1e-6);
+}
+
 // Sample means and variances within 5 standard errors for fixed seeds.
 TEST(Distributions, SampleMomentsWithinBounds) {
   manual_seed(123);
@@ -234,6 +260,12 @@ TEST(Distributions, SampleMomentsWithinBounds) {
   check(D::Gamma(tensor({0.3, 1.0, 4.5}), tensor({1.0, 2.0, 0.5})), "Gamma");
   check(D::Poisson(tensor({0.0, 0.7, 4.0, 9.9, 10.0, 35.0, 1000.0})), "Poisson");
   check(D::Binomial(tensor({1.0, 7.0, 30.0}), D::probs(tensor({0.5, 0.1, 0.8}))), "Binomial");
+  // both samplers (Note [Binomial sampling]): waiting times where n min(p, 1-p) < 10, BTRS above,
+  // p > 1/2 mirrored; counts far beyond what counting Bernoulli draws could hold
+  // (float64: a float32 count of 3e9 is only exact to 256)
+  check(D::Binomial(tensor({0.0, 25.0, 40.0, 1000.0, 1e6, 1e6, 3e9, 1e7}).to(kDouble),
+                    D::probs(tensor({0.3, 0.2, 0.9, 0.5, 1e-6, 0.3, 0.999, 0.0}).to(kDouble))),
+        "Binomial (large counts)");
   check(D::Multinomial(12, D::probs(tensor({0.2, 0.3, 0.5}))), "Multinomial");
   check(D::Chi2(tensor({1.0, 7.0})), "Chi2");
   check(D::Beta(tensor({0.5, 2.0}), tensor({0.5, 5.0})), "Beta");

@@ -152,6 +152,8 @@ dist("bi2", "Binomial", D.Binomial(bn, logits=T([-1.0, 0.5, 2.0])), total_count=
 methods("bi2", T([0.0, 4.0, 20.0]))
 dist("bi3", "Binomial", D.Binomial(T([5.0, 8.0, 20.0]), probs=T([0.6, 0.2, 0.4])), total_count=T([5.0, 8.0, 20.0]),
      probs=T([0.6, 0.2, 0.4]))
+bh, bhp = T([12.0, 12.0, 12.0]), T([0.05, 0.5, 0.97])  # one total_count: entropy enumerates the support
+dist("bi4", "Binomial", D.Binomial(bh, probs=bhp), total_count=bh, probs=bhp); methods("bi4", T([0.0, 6.0, 12.0]))
 dist("mu1", "Multinomial", D.Multinomial(10, probs=cp), total_count="10", probs=cp)
 methods("mu1", T([[1.0, 2.0, 3.0, 4.0], [5.0, 0.0, 2.0, 3.0]]))
 dist("mu2", "Multinomial", D.Multinomial(6, logits=cl), total_count="6", logits=cl)
