@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "brisk/error.h"
 #include "brisk/ops.h"
+#include "brisk/profiler.h"
+#include "core/profile_hooks.h"
 
 namespace brisk::cuda {
 namespace {
@@ -122,6 +125,12 @@ TensorList GraphRunner::operator()(const TensorList& inputs) {
   }
   BRISK_CHECK(batch >= 1, kOp, "the batch is empty");
   const int64_t bucket = bucket_for(batch);
+  // Profiles show each call with its bucket ("GraphRunner.replay[8]", or
+  // "GraphRunner.eager" above the largest).
+  std::optional<profiler::record_function> event;
+  if (BRISK_UNLIKELY(profiler::detail::active()))
+    event.emplace(bucket < 0 ? std::string("GraphRunner.eager")
+                             : "GraphRunner.replay[" + std::to_string(bucket) + "]");
   if (bucket < 0) {
     ++stats_.eager_calls;
     return fn_(inputs);

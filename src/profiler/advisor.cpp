@@ -421,7 +421,7 @@ void rule_launch_bound(const Context& c, std::vector<Finding>& out) {
       "Each op costs a dispatch (on a GPU, a kernel launch) that exceeds its work on tensors this small: batch the "
       "work into fewer ops on bigger tensors (stack the inputs and vectorise the loop), use the foreach ops "
       "(brisk::foreach_add_ and friends) for lists of tensors, and on a GPU capture the stretch in a CUDA graph "
-      "or compile it.";
+      "(brisk::cuda::CUDAGraph; brisk::cuda::GraphRunner for a serving loop whose batch size varies) or compile it.";
   out.push_back(std::move(f));
 }
 

@@ -8,6 +8,7 @@
 #include <brisk/brisk.h>
 #include <brisk/cuda.h>
 #include <brisk/graph_runner.h>
+#include <brisk/profiler.h>
 
 #include "test_util.h"
 
@@ -90,6 +91,26 @@ TEST(GraphRunner, PadsToTheNearestBucketAndReturnsTheRealRows) {
   const std::string report = runner.report();
   for (const char* k : {"GraphRunner", "3 buckets", "(2..8)", "6 replays", "5 padding rows", "1 eager"})
     EXPECT_NE(report.find(k), std::string::npos) << k << " in " << report;
+}
+
+// Profiles show each call with its bucket.
+TEST(GraphRunner, ProfilesNameTheBucket) {
+  cuda::GraphRunner runner([](const TensorList& in) { return TensorList{in[0] * 2}; }, {zeros({1, 3})},
+                           cuda::GraphRunnerOptions().set_buckets({2, 4}));
+  profiler::profile p;
+  runner({ones({3, 3})});
+  runner({ones({1, 3})});
+  runner({ones({9, 3})});
+  p.stop();
+  int replay4 = 0, replay2 = 0, eager = 0;
+  for (const auto& e : p.result().events) {
+    replay4 += e.name == "GraphRunner.replay[4]";
+    replay2 += e.name == "GraphRunner.replay[2]";
+    eager += e.name == "GraphRunner.eager";
+  }
+  EXPECT_EQ(replay4, 1);
+  EXPECT_EQ(replay2, 1);
+  EXPECT_EQ(eager, 1);
 }
 
 // The padding rows hold pad_value when the function sees them.
