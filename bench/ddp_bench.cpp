@@ -1,9 +1,10 @@
 // brisk_ddp_bench: one rank of a DistributedDataParallel measurement (run
 // it with brisk-run). Prints, on rank 0, all_reduce times per message size
 // (Gloo on this machine's transport) and the training step of an MLP
-// three ways: DDP with the default buckets (communication overlapping the
-// backward), DDP with one bucket (every all-reduce after the backward), and
-// the same step without DDP (no communication): docs/design/distributed.md.
+// four ways: DDP with the default buckets (communication overlapping the
+// backward), the same with gradient_as_bucket_view, DDP with one bucket
+// (every all-reduce after the backward), and the same step without DDP (no
+// communication): docs/design/distributed.md.
 //
 //   brisk-run --nproc-per-node 2 build/bench215/bench/brisk_ddp_bench
 #include <brisk/brisk.h>
@@ -36,25 +37,31 @@ int main() {
     return nn::Sequential(nn::Linear(1024, 2048), nn::ReLU(), nn::Linear(2048, 2048), nn::ReLU(),
                           nn::Linear(2048, 1024), nn::ReLU(), nn::Linear(1024, 10));
   };
-  auto step_time = [&](const char* key, double cap_mb, bool use_ddp) {
+  // as_view: gradient_as_bucket_view, the gradients zeroed in place
+  auto step_time = [&](const char* key, double cap_mb, bool use_ddp, bool as_view = false) {
     nn::Sequential model = make();
     std::shared_ptr<nn::parallel::DistributedDataParallelImpl> ddp;
     if (use_ddp)
       ddp = std::make_shared<nn::parallel::DistributedDataParallelImpl>(
-          model, nn::parallel::DistributedDataParallelOptions().set_bucket_cap_mb(cap_mb).set_first_bucket_mb(
-                     cap_mb > 100 ? cap_mb : 1.0));
+          model, nn::parallel::DistributedDataParallelOptions()
+                     .set_bucket_cap_mb(cap_mb)
+                     .set_first_bucket_mb(cap_mb > 100 ? cap_mb : 1.0)
+                     .set_gradient_as_bucket_view(as_view));
     optim::SGD opt(model->parameters(), optim::SGDOptions(0.01));
     dist::barrier();
     const double ms = time_ms(
         [&] {
-          opt.zero_grad();
+          opt.zero_grad(/*set_to_none=*/!as_view);
           F::cross_entropy(use_ddp ? ddp->forward(x) : model(x), y).backward();
           opt.step();
         },
         5, 3);
     if (rank == 0) std::printf("%s %.4f\n", key, ms);
+    // what the model, its gradients, the buckets and the optimizer hold now
+    if (rank == 0) std::printf("%s_allocated_mb %.1f\n", key, static_cast<double>(cpu::memory_allocated()) / 1e6);
   };
   step_time("step_ddp_buckets_ms", 25.0, true);
+  step_time("step_ddp_bucket_view_ms", 25.0, true, true);
   step_time("step_ddp_one_bucket_ms", 1e6, true);
   step_time("step_local_ms", 25.0, false);
   dist::destroy_process_group();
