@@ -199,6 +199,19 @@ class SentenceEncoder {
     return out.to(kCPU, kFloat).contiguous();
   }
 
+  std::string graph_report() const {
+    std::string r;
+    for (const auto& [len, runner] : runners_) r += "  length " + std::to_string(len) + ": " + runner->report() + "\n";
+    return r;
+  }
+
+  const Args& args() const { return args_; }
+  std::optional<CompileStats> compile_stats() const {
+    if (!compiled_) return std::nullopt;
+    return compiled_->stats();
+  }
+
+ private:
   // The forward, compiled or not.
   Tensor run(const Tensor& ids, const Tensor& mask) { return compiled_ ? (*compiled_)(ids, mask) : forward_(ids, mask); }
 
@@ -218,31 +231,13 @@ class SentenceEncoder {
     return *runners_.emplace(len, std::move(r)).first->second;
   }
 
- public:
-  std::string graph_report() const {
-    std::string r;
-    for (const auto& [len, runner] : runners_) r += "  length " + std::to_string(len) + ": " + runner->report() + "\n";
-    return r;
-  }
-
- private:
-  std::map<int64_t, std::unique_ptr<cuda::GraphRunner>> runners_;
-
- public:
-
-  const Args& args() const { return args_; }
-  std::optional<CompileStats> compile_stats() const {
-    if (!compiled_) return std::nullopt;
-    return compiled_->stats();
-  }
-
- private:
   Args args_;
   text::BertTokenizer tokenizer_;
   models::BertModel bert_;
   Device device_;
   Forward forward_;
   std::optional<Compiled<Forward>> compiled_;
+  std::map<int64_t, std::unique_ptr<cuda::GraphRunner>> runners_;
 };
 
 // Batches the sentences `order` names (in that order): at most max_batch

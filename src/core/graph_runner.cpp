@@ -10,6 +10,7 @@
 
 #include "brisk/error.h"
 #include "brisk/ops.h"
+#include "backend/cuda/block_allocator.h"  // format_size (host code only)
 #include "brisk/profiler.h"
 #include "core/profile_hooks.h"
 
@@ -18,10 +19,11 @@ namespace {
 
 constexpr const char* kOp = "GraphRunner";
 
-std::string mib(int64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / 1048576.0);
-  return buf;
+// Every output of the function has the bucket's rows as dim 0.
+void check_outputs(const TensorList& out, int64_t rows) {
+  for (size_t j = 0; j < out.size(); ++j)
+    BRISK_CHECK(out[j].defined() && out[j].dim() >= 1 && out[j].size(0) == rows, kOp, "output ", j,
+                " of the function must have the batch (", rows, ") as dim 0");
 }
 
 }  // namespace
@@ -94,9 +96,7 @@ void GraphRunner::prepare(const TensorList& samples) {
         graph capture(*g, pool_);
         out = fn_(views(options_.buckets[k]));
       }
-      for (size_t j = 0; j < out.size(); ++j)
-        BRISK_CHECK(out[j].defined() && out[j].dim() >= 1 && out[j].size(0) == options_.buckets[k], kOp, "output ",
-                    j, " of the function must have the batch (", options_.buckets[k], ") as dim 0");
+      check_outputs(out, options_.buckets[k]);
       outputs_[k] = std::move(out);
       graphs_[k] = std::move(g);
     }
@@ -151,18 +151,15 @@ TensorList GraphRunner::run_bucket(size_t k, int64_t batch) {
   TensorList out;
   if (use_graphs_) {
     graphs_[k]->replay();
-    out = outputs_[k];
+    out = outputs_[k];  // (checked at capture)
   } else {
     TensorList v;
     for (const Tensor& t : static_inputs_) v.push_back(t.narrow(0, 0, rows));
     out = fn_(v);
+    check_outputs(out, rows);
   }
   TensorList r;
-  for (size_t j = 0; j < out.size(); ++j) {
-    BRISK_CHECK(out[j].defined() && out[j].dim() >= 1 && out[j].size(0) == rows, kOp, "output ", j,
-                " of the function must have the batch (", rows, ") as dim 0");
-    r.push_back(out[j].narrow(0, 0, batch));
-  }
+  for (const Tensor& o : out) r.push_back(o.narrow(0, 0, batch));
   return r;
 }
 
@@ -172,7 +169,8 @@ std::string GraphRunner::report() const {
                 "GraphRunner: %lld %s (%lld..%lld) in %.2f s%s%s; %lld replays (%lld padding rows), %lld eager calls",
                 static_cast<long long>(stats_.graphs), use_graphs_ ? "graphs captured" : "buckets (CPU: no graphs)",
                 static_cast<long long>(options_.buckets.front()), static_cast<long long>(options_.buckets.back()),
-                stats_.capture_seconds, use_graphs_ ? ", pool " : "", use_graphs_ ? mib(stats_.pool_bytes).c_str() : "",
+                stats_.capture_seconds, use_graphs_ ? ", pool " : "",
+                use_graphs_ ? detail::format_size(stats_.pool_bytes).c_str() : "",
                 static_cast<long long>(stats_.replays), static_cast<long long>(stats_.padded_rows),
                 static_cast<long long>(stats_.eager_calls));
   return buf;

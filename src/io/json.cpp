@@ -1,6 +1,8 @@
 // Strict JSON for file headers: see json.h.
 #include "io/json.h"
 
+#include <vector>
+
 #include "brisk/error.h"
 
 namespace brisk::json {
@@ -227,6 +229,27 @@ std::string Reader::read_number() {
   }
   if (!at_end() && (s_[pos_] == '.' || (s_[pos_] >= '0' && s_[pos_] <= '9'))) fail("invalid number");
   return std::string(s_.substr(start, pos_ - start));
+}
+
+void Reader::skip_value() {
+  std::vector<bool> open;  // the containers entered: true for an object
+  for (;;) {
+    switch (peek_kind()) {
+      case Kind::Object: begin_object(); open.push_back(true); break;
+      case Kind::Array: begin_array(); open.push_back(false); break;
+      case Kind::String: read_string(); break;
+      case Kind::Number: read_number(); break;
+      case Kind::Bool: read_bool(); break;
+      case Kind::Null: read_null(); break;
+    }
+    // to the next value of the innermost open container, closing finished ones
+    for (;;) {
+      if (open.empty()) return;
+      std::string key;
+      if (open.back() ? next_key(&key) : next_item()) break;
+      open.pop_back();
+    }
+  }
 }
 
 void Reader::read_null() {

@@ -34,6 +34,10 @@ class Reader {
   void read_null();
   /// Consumes `true` or `false`.
   bool read_bool();
+  /// Consumes the next value whatever it is, nested objects and arrays
+  /// included (without recursion: memory grows with the nesting depth, the
+  /// stack does not).
+  void skip_value();
   /// Checks that only whitespace follows the document.
   void finish();
   /// Fails at the current position.

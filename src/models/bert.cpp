@@ -49,25 +49,6 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
     BRISK_CHECK(r.peek_kind() == json::Reader::Kind::Number, kConfig, "'", path, "': \"", key, "\" must be a number");
     return std::stod(r.read_number());
   };
-  // Skips any value (objects and arrays nest).
-  auto skip = [&](auto&& self) -> void {
-    switch (r.peek_kind()) {
-      case json::Reader::Kind::Null: r.read_null(); break;
-      case json::Reader::Kind::Bool: r.read_bool(); break;
-      case json::Reader::Kind::Number: r.read_number(); break;
-      case json::Reader::Kind::String: r.read_string(); break;
-      case json::Reader::Kind::Array:
-        r.begin_array();
-        while (r.next_item()) self(self);
-        break;
-      case json::Reader::Kind::Object: {
-        r.begin_object();
-        std::string k;
-        while (r.next_key(&k)) self(self);
-        break;
-      }
-    }
-  };
   BRISK_CHECK(r.peek_kind() == json::Reader::Kind::Object, kConfig, "'", path, "' is not a JSON object");
   r.begin_object();
   std::string key;
@@ -96,7 +77,7 @@ BertConfig BertConfig::from_json_file(const std::string& path) {
       BRISK_CHECK(type == "absolute", kConfig, "'", path, "': position_embedding_type \"", type,
                   "\" is not implemented (only \"absolute\")");
     } else {
-      skip(skip);
+      r.skip_value();
     }
   }
   r.finish();
@@ -261,14 +242,15 @@ void BertModelImpl::load_safetensors(const std::string& path) {
   if (!mine.contains("embeddings.position_ids")) mine.insert("embeddings.position_ids", embeddings->position_ids);
   NoGradGuard no_grad;
   nn::LoadStateDictResult r = load_state_dict(mine, /*strict=*/false);
-  std::string missing;
-  for (const auto& k : r.missing_keys) missing += (missing.empty() ? "" : ", ") + k;
+  auto list = [](const std::vector<std::string>& keys) {
+    std::string s;
+    for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
+    return s;
+  };
   BRISK_CHECK(r.missing_keys.empty(), kBert, "'", path, "' lacks ", r.missing_keys.size(), " of the model's tensors: ",
-              missing);
-  std::string unexpected;
-  for (const auto& k : r.unexpected_keys) unexpected += (unexpected.empty() ? "" : ", ") + k;
-  BRISK_CHECK(r.unexpected_keys.empty(), kBert, "'", path, "' has tensors this BERT does not: ", unexpected,
-              " (is the config right?)");
+              list(r.missing_keys));
+  BRISK_CHECK(r.unexpected_keys.empty(), kBert, "'", path, "' has tensors this BERT does not: ",
+              list(r.unexpected_keys), " (is the config right?)");
 }
 
 // ---- pooling -------------------------------------------------------------------

@@ -178,6 +178,11 @@ TEST(Bert, ConfigFromJsonAndItsErrors) {
   expect_error([&] { models::BertConfig::from_json_file(write(R"({"hidden_size": -4})")); },
                {"BertConfig", "hidden_size"});
   expect_error([&] { models::BertConfig::from_json_file(write(R"({"hidden_size": 4,)")); }, {"BertConfig"});
+  // unknown keys are skipped however deeply they nest (no recursion to overflow)
+  const std::string deep = std::string(R"({"x": )") + std::string(200000, '[') + std::string(200000, ']') + "}";
+  EXPECT_EQ(models::BertConfig::from_json_file(write(deep)).hidden_size, 768);
+  expect_error([&] { models::BertConfig::from_json_file(write(R"({"x": )" + std::string(200000, '[') + "}")); },
+               {"BertConfig", "invalid JSON"});
   expect_error([&] { models::BertConfig::from_json_file((dir / "absent.json").string()); },
                {"BertConfig", "cannot open"});
   fs::remove_all(dir);
