@@ -4,6 +4,7 @@
 // in-place, out= and Tensor-Scalar forms. Then the bad-input rules.
 // Dtype support and result dtypes follow PyTorch 1.13 (checked with python3).
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <string>
@@ -544,6 +545,58 @@ TEST(Large, ThreadedMatchesReference) {
   Tensor cr = cl.sigmoid();
   EXPECT_TRUE(cr.is_contiguous(kChannelsLast));
   check_result(cr, expected1(cl, sigmoid_ref, kFloat), kFloat, "large channels_last sigmoid");
+}
+
+// Casts between float32 and bfloat16 large enough for the streaming-store
+// path (Note [Streaming converting copies]: 16 MB of output or more) give,
+// bit for bit, what the scalar conversion gives: every float32 bit pattern
+// class (NaNs of both signs and any payload, infinities, subnormals, ties,
+// values that round up to infinity), at unaligned destinations and on one
+// and two threads.
+TEST(Large, StreamedBFloat16CastsMatchScalar) {
+  const int64_t n = (int64_t(16) << 20) / 2 + 4099;  // bfloat16 elements: just over the threshold
+  std::vector<uint32_t> bits(static_cast<size_t>(n));
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  for (auto& b : bits) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    b = static_cast<uint32_t>(state >> 32);
+  }
+  const uint32_t specials[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x7fbfffffu,
+                               0x00000001u, 0x807fffffu, 0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x7f7fffffu,
+                               0xff7fffffu, 0x00000000u, 0x80000000u, 0x7f7f8000u};
+  for (size_t i = 0; i < std::size(specials); ++i) {
+    bits[i] = specials[i];
+    bits[bits.size() - 1 - i] = specials[i];
+    bits[bits.size() / 2 + i] = specials[i];
+  }
+  Tensor f = from_blob(bits.data(), {n}, kFloat);
+  const int saved_threads = get_num_threads();
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    for (int64_t off : {0, 1, 5}) {  // destination offsets in elements: aligned, 2-byte, 10-byte
+      Tensor dst = empty({n + off}, kBFloat16).narrow(0, off, n);
+      dst.copy_(f);
+      const uint16_t* b = static_cast<const uint16_t*>(dst.data_ptr());
+      int64_t bad = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        float v;
+        std::memcpy(&v, &bits[static_cast<size_t>(i)], 4);
+        if (b[i] != BFloat16(v).x && bad++ < 5)
+          ADD_FAILURE() << "float -> bfloat16 at " << i << " of 0x" << std::hex << bits[static_cast<size_t>(i)]
+                        << ": 0x" << b[i] << " instead of 0x" << BFloat16(v).x;
+      }
+      EXPECT_EQ(bad, 0) << threads << " threads, offset " << off;
+      Tensor back = empty({n + off}, kFloat).narrow(0, off, n);
+      back.copy_(dst);
+      const uint32_t* w = static_cast<const uint32_t*>(back.data_ptr());
+      bad = 0;
+      for (int64_t i = 0; i < n; ++i)
+        if (w[i] != uint32_t(b[i]) << 16 && bad++ < 5)
+          ADD_FAILURE() << "bfloat16 -> float at " << i << ": 0x" << std::hex << w[i];
+      EXPECT_EQ(bad, 0) << threads << " threads, offset " << off;
+    }
+  }
+  set_num_threads(saved_threads);
 }
 
 // ---- no allocation for in-place ops with scalars ------------------------------------------------
