@@ -42,6 +42,15 @@ Tensor randint(int64_t high, IntArrayRef sizes, TensorOptions opts = kInt64);
 Tensor randperm(int64_t n, TensorOptions opts = kInt64);
 Tensor bernoulli(const Tensor& p);
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+/// Samples of the standard Gamma distribution of concentration alpha[i] (as
+/// torch._standard_gamma): same shape and floating dtype; values at least the
+/// dtype's smallest normal number. No gradient (Gamma::rsample adds it).
+Tensor _standard_gamma(const Tensor& alpha);
+/// Poisson samples of rates[i] >= 0 (torch.poisson): same shape and dtype.
+Tensor poisson(const Tensor& rates);
+/// Binomial samples of count[i] trials of success probability prob[i]
+/// (torch.binomial): count and prob broadcast; floating dtypes.
+Tensor binomial(const Tensor& count, const Tensor& prob);
 /// Wraps memory owned by the caller (zero copy). The deleter, if given, runs
 /// when the last tensor viewing the memory goes away.
 Tensor from_blob(void* data, IntArrayRef sizes, TensorOptions opts = {});

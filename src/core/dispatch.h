@@ -101,6 +101,14 @@ using SortFn = void (*)(const Tensor& values, const Tensor& indices, const Tenso
                         const KernelArgs& args);
 /// Random fill of a contiguous tensor from (seed, offset).
 using RandomFn = void (*)(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args);
+/// Per-element samplers (src/kernels/samplers.h): out[i] from a[i] (and b[i]
+/// for binomial), all contiguous, of out's floating dtype; `sampler` is a
+/// samplers::Sampler; the draws are Note [Sampler streams] at (seed, offset).
+/// Checks multinomial's probabilities (a contiguous 2-D tensor) where reading
+/// them on the host would be a sync: a bad row is a deferred device error.
+using ProbsCheckFn = void (*)(const Tensor& probs);
+using SampleFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t seed, uint64_t offset,
+                          int sampler);
 /// Batched GEMM: out[b] = beta*out[b] + alpha * op(a[b]) @ op(b[b]); all 3-D.
 using GemmFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
                         const Scalar& beta);
@@ -246,6 +254,8 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(normal, RandomFn)                               \
   _(bernoulli, RandomFn)                            \
   _(randint, RandomFn)                              \
+  _(sample, SampleFn)                               \
+  _(multinomial_check, ProbsCheckFn)                \
   _(gemm, GemmFn)                                   \
   _(index_select, IndexFn)                          \
   _(gather, IndexFn)                                \

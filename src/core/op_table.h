@@ -280,6 +280,9 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(bernoulli, Random, bernoulli, Float, Keep, Keep, kInplace | kRandom)                \
   X(multinomial, Random, none, Float, Keep, Keep, kRandom | kSync)                      \
   X(dropout, Random, bernoulli, Float, Keep, Keep, kRandom)                             \
+  X(_standard_gamma, Random, sample, Float, Keep, Keep, kRandom)                        \
+  X(poisson, Random, sample, Float, Keep, Keep, kRandom)                                \
+  X(binomial, Random, sample, Float, Keep, Keep, kRandom)                               \
   /* factories */                                                                       \
   X(empty, Factory, none, All, Keep, Keep, kNoFlags)                                    \
   X(empty_like, Factory, none, All, Keep, Keep, kNoFlags)                               \

@@ -15,57 +15,9 @@ using namespace detail;
 
 namespace {
 
-// Note [Poisson sampling]
-// With tensor ops, so any device works: below rate 10 by inversion (walk
-// the CDF from k = 0 with one uniform per element, all elements a step at
-// a time until every one has stopped; about rate + 1 steps), above by
-// Hormann's PTRS transformed rejection (1993), about 1.1 rounds of two
-// uniforms per element. Rate 0 gives 0.
-Tensor poisson_sample(const Tensor& rate) {
-  NoGradGuard ng;
-  const std::vector<int64_t> shape = dims(rate);
-  const Tensor small = rate < 10;
-  Tensor out = zeros_like(rate);
-  // inversion for the small rates (the large ones run with rate 0 here)
-  {
-    const Tensor lam = where(small, rate, 0.0);
-    const Tensor u = rand(shape, rate.options());
-    Tensor k = zeros_like(rate), p = (-lam).exp(), cdf = p.clone();
-    Tensor going = logical_and(small, u > cdf);
-    for (int step = 1; step < 1000 && going.any().item<bool>(); ++step) {
-      k = where(going, k + 1, k);
-      p = where(going, p * lam / static_cast<double>(step), p);
-      cdf = where(going, cdf + p, cdf);
-      going = logical_and(going, u > cdf);
-    }
-    out = where(small, k, out);
-  }
-  if (!logical_not(small).any().item<bool>()) return out;
-  // PTRS for the large rates
-  const Tensor lam = where(small, 10.0, rate);
-  const Tensor slam = lam.sqrt(), loglam = lam.log();
-  const Tensor b = 0.931 + 2.53 * slam;
-  const Tensor a = -0.059 + 0.02483 * b;
-  const Tensor invalpha = 1.1239 + 1.1328 / (b - 3.4);
-  const Tensor vr = 0.9277 - 3.6224 / (b - 2);
-  Tensor pending = logical_not(small);
-  Tensor big = zeros_like(rate);
-  for (int round = 0; round < 1000 && pending.any().item<bool>(); ++round) {
-    const Tensor U = rand(shape, rate.options()) - 0.5;
-    const Tensor V = rand(shape, rate.options());
-    const Tensor us = 0.5 - U.abs();
-    const Tensor k = ((2 * a / us + b) * U + lam + 0.43).floor();
-    const Tensor quick = logical_and(us >= 0.07, V <= vr);
-    const Tensor reject = logical_or(k < 0, logical_and(us < 0.013, V > us));
-    const Tensor lhs = V.log() + invalpha.log() - (a / us.square() + b).log();
-    const Tensor rhs = -lam + k * loglam - (k + 1).lgamma();
-    const Tensor ok = logical_or(quick, logical_and(logical_not(reject), lhs <= rhs));
-    const Tensor take = logical_and(ok, pending);
-    big = where(take, k, big);
-    pending = logical_and(pending, logical_not(ok));
-  }
-  return where(small, out, big);
-}
+// Poisson draws come from the poisson op: one pass on any device, no sync
+// (Note [Poisson sampling] in src/kernels/samplers.h).
+Tensor poisson_sample(const Tensor& rate) { return brisk::poisson(rate); }
 
 }  // namespace
 
@@ -107,71 +59,9 @@ Binomial::Binomial(const Tensor& n, Logits l, std::optional<bool> v) : Distribut
 }
 Binomial::Binomial(int64_t n, Probs p, std::optional<bool> v) : Binomial(count_tensor(n), std::move(p), v) {}
 Binomial::Binomial(int64_t n, Logits l, std::optional<bool> v) : Binomial(count_tensor(n), std::move(l), v) {}
-// Note [Binomial sampling]
-// As PyTorch's sampler, with tensor ops: with q = min(p, 1 - p) (a draw for
-// p > 1/2 is n minus one for 1 - p), elements with n q < 10 count the
-// geometric waiting times between successes until they pass n (about n q + 1
-// steps, all elements a step at a time), the others run Hormann's BTRS
-// transformed rejection (1993; about 1.2 rounds of two uniforms). Where BTRS
-// bounds log f(k) / f(m) with Stirling tails, this one evaluates it exactly
-// with lgamma: the same acceptance test, a few more flops. In float64
-// internally (n up to 2^53 stays exact), returned in probs' dtype.
-Tensor binomial_sample(const Tensor& count_in, const Tensor& prob_in) {
-  NoGradGuard ng;
-  const Tensor n = count_in.to(kDouble), p = prob_in.to(kDouble);
-  const std::vector<int64_t> shape = dims(n);
-  const Tensor flip = p > 0.5;
-  const Tensor q = where(flip, 1 - p, p);
-  const Tensor small = n * q < 10;
-  const TensorOptions opts = n.options();
-  Tensor k_small = zeros_like(n);
-  if (small.any().item<bool>()) {
-    // waiting times: ceil(log U / log(1 - q)) trials per success
-    const Tensor qs = where(small, q, 0.0);
-    const Tensor ns = where(small, n, 0.0);
-    const Tensor log1mq = (-qs).log1p();
-    Tensor sum = zeros_like(n);
-    Tensor going = small.clone();
-    for (int64_t step = 0; step < (int64_t{1} << 20) && going.any().item<bool>(); ++step) {
-      const Tensor geom = (rand(shape, opts).log() / log1mq).ceil();
-      sum = sum + where(going, geom, 0.0);
-      going = logical_and(going, sum <= ns);
-      k_small = where(going, k_small + 1, k_small);
-    }
-  }
-  Tensor k_big = zeros_like(n);
-  Tensor pending = logical_not(small);
-  if (pending.any().item<bool>()) {
-    const Tensor nb = where(small, 100.0, n), qb = where(small, 0.25, q);  // harmless values where unused
-    const Tensor sd = (nb * qb * (1 - qb)).sqrt();
-    const Tensor b = 1.15 + 2.53 * sd;
-    const Tensor a = -0.0873 + 0.0248 * b + 0.01 * qb;
-    const Tensor c = nb * qb + 0.5;
-    const Tensor vr = 0.92 - 4.2 / b;
-    const Tensor log_r = qb.log() - (-qb).log1p();
-    const Tensor alpha = (2.83 + 5.1 / b) * sd;
-    const Tensor m = ((nb + 1) * qb).floor();
-    const Tensor log_fm = -(m + 1).lgamma() - (nb - m + 1).lgamma();
-    for (int round = 0; round < 10000 && pending.any().item<bool>(); ++round) {
-      const Tensor U = rand(shape, opts) - 0.5;
-      const Tensor V = rand(shape, opts);
-      const Tensor us = 0.5 - U.abs();
-      const Tensor k = ((2 * a / us + b) * U + c).floor();
-      const Tensor inside = logical_and(k >= 0, k <= nb);
-      const Tensor quick = logical_and(us >= 0.07, V <= vr);
-      // log f(k) - log f(m), exactly
-      const Tensor kk = k.clamp(0).minimum(nb);
-      const Tensor log_ratio = (kk - m) * log_r - (kk + 1).lgamma() - (nb - kk + 1).lgamma() - log_fm;
-      const Tensor lhs = (V * alpha / (a / us.square() + b)).log();
-      const Tensor ok = logical_and(inside, logical_or(quick, lhs <= log_ratio));
-      k_big = where(logical_and(ok, pending), k, k_big);
-      pending = logical_and(pending, logical_not(ok));
-    }
-    BRISK_CHECK(!pending.any().item<bool>(), "Binomial", "internal: BTRS did not accept within 10000 rounds");
-  }
-  const Tensor k = where(small, k_small, k_big);
-  return where(flip, n - k, k).to(prob_in.dtype());
-}
+// Binomial draws come from the binomial op: one pass on any device, no sync
+// (Note [Binomial sampling] in src/kernels/samplers.h).
+Tensor binomial_sample(const Tensor& count, const Tensor& prob) { return brisk::binomial(count, prob); }
 
 Tensor Binomial::sample(const std::vector<int64_t>& shape) const {
   const std::vector<int64_t> full = extended_shape(shape);

@@ -214,7 +214,12 @@ Bernoulli::Bernoulli(Logits l, std::optional<bool> v) : Distribution(dims(l.t), 
 }
 Tensor Bernoulli::sample(const std::vector<int64_t>& shape) const {
   NoGradGuard ng;
-  return bernoulli(probs.expand(extended_shape(shape)));
+  const Tensor p = probs.expand(extended_shape(shape));
+  if (p.device().is_cpu()) return bernoulli(p);
+  // On a GPU the op's check of p would read it on the host (a sync): the
+  // constructor checked probs (validate_args), so draw as the op does (a
+  // float64 uniform below p) without it.
+  return lt(rand(dims(p), TensorOptions(kDouble).device(p.device())), p).to(p.dtype());
 }
 Tensor Bernoulli::log_prob(const Tensor& value) const {
   validate_sample(value);

@@ -18,43 +18,9 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Note [Gamma sampling]
-// Standard Gamma(alpha) draws by Marsaglia and Tsang's method, written with
-// tensor ops so that it runs on any device from the generator's normal and
-// uniform streams: with d = alpha - 1/3 and c = 1 / sqrt(9 d), a normal x
-// and a uniform u, v = (1 + c x)^3 is accepted when v > 0 and
-// log u < x^2 / 2 + d - d v + d log v; the sample is d v. Rounds draw for
-// every element and keep the first acceptance of each (about 2-5% are
-// rejected per round, so a million elements take about five rounds). For
-// alpha < 1 the sample of alpha + 1 is scaled by u^(1 / alpha). Samples are
-// clamped to the smallest normal number, as PyTorch's.
-Tensor standard_gamma(const Tensor& alpha) {
-  NoGradGuard ng;
-  const Tensor boost = alpha < 1;
-  const Tensor a = where(boost, alpha + 1, alpha);
-  const Tensor d = a - 1.0 / 3.0;
-  const Tensor c = (9 * d).rsqrt();
-  Tensor out = full_like(alpha, kNaN);
-  Tensor pending = ones_like(alpha, TensorOptions(kBool));
-  const std::vector<int64_t> shape = dims(alpha);
-  for (int round = 0; round < 200; ++round) {
-    const Tensor x = randn(shape, alpha.options());
-    const Tensor u = rand(shape, alpha.options());
-    const Tensor v = (1 + c * x).pow(3);
-    const Tensor positive = v > 0;
-    const Tensor lv = where(positive, v, 1.0).log();
-    const Tensor ok = logical_and(positive, u.log() < 0.5 * x.square() + d - d * v + d * lv);
-    const Tensor take = logical_and(ok, pending);
-    out = where(take, d * v, out);
-    pending = logical_and(pending, logical_not(ok));
-    if (!pending.any().item<bool>()) break;
-  }
-  BRISK_CHECK(!pending.any().item<bool>(), "Gamma", "sampling did not finish: a concentration is not finite?");
-  // u in (0, 1]: u^(1/alpha) is never 0^...
-  const Tensor u = 1 - rand(shape, alpha.options());
-  out = where(boost, out * u.pow(alpha.reciprocal()), out);
-  return out.clamp_min(tiny_of(alpha.dtype()));
-}
+// Standard Gamma draws come from the _standard_gamma op: one pass on any
+// device, no sync (Note [Gamma sampling] in src/kernels/samplers.h).
+Tensor standard_gamma(const Tensor& alpha) { return brisk::_standard_gamma(alpha); }
 
 // Note [Implicit reparameterization]
 // A Gamma(alpha) sample x = F^-1(u; alpha) depends on alpha through the

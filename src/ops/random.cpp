@@ -9,8 +9,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
+#include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
 #include "core/dispatch.h"
@@ -19,6 +21,8 @@
 #include "core/philox.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "ops/sampling.h"
+#include "kernels/samplers.h"
 
 namespace brisk {
 
@@ -259,6 +263,124 @@ Tensor bernoulli(const Tensor& p) {
   return u.lt(p).to(p.dtype());
 }
 
+// ---- per-element samplers (Note [Samplers in one pass], src/kernels/samplers.h) --------
+
+namespace {
+
+/// Runs the sample kernel: out of a's shape and dtype from contiguous a (and b).
+/// One counter block reserved (Note [Sampler streams]). On the CPU the
+/// parameters are checked first (reading host memory costs nothing there);
+/// the CUDA kernel checks each as it samples and reports an invalid one
+/// through Note [Deferred index errors] (raised at the next sync), so the op
+/// itself never waits for the device.
+Tensor run_sampler(const char* name, samplers::Sampler which, const Tensor& a, const Tensor& b) {
+  BRISK_CHECK(static_cast<uint64_t>(a.numel()) < samplers::kMaxElements, name, "too many elements (", a.numel(),
+              "): at most 2^40");
+  Tensor ac = a.contiguous(), bc = b.defined() ? b.contiguous() : b;
+  if (ac.device().is_cpu() && ac.numel() > 0) {
+    Tensor ad = ac.to(kDouble), bd = bc.defined() ? bc.to(kDouble) : bc;
+    const double* pa = ad.data_ptr<double>();
+    const double* pb = bd.defined() ? bd.data_ptr<double>() : nullptr;
+    for (int64_t i = 0; i < ad.numel(); ++i)
+      BRISK_CHECK(samplers::valid_params(which, pa[i], pb ? pb[i] : 0.0), name, "expected ",
+                  samplers::expected_params(which), ", but got ", pa[i], pb ? " and " : "",
+                  pb ? std::to_string(pb[i]) : std::string(), " at flat index ", i);
+  }
+  Tensor out = empty(ac.sizes(), ac.options());
+  if (out.numel() == 0) return out;
+  auto fn = kernel<OpId::sample>(out.device().type, name);
+  const detail::PhiloxState st = detail::reserve_random_blocks(1);
+  fn(out, ac, bc, st.seed, st.offset, static_cast<int>(which));
+  detail::mark_new_version(out);  // Note [Version counters]
+  return out;
+}
+
+void check_sampler_input(const char* name, const char* arg, const Tensor& t) {
+  BRISK_CHECK(t.defined(), name, arg, " is an undefined tensor");
+  BRISK_CHECK(t.is_floating_point(), name, "expected a floating point tensor for ", arg, ", got ", t.dtype());
+}
+
+}  // namespace
+
+Tensor _standard_gamma(const Tensor& alpha) {
+  BRISK_PROFILE_OP("_standard_gamma", alpha);
+  check_sampler_input("_standard_gamma", "alpha", alpha);
+  NoGradGuard no_grad;
+  return run_sampler("_standard_gamma", samplers::Sampler::standard_gamma, alpha, Tensor());
+}
+
+Tensor poisson(const Tensor& rates) {
+  BRISK_PROFILE_OP("poisson", rates);
+  check_sampler_input("poisson", "rates", rates);
+  NoGradGuard no_grad;
+  return run_sampler("poisson", samplers::Sampler::poisson, rates, Tensor());
+}
+
+Tensor binomial(const Tensor& count, const Tensor& prob) {
+  BRISK_PROFILE_OP("binomial", count, prob);
+  check_sampler_input("binomial", "count", count);
+  check_sampler_input("binomial", "prob", prob);
+  BRISK_CHECK(count.device() == prob.device(), "binomial", "count and prob are on different devices (",
+              count.device(), " and ", prob.device(), ")");
+  NoGradGuard no_grad;
+  const ScalarType t = promote_types(count.dtype(), prob.dtype());
+  const DimVector shape = broadcast_shapes(count.sizes(), prob.sizes(), "binomial");
+  return run_sampler("binomial", samplers::Sampler::binomial, count.to(t).expand(shape), prob.to(t).expand(shape));
+}
+
+namespace detail {
+
+// Note [multinomial on a device]
+// On a GPU the host algorithm below would copy the probabilities to the host
+// and wait: a sync per Categorical.sample(). There the same sampling runs as
+// tensor ops, with the same draws (a float64 uniform fill of rows x
+// per_row elements reserves exactly the blocks the host version does) and
+// no read back:
+//  - with replacement, the category of x = u * total is the number of
+//    cumulative sums <= x (upper_bound as a count), computed on chunks of
+//    samples so the comparison tensor stays under 2^26 elements; an x that
+//    rounded up to the total takes the last category of nonzero mass;
+//  - without, the exponential race: keys log E - log p (p > 0), and
+//    1e4 + E for the categories of mass 0, which then come last in the
+//    order of E, as on the host; the num_samples smallest by topk.
+// The probabilities are checked by the backend's multinomial_check kernel,
+// which reports a bad row as a deferred device error (raised at the next
+// sync). Values equal the host's except where the device's cumulative sum or
+// log rounds differently at a category boundary.
+Tensor multinomial_on_device(const Tensor& probs, int64_t num_samples, bool replacement) {
+  NoGradGuard no_grad;
+  const Tensor p = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).to(kDouble).contiguous();
+  const int64_t rows = p.size(0), ncat = p.size(1);
+  const TensorOptions dopts = TensorOptions(kDouble).device(probs.device());
+  if (supports(OpId::multinomial_check, probs.device().type)) kernel<OpId::multinomial_check>(probs.device().type,
+                                                                                                  "multinomial")(p);
+  Tensor out;
+  if (rows == 0) {
+    out = empty({0, num_samples}, TensorOptions(kInt64).device(probs.device()));
+  } else if (replacement) {
+    const Tensor cdf = p.cumsum(1);                       // (rows, ncat)
+    const Tensor total = cdf.narrow(1, ncat - 1, 1);      // (rows, 1)
+    const Tensor x = rand({rows, num_samples}, dopts) * total;
+    const Tensor cats = arange(ncat, dopts);
+    const Tensor last_nonzero = where(p > 0, cats, -1.0).amax({1}, true).to(kInt64);  // (rows, 1)
+    const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 26) / std::max<int64_t>(rows * ncat, 1));
+    std::vector<Tensor> parts;
+    for (int64_t s0 = 0; s0 < num_samples; s0 += chunk) {
+      const Tensor xs = x.narrow(1, s0, std::min(chunk, num_samples - s0));   // (rows, m)
+      parts.push_back(le(cdf.unsqueeze(1), xs.unsqueeze(2)).sum({2}));     // (rows, m) int64
+    }
+    const Tensor c = parts.size() == 1 ? parts[0] : cat(parts, 1);
+    out = where(c < ncat, c, last_nonzero.expand({rows, num_samples}));
+  } else {
+    const Tensor e = -(-rand({rows, ncat}, dopts)).log1p();  // Exp(1), finite
+    const Tensor key = where(p > 0, e.log() - p.log(), e + 1e4);
+    out = std::get<1>(key.topk(num_samples, 1, /*largest=*/false, /*sorted=*/true));
+  }
+  return probs.dim() == 1 ? out.squeeze(0) : out;
+}
+
+}  // namespace detail
+
 // Row r of probs (1-D: one row) gives num_samples category indices (int64):
 //  - with replacement: inverse CDF of a float64 uniform, draw r * num_samples + s;
 //  - without: the num_samples smallest keys E_c / p_c with E_c ~ Exp(1) from
@@ -280,6 +402,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   BRISK_CHECK(replacement || num_samples <= ncat, name, "cannot sample n_sample > prob_dist.size(-1) samples "
               "without replacement (n_sample ", num_samples, ", ", ncat, " categories)");
   BRISK_CHECK(ncat > 0 || rows == 0, name, "the number of categories cannot be zero (shape ", probs.sizes(), ")");
+  if (!probs.device().is_cpu()) return detail::multinomial_on_device(probs, num_samples, replacement);
 
   Tensor pd = probs.to(Device(kCPU), kDouble).contiguous();
   const double* pv = pd.data_ptr<double>();

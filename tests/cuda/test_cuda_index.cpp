@@ -492,12 +492,23 @@ TEST(CudaIndexHost, DeviceErrorRecordDecoding) {
               "[gather] index 7 is out of bounds for dimension 1 with size 5 (detected on cuda:3 after the kernel "
               "ran; results written since then are unreliable)");
   }
+  // The samplers' invalid parameters (value: the flat index).
+  r.op = static_cast<int32_t>(cd::DeviceErrorOp::poisson);
+  r.value = 12;
+  EXPECT_EQ(cd::describe_device_error(r, 1),
+            "expected rates >= 0, but the one at flat index 12 is not (detected on cuda:1 after the kernel ran; "
+            "results written since then are unreliable)");
+  r.op = static_cast<int32_t>(cd::DeviceErrorOp::binomial);
+  EXPECT_NE(cd::describe_device_error(r, 0).find("probabilities in [0, 1], but the pair at flat index 12"),
+            std::string::npos);
   // The op names are the CPU kernels' names.
   const std::pair<cd::DeviceErrorOp, const char*> names[] = {
       {cd::DeviceErrorOp::gather, "gather"},       {cd::DeviceErrorOp::scatter, "scatter"},
       {cd::DeviceErrorOp::scatter_add, "scatter_add"}, {cd::DeviceErrorOp::index_add, "index_add_"},
       {cd::DeviceErrorOp::index, "index"},         {cd::DeviceErrorOp::index_put, "index_put_"},
-      {cd::DeviceErrorOp::index_select, "index_select"}};
+      {cd::DeviceErrorOp::index_select, "index_select"},
+      {cd::DeviceErrorOp::standard_gamma, "_standard_gamma"}, {cd::DeviceErrorOp::poisson, "poisson"},
+      {cd::DeviceErrorOp::binomial, "binomial"}};
   for (auto [op, name] : names) EXPECT_STREQ(cd::device_error_op_name(static_cast<int32_t>(op)), name);
   r.op = static_cast<int32_t>(cd::DeviceErrorOp::index);
   r.value = -6;

@@ -480,3 +480,43 @@ TEST(Distributions, GammaRsampleGradients) {
   D::StudentT(df, zeros({1}, kDouble), ones({1}, kDouble)).rsample({8}).square().mean().backward();
   EXPECT_TRUE(df.grad().defined());
 }
+
+// Sampling reads nothing back on the host (issue 18: "CUDA parameters sample
+// on the device, with no host round trip or sync"). The sync debug mode
+// raises at every synchronizing call, on CPU tensors too, so this checks on
+// any machine what a GPU would wait for; the rejection samplers used to ask
+// "is any element still pending?" once per round. Parameters are checked at
+// construction (validate_args), before the mode is set.
+TEST(Distributions, SamplingHasNoSyncPoints) {
+  struct Reset {
+    ~Reset() { set_sync_debug_mode(SyncDebugMode::Off); }
+  } reset;
+  manual_seed(3);
+  const Tensor a = tensor({0.4, 1.0, 7.5}), b = tensor({2.0, 0.5, 1.0});
+  std::vector<std::pair<std::string, D::DistributionPtr>> dists = {
+      {"Gamma", D::share(D::Gamma(a, b))},
+      {"Chi2", D::share(D::Chi2(a))},
+      {"Beta", D::share(D::Beta(a, b))},
+      {"Dirichlet", D::share(D::Dirichlet(a))},
+      {"StudentT", D::share(D::StudentT(a, b, b))},
+      {"Poisson", D::share(D::Poisson(tensor({0.5, 4.0, 60.0})))},
+      {"Binomial", D::share(D::Binomial(tensor({10.0, 1000.0, 3.0}), D::probs(tensor({0.3, 0.6, 0.0}))))},
+      {"Normal", D::share(D::Normal(a, b))},
+      {"Exponential", D::share(D::Exponential(a))},
+      {"Geometric", D::share(D::Geometric(D::probs(tensor({0.2, 0.9}))))},
+  };
+  for (auto& [name, d] : dists) {
+    set_sync_debug_mode(SyncDebugMode::Error);
+    Tensor s;
+    EXPECT_NO_THROW(s = d->sample({500})) << name;
+    set_sync_debug_mode(SyncDebugMode::Off);
+    ASSERT_TRUE(s.defined()) << name;
+    EXPECT_TRUE(s.isfinite().all().item<bool>()) << name;
+  }
+  for (const char* name : {"Gamma", "Beta", "Dirichlet"}) {
+    D::DistributionPtr d = std::find_if(dists.begin(), dists.end(), [&](auto& e) { return e.first == name; })->second;
+    set_sync_debug_mode(SyncDebugMode::Error);
+    EXPECT_NO_THROW(d->rsample({100})) << name;
+    set_sync_debug_mode(SyncDebugMode::Off);
+  }
+}

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/philox.h"
+#include "ops/sampling.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -493,4 +494,152 @@ TEST(Random, Errors) {
   manual_seed(10);
   EXPECT_EQ(rand({4}).to_vector<float>(), after_error);
   expect_error([&] { multinomial(scalar_tensor(0.5), 1); }, {"[multinomial]", "1 or 2 dim"});
+}
+
+// ---- per-element samplers: _standard_gamma, poisson, binomial --------------------------
+// (Note [Samplers in one pass], src/kernels/samplers.h)
+
+namespace {
+/// Mean and variance within 6 standard errors of the known values (the
+/// variance's standard error from the fourth central moment, given).
+void expect_moments(const Tensor& s, double mean, double var, double mu4, const std::string& what) {
+  const Moments m = moments(s);
+  const double n = static_cast<double>(s.numel());
+  EXPECT_NEAR(m.mean, mean, 6 * std::sqrt(var / n) + 1e-12) << what;
+  EXPECT_NEAR(m.var, var, 6 * std::sqrt((mu4 - var * var) / n) + 1e-12) << what;
+}
+}  // namespace
+
+TEST(Samplers, StandardGammaMoments) {
+  ThreadGuard tg;
+  set_num_threads(1);
+  manual_seed(11);
+  for (double a : {0.05, 0.5, 1.0, 2.5, 40.0}) {
+    for (ScalarType dt : {kFloat, kDouble}) {
+      const Tensor s = _standard_gamma(full({100000}, a, dt));
+      EXPECT_EQ(s.dtype(), dt);
+      // Gamma(a, 1): mean a, variance a, fourth central moment 3a^2 + 6a.
+      expect_moments(s.to(kDouble), a, a, 3 * a * a + 6 * a, "gamma a=" + std::to_string(a));
+      EXPECT_GT(moments(s.to(kDouble)).min, 0.0);
+    }
+  }
+  // Draws below the smallest normal number are clamped to it, as PyTorch's.
+  const Tensor tiny = _standard_gamma(full({4000}, 0.01, kFloat));
+  EXPECT_EQ(moments(tiny.to(kDouble)).min, double(std::numeric_limits<float>::min()));
+}
+
+TEST(Samplers, PoissonMoments) {
+  ThreadGuard tg;
+  set_num_threads(1);
+  manual_seed(12);
+  for (double r : {0.0, 0.3, 4.0, 9.99, 10.0, 37.5, 1e4}) {  // inversion below 10, PTRS from 10
+    const Tensor s = poisson(full({100000}, r, kDouble));
+    expect_moments(s, r, r, r + 3 * r * r, "poisson rate=" + std::to_string(r));
+    const std::vector<double> v = s.to_vector<double>();
+    EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](double x) { return x >= 0 && x == std::floor(x); }));
+  }
+}
+
+TEST(Samplers, BinomialMoments) {
+  ThreadGuard tg;
+  set_num_threads(1);
+  manual_seed(13);
+  // waiting times (n min(p, 1-p) < 10), BTRS above, mirrored p > 1/2, edges
+  for (auto [n, p] : std::vector<std::pair<double, double>>{
+           {20, 0.1}, {20, 0.95}, {1000, 0.3}, {1000, 0.7}, {3e9, 0.5}, {0, 0.4}, {7, 0.0}, {7, 1.0}}) {
+    const Tensor s = binomial(full({100000}, n, kDouble), full({100000}, p, kDouble));
+    const double var = n * p * (1 - p);
+    expect_moments(s, n * p, var, 3 * var * var + var * (1 - 6 * p * (1 - p)),
+                   "binomial n=" + std::to_string(n) + " p=" + std::to_string(p));
+    const Moments m = moments(s);
+    EXPECT_GE(m.min, 0.0);
+    EXPECT_LE(m.max, n);
+  }
+  // count and prob broadcast, and the dtypes promote
+  const Tensor b = binomial(tensor({5.0, 50.0}, kFloat).view({2, 1}), tensor({0.5, 0.1, 0.9}, kDouble));
+  EXPECT_EQ(b.sizes(), IntArrayRef({2, 3}));
+  EXPECT_EQ(b.dtype(), kDouble);
+}
+
+TEST(Samplers, ValuesDependOnSeedOffsetAndIndexOnly) {
+  ThreadGuard tg;
+  const Tensor alpha = rand({50000}, kDouble) * 3 + 0.2, rate = rand({50000}, kDouble) * 30;
+  const Tensor count = (rand({50000}, kDouble) * 60).floor(), prob = rand({50000}, kDouble);
+  auto draw = [&](int threads) {
+    set_num_threads(threads);
+    manual_seed(5);
+    return std::vector<Tensor>{_standard_gamma(alpha), poisson(rate), binomial(count, prob)};
+  };
+  const std::vector<Tensor> one = draw(1), two = draw(2);
+  for (size_t k = 0; k < one.size(); ++k) {
+    EXPECT_TRUE(one[k].equal(two[k])) << "sampler " << k << " depends on the thread count";
+    const std::vector<double> v = one[k].to_vector<double>();
+    EXPECT_GT(std::set<double>(v.begin(), v.end()).size(), 20u) << k;
+  }
+  // element i does not depend on how many elements follow it
+  set_num_threads(1);
+  manual_seed(5);
+  EXPECT_TRUE(_standard_gamma(alpha.narrow(0, 0, 1000)).equal(one[0].narrow(0, 0, 1000)));
+  // consecutive calls draw different numbers; manual_seed repeats them
+  manual_seed(6);
+  const Tensor a1 = poisson(rate), a2 = poisson(rate);
+  EXPECT_FALSE(a1.equal(a2));
+  manual_seed(6);
+  EXPECT_TRUE(poisson(rate).equal(a1));
+}
+
+TEST(Samplers, ReducedPrecisionAndEmpty) {
+  manual_seed(3);
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    const Tensor g = _standard_gamma(full({20000}, 3.0, dt));
+    EXPECT_EQ(g.dtype(), dt);
+    EXPECT_NEAR(moments(g.to(kDouble)).mean, 3.0, 0.1);
+    EXPECT_EQ(poisson(full({3}, 0.0, dt)).to(kDouble).sum().item<double>(), 0.0);
+  }
+  EXPECT_EQ(_standard_gamma(empty({0, 3})).sizes(), IntArrayRef({0, 3}));
+  EXPECT_EQ(binomial(empty({0}), empty({0})).numel(), 0);
+}
+
+TEST(Samplers, Errors) {
+  expect_error([] { _standard_gamma(tensor({1.0, -1.0})); }, {"_standard_gamma", "alpha > 0"});
+  expect_error([] { _standard_gamma(tensor({1.0, kNaN})); }, {"_standard_gamma", "alpha > 0"});
+  expect_error([] { _standard_gamma(tensor({1, 2}, kInt64)); }, {"_standard_gamma", "floating point"});
+  expect_error([] { poisson(tensor({-0.5})); }, {"poisson", "rates >= 0"});
+  expect_error([] { binomial(tensor({2.5}), tensor({0.5})); }, {"binomial", "non-negative integers"});
+  expect_error([] { binomial(tensor({3.0}), tensor({1.5})); }, {"binomial", "[0, 1]"});
+  expect_error([] { binomial(tensor({3.0, 4.0}), tensor({0.1, 0.2, 0.3})); }, {"binomial"});
+}
+
+// multinomial's tensor-op path (what a GPU runs, Note [multinomial on a
+// device]) draws the same numbers as the host algorithm: run on the CPU here,
+// it gives the same categories.
+TEST(Samplers, MultinomialTensorOpsPathMatchesTheHost) {
+  ThreadGuard tg;
+  set_num_threads(1);
+  manual_seed(21);
+  Tensor probs = rand({7, 30}, kDouble);
+  probs.narrow(1, 3, 5).zero_();   // categories of mass 0 in every row
+  probs.narrow(1, 25, 5).zero_();  // ... and at the end
+  for (bool replacement : {true, false}) {
+    for (const Tensor& p : {probs, probs.to(kFloat), probs.select(0, 2)}) {
+      const int64_t n = replacement ? 200 : 30;  // without: past the 20 positive categories
+      manual_seed(4);
+      const Tensor host = multinomial(p, n, replacement);
+      const Tensor next_host = rand({3});
+      manual_seed(4);
+      const Tensor ops = detail::multinomial_on_device(p, n, replacement);
+      EXPECT_EQ(ops.sizes(), host.sizes());
+      EXPECT_EQ(ops.dtype(), kInt64);
+      EXPECT_TRUE(ops.equal(host)) << "replacement " << replacement << " dim " << p.dim();
+      // both reserve the same counter blocks: the next op draws the same numbers
+      EXPECT_TRUE(rand({3}).equal(next_host));
+    }
+  }
+  // enough categories that the comparison runs in chunks of samples
+  manual_seed(5);
+  const Tensor wide = rand({64, 1 << 15}, kDouble);
+  manual_seed(6);
+  const Tensor host = multinomial(wide, 70, true);
+  manual_seed(6);
+  EXPECT_TRUE(detail::multinomial_on_device(wide, 70, true).equal(host));
 }

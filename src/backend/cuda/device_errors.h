@@ -1,5 +1,5 @@
 // Errors that CUDA kernels detect on the device and the host raises later
-// (Note [Deferred index errors]). This header is plain C++: the record's
+// (Note [Deferred index errors]; the samplers' invalid parameters use it too). This header is plain C++: the record's
 // layout, the op table and the message are shared by the backend and by the
 // tests, which check the decoding on machines without a GPU.
 //
@@ -46,6 +46,12 @@ enum class DeviceErrorOp : int32_t {
   index,
   index_put,
   index_select,
+  // the per-element samplers (Note [Samplers in one pass]): value = the flat
+  // index of an invalid parameter
+  standard_gamma,
+  poisson,
+  binomial,
+  multinomial,  ///< value = the row
   kCount
 };
 
@@ -58,6 +64,10 @@ inline const char* device_error_op_name(int32_t op) {
     case DeviceErrorOp::index: return "index";
     case DeviceErrorOp::index_put: return "index_put_";
     case DeviceErrorOp::index_select: return "index_select";
+    case DeviceErrorOp::standard_gamma: return "_standard_gamma";
+    case DeviceErrorOp::poisson: return "poisson";
+    case DeviceErrorOp::binomial: return "binomial";
+    case DeviceErrorOp::multinomial: return "multinomial";
     default: return "cuda kernel";
   }
 }
@@ -83,6 +93,16 @@ inline std::string describe_device_error(const DeviceErrorRecord& r, int device)
   std::ostringstream os;
   if (r.op <= 0 || r.op >= static_cast<int32_t>(DeviceErrorOp::kCount))
     os << "unknown device-side error (op code " << r.op << ")";
+  else if (r.op == static_cast<int32_t>(DeviceErrorOp::standard_gamma))
+    os << "expected concentrations alpha > 0, but the one at flat index " << r.value << " is not";
+  else if (r.op == static_cast<int32_t>(DeviceErrorOp::poisson))
+    os << "expected rates >= 0, but the one at flat index " << r.value << " is not";
+  else if (r.op == static_cast<int32_t>(DeviceErrorOp::binomial))
+    os << "expected counts that are non-negative integers and probabilities in [0, 1], but the pair at flat index "
+       << r.value << " is not";
+  else if (r.op == static_cast<int32_t>(DeviceErrorOp::multinomial))
+    os << "probability tensor contains either `inf`, `nan` or element < 0, or its row " << r.value
+       << " sums to 0";
   else
     os << "index " << r.value << " is out of bounds for dimension " << r.dim << " with size " << r.size;
   os << " (detected on cuda:" << device << " after the kernel ran; results written since then are unreliable)";

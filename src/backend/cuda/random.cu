@@ -4,9 +4,12 @@
 // block, the element values from random_fill.h (Note [Random fills on the
 // GPU]). One kernel per dtype; the op is a runtime switch.
 #include <algorithm>
+#include <limits>
 
 #include "backend/cuda/cuda_common.h"
+#include "backend/cuda/device_errors.cuh"
 #include "backend/cuda/random_fill.h"
+#include "kernels/samplers.h"
 #include "core/dispatch.h"
 
 namespace brisk::detail {
@@ -103,6 +106,85 @@ void randint_kernel(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
   launch(out, seed, offset, p, "random_");
 }
 
+// The per-element samplers (Note [Samplers in one pass]): a thread per
+// element, each running its rejection loop to the end on the device; the
+// launch returns at once, nothing is read back.
+// An invalid parameter gives NaN and is reported as a deferred device error
+// (raised at the next sync; Note [Deferred index errors]).
+template <class T>
+__global__ void __launch_bounds__(kRandomThreads)
+    sample_kernel_t(int which, const T* a, const T* b, T* out, int64_t n, uint64_t seed, uint64_t offset, double tiny,
+                    DeviceErrorSlot err) {
+  const auto sampler = static_cast<samplers::Sampler>(which);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kRandomThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRandomThreads + threadIdx.x; i < n; i += stride) {
+    const double ai = static_cast<double>(a[i]), bi = b ? static_cast<double>(b[i]) : 0.0;
+    if (!samplers::valid_params(sampler, ai, bi)) {
+      const DeviceErrorOp op = sampler == samplers::Sampler::standard_gamma ? DeviceErrorOp::standard_gamma
+                               : sampler == samplers::Sampler::poisson      ? DeviceErrorOp::poisson
+                                                                            : DeviceErrorOp::binomial;
+      report_index_error(err, op, i, 0, 0);
+      out[i] = static_cast<T>(samplers::kNaN);
+      continue;
+    }
+    double v = samplers::sample_one(sampler, ai, bi, seed, offset, static_cast<uint64_t>(i));
+    if (which == static_cast<int>(samplers::Sampler::standard_gamma) && v < tiny) v = tiny;
+    out[i] = static_cast<T>(v);
+  }
+}
+
+void sample_kernel(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t seed, uint64_t offset, int which) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  BRISK_CHECK(!brisk::detail::thread_capturing(), "sample",
+              "random ops inside a CUDA graph capture are not supported yet: the graph would draw the same numbers "
+              "on every replay (docs/design/cuda_graphs.md)");
+  DeviceGuard g(out.device().index);
+  const int64_t max_grid = static_cast<int64_t>(sm_count()) * 16;
+  const int grid = static_cast<int>(std::min(ceil_div(n, kRandomThreads), max_grid));
+  cudaStream_t s = current_stream_handle(out.device().index);
+  const DeviceErrorSlot err = device_error_slot(out.device().index);
+  BRISK_DISPATCH_FLOAT(out.dtype(), "sample", [&] {
+    using L = std::numeric_limits<scalar_t>;
+    sample_kernel_t<scalar_t><<<grid, kRandomThreads, 0, s>>>(
+        which, static_cast<const scalar_t*>(a.data_ptr()),
+        b.defined() ? static_cast<const scalar_t*>(b.data_ptr()) : nullptr, static_cast<scalar_t*>(out.data_ptr()), n,
+        seed, offset, static_cast<double>(L::min()), err);
+  });
+  check_launch("sample");
+}
+
+// multinomial's check of its probabilities (a thread per row): a row with an
+// infinite, NaN or negative entry, or summing to 0, is a deferred device error.
+template <class T>
+__global__ void multinomial_check_t(const T* p, int64_t rows, int64_t ncat, DeviceErrorSlot err) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; r < rows; r += stride) {
+    double sum = 0;
+    bool bad = false;
+    for (int64_t c = 0; c < ncat; ++c) {
+      const double v = static_cast<double>(p[r * ncat + c]);
+      bad = bad || !(v >= 0 && v <= 1.79769313486231570815e308);
+      sum += v;
+    }
+    if (bad || !(sum > 0)) report_index_error(err, DeviceErrorOp::multinomial, r, 0, 0);
+  }
+}
+
+void multinomial_check(const Tensor& probs) {
+  const int64_t rows = probs.size(0), ncat = probs.size(1);
+  if (rows == 0 || ncat == 0) return;
+  DeviceGuard g(probs.device().index);
+  const DeviceErrorSlot err = device_error_slot(probs.device().index);
+  const int grid = static_cast<int>(std::min<int64_t>(ceil_div(rows, int64_t{128}), int64_t{sm_count()} * 4));
+  cudaStream_t s = current_stream_handle(probs.device().index);
+  BRISK_DISPATCH_FLOAT(probs.dtype(), "multinomial", [&] {
+    multinomial_check_t<scalar_t><<<grid, 128, 0, s>>>(static_cast<const scalar_t*>(probs.data_ptr()), rows, ncat,
+                                                       err);
+  });
+  check_launch("multinomial");
+}
+
 }  // namespace
 
 void register_random_kernels() {
@@ -110,6 +192,8 @@ void register_random_kernels() {
   register_kernel<OpId::normal>(kCUDA, normal_kernel);
   register_kernel<OpId::bernoulli>(kCUDA, bernoulli_kernel);
   register_kernel<OpId::randint>(kCUDA, randint_kernel);
+  register_kernel<OpId::sample>(kCUDA, sample_kernel);
+  register_kernel<OpId::multinomial_check>(kCUDA, multinomial_check);
 }
 
 }  // namespace brisk::cuda::detail

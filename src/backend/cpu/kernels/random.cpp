@@ -5,11 +5,13 @@
 // KernelArgs::mode is 1 for "wide" (64-bit) draws, chosen by the front end.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "core/philox.h"
+#include "kernels/samplers.h"
 
 namespace brisk {
 namespace cpu {
@@ -155,6 +157,29 @@ void randint_kernel(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
   });
 }
 
+// The per-element samplers (Note [Samplers in one pass]): element i of out
+// from a[i] (b[i]), in float64, rounded to out's dtype once; a Gamma sample
+// is at least the dtype's smallest normal number, as PyTorch's.
+void sample_kernel(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t seed, uint64_t offset,
+                   int sampler) {
+  const auto which = static_cast<samplers::Sampler>(sampler);
+  BRISK_DISPATCH_FLOAT(out.dtype(), "sample", [&] {
+    const scalar_t* pa = static_cast<const scalar_t*>(a.data_ptr());
+    const scalar_t* pb = b.defined() ? static_cast<const scalar_t*>(b.data_ptr()) : nullptr;
+    scalar_t* po = static_cast<scalar_t*>(out.data_ptr());
+    const double tiny = static_cast<double>(std::numeric_limits<scalar_t>::min());
+    // Rejection loops: a few hundred nanoseconds per element, so small grains.
+    parallel_for(0, out.numel(), 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        double v = samplers::sample_one(which, static_cast<double>(pa[i]), pb ? static_cast<double>(pb[i]) : 0.0,
+                                        seed, offset, static_cast<uint64_t>(i));
+        if (which == samplers::Sampler::standard_gamma && v < tiny) v = tiny;
+        po[i] = static_cast<scalar_t>(v);
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_random_kernels() {
@@ -162,6 +187,7 @@ void register_random_kernels() {
   register_kernel<OpId::normal>(kCPU, normal_kernel);
   register_kernel<OpId::bernoulli>(kCPU, bernoulli_kernel);
   register_kernel<OpId::randint>(kCPU, randint_kernel);
+  register_kernel<OpId::sample>(kCPU, sample_kernel);
 }
 
 }  // namespace BRISK_CPU_ISA
