@@ -44,10 +44,20 @@ int main(int argc, char** argv) {
                                                 (void)n.log_prob(n.rsample());
                                               },
                                               rounds, 20));
+  // the rejection samplers (Note [Samplers in one pass])
+  const Tensor alpha = rand({1 << 20}) * 5 + 0.1, rate = rand({1 << 20}) * 30;
+  const Tensor count = (rand({1 << 20}) * 100).floor(), prob = rand({1 << 20});
+  out("brisk_gamma_sample_ms", time_ms([&] { (void)D::Gamma(alpha, ones_like(alpha), false).sample(); }, rounds, 3));
+  out("brisk_poisson_sample_ms", time_ms([&] { (void)D::Poisson(rate, false).sample(); }, rounds, 3));
+  out("brisk_binomial_sample_ms",
+      time_ms([&] { (void)D::Binomial(count, D::probs(prob), false).sample(); }, rounds, 3));
   if (t.available) {
     std::printf("libtorch_version %s\n", t.version.c_str());
     out("libtorch_categorical_sample_ms", t.categorical_sample_ms);
     out("libtorch_normal_rsample_log_prob_ms", t.normal_rsample_log_prob_ms);
+    out("libtorch_gamma_sample_ms", t.gamma_sample_ms);
+    out("libtorch_poisson_sample_ms", t.poisson_sample_ms);
+    out("libtorch_binomial_sample_ms", t.binomial_sample_ms);
   }
   return 0;
 }

@@ -40,13 +40,22 @@ def main():
             n.log_prob(n.rsample())
 
         py_normal = time_ms(normal, rounds, 20)
+        alpha, rate = torch.rand(1 << 20) * 5 + 0.1, torch.rand(1 << 20) * 30
+        count, prob = (torch.rand(1 << 20) * 100).floor(), torch.rand(1 << 20)
+        ones = torch.ones_like(alpha)
+        py_gamma = time_ms(lambda: D.Gamma(alpha, ones, validate_args=False).sample(), rounds, 3)
+        py_poisson = time_ms(lambda: D.Poisson(rate, validate_args=False).sample(), rounds, 3)
+        py_binomial = time_ms(lambda: D.Binomial(count, probs=prob, validate_args=False).sample(), rounds, 3)
     print("threads %d, PyTorch %s (Python), libtorch %s" % (a.threads, torch.__version__,
                                                              b.get("libtorch_version", "not built")))
     print()
     print("| case | brisk ms | PyTorch (Python) ms | libtorch by hand ms | PyTorch / brisk | libtorch / brisk |")
     print("|---|---|---|---|---|---|")
     for name, key, py in (("Categorical(logits [64, 1000]).sample()", "categorical_sample_ms", py_cat),
-                          ("Normal(loc, scale): rsample + log_prob, 1M", "normal_rsample_log_prob_ms", py_normal)):
+                          ("Normal(loc, scale): rsample + log_prob, 1M", "normal_rsample_log_prob_ms", py_normal),
+                          ("Gamma(alpha in [0.1, 5.1), 1).sample(), 1M", "gamma_sample_ms", py_gamma),
+                          ("Poisson(rate in [0, 30)).sample(), 1M", "poisson_sample_ms", py_poisson),
+                          ("Binomial(count in [0, 100), p).sample(), 1M", "binomial_sample_ms", py_binomial)):
         br = b["brisk_" + key]
         lt = b.get("libtorch_" + key)
         print("| %s | %.4f | %.4f | %s | %.2fx | %s |" % (name, br, py, "%.4f" % lt if lt else "-", py / br,

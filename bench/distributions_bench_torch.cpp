@@ -31,5 +31,10 @@ TorchDistributionsTimes torch_distributions_times(int threads, int rounds) {
         (void)(-(x - loc).square() / (2 * scale.square()) - scale.log() - half_log_2pi);
       },
       rounds, 20);
+  const torch::Tensor alpha = torch::rand({1 << 20}) * 5 + 0.1, rate = torch::rand({1 << 20}) * 30;
+  const torch::Tensor count = (torch::rand({1 << 20}) * 100).floor(), prob = torch::rand({1 << 20});
+  r.gamma_sample_ms = time_ms([&] { (void)torch::_standard_gamma(alpha); }, rounds, 3);
+  r.poisson_sample_ms = time_ms([&] { (void)torch::poisson(rate); }, rounds, 3);
+  r.binomial_sample_ms = time_ms([&] { (void)torch::binomial(count, prob); }, rounds, 3);
   return r;
 }

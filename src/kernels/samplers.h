@@ -37,12 +37,17 @@ namespace brisk::samplers {
 // (i < 2^40, k < 2^23). The fills of Note [Random counter layout] use
 // counters whose top two words are 0, and another sampler op has another
 // offset, so no two streams ever share a block. An element that would need
-// more than 2^23 blocks (16 million uniforms; no valid parameter comes
-// near) stops with NaN.
+// more than 2^23 blocks (32 million words; no valid parameter comes near)
+// stops with NaN. Draws take one word (32 bits) where 2^-32 is far below
+// any effect on the distribution (acceptance tests, the polar method's
+// point, geometric waiting times) and two (53 bits) where u's resolution
+// would cut a tail (Poisson's inversion) or the proposal's grid (PTRS and
+// BTRS's U).
 constexpr uint64_t kMaxElements = uint64_t{1} << 40;
 constexpr uint32_t kMaxBlocks = uint32_t{1} << 23;
 
-/// Element i's stream of float64 uniforms (two per counter block).
+/// Element i's stream of draws: 32-bit words, four per counter block, taken
+/// in order.
 class Stream {
  public:
   BRISK_HOST_DEVICE Stream(uint64_t seed, uint64_t offset, uint64_t elem) {
@@ -53,44 +58,56 @@ class Stream {
     ctr_[2] = static_cast<uint32_t>(elem);
     high_ = 0x80000000u | (static_cast<uint32_t>(elem >> 32) << 23);
   }
-  /// Uniform in [0, 1), 53 random bits.
+  /// Uniform in [0, 1) with 53 random bits (two words): for inversions,
+  /// where the resolution of u is the resolution of the tail.
   BRISK_HOST_DEVICE double uniform() {
-    if (used_ == 2) refill();
-    const uint64_t x = static_cast<uint64_t>(r_[2 * used_]) | (static_cast<uint64_t>(r_[2 * used_ + 1]) << 32);
-    ++used_;
-    return philox::to_unit_double(x);
+    const uint64_t lo = word(), hi = word();
+    return philox::to_unit_double(lo | (hi << 32));
   }
   /// Uniform in (0, 1]: a logarithm of it is finite.
   BRISK_HOST_DEVICE double uniform_open0() { return 1.0 - uniform(); }
-  /// Standard normal (Box-Muller; the pair's second value is kept for the next call).
+  /// Uniform in (0, 1) from one word, (w + 1/2) 2^-32: for acceptance tests
+  /// and angles, where 2^-32 is far below any effect on the distribution.
+  BRISK_HOST_DEVICE double uniform32() { return (static_cast<double>(word()) + 0.5) * 2.3283064365386963e-10; }
+  /// Standard normal pairs by Marsaglia's polar method (a point uniform in
+  /// the unit disc from two words, 79% accepted; no trigonometry); the
+  /// pair's second value is kept for the next call.
   BRISK_HOST_DEVICE double normal() {
     if (has_spare_) {
       has_spare_ = false;
       return spare_;
     }
-    const double r = std::sqrt(-2.0 * std::log(uniform_open0()));
-    const double theta = 6.283185307179586476925 * uniform();
-    spare_ = r * std::sin(theta);
+    double x, y, q;
+    do {
+      x = 2.0 * uniform32() - 1.0;
+      y = 2.0 * uniform32() - 1.0;
+      q = x * x + y * y;
+    } while (q >= 1.0 && !exhausted_);
+    const double f = std::sqrt(-2.0 * std::log(q) / q);
+    spare_ = y * f;
     has_spare_ = true;
-    return r * std::cos(theta);
+    return x * f;
   }
   /// True once the stream ran past kMaxBlocks: the caller gives up (NaN).
   BRISK_HOST_DEVICE bool exhausted() const { return exhausted_; }
 
  private:
-  BRISK_HOST_DEVICE void refill() {
-    if (block_ >= kMaxBlocks) exhausted_ = true;
-    const uint32_t ctr[4] = {ctr_[0], ctr_[1], ctr_[2], high_ | (block_ & (kMaxBlocks - 1))};
-    philox::philox4x32_10(ctr, key_, r_);
-    ++block_;
-    used_ = 0;
+  BRISK_HOST_DEVICE uint32_t word() {
+    if (used_ == 4) {
+      if (block_ >= kMaxBlocks) exhausted_ = true;
+      const uint32_t ctr[4] = {ctr_[0], ctr_[1], ctr_[2], high_ | (block_ & (kMaxBlocks - 1))};
+      philox::philox4x32_10(ctr, key_, r_);
+      ++block_;
+      used_ = 0;
+    }
+    return r_[used_++];
   }
   uint32_t key_[2];
   uint32_t ctr_[3];
   uint32_t high_;
   uint32_t block_ = 0;
   uint32_t r_[4] = {};
-  int used_ = 2;
+  int used_ = 4;
   bool has_spare_ = false;
   bool exhausted_ = false;
   double spare_ = 0;
@@ -130,14 +147,14 @@ BRISK_HOST_DEVICE inline double standard_gamma(double alpha, Stream& s) {
     double v = 1 + c * x;
     if (v <= 0) continue;
     v = v * v * v;
-    const double u = s.uniform();
+    const double u = s.uniform32();
     const double x2 = x * x;
     if (u < 1 - 0.0331 * x2 * x2 || std::log(u) < 0.5 * x2 + d - d * v + d * std::log(v)) {
       out = d * v;
       break;
     }
   }
-  if (boost) out *= std::pow(s.uniform_open0(), 1.0 / alpha);
+  if (boost) out *= std::exp(std::log(s.uniform_open0()) / alpha);  // u^(1/alpha), u in (0, 1]
   return s.exhausted() ? kNaN : out;
 }
 
@@ -163,16 +180,16 @@ BRISK_HOST_DEVICE inline double poisson(double lam, Stream& s) {
   const double slam = std::sqrt(lam), loglam = std::log(lam);
   const double b = 0.931 + 2.53 * slam;
   const double a = -0.059 + 0.02483 * b;
-  const double invalpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double log_invalpha = std::log(1.1239 + 1.1328 / (b - 3.4));
   const double vr = 0.9277 - 3.6224 / (b - 2);
   while (!s.exhausted()) {
     const double U = s.uniform() - 0.5;
-    const double V = s.uniform();
+    const double V = s.uniform32();
     const double us = 0.5 - std::fabs(U);
     const double k = std::floor((2 * a / us + b) * U + lam + 0.43);
     if (us >= 0.07 && V <= vr) return k;
     if (k < 0 || (us < 0.013 && V > us)) continue;
-    if (std::log(V) + std::log(invalpha) - std::log(a / (us * us) + b) <= -lam + k * loglam - log_gamma(k + 1)) return k;
+    if (std::log(V) + log_invalpha - std::log(a / (us * us) + b) <= -lam + k * loglam - log_gamma(k + 1)) return k;
   }
   return kNaN;
 }
@@ -194,7 +211,7 @@ BRISK_HOST_DEVICE inline double binomial(double n, double p, Stream& s) {
     const double log1mq = std::log1p(-q);
     double sum = 0;
     while (!s.exhausted()) {
-      sum += std::ceil(std::log(s.uniform_open0()) / log1mq);
+      sum += std::ceil(std::log(s.uniform32()) / log1mq);  // a geometric waiting time
       if (sum > n) break;
       k += 1;
     }
@@ -204,19 +221,24 @@ BRISK_HOST_DEVICE inline double binomial(double n, double p, Stream& s) {
     const double a = -0.0873 + 0.0248 * b + 0.01 * q;
     const double c = n * q + 0.5;
     const double vr = 0.92 - 4.2 / b;
-    const double log_r = std::log(q) - std::log1p(-q);
     const double alpha = (2.83 + 5.1 / b) * sd;
     const double m = std::floor((n + 1) * q);
-    const double log_fm = -log_gamma(m + 1) - log_gamma(n - m + 1);
+    double log_r = 0, log_fm = 0;  // computed at the first round the quick test leaves open
+    bool have_logs = false;
     while (!s.exhausted()) {
       const double U = s.uniform() - 0.5;
-      const double V = s.uniform();
+      const double V = s.uniform32();
       const double us = 0.5 - std::fabs(U);
       const double kk = std::floor((2 * a / us + b) * U + c);
       if (kk < 0 || kk > n) continue;
       if (us >= 0.07 && V <= vr) {
         k = kk;
         break;
+      }
+      if (!have_logs) {
+        log_r = std::log(q) - std::log1p(-q);
+        log_fm = -log_gamma(m + 1) - log_gamma(n - m + 1);
+        have_logs = true;
       }
       const double log_ratio = (kk - m) * log_r - log_gamma(kk + 1) - log_gamma(n - kk + 1) - log_fm;
       if (std::log(V * alpha / (a / (us * us) + b)) <= log_ratio) {

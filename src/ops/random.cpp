@@ -278,13 +278,15 @@ Tensor run_sampler(const char* name, samplers::Sampler which, const Tensor& a, c
               "): at most 2^40");
   Tensor ac = a.contiguous(), bc = b.defined() ? b.contiguous() : b;
   if (ac.device().is_cpu() && ac.numel() > 0) {
-    Tensor ad = ac.to(kDouble), bd = bc.defined() ? bc.to(kDouble) : bc;
-    const double* pa = ad.data_ptr<double>();
-    const double* pb = bd.defined() ? bd.data_ptr<double>() : nullptr;
-    for (int64_t i = 0; i < ad.numel(); ++i)
-      BRISK_CHECK(samplers::valid_params(which, pa[i], pb ? pb[i] : 0.0), name, "expected ",
-                  samplers::expected_params(which), ", but got ", pa[i], pb ? " and " : "",
-                  pb ? std::to_string(pb[i]) : std::string(), " at flat index ", i);
+    BRISK_DISPATCH_FLOAT(ac.dtype(), name, [&] {
+      const scalar_t* pa = ac.data_ptr<scalar_t>();
+      const scalar_t* pb = bc.defined() ? bc.data_ptr<scalar_t>() : nullptr;
+      for (int64_t i = 0; i < ac.numel(); ++i) {
+        const double x = static_cast<double>(pa[i]), y = pb ? static_cast<double>(pb[i]) : 0.0;
+        BRISK_CHECK(samplers::valid_params(which, x, y), name, "expected ", samplers::expected_params(which),
+                    ", but got ", x, pb ? " and " : "", pb ? std::to_string(y) : std::string(), " at flat index ", i);
+      }
+    });
   }
   Tensor out = empty(ac.sizes(), ac.options());
   if (out.numel() == 0) return out;
