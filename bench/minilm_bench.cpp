@@ -71,6 +71,11 @@ int main(int argc, char** argv) {
     Tensor e = compiled ? (*compiled)(enc.input_ids, enc.attention_mask) : forward(enc.input_ids, enc.attention_mask);
     return e.to(kFloat).contiguous();
   };
+  // --bf16: one scope around every call, as examples/embed_sentences holds
+  // it, so that the weights are cast to bfloat16 once (the weight-cast cache
+  // lives while a scope is open), not per call.
+  std::optional<amp::autocast> weights_cast_once;
+  if (bf16) weights_cast_once.emplace(kCPU, kBFloat16);
   using Clock = std::chrono::steady_clock;
   const auto c0 = Clock::now();
   Tensor first = call();  // with --compile: the trace and code generation
