@@ -638,8 +638,8 @@ class LogNormal : public TransformedDistribution {
 
 /// d x / d alpha for x ~ Gamma(alpha, 1) at x (torch._standard_gamma_grad):
 /// the implicit reparameterization gradient Gamma, Beta, Dirichlet and
-/// StudentT's rsample use. Float64 math on the CPU.
-Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x);
+/// StudentT's rsample use; brisk::_standard_gamma_grad, on any device.
+inline Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x) { return brisk::_standard_gamma_grad(alpha, x); }
 
 // ---- KL divergence ----------------------------------------------------------------------
 

@@ -44,8 +44,14 @@ Tensor bernoulli(const Tensor& p);
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
 /// Samples of the standard Gamma distribution of concentration alpha[i] (as
 /// torch._standard_gamma): same shape and floating dtype; values at least the
-/// dtype's smallest normal number. No gradient (Gamma::rsample adds it).
+/// dtype's smallest normal number; differentiable in alpha (implicit
+/// reparameterization, _standard_gamma_grad).
 Tensor _standard_gamma(const Tensor& alpha);
+/// d x / d alpha for x ~ Gamma(alpha, 1) at x (torch._standard_gamma_grad).
+Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x);
+/// The regularized lower incomplete gamma function P(a, x) (torch.igamma);
+/// differentiable in x.
+Tensor igamma(const Tensor& a, const Tensor& x);
 /// Poisson samples of rates[i] >= 0 (torch.poisson): same shape and dtype.
 Tensor poisson(const Tensor& rates);
 /// Binomial samples of count[i] trials of success probability prob[i]

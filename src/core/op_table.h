@@ -283,6 +283,8 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(_standard_gamma, Random, sample, Float, Keep, Keep, kRandom)                        \
   X(poisson, Random, sample, Float, Keep, Keep, kRandom)                                \
   X(binomial, Random, sample, Float, Keep, Keep, kRandom)                               \
+  X(_standard_gamma_grad, Other, sample, Float, Keep, Keep, kNoFlags)                   \
+  X(igamma, Other, sample, Float, Keep, Keep, kNoFlags)                                 \
   /* factories */                                                                       \
   X(empty, Factory, none, All, Keep, Keep, kNoFlags)                                    \
   X(empty_like, Factory, none, All, Keep, Keep, kNoFlags)                               \

@@ -20,96 +20,11 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Standard Gamma draws come from the _standard_gamma op: one pass on any
 // device, no sync (Note [Gamma sampling] in src/kernels/samplers.h).
-Tensor standard_gamma(const Tensor& alpha) { return brisk::_standard_gamma(alpha); }
+Tensor standard_gamma(const Tensor& alpha) { return brisk::_standard_gamma(alpha.detach()); }
 
-// Note [Implicit reparameterization]
-// A Gamma(alpha) sample x = F^-1(u; alpha) depends on alpha through the
-// inverse CDF, so dx/dalpha = -(dF/dalpha)(x; alpha) / f(x; alpha)
-// (Figurnov et al. 2018), where F is the regularized lower incomplete gamma
-// function P(alpha, x) and f the density. dF/dalpha has no closed form:
-// it is the central difference of P in alpha (step 1e-6 * max(alpha, 1);
-// P from its series below alpha + 1 and from Q's continued fraction above,
-// where the difference is taken of Q, so that P close to 1 loses no
-// digits), about 1e-8 relative. Computed in float64 on the CPU (a CUDA
-// tensor makes a round trip to the host).
-double log_gamma_density(double a, double x) { return (a - 1) * std::log(x) - x - std::lgamma(a); }
-
-/// P(a, x) (lower) when `lower`, else Q(a, x) = 1 - P(a, x), each computed
-/// directly where it is accurate.
-double incomplete_gamma(double a, double x, bool lower) {
-  if (x <= 0) return lower ? 0.0 : 1.0;
-  const double front = std::exp(-x + a * std::log(x) - std::lgamma(a));
-  if (x < a + 1) {
-    double term = 1.0 / a, sum = term;
-    for (int n = 1; n < 10000; ++n) {
-      term *= x / (a + n);
-      sum += term;
-      if (std::abs(term) < std::abs(sum) * 1e-17) break;
-    }
-    const double p = sum * front;
-    return lower ? p : 1 - p;
-  }
-  constexpr double kTiny = 1e-300;
-  double b = x + 1 - a, c = 1 / kTiny, d = 1 / b, h = d;
-  for (int i = 1; i < 10000; ++i) {
-    const double an = -i * (i - a);
-    b += 2;
-    d = an * d + b;
-    if (std::abs(d) < kTiny) d = kTiny;
-    c = b + an / c;
-    if (std::abs(c) < kTiny) c = kTiny;
-    d = 1 / d;
-    const double del = d * c;
-    h *= del;
-    if (std::abs(del - 1) < 1e-16) break;
-  }
-  const double q = front * h;
-  return lower ? 1 - q : q;
-}
-
-double standard_gamma_dx_da(double a, double x) {
-  const bool lower = x < a + 1;
-  const double h = 1e-6 * std::max(a, 1.0);
-  double dp = (incomplete_gamma(a + h, x, lower) - incomplete_gamma(a - h, x, lower)) / (2 * h);
-  if (!lower) dp = -dp;  // dP/da = -dQ/da
-  return -dp / std::exp(log_gamma_density(a, x));
-}
-
-/// f(a[i], x[i]) in float64 on the CPU, returned on `like`'s device and in
-/// its dtype (a and x of one shape; no graph).
-template <class F>
-Tensor map_cpu_double(const Tensor& a, const Tensor& x, const Tensor& like, F f) {
-  const Tensor ad = a.detach().to(kCPU).to(kDouble).contiguous(), xd = x.detach().to(kCPU).to(kDouble).contiguous();
-  Tensor r = empty(ad.sizes(), kDouble);
-  const double* ap = ad.data_ptr<double>();
-  const double* xp = xd.data_ptr<double>();
-  double* rp = r.data_ptr<double>();
-  for (int64_t i = 0; i < ad.numel(); ++i) rp[i] = f(ap[i], xp[i]);
-  return r.to(like.device()).to(like.dtype());
-}
-
-}  // namespace
-
-Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
-  BRISK_CHECK(alpha.defined() && x.defined() && alpha.sizes() == x.sizes(), "_standard_gamma_grad",
-              "alpha and x must be defined tensors of one shape");
-  return map_cpu_double(alpha, x, alpha, standard_gamma_dx_da);
-}
-
-namespace {
-
-/// x ~ Gamma(alpha, 1) with gradients to alpha (Note [Implicit reparameterization]).
-Tensor standard_gamma_rsample(const Tensor& alpha) {
-  const Tensor x = standard_gamma(alpha.detach().contiguous());
-  if (!autograd::should_record(alpha)) return x;
-  Tensor out = x.clone();
-  autograd::record("StandardGammaBackward0", {out}, {alpha}, {autograd::save(alpha.detach()), autograd::save(x)},
-                   [](autograd::BackwardCtx& c) -> TensorList {
-                     return {c.grad() * _standard_gamma_grad(c.saved(0), c.saved(1))};
-                   });
-  return out;
-}
-
+/// x ~ Gamma(alpha, 1) with gradients to alpha: the _standard_gamma op
+/// records them (Note [Implicit reparameterization] in src/kernels/samplers.h).
+Tensor standard_gamma_rsample(const Tensor& alpha) { return brisk::_standard_gamma(alpha.contiguous()); }
 
 }  // namespace
 
@@ -137,18 +52,8 @@ Tensor Gamma::cdf(const Tensor& value) const {
               "cdf: the derivative with respect to the concentration is not implemented (PyTorch's gammainc has "
               "none either); detach the concentration or call it under NoGradGuard");
   auto b = broadcast_tensors({concentration, rate, value.to(concentration.dtype())});
-  const Tensor x = b[1] * b[2];
-  const Tensor p = map_cpu_double(b[0], x, x, [](double a, double xx) { return incomplete_gamma(a, xx, /*lower=*/true); });
-  if (!autograd::should_record(x)) return p;
-  // dP/dx = the Gamma(a, 1) density at x; x = rate * value carries the rest
-  Tensor out = p.clone();
-  autograd::record("GammaincBackward0", {out}, {x}, {autograd::save(b[0].detach()), autograd::save(x.detach())},
-                   [](autograd::BackwardCtx& c) -> TensorList {
-                     const Tensor a = c.saved(0), xx = c.saved(1);
-                     const Tensor density = ((a - 1) * xx.log() - xx - a.lgamma()).exp();
-                     return {c.grad() * density};
-                   });
-  return out;
+  // P(a, rate * value): igamma is differentiable in its second argument
+  return brisk::igamma(b[0].detach(), b[1] * b[2]);
 }
 
 Tensor Gamma::entropy() const {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/function.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
@@ -277,7 +278,7 @@ Tensor run_sampler(const char* name, samplers::Sampler which, const Tensor& a, c
   BRISK_CHECK(static_cast<uint64_t>(a.numel()) < samplers::kMaxElements, name, "too many elements (", a.numel(),
               "): at most 2^40");
   Tensor ac = a.contiguous(), bc = b.defined() ? b.contiguous() : b;
-  if (ac.device().is_cpu() && ac.numel() > 0) {
+  if (samplers::is_random(which) && ac.device().is_cpu() && ac.numel() > 0) {
     BRISK_DISPATCH_FLOAT(ac.dtype(), name, [&] {
       const scalar_t* pa = ac.data_ptr<scalar_t>();
       const scalar_t* pb = bc.defined() ? bc.data_ptr<scalar_t>() : nullptr;
@@ -291,7 +292,7 @@ Tensor run_sampler(const char* name, samplers::Sampler which, const Tensor& a, c
   Tensor out = empty(ac.sizes(), ac.options());
   if (out.numel() == 0) return out;
   auto fn = kernel<OpId::sample>(out.device().type, name);
-  const detail::PhiloxState st = detail::reserve_random_blocks(1);
+  const detail::PhiloxState st = samplers::is_random(which) ? detail::reserve_random_blocks(1) : detail::PhiloxState{};
   fn(out, ac, bc, st.seed, st.offset, static_cast<int>(which));
   detail::mark_new_version(out);  // Note [Version counters]
   return out;
@@ -304,11 +305,64 @@ void check_sampler_input(const char* name, const char* arg, const Tensor& t) {
 
 }  // namespace
 
+// x ~ Gamma(alpha, 1), differentiable in alpha as torch._standard_gamma is:
+// dx/dalpha by implicit reparameterization (_standard_gamma_grad).
 Tensor _standard_gamma(const Tensor& alpha) {
   BRISK_PROFILE_OP("_standard_gamma", alpha);
   check_sampler_input("_standard_gamma", "alpha", alpha);
+  Tensor x;
+  {
+    NoGradGuard no_grad;
+    x = run_sampler("_standard_gamma", samplers::Sampler::standard_gamma, alpha.detach(), Tensor());
+  }
+  if (!autograd::should_record(alpha)) return x;
+  Tensor out = x.clone();  // the node saves x, not its own output
+  autograd::record("StandardGammaBackward0", {out}, {alpha}, {autograd::save(alpha.detach()), autograd::save(x)},
+                   [](autograd::BackwardCtx& c) -> TensorList {
+                     return {c.grad() * _standard_gamma_grad(c.saved(0), c.saved(1))};
+                   });
+  return out;
+}
+
+namespace {
+/// a and x broadcast and promoted to one floating dtype.
+std::pair<Tensor, Tensor> float_pair(const char* name, const Tensor& a, const Tensor& x) {
+  check_sampler_input(name, "the first argument", a);
+  check_sampler_input(name, "the second argument", x);
+  BRISK_CHECK(a.device() == x.device(), name, "the arguments are on different devices (", a.device(), " and ",
+              x.device(), ")");
+  const ScalarType t = promote_types(a.dtype(), x.dtype());
+  const DimVector shape = broadcast_shapes(a.sizes(), x.sizes(), name);
+  return {a.detach().to(t).expand(shape), x.detach().to(t).expand(shape)};
+}
+}  // namespace
+
+Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
+  BRISK_PROFILE_OP("_standard_gamma_grad", alpha, x);
   NoGradGuard no_grad;
-  return run_sampler("_standard_gamma", samplers::Sampler::standard_gamma, alpha, Tensor());
+  auto [a, v] = float_pair("_standard_gamma_grad", alpha, x);
+  return run_sampler("_standard_gamma_grad", samplers::Sampler::standard_gamma_grad, a, v);
+}
+
+// torch.igamma: the regularized lower incomplete gamma function P(a, x).
+// Differentiable in x (the Gamma(a, 1) density); in a, as in PyTorch, not.
+Tensor igamma(const Tensor& a, const Tensor& x) {
+  BRISK_PROFILE_OP("igamma", a, x);
+  Tensor p;
+  {
+    NoGradGuard no_grad;
+    auto [aa, xx] = float_pair("igamma", a, x);
+    p = run_sampler("igamma", samplers::Sampler::igamma, aa, xx);
+  }
+  if (!autograd::should_record(a, x)) return p;
+  autograd::record("IgammaBackward0", {p}, {a, x}, {autograd::save(a.detach()), autograd::save(x.detach())},
+                   [](autograd::BackwardCtx& c) -> TensorList {
+                     BRISK_CHECK(!c.needs(0), "igamma", "the derivative with respect to the first argument (a) is "
+                                 "not implemented (as in PyTorch): detach it");
+                     const Tensor aa = c.saved(0), xx = c.saved(1);
+                     return {Tensor(), c.grad() * ((aa - 1) * xx.log() - xx - aa.lgamma()).exp()};
+                   });
+  return p;
 }
 
 Tensor poisson(const Tensor& rates) {

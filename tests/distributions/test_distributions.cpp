@@ -513,10 +513,21 @@ TEST(Distributions, SamplingHasNoSyncPoints) {
     ASSERT_TRUE(s.defined()) << name;
     EXPECT_TRUE(s.isfinite().all().item<bool>()) << name;
   }
+  // rsample and its backward (the implicit gradient runs per element on the
+  // device too), and Gamma's cdf (igamma)
   for (const char* name : {"Gamma", "Beta", "Dirichlet"}) {
-    D::DistributionPtr d = std::find_if(dists.begin(), dists.end(), [&](auto& e) { return e.first == name; })->second;
+    const Tensor c = tensor({0.4, 1.0, 7.5}).requires_grad_(true), r = tensor({2.0, 0.5, 1.0}).requires_grad_(true);
+    D::DistributionPtr d = std::string(name) == "Gamma" ? D::share(D::Gamma(c, r))
+                           : std::string(name) == "Beta" ? D::share(D::Beta(c, r))
+                                                         : D::share(D::Dirichlet(c));
     set_sync_debug_mode(SyncDebugMode::Error);
-    EXPECT_NO_THROW(d->rsample({100})) << name;
+    EXPECT_NO_THROW(d->rsample({100}).sum().backward()) << name;
     set_sync_debug_mode(SyncDebugMode::Off);
+    EXPECT_TRUE(c.grad().defined() && c.grad().isfinite().all().item<bool>()) << name;
   }
+  const D::Gamma g(tensor({0.4, 1.0, 7.5}), tensor({2.0, 0.5, 1.0}), /*validate_args=*/false);  // validation reads the value on the host
+  const Tensor v = tensor({0.1, 3.0, 7.0});
+  set_sync_debug_mode(SyncDebugMode::Error);
+  EXPECT_NO_THROW(g.cdf(v));
+  set_sync_debug_mode(SyncDebugMode::Off);
 }
