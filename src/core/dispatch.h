@@ -87,8 +87,9 @@ using GroupNormBackwardFn = void (*)(const Tensor& gy, const Tensor& x, const No
 /// target (R) int64 (checked in range, or ignore_index), weight (C) of the
 /// input's dtype or undefined. Fills loss (R) with each row's
 /// (1 - ls) * -w[t] logp[t] + ls / C * -sum_c w[c] logp[c] (0 where ignored),
-/// wt (R) with w[t] (0 where ignored) and lse (R) with the row's
-/// log-sum-exp (compute dtype: float32 for 16-bit input), for the backward.
+/// wt (R) with w[t] (0 where ignored) and lse (R, 2) with the row's max m and
+/// log sum exp(x - m) (compute dtype: float32 for 16-bit input), for the
+/// backward (Note [Fused cross_entropy]: never m + log s, which rounds).
 using CrossEntropyFn = void (*)(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
                                 const Tensor& target, const Tensor& weight, int64_t ignore_index,
                                 double label_smoothing);

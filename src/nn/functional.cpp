@@ -548,7 +548,8 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
     const TensorOptions opt = TensorOptions(dt).device(input.device());
     loss = empty({N}, opt);
     wt = empty({N}, opt);
-    lse = empty({N}, TensorOptions(is_reduced_float(dt) ? kFloat : dt).device(input.device()));
+    // per row (max, log sum exp(x - max)): Note [Fused cross_entropy]
+    lse = empty({N, 2}, TensorOptions(is_reduced_float(dt) ? kFloat : dt).device(input.device()));
     if (N != 0) kernel<OpId::cross_entropy>(input.device().type, op)(loss, wt, lse, x, t, wk, ignore, ls);
   }
   if (autograd::should_record(input)) {

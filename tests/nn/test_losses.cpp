@@ -144,6 +144,31 @@ TEST(Losses, CrossEntropyKnownValue) {
   Tensor big = tensor<float>({{1000.f, -1000.f}});
   EXPECT_NEAR(F::cross_entropy(big, tensor<int64_t>({1})).item<double>(), 2000.0, 1e-3);
   EXPECT_NEAR(F::cross_entropy(big, tensor<int64_t>({0})).item<double>(), 0.0, 1e-6);
+  // Logits of large magnitude keep log softmax's digits (Note [Fused
+  // cross_entropy]): x - lse rounded log 2 away next to a logit of 1e7 in
+  // float32 (and 3e38 in float64: loss 0, p = 1 for each of two tied maxima).
+  for (const auto& [m, dt] : std::vector<std::pair<double, ScalarType>>{{1e7, kFloat}, {3e38, kDouble}, {1e5, kFloat}}) {
+    Tensor x = tensor({m, m, 0.0}, dt).view({1, 3}).requires_grad_(true);
+    Tensor l = F::cross_entropy(x, tensor<int64_t>({0}));
+    EXPECT_NEAR(l.item<double>(), std::log(2.0), 1e-6) << m;  // PyTorch: log 2
+    l.backward();
+    const std::vector<double> g = x.grad().to(kDouble).to_vector<double>();
+    EXPECT_NEAR(g[0], -0.5, 1e-6) << m;  // p - 1
+    EXPECT_NEAR(g[1], 0.5, 1e-6) << m;
+    EXPECT_EQ(g[2], 0.0) << m;
+    // with label smoothing and class weights too (where m - 1 and m - 2 are exact)
+    if (m > 1e8) continue;
+    Tensor y = tensor({m, m - 1.0, m - 2.0}, dt).view({1, 3});
+    const double want_ls = F::cross_entropy(tensor({0.0, -1.0, -2.0}, kDouble).view({1, 3}), tensor<int64_t>({1}),
+                                            F::CrossEntropyFuncOptions().label_smoothing(0.2).weight(
+                                                tensor({1.0, 2.0, 0.5}, kDouble)))
+                               .item<double>();
+    EXPECT_NEAR(F::cross_entropy(y, tensor<int64_t>({1}),
+                                 F::CrossEntropyFuncOptions().label_smoothing(0.2).weight(tensor({1.0, 2.0, 0.5}, dt)))
+                    .item<double>(),
+                want_ls, 1e-5)
+        << m;
+  }
 }
 
 TEST(Losses, CrossEntropyIndices) {

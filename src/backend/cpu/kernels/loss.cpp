@@ -7,6 +7,12 @@
 //   loss = (1 - ls) * -w[t] (x[t] - lse) + ls / C * -sum_c w[c] (x[c] - lse)
 // and, with p = exp(x - lse) and W = sum_c w[c],
 //   dloss/dx[c] = (1 - ls) w[t] (p[c] - [c == t]) + ls / C (W p[c] - w[c]).
+// x - lse is computed as (x - m) - log(sum exp(x - m)) with m the row's max,
+// never with lse itself: lse = m + log(s) rounds log(s) away once |m| is
+// large (in float32 from |m| ~ 1e4 on it loses digits; at 3e38 all of
+// log 2), which made p of two tied maxima 1 each and their loss 0 where
+// PyTorch's log_softmax gives 1/2 and log 2. So the forward saves the pair
+// (m, log s) per row for the backward (the `lse` tensor is N x 2).
 // Ignored rows have loss 0 and a gradient of exactly 0 (not g * 0: the mean
 // over no targets divides by 0 and its infinite g would give NaN where
 // PyTorch's gradient is 0). The reduction (sum, or the sum over the summed
@@ -89,8 +95,9 @@ void ce_forward_typed(const Tensor& loss, const Tensor& wt, const Tensor& lse, c
       // is NaN at the infinite entries, or everywhere for a row of -inf).
       const M shift = std::isinf(mx) ? M(0) : mx;
       const double s = row_sum<M>(C, [xr, shift](int64_t i) { return exp_vec(xr[i] - shift); });
-      const M l = std::isinf(mx) ? std::numeric_limits<M>::quiet_NaN() : static_cast<M>(double(shift) + std::log(s));
-      sp[r] = l;
+      const M ls_log = std::isinf(mx) ? std::numeric_limits<M>::quiet_NaN() : static_cast<M>(std::log(s));
+      sp[2 * r] = shift;
+      sp[2 * r + 1] = ls_log;
       const int64_t t = tp[r];
       if (t == ignore_index) {
         lp[r] = T(0);
@@ -98,10 +105,12 @@ void ce_forward_typed(const Tensor& loss, const Tensor& wt, const Tensor& lse, c
         continue;
       }
       const M wt_r = w ? w[t] : M(1);
-      double v = (1.0 - ls) * -double(wt_r) * double(xr[t] - l);
+      // log p[c] = (x[c] - m) - log s
+      double v = (1.0 - ls) * -double(wt_r) * (double(xr[t] - shift) - double(ls_log));
       if (ls > 0) {
-        const double sm = w ? row_sum<M>(C, [xr, w, l](int64_t i) { return w[i] * (xr[i] - l); })
-                            : row_sum<M>(C, [xr, l](int64_t i) { return xr[i] - l; });
+        const double sm =
+            w ? row_sum<M>(C, [xr, w, shift, ls_log](int64_t i) { return w[i] * ((xr[i] - shift) - ls_log); })
+              : row_sum<M>(C, [xr, shift, ls_log](int64_t i) { return (xr[i] - shift) - ls_log; });
         v += ls / double(C) * -sm;
       }
       lp[r] = static_cast<T>(v);
@@ -146,17 +155,17 @@ void ce_backward_typed(const Tensor& grad_input, const Tensor& grad_loss, const 
         dr = buf.get() + C;
       }
       const M g = static_cast<M>(gp[r]);
-      const M l = sp[r];
+      const M shift = sp[2 * r], ls_log = sp[2 * r + 1];  // p[c] = exp((x[c] - m) - log s)
       const M a = static_cast<M>((1.0 - ls)) * (w ? w[t] : M(1));
       const M k = g * (a + b * static_cast<M>(W));  // coefficient of p[c]
       if (w && ls > 0) {
         const M gb = g * b;
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) dr[c] = k * exp_vec(xr[c] - l) - gb * w[c];
+        for (int64_t c = 0; c < C; ++c) dr[c] = k * exp_vec((xr[c] - shift) - ls_log) - gb * w[c];
       } else {
         const M gb = ls > 0 ? g * b : M(0);
 #pragma omp simd
-        for (int64_t c = 0; c < C; ++c) dr[c] = k * exp_vec(xr[c] - l) - gb;
+        for (int64_t c = 0; c < C; ++c) dr[c] = k * exp_vec((xr[c] - shift) - ls_log) - gb;
       }
       dr[t] -= g * a;
       if constexpr (!kSame)
