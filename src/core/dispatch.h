@@ -105,8 +105,9 @@ using RandomFn = void (*)(const Tensor& out, uint64_t seed, uint64_t offset, con
 /// Per-element samplers (src/kernels/samplers.h): out[i] from a[i] (and b[i]
 /// for binomial), all contiguous, of out's floating dtype; `sampler` is a
 /// samplers::Sampler; the draws are Note [Sampler streams] at (seed, offset).
-/// Checks multinomial's probabilities (a contiguous 2-D tensor) where reading
-/// them on the host would be a sync: a bad row is a deferred device error.
+/// Checks multinomial's probabilities (a contiguous 2-D tensor): on a GPU,
+/// where reading them on the host would be a sync, a bad row is a deferred
+/// device error; the CPU kernel raises at once.
 using ProbsCheckFn = void (*)(const Tensor& probs);
 using SampleFn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t seed, uint64_t offset,
                           int sampler);

@@ -408,8 +408,7 @@ Tensor multinomial_on_device(const Tensor& probs, int64_t num_samples, bool repl
   const Tensor p = (probs.dim() == 1 ? probs.unsqueeze(0) : probs).to(kDouble).contiguous();
   const int64_t rows = p.size(0), ncat = p.size(1);
   const TensorOptions dopts = TensorOptions(kDouble).device(probs.device());
-  if (supports(OpId::multinomial_check, probs.device().type)) kernel<OpId::multinomial_check>(probs.device().type,
-                                                                                                  "multinomial")(p);
+  kernel<OpId::multinomial_check>(probs.device().type, "multinomial")(p);
   Tensor out;
   if (rows == 0) {
     out = empty({0, num_samples}, TensorOptions(kInt64).device(probs.device()));

@@ -635,6 +635,10 @@ TEST(Samplers, MultinomialTensorOpsPathMatchesTheHost) {
       EXPECT_TRUE(rand({3}).equal(next_host));
     }
   }
+  // the tensor-op path checks the probabilities through the backend's kernel
+  expect_error([] { detail::multinomial_on_device(tensor({{0.5, 0.5}, {0.5, -0.1}}), 2, true); },
+               {"multinomial", "element < 0", "row 1"});
+  expect_error([] { detail::multinomial_on_device(tensor({0.0, 0.0}), 1, true); }, {"multinomial", "sum"});
   // enough categories that the comparison runs in chunks of samples
   manual_seed(5);
   const Tensor wide = rand({64, 1 << 15}, kDouble);

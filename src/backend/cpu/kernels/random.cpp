@@ -180,6 +180,25 @@ void sample_kernel(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t
   });
 }
 
+// multinomial's check of its probabilities (contiguous, 2-D): on the CPU a
+// bad row raises at once (the CUDA kernel defers it to the next sync).
+void multinomial_check(const Tensor& probs) {
+  const int64_t rows = probs.size(0), ncat = probs.size(1);
+  BRISK_DISPATCH_FLOAT(probs.dtype(), "multinomial", [&] {
+    const scalar_t* p = static_cast<const scalar_t*>(probs.data_ptr());
+    for (int64_t r = 0; r < rows; ++r) {
+      double sum = 0;
+      for (int64_t c = 0; c < ncat; ++c) {
+        const double v = static_cast<double>(p[r * ncat + c]);
+        BRISK_CHECK(std::isfinite(v) && v >= 0.0, "multinomial", "probability tensor contains either `inf`, `nan` "
+                    "or element < 0 (got ", v, " in row ", r, ", category ", c, ")");
+        sum += v;
+      }
+      BRISK_CHECK(sum > 0.0, "multinomial", "invalid multinomial distribution (sum of probabilities <= 0) in row ", r);
+    }
+  });
+}
+
 }  // namespace
 
 void register_random_kernels() {
@@ -188,6 +207,7 @@ void register_random_kernels() {
   register_kernel<OpId::bernoulli>(kCPU, bernoulli_kernel);
   register_kernel<OpId::randint>(kCPU, randint_kernel);
   register_kernel<OpId::sample>(kCPU, sample_kernel);
+  register_kernel<OpId::multinomial_check>(kCPU, multinomial_check);
 }
 
 }  // namespace BRISK_CPU_ISA
