@@ -325,10 +325,12 @@ Tensor _standard_gamma(const Tensor& alpha) {
 }
 
 namespace {
-/// a and x broadcast and promoted to one floating dtype.
-std::pair<Tensor, Tensor> float_pair(const char* name, const Tensor& a, const Tensor& x) {
-  check_sampler_input(name, "the first argument", a);
-  check_sampler_input(name, "the second argument", x);
+/// a and x broadcast and promoted to one floating dtype, without history.
+std::pair<Tensor, Tensor> float_pair(const char* name, const Tensor& a, const Tensor& x,
+                                     const char* a_name = "the first argument",
+                                     const char* x_name = "the second argument") {
+  check_sampler_input(name, a_name, a);
+  check_sampler_input(name, x_name, x);
   BRISK_CHECK(a.device() == x.device(), name, "the arguments are on different devices (", a.device(), " and ",
               x.device(), ")");
   const ScalarType t = promote_types(a.dtype(), x.dtype());
@@ -374,14 +376,9 @@ Tensor poisson(const Tensor& rates) {
 
 Tensor binomial(const Tensor& count, const Tensor& prob) {
   BRISK_PROFILE_OP("binomial", count, prob);
-  check_sampler_input("binomial", "count", count);
-  check_sampler_input("binomial", "prob", prob);
-  BRISK_CHECK(count.device() == prob.device(), "binomial", "count and prob are on different devices (",
-              count.device(), " and ", prob.device(), ")");
   NoGradGuard no_grad;
-  const ScalarType t = promote_types(count.dtype(), prob.dtype());
-  const DimVector shape = broadcast_shapes(count.sizes(), prob.sizes(), "binomial");
-  return run_sampler("binomial", samplers::Sampler::binomial, count.to(t).expand(shape), prob.to(t).expand(shape));
+  auto [n, p] = float_pair("binomial", count, prob, "count", "prob");
+  return run_sampler("binomial", samplers::Sampler::binomial, n, p);
 }
 
 namespace detail {
