@@ -733,6 +733,20 @@ Tensor norm_impl(const Tensor& x, const Scalar& p, IntArrayRef dims, bool keepdi
       BRISK_CHECK(!(reduced(mask, d) && x.size(d) == 0), "norm", "linalg.vector_norm cannot compute the ", pv,
                   " norm on the dimension ", d, " because this dimension is empty and the operation does not have an identity");
   }
+  // One element per output (every reduced dim of size 1): the norm is |x|
+  // exactly, as PyTorch returns it, where |x|^p would overflow or underflow
+  // the float (the 3-norm of 1e30, the 2-norm of 3e38, of 1e-30 in float32).
+  int64_t per_output = 1;
+  DimVector rdims;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (reduced(mask, d)) {
+      per_output *= x.size(d);
+      rdims.push_back(d);
+    }
+  if (per_output == 1 && x.numel() > 0) {
+    const Tensor v = mode == NormMode::L0 ? x.ne(0).to(x.dtype()) : x.abs();
+    return v.sum(rdims, keepdim);  // removes (or keeps) the size-1 dims; exact
+  }
   // 16-bit floats compute in float.
   const ScalarType compute = is_reduced_float(x.dtype()) ? kFloat : x.dtype();
   Reduction r("norm", x.to(compute), mask, keepdim);

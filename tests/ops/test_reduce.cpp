@@ -731,6 +731,28 @@ TEST(Norm, AllP) {
   EXPECT_TRUE(close(big.norm(1), naive(big, {}, false, ref(1)), 1e-5, 0));
 }
 
+// A norm over size-1 dims is |x| exactly (as torch 2.15 gives it), where
+// |x|^p would overflow or underflow float32 (found by the differential fuzzer).
+TEST(Norm, OneElementPerOutputIsTheAbsoluteValue) {
+  const Tensor x = tensor({1e30f, -2.0f, 1e-30f, -3e38f}, kFloat).view({1, 4});
+  for (double p : {3.0, 2.0, 1.0, 0.5, -1.0, kInf, -kInf}) {
+    const Tensor n = x.norm(p, {0});
+    EXPECT_EQ(n.dtype(), kFloat);
+    EXPECT_EQ(n.sizes(), IntArrayRef({4}));
+    EXPECT_TRUE(n.equal(x.abs().view({4}))) << "p = " << p;
+    EXPECT_EQ(x.norm(p, {0}, /*keepdim=*/true).sizes(), IntArrayRef({1, 4})) << p;
+  }
+  EXPECT_TRUE(x.norm(0, {0}).equal(tensor({1.0f, 1.0f, 1.0f, 1.0f})));
+  EXPECT_EQ(tensor({3e38f}).norm(2).item<float>(), 3e38f);                  // all dims, one element
+  EXPECT_EQ(tensor({-7.0}, kDouble).reshape({}).norm(2).item<double>(), 7.0);  // 0-dim
+  // and its gradient is the sign, as the general formula gives
+  Tensor y = tensor({-2.0, 5.0}, kDouble).view({2, 1}).requires_grad_(true);
+  y.norm(3, {1}).sum().backward();
+  EXPECT_TRUE(y.grad().equal(tensor({-1.0, 1.0}, kDouble).view({2, 1})));
+  // a bfloat16 input keeps its dtype
+  EXPECT_EQ(x.to(kBFloat16).norm(2, {0}).dtype(), kBFloat16);
+}
+
 TEST(Norm, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).norm(); }, {"[norm]", "floating point", "int64"});
   expect_error([] { tensor<bool>({true}).norm(); }, {"[norm]", "bool"});
