@@ -753,6 +753,27 @@ TEST(Norm, OneElementPerOutputIsTheAbsoluteValue) {
   EXPECT_EQ(x.to(kBFloat16).norm(2, {0}).dtype(), kBFloat16);
 }
 
+// A product whose partial products leave the float range in some order
+// (found by the differential fuzzer, seed 31): the true product is about
+// -60, and PyTorch's sequential loop gets it; brisk's lanes made inf x 0 = NaN
+// until products of float inputs accumulated in double.
+TEST(Prod, PartialProductsOutOfFloatRange) {
+  const std::vector<double> v = {-2.1875, -3.046875, -1.0, -0.224609375, -0.2890625, 2.828125, -9.98402083170343e-31,
+                                 -0.8203125, 1.0002555517425873e+30, 1.1171875, -9.98402083170343e-31, -1.0,
+                                 -1.2734375, -0.78125, 1.0011717677116394e-07, 1.609375, 1.1171875,
+                                 3.00405527047391e+38};
+  for (ScalarType dt : {kBFloat16, kFloat}) {
+    const Tensor x = tensor(v, kDouble).to(dt);
+    double want = 1;
+    for (double e : x.to(kDouble).to_vector<double>()) want *= e;  // exact enough in double
+    EXPECT_NEAR(x.prod().to(kDouble).item<double>(), want, std::fabs(want) * (dt == kFloat ? 1e-6 : 1e-2)) << dt;
+    EXPECT_NEAR(x.view({2, 9}).prod(1).to(kDouble).to_vector<double>()[0] *
+                    x.view({2, 9}).prod(1).to(kDouble).to_vector<double>()[1],
+                want, std::fabs(want) * 2e-2)
+        << dt;
+  }
+}
+
 TEST(Norm, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).norm(); }, {"[norm]", "floating point", "int64"});
   expect_error([] { tensor<bool>({true}).norm(); }, {"[norm]", "bool"});

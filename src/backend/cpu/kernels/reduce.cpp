@@ -195,9 +195,21 @@ struct SumOp {
   void merge(M& a, M b) const { a += b; }
 };
 
+// Products of floating inputs accumulate in double: a product's partial
+// products overflow or underflow float long before the product does, and
+// which ones do depends on the lanes' order (18 bfloat16 values whose product
+// is -60 gave 3e38 x -3 = -inf in one lane and 1e-30 x 1e-30 = 0 in another,
+// so NaN; PyTorch's sequential float loop happened to stay in range). In
+// double the partial products of float32 values stay in range far longer
+// (the result rounds once, at the end).
+template <class T>
+struct ProdAcc {
+  using type = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, double, typename SumAcc<T>::type>;
+};
+
 template <class T>
 struct ProdOp {
-  using M = typename SumAcc<T>::type;
+  using M = typename ProdAcc<T>::type;
   using acc_t = M;
   M identity() const { return M(1); }
   void step(M& a, M v, int64_t, int64_t) const { a *= v; }
@@ -365,7 +377,7 @@ void sum_kernel(ReducePlan& p, const KernelArgs& a) {
 
 void prod_kernel(ReducePlan& p, const KernelArgs&) {
   dispatch_sum_types(p.in_dtype, "prod", [&]<class T>() {
-    using M = typename SumAcc<T>::type;
+    using M = typename ProdAcc<T>::type;
     T* out = static_cast<T*>(p.out);
     reduce_loop<T>(p, ProdOp<T>{}, [&](int64_t k, M acc) { out[k] = static_cast<T>(acc); });
   });
