@@ -24,7 +24,7 @@ Tensor standard_gamma(const Tensor& alpha) { return brisk::_standard_gamma(alpha
 
 /// x ~ Gamma(alpha, 1) with gradients to alpha: the _standard_gamma op
 /// records them (Note [Implicit reparameterization] in src/kernels/samplers.h).
-Tensor standard_gamma_rsample(const Tensor& alpha) { return brisk::_standard_gamma(alpha.contiguous()); }
+Tensor standard_gamma_rsample(const Tensor& alpha) { return brisk::_standard_gamma(alpha); }
 
 }  // namespace
 

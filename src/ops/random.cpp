@@ -458,16 +458,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
 
   Tensor pd = probs.to(Device(kCPU), kDouble).contiguous();
   const double* pv = pd.data_ptr<double>();
-  for (int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (int64_t c = 0; c < ncat; ++c) {
-      const double v = pv[r * ncat + c];
-      BRISK_CHECK(std::isfinite(v) && v >= 0.0, name, "probability tensor contains either `inf`, `nan` or "
-                  "element < 0 (got ", v, " in row ", r, ", category ", c, ")");
-      s += v;
-    }
-    BRISK_CHECK(s > 0.0, name, "invalid multinomial distribution (sum of probabilities <= 0) in row ", r);
-  }
+  kernel<OpId::multinomial_check>(kCPU, name)(pd.view({rows, ncat}));  // raises on a bad row
 
   DimVector out_shape;
   if (probs.dim() == 2) out_shape.push_back(rows);

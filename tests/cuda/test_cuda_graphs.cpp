@@ -37,6 +37,19 @@ struct RowFn {
 
 bool same(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes() && equal(a.cpu(), b.cpu()); }
 
+/// Runs body inside a capture into g, expects a brisk::Error with every
+/// piece, and that the capture was abandoned.
+template <class F>
+void expect_capture_error(cuda::CUDAGraph& g, const F& body, std::initializer_list<std::string> pieces) {
+  expect_error(
+      [&] {
+        cuda::graph capture(g);
+        body();
+      },
+      pieces);
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+}
+
 }  // namespace
 
 TEST(GraphRunner, DefaultBucketsAreSGLangs) {
@@ -197,14 +210,13 @@ TEST(CudaGraph, ASyncDuringCaptureRaisesAndTheStreamStaysUsable) {
   REQUIRE_GPU();
   Tensor x = randn({16}).cuda();
   cuda::CUDAGraph g;
-  expect_error(
+  expect_capture_error(
+      g,
       [&] {
-        cuda::graph capture(g);
         Tensor y = x * 2;
         (void)y.sum().item<float>();
       },
       {"item", "captures a CUDA graph"});
-  EXPECT_FALSE(cuda::is_current_stream_capturing());
   Tensor z = (x + 1).cpu();  // the stream works
   EXPECT_TRUE(equal(z, x.cpu() + 1));
 }
@@ -215,13 +227,8 @@ TEST(CudaGraph, RandomOpsInACaptureAreRefused) {
   REQUIRE_GPU();
   Tensor x = randn({16}).cuda();
   cuda::CUDAGraph g;
-  expect_error(
-      [&] {
-        cuda::graph capture(g);
-        Tensor y = x + randn({16}, TensorOptions().device(kCUDA));
-      },
-      {"CUDA graph capture", "same numbers"});
-  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  expect_capture_error(
+      g, [&] { Tensor y = x + randn({16}, TensorOptions().device(kCUDA)); }, {"CUDA graph capture", "same numbers"});
 }
 
 TEST(GraphRunner, CudaBucketsReplayBitEqualToEagerInOneSharedPool) {
