@@ -211,6 +211,10 @@ class Optimizer {
   virtual void check_options(const OptimizerOptions& o) const = 0;
   /// Updates one group; params are those with a defined gradient.
   virtual void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) = 0;
+  /// Why this optimizer's step cannot be captured in a CUDA graph (a host
+  /// number that changes per step would be frozen in the graph), or null.
+  /// step() raises it during a capture.
+  virtual const char* capture_hazard() const { return nullptr; }
 
   const char* name_;
   std::unique_ptr<OptimizerOptions> defaults_;
@@ -295,6 +299,9 @@ class Adam : public Optimizer {
        bool decoupled);
   void check_options(const OptimizerOptions& o) const override;
   void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+  const char* capture_hazard() const override {
+    return "its step count and bias corrections are host numbers, different at every step";
+  }
   bool decoupled_;  ///< AdamW: p *= 1 - lr * weight_decay before the update
 };
 
@@ -373,6 +380,9 @@ class Adagrad : public Optimizer {
  protected:
   void check_options(const OptimizerOptions& o) const override;
   void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
+  const char* capture_hazard() const override {
+    return "its step count (the learning-rate decay) is a host number, different at every step";
+  }
 };
 
 // ---- LBFGS -------------------------------------------------------------------------------

@@ -145,7 +145,8 @@ bool writes_whole(const Graph& g, const Node& nd) {
 int eliminate_dead_nodes(Graph& g) {
   // Backwards over the calls: a call is live when it writes a buffer that is
   // an argument or a captured tensor (a side effect), a result, or a temp a
-  // later live call reads; a live call makes the buffers it reads live.
+  // later live call reads, or when it draws random numbers (the generator
+  // moves as in eager); a live call makes the buffers it reads live.
   // Buffer-level (a partial write keeps the whole buffer's writers), so it
   // only ever removes work whose every output nobody reads.
   const int n = static_cast<int>(g.nodes.size());
@@ -162,6 +163,7 @@ int eliminate_dead_nodes(Graph& g) {
       for (int k = 1; k < nd.noperands; ++k)
         if (!nd.ops[k].is_const()) reads.push_back(nd.ops[k].buf);
     }
+    keep[i] = nd.side_effect;
     for (int b : writes) keep[i] |= b >= 0 && live_buf[b];
     if (keep[i])
       for (int b : reads) live_buf[b] = 1;
@@ -288,6 +290,7 @@ int fold_constants(Graph& g, int64_t max_bytes) {
     constant[b] = g.bufs[b].kind == BufKind::External && g.bufs[b].made_in_trace;
   for (int j = 0; j < n; ++j) {
     const Node& nd = g.nodes[j];
+    if (nd.side_effect) continue;  // a random draw reads no tensor, yet differs per call
     std::vector<int> reads = nd.reads, writes = nd.writes;
     if (!nd.opaque()) {
       writes = {nd.out().buf};

@@ -87,6 +87,9 @@ struct Node {
   /// buffers. Elementwise nodes leave these empty.
   std::function<void(const Bound&)> run;
   std::vector<int> reads, writes;
+  /// Draws from the default generator (Note [Random draws in a graph]):
+  /// kept even when nothing reads what it writes.
+  bool side_effect = false;
   bool opaque() const { return static_cast<bool>(run); }
   /// A row op whose rows are independent (softmax and log_softmax over a
   /// contiguous last dim, layer_norm, rms_norm, reductions of contiguous

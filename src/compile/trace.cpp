@@ -9,7 +9,9 @@
 #include <unordered_map>
 
 #include "brisk/autograd.h"
+#include "core/generator.h"
 #include "core/op_table.h"
+#include "core/philox.h"
 #include "core/profile_hooks.h"
 #include "core/reduce_plan.h"
 
@@ -101,6 +103,8 @@ void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const T
 template <int K>
 void attention_wrapper(const AttentionArgs& args);
 template <int K>
+void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args);
+template <int K>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args);
 template <int K>
@@ -126,6 +130,8 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&dim_backward_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, RowNormBackwardFn>)
     return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, RandomFn>)  // uniform, normal, bernoulli, randint
+    return reinterpret_cast<WrapperFn>(&random_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::index_select))  // of the IndexFn slots, the one that only reads
     return reinterpret_cast<WrapperFn>(&index_wrapper<K>);       // its inputs and writes a fresh output
   else if constexpr (K == static_cast<int>(OpId::attention_fused))  // the forward (the backward needs grad mode)
@@ -358,6 +364,37 @@ void attention_wrapper(const AttentionArgs& args) {
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(args); });
+}
+
+// Note [Random draws in a graph]
+// A random fill (rand, randn, randint, uniform_, normal_, bernoulli_, and
+// so dropout) is recorded with the number of counter blocks its front end
+// reserved (random_fill: philox::blocks_for(numel, wide), wide being
+// args.mode == 1), not with the seed and offset of the trace run: every
+// replay reserves that many blocks from the default generator, as the
+// eager call does, and fills with the seed and offset it gets. So each call
+// draws fresh numbers, a compiled function gives the bits eager gives after
+// the same manual_seed, and the generator moves on exactly as it would
+// eagerly (the node is a side effect: never removed as dead, even when
+// nothing reads what it drew). Replays run the nodes in trace order, so
+// draws keep eager's order.
+template <int K>
+void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(out, seed, offset, args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ro = t->tensor_ref(out, true, n);
+  const uint64_t blocks = philox::blocks_for(out.numel(), args.mode == 1);
+  if (t->break_reason().empty()) {
+    n.side_effect = true;
+    n.run = [=](const Bound& b) {
+      const detail::PhiloxState st = detail::reserve_random_blocks(blocks);
+      real_kernel<K>()(b.view(ro), st.seed, st.offset, args);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(out, seed, offset, args); });
 }
 
 template <int K>

@@ -18,6 +18,33 @@ PhiloxState reserve_random_blocks(uint64_t blocks) {
   return s;
 }
 
+namespace {
+struct GraphRandom {
+  const uint64_t* device_state = nullptr;
+  uint64_t blocks = 0;
+};
+thread_local GraphRandom t_graph;
+}  // namespace
+
+PhiloxState reserve_random_blocks_for(bool cuda, uint64_t blocks) {
+  if (!cuda || t_graph.device_state == nullptr) return reserve_random_blocks(blocks);
+  PhiloxState s;
+  s.seed = 0;  // (read on the device at replay)
+  s.offset = t_graph.blocks;
+  t_graph.blocks += blocks;
+  return s;
+}
+
+void begin_graph_random(const uint64_t* device_state) { t_graph = GraphRandom{device_state, 0}; }
+
+uint64_t end_graph_random() {
+  const uint64_t n = t_graph.blocks;
+  t_graph = GraphRandom{};
+  return n;
+}
+
+const uint64_t* graph_random_state() { return t_graph.device_state; }
+
 void set_default_seed(uint64_t seed) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_state.seed = seed;

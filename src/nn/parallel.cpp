@@ -192,10 +192,12 @@ namespace {
 /// first that differs.
 void check_same_parameters(const std::vector<std::string>& names, const std::vector<Tensor>& params) {
   const int world = dist::get_world_size();
-  Tensor count = tensor(std::vector<int64_t>{static_cast<int64_t>(params.size())});
+  const Device dev = dist::get_backend_device();  // (nccl gathers CUDA tensors)
+  Tensor count = tensor(std::vector<int64_t>{static_cast<int64_t>(params.size())}).to(dev);
   std::vector<Tensor> counts;
-  for (int r = 0; r < world; ++r) counts.push_back(empty({1}, kInt64));
+  for (int r = 0; r < world; ++r) counts.push_back(empty({1}, TensorOptions(kInt64).device(dev)));
   dist::all_gather(counts, count);
+  for (Tensor& c : counts) c = c.to(kCPU);
   for (int r = 0; r < world; ++r)
     BRISK_CHECK(counts[r].item<int64_t>() == static_cast<int64_t>(params.size()), "DistributedDataParallel",
                 "rank ", dist::get_rank(), " has ", params.size(), " parameters that require grad but rank ", r,
@@ -207,8 +209,9 @@ void check_same_parameters(const std::vector<std::string>& names, const std::vec
     sig[1] = static_cast<int64_t>(params[i].dtype());
     for (int64_t d = 0; d < std::min<int64_t>(params[i].dim(), kMaxDims); ++d) sig[2 + d] = params[i].size(d);
     std::vector<Tensor> all;
-    for (int r = 0; r < world; ++r) all.push_back(empty({kMaxDims + 2}, kInt64));
-    dist::all_gather(all, tensor(sig));
+    for (int r = 0; r < world; ++r) all.push_back(empty({kMaxDims + 2}, TensorOptions(kInt64).device(dev)));
+    dist::all_gather(all, tensor(sig).to(dev));
+    for (Tensor& a : all) a = a.to(kCPU);
     for (int r = 0; r < world; ++r)
       BRISK_CHECK(equal(all[r], all[0]), "DistributedDataParallel", "parameter ", names[i], " has shape ",
                   params[i].sizes(), " and dtype ", params[i].dtype(), " on rank ", dist::get_rank(),
@@ -262,9 +265,10 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
   {
     std::vector<Tensor> state = r.params;
     for (const Tensor& b : module_->buffers()) state.push_back(b);
+    const Device dev = dist::get_backend_device();
     for (const Tensor& t : state)
-      BRISK_CHECK(t.is_cpu() && t.is_contiguous(), op, "parameters and buffers must be contiguous CPU tensors (the "
-                                                       "gloo backend)");
+      BRISK_CHECK(t.device() == dev && t.is_contiguous(), op, "parameters and buffers must be contiguous tensors on ",
+                  dev.str(), " (the ", dist::get_backend(), " backend's device), got one on ", t.device().str());
     broadcast_coalesced(state);
   }
   std::vector<size_t> order(r.params.size());

@@ -40,7 +40,8 @@ Tensor& random_fill(const char* name, Tensor& self, const KernelArgs& args, bool
   auto fn = kernel<op>(self.device().type, name);
   if (self.numel() == 0) return self;
   check_no_internal_overlap(name, self);
-  const detail::PhiloxState st = detail::reserve_random_blocks(philox::blocks_for(self.numel(), wide));
+  const detail::PhiloxState st =
+      detail::reserve_random_blocks_for(self.device().is_cuda(), philox::blocks_for(self.numel(), wide));
   KernelArgs a = args;
   a.mode = wide ? 1 : 0;
   if (self.is_contiguous()) {
@@ -292,7 +293,9 @@ Tensor run_sampler(const char* name, samplers::Sampler which, const Tensor& a, c
   Tensor out = empty(ac.sizes(), ac.options());
   if (out.numel() == 0) return out;
   auto fn = kernel<OpId::sample>(out.device().type, name);
-  const detail::PhiloxState st = samplers::is_random(which) ? detail::reserve_random_blocks(1) : detail::PhiloxState{};
+  const detail::PhiloxState st = samplers::is_random(which)
+                                     ? detail::reserve_random_blocks_for(out.device().is_cuda(), 1)
+                                     : detail::PhiloxState{};
   fn(out, ac, bc, st.seed, st.offset, static_cast<int>(which));
   detail::mark_new_version(out);  // Note [Version counters]
   return out;

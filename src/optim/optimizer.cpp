@@ -6,6 +6,7 @@
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
 #include "brisk/optim.h"
+#include "core/profile_hooks.h"
 #include "profiler/record.h"
 
 namespace brisk::optim {
@@ -200,6 +201,12 @@ const char* step_impl_detail(const std::vector<OptimizerParamGroup>& groups) {
 }  // namespace
 
 Tensor Optimizer::step(LossClosure closure) {
+  if (BRISK_UNLIKELY(brisk::detail::thread_capturing())) {
+    const char* why = capture_hazard();
+    BRISK_CHECK(why == nullptr, name_, "step() in a CUDA graph capture: ", why,
+                ", so every replay would repeat the captured step's values. Capture an SGD or RMSprop step, or "
+                "call step() outside the graph");
+  }
   auto event = profiler::detail::ScopedEvent::lazy(
       profiler::EventKind::OptimizerStep, [this] { return std::string(name_) + ".step"; },
       [this] { return step_impl_detail(groups_); });

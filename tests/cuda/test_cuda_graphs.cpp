@@ -8,8 +8,10 @@
 #include <brisk/brisk.h>
 #include <brisk/cuda.h>
 #include <brisk/graph_runner.h>
+#include <brisk/graphed_callable.h>
 #include <brisk/profiler.h>
 
+#include "core/profile_hooks.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -159,6 +161,75 @@ TEST(GraphRunner, BadInputsAreClearErrors) {
   expect_error([&] { wrong({zeros({2, 3})}); }, {"GraphRunner", "output 0", "dim 0"});
 }
 
+// make_graphed_callables' plumbing on the CPU (no graphs: eager runs over
+// the same static buffers, the same autograd node): outputs, input and
+// parameter gradients as eager's, over several calls; no-grad calls;
+// errors. On a GPU the same test runs through graphs below.
+void graphed_matches_eager(Device dev) {
+  manual_seed(3);
+  nn::Sequential model(nn::Linear(6, 8), nn::GELU(), nn::Linear(8, 3)), ref(nn::Linear(6, 8), nn::GELU(),
+                                                                            nn::Linear(8, 3));
+  model->to(dev);
+  ref->to(dev);
+  {
+    NoGradGuard ng;
+    auto d = ref->parameters(), s = model->parameters();
+    for (size_t i = 0; i < d.size(); ++i) d[i].copy_(s[i]);
+  }
+  Tensor sample = randn({5, 6}).to(dev).requires_grad_(true);
+  cuda::GraphedCallable g = cuda::make_graphed_callables(model, {sample});
+  EXPECT_EQ(g.uses_graphs(), dev.is_cuda());
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({5, 6}).to(dev).requires_grad_(true), xr = x.detach().clone().requires_grad_(true);
+    Tensor w = randn({5, 3}).to(dev);
+    Tensor out = g(x);
+    Tensor want = ref->forward(xr);
+    EXPECT_TRUE(allclose(out.cpu(), want.cpu(), 1e-5, 1e-6)) << rep;
+    (out * w).sum().backward();
+    (want * w).sum().backward();
+    ASSERT_TRUE(x.grad().defined()) << rep;
+    EXPECT_TRUE(allclose(x.grad().cpu(), xr.grad().cpu(), 1e-5, 1e-6)) << rep;
+    auto pm = model->parameters(), pr = ref->parameters();
+    for (size_t i = 0; i < pm.size(); ++i)  // accumulated over the calls, as eager's
+      EXPECT_TRUE(allclose(pm[i].grad().cpu(), pr[i].grad().cpu(), 1e-5, 1e-6)) << rep << " parameter " << i;
+  }
+  {
+    NoGradGuard ng;
+    Tensor out = g(randn({5, 6}).to(dev));
+    EXPECT_FALSE(out.requires_grad());
+  }
+  expect_error([&] { g(randn({4, 6}).to(dev)); }, {"make_graphed_callables", "input 0", "shape"});
+  expect_error([&] { cuda::make_graphed_callables(model, {sample}, cuda::GraphedCallableOptions().set_warmup(0)); },
+               {"make_graphed_callables", "warmup"});
+}
+
+TEST(GraphedCallable, OnTheCpuOutputsAndGradientsAreEagers) { graphed_matches_eager(Device(kCPU)); }
+
+TEST(GraphedCallable, OnAGpuOutputsAndGradientsAreEagers) {
+  REQUIRE_GPU();
+  graphed_matches_eager(Device(kCUDA, 0));
+}
+
+// An optimizer whose step depends on host numbers that change per step
+// (Adam's step count and bias corrections) refuses to be captured: a graph
+// would repeat the captured step's values. SGD's step may be captured. (The
+// capture is simulated on the CPU by marking the thread as capturing.)
+TEST(CudaGraph, AnAdamStepInACaptureIsRefusedAndAnSgdStepIsNot) {
+  Tensor p = randn({4}).requires_grad_(true);
+  p.mutable_grad() = ones({4});
+  optim::Adam adam({p}, optim::AdamOptions(0.1));
+  optim::SGD sgd({p}, optim::SGDOptions(0.1).momentum(0.9));
+  brisk::detail::set_thread_capturing(true);
+  struct Reset {
+    ~Reset() { brisk::detail::set_thread_capturing(false); }
+  } reset;
+  const Tensor before = p.detach().clone();
+  expect_error([&] { adam.step(); }, {"Adam", "CUDA graph capture", "bias corrections"});
+  EXPECT_TRUE(equal(p.detach(), before));  // refused before any update
+  sgd.step();
+  EXPECT_TRUE(allclose(p.detach(), before - 0.1));
+}
+
 TEST(CudaGraph, WithoutAGpuEveryEntryPointSaysWhy) {
   if (cuda::is_available()) GTEST_SKIP() << "a GPU is available: the GPU tests below run instead";
   cuda::CUDAGraph g;
@@ -221,14 +292,61 @@ TEST(CudaGraph, ASyncDuringCaptureRaisesAndTheStreamStaysUsable) {
   EXPECT_TRUE(equal(z, x.cpu() + 1));
 }
 
-// Until graphs read the Philox state on the device, a random op in a capture
-// would replay the same numbers: refused, naming the op.
-TEST(CudaGraph, RandomOpsInACaptureAreRefused) {
+// A pageable host-to-device copy cannot be captured: a named error at the
+// copy, not an invalidated capture found at capture_end; a copy from pinned
+// memory with non_blocking is captured.
+TEST(CudaGraph, PageableHostCopiesInACaptureAreNamedErrors) {
   REQUIRE_GPU();
-  Tensor x = randn({16}).cuda();
+  Tensor pageable = randn({16});
   cuda::CUDAGraph g;
-  expect_capture_error(
-      g, [&] { Tensor y = x + randn({16}, TensorOptions().device(kCUDA)); }, {"CUDA graph capture", "same numbers"});
+  expect_capture_error(g, [&] { Tensor d = pageable.cuda(); }, {"copy_", "pinned memory"});
+  Tensor pinned = randn({16}).pin_memory();
+  Tensor dst = empty({16}, TensorOptions().device(kCUDA));
+  cuda::synchronize();
+  cuda::CUDAGraph g2;
+  {
+    cuda::graph capture(g2);
+    dst.copy_(pinned, /*non_blocking=*/true);
+  }
+  pinned.copy_(full({16}, 3.0));
+  g2.replay();
+  EXPECT_TRUE(equal(dst.cpu(), full({16}, 3.0)));
+}
+
+// Note [Random draws in a CUDA graph] (core/generator.h): every replay draws
+// fresh numbers, the ones eager ops draw from the same generator state, and
+// leaves the generator where eager would.
+TEST(CudaGraph, RandomOpsDrawFreshNumbersOnEveryReplayAsEagerWould) {
+  REQUIRE_GPU();
+  Tensor x = randn({1000}).cuda();
+  auto body = [&] {
+    Tensor a = x + randn({1000}, TensorOptions().device(kCUDA));
+    Tensor b = nn::functional::dropout(a, 0.3, true);
+    Tensor c = b * empty({1000}, TensorOptions().device(kCUDA)).uniform_(-1.0, 1.0);
+    return c + _standard_gamma(full({1000}, 2.0, TensorOptions().device(kCUDA)));
+  };
+  (void)body();  // warm-up
+  cuda::synchronize();
+  cuda::CUDAGraph g;
+  Tensor out;
+  {
+    cuda::graph capture(g);
+    out = body();
+  }
+  Tensor prev;
+  for (int rep = 0; rep < 3; ++rep) {
+    manual_seed(40 + rep);
+    g.replay();
+    const Tensor got = out.cpu();
+    const Tensor after_graph = randn({3});
+    manual_seed(40 + rep);
+    const Tensor want = body().cpu();
+    const Tensor after_eager = randn({3});
+    EXPECT_TRUE(same(got, want)) << rep;
+    EXPECT_TRUE(same(after_graph, after_eager)) << rep;
+    if (prev.defined()) EXPECT_FALSE(same(got, prev)) << rep;
+    prev = got;
+  }
 }
 
 TEST(GraphRunner, CudaBucketsReplayBitEqualToEagerInOneSharedPool) {

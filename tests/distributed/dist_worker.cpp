@@ -20,6 +20,14 @@ namespace {
 
 int failures = 0;
 
+// BRISK_DIST_BACKEND=nccl runs the scenarios on CUDA tensors (one GPU per
+// rank: cuda:LOCAL_RANK); the values are checked on the host
+std::string g_backend = "gloo";
+Device g_dev(kCPU);
+Tensor on(const Tensor& t) { return t.to(g_dev); }
+Tensor host(const Tensor& t) { return t.to(kCPU); }
+TensorOptions opts(ScalarType dt) { return TensorOptions(dt).device(g_dev); }
+
 void expect(bool ok, const std::string& what) {
   if (!ok) {
     std::fprintf(stderr, "rank %d: FAILED %s\n", std::atoi(std::getenv("RANK")), what.c_str());
@@ -41,8 +49,9 @@ void collectives(int rank, int world) {
       return c.to(dt);
     };
     for (dist::ReduceOp op : {dist::ReduceOp::SUM, dist::ReduceOp::MIN, dist::ReduceOp::MAX, dist::ReduceOp::PRODUCT}) {
-      Tensor t = contrib(rank);
+      Tensor t = on(contrib(rank));
       dist::all_reduce(t, op);
+      t = host(t);
       Tensor want = contrib(0);
       for (int r = 1; r < world; ++r) {
         const Tensor c = contrib(r);
@@ -57,44 +66,54 @@ void collectives(int rank, int world) {
              "all_reduce " + name + " op " + std::to_string(int(op)));
     }
     if (is_floating_point(dt)) {
-      Tensor t = contrib(rank);
+      Tensor t = on(contrib(rank));
       dist::all_reduce(t, dist::ReduceOp::AVG);
       Tensor want = zeros({7}, kDouble);
       for (int r = 0; r < world; ++r) want = want + contrib(r).to(kDouble);
-      expect(allclose(t.to(kDouble), want / world, 2e-2, 1e-2), "all_reduce AVG " + name);
+      expect(allclose(host(t).to(kDouble), want / world, 2e-2, 1e-2), "all_reduce AVG " + name);
     }
-    Tensor b = rank == world - 1 ? contrib(rank) : zeros({7}, dt);
+    Tensor b = on(rank == world - 1 ? contrib(rank) : zeros({7}, dt));
     dist::broadcast(b, world - 1);
-    expect(equal(b, contrib(world - 1)), "broadcast " + name);
+    expect(equal(host(b), contrib(world - 1)), "broadcast " + name);
     std::vector<Tensor> outs;
-    for (int r = 0; r < world; ++r) outs.push_back(empty({7}, dt));
-    dist::all_gather(outs, contrib(rank));
-    for (int r = 0; r < world; ++r) expect(equal(outs[r], contrib(r)), "all_gather " + name);
+    for (int r = 0; r < world; ++r) outs.push_back(empty({7}, opts(dt)));
+    dist::all_gather(outs, on(contrib(rank)));
+    for (int r = 0; r < world; ++r) expect(equal(host(outs[r]), contrib(r)), "all_gather " + name);
   }
   // reduce_scatter: rank r gets the sum over ranks of their inputs[r]
   std::vector<Tensor> ins;
-  for (int r = 0; r < world; ++r) ins.push_back(full({2, 3}, 10.0 * rank + r));
-  Tensor out = empty({2, 3});
+  for (int r = 0; r < world; ++r) ins.push_back(full({2, 3}, 10.0 * rank + r, opts(kFloat)));
+  Tensor out = empty({2, 3}, opts(kFloat));
   dist::reduce_scatter(out, ins);
   double want = 0;
   for (int s = 0; s < world; ++s) want += 10.0 * s + rank;
-  expect(equal(out, full({2, 3}, want)), "reduce_scatter");
+  expect(equal(host(out), full({2, 3}, want)), "reduce_scatter");
   // async: several in flight, then waited
-  Tensor a1 = full({1000}, 1.0 * rank), a2 = full({5}, 2.0);
+  Tensor a1 = full({1000}, 1.0 * rank, opts(kFloat)), a2 = full({5}, 2.0, opts(kFloat));
   auto w1 = dist::all_reduce(a1, dist::ReduceOp::SUM, true);
   auto w2 = dist::all_reduce(a2, dist::ReduceOp::MAX, true);
   w1->wait();
   w2->wait();
+  // (on nccl, wait() orders the current stream after the collective; the
+  // host learns of completion once the stream has run)
+  if (g_dev.is_cuda()) cuda::synchronize();
   expect(w1->is_completed() && w2->is_completed(), "async completion");
-  expect(equal(a1, full({1000}, world * (world - 1) / 2.0)) && equal(a2, full({5}, 2.0)), "async values");
-  // point to point around a ring
+  expect(equal(host(a1), full({1000}, world * (world - 1) / 2.0)) && equal(host(a2), full({5}, 2.0)), "async values");
+  // point to point around a ring: a batch (send and receive together) on
+  // every backend, and on gloo also separate calls
   if (world > 1) {
-    Tensor mine = full({4}, 100.0 + rank), got = empty({4});
     const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
-    auto s = dist::send(mine, next, 5, true);
-    dist::recv(got, prev, 5);
-    s->wait();
-    expect(equal(got, full({4}, 100.0 + prev)), "send/recv");
+    Tensor mine = full({4}, 100.0 + rank, opts(kFloat)), got = empty({4}, opts(kFloat));
+    auto works = dist::batch_isend_irecv({dist::P2POp::isend(mine, next, 5), dist::P2POp::irecv(got, prev, 5)});
+    for (auto& w : works) w->wait();
+    expect(works.size() == 2 && equal(host(got), full({4}, 100.0 + prev)), "batch_isend_irecv");
+    if (g_backend == "gloo") {
+      Tensor got2 = empty({4});
+      auto s = dist::send(mine, next, 6, true);
+      dist::recv(got2, prev, 6);
+      s->wait();
+      expect(equal(got2, full({4}, 100.0 + prev)), "send/recv");
+    }
   }
   dist::barrier();
 }
@@ -127,6 +146,7 @@ bool grads_close(nn::Module& a, nn::Module& b, const std::string& what) {
 void ddp(int rank, int world, bool as_view) {
   manual_seed(100 + rank);  // different initial weights: DDP broadcasts rank 0's
   nn::Sequential model = make_mlp();
+  model->to(g_dev);
   nn::parallel::DistributedDataParallel ddp_model(
       model, nn::parallel::DistributedDataParallelOptions()
                  .set_bucket_cap_mb(0.0001)  // two buckets of two parameters
@@ -134,18 +154,19 @@ void ddp(int rank, int world, bool as_view) {
                  .set_gradient_as_bucket_view(as_view));
   expect(ddp_model->bucket_indices().size() > 1, "several buckets");
   nn::Sequential ref = make_mlp();
+  ref->to(g_dev);
   copy_params(*ref, *model);
   // rank 0's initial weights everywhere
   {
     Tensor w = model->parameters()[0].detach().clone();
     std::vector<Tensor> all;
-    for (int r = 0; r < world; ++r) all.push_back(empty(w.sizes()));
+    for (int r = 0; r < world; ++r) all.push_back(empty(w.sizes(), opts(kFloat)));
     dist::all_gather(all, w);
     for (int r = 0; r < world; ++r) expect(equal(all[r], all[0]), "broadcast at construction");
   }
   manual_seed(7);
   const int64_t per = 4, n = per * world;
-  Tensor x = randn({n, 6}), y = randint(0, 3, {n});
+  Tensor x = on(randn({n, 6})), y = on(randint(0, 3, {n}));
   optim::SGD opt(model->parameters(), optim::SGDOptions(0.1));
   optim::SGD ref_opt(ref->parameters(), optim::SGDOptions(0.1));
   std::vector<void*> grad_ptrs;
@@ -182,7 +203,7 @@ void ddp(int rank, int world, bool as_view) {
   }
   F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per + half, half)), y.narrow(0, rank * per + half, half))
       .backward();
-  Tensor ref_loss = zeros({});
+  Tensor ref_loss = zeros({}, opts(kFloat));
   for (int r = 0; r < world; ++r)
     for (int k = 0; k < 2; ++k)
       ref_loss = ref_loss + F::cross_entropy(ref->forward(x.narrow(0, r * per + k * half, half)),
@@ -203,18 +224,20 @@ struct TwoHeads : nn::Module {
 
 void ddp_unused(int, int) {
   auto m = std::make_shared<TwoHeads>();
+  m->to(g_dev);
   nn::parallel::DistributedDataParallel strict(m);
   bool raised = false;
   try {
-    strict->forward(ones({3, 4})).sum().backward();
+    strict->forward(ones({3, 4}, opts(kFloat))).sum().backward();
   } catch (const Error& e) {
     raised = std::strstr(e.what(), "b.weight") != nullptr && std::strstr(e.what(), "find_unused_parameters");
   }
   expect(raised, "unused parameter error");
   auto m2 = std::make_shared<TwoHeads>();
+  m2->to(g_dev);
   nn::parallel::DistributedDataParallel lenient(m2, nn::parallel::DistributedDataParallelOptions().set_find_unused_parameters(true));
-  lenient->forward(ones({3, 4})).sum().backward();
-  expect(m2->a->weight.grad().defined() && equal(m2->b->weight.grad(), zeros({2, 4})), "find_unused_parameters");
+  lenient->forward(ones({3, 4}, opts(kFloat))).sum().backward();
+  expect(m2->a->weight.grad().defined() && equal(host(m2->b->weight.grad()), zeros({2, 4})), "find_unused_parameters");
 }
 
 }  // namespace
@@ -223,10 +246,17 @@ int main(int argc, char** argv) {
   set_num_threads(1);
   const std::string scenario = argc > 1 ? argv[1] : "collectives";
   const int rank = std::atoi(std::getenv("RANK"));
+  if (const char* b = std::getenv("BRISK_DIST_BACKEND")) g_backend = b;
   try {
+    if (g_backend == "nccl") {  // one GPU per process, picked before init (as with torchrun)
+      const char* lr = std::getenv("LOCAL_RANK");
+      cuda::set_device((lr != nullptr ? std::atoi(lr) : rank) % cuda::device_count());
+      g_dev = Device(kCUDA, cuda::current_device());
+    }
     if (scenario == "collectives") {
-      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(60)));
       expect(dist::get_rank() == rank, "get_rank");
+      expect(dist::get_backend() == g_backend, "get_backend");
       collectives(rank, dist::get_world_size());
       dist::destroy_process_group();
     } else if (scenario == "file") {
@@ -241,28 +271,32 @@ int main(int argc, char** argv) {
     } else if (scenario == "dead_rank") {
       // the last rank exits without calling the collective: the others must
       // raise within the timeout, not hang
-      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(3)));
+      dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(3)));
       const int w = dist::get_world_size();
       if (rank == w - 1) std::_Exit(0);
-      Tensor t = ones({4});
-      dist::all_reduce(t);
+      Tensor t = ones({4}, opts(kFloat));
+      dist::all_reduce(t);  // gloo raises here; nccl's watchdog aborts the
+      host(t);              // collective, and the next call raises
+      dist::barrier();
       std::fprintf(stderr, "rank %d: the collective returned with a dead rank\n", rank);
       return 1;
     } else if (scenario == "hung_rank") {
       // the last rank stays alive but never calls the collective: the others
       // must raise after the group's timeout (2 s), not wait for it
-      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(2)));
+      dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(2)));
       const int w = dist::get_world_size();
       if (rank == w - 1) {
         std::this_thread::sleep_for(std::chrono::seconds(6));
         std::_Exit(0);
       }
-      Tensor t = ones({4});
+      Tensor t = ones({4}, opts(kFloat));
       dist::all_reduce(t);
+      host(t);
+      dist::barrier();
       std::fprintf(stderr, "rank %d: the collective returned with a hung rank\n", rank);
       return 1;
     } else if (scenario == "hello") {
-      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(60)));
       std::printf("hello from %d of %d (local rank %s)\n", dist::get_rank(), dist::get_world_size(),
                   std::getenv("LOCAL_RANK"));
       std::fflush(stdout);
@@ -276,7 +310,7 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::seconds(60));
       dist::barrier();
     } else if (scenario == "ddp" || scenario == "ddp_unused" || scenario == "ddp_view") {
-      dist::init_process_group("gloo", dist::InitOptions().set_timeout(std::chrono::seconds(60)));
+      dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(60)));
       if (scenario == "ddp" || scenario == "ddp_view")
         ddp(rank, dist::get_world_size(), scenario == "ddp_view");
       else

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -24,16 +25,21 @@ namespace {
 int pick_port(int k) { return 20000 + static_cast<int>((::getpid() * 7 + k * 131) % 20000); }
 
 /// Runs `world` workers of the scenario; returns their exit codes.
-std::vector<int> run_workers(const std::string& scenario, int world, int port, const std::string& dir = "") {
+std::vector<int> run_workers(const std::string& scenario, int world, int port, const std::string& dir = "",
+                             const std::vector<std::string>& extra_env = {}) {
   std::vector<pid_t> pids;
   for (int r = 0; r < world; ++r) {
     std::vector<std::string> env_s;
     for (char** e = environ; *e != nullptr; ++e) {
       const std::string s = *e;
-      if (s.rfind("RANK=", 0) == 0 || s.rfind("WORLD_SIZE=", 0) == 0 || s.rfind("MASTER_", 0) == 0) continue;
+      if (s.rfind("RANK=", 0) == 0 || s.rfind("LOCAL_RANK=", 0) == 0 || s.rfind("WORLD_SIZE=", 0) == 0 ||
+          s.rfind("MASTER_", 0) == 0)
+        continue;
       env_s.push_back(s);
     }
+    for (const auto& e : extra_env) env_s.push_back(e);
     env_s.push_back("RANK=" + std::to_string(r));
+    env_s.push_back("LOCAL_RANK=" + std::to_string(r));
     env_s.push_back("WORLD_SIZE=" + std::to_string(world));
     env_s.push_back("MASTER_ADDR=127.0.0.1");
     env_s.push_back("MASTER_PORT=" + std::to_string(port));
@@ -115,6 +121,101 @@ TEST(ProcessGroup, WithoutAGroupCollectivesSaySo) {
   EXPECT_FALSE(brisk::distributed::is_initialized());
 }
 
+TEST(ProcessGroup, UnknownBackendIsAClearError) {
+  try {
+    brisk::distributed::init_process_group("mpi", brisk::distributed::InitOptions().set_rank(0).set_world_size(1));
+    FAIL() << "no error";
+  } catch (const brisk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'mpi' is not one of brisk's: \"gloo\" (CPU tensors) or \"nccl\""),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(brisk::distributed::is_initialized());
+  try {
+    brisk::Tensor t = brisk::ones({2});
+    brisk::distributed::batch_isend_irecv({brisk::distributed::P2POp::isend(t, 1)});
+    FAIL() << "no error";
+  } catch (const brisk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[batch_isend_irecv] the default process group is not initialized"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Where NCCL cannot run (no CUDA backend, no GPU), asking for it is a clear
+// error at init_process_group, and is_nccl_available() tells beforehand
+// whether the library is there.
+TEST(ProcessGroupNccl, AvailabilityAndTheErrorsWithoutAGpu) {
+  namespace dist = brisk::distributed;
+  const bool cuda_build = brisk::cuda::unavailable_reason().find("no CUDA backend") == std::string::npos;
+  bool toolkit_has_nccl = false;
+  for (const char* root : std::initializer_list<const char*>{std::getenv("CUDA_HOME"), std::getenv("CUDA_PATH"),
+                                                            "/usr/local/cuda"})
+    for (const char* sub : {"lib64", "lib"})
+      if (root != nullptr && std::filesystem::exists(std::filesystem::path(root) / sub / "libnccl.so.2"))
+        toolkit_has_nccl = true;
+  if (!cuda_build) {
+    EXPECT_FALSE(dist::is_nccl_available());
+  } else if (toolkit_has_nccl) {
+    EXPECT_TRUE(dist::is_nccl_available()) << "the toolkit's libnccl.so.2 did not load";
+  }
+  if (brisk::cuda::is_available() && dist::is_nccl_available()) GTEST_SKIP() << "a GPU is here: the GPU tests run";
+  const auto dir = std::filesystem::temp_directory_path() / ("brisk_nccl_" + std::to_string(::getpid()));
+  try {
+    dist::init_process_group("nccl", dist::InitOptions()
+                                         .set_rank(0)
+                                         .set_world_size(1)
+                                         .set_init_method("file://" + dir.string())
+                                         .set_timeout(std::chrono::seconds(5)));
+    FAIL() << "no error";
+  } catch (const brisk::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("[init_process_group]"), std::string::npos) << m;
+    if (!cuda_build)
+      EXPECT_NE(m.find("the nccl backend is not available: this brisk was built without CUDA"), std::string::npos) << m;
+    else if (dist::is_nccl_available())
+      EXPECT_NE(m.find("the nccl backend needs a CUDA device"), std::string::npos) << m;
+    else
+      EXPECT_NE(m.find("libnccl.so.2 could not be loaded"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(dist::is_initialized());
+  std::filesystem::remove_all(dir);
+}
+
+// On a lent GPU: every collective and DDP on CUDA tensors through NCCL,
+// one rank per GPU (one rank where there is one GPU: NCCL does not put two
+// ranks on one device).
+#define NEED_NCCL_GPUS(n)                                                                                \
+  if (!brisk::cuda::is_available() || !brisk::distributed::is_nccl_available())                          \
+    GTEST_SKIP() << "needs a GPU and NCCL: " << (brisk::cuda::is_available() ? "libnccl.so.2 did not load" \
+                                                                             : brisk::cuda::unavailable_reason()); \
+  if (brisk::cuda::device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " GPUs"
+
+TEST(ProcessGroupNccl, EveryCollectiveOnCudaTensors) {
+  NEED_NCCL_GPUS(1);
+  const int world = std::min(brisk::cuda::device_count(), 4);
+  const auto codes = run_workers("collectives", world, pick_port(60), "", {"BRISK_DIST_BACKEND=nccl"});
+  for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << "world " << world << " rank " << r;
+}
+
+TEST(ProcessGroupNccl, DistributedDataParallelOnCudaTensors) {
+  NEED_NCCL_GPUS(1);
+  const int world = std::min(brisk::cuda::device_count(), 2);
+  for (const char* scenario : {"ddp", "ddp_view", "ddp_unused"}) {
+    const auto codes = run_workers(scenario, world, pick_port(61), "", {"BRISK_DIST_BACKEND=nccl"});
+    for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << scenario << " rank " << r;
+  }
+}
+
+TEST(ProcessGroupNccl, ADeadRankMakesTheOthersRaiseNotHang) {
+  NEED_NCCL_GPUS(2);
+  const int world = std::min(brisk::cuda::device_count(), 3);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto codes = run_workers("dead_rank", world, pick_port(62), "", {"BRISK_DIST_BACKEND=nccl"});
+  for (int r = 0; r + 1 < world; ++r) EXPECT_EQ(codes[r], 3) << "rank " << r;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+}
+
 namespace {
 struct Launch {
   int status = -1;
@@ -157,6 +258,27 @@ TEST(BriskRun, AFailingRankStopsTheOthersAndGivesItsStatus) {
   EXPECT_EQ(l.status, 7) << l.out;
   EXPECT_NE(l.out.find("rank 1 exited with status 7"), std::string::npos) << l.out;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // not the minute the others wait
+}
+
+// Two launchers on this machine as two nodes of two processes each: ranks
+// 0-1 on node 0 and 2-3 on node 1, local ranks 0-1 on each, one group.
+TEST(BriskRun, TwoNodesOnLoopback) {
+  NEED_GLOO();
+  const std::string common = "--nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port " +
+                             std::to_string(pick_port(24)) + " ";
+  auto node = [&](int k) {
+    return launch(common + "--node-rank " + std::to_string(k) + " " + std::string(BRISK_DIST_WORKER) + " hello");
+  };
+  auto n1 = std::async(std::launch::async, node, 1);
+  const Launch l0 = node(0);
+  const Launch l1 = n1.get();
+  EXPECT_EQ(l0.status, 0) << l0.out;
+  EXPECT_EQ(l1.status, 0) << l1.out;
+  for (int r = 0; r < 4; ++r) {
+    const std::string line = "[rank " + std::to_string(r) + "]: hello from " + std::to_string(r) +
+                             " of 4 (local rank " + std::to_string(r % 2) + ")";
+    EXPECT_NE((r < 2 ? l0 : l1).out.find(line), std::string::npos) << line << "\n" << l0.out << l1.out;
+  }
 }
 
 TEST(BriskRun, UsageErrors) {

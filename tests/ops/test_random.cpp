@@ -6,7 +6,9 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <thread>
 
+#include "core/generator.h"
 #include "core/philox.h"
 #include "ops/sampling.h"
 #include "test_util.h"
@@ -715,4 +717,39 @@ TEST(Samplers, StandardGammaGradient) {
     const double h = 1e-5;
     EXPECT_NEAR(gs[i], (solve(as[i] + h) - solve(as[i] - h)) / (2 * h), 1e-4 * std::max(1.0, std::fabs(gs[i]))) << i;
   }
+}
+
+// Note [Random draws in a CUDA graph] (core/generator.h), the host side:
+// during a capture, CUDA reservations count relative blocks for the graph
+// and leave the default generator alone; CPU ones still take from it. A
+// replay then takes the counted total from the generator, where eager ops
+// would have taken the same blocks one by one.
+TEST(GraphRandom, ACaptureCountsItsCudaDrawsAndLeavesTheGeneratorAlone) {
+  manual_seed(5);
+  const uint64_t state[2] = {0, 0};  // (the device state; only its address matters here)
+  const detail::PhiloxState before = detail::default_generator_state();
+  detail::begin_graph_random(state);
+  EXPECT_EQ(detail::graph_random_state(), state);
+  const detail::PhiloxState a = detail::reserve_random_blocks_for(true, 5);
+  const detail::PhiloxState cpu = detail::reserve_random_blocks_for(false, 3);
+  const detail::PhiloxState b = detail::reserve_random_blocks_for(true, 2);
+  EXPECT_EQ(a.offset, 0u);
+  EXPECT_EQ(b.offset, 5u);
+  EXPECT_EQ(cpu.seed, 5u);
+  EXPECT_EQ(cpu.offset, before.offset);  // the CPU draw came from the generator
+  EXPECT_EQ(detail::default_generator_state().offset, before.offset + 3);
+  EXPECT_EQ(detail::end_graph_random(), 7u);
+  EXPECT_EQ(detail::graph_random_state(), nullptr);
+  // outside a capture a CUDA reservation is the generator's again
+  const detail::PhiloxState c = detail::reserve_random_blocks_for(true, 4);
+  EXPECT_EQ(c.offset, before.offset + 3);
+  EXPECT_EQ(detail::default_generator_state().offset, before.offset + 7);
+  // a capture on another thread does not touch this one's reservations
+  std::thread other([&] {
+    detail::begin_graph_random(state);
+    (void)detail::reserve_random_blocks_for(true, 9);
+    EXPECT_EQ(detail::end_graph_random(), 9u);
+  });
+  other.join();
+  EXPECT_EQ(detail::reserve_random_blocks_for(true, 1).offset, before.offset + 7);
 }

@@ -7,6 +7,7 @@
 #include "backend/cuda/device_errors.h"
 #include "core/device_backend.h"
 #include "core/dispatch.h"
+#include "core/profile_hooks.h"
 
 namespace brisk {
 namespace cuda::detail {
@@ -45,6 +46,16 @@ class CudaBackend final : public brisk::detail::DeviceBackend {
   void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, size_t nbytes,
                   bool non_blocking) override {
     const int dev = dst_dev.is_cpu() ? src_dev.index : dst_dev.index;
+    const bool capturing = brisk::detail::thread_capturing();
+    if (capturing) {  // named errors rather than an invalidated capture found at capture_end
+      BRISK_CHECK(!dst_dev.is_cpu(), "copy_",
+                  "a device-to-host copy cannot be captured in a CUDA graph (it waits for the device): copy the "
+                  "graph's outputs to the host after replay()");
+      BRISK_CHECK(!src_dev.is_cpu() || (non_blocking && is_pinned_ptr(src)), "copy_",
+                  "a host-to-device copy in a CUDA graph capture must read pinned memory with non_blocking=true (a "
+                  "pageable or blocking copy cannot be captured): fill a static device input before replay(), or "
+                  "copy from a pin_memory() tensor");
+    }
     DeviceGuard g(dev);
     cudaStream_t s = current_stream_handle(dev);
     if (!src_dev.is_cpu() && !dst_dev.is_cpu() && src_dev.index != dst_dev.index) {
@@ -52,6 +63,7 @@ class CudaBackend final : public brisk::detail::DeviceBackend {
     } else {
       BRISK_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, kind_of(dst_dev, src_dev), s), "copy_");
     }
+    if (capturing) return;  // (device to device, or pinned and non-blocking: stream-ordered, nothing to hold)
     if (non_blocking) {
       // The pinned host block must outlive the copy: its allocator holds it
       // back until an event recorded now has completed.

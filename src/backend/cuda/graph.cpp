@@ -9,9 +9,13 @@
 #include "backend/cuda/cuda_common.h"
 #include "brisk/cuda.h"
 #include "brisk/error.h"
+#include "core/generator.h"
 #include "core/profile_hooks.h"
 
 namespace brisk::cuda {
+namespace detail {
+void write_graph_random_state(uint64_t* state, uint64_t seed, uint64_t offset, cudaStream_t stream);  // random.cu
+}  // namespace detail
 namespace {
 
 constexpr const char* kOp = "CUDAGraph";
@@ -41,6 +45,11 @@ struct CUDAGraph::Impl {
   bool holds_pool = false;  // one use of the pool, from capture_begin to reset
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
+  // Note [Random draws in a CUDA graph] (core/generator.h): the (seed, base
+  // offset) the captured random kernels read, and the blocks they draw per
+  // replay.
+  uint64_t* random_state = nullptr;
+  uint64_t random_blocks = 0;
 
   // Ends a capture that failed or is abandoned: the stream leaves capture
   // mode whatever state the capture is in.
@@ -52,6 +61,7 @@ struct CUDAGraph::Impl {
     (void)cudaGetLastError();  // an invalidated capture leaves an error behind
     detail::end_allocate_to_pool(device, pool);
     brisk::detail::set_thread_capturing(false);
+    (void)brisk::detail::end_graph_random();
     capturing = false;
   }
 
@@ -61,6 +71,9 @@ struct CUDAGraph::Impl {
     if (graph) (void)cudaGraphDestroy(graph);
     exec = nullptr;
     graph = nullptr;
+    if (random_state) (void)cudaFree(random_state);
+    random_state = nullptr;
+    random_blocks = 0;
     if (holds_pool) {
       try {
         detail::release_pool(device, pool);
@@ -93,6 +106,11 @@ void CUDAGraph::capture_begin(MempoolId pool, CaptureMode mode) {
   // Work queued before the capture must not land in it: wait for the device
   // (as PyTorch does) so that the pool starts from settled memory.
   BRISK_CUDA_CHECK(cudaStreamSynchronize(g.stream), kOp);
+  if (g.random_state == nullptr) {  // (cudaMalloc is not allowed once the capture runs)
+    void* p = nullptr;
+    BRISK_CUDA_CHECK(cudaMalloc(&p, 2 * sizeof(uint64_t)), kOp);
+    g.random_state = static_cast<uint64_t*>(p);
+  }
   detail::begin_allocate_to_pool(g.device, g.pool, g.stream);
   g.holds_pool = true;
   const cudaError_t err = cudaStreamBeginCapture(g.stream, to_cuda(mode));
@@ -104,6 +122,7 @@ void CUDAGraph::capture_begin(MempoolId pool, CaptureMode mode) {
   }
   g.capturing = true;
   brisk::detail::set_thread_capturing(true);
+  brisk::detail::begin_graph_random(g.random_state);
 }
 
 void CUDAGraph::capture_end() {
@@ -116,6 +135,7 @@ void CUDAGraph::capture_end() {
   g.capturing = false;
   detail::end_allocate_to_pool(g.device, g.pool);
   brisk::detail::set_thread_capturing(false);
+  g.random_blocks = brisk::detail::end_graph_random();
   if (err != cudaSuccess || graph == nullptr) {
     if (graph) (void)cudaGraphDestroy(graph);
     (void)cudaGetLastError();
@@ -137,7 +157,12 @@ void CUDAGraph::replay() {
   Impl& g = *impl_;
   BRISK_CHECK(g.exec != nullptr, kOp, "replay: nothing was captured (capture_begin / capture_end first)");
   DeviceGuard guard(g.device);
-  BRISK_CUDA_CHECK(cudaGraphLaunch(g.exec, static_cast<cudaStream_t>(current_stream(g.device).handle())), kOp);
+  const auto stream = static_cast<cudaStream_t>(current_stream(g.device).handle());
+  if (g.random_blocks > 0) {  // fresh numbers: the blocks eager ops would take now
+    const brisk::detail::PhiloxState st = brisk::detail::reserve_random_blocks(g.random_blocks);
+    detail::write_graph_random_state(g.random_state, st.seed, st.offset, stream);
+  }
+  BRISK_CUDA_CHECK(cudaGraphLaunch(g.exec, stream), kOp);
 }
 
 void CUDAGraph::reset() { impl_->drop(); }

@@ -15,6 +15,9 @@
 namespace brisk::detail {
 /// Whether this thread captures a CUDA graph (src/profiler/profiler.cpp).
 bool thread_capturing();
+/// The captured graph's (seed, base offset) in device memory, or null
+/// (Note [Random draws in a CUDA graph], core/generator.h).
+const uint64_t* graph_random_state();
 }  // namespace brisk::detail
 
 namespace brisk::cuda::detail {
@@ -22,11 +25,33 @@ namespace {
 
 constexpr int kRandomThreads = 256;
 
+/// The graph's device state when this thread captures, else null. A capture
+/// without one (a stream captured by hand, not through CUDAGraph) would
+/// replay the same numbers: refused.
+const uint64_t* graph_state_for_launch(const char* name) {
+  if (!brisk::detail::thread_capturing()) return nullptr;
+  const uint64_t* st = brisk::detail::graph_random_state();
+  BRISK_CHECK(st != nullptr, name,
+              "a random op in a CUDA stream capture that is not a brisk::cuda::CUDAGraph's: its numbers would be the "
+              "same on every replay");
+  return st;
+}
+
+__global__ void set_graph_state_kernel(uint64_t* state, uint64_t seed, uint64_t offset) {
+  state[0] = seed;
+  state[1] = offset;
+}
+
 /// Block b of the fill writes elements [b * per, b * per + per) (fewer in
 /// the last block). Grid-stride over blocks; block indices are 64-bit.
 template <class T>
 __global__ void __launch_bounds__(kRandomThreads)
-    random_kernel(const RandomParams p, uint64_t seed, uint64_t offset, T* out, int64_t nblocks) {
+    random_kernel(const RandomParams p, uint64_t seed, uint64_t offset, const uint64_t* graph_state, T* out,
+                  int64_t nblocks) {
+  if (graph_state != nullptr) {  // in a graph: offset is relative to the replay's base
+    seed = graph_state[0];
+    offset += graph_state[1];
+  }
   const int per = random_per_block(p);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kRandomThreads;
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * kRandomThreads + threadIdx.x; b < nblocks; b += stride) {
@@ -44,11 +69,9 @@ __global__ void __launch_bounds__(kRandomThreads)
 
 void launch(const Tensor& out, uint64_t seed, uint64_t offset, const RandomParams& p, const char* name) {
   if (p.n == 0) return;
-  // (seed, offset) are kernel arguments: a captured launch would replay the
-  // same numbers every time. Until graphs read them on the device, refuse.
-  BRISK_CHECK(!brisk::detail::thread_capturing(), name,
-              "random ops inside a CUDA graph capture are not supported yet: the graph would draw the same numbers "
-              "on every replay (docs/design/cuda_graphs.md)");
+  // in a capture, (seed, offset) come from the graph's device state at
+  // replay (Note [Random draws in a CUDA graph])
+  const uint64_t* graph_state = graph_state_for_launch(name);
   BRISK_CHECK(out.is_contiguous(), name, "internal: the random kernels fill contiguous tensors");
   DeviceGuard g(out.device().index);
   const int64_t nblocks = static_cast<int64_t>(philox::blocks_for(p.n, p.wide));
@@ -56,8 +79,8 @@ void launch(const Tensor& out, uint64_t seed, uint64_t offset, const RandomParam
   const int grid = static_cast<int>(std::min(ceil_div(nblocks, kRandomThreads), max_grid));
   cudaStream_t s = current_stream_handle(out.device().index);
   BRISK_DISPATCH_ALL(out.dtype(), name, [&] {
-    random_kernel<scalar_t><<<grid, kRandomThreads, 0, s>>>(p, seed, offset, static_cast<scalar_t*>(out.data_ptr()),
-                                                            nblocks);
+    random_kernel<scalar_t><<<grid, kRandomThreads, 0, s>>>(p, seed, offset, graph_state,
+                                                            static_cast<scalar_t*>(out.data_ptr()), nblocks);
   });
   check_launch(name);
 }
@@ -113,8 +136,12 @@ void randint_kernel(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
 // (raised at the next sync; Note [Deferred index errors]).
 template <class T>
 __global__ void __launch_bounds__(kRandomThreads)
-    sample_kernel_t(int which, const T* a, const T* b, T* out, int64_t n, uint64_t seed, uint64_t offset, double tiny,
-                    DeviceErrorSlot err) {
+    sample_kernel_t(int which, const T* a, const T* b, T* out, int64_t n, uint64_t seed, uint64_t offset,
+                    const uint64_t* graph_state, double tiny, DeviceErrorSlot err) {
+  if (graph_state != nullptr) {
+    seed = graph_state[0];
+    offset += graph_state[1];
+  }
   const auto sampler = static_cast<samplers::Sampler>(which);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kRandomThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kRandomThreads + threadIdx.x; i < n; i += stride) {
@@ -136,9 +163,9 @@ __global__ void __launch_bounds__(kRandomThreads)
 void sample_kernel(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t seed, uint64_t offset, int which) {
   const int64_t n = out.numel();
   if (n == 0) return;
-  BRISK_CHECK(!brisk::detail::thread_capturing(), "sample",
-              "random ops inside a CUDA graph capture are not supported yet: the graph would draw the same numbers "
-              "on every replay (docs/design/cuda_graphs.md)");
+  // (the non-random functions of the slot reserve nothing and read no state)
+  const bool random = samplers::is_random(static_cast<samplers::Sampler>(which));
+  const uint64_t* graph_state = random ? graph_state_for_launch("sample") : nullptr;
   DeviceGuard g(out.device().index);
   const int64_t max_grid = static_cast<int64_t>(sm_count()) * 16;
   const int grid = static_cast<int>(std::min(ceil_div(n, kRandomThreads), max_grid));
@@ -149,7 +176,7 @@ void sample_kernel(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t
     sample_kernel_t<scalar_t><<<grid, kRandomThreads, 0, s>>>(
         which, static_cast<const scalar_t*>(a.data_ptr()),
         b.defined() ? static_cast<const scalar_t*>(b.data_ptr()) : nullptr, static_cast<scalar_t*>(out.data_ptr()), n,
-        seed, offset, static_cast<double>(L::min()), err);
+        seed, offset, graph_state, static_cast<double>(L::min()), err);
   });
   check_launch("sample");
 }
@@ -194,6 +221,14 @@ void register_random_kernels() {
   register_kernel<OpId::randint>(kCUDA, randint_kernel);
   register_kernel<OpId::sample>(kCUDA, sample_kernel);
   register_kernel<OpId::multinomial_check>(kCUDA, multinomial_check);
+}
+
+/// Before a replay: the graph's kernels read (seed, offset) from `state`
+/// (Note [Random draws in a CUDA graph]); a one-thread kernel on the replay
+/// stream writes them, in stream order with the replays before and after.
+void write_graph_random_state(uint64_t* state, uint64_t seed, uint64_t offset, cudaStream_t stream) {
+  set_graph_state_kernel<<<1, 1, 0, stream>>>(state, seed, offset);
+  check_launch("CUDAGraph.replay");
 }
 
 }  // namespace brisk::cuda::detail
