@@ -12,6 +12,8 @@
 // trains on its shard of every epoch with DistributedDataParallel: the
 // global batch stays --batch (each rank takes batch / N), gradients are
 // averaged over the ranks, rank 0 evaluates, prints and writes checkpoints.
+// With --device cuda each rank takes the GPU of its LOCAL_RANK and the
+// gradients go over NCCL (not yet run on GPUs); on the CPU over Gloo.
 //
 // --amp trains under mixed precision: autocast to bfloat16 on the CPU (fast
 // where the CPU has AVX512_BF16 or AMX), to float16 with a GradScaler on
@@ -137,7 +139,7 @@ double evaluate(const std::string& kind, nn::Module& model, data::DataLoader& lo
 }  // namespace
 
 int run(const Args& args) {
-  const Device device(args.device);
+  Device device(args.device);
   if (device.is_cuda() && !cuda::is_available()) {
     std::fprintf(stderr, "--device %s: %s\n", args.device.c_str(), cuda::unavailable_reason().c_str());
     return 1;
@@ -147,8 +149,12 @@ int run(const Args& args) {
   const bool ddp = ws != nullptr && std::atoi(ws) > 1;
   int rank = 0, world = 1;
   if (ddp) {
-    BRISK_CHECK(device.is_cpu(), "train_fashion_mnist", "distributed training runs on the CPU (gloo) here");
-    distributed::init_process_group("gloo");
+    if (device.is_cuda()) {  // one GPU per rank (LOCAL_RANK), NCCL between them
+      const char* lr = std::getenv("LOCAL_RANK");
+      device = Device(kCUDA, (lr != nullptr ? std::atoi(lr) : 0) % cuda::device_count());
+      cuda::set_device(device.index);
+    }
+    distributed::init_process_group(device.is_cuda() ? "nccl" : "gloo");
     rank = distributed::get_rank();
     world = distributed::get_world_size();
     if (rank != 0) std::freopen("/dev/null", "w", stdout);  // rank 0 reports

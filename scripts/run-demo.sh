@@ -4,9 +4,9 @@
 #
 #   scripts/run-demo.sh [--nproc N] [demo options...]
 #
-# --nproc N trains with N processes (DistributedDataParallel over Gloo,
-# started by brisk-run, as torchrun would); the rest goes to the demo
-# (--help lists its options).
+# --nproc N trains with N processes (DistributedDataParallel over Gloo, or
+# over NCCL with --device cuda, one GPU per process; started by brisk-run, as
+# torchrun would); the rest goes to the demo (--help lists its options).
 set -euo pipefail
 demo=train_fashion_mnist    # examples/<demo>.cpp
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

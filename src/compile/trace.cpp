@@ -76,9 +76,12 @@ bool traceable_op(std::string_view name) {
       return n == "copy" || n == "clone" || n == "contiguous" || n == "to" || n == "fill" || n == "zero";
     }
     case OpKind::Index: {
-      // a gather of rows by index values the kernel reads (and checks) itself
+      // gathers and scatter-adds by index values the kernel reads (and
+      // checks) itself; advanced indexing (its output's size can depend on
+      // the values), index_put and the data-dependent ops stay breaks
       std::string_view n = r.name;
-      return n == "index_select" || n == "embedding";
+      return n == "index_select" || n == "embedding" || n == "gather" || n == "scatter" || n == "scatter_add" ||
+             n == "index_add";
     }
     case OpKind::Attention:
       return std::string_view(r.name) == "scaled_dot_product_attention";
@@ -100,6 +103,9 @@ template <int K>
 void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
 template <int K>
 void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const KernelArgs& args);
+template <int K>
+void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                           const KernelArgs& args);
 template <int K>
 void attention_wrapper(const AttentionArgs& args);
 template <int K>
@@ -132,8 +138,12 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, RandomFn>)  // uniform, normal, bernoulli, randint
     return reinterpret_cast<WrapperFn>(&random_wrapper<K>);
-  else if constexpr (K == static_cast<int>(OpId::index_select))  // of the IndexFn slots, the one that only reads
-    return reinterpret_cast<WrapperFn>(&index_wrapper<K>);       // its inputs and writes a fresh output
+  else if constexpr (K == static_cast<int>(OpId::index_select) ||  // of the IndexFn slots, those that only
+                     K == static_cast<int>(OpId::gather))          // read and write a fresh output
+    return reinterpret_cast<WrapperFn>(&index_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::scatter) || K == static_cast<int>(OpId::scatter_add) ||
+                     K == static_cast<int>(OpId::index_add))  // and those that write into self
+    return reinterpret_cast<WrapperFn>(&index_inplace_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::attention_fused))  // the forward (the backward needs grad mode)
     return reinterpret_cast<WrapperFn>(&attention_wrapper<K>);
   else
@@ -328,6 +338,27 @@ void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const T
   Node n = opaque_node(t, K, t->pending());
   const TensorRef ri = t->tensor_ref(index, false, n), rs = t->tensor_ref(src, false, n);
   const TensorRef ro = t->tensor_ref(self, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(self, dim, index, src, args); });
+}
+
+// scatter, scatter_add, index_add: write into self at positions the index
+// values give (partly), reading the rest of it (an add reads what it adds
+// to): self is read and written; the values are checked by the kernel on
+// every replay, as in index_wrapper.
+template <int K>
+void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                           const KernelArgs& args) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(self, dim, index, src, args);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ri = t->tensor_ref(index, false, n), rs = t->tensor_ref(src, false, n);
+  const TensorRef ro = t->tensor_ref(self, false, n);
+  if (ro.buf >= 0) n.writes.push_back(ro.buf);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
     t->add_node(std::move(n));
