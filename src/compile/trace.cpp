@@ -6,12 +6,15 @@
 #include <cstring>
 #include <utility>
 #include <map>
+#include <sstream>
 #include <unordered_map>
 
 #include "brisk/autograd.h"
+#include "core/conv_plan.h"
 #include "core/generator.h"
 #include "core/op_table.h"
 #include "core/philox.h"
+#include "core/pool_plan.h"
 #include "core/profile_hooks.h"
 #include "core/reduce_plan.h"
 
@@ -85,6 +88,11 @@ bool traceable_op(std::string_view name) {
     }
     case OpKind::Attention:
       return std::string_view(r.name) == "scaled_dot_product_attention";
+    case OpKind::Convolution:
+    case OpKind::Pooling:
+      // (their kernels are recorded; max pooling's PyTorch indices are made
+      // by a kernel compile does not record: a break at its lookup)
+      return true;
     default:
       return false;
   }
@@ -110,6 +118,21 @@ template <int K>
 void attention_wrapper(const AttentionArgs& args);
 template <int K>
 void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args);
+template <int K>
+void conv_forward_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
+                          const Tensor& bias, const Tensor& dst, conv::ConvScratch* scratch);
+template <int K>
+void conv_backward_data_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+                                const Tensor& grad_src, conv::ConvScratch* scratch);
+template <int K>
+void conv_backward_weights_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
+                                   const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch);
+template <int K>
+void max_pool_wrapper(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, Tensor* taps);
+template <int K>
+void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const Tensor& taps, const Tensor& gx);
+template <int K>
+void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& out);
 template <int K>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args);
@@ -138,6 +161,19 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, RandomFn>)  // uniform, normal, bernoulli, randint
     return reinterpret_cast<WrapperFn>(&random_wrapper<K>);
+  // (by slot: the forward's and the weight gradient's signatures are the same type)
+  else if constexpr (K == static_cast<int>(OpId::conv_forward))
+    return reinterpret_cast<WrapperFn>(&conv_forward_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::conv_backward_data))
+    return reinterpret_cast<WrapperFn>(&conv_backward_data_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::conv_backward_weights))
+    return reinterpret_cast<WrapperFn>(&conv_backward_weights_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, MaxPoolFn>)
+    return reinterpret_cast<WrapperFn>(&max_pool_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, MaxPoolBackwardFn>)
+    return reinterpret_cast<WrapperFn>(&max_pool_backward_wrapper<K>);
+  else if constexpr (std::is_same_v<Sig, AvgPoolFn>)  // forward and backward
+    return reinterpret_cast<WrapperFn>(&avg_pool_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::index_select) ||  // of the IndexFn slots, those that only
                      K == static_cast<int>(OpId::gather))          // read and write a fresh output
     return reinterpret_cast<WrapperFn>(&index_wrapper<K>);
@@ -428,6 +464,116 @@ void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
   run_recorded(t, [&] { fn(out, seed, offset, args); });
 }
 
+// Note [Convolutions and pooling in a graph]
+// A convolution's kernels read their inputs and write their outputs whole;
+// the plan (geometry) is a value. The eager front end may pass a scratch
+// that caches converted activations between a forward and its backward
+// (keyed by tensor and version): a replay passes none, so every call
+// converts afresh (the values are the same). Max pooling's forward kernel
+// allocates its taps itself (for the backward): a replay lets it, then
+// copies them into the graph's buffer the trace saw.
+template <int K>
+void conv_forward_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
+                          const Tensor& bias, const Tensor& dst, conv::ConvScratch* scratch) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(op, g, src, w, bias, dst, scratch);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rs = t->tensor_ref(src, false, n), rw = t->tensor_ref(w, false, n), rb = t->tensor_ref(bias, false, n);
+  const TensorRef rd = t->tensor_ref(dst, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) { real_kernel<K>()(op, g, b.view(rs), b.view(rw), b.view(rb), b.view(rd), nullptr); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(op, g, src, w, bias, dst, scratch); });
+}
+
+template <int K>
+void conv_backward_data_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
+                                const Tensor& grad_src, conv::ConvScratch* scratch) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(op, g, grad_dst, w, grad_src, scratch);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(grad_dst, false, n), rw = t->tensor_ref(w, false, n);
+  const TensorRef ro = t->tensor_ref(grad_src, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) { real_kernel<K>()(op, g, b.view(rg), b.view(rw), b.view(ro), nullptr); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(op, g, grad_dst, w, grad_src, scratch); });
+}
+
+template <int K>
+void conv_backward_weights_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
+                                   const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(op, g, src, grad_dst, grad_w, grad_bias, scratch);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rs = t->tensor_ref(src, false, n), rg = t->tensor_ref(grad_dst, false, n);
+  const TensorRef rw = t->tensor_ref(grad_w, true, n), rb = t->tensor_ref(grad_bias, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(op, g, b.view(rs), b.view(rg), b.view(rw), b.view(rb), nullptr);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(op, g, src, grad_dst, grad_w, grad_bias, scratch); });
+}
+
+template <int K>
+void max_pool_wrapper(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, Tensor* taps) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(p, x, y, taps);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rx = t->tensor_ref(x, false, n), ry = t->tensor_ref(y, true, n);
+  run_recorded(t, [&] { fn(p, x, y, taps); });
+  const TensorRef rt = taps ? t->tensor_ref(*taps, true, n) : TensorRef{};  // (allocated by the kernel)
+  if (t->break_reason().empty()) {
+    const pool::MaxPlan plan = p;
+    const bool with_taps = taps != nullptr;
+    n.run = [=](const Bound& b) {
+      Tensor made;
+      real_kernel<K>()(plan, b.view(rx), b.view(ry), with_taps ? &made : nullptr);
+      if (with_taps) b.view(rt).copy_(made);
+    };
+    t->add_node(std::move(n));
+  }
+}
+
+template <int K>
+void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const Tensor& taps, const Tensor& gx) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(p, gy, taps, gx);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(gy, false, n), rt = t->tensor_ref(taps, false, n);
+  const TensorRef ro = t->tensor_ref(gx, true, n);
+  if (t->break_reason().empty()) {
+    const pool::MaxPlan plan = p;
+    n.run = [=](const Bound& b) { real_kernel<K>()(plan, b.view(rg), b.view(rt), b.view(ro)); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(p, gy, taps, gx); });
+}
+
+template <int K>
+void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& out) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(p, in, out);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ri = t->tensor_ref(in, false, n), ro = t->tensor_ref(out, true, n);
+  if (t->break_reason().empty()) {
+    const pool::AvgPlan plan = p;
+    n.run = [=](const Bound& b) { real_kernel<K>()(plan, b.view(ri), b.view(ro)); };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(p, in, out); });
+}
+
 template <int K>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args) {
@@ -541,7 +687,10 @@ TensorRef Tracer::tensor_ref(const Tensor& t, bool output, Node& n) {
   }
   if (b < 0) {
     if (!output || !s || !s->data) {
-      graph_break(n.name + " reads memory the trace did not see");
+      std::ostringstream what;
+      what << n.name << " reads memory the trace did not see (a " << t.dtype() << " tensor of shape " << t.sizes()
+           << ")";
+      graph_break(what.str());
       return r;
     }
     b = add_buffer(t, BufKind::Temp, -1);

@@ -643,6 +643,44 @@ TEST_F(Compile, GatherScatterAndIndexAddAreRecorded) {
   EXPECT_EQ(fl.stats().cache_hits, 1);
 }
 
+// Note [Convolutions and pooling in a graph]: a small CNN is one graph, in
+// inference (bit-equal) and in training (max pooling's taps kept for the
+// compiled backward; gradients as eager's).
+TEST_F(Compile, ConvolutionsAndPoolingAreRecorded) {
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 4, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                     nn::Conv2d(nn::Conv2dOptions(4, 6, 3).stride(2)), nn::GELU(), nn::AdaptiveAvgPool2d(1),
+                     nn::Flatten(), nn::Linear(6, 3));
+  nn::Sequential ref(nn::Conv2d(nn::Conv2dOptions(2, 4, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                     nn::Conv2d(nn::Conv2dOptions(4, 6, 3).stride(2)), nn::GELU(), nn::AdaptiveAvgPool2d(1),
+                     nn::Flatten(), nn::Linear(6, 3));
+  {
+    NoGradGuard ng;
+    auto d = ref->parameters(), s = net->parameters();
+    for (size_t i = 0; i < d.size(); ++i) d[i].copy_(s[i]);
+  }
+  auto cnet = compile(net, CompileOptions().set_fullgraph(true));
+  {
+    InferenceMode guard;
+    for (int rep = 0; rep < 3; ++rep) {
+      Tensor x = randn({2, 2, 12, 12});
+      EXPECT_TRUE(same_bits(cnet(x), ref->forward(x))) << rep;
+    }
+  }
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({2, 2, 12, 12});
+    Tensor got = cnet(x).pow(2).sum(), want = ref->forward(x).pow(2).sum();
+    got.backward();
+    want.backward();
+    EXPECT_TRUE(allclose(got, want, 1e-6, 1e-6)) << rep;
+    auto a = net->parameters(), b = ref->parameters();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(allclose(a[i].grad(), b[i].grad(), 1e-5, 1e-6)) << rep << " " << i;
+  }
+  EXPECT_EQ(cnet.stats().graph_breaks, 0) << cnet.stats().last_break;
+  EXPECT_EQ(cnet.stats().traces, 2);  // inference, training
+  const std::string text = cnet.graph_text();
+  for (const char* k : {"conv", "max_pool", "avg_pool"}) EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
+}
+
 TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
   auto reduce = [](const Tensor& x) { return argsort(x * 2) + 1; };  // (sorting is not recorded)
   auto f = compile(reduce);
