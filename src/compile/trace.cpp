@@ -90,6 +90,7 @@ bool traceable_op(std::string_view name) {
       return std::string_view(r.name) == "scaled_dot_product_attention";
     case OpKind::Convolution:
     case OpKind::Pooling:
+    case OpKind::Loss:
       // (their kernels are recorded; max pooling's PyTorch indices are made
       // by a kernel compile does not record: a break at its lookup)
       return true;
@@ -134,6 +135,29 @@ void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const T
 template <int K>
 void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& out);
 template <int K>
+void cross_entropy_wrapper(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
+                           const Tensor& target, const Tensor& weight, int64_t ignore_index, double ls);
+template <int K>
+void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target, const Tensor& weight, const Tensor& lse,
+                                    int64_t ignore_index, double ls);
+template <int K>
+std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v,
+                                             const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                                             const Tensor& running_var, bool training, bool update, double momentum,
+                                             double eps);
+template <int K>
+void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
+                                 const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx,
+                                 const Tensor& dw, const Tensor& db);
+template <int K>
+std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
+                                             const Tensor& weight, const Tensor& bias, double eps);
+template <int K>
+void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G,
+                                 const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                 const Tensor& dw, const Tensor& db);
+template <int K>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args);
 template <int K>
@@ -174,6 +198,18 @@ constexpr WrapperFn wrapper_for() {
     return reinterpret_cast<WrapperFn>(&max_pool_backward_wrapper<K>);
   else if constexpr (std::is_same_v<Sig, AvgPoolFn>)  // forward and backward
     return reinterpret_cast<WrapperFn>(&avg_pool_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::cross_entropy))
+    return reinterpret_cast<WrapperFn>(&cross_entropy_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::cross_entropy_backward))
+    return reinterpret_cast<WrapperFn>(&cross_entropy_backward_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::batch_norm))
+    return reinterpret_cast<WrapperFn>(&batch_norm_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::batch_norm_backward))
+    return reinterpret_cast<WrapperFn>(&batch_norm_backward_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::group_norm))
+    return reinterpret_cast<WrapperFn>(&group_norm_wrapper<K>);
+  else if constexpr (K == static_cast<int>(OpId::group_norm_backward))
+    return reinterpret_cast<WrapperFn>(&group_norm_backward_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::index_select) ||  // of the IndexFn slots, those that only
                      K == static_cast<int>(OpId::gather))          // read and write a fresh output
     return reinterpret_cast<WrapperFn>(&index_wrapper<K>);
@@ -572,6 +608,150 @@ void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& ou
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(p, in, out); });
+}
+
+// cross_entropy: the kernel checks the targets before it writes (so on
+// every replay); loss, the row weights and the (max, log sum) pairs written.
+template <int K>
+void cross_entropy_wrapper(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
+                           const Tensor& target, const Tensor& weight, int64_t ignore_index, double ls) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(loss, wt, lse, input, target, weight, ignore_index, ls);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef ri = t->tensor_ref(input, false, n), rt = t->tensor_ref(target, false, n),
+                  rw = t->tensor_ref(weight, false, n);
+  const TensorRef rl = t->tensor_ref(loss, true, n), rwt = t->tensor_ref(wt, true, n), rs = t->tensor_ref(lse, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(rl), b.view(rwt), b.view(rs), b.view(ri), b.view(rt), b.view(rw), ignore_index, ls);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(loss, wt, lse, input, target, weight, ignore_index, ls); });
+}
+
+template <int K>
+void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad_loss, const Tensor& input,
+                                    const Tensor& target, const Tensor& weight, const Tensor& lse,
+                                    int64_t ignore_index, double ls) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(grad_input, grad_loss, input, target, weight, lse, ignore_index, ls);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(grad_loss, false, n), ri = t->tensor_ref(input, false, n),
+                  rt = t->tensor_ref(target, false, n), rw = t->tensor_ref(weight, false, n),
+                  rs = t->tensor_ref(lse, false, n);
+  const TensorRef ro = t->tensor_ref(grad_input, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(ro), b.view(rg), b.view(ri), b.view(rt), b.view(rw), b.view(rs), ignore_index, ls);
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(grad_input, grad_loss, input, target, weight, lse, ignore_index, ls); });
+}
+
+// batch_norm and group_norm return statistics their kernels allocate (as
+// max pooling's taps): a replay copies them into the graph's buffers.
+// batch_norm's update writes the running statistics in place.
+template <int K>
+std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v,
+                                             const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                                             const Tensor& running_var, bool training, bool update, double momentum,
+                                             double eps) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(x, y, v, weight, bias, running_mean, running_var, training, update, momentum, eps);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rx = t->tensor_ref(x, false, n), rw = t->tensor_ref(weight, false, n),
+                  rb = t->tensor_ref(bias, false, n), rm = t->tensor_ref(running_mean, false, n),
+                  rv = t->tensor_ref(running_var, false, n);
+  if (update)
+    for (int b : {rm.buf, rv.buf})
+      if (b >= 0) n.writes.push_back(b);
+  const TensorRef ry = t->tensor_ref(y, true, n);
+  std::pair<Tensor, Tensor> r;
+  run_recorded(t, [&] { r = fn(x, y, v, weight, bias, running_mean, running_var, training, update, momentum, eps); });
+  const TensorRef r1 = t->tensor_ref(r.first, true, n), r2 = t->tensor_ref(r.second, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      const auto made = real_kernel<K>()(b.view(rx), b.view(ry), v, b.view(rw), b.view(rb), b.view(rm), b.view(rv),
+                                         training, update, momentum, eps);
+      if (r1.buf >= 0) b.view(r1).copy_(made.first);
+      if (r2.buf >= 0) b.view(r2).copy_(made.second);
+    };
+    t->add_node(std::move(n));
+  }
+  return r;
+}
+
+template <int K>
+void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
+                                 const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx,
+                                 const Tensor& dw, const Tensor& db) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(gy, x, v, weight, mean, invstd, training, dx, dw, db);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(gy, false, n), rx = t->tensor_ref(x, false, n),
+                  rw = t->tensor_ref(weight, false, n), rm = t->tensor_ref(mean, false, n),
+                  ri = t->tensor_ref(invstd, false, n);
+  const TensorRef rdx = t->tensor_ref(dx, true, n), rdw = t->tensor_ref(dw, true, n), rdb = t->tensor_ref(db, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(rg), b.view(rx), v, b.view(rw), b.view(rm), b.view(ri), training, b.view(rdx),
+                       b.view(rdw), b.view(rdb));
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(gy, x, v, weight, mean, invstd, training, dx, dw, db); });
+}
+
+template <int K>
+std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
+                                             const Tensor& weight, const Tensor& bias, double eps) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(x, y, v, G, weight, bias, eps);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rx = t->tensor_ref(x, false, n), rw = t->tensor_ref(weight, false, n),
+                  rb = t->tensor_ref(bias, false, n);
+  const TensorRef ry = t->tensor_ref(y, true, n);
+  std::pair<Tensor, Tensor> r;
+  run_recorded(t, [&] { r = fn(x, y, v, G, weight, bias, eps); });
+  const TensorRef r1 = t->tensor_ref(r.first, true, n), r2 = t->tensor_ref(r.second, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      const auto made = real_kernel<K>()(b.view(rx), b.view(ry), v, G, b.view(rw), b.view(rb), eps);
+      if (r1.buf >= 0) b.view(r1).copy_(made.first);
+      if (r2.buf >= 0) b.view(r2).copy_(made.second);
+    };
+    t->add_node(std::move(n));
+  }
+  return r;
+}
+
+template <int K>
+void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G,
+                                 const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                 const Tensor& dw, const Tensor& db) {
+  auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(gy, x, v, G, weight, mean, rstd, dx, dw, db);
+  Node n = opaque_node(t, K, t->pending());
+  const TensorRef rg = t->tensor_ref(gy, false, n), rx = t->tensor_ref(x, false, n),
+                  rw = t->tensor_ref(weight, false, n), rm = t->tensor_ref(mean, false, n),
+                  rr = t->tensor_ref(rstd, false, n);
+  const TensorRef rdx = t->tensor_ref(dx, true, n), rdw = t->tensor_ref(dw, true, n), rdb = t->tensor_ref(db, true, n);
+  if (t->break_reason().empty()) {
+    n.run = [=](const Bound& b) {
+      real_kernel<K>()(b.view(rg), b.view(rx), v, G, b.view(rw), b.view(rm), b.view(rr), b.view(rdx), b.view(rdw),
+                       b.view(rdb));
+    };
+    t->add_node(std::move(n));
+  }
+  run_recorded(t, [&] { fn(gy, x, v, G, weight, mean, rstd, dx, dw, db); });
 }
 
 template <int K>

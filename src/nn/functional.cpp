@@ -107,7 +107,11 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
   // every loss a synchronising call: the gather below skips out-of-range
   // targets and the error is raised at the next sync instead (Note [Deferred
   // index errors], docs/design/cuda_index_random.md).
-  if (safe.numel() > 0 && safe.is_cpu()) {
+  // While compile traces, the host read would be a graph break: the
+  // gather below checks the same range in its kernel, in the trace and in
+  // every replay (naming gather), as embedding leaves its check to
+  // index_select.
+  if (safe.numel() > 0 && safe.is_cpu() && !(brisk::detail::tracing_any() && brisk::detail::tracing_this_thread())) {
     brisk::detail::DeviceCheckScope device_check;
     const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
     BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
@@ -535,14 +539,8 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
   {
     NoGradGuard ng;
     t = target.to(kInt64).contiguous();
-    // Checked here on the CPU (an input check, not a sync point); a GPU has
-    // no fused kernel and takes the composite path (Note [Deferred index errors]).
-    if (t.numel() > 0 && t.is_cpu()) {
-      brisk::detail::DeviceCheckScope device_check;
-      const Tensor safe = where(t.ne(ignore), t, Scalar(int64_t(0)));
-      const int64_t hi = safe.max().item<int64_t>(), lo = safe.min().item<int64_t>();
-      BRISK_CHECK(hi < C && lo >= 0, op, "target ", (hi >= C ? hi : lo), " is out of bounds for ", C, " classes");
-    }
+    // (the kernel checks the targets' range before it writes; a GPU has no
+    // fused kernel and takes the composite path: Note [Deferred index errors])
     x = input.contiguous();
     wk = weight.defined() ? weight.to(dt).contiguous() : Tensor();
     const TensorOptions opt = TensorOptions(dt).device(input.device());

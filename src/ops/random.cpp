@@ -253,6 +253,9 @@ Tensor bernoulli(const Tensor& p) {
   BRISK_CHECK(p.is_floating_point(), "bernoulli", "expected a floating point tensor of probabilities, got ",
               p.dtype());
   if (p.numel() > 0) {
+    // (compile: this check reads p on the host, which a replay would skip:
+    // a graph break rather than an unchecked replay)
+    if (BRISK_UNLIKELY(detail::tracing_any())) detail::trace_sync("bernoulli");
     detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
     Tensor pd = p.to(Device(kCPU), kDouble).contiguous();
     const double* v = pd.data_ptr<double>();

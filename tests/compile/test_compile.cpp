@@ -681,6 +681,45 @@ TEST_F(Compile, ConvolutionsAndPoolingAreRecorded) {
   for (const char* k : {"conv", "max_pool", "avg_pool"}) EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
 }
 
+// Training steps with the loss inside the compiled function: cross_entropy
+// (its kernel checks the targets on every replay), nll_loss over
+// log_softmax (gather checks them), batch_norm (running statistics updated
+// in place on every replay) and group_norm: one graph, losses, gradients
+// and running statistics as eager's.
+TEST_F(Compile, LossesAndNormalizationAreRecorded) {
+  auto make = [] {
+    manual_seed(9);
+    return nn::Sequential(nn::Linear(6, 8), nn::BatchNorm1d(8), nn::ReLU(), nn::Linear(8, 8), nn::GroupNorm(2, 8),
+                          nn::Linear(8, 4));
+  };
+  nn::Sequential net = make(), ref = make();
+  auto step = [](nn::Sequential& m, const Tensor& x, const Tensor& y) {
+    Tensor h = m->forward(x);
+    return nn::functional::cross_entropy(h, y) + nn::functional::nll_loss(h.log_softmax(1), y) * 0.5;
+  };
+  auto f = compile([&](const Tensor& x, const Tensor& y) { return step(net, x, y); },
+                   CompileOptions().set_fullgraph(true));
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({5, 6}), y = randint(0, 4, {5}, kLong);
+    Tensor got = f(x, y), want = step(ref, x, y);
+    got.backward();
+    want.backward();
+    EXPECT_TRUE(allclose(got, want, 1e-6, 1e-6)) << rep;
+    auto a = net->parameters(), b = ref->parameters();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(allclose(a[i].grad(), b[i].grad(), 1e-5, 1e-6)) << rep << " " << i;
+    auto ba = net->buffers(), bb = ref->buffers();
+    for (size_t i = 0; i < ba.size(); ++i) EXPECT_TRUE(allclose(ba[i], bb[i], 1e-6, 1e-7)) << rep << " buffer " << i;
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+  const std::string text = f.graph_text();
+  for (const char* k : {"cross_entropy", "batch_norm", "group_norm", "gather"})
+    EXPECT_NE(text.find(k), std::string::npos) << k << "\n" << text;
+  // a target out of range in a replay: the kernel that reads it first says so
+  // (cross_entropy's, or gather's for nll_loss)
+  Tensor bad = tensor(std::vector<int64_t>{0, 1, 4, 2, 3});
+  expect_error([&] { f(randn({5, 6}), bad); }, {"4 is out of bounds"});
+}
+
 TEST_F(Compile, GraphBreaksRunEagerlyOrRaiseWithFullgraph) {
   auto reduce = [](const Tensor& x) { return argsort(x * 2) + 1; };  // (sorting is not recorded)
   auto f = compile(reduce);

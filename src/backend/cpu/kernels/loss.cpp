@@ -176,6 +176,21 @@ void ce_backward_typed(const Tensor& grad_input, const Tensor& grad_loss, const 
 
 void ce_forward_kernel(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
                        const Tensor& target, const Tensor& weight, int64_t ignore_index, double ls) {
+  // The targets are checked here, before anything is written (Note [Index
+  // kernels validate first]), so that a compiled graph checks them on every
+  // replay as eager does: the largest out of range, else the smallest.
+  {
+    const int64_t R = input.size(0), C = input.size(1);
+    const int64_t* tp = static_cast<const int64_t*>(target.data_ptr());
+    int64_t hi = 0, lo = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t v = tp[r] == ignore_index ? 0 : tp[r];
+      hi = std::max(hi, v);
+      lo = std::min(lo, v);
+    }
+    BRISK_CHECK(hi < C && lo >= 0, "cross_entropy", "target ", (hi >= C ? hi : lo), " is out of bounds for ", C,
+                " classes");
+  }
   BRISK_DISPATCH_FLOAT(input.dtype(), "cross_entropy",
                        [&] { ce_forward_typed<scalar_t>(loss, wt, lse, input, target, weight, ignore_index, ls); });
 }
