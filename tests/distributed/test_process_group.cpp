@@ -21,6 +21,17 @@ extern char** environ;
 
 namespace {
 
+/// The worker and the launcher: the build tree's, or where the environment
+/// says (tools/gpu/run.sh runs a packed copy on a GPU machine).
+std::string worker_exe() {
+  const char* e = std::getenv("BRISK_DIST_WORKER_EXE");
+  return e != nullptr && *e != '\0' ? e : BRISK_DIST_WORKER;
+}
+std::string run_exe() {
+  const char* e = std::getenv("BRISK_RUN_EXE_PATH");
+  return e != nullptr && *e != '\0' ? e : BRISK_RUN_EXE;
+}
+
 /// A port for this run: spread by pid so that parallel CTest jobs differ.
 int pick_port(int k) { return 20000 + static_cast<int>((::getpid() * 7 + k * 131) % 20000); }
 
@@ -48,7 +59,7 @@ std::vector<int> run_workers(const std::string& scenario, int world, int port, c
     std::vector<char*> envp;
     for (auto& s : env_s) envp.push_back(s.data());
     envp.push_back(nullptr);
-    std::string exe = BRISK_DIST_WORKER;
+    std::string exe = worker_exe();
     std::vector<char*> argv{exe.data(), const_cast<char*>(scenario.c_str()), nullptr};
     pid_t pid = 0;
     EXPECT_EQ(posix_spawn(&pid, exe.c_str(), nullptr, nullptr, argv.data(), envp.data()), 0);
@@ -223,7 +234,7 @@ struct Launch {
 };
 Launch launch(const std::string& args) {
   Launch l;
-  const std::string cmd = std::string(BRISK_RUN_EXE) + " " + args + " 2>&1";
+  const std::string cmd = run_exe() + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   char buf[4096];
   while (std::fgets(buf, sizeof(buf), p) != nullptr) l.out += buf;
@@ -236,7 +247,7 @@ Launch launch(const std::string& args) {
 TEST(BriskRun, StartsTheRanksAndPrefixesTheirLines) {
   NEED_GLOO();
   const Launch l = launch("--nproc-per-node 3 --master-port " + std::to_string(pick_port(21)) + " " +
-                          std::string(BRISK_DIST_WORKER) + " hello");
+                          worker_exe() + " hello");
   EXPECT_EQ(l.status, 0) << l.out;
   for (int r = 0; r < 3; ++r)
     EXPECT_NE(l.out.find("[rank " + std::to_string(r) + "]: hello from " + std::to_string(r) + " of 3 (local rank " +
@@ -245,7 +256,7 @@ TEST(BriskRun, StartsTheRanksAndPrefixesTheirLines) {
         << l.out;
   // collectives through the launcher's environment
   EXPECT_EQ(launch("--nproc-per-node 2 --master-port " + std::to_string(pick_port(22)) + " " +
-                   std::string(BRISK_DIST_WORKER) + " collectives")
+                   worker_exe() + " collectives")
                 .status,
             0);
 }
@@ -254,7 +265,7 @@ TEST(BriskRun, AFailingRankStopsTheOthersAndGivesItsStatus) {
   NEED_GLOO();
   const auto t0 = std::chrono::steady_clock::now();
   const Launch l = launch("--nproc-per-node 3 --master-port " + std::to_string(pick_port(23)) + " " +
-                          std::string(BRISK_DIST_WORKER) + " fail_rank");
+                          worker_exe() + " fail_rank");
   EXPECT_EQ(l.status, 7) << l.out;
   EXPECT_NE(l.out.find("rank 1 exited with status 7"), std::string::npos) << l.out;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // not the minute the others wait
@@ -267,7 +278,7 @@ TEST(BriskRun, TwoNodesOnLoopback) {
   const std::string common = "--nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port " +
                              std::to_string(pick_port(24)) + " ";
   auto node = [&](int k) {
-    return launch(common + "--node-rank " + std::to_string(k) + " " + std::string(BRISK_DIST_WORKER) + " hello");
+    return launch(common + "--node-rank " + std::to_string(k) + " " + worker_exe() + " hello");
   };
   auto n1 = std::async(std::launch::async, node, 1);
   const Launch l0 = node(0);

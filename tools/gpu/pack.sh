@@ -13,14 +13,25 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/lib" "$stage/tests" .gpu
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 cp -a "$build"/src/libbrisk.so* "$stage/lib/"
-for l in libsleef.so.3 libopenblas.so.0 libdnnl.so.2 libgfortran.so.5 libquadmath.so.0 libgomp.so.1 libOpenCL.so.1; do
-  cp -L "/lib/x86_64-linux-gnu/$l" "$stage/lib/"
+# the libraries libbrisk links that a bare CUDA image lacks (OpenBLAS, oneDNN,
+# Sleef, Gloo and theirs), from ldd: everything but glibc and the compiler runtime
+ldd "$build"/src/libbrisk.so | awk '/=> \// {print $1, $3}' | while read -r soname path; do
+  case $soname in
+    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*|libstdc++.so.*|libgcc_s.so.*|ld-linux*) ;;
+    *) cp -L "$path" "$stage/lib/$soname" ;;
+  esac
 done
 # every test executable with GPU tests (they skip nothing there)
 for t in $(grep -l 'cuda::is_available\|REQUIRE_CUDA' tests/*/test_*.cpp); do
   name=$(basename "$t" .cpp)
   [[ -x $build/tests/$name ]] && cp "$build/tests/$name" "$stage/tests/"
 done
-strip --strip-unneeded "$stage"/lib/libbrisk.so.*.*.* "$stage"/tests/* 2>/dev/null || true
+# what test_process_group starts (run.sh points it there) and the example
+# that checks a whole training step captured in a graph against eager
+mkdir -p "$stage/bin"
+for x in tests/brisk_dist_worker tools/brisk-run examples/cuda_graph_training; do
+  [[ -x $build/$x ]] && cp "$build/$x" "$stage/bin/"
+done
+strip --strip-unneeded "$stage"/lib/libbrisk.so.*.*.* "$stage"/tests/* "$stage"/bin/* 2>/dev/null || true
 tar -C "$stage" -cf - . | xz -T2 -6 >.gpu/bins.tar.xz
 du -h .gpu/bins.tar.xz

@@ -12,6 +12,8 @@ tar -C "$dir" -xJf "$root/.gpu/bins.tar.xz"
 extra=$(find / \( -path /proc -o -path /sys \) -prune -o \( -name 'libcudnn.so.*' -o -name 'libcublas.so.*' -o -name 'libcupti.so.*' \) -print 2>/dev/null | xargs -r -n1 dirname | sort -u | tr '\n' ':')
 export LD_LIBRARY_PATH="$dir/lib:${extra}${LD_LIBRARY_PATH:-}"
 export BRISK_TEST_DIR="$root/tests"
+# test_process_group's workers and launcher, from the pack (not the build tree's paths)
+export BRISK_DIST_WORKER_EXE="$dir/bin/brisk_dist_worker" BRISK_RUN_EXE_PATH="$dir/bin/brisk-run"
 log=${OUT:-/tmp}/gpu-tests.log
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$log"
 echo "tree $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$log"
@@ -31,4 +33,9 @@ for t in "$dir"/tests/test_*; do
   (( rc == 0 )) || status=1
 done
 echo "all tests: $((SECONDS - start)) s"
+# a whole training step as one CUDA graph, and make_graphed_callables, against eager
+if [[ -x $dir/bin/cuda_graph_training ]]; then
+  timeout "${TEST_TIMEOUT:-240}" "$dir/bin/cuda_graph_training" --steps 20 --batch 128 2>&1 | tee -a "$log" ||
+    { echo "cuda_graph_training FAILED"; status=1; }
+fi
 exit $status
