@@ -212,6 +212,60 @@ void ddp(int rank, int world, bool as_view) {
   expect(grads_close(*model, *ref, "no_sync"), "no_sync accumulation then averaging");
 }
 
+// Every rank's parameters, flattened, equal across ranks (bit for bit).
+bool same_on_every_rank(nn::Module& m, int world) {
+  TensorList flat;
+  for (const Tensor& p : m.parameters()) flat.push_back(p.detach().reshape({-1}));
+  Tensor mine = cat(flat, 0);
+  std::vector<Tensor> all;
+  for (int r = 0; r < world; ++r) all.push_back(empty_like(mine));
+  dist::all_gather(all, mine);
+  bool ok = true;
+  for (int r = 0; r < world; ++r) ok = ok && equal(host(all[r]), host(mine));
+  return ok;
+}
+
+// 20 steps of SGD (momentum) and of AdamW on DDP against one process on the
+// union of the batches: the losses and parameters follow the full-batch
+// run's (float32 rounding: the averaged gradients sum in another order) and
+// stay identical across ranks.
+void ddp_train(int rank, int world) {
+  for (int opt_kind = 0; opt_kind < 2; ++opt_kind) {
+    manual_seed(200 + rank);
+    nn::Sequential model = make_mlp();
+    model->to(g_dev);
+    nn::parallel::DistributedDataParallel ddp_model(model, nn::parallel::DistributedDataParallelOptions()
+                                                               .set_bucket_cap_mb(0.0001)
+                                                               .set_first_bucket_mb(0.0001));
+    nn::Sequential ref = make_mlp();
+    ref->to(g_dev);
+    copy_params(*ref, *model);
+    auto make_opt = [&](nn::Module& m) -> std::unique_ptr<optim::Optimizer> {
+      if (opt_kind == 0) return std::make_unique<optim::SGD>(m.parameters(), optim::SGDOptions(0.05).momentum(0.9));
+      return std::make_unique<optim::AdamW>(m.parameters(), optim::AdamWOptions(0.01).weight_decay(0.01));
+    };
+    auto opt = make_opt(*model), ref_opt = make_opt(*ref);
+    const char* name = opt_kind == 0 ? "SGD" : "AdamW";
+    manual_seed(11);
+    const int64_t per = 3, n = per * world;
+    for (int step = 0; step < 20; ++step) {
+      Tensor x = on(randn({n, 6})), y = on(randint(0, 3, {n}));
+      opt->zero_grad();
+      ref_opt->zero_grad();
+      Tensor loss = F::cross_entropy(ddp_model->forward(x.narrow(0, rank * per, per)), y.narrow(0, rank * per, per));
+      loss.backward();
+      F::cross_entropy(ref->forward(x), y).backward();
+      opt->step();
+      ref_opt->step();
+    }
+    auto pm = model->parameters(), pr = ref->parameters();
+    bool close = true;
+    for (size_t i = 0; i < pm.size(); ++i) close = close && allclose(host(pm[i]), host(pr[i]), 1e-4, 1e-5);
+    expect(close, std::string(name) + ": 20 DDP steps == 20 full-batch steps");
+    expect(same_on_every_rank(*model, world), std::string(name) + ": parameters identical on every rank");
+  }
+}
+
 // A parameter no rank uses: an error naming it, or zeros with find_unused_parameters.
 struct TwoHeads : nn::Module {
   nn::Linear a{nullptr}, b{nullptr};
@@ -309,10 +363,12 @@ int main(int argc, char** argv) {
       if (rank == 1) std::_Exit(7);
       std::this_thread::sleep_for(std::chrono::seconds(60));
       dist::barrier();
-    } else if (scenario == "ddp" || scenario == "ddp_unused" || scenario == "ddp_view") {
+    } else if (scenario == "ddp" || scenario == "ddp_unused" || scenario == "ddp_view" || scenario == "ddp_train") {
       dist::init_process_group(g_backend, dist::InitOptions().set_timeout(std::chrono::seconds(60)));
       if (scenario == "ddp" || scenario == "ddp_view")
         ddp(rank, dist::get_world_size(), scenario == "ddp_view");
+      else if (scenario == "ddp_train")
+        ddp_train(rank, dist::get_world_size());
       else
         ddp_unused(rank, dist::get_world_size());
       dist::barrier();

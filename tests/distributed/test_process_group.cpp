@@ -212,7 +212,7 @@ TEST(ProcessGroupNccl, EveryCollectiveOnCudaTensors) {
 TEST(ProcessGroupNccl, DistributedDataParallelOnCudaTensors) {
   NEED_NCCL_GPUS(1);
   const int world = std::min(brisk::cuda::device_count(), 2);
-  for (const char* scenario : {"ddp", "ddp_view", "ddp_unused"}) {
+  for (const char* scenario : {"ddp", "ddp_view", "ddp_unused", "ddp_train"}) {
     const auto codes = run_workers(scenario, world, pick_port(61), "", {"BRISK_DIST_BACKEND=nccl"});
     for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << scenario << " rank " << r;
   }
@@ -304,6 +304,14 @@ TEST(DistributedDataParallel, GradientsEqualTheFullBatchsAndNoSyncAccumulates) {
   NEED_GLOO();
   for (int world : {1, 2, 3}) {
     const auto codes = run_workers("ddp", world, pick_port(30 + world));
+    for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << "world " << world << " rank " << r;
+  }
+}
+
+TEST(DistributedDataParallel, SgdAndAdamWOverTwentyStepsFollowTheFullBatchAndStayIdentical) {
+  NEED_GLOO();
+  for (int world : {2, 3}) {
+    const auto codes = run_workers("ddp_train", world, pick_port(70 + world));
     for (int r = 0; r < world; ++r) EXPECT_EQ(codes[r], 0) << "world " << world << " rank " << r;
   }
 }
