@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   auto settle = [&] {
     if (gpu) cuda::synchronize();
   };
-  for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << (gpu ? 28 : 26)); bytes *= 4) {
+  for (int64_t bytes = 1 << 10; bytes <= (int64_t{1} << 28); bytes *= 4) {
     Tensor t = ones({bytes / 4}, TensorOptions(kFloat).device(dev));
     dist::barrier();
     const double ms = time_ms(
