@@ -5,6 +5,9 @@
 #include "distributed/backend.h"
 
 #ifdef BRISK_HAVE_GLOO
+#include <pthread.h>
+#include <signal.h>
+
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +49,38 @@ std::string env_str(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? v : fallback;
 }
+
+// Note [SIGPIPE and dead peers]
+// Gloo writes to its peers' sockets without MSG_NOSIGNAL: a write to a rank
+// that has exited raises SIGPIPE, whose default action kills this process
+// (exit status 141) before the write's EPIPE can become a brisk::Error.
+// (Python ignores SIGPIPE, so PyTorch never sees it.) brisk does not change
+// the process's disposition; it blocks SIGPIPE in the threads that write to
+// Gloo's sockets: the threads Gloo and brisk create while it is blocked
+// (Gloo's event loop, the group's worker) inherit the mask, and the calling
+// thread blocks it around what it posts itself. The write then fails with
+// EPIPE and Gloo reports the closed connection; a SIGPIPE left pending on
+// the calling thread is consumed before the mask is restored.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlocked() {
+    if (sigismember(&old_, SIGPIPE)) return;  // (it was blocked already: leave it so)
+    const timespec zero{0, 0};
+    while (sigtimedwait(&pipe_, nullptr, &zero) > 0) {
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+};
 
 /// The collectives' worker: one thread runs the group's operations in the
 /// order they were issued (every rank issues them in the same order).
@@ -176,6 +211,7 @@ void bf16_reduce(void* c, const void* a, const void* b, size_t n, ReduceOp op) {
 class GlooBackend final : public Backend {
  public:
   explicit GlooBackend(const BackendArgs& a) : rank_(a.rank), size_(a.size), timeout_(a.timeout) {
+    SigpipeBlocked no_sigpipe;  // Gloo's loop thread and the worker inherit it (Note [SIGPIPE and dead peers])
     gloo::transport::tcp::attr attr;
     const std::string iface = env_str("GLOO_SOCKET_IFNAME");
     if (!iface.empty())
@@ -385,6 +421,7 @@ class GlooBackend final : public Backend {
         : op_(op), buf_(std::move(buf)), t_(std::move(t)), sending_(sending), timeout_(timeout) {}
     void wait() override {
       if (done_) return;
+      SigpipeBlocked no_sigpipe;
       try {
         if (sending_)
           buf_->waitSend(timeout_);
@@ -409,6 +446,7 @@ class GlooBackend final : public Backend {
 
   WorkPtr p2p(const char* op, const Tensor& t, int peer, int tag, bool sending, bool async_op) {
     check_cpu_dense(op, t);
+    SigpipeBlocked no_sigpipe;
     auto buf = ctx_->createUnboundBuffer(t.data_ptr(), static_cast<size_t>(t.nbytes()));
     const uint64_t slot = static_cast<uint64_t>(tag) + (uint64_t{1} << 40);  // apart from the collectives' tags
     if (sending)
