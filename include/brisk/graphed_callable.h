@@ -22,6 +22,8 @@
 // the graph keeps its buffers). Under no-grad mode the forward graph alone
 // replays.
 //
+// One call's values live in the static buffers: each call's backward must
+// run before the next call's forward (an earlier call's backward raises).
 // What must hold, as in PyTorch: the inputs have the samples' shapes,
 // dtypes and devices (checked); the module's control flow, parameters and
 // training mode do not change between calls; nothing in the forward

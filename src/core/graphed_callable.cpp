@@ -40,6 +40,7 @@ struct GraphedCallable::Impl {
   TensorList grad_targets;     // the static inputs that need grad, then params
   bool use_graphs = false;
   std::unique_ptr<CUDAGraph> fwd, bwd;
+  uint64_t calls = 0;  // forwards so far: a backward belongs to the latest
 
   /// The forward over the static inputs, with grad mode on (eager on the CPU).
   void run_forward() {
@@ -165,6 +166,7 @@ TensorList GraphedCallable::operator()(const TensorList& inputs) const {
     m.fwd->replay();
   else
     m.run_forward();
+  const uint64_t call = ++m.calls;
   TensorList outs;
   for (const Tensor& o : m.static_outputs) outs.push_back(o.detach());
   // the node: differentiable when grad mode is on and something needs a gradient
@@ -188,8 +190,13 @@ TensorList GraphedCallable::operator()(const TensorList& inputs) const {
   if (diff.empty()) return outs;
   std::shared_ptr<Impl> keep = impl_;
   autograd::record("GraphedCallableBackward", diff, node_inputs, {},
-                   [keep, diff_index](autograd::BackwardCtx& c) -> TensorList {
+                   [keep, diff_index, call](autograd::BackwardCtx& c) -> TensorList {
                      Impl& mm = *keep;
+                     // the graphs' buffers hold the latest call's values: the
+                     // backward of an earlier one would be silently wrong
+                     BRISK_CHECK(call == mm.calls, kOp, "backward of call ", call,
+                                 " after call ", mm.calls, " ran its forward: a graphed callable keeps one call's "
+                                 "values in its static buffers, so run each call's backward before the next forward");
                      {
                        NoGradGuard ng;
                        for (size_t j = 0; j < diff_index.size(); ++j) {

@@ -199,6 +199,11 @@ void graphed_matches_eager(Device dev) {
     EXPECT_FALSE(out.requires_grad());
   }
   expect_error([&] { g(randn({4, 6}).to(dev)); }, {"make_graphed_callables", "input 0", "shape"});
+  // one call's values live in the static buffers: an older call's backward is an error, not wrong gradients
+  Tensor first = g(randn({5, 6}).to(dev).requires_grad_(true));
+  Tensor second = g(randn({5, 6}).to(dev).requires_grad_(true));
+  expect_error([&] { first.sum().backward(); }, {"make_graphed_callables", "before the next forward"});
+  second.sum().backward();
   expect_error([&] { cuda::make_graphed_callables(model, {sample}, cuda::GraphedCallableOptions().set_warmup(0)); },
                {"make_graphed_callables", "warmup"});
 }
