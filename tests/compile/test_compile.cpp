@@ -1023,7 +1023,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(p.may_break ? 37 : 36)) {
+    switch (pick(p.may_break ? 38 : 37)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -1083,6 +1083,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
         r = zeros_like(a).scatter_add_(1, idx, a.gather(1, idx) * b);
         break;
       }
+      case 36: r = nn::functional::dropout(a, 0.3, true) + b * rand_like(b); break;  // random draws (seeded per run)
       default: r = argsort(a, 1).to(kFloat) * 0.01 + a; break;  // a break (sorting is not recorded)
     }
     vals.push_back(r);
@@ -1113,17 +1114,22 @@ TEST_F(Compile, GeneratedProgramsMatchEager) {
     std::vector<Tensor> xs = make(p.rows), got;
     try {
       f(make(p.rows));  // traced
+      manual_seed(1000 + i);  // (random draws: the same generator state for both runs)
       got = f(xs);
     } catch (const Error& e) {
       FAIL() << "program " << i << ": " << e.what();
     }
+    manual_seed(1000 + i);
     std::vector<Tensor> want = run_program(p, xs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i << "\n" << f.graph_text();
     if (dynamic) {
       for (int64_t rows : {p.rows + 1 + i % 5, p.rows}) {
         std::vector<Tensor> ys = make(rows);
-        std::vector<Tensor> g2 = f(ys), w2 = run_program(p, ys);
+        manual_seed(2000 + i);
+        std::vector<Tensor> g2 = f(ys);
+        manual_seed(2000 + i);
+        std::vector<Tensor> w2 = run_program(p, ys);
         for (size_t k = 0; k < g2.size(); ++k)
           ASSERT_TRUE(same_bits(g2[k], w2[k])) << "program " << i << " at " << rows << " rows\n" << f.graph_text();
       }
@@ -1175,12 +1181,14 @@ TEST_F(Compile, GeneratedProgramsGradientsMatchEager) {
       std::vector<Tensor> warm = make();
       Tensor l0 = loss_of(f(warm));  // traced
       if (l0.requires_grad()) l0.backward();
+      manual_seed(3000 + i);
       got = f(xs);
     } catch (const Error& e) {
       FAIL() << "program " << i << ": " << e.what();
     }
     std::vector<Tensor> xe;
     for (const Tensor& x : xs) xe.push_back(x.detach().clone().requires_grad_());
+    manual_seed(3000 + i);
     std::vector<Tensor> want = run_program(p, xe);
     for (size_t k = 0; k < got.size(); ++k) ASSERT_TRUE(same_bits(got[k], want[k])) << "program " << i;
     Tensor lg = loss_of(got), lw = loss_of(want);
