@@ -55,18 +55,10 @@ struct GraphedCallable::Impl {
         outs.push_back(static_outputs[k]);
         grads.push_back(static_grad_outputs[k]);
       }
-    TensorList g = autograd::grad(outs, grad_targets, grads, /*retain_graph=*/true, /*create_graph=*/false,
+    // (under capture these become the backward graph's static gradients;
+    // on the CPU a fresh set per call)
+    static_grads = autograd::grad(outs, grad_targets, grads, /*retain_graph=*/true, /*create_graph=*/false,
                                   /*allow_unused=*/true);
-    if (static_grads.empty()) {
-      static_grads = g;
-      return;
-    }
-    NoGradGuard ng;
-    for (size_t k = 0; k < g.size(); ++k)
-      if (g[k].defined() && static_grads[k].defined() && g[k].data_ptr() != static_grads[k].data_ptr())
-        static_grads[k].copy_(g[k]);
-      else if (!static_grads[k].defined())
-        static_grads[k] = g[k];
   }
 };
 
@@ -124,8 +116,10 @@ GraphedCallable::GraphedCallable(Fn fn, const TensorList& sample_inputs, const T
       check_outputs();
       grad_outputs_like();
       if (!m.grad_targets.empty()) m.run_backward();
-      m.static_grads.clear();
     }
+    // (the warm-up's tensors go back to the allocator now, not during a capture)
+    m.static_outputs.clear();
+    m.static_grads.clear();
   }
   prev.wait(side);
   synchronize(dev.index);

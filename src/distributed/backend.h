@@ -41,6 +41,10 @@ struct BackendArgs {
   std::string host;  ///< MASTER_ADDR for env://, else 127.0.0.1
 };
 
+/// The environment variable `name`, or `fallback` when unset or empty
+/// (process_group.cpp).
+std::string env_str(const char* name, const std::string& fallback = "");
+
 /// Null where this brisk was built without Gloo.
 std::unique_ptr<Backend> make_gloo_backend(const BackendArgs& args);
 bool gloo_built();

@@ -45,11 +45,6 @@ bool gloo_built() { return true; }
 
 namespace {
 
-std::string env_str(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
 // Note [SIGPIPE and dead peers]
 // Gloo writes to its peers' sockets without MSG_NOSIGNAL: a write to a rank
 // that has exited raises SIGPIPE, whose default action kills this process

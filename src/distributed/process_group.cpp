@@ -25,11 +25,6 @@ int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
 }
-std::string env_str(const char* name, const std::string& fallback = "") {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? v : fallback;
-}
-
 struct Group {
   int rank = 0, size = 1;
   // rank 0's TCP store serves the others: it lives as long as the group
@@ -77,6 +72,11 @@ std::string nccl_unavailable_reason() {
 
 }  // namespace
 
+std::string detail::env_str(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+
 bool is_gloo_available() { return detail::gloo_built(); }
 
 bool is_nccl_available() { return nccl_unavailable_reason().empty(); }
@@ -115,7 +115,7 @@ void init_process_group(const InitOptions& options) {
   if (!args.store) {
     const std::string& m = options.init_method;
     if (m.rfind("env://", 0) == 0) {
-      args.host = env_str("MASTER_ADDR");
+      args.host = detail::env_str("MASTER_ADDR");
       const int port = env_int("MASTER_PORT", -1);
       BRISK_CHECK(!args.host.empty() && port > 0, op, "env:// needs MASTER_ADDR and MASTER_PORT in the environment");
       args.store = make_tcp_store(args.host, port, rank == 0, options.timeout);
