@@ -571,7 +571,9 @@ Tensor cross_entropy_fused(const Tensor& input, const Tensor& target, const Cros
                  const Tensor wv = wk.defined() ? wk.unsqueeze(0) : ones({1, C}, TensorOptions(x.dtype()).device(x.device()));
                  d = d + (p * wv.sum() - wv) * (ls / double(C));
                }
-               d = d * g.unsqueeze(1);
+               // g masked before the product too: its second derivative at an ignored
+               // row is 0 even where g is infinite (0 * inf would be NaN; torch gives 0)
+               d = d * where(valid, g, Scalar(0.0)).unsqueeze(1);
                return {where(valid.unsqueeze(1), d, Scalar(0.0))};
              }
              NoGradGuard ng;

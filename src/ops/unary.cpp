@@ -257,11 +257,10 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::relu:
       // torch's threshold_backward: zero where result <= 0 (nan passes the gradient).
       rec("ReluBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
-        const Tensor& g = c.grad();
-        // Twice differentiable: under create_graph the gradient must be a
-        // function of g (the mask is constant), which the fused op is not.
-        if (GradMode::is_enabled()) return {g * (c.saved(0) <= 0).logical_not().to(g.dtype())};
-        return {threshold_backward(g, c.saved(0), 0)};
+        // threshold_backward selects (an infinite g where the result is 0
+        // gives 0, as torch; a product with the mask gave inf * 0 = NaN) and
+        // records its own backward under create_graph.
+        return {threshold_backward(c.grad(), c.saved(0), 0)};
       });
       break;
     case UnaryMode::silu:

@@ -273,9 +273,10 @@ Tensor Tensor::reshape(IntArrayRef shape) const {
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
   BRISK_PROFILE_OP("flatten", *this);
-  if (dim() == 0) return reshape({1});
+  // (a 0-dim tensor checks its dims too, against [-1, 0], as torch 2.x)
   start = wrap_dim(start, dim(), "flatten");
   end = wrap_dim(end, dim(), "flatten");
+  if (dim() == 0) return reshape({1});
   BRISK_CHECK(start <= end, "flatten", "start_dim ", start, " cannot come after end_dim ", end);
   if (start == end) return *this;
   DimVector sz;

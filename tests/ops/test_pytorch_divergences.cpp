@@ -1593,5 +1593,71 @@ TEST(PyTorchDivergence, SignAndSquareOutOfBool) {
   EXPECT_THROW(square_out(o4, b), Error);
 }
 
+// ---- found by difffuzz seed 47 (torch 2.15) ---------------------------------------------------
+
+// add of bool tensors with alpha=False is self: the bool kernel ignored alpha
+// (seed 47 case 203944). torch 2.15: torch.add(torch.zeros(3, dtype=torch.bool), True,
+// alpha=False) -> [False, False, False]; alpha=True -> [True, True, True].
+TEST(PyTorchDivergence, BoolAddWithFalseAlphaIsSelf) {
+  const Tensor b = tensor({false, true, false});
+  EXPECT_TRUE(b.add(Scalar(true), Scalar(false)).equal(b));
+  EXPECT_TRUE(b.add(tensor({true, true, false}), Scalar(false)).equal(b));
+  EXPECT_TRUE(b.add(tensor({true, false, false}), Scalar(true)).equal(tensor({true, true, false})));
+  EXPECT_TRUE(b.add(tensor({true, false, false}), Scalar(int64_t(2))).equal(tensor({true, true, false})));
+  Tensor out = empty({3}, kBool);
+  add_out(out, b, tensor({true, true, true}), Scalar(false));
+  EXPECT_TRUE(out.equal(b));
+}
+
+// relu's backward under create_graph multiplied the incoming gradient by the
+// mask, so an infinite gradient where relu's result is 0 gave NaN; torch
+// selects (threshold_backward) and gives 0 (seed 47 cases 376466, 642344).
+// torch 2.15: v0 = tensor([-1.], float64, requires_grad); p = tensor([.6], float64,
+// requires_grad); y = v0.relu().pow(p); autograd.grad(y.sum(), [v0, p], create_graph=True)
+// -> ([0.], [0.]); the grad of the first with respect to v0 -> [0.].
+TEST(PyTorchDivergence, ReluGradientSelectsUnderCreateGraph) {
+  Tensor v0 = tensor<double>({-1.0, 2.0}, kDouble).requires_grad_();
+  Tensor p = tensor<double>({0.6, 0.6}, kDouble).requires_grad_();
+  Tensor y = v0.relu().pow(p);
+  TensorList g = autograd::grad({y.sum()}, {v0, p}, {}, true, true);
+  // d/dv0 at 2: 0.6 * 2^-0.4; at -1: 0 (pow's derivative at 0 is inf, relu's mask selects)
+  EXPECT_TRUE(close(g[0], tensor<double>({0.0, 0.6 * std::pow(2.0, -0.4)}, kDouble), 1e-12, 0));
+  EXPECT_TRUE(close(g[1], tensor<double>({0.0, std::pow(2.0, 0.6) * std::log(2.0)}, kDouble), 1e-12, 0));
+  TensorList gg = autograd::grad({g[0].sum()}, {v0}, {}, true);
+  // d2/dv0^2 at 2: 0.6 * -0.4 * 2^-1.4; at -1: 0
+  EXPECT_TRUE(close(gg[0], tensor<double>({0.0, 0.6 * -0.4 * std::pow(2.0, -1.4)}, kDouble), 1e-12, 0));
+  // without create_graph (the fused kernel) the same values
+  Tensor v1 = tensor<double>({-1.0, 2.0}, kDouble).requires_grad_();
+  v1.relu().pow(0.6).sum().backward();
+  EXPECT_TRUE(close(v1.grad(), g[0].detach(), 1e-12, 0));
+}
+
+// cross_entropy's differentiable backward multiplied the incoming gradient into
+// ignored rows before masking them, so an infinite gradient gave their second
+// derivative NaN; torch gives 0 (seed 47 case 419917).
+// torch 2.15: x = tensor([[1e30, .7654, -1e-30], [1., 1.0209, -2.155]], float64,
+// requires_grad); l = F.cross_entropy(x, tensor([1, 0]), ignore_index=0, label_smoothing=.5);
+// g, = autograd.grad(l.exp(), x, create_graph=True); autograd.grad(g.sum(), x)[0][1] -> [0., 0., 0.]
+TEST(PyTorchDivergence, CrossEntropySecondDerivativeOfIgnoredRowsIsZero) {
+  namespace F = nn::functional;
+  Tensor x = tensor<double>({1e30, 0.7654, -1e-30, 1.0, 1.0209, -2.155}, kDouble).view({2, 3}).requires_grad_();
+  Tensor l = F::cross_entropy(x, tensor<int64_t>({1, 0}), F::CrossEntropyFuncOptions().ignore_index(0).label_smoothing(0.5));
+  TensorList g = autograd::grad({l.exp()}, {x}, {}, true, true);
+  TensorList gg = autograd::grad({g[0].sum()}, {x}, {}, true);
+  EXPECT_TRUE(same_bits(gg[0].select(0, 1), {0.0, 0.0, 0.0}));
+  EXPECT_TRUE(same_bits(g[0].select(0, 1), {0.0, 0.0, 0.0}));
+}
+
+// flatten of a 0-dim tensor checks its dims against [-1, 0] (seed 47 case
+// 655383). torch 2.15: torch.tensor(-1).flatten(5, -1) raises IndexError "Dimension
+// out of range (expected to be in range of [-1, 0], but got 5)"; flatten(0, -1) -> tensor([-1]).
+TEST(PyTorchDivergence, FlattenOfZeroDimChecksDims) {
+  const Tensor s = scalar_tensor(-1, kInt32);
+  expect_error([&] { s.flatten(5, -1); }, {"[flatten]", "5"});
+  expect_error([&] { s.flatten(0, -2); }, {"[flatten]", "-2"});
+  EXPECT_TRUE(s.flatten(0, -1).equal(tensor<int32_t>({-1})));
+  EXPECT_TRUE(s.flatten(-1, 0).equal(tensor<int32_t>({-1})));
+}
+
 }  // namespace
 }  // namespace brisk

@@ -55,7 +55,8 @@ struct ArithOp {
   __device__ M operator()(M x, M y) const {
     if constexpr (std::is_same_v<M, bool>) {
       switch (mode) {
-        case Arith::Add: case Arith::AddAlpha: case Arith::BitOr: case Arith::Maximum: return x || y;
+        case Arith::Add: case Arith::BitOr: case Arith::Maximum: return x || y;
+        case Arith::AddAlpha: return x || (s && y);  // add(.., alpha=False) is self
         case Arith::Mul: case Arith::BitAnd: case Arith::Minimum: return x && y;
         case Arith::BitXor: return x != y;
         default: return false;

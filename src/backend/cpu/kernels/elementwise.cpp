@@ -379,7 +379,11 @@ void add_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_ALL(it.dtypes[0], "add", [&] {
     using M = opmath_t<scalar_t>;
     if constexpr (std::is_same_v<scalar_t, bool>) {
-      binary_kernel<bool>(it, [](bool x, bool y) { return x || y; });
+      // x + alpha * y in bool: alpha=False leaves x (torch.add(b, c, alpha=False)).
+      if (a.s0.to<bool>())
+        binary_kernel<bool>(it, [](bool x, bool y) { return x || y; });
+      else
+        binary_kernel<bool>(it, [](bool x, bool) { return x; });
     } else {
       const M alpha = a.s0.to<M>();
       if (alpha == M(1))
