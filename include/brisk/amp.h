@@ -103,6 +103,11 @@ class GradScaler {
   void unscale_(optim::Optimizer& opt);
   /// unscale_ (if not done yet), then opt.step() unless a gradient was inf
   /// or NaN. Returns what opt.step() returned (undefined when skipped).
+  /// With an optimizer that supports_amp_scaling() (fused SGD, fused Adam/AdamW
+  /// with capturable = true) and every gradient on the scale's device, the
+  /// unscale and the skip happen in its kernels on the device, with no host
+  /// read of the inf flag (sync-free on CUDA); opt.step() then always runs
+  /// and returns its value.
   Tensor step(optim::Optimizer& opt);
   /// The next scale: backoff_factor after a skipped step, growth_factor
   /// after growth_interval steps in a row without one; or `new_scale`.
@@ -133,6 +138,10 @@ class GradScaler {
   };
   void lazy_init(const Device& device);
   void check_options() const;
+  /// unscale_'s pass; unscale = false only records the inf flags (inv_scale 1)
+  /// for a sync-free step (Note [Sync-free GradScaler step]).
+  void check_and_unscale(optim::Optimizer& opt, bool unscale);
+  void check_infs(optim::Optimizer& opt);
 
   GradScalerOptions opts_;
   Tensor scale_;            ///< float32 0-dim (undefined until the first scale())

@@ -138,6 +138,10 @@ class ParamState : public OptimizerParamState {
   BRISK_STATE_ARG(Tensor, square_avg, {})
   BRISK_STATE_ARG(Tensor, grad_avg, {})
   BRISK_STATE_ARG(Tensor, sum, {})
+  /// Capturable Adam's step count: a float32 0-dim tensor on the parameter's
+  /// device (PyTorch's state["step"] tensor), counted on the device; step()
+  /// is then stale and state_dict() reads this one (Note [Capturable Adam]).
+  BRISK_STATE_ARG(Tensor, step_tensor, {})
  public:
   std::unique_ptr<OptimizerParamState> clone() const override { return std::make_unique<ParamState>(*this); }
 };
@@ -201,6 +205,19 @@ class Optimizer {
   /// "SGD", "Adam", ...: the name errors start with.
   const char* name() const { return name_; }
 
+  /// Whether the next step() can take a GradScaler's scale and inf flag
+  /// (set_amp_scaling) and apply them on the device, with no host read:
+  /// fused kernels that unscale the gradients and skip the whole step when
+  /// the flag is set (fused SGD; fused Adam/AdamW with capturable = true,
+  /// whose step counts live on the device). GradScaler::step uses it.
+  virtual bool supports_amp_scaling() const { return false; }
+  /// For GradScaler::step: the next step() divides the gradients by
+  /// grad_scale (a one-element float32 tensor, or undefined when they are
+  /// unscaled already) and changes nothing when found_inf (one float32
+  /// element) is nonzero. Only where supports_amp_scaling(); consumed by
+  /// that step() (also when it throws).
+  void set_amp_scaling(Tensor grad_scale, Tensor found_inf);
+
  protected:
   Optimizer(const char* name, std::unique_ptr<OptimizerOptions> defaults)
       : name_(name), defaults_(std::move(defaults)) {}
@@ -216,10 +233,15 @@ class Optimizer {
   /// step() raises it during a capture.
   virtual const char* capture_hazard() const { return nullptr; }
 
+  /// Every group's parameters with a gradient pass `ok(group, param)`.
+  bool all_params_with_grad(const std::function<bool(const OptimizerParamGroup&, const Tensor&)>& ok) const;
+
   const char* name_;
   std::unique_ptr<OptimizerOptions> defaults_;
   std::vector<OptimizerParamGroup> groups_;
   ParamStateMap state_;
+  /// set_amp_scaling's tensors for the step() in progress (undefined otherwise).
+  Tensor amp_grad_scale_, amp_found_inf_;
 };
 
 // ---- SGD ----------------------------------------------------------------------------
@@ -247,6 +269,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<OptimizerParamGroup> groups, SGDOptions defaults);
   SGD(std::vector<Tensor> params, SGDOptions defaults) : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+  bool supports_amp_scaling() const override;
 
  protected:
   void check_options(const OptimizerOptions& o) const override;
@@ -265,6 +288,8 @@ using Betas = std::tuple<double, double>;
   BRISK_OPTIM_ARG(bool, amsgrad, false)                                                               \
   BRISK_OPTIM_ARG(bool, maximize, false)                                                              \
   BRISK_OPTIM_ARG(Impl, impl, Impl::Fused)                                                            \
+  /* step counts on the device: no host number per step (CUDA graphs, sync-free GradScaler) */       \
+  BRISK_OPTIM_ARG(bool, capturable, false)                                                            \
  public:                                                                                              \
   std::unique_ptr<OptimizerOptions> clone() const override { return std::make_unique<Name>(*this); } \
   double get_lr() const override { return lr_; }                                                     \
@@ -299,9 +324,12 @@ class Adam : public Optimizer {
        bool decoupled);
   void check_options(const OptimizerOptions& o) const override;
   void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
-  const char* capture_hazard() const override {
-    return "its step count and bias corrections are host numbers, different at every step";
-  }
+  const char* capture_hazard() const override;
+
+ public:
+  bool supports_amp_scaling() const override;
+
+ protected:
   bool decoupled_;  ///< AdamW: p *= 1 - lr * weight_decay before the update
 };
 

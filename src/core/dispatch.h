@@ -159,14 +159,18 @@ using ForeachNormFn = TensorList (*)(const TensorList& self, double ord);
 using AmpUnscaleFn = void (*)(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale);
 /// One fused Adam/AdamW step; step_sizes[i] = lr / (1 - beta1^step),
 /// bc2_sqrts[i] = sqrt(1 - beta2^step); max_exp_avg_sqs empty unless amsgrad.
+/// state_steps (capturable Adam): empty, or one float32 0-dim tensor per
+/// parameter on its device holding the step count (already counted for this
+/// step); the kernel then computes the two factors from it, in float64, and
+/// step_sizes / bc2_sqrts are empty (no host value: Note [Capturable Adam]).
 /// grad_scale / found_inf (one-element float32 tensors, or undefined): the
-/// gradients are divided by grad_scale; nothing changes when found_inf != 0.
-/// Bumps the versions of what it writes.
+/// gradients are divided by grad_scale and stored back unscaled; nothing
+/// changes when found_inf != 0. Bumps the versions of what it writes.
 using FusedAdamFn = void (*)(const multi_tensor::FusedAdamArgs& args, const TensorList& params, const TensorList& grads,
                              const TensorList& exp_avgs, const TensorList& exp_avg_sqs,
                              const TensorList& max_exp_avg_sqs, const std::vector<double>& step_sizes,
-                             const std::vector<double>& bc2_sqrts, const Tensor& grad_scale,
-                             const Tensor& found_inf);
+                             const std::vector<double>& bc2_sqrts, const TensorList& state_steps,
+                             const Tensor& grad_scale, const Tensor& found_inf);
 /// One fused SGD step; momentum_buffers empty when momentum == 0;
 /// first_step[i] != 0: buffer i starts as the gradient. grad_scale /
 /// found_inf as for FusedAdamFn. Bumps the versions of what it writes.

@@ -64,7 +64,10 @@ std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& losses) {
   return r;
 }
 
-void GradScaler::unscale_(optim::Optimizer& opt) {
+void GradScaler::unscale_(optim::Optimizer& opt) { check_and_unscale(opt, true); }
+void GradScaler::check_infs(optim::Optimizer& opt) { check_and_unscale(opt, false); }
+
+void GradScaler::check_and_unscale(optim::Optimizer& opt, bool unscale) {
   if (!opts_.enabled) return;
   BRISK_CHECK(scale_.defined(), kOp,
               "unscale_() before any scale(): call scaler.scale(loss) (and backward) earlier in the iteration");
@@ -87,8 +90,8 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
       by_device[device_key(g.device())][static_cast<int>(g.dtype())].push_back(g);
       devices.emplace(device_key(g.device()), g.device());
     }
-  // 1 / scale in float64, rounded to float32, as PyTorch computes it
-  const Tensor inv = scale_.to(kDouble).reciprocal().to(kFloat);
+  // 1 / scale in float64, rounded to float32, as PyTorch computes it (1: only the check)
+  const Tensor inv = unscale ? scale_.to(kDouble).reciprocal().to(kFloat) : ones({}, TensorOptions(kFloat).device(scale_.device()));
   for (auto& [key, by_dtype] : by_device) {
     const Device dev = devices.at(key);
     // per device and dtype, one multi-tensor check-and-unscale (one pass
@@ -99,9 +102,21 @@ void GradScaler::unscale_(optim::Optimizer& opt) {
     for (auto& [dt, grads] : by_dtype) amp_foreach_non_finite_check_and_unscale_(grads, found, inv_d);
     st.found_inf[key] = found.reshape({});
   }
-  st.stage = Stage::Unscaled;
+  // (a check alone leaves the stage Ready: step() passes the scale along)
+  if (unscale) st.stage = Stage::Unscaled;
 }
 
+// Note [Sync-free GradScaler step]
+// step() must skip the optimizer's step when a gradient is inf or NaN. The
+// plain way reads found_inf on the host: a synchronisation on CUDA. An
+// optimizer whose fused kernels take the scale and the flag
+// (Optimizer::supports_amp_scaling: fused SGD, fused capturable Adam/AdamW)
+// gets them instead, as PyTorch's fused optimizers do: step() checks the
+// gradients without unscaling them (inv_scale 1; skipped when unscale_ ran
+// already), hands the optimizer the scale (none when unscale_ ran) and the
+// summed flag, and the kernels divide the gradients by the scale and skip
+// the whole step on the device when the flag is set. Only when every
+// gradient is on the scale's device (one flag, no copies between devices).
 Tensor GradScaler::step(optim::Optimizer& opt) {
   if (!opts_.enabled) return opt.step();
   BRISK_CHECK(scale_.defined(), kOp,
@@ -110,7 +125,29 @@ Tensor GradScaler::step(optim::Optimizer& opt) {
     auto it = per_opt_.find(&opt);
     BRISK_CHECK(it == per_opt_.end() || it->second.stage != Stage::Stepped, kOp,
                 "step() has already been called since the last update()");
-    if (it == per_opt_.end() || it->second.stage == Stage::Ready) unscale_(opt);
+    const bool ready = it == per_opt_.end() || it->second.stage == Stage::Ready;
+    bool one_device = true, any_grad = false;
+    for (const auto& group : opt.param_groups())
+      for (const Tensor& p : group.params())
+        if (p.grad().defined()) {
+          any_grad = true;
+          one_device = one_device && p.grad().device() == scale_.device();
+        }
+    if (any_grad && one_device && opt.supports_amp_scaling()) {
+      Tensor grad_scale;
+      if (ready) {
+        check_infs(opt);  // the flags, gradients left scaled
+        grad_scale = scale_.reshape({1});
+      }
+      PerOptimizer& st = per_opt_[&opt];
+      Tensor found;
+      for (const auto& [key, f] : st.found_inf) found = found.defined() ? found + f : f;
+      opt.set_amp_scaling(grad_scale, found.reshape({1}));
+      Tensor r = opt.step();
+      st.stage = Stage::Stepped;
+      return r;
+    }
+    if (ready) unscale_(opt);
   }
   PerOptimizer& st = per_opt_[&opt];
   BRISK_CHECK(!st.found_inf.empty(), kOp, "no inf checks were recorded for this optimizer (no parameter has a gradient)");

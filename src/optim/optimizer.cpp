@@ -49,7 +49,7 @@ template <class O>
 std::vector<std::pair<std::string, double>> adam_values(const O& o) {
   return {{"lr", o.lr()}, {"beta1", std::get<0>(o.betas())}, {"beta2", std::get<1>(o.betas())}, {"eps", o.eps()},
           {"weight_decay", o.weight_decay()}, {"amsgrad", o.amsgrad()}, {"maximize", o.maximize()},
-          {"impl", double(int(o.impl()))}};
+          {"impl", double(int(o.impl()))}, {"capturable", o.capturable()}};
 }
 template <class O>
 void adam_set_value(O& o, const char* op, const std::string& n, double v) {
@@ -61,6 +61,7 @@ void adam_set_value(O& o, const char* op, const std::string& n, double v) {
   else if (n == "amsgrad") o.amsgrad(v != 0);
   else if (n == "maximize") o.maximize(v != 0);
   else if (n == "impl") o.impl(impl_of(op, v));
+  else if (n == "capturable") o.capturable(v != 0);
   else BRISK_FAIL(op, "unknown option '", n, "'");
 }
 }  // namespace
@@ -200,7 +201,35 @@ const char* step_impl_detail(const std::vector<OptimizerParamGroup>& groups) {
 }
 }  // namespace
 
+void Optimizer::set_amp_scaling(Tensor grad_scale, Tensor found_inf) {
+  BRISK_CHECK(supports_amp_scaling(), name_,
+              "set_amp_scaling: this optimizer's step cannot apply a grad scale on the device (fused SGD, or fused "
+              "Adam/AdamW with capturable = true, can)");
+  for (const Tensor* t : {&grad_scale, &found_inf})
+    BRISK_CHECK(!t->defined() || (t->dtype() == kFloat && t->numel() == 1), name_,
+                "set_amp_scaling: expected one-element float32 tensors, got ", t->dtype(), " of ", t->numel(),
+                " elements");
+  BRISK_CHECK(found_inf.defined(), name_, "set_amp_scaling: found_inf is undefined");
+  amp_grad_scale_ = std::move(grad_scale);
+  amp_found_inf_ = std::move(found_inf);
+}
+
+bool Optimizer::all_params_with_grad(const std::function<bool(const OptimizerParamGroup&, const Tensor&)>& ok) const {
+  for (const OptimizerParamGroup& g : groups_)
+    for (const Tensor& p : g.params())
+      if (p.grad().defined() && !ok(g, p)) return false;
+  return true;
+}
+
 Tensor Optimizer::step(LossClosure closure) {
+  // set_amp_scaling's tensors serve this step only, whatever happens in it
+  struct ClearAmp {
+    Optimizer* o;
+    ~ClearAmp() {
+      o->amp_grad_scale_ = Tensor();
+      o->amp_found_inf_ = Tensor();
+    }
+  } clear_amp{this};
   if (BRISK_UNLIKELY(brisk::detail::thread_capturing())) {
     const char* why = capture_hazard();
     BRISK_CHECK(why == nullptr, name_, "step() in a CUDA graph capture: ", why,
@@ -271,7 +300,9 @@ StateDict Optimizer::state_dict() const {
       if (it != state_.end()) {
         auto& s = static_cast<ParamState&>(*it->second);
         const std::string sp = "state." + std::to_string(index) + ".";
-        d[sp + "step"] = scalar_tensor(double(s.step()), kDouble);
+        // (a capturable Adam's count is on the device: a read, as PyTorch's state_dict)
+        d[sp + "step"] = s.step_tensor().defined() ? s.step_tensor().detach().to(kCPU).to(kDouble)
+                                                   : scalar_tensor(double(s.step()), kDouble);
         for (const StateField& f : kStateFields) {
           const Tensor& t = (s.*f.member)();
           if (t.defined()) d[sp + f.name] = t.detach().clone();

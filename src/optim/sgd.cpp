@@ -89,6 +89,23 @@ void SGD::check_options(const OptimizerOptions& base) const {
               ", dampening ", o->dampening(), ")");
 }
 
+// Under a GradScaler's sync-free step (set_amp_scaling) a first momentum
+// step may be skipped on the device, which the host cannot know. With
+// dampening 0 the buffer then starts at zero and every step takes the
+// general formula: momentum * 0 + 1 * d is d, the first step's value, and a
+// skipped step leaves a zero buffer that the next step starts from. With
+// dampening != 0 that is not the first step's value, so such a step takes
+// the host-read path until the buffers exist (supports_amp_scaling).
+bool SGD::supports_amp_scaling() const {
+  return all_params_with_grad([this](const OptimizerParamGroup& g, const Tensor& p) {
+    const auto& o = static_cast<const SGDOptions&>(g.options());
+    const bool buffer_ok = o.momentum() == 0 || o.dampening() == 0 ||
+                           (has_state(p) && state_.at(p.impl()) &&
+                            static_cast<const ParamState&>(*state_.at(p.impl())).momentum_buffer().defined());
+    return o.impl() == Impl::Fused && buffer_ok && detail::fusable(OpId::fused_sgd, p, {&p.grad()});
+  });
+}
+
 void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) {
   const auto& o = static_cast<const SGDOptions&>(group.options());
   const SGDHyper h{o.lr(), o.momentum(), o.dampening(), o.weight_decay(), o.nesterov(), o.maximize()};
@@ -108,15 +125,26 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
   // Fused candidates by device type (each device's kernel takes its lists whole).
   std::array<TensorList, kNumDeviceTypes> fp, fg, fbufs;
   std::array<std::vector<char>, kNumDeviceTypes> ffirst;
+  const bool amp = amp_found_inf_.defined();
   for (size_t i = 0; i < params.size(); ++i) {
     ParamState& s = *states[i];
     if (o.impl() != Impl::Fused || !detail::fusable(OpId::fused_sgd, params[i], {&grads[i], &s.momentum_buffer()})) {
+      BRISK_CHECK(!amp, name_, "a GradScaler's scale reached a parameter the fused kernel cannot take (",
+                  params[i].dtype(), " on ", params[i].device(), ")");
       sgd_for_loop(h, params[i], grads[i], s);
       continue;
     }
     const int d = static_cast<int>(params[i].device().type);
-    ffirst[d].push_back(h.momentum != 0 && !s.momentum_buffer().defined());
-    if (ffirst[d].back()) s.momentum_buffer() = empty_like(params[i], params[i].options());
+    const bool first = h.momentum != 0 && !s.momentum_buffer().defined();
+    if (first && amp) {
+      // a skippable first step: a zero buffer and the general formula (see supports_amp_scaling)
+      BRISK_CHECK(h.dampening == 0, name_, "a GradScaler's scale reached a first momentum step with dampening");
+      s.momentum_buffer() = zeros_like(params[i], params[i].options());
+      ffirst[d].push_back(0);
+    } else {
+      ffirst[d].push_back(first);
+      if (first) s.momentum_buffer() = empty_like(params[i], params[i].options());
+    }
     fp[d].push_back(params[i]);
     fg[d].push_back(grads[i]);
     if (h.momentum != 0) fbufs[d].push_back(s.momentum_buffer());
@@ -125,7 +153,7 @@ void SGD::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& para
     if (!fp[d].empty())
       kernel<OpId::fused_sgd>(static_cast<DeviceType>(d), "SGD")(
           {h.lr, h.momentum, h.dampening, h.wd, h.nesterov, h.maximize}, fp[d], fg[d], fbufs[d], ffirst[d],
-          Tensor(), Tensor());
+          amp_grad_scale_, amp_found_inf_);
 }
 
 }  // namespace brisk::optim

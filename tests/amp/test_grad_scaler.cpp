@@ -7,7 +7,10 @@
 #include <brisk/brisk.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
+#include <tuple>
 
 #include "test_util.h"
 
@@ -226,6 +229,119 @@ TEST_F(GradScalerTest, DisabledPassesThrough) {
   scaler.update();
   EXPECT_EQ(scaler.get_scale(), 1.0);
   EXPECT_TRUE(m.w.detach().allclose(tensor(std::vector<float>{0.8f, 1.8f, 2.8f})));
+}
+
+// Note [Sync-free GradScaler step]: fused SGD and fused capturable Adam/AdamW
+// take the scale and the inf flag into their kernels; the others take the
+// host-read path. The two give the same training: the same parameters, step
+// counts and scales over steps where the first and a later step are skipped
+// (and with unscale_ called before step, as gradient clipping does).
+TEST_F(GradScalerTest, SyncFreeStepsTrainAsTheHostReadPath) {
+  using optim::Impl;
+  auto sgd = [](Impl impl, double damp) {
+    return [impl, damp](std::vector<Tensor> ps) -> std::unique_ptr<optim::Optimizer> {
+      return std::make_unique<optim::SGD>(ps, optim::SGDOptions(0.05).momentum(0.9).dampening(damp).impl(impl));
+    };
+  };
+  auto adamw = [](Impl impl, bool capturable) {
+    return [impl, capturable](std::vector<Tensor> ps) -> std::unique_ptr<optim::Optimizer> {
+      return std::make_unique<optim::AdamW>(ps, optim::AdamWOptions(1e-2).impl(impl).capturable(capturable));
+    };
+  };
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  struct Case {
+    const char* what;
+    Make sync_free, host;
+    bool exact;  // the same kernel on both paths
+  };
+  const Case cases[] = {
+      {"fused sgd vs for-loop sgd", sgd(Impl::Fused, 0), sgd(Impl::ForLoop, 0), false},
+      {"fused capturable adamw vs fused adamw", adamw(Impl::Fused, true), adamw(Impl::Fused, false), true},
+      {"fused capturable adamw vs for-loop adamw", adamw(Impl::Fused, true), adamw(Impl::ForLoop, false), false},
+  };
+  for (const Case& c : cases)
+    for (bool unscale_first : {false, true}) {
+      SCOPED_TRACE(std::string(c.what) + (unscale_first ? ", unscale_ first" : ""));
+      manual_seed(5);
+      std::vector<Tensor> init = {randn({7}), randn({3, 40})};
+      auto clone = [&] {
+        std::vector<Tensor> r;
+        for (const Tensor& t : init) r.push_back(t.clone().requires_grad_());
+        return r;
+      };
+      std::vector<Tensor> pa = clone(), pb = clone();
+      auto oa = c.sync_free(pa), ob = c.host(pb);
+      amp::GradScaler sa(amp::GradScalerOptions().set_init_scale(256).set_growth_interval(2));
+      amp::GradScaler sb(amp::GradScalerOptions().set_init_scale(256).set_growth_interval(2));
+      int skipped = 0;
+      for (int step = 0; step < 9; ++step) {
+        const bool bad = step == 0 || step == 5;  // the very first step, and a later one
+        skipped += bad;
+        Tensor x = randn({7}), y = randn({3, 40});
+        if (bad) x[2].fill_(std::numeric_limits<float>::infinity());
+        for (auto [ps, opt, sc] : {std::tuple{&pa, oa.get(), &sa}, std::tuple{&pb, ob.get(), &sb}}) {
+          opt->zero_grad();
+          sc->scale(((*ps)[0] * x).sum() + ((*ps)[1] * y).square().sum()).backward();
+          if (unscale_first) sc->unscale_(*opt);
+          sc->step(*opt);
+          sc->update();
+        }
+        EXPECT_EQ(sa.get_scale(), sb.get_scale()) << "step " << step;
+      }
+      EXPECT_EQ(sa.get_scale(), 256.0 * 0.5 * 2 * 2 * 0.5 * 2);  // backoff, grow, grow, backoff, grow
+      EXPECT_TRUE(oa->supports_amp_scaling());  // (with the gradients of the last step)
+      EXPECT_FALSE(ob->supports_amp_scaling());
+      for (size_t k = 0; k < init.size(); ++k) {
+        if (c.exact)
+          EXPECT_TRUE(pa[k].equal(pb[k])) << "parameter " << k;
+        else
+          EXPECT_TRUE(pa[k].allclose(pb[k], 1e-5, 1e-6)) << "parameter " << k;
+        EXPECT_FALSE(pa[k].allclose(init[k])) << "parameter " << k << " did not move";
+        const optim::ParamState& st = oa->state(pa[k]);
+        if (st.step_tensor().defined()) EXPECT_EQ(st.step_tensor().item<float>(), float(9 - skipped));
+        // after a good step the gradients are unscaled on both paths
+        EXPECT_TRUE(pa[k].grad().allclose(pb[k].grad(), 1e-5, 1e-6)) << "gradient " << k;
+      }
+    }
+}
+
+TEST_F(GradScalerTest, WhichOptimizersStepWithoutAHostRead) {
+  Tensor p = randn({4}).requires_grad_();
+  p.mutable_grad() = ones({4});
+  using optim::Impl;
+  EXPECT_TRUE(optim::SGD({p}, optim::SGDOptions(0.1)).supports_amp_scaling());
+  EXPECT_TRUE(optim::SGD({p}, optim::SGDOptions(0.1).momentum(0.9)).supports_amp_scaling());
+  EXPECT_FALSE(optim::SGD({p}, optim::SGDOptions(0.1).impl(Impl::ForLoop)).supports_amp_scaling());
+  EXPECT_FALSE(optim::SGD({p}, optim::SGDOptions(0.1).impl(Impl::Foreach)).supports_amp_scaling());
+  // dampening: not before the momentum buffers exist (a skipped first step would change them)
+  optim::SGD damp({p}, optim::SGDOptions(0.1).momentum(0.9).dampening(0.5));
+  EXPECT_FALSE(damp.supports_amp_scaling());
+  damp.step();
+  EXPECT_TRUE(damp.supports_amp_scaling());
+  EXPECT_FALSE(optim::Adam({p}, optim::AdamOptions()).supports_amp_scaling());
+  EXPECT_TRUE(optim::Adam({p}, optim::AdamOptions().capturable(true)).supports_amp_scaling());
+  EXPECT_FALSE(optim::Adam({p}, optim::AdamOptions().capturable(true).impl(Impl::Foreach)).supports_amp_scaling());
+  EXPECT_TRUE(optim::AdamW({p}, optim::AdamWOptions().capturable(true)).supports_amp_scaling());
+  EXPECT_FALSE(optim::RMSprop({p}, optim::RMSpropOptions()).supports_amp_scaling());
+  optim::Adam plain({p}, optim::AdamOptions());
+  expect_error([&] { plain.set_amp_scaling(Tensor(), zeros({1})); }, {"Adam", "set_amp_scaling", "capturable"});
+  // a skipped sync-free step leaves everything as it was, the gradients still scaled
+  optim::Adam cap({p}, optim::AdamOptions(0.1).capturable(true));
+  const Tensor before = p.detach().clone();
+  p.mutable_grad() = full({4}, 8.0);
+  cap.set_amp_scaling(full({1}, 8.0), ones({1}));
+  cap.step();
+  EXPECT_TRUE(p.detach().equal(before));
+  EXPECT_TRUE(p.grad().equal(full({4}, 8.0)));
+  EXPECT_EQ(cap.state(p).step_tensor().item<float>(), 0.0f);
+  // a good one unscales them (and the scaling was for that step only)
+  cap.set_amp_scaling(full({1}, 8.0), zeros({1}));
+  cap.step();
+  EXPECT_TRUE(p.grad().equal(ones({4})));
+  EXPECT_EQ(cap.state(p).step_tensor().item<float>(), 1.0f);
+  EXPECT_TRUE(p.detach().allclose(before - 0.1, 1e-6, 1e-6));  // Adam's first step: lr * sign(g)
+  cap.step();  // no scale now: the gradients are taken as they are
+  EXPECT_EQ(cap.state(p).step_tensor().item<float>(), 2.0f);
 }
 
 TEST_F(GradScalerTest, MisuseIsAClearError) {

@@ -229,10 +229,16 @@ TEST(CudaGraph, AnAdamStepInACaptureIsRefusedAndAnSgdStepIsNot) {
     ~Reset() { brisk::detail::set_thread_capturing(false); }
   } reset;
   const Tensor before = p.detach().clone();
-  expect_error([&] { adam.step(); }, {"Adam", "CUDA graph capture", "bias corrections"});
+  expect_error([&] { adam.step(); }, {"Adam", "CUDA graph capture", "bias corrections", "capturable"});
   EXPECT_TRUE(equal(p.detach(), before));  // refused before any update
   sgd.step();
   EXPECT_TRUE(allclose(p.detach(), before - 0.1));
+  // capturable(true): the step counts live on the device (Note [Capturable Adam])
+  optim::AdamW cap({p}, optim::AdamWOptions(0.1).weight_decay(0).capturable(true));
+  const Tensor before_cap = p.detach().clone();
+  cap.step();
+  EXPECT_TRUE(allclose(p.detach(), before_cap - 0.1, 1e-5, 1e-6));
+  EXPECT_EQ(cap.state(p).step_tensor().item<float>(), 1.0f);
 }
 
 TEST(CudaGraph, WithoutAGpuEveryEntryPointSaysWhy) {

@@ -37,7 +37,7 @@ using brisk::multi_tensor::FusedSgdArgs;
 void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& p, const TensorList& g, const TensorList& m,
                      const TensorList& v, const TensorList& vmax, const std::vector<double>& ss,
                      const std::vector<double>& bc2, const Tensor& grad_scale = {}, const Tensor& found_inf = {}) {
-  kernel<OpId::fused_adam>(kCUDA, "fused_adam")(a, p, g, m, v, vmax, ss, bc2, grad_scale, found_inf);
+  kernel<OpId::fused_adam>(kCUDA, "fused_adam")(a, p, g, m, v, vmax, ss, bc2, {}, grad_scale, found_inf);
 }
 void fused_sgd_cuda(const FusedSgdArgs& a, const TensorList& p, const TensorList& g, const TensorList& bufs,
                     const std::vector<char>& first, const Tensor& grad_scale = {}, const Tensor& found_inf = {}) {
@@ -487,4 +487,66 @@ TEST(CudaOptim, FusedSgdGradScaleAndFoundInf) {
   for (Tensor& b : fb) b = gpu(full(b.sizes(), kNaN));
   cu::fused_sgd_cuda(args, fp, fg, fb, first, {}, gpu(full({1}, 1.0f)));
   for (const Tensor& b : fb) EXPECT_TRUE(close(b.cpu(), zeros(b.sizes())));
+}
+
+// Note [Capturable Adam] and Note [Sync-free GradScaler step] on a GPU: the
+// capturable fused AdamW (step counts on the device, read by the kernel)
+// gives the CPU's capturable fused step, and a GradScaler step with it or
+// with fused SGD reads nothing on the host (no Sync event in the profile),
+// skips the step on the device when a gradient is inf, and trains as the
+// CPU does.
+TEST(CudaOptim, CapturableAdamAndSyncFreeGradScalerSteps) {
+  REQUIRE_CUDA();
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+  const std::vector<std::pair<const char*, Make>> makes = {
+      {"AdamW capturable",
+       [](std::vector<Tensor> p) {
+         return std::make_unique<optim::AdamW>(p, optim::AdamWOptions(0.05).weight_decay(0.1).capturable(true));
+       }},
+      {"SGD momentum", [](std::vector<Tensor> p) {
+         return std::make_unique<optim::SGD>(p, optim::SGDOptions(0.05).momentum(0.9));
+       }}};
+  for (const auto& [name, make] : makes) {
+    SCOPED_TRACE(name);
+    manual_seed(3);
+    std::vector<Tensor> cpu_p, gpu_p;
+    for (const auto& shape : kParamShapes) {
+      Tensor t = randn(shape);
+      cpu_p.push_back(t.clone().requires_grad_());
+      gpu_p.push_back(gpu(t).requires_grad_());
+    }
+    auto cpu_opt = make(cpu_p), gpu_opt = make(gpu_p);
+    amp::GradScaler cpu_s(amp::GradScalerOptions().set_init_scale(64).set_growth_interval(2));
+    amp::GradScaler gpu_s(amp::GradScalerOptions().set_init_scale(64).set_growth_interval(2));
+    for (int step = 0; step < 6; ++step) {
+      std::vector<Tensor> grads;
+      for (const auto& shape : kParamShapes) grads.push_back(randn(shape));
+      if (step == 0 || step == 3) grads[1].view({-1})[0].fill_(kNaN);
+      for (size_t k = 0; k < grads.size(); ++k) {
+        cpu_p[k].mutable_grad() = grads[k] * cpu_s.get_scale();
+        gpu_p[k].mutable_grad() = gpu(grads[k] * gpu_s.get_scale());
+      }
+      cpu_s.scale(zeros({}));  // (the scales exist from the first scale())
+      gpu_s.scale(gpu(zeros({})));
+      cpu_s.step(*cpu_opt);
+      {
+        ASSERT_TRUE(gpu_opt->supports_amp_scaling());
+        profiler::profile p;
+        gpu_s.step(*gpu_opt);
+        p.stop();
+        for (const profiler::Event& e : p.result().events)
+          EXPECT_NE(e.kind, profiler::EventKind::Sync) << "step " << step << ": " << e.name << " " << e.detail;
+      }
+      cpu_s.update();
+      gpu_s.update();
+      EXPECT_EQ(gpu_s.get_scale(), cpu_s.get_scale()) << "step " << step;
+    }
+    for (size_t k = 0; k < cpu_p.size(); ++k)
+      EXPECT_TRUE(close(gpu_p[k].cpu(), cpu_p[k].detach(), 1e-5, 1e-6)) << "parameter " << k;
+    const optim::ParamState& st = gpu_opt->state(gpu_p[0]);
+    if (st.step_tensor().defined()) {
+      EXPECT_TRUE(st.step_tensor().is_cuda());
+      EXPECT_EQ(st.step_tensor().cpu().item<float>(), 4.0f);  // two of six steps skipped
+    }
+  }
 }

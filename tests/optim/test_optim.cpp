@@ -103,6 +103,87 @@ TEST(Optim, AdamImplsAgree) {
   }
 }
 
+// Note [Capturable Adam]: with capturable(true) the step counts are float32
+// tensors on the parameters' devices and the kernels compute the bias
+// corrections from them: the fused step gives the bits of the host-count
+// fused step, the for-loop and foreach steps agree with the reference, and
+// the counts (parameter 2 skips a third of the steps) are the host counts.
+TEST(Optim, CapturableAdamMatchesTheHostCount) {
+  for (ScalarType dt : {kFloat, kDouble})
+    for (bool w : {false, true})
+      for (int variant = 0; variant < 3; ++variant) {
+        SCOPED_TRACE(std::string(w ? "adamw " : "adam ") + std::string(dtype_name(dt)) + " variant " + std::to_string(variant));
+        optim::AdamOptions o(1e-2);
+        if (variant == 1) o.amsgrad(true).weight_decay(0.1);
+        if (variant == 2) o.maximize(true).betas({0.8, 0.99}).eps(1e-6);
+        auto make = [&](std::vector<Tensor> ps, optim::Impl impl, bool capturable) -> std::unique_ptr<optim::Optimizer> {
+          auto oo = o;
+          oo.impl(impl).capturable(capturable);
+          if (w) {
+            optim::AdamWOptions wo;
+            for (const auto& [k, v] : oo.values()) wo.set_value(k, v);
+            return std::make_unique<optim::AdamW>(ps, wo);
+          }
+          return std::make_unique<optim::Adam>(ps, oo);
+        };
+        const std::vector<Tensor> init = make_params(dt);
+        struct Run {
+          optim::Impl impl;
+          bool capturable;
+        };
+        const Run runs[] = {{optim::Impl::Fused, false},
+                            {optim::Impl::Fused, true},
+                            {optim::Impl::ForLoop, false},
+                            {optim::Impl::ForLoop, true},
+                            {optim::Impl::Foreach, true}};
+        std::vector<std::vector<Tensor>> params;
+        std::vector<std::unique_ptr<optim::Optimizer>> opts;
+        for (const Run& r : runs) {
+          params.push_back(clone_params(init));
+          opts.push_back(make(params.back(), r.impl, r.capturable));
+        }
+        manual_seed(11);
+        for (int step = 0; step < 30; ++step) {
+          for (size_t k = 0; k < init.size(); ++k) {
+            Tensor g = randn(init[k].sizes(), dt);
+            for (auto& ps : params) ps[k].mutable_grad() = (k == 2 && step % 3 == 0) ? Tensor() : g.clone();
+          }
+          for (auto& op : opts) op->step();
+        }
+        const double rtol = dt == kFloat ? 2e-4 : 1e-10, atol = dt == kFloat ? 2e-5 : 1e-12;
+        for (size_t k = 0; k < init.size(); ++k) {
+          EXPECT_TRUE(params[1][k].equal(params[0][k])) << "fused capturable vs fused, parameter " << k;
+          EXPECT_TRUE(close(params[3][k], params[2][k], rtol, atol)) << "for-loop capturable, parameter " << k;
+          EXPECT_TRUE(close(params[4][k], params[2][k], rtol, atol)) << "foreach capturable, parameter " << k;
+          EXPECT_FALSE(params[1][k].allclose(init[k])) << "parameter " << k << " did not move";
+          const int64_t host = opts[0]->state(params[0][k]).step();
+          EXPECT_EQ(host, k == 2 ? 20 : 30);
+          for (size_t r : {1, 3, 4}) {
+            const Tensor& t = opts[r]->state(params[r][k]).step_tensor();
+            ASSERT_TRUE(t.defined());
+            EXPECT_EQ(t.dtype(), kFloat);
+            EXPECT_EQ(t.dim(), 0);
+            EXPECT_EQ(t.item<float>(), float(host)) << "run " << r << ", parameter " << k;
+          }
+        }
+        // the state dict holds the device count; loading it into a host-count Adam continues alike
+        optim::StateDict sd = opts[1]->state_dict();
+        EXPECT_EQ(sd.at("state.2.step").item<double>(), 20.0);
+        EXPECT_EQ(sd.at("param_groups.0.capturable").item<double>(), 1.0);
+        std::vector<Tensor> p5 = clone_params(params[1]);
+        auto reloaded = make(p5, optim::Impl::Fused, true);
+        reloaded->load_state_dict(sd);
+        for (size_t k = 0; k < init.size(); ++k) {
+          Tensor g = randn(init[k].sizes(), dt);
+          params[1][k].mutable_grad() = g.clone();
+          p5[k].mutable_grad() = g.clone();
+        }
+        opts[1]->step();
+        reloaded->step();
+        for (size_t k = 0; k < init.size(); ++k) EXPECT_TRUE(p5[k].equal(params[1][k])) << "reloaded, parameter " << k;
+      }
+}
+
 TEST(Optim, RMSpropImplsAgree) {
   for (ScalarType dt : {kFloat, kDouble}) {
     auto rms = [](optim::RMSpropOptions o) {

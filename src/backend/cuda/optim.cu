@@ -49,8 +49,9 @@ struct AmpArgs {
 template <class S>
 struct AdamFunctor {
   double beta1, beta2, one_m_beta1, one_m_beta2, eps, wd, decay, step_size, bc2_sqrt;  // step_size < 0
+  double lr;  // (device steps: step_size = -lr / (1 - beta1^step))
   AmpArgs amp;
-  bool maximize, l2, decoupled, amsgrad;
+  bool maximize, l2, decoupled, amsgrad, device_steps;
 
   template <class M>
   __device__ void operator()(const M& m, int block) const {
@@ -58,6 +59,16 @@ struct AdamFunctor {
     using O = typename IO::opmath;
     if (amp.skip()) return;
     const mta::BlockWork w = mta::block_work(m, block);
+    double step_size_v = step_size, bc2_sqrt_v = bc2_sqrt;
+    if constexpr (M::kDepthV > 5) {
+      // capturable: list 5 holds each tensor's float32 step count (Note [Capturable Adam]);
+      // the factors in float64 as on the host, so the step matches the host-count path
+      if (device_steps) {
+        const double t = double(*static_cast<const float*>(m.addr[5][w.slot]));
+        step_size_v = -lr / (1.0 - ::pow(beta1, t));
+        bc2_sqrt_v = ::sqrt(1.0 - ::pow(beta2, t));
+      }
+    }
     S* p = static_cast<S*>(m.addr[0][w.slot]) + w.begin;
     S* g = static_cast<S*>(m.addr[1][w.slot]) + w.begin;
     S* ea = static_cast<S*>(m.addr[2][w.slot]) + w.begin;
@@ -67,7 +78,7 @@ struct AdamFunctor {
     const bool unscale = amp.grad_scale != nullptr;
     const O inv = amp.inv_scale<O>();
     const O b1 = O(beta1), b2 = O(beta2), omb1 = O(one_m_beta1), omb2 = O(one_m_beta2), ep = O(eps), wdv = O(wd),
-            dec = O(decay), ss = O(step_size), bc2 = O(bc2_sqrt);
+            dec = O(decay), ss = O(step_size_v), bc2 = O(bc2_sqrt_v);
     const int step = int(blockDim.x) * kIlp;
     for (int base = int(threadIdx.x); base < n; base += step) {
       O rp[kIlp], rg[kIlp], rm[kIlp], rv[kIlp], rx[kIlp];
@@ -225,22 +236,25 @@ std::vector<std::vector<size_t>> group_indices(const TensorList& params, const s
 void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& params, const TensorList& grads,
                      const TensorList& exp_avgs, const TensorList& exp_avg_sqs, const TensorList& max_exp_avg_sqs,
                      const std::vector<double>& step_sizes, const std::vector<double>& bc2_sqrts,
-                     const Tensor& grad_scale, const Tensor& found_inf) {
+                     const TensorList& state_steps, const Tensor& grad_scale, const Tensor& found_inf) {
   const char* op = a.decoupled ? "AdamW" : "Adam";
   const size_t n = params.size();
+  const bool device_steps = !state_steps.empty();
   BRISK_INTERNAL_ASSERT(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n &&
-                            step_sizes.size() == n && bc2_sqrts.size() == n &&
+                            (device_steps ? state_steps.size() == n : step_sizes.size() == n && bc2_sqrts.size() == n) &&
                             (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
                         op, " fused step: lists of different lengths");
   if (n == 0) return;
+  // device steps: one group per device and dtype (each tensor reads its own count)
   std::vector<std::pair<double, double>> keys(n);
-  for (size_t i = 0; i < n; ++i) keys[i] = {step_sizes[i], bc2_sqrts[i]};
+  if (!device_steps)
+    for (size_t i = 0; i < n; ++i) keys[i] = {step_sizes[i], bc2_sqrts[i]};
   for (const std::vector<size_t>& idx : group_indices(params, keys)) {
     const Device dev = params[idx[0]].device();
     DeviceGuard guard(dev);
     const size_t m = idx.size();
     std::vector<int64_t> numels(m);
-    std::vector<void*> lp(m), lg(m), lm(m), lv(m), lx(a.amsgrad ? m : 0);
+    std::vector<void*> lp(m), lg(m), lm(m), lv(m), lx(a.amsgrad ? m : 0), ls(device_steps ? m : 0);
     for (size_t j = 0; j < m; ++j) {
       const size_t i = idx[j];
       numels[j] = params[i].numel();
@@ -249,16 +263,28 @@ void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& params, const Ten
       lm[j] = exp_avgs[i].data_ptr();
       lv[j] = exp_avg_sqs[i].data_ptr();
       if (a.amsgrad) lx[j] = max_exp_avg_sqs[i].data_ptr();
+      if (device_steps) {
+        const Tensor& t = state_steps[i];
+        BRISK_CHECK(t.device() == dev && t.dtype() == kFloat && t.numel() == 1, op,
+                    "state steps must be one-element float32 tensors on ", dev, ", got ", t.dtype(), " on ",
+                    t.device());
+        ls[j] = t.data_ptr();
+      }
     }
-    void* const* lists[5] = {lp.data(), lg.data(), lm.data(), lv.data(), a.amsgrad ? lx.data() : nullptr};
+    void* const* lists[6] = {lp.data(), lg.data(), lm.data(), lv.data(), a.amsgrad ? lx.data() : nullptr,
+                             device_steps ? ls.data() : nullptr};
     const AmpArgs amp{amp_pointer(op, "grad_scale", grad_scale, dev), amp_pointer(op, "found_inf", found_inf, dev)};
     const bool l2 = !a.decoupled && a.weight_decay != 0, decoupled = a.decoupled && a.weight_decay != 0;
     dispatch_float(op, params[idx[0]].dtype(), [&](auto tag) {
       using S = decltype(tag);
       const AdamFunctor<S> f{a.beta1, a.beta2, 1 - a.beta1, 1 - a.beta2, a.eps, a.weight_decay,
-                             1 - a.lr * a.weight_decay, -step_sizes[idx[0]], bc2_sqrts[idx[0]], amp,
-                             a.maximize, l2, decoupled, a.amsgrad};
-      mta::launch<5, 0>(op, numels, lists, nullptr, [&](const mta::Launch&) { return f; });
+                             1 - a.lr * a.weight_decay, device_steps ? 0.0 : -step_sizes[idx[0]],
+                             device_steps ? 1.0 : bc2_sqrts[idx[0]], a.lr, amp,
+                             a.maximize, l2, decoupled, a.amsgrad, device_steps};
+      if (device_steps)
+        mta::launch<6, 0>(op, numels, lists, nullptr, [&](const mta::Launch&) { return f; });
+      else
+        mta::launch<5, 0>(op, numels, lists, nullptr, [&](const mta::Launch&) { return f; });
     });
   }
   for (size_t i = 0; i < n; ++i) {

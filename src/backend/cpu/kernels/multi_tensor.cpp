@@ -230,10 +230,30 @@ void by_dtype(const TensorList& params, const F& f) {
   }
 }
 
-/// The CPU front ends never pass grad scaling (it is a CUDA-only internal level).
-void check_no_scaling(const char* op, const Tensor& grad_scale, const Tensor& found_inf) {
-  BRISK_INTERNAL_ASSERT(!grad_scale.defined() && !found_inf.defined(), op,
-                        ": grad_scale / found_inf reached the CPU fused kernel");
+/// The value behind an optional grad_scale / found_inf tensor (one float32
+/// element on the CPU: no synchronisation), or `none`.
+double amp_value(const char* op, const char* name, const Tensor& t, double none) {
+  if (!t.defined()) return none;
+  BRISK_CHECK(t.is_cpu() && t.dtype() == kFloat && t.numel() == 1, op, name,
+              " must be a one-element float32 tensor on the CPU, got ", t.dtype(), " of ", t.numel(),
+              " elements on ", t.device());
+  return static_cast<const float*>(t.data_ptr())[0];
+}
+
+/// Divides the gradients by grad_scale in place (x * (1 / scale) in the
+/// dtype, as the CUDA kernels), so that p.grad after the step holds real
+/// gradients (Note [Fused steps and grad scaling] in backend/cuda/optim.cu).
+void unscale_grads(const TensorList& grads, double scale) {
+  by_dtype(grads, [&](auto zero, const std::vector<size_t>& idx) {
+    using T = decltype(zero);
+    const T inv = T(1) / T(scale);
+    for (size_t i : idx) {
+      T* g = static_cast<T*>(grads[i].data_ptr());
+      const int64_t n = grads[i].numel();
+      for (int64_t j = 0; j < n; ++j) g[j] = g[j] * inv;
+      grads[i].bump_version();
+    }
+  });
 }
 
 /// The lists of a fused step have one entry per parameter (the front ends build them).
@@ -272,7 +292,7 @@ template <class T>
 void adam_typed(const multi_tensor::FusedAdamArgs& h, const std::vector<size_t>& idx, const TensorList& params,
                 const TensorList& grads, const TensorList& exp_avgs, const TensorList& exp_avg_sqs,
                 const TensorList& max_sqs, const std::vector<double>& step_sizes,
-                const std::vector<double>& bc2_sqrts) {
+                const std::vector<double>& bc2_sqrts, const TensorList& state_steps) {
   const size_t n = idx.size();
   struct Ptrs {
     T* p;
@@ -286,10 +306,18 @@ void adam_typed(const multi_tensor::FusedAdamArgs& h, const std::vector<size_t>&
   std::vector<int64_t> numels(n);
   for (size_t k = 0; k < n; ++k) {
     const size_t i = idx[k];
+    double step_size, bc2_sqrt;
+    if (state_steps.empty()) {
+      step_size = step_sizes[i];
+      bc2_sqrt = bc2_sqrts[i];
+    } else {  // the front end's arithmetic (adam.cpp adam_step), from the tensor's count
+      const double t = static_cast<const float*>(state_steps[i].data_ptr())[0];
+      step_size = h.lr / (1 - std::pow(h.beta1, t));
+      bc2_sqrt = std::sqrt(1 - std::pow(h.beta2, t));
+    }
     ptrs[k] = Ptrs{static_cast<T*>(params[i].data_ptr()), static_cast<const T*>(grads[i].data_ptr()),
                    static_cast<T*>(exp_avgs[i].data_ptr()), static_cast<T*>(exp_avg_sqs[i].data_ptr()),
-                   h.amsgrad ? static_cast<T*>(max_sqs[i].data_ptr()) : nullptr, T(-step_sizes[i]),
-                   T(bc2_sqrts[i])};
+                   h.amsgrad ? static_cast<T*>(max_sqs[i].data_ptr()) : nullptr, T(-step_size), T(bc2_sqrt)};
     numels[k] = params[i].numel();
   }
   const T beta1 = T(h.beta1), beta2 = T(h.beta2), one_m_beta1 = T(1 - h.beta1), one_m_beta2 = T(1 - h.beta2);
@@ -321,13 +349,21 @@ void adam_typed(const multi_tensor::FusedAdamArgs& h, const std::vector<size_t>&
 void fused_adam_kernel(const multi_tensor::FusedAdamArgs& h, const TensorList& params, const TensorList& grads,
                        const TensorList& exp_avgs, const TensorList& exp_avg_sqs, const TensorList& max_sqs,
                        const std::vector<double>& step_sizes, const std::vector<double>& bc2_sqrts,
-                       const Tensor& grad_scale, const Tensor& found_inf) {
+                       const TensorList& state_steps, const Tensor& grad_scale, const Tensor& found_inf) {
   const char* op = h.decoupled ? "AdamW" : "Adam";
-  check_no_scaling(op, grad_scale, found_inf);
-  check_lengths(op, params.size(), {grads.size(), exp_avgs.size(), exp_avg_sqs.size(), step_sizes.size(),
-                                    bc2_sqrts.size(), h.amsgrad ? max_sqs.size() : params.size()});
+  const bool device_steps = !state_steps.empty();
+  check_lengths(op, params.size(),
+                {grads.size(), exp_avgs.size(), exp_avg_sqs.size(), device_steps ? state_steps.size() : step_sizes.size(),
+                 device_steps ? params.size() : bc2_sqrts.size(), h.amsgrad ? max_sqs.size() : params.size()});
+  for (const Tensor& t : state_steps)
+    BRISK_CHECK(t.is_cpu() && t.dtype() == kFloat && t.numel() == 1, op,
+                "state steps must be one-element float32 tensors on the CPU, got ", t.dtype(), " on ", t.device());
+  if (amp_value(op, "found_inf", found_inf, 0) != 0) return;  // a skipped step changes nothing
+  const double scale = amp_value(op, "grad_scale", grad_scale, 1);
+  if (grad_scale.defined()) unscale_grads(grads, scale);
   by_dtype(params, [&](auto zero, const std::vector<size_t>& idx) {
-    adam_typed<decltype(zero)>(h, idx, params, grads, exp_avgs, exp_avg_sqs, max_sqs, step_sizes, bc2_sqrts);
+    adam_typed<decltype(zero)>(h, idx, params, grads, exp_avgs, exp_avg_sqs, max_sqs, step_sizes, bc2_sqrts,
+                               state_steps);
   });
   for (size_t i = 0; i < params.size(); ++i) {
     params[i].bump_version();
@@ -384,9 +420,10 @@ void sgd_typed(const multi_tensor::FusedSgdArgs& h, const std::vector<size_t>& i
 void fused_sgd_kernel(const multi_tensor::FusedSgdArgs& h, const TensorList& params, const TensorList& grads,
                       const TensorList& bufs, const std::vector<char>& first, const Tensor& grad_scale,
                       const Tensor& found_inf) {
-  check_no_scaling("SGD", grad_scale, found_inf);
   check_lengths("SGD", params.size(),
                 {grads.size(), first.size(), h.momentum != 0 ? bufs.size() : params.size()});
+  if (amp_value("SGD", "found_inf", found_inf, 0) != 0) return;  // a skipped step changes nothing
+  if (grad_scale.defined()) unscale_grads(grads, amp_value("SGD", "grad_scale", grad_scale, 1));
   by_dtype(params, [&](auto zero, const std::vector<size_t>& idx) {
     sgd_typed<decltype(zero)>(h, idx, params, grads, bufs, first);
   });
