@@ -80,11 +80,14 @@ bool traceable_op(std::string_view name) {
     }
     case OpKind::Index: {
       // gathers and scatter-adds by index values the kernel reads (and
-      // checks) itself; advanced indexing (its output's size can depend on
-      // the values), index_put and the data-dependent ops stay breaks
+      // checks) itself, advanced indexing and index_put with integer
+      // indices included (their output's shape comes from the indices'
+      // shapes); a bool mask or a 0-dim index tensor reads values on the
+      // host (nonzero, item: a break at that sync), and masked_select and
+      // nonzero stay breaks
       std::string_view n = r.name;
       return n == "index_select" || n == "embedding" || n == "gather" || n == "scatter" || n == "scatter_add" ||
-             n == "index_add";
+             n == "index_add" || n == "index" || n == "index_put";
     }
     case OpKind::Attention:
       return std::string_view(r.name) == "scaled_dot_product_attention";
@@ -211,10 +214,12 @@ constexpr WrapperFn wrapper_for() {
   else if constexpr (K == static_cast<int>(OpId::group_norm_backward))
     return reinterpret_cast<WrapperFn>(&group_norm_backward_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::index_select) ||  // of the IndexFn slots, those that only
-                     K == static_cast<int>(OpId::gather))          // read and write a fresh output
+                     K == static_cast<int>(OpId::gather) ||        // read and write a fresh output
+                     K == static_cast<int>(OpId::index))           // (advanced: dim is the mask of indexed dims)
     return reinterpret_cast<WrapperFn>(&index_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::scatter) || K == static_cast<int>(OpId::scatter_add) ||
-                     K == static_cast<int>(OpId::index_add))  // and those that write into self
+                     K == static_cast<int>(OpId::index_add) ||
+                     K == static_cast<int>(OpId::index_put))  // and those that write into self
     return reinterpret_cast<WrapperFn>(&index_inplace_wrapper<K>);
   else if constexpr (K == static_cast<int>(OpId::attention_fused))  // the forward (the backward needs grad mode)
     return reinterpret_cast<WrapperFn>(&attention_wrapper<K>);

@@ -643,6 +643,56 @@ TEST_F(Compile, GatherScatterAndIndexAddAreRecorded) {
   EXPECT_EQ(fl.stats().cache_hits, 1);
 }
 
+// Advanced indexing and index_put_ with integer index tensors are recorded
+// (their shapes come from the indices' shapes; the kernel checks the values
+// on every replay); a bool mask reads the data on the host (nonzero): a
+// break, and the function runs eagerly there.
+TEST_F(Compile, AdvancedIndexingAndIndexPutAreRecorded) {
+  using indexing::Slice;
+  auto fn = [](const Tensor& x, const Tensor& rows, const Tensor& cols) {
+    Tensor a = x.index({rows}) * 2;                        // (3, 6)
+    Tensor b = x.index({Slice(), cols}).exp();             // (4, 2)
+    Tensor c = x.index({rows.narrow(0, 0, 2), cols});      // (2,): pairs
+    Tensor y = zeros({4, 6});
+    y.index_put_({rows}, a, /*accumulate=*/true);          // duplicates add
+    y.index_put_({Slice(), cols}, b);
+    return y + c.sum();
+  };
+  auto f = compile(fn, CompileOptions().set_fullgraph(true));
+  for (int rep = 0; rep < 3; ++rep) {
+    Tensor x = randn({4, 6}), rows = randint(-4, 4, {3}, kLong), cols = randint(0, 6, {2}, kLong);
+    EXPECT_TRUE(same_bits(f(x, rows, cols), fn(x, rows, cols))) << rep;
+  }
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().graph_breaks, 0) << f.stats().last_break;
+  const std::string text = f.graph_text();
+  for (const char* k : {"index", "index_put"}) EXPECT_NE(text.find(k), std::string::npos) << k;
+  // an index out of range raises at the replay, as eagerly
+  expect_error([&] { f(randn({4, 6}), tensor<int64_t>({0, 4, 1}), zeros({2}, kLong)); }, {"index", "4"});
+  // a bool mask: nonzero reads the data, a break (fullgraph names it)
+  auto masked = [](const Tensor& x) { return x.index({x > 0}) * 2; };
+  expect_error([&] { compile(masked, CompileOptions().set_fullgraph(true))(randn({5})); }, {"nonzero"});
+  auto fm = compile(masked);
+  Tensor xm = randn({5});
+  EXPECT_TRUE(same_bits(fm(xm), masked(xm)));
+  EXPECT_EQ(fm.stats().graph_breaks, 1);
+
+  // gradients through x[rows] (its backward is an index_add), compiled forward and backward
+  auto loss = [](const Tensor& x, const Tensor& rows) { return (x.index({rows}).sin() * x.index({rows}).cos()).sum(); };
+  auto fl = compile(loss);
+  for (int rep = 0; rep < 2; ++rep) {
+    Tensor x = randn({5, 3}).requires_grad_(true), x2 = x.detach().clone().requires_grad_(true);
+    Tensor rows = randint(0, 5, {7}, kLong);
+    Tensor got = fl(x, rows);
+    TensorList gg = autograd::grad({got}, {x});
+    Tensor want = loss(x2, rows);
+    TensorList gw = autograd::grad({want}, {x2});
+    EXPECT_TRUE(allclose(got, want, 1e-6, 1e-6)) << rep;
+    EXPECT_TRUE(allclose(gg[0], gw[0], 1e-5, 1e-6)) << rep;
+  }
+  EXPECT_EQ(fl.stats().graph_breaks, 0) << fl.stats().last_break;
+}
+
 // Note [Convolutions and pooling in a graph]: a small CNN is one graph, in
 // inference (bit-equal) and in training (max pooling's taps kept for the
 // compiled backward; gradients as eager's).
@@ -1023,7 +1073,7 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(p.may_break ? 38 : 37)) {
+    switch (pick(p.may_break ? 39 : 38)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -1084,6 +1134,14 @@ std::vector<Tensor> run_program(const Program& p, const std::vector<Tensor>& arg
         break;
       }
       case 36: r = nn::functional::dropout(a, 0.3, true) + b * rand_like(b); break;  // random draws (seeded per run)
+      case 37: {  // recorded: advanced indexing and an accumulating index_put_ by a host-made index
+        std::vector<int64_t> cols(static_cast<size_t>(p.cols));
+        for (int64_t c = 0; c < p.cols; ++c) cols[static_cast<size_t>(c)] = (c * 5 + 1) % p.cols;
+        const Tensor ci = tensor(cols, kLong);
+        r = b.clone();
+        r.index_put_({indexing::Slice(), ci}, a.index({indexing::Slice(), ci}) * 0.5, true);
+        break;
+      }
       default: r = argsort(a, 1).to(kFloat) * 0.01 + a; break;  // a break (sorting is not recorded)
     }
     vals.push_back(r);
