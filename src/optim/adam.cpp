@@ -36,9 +36,9 @@ AdamStep adam_step(const AdamHyper& h, int64_t step) {
   return AdamStep{h.lr / bc1, std::sqrt(bc2)};
 }
 
-// The reference: brisk ops, one parameter at a time.
-void adam_for_loop(const AdamHyper& h, const Tensor& p_, const Tensor& grad, ParamState& s) {
-  Tensor p = p_;
+// The reference's first half: weight decay and the two moments (and
+// amsgrad's maximum); returns the second moment the denominator reads.
+const Tensor& adam_moments(const AdamHyper& h, Tensor p, const Tensor& grad, ParamState& s) {
   Tensor g = h.maximize ? grad.neg() : grad;
   if (h.decoupled) {
     if (h.wd != 0) p.mul_(1 - h.lr * h.wd);
@@ -47,14 +47,17 @@ void adam_for_loop(const AdamHyper& h, const Tensor& p_, const Tensor& grad, Par
   }
   s.exp_avg().mul_(h.beta1).add_(g, 1 - h.beta1);
   s.exp_avg_sq().mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
+  if (!h.amsgrad) return s.exp_avg_sq();
+  maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
+  return s.max_exp_avg_sq();
+}
+
+// The reference: brisk ops, one parameter at a time.
+void adam_for_loop(const AdamHyper& h, const Tensor& p_, const Tensor& grad, ParamState& s) {
+  Tensor p = p_;
+  const Tensor& v = adam_moments(h, p, grad, s);
   const AdamStep st = adam_step(h, s.step());
-  Tensor denom;
-  if (h.amsgrad) {
-    maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
-    denom = (s.max_exp_avg_sq().sqrt() / st.bc2_sqrt).add_(h.eps);
-  } else {
-    denom = (s.exp_avg_sq().sqrt() / st.bc2_sqrt).add_(h.eps);
-  }
+  const Tensor denom = (v.sqrt() / st.bc2_sqrt).add_(h.eps);
   p.addcdiv_(s.exp_avg(), denom, -st.step_size);
 }
 
@@ -141,24 +144,11 @@ void adam_fused(const AdamHyper& h, const TensorList& params, const TensorList& 
 /// factors as tensors, no host number that changes per step.
 void adam_for_loop_capturable(const AdamHyper& h, const Tensor& p_, const Tensor& grad, ParamState& s) {
   Tensor p = p_;
-  Tensor g = h.maximize ? grad.neg() : grad;
-  if (h.decoupled) {
-    if (h.wd != 0) p.mul_(1 - h.lr * h.wd);
-  } else if (h.wd != 0) {
-    g = g.add(p, h.wd);
-  }
-  s.exp_avg().mul_(h.beta1).add_(g, 1 - h.beta1);
-  s.exp_avg_sq().mul_(h.beta2).addcmul_(g, g, 1 - h.beta2);
+  const Tensor& v = adam_moments(h, p, grad, s);
   const Tensor t = s.step_tensor().to(kDouble);
   const Tensor step_size = (h.lr / (1 - pow(Scalar(h.beta1), t))).to(p.dtype());
   const Tensor bc2_sqrt = (1 - pow(Scalar(h.beta2), t)).sqrt().to(p.dtype());
-  Tensor denom;
-  if (h.amsgrad) {
-    maximum_out(s.max_exp_avg_sq(), s.max_exp_avg_sq(), s.exp_avg_sq());
-    denom = (s.max_exp_avg_sq().sqrt() / bc2_sqrt).add_(h.eps);
-  } else {
-    denom = (s.exp_avg_sq().sqrt() / bc2_sqrt).add_(h.eps);
-  }
+  const Tensor denom = (v.sqrt() / bc2_sqrt).add_(h.eps);
   p.sub_((s.exp_avg() / denom).mul_(step_size));
 }
 
