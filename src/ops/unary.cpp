@@ -121,6 +121,19 @@ constexpr double kSqrtPiOver2 = 0.88622692545275801365;    // sqrt(pi) / 2
 
 using autograd::BackwardCtx;
 
+/// The backward formulas PyTorch evaluates in a kernel of its own
+/// (sigmoid_backward, tanh_backward, silu_backward, mish_backward,
+/// logit_backward) compute in float for float16/bfloat16 and round once; as
+/// compositions of brisk ops they would round after every op (a bfloat16
+/// gradient one unit in the last place off). f(g, v) evaluated in float32
+/// for 16-bit operands, its result rounded to their dtype once.
+template <class F>
+Tensor in_opmath(const Tensor& g, const Tensor& v, const F& f) {
+  if (!is_reduced_float(g.dtype()) && !is_reduced_float(v.dtype())) return f(g, v);
+  const ScalarType out = promote_types(g.dtype(), v.dtype());
+  return f(g.to(kFloat), v.to(kFloat)).to(out);
+}
+
 // Records r = mode(x). In place, `r` is self (already modified) and `x` a copy
 // of its old value (defined only when reads_input(mode)).
 void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace, double eps = NAN) {
@@ -232,14 +245,12 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::tanh:
       rec("TanhBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
-        const Tensor y = c.saved(0);
-        return {c.grad() * (1 - y * y)};
+        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& y) { return g * (1 - y * y); })};
       });
       break;
     case UnaryMode::sigmoid:
       rec("SigmoidBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
-        const Tensor y = c.saved(0);
-        return {c.grad() * (y * (1 - y))};
+        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& y) { return g * (y * (1 - y)); })};
       });
       break;
     case UnaryMode::erf:
@@ -265,9 +276,10 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::silu:
       rec("SiluBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
-        const Tensor v = c.saved(0);
-        const Tensor s = v.sigmoid();
-        return {c.grad() * (s * (1 + v * (1 - s)))};
+        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& v) {
+          const Tensor s = v.sigmoid();
+          return g * (s * (1 + v * (1 - s)));
+        })};
       });
       break;
     case UnaryMode::asinh:
@@ -309,9 +321,10 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::mish:
       rec("MishBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
-        const Tensor v = c.saved(0);
-        const Tensor t = v.softplus(1, 1e30).tanh();  // softplus without its threshold, as mish uses it
-        return {c.grad() * (t + v * v.sigmoid() * (1 - t * t))};
+        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& v) {
+          const Tensor t = v.softplus(1, 1e30).tanh();  // softplus without its threshold, as mish uses it
+          return g * (t + v * v.sigmoid() * (1 - t * t));
+        })};
       });
       break;
     case UnaryMode::logit:
@@ -319,7 +332,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       // [0, 1] without it.
       rec("LogitBackward0", {save(x)}, [eps](BackwardCtx& c) -> TensorList {
         const Tensor v = c.saved(0);
-        const Tensor g = c.grad() / (v * (1 - v));
+        const Tensor g = in_opmath(c.grad(), v, [](const Tensor& gr, const Tensor& w) { return gr / (w * (1 - w)); });
         if (std::isnan(eps)) return {where((v < 0).logical_or(v > 1), full_like(g, NAN), g)};
         return {where((v < eps).logical_or(v > 1 - eps), zeros_like(g), g)};
       });

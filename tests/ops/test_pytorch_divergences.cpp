@@ -4,6 +4,7 @@
 // written next to the assertion. Where the two versions differ, the test
 // follows 2.x and says so.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -1657,6 +1658,36 @@ TEST(PyTorchDivergence, FlattenOfZeroDimChecksDims) {
   expect_error([&] { s.flatten(0, -2); }, {"[flatten]", "-2"});
   EXPECT_TRUE(s.flatten(0, -1).equal(tensor<int32_t>({-1})));
   EXPECT_TRUE(s.flatten(-1, 0).equal(tensor<int32_t>({-1})));
+}
+
+// ---- found by difffuzz seed 61 (torch 2.15) ---------------------------------------------------
+
+// The backward of sigmoid, tanh, silu, mish and logit of float16/bfloat16
+// inputs computes in float32 and rounds once, as torch's kernels do; as
+// compositions of 16-bit ops brisk rounded after each op (one unit in the
+// last place off; seed 61 case 135194). torch 2.15: h = tensor([1.1718462882856218],
+// float64).half().requires_grad_(); torch.sigmoid(h).backward(torch.full((1,), .75,
+// dtype=torch.half)): h.grad 0.1353759765625 (brisk gave 0.13525390625).
+TEST(PyTorchDivergence, SixteenBitActivationGradientsRoundOnce) {
+  Tensor h = tensor<double>({1.1718462882856218}, kDouble).to(kHalf).requires_grad_();
+  h.sigmoid().backward(full({1}, 0.75, TensorOptions(kHalf)));
+  EXPECT_TRUE(same_bits(h.grad(), {0.1353759765625}));
+  // every such gradient is the float32 formula rounded once
+  manual_seed(2);
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    const Tensor x = (randn({4096}) * 3).to(dt), g = randn({4096}).to(dt);
+    const Tensor xf = x.to(kFloat), gf = g.to(kFloat);
+    auto grad_of = [&](const std::function<Tensor(const Tensor&)>& f) {
+      Tensor xi = x.detach().clone().requires_grad_();
+      f(xi).backward(g);
+      return xi.grad();
+    };
+    const Tensor sf = x.sigmoid().to(kFloat), tf = x.tanh().to(kFloat), s32 = xf.sigmoid();
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.sigmoid(); }).equal((gf * (sf * (1 - sf))).to(dt))) << dt;
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.tanh(); }).equal((gf * (1 - tf * tf)).to(dt))) << dt;
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return nn::functional::silu(t); }).equal((gf * (s32 * (1 + xf * (1 - s32)))).to(dt)))
+        << dt;
+  }
 }
 
 }  // namespace
