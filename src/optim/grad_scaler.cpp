@@ -91,7 +91,8 @@ void GradScaler::check_and_unscale(optim::Optimizer& opt, bool unscale) {
       devices.emplace(device_key(g.device()), g.device());
     }
   // 1 / scale in float64, rounded to float32, as PyTorch computes it (1: only the check)
-  const Tensor inv = unscale ? scale_.to(kDouble).reciprocal().to(kFloat) : ones({}, TensorOptions(kFloat).device(scale_.device()));
+  const Tensor inv = unscale ? scale_.to(kDouble).reciprocal().to(kFloat)
+                             : ones({}, TensorOptions(kFloat).device(scale_.device()));
   for (auto& [key, by_dtype] : by_device) {
     const Device dev = devices.at(key);
     // per device and dtype, one multi-tensor check-and-unscale (one pass

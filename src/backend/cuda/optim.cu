@@ -241,7 +241,8 @@ void fused_adam_cuda(const FusedAdamArgs& a, const TensorList& params, const Ten
   const size_t n = params.size();
   const bool device_steps = !state_steps.empty();
   BRISK_INTERNAL_ASSERT(grads.size() == n && exp_avgs.size() == n && exp_avg_sqs.size() == n &&
-                            (device_steps ? state_steps.size() == n : step_sizes.size() == n && bc2_sqrts.size() == n) &&
+                            (device_steps ? state_steps.size() == n
+                                          : step_sizes.size() == n && bc2_sqrts.size() == n) &&
                             (a.amsgrad ? max_exp_avg_sqs.size() == n : max_exp_avg_sqs.empty()),
                         op, " fused step: lists of different lengths");
   if (n == 0) return;

@@ -353,7 +353,8 @@ void fused_adam_kernel(const multi_tensor::FusedAdamArgs& h, const TensorList& p
   const char* op = h.decoupled ? "AdamW" : "Adam";
   const bool device_steps = !state_steps.empty();
   check_lengths(op, params.size(),
-                {grads.size(), exp_avgs.size(), exp_avg_sqs.size(), device_steps ? state_steps.size() : step_sizes.size(),
+                {grads.size(), exp_avgs.size(), exp_avg_sqs.size(),
+                 device_steps ? state_steps.size() : step_sizes.size(),
                  device_steps ? params.size() : bc2_sqrts.size(), h.amsgrad ? max_sqs.size() : params.size()});
   for (const Tensor& t : state_steps)
     BRISK_CHECK(t.is_cpu() && t.dtype() == kFloat && t.numel() == 1, op,
