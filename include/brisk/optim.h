@@ -408,9 +408,8 @@ class Adagrad : public Optimizer {
  protected:
   void check_options(const OptimizerOptions& o) const override;
   void step_group(OptimizerParamGroup& group, const std::vector<Tensor>& params) override;
-  const char* capture_hazard() const override {
-    return "its step count (the learning-rate decay) is a host number, different at every step";
-  }
+  /// (only with an lr_decay: without one the step size is the constant lr)
+  const char* capture_hazard() const override;
 };
 
 // ---- LBFGS -------------------------------------------------------------------------------

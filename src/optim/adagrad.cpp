@@ -97,4 +97,11 @@ void Adagrad::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
   adagrad_foreach(h, params, grads, states);
 }
 
+const char* Adagrad::capture_hazard() const {
+  for (const OptimizerParamGroup& g : groups_)
+    if (static_cast<const AdagradOptions&>(g.options()).lr_decay() != 0)
+      return "its step count (the learning-rate decay) is a host number, different at every step";
+  return nullptr;
+}
+
 }  // namespace brisk::optim

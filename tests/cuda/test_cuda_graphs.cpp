@@ -239,6 +239,13 @@ TEST(CudaGraph, AnAdamStepInACaptureIsRefusedAndAnSgdStepIsNot) {
   cap.step();
   EXPECT_TRUE(allclose(p.detach(), before_cap - 0.1, 1e-5, 1e-6));
   EXPECT_EQ(cap.state(p).step_tensor().item<float>(), 1.0f);
+  // Adagrad: only its learning-rate decay depends on the step count
+  optim::Adagrad decaying({p}, optim::AdagradOptions(0.1).lr_decay(0.01));
+  expect_error([&] { decaying.step(); }, {"Adagrad", "CUDA graph capture", "learning-rate decay"});
+  optim::Adagrad constant({p}, optim::AdagradOptions(0.1));
+  const Tensor before_ada = p.detach().clone();
+  constant.step();
+  EXPECT_FALSE(equal(p.detach(), before_ada));
 }
 
 TEST(CudaGraph, WithoutAGpuEveryEntryPointSaysWhy) {
