@@ -255,7 +255,7 @@ void Adam::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& par
     for (ParamState* s : states) by_device[s->step_tensor().device().str()].push_back(s->step_tensor());
     for (auto& [key, steps] : by_device) {
       if (amp) {
-        const Tensor inc = (1 - amp_found_inf_.to(steps[0].device()).reshape({})).to(kFloat);
+        const Tensor inc = 1 - amp_found_inf_.to(steps[0].device()).reshape({});
         foreach_add_(steps, TensorList(steps.size(), inc));
       } else {
         foreach_add_(steps, Scalar(1.0));

@@ -232,21 +232,23 @@ void foreach_zero_(const TensorList& self) {
   for (const Tensor& t : self) const_cast<Tensor&>(t).zero_();
 }
 
-void amp_foreach_non_finite_check_and_unscale_(const TensorList& self, Tensor& found_inf, const Tensor& inv_scale) {
-  const char* op = "_amp_foreach_non_finite_check_and_unscale_";
-  BRISK_PROFILE_OP("_amp_foreach_non_finite_check_and_unscale_", self);
+namespace {
+/// The check and unscale of amp_foreach_non_finite_check_and_unscale_; an
+/// undefined inv_scale only checks (nothing written).
+void amp_check_impl(const char* op, const TensorList& self, Tensor& found_inf, const Tensor& inv_scale) {
   check_lists(op, {&self});
   BRISK_CHECK(found_inf.defined() && found_inf.numel() == 1 && found_inf.dtype() == kFloat, op,
               "found_inf must be a one-element float32 tensor");
-  BRISK_CHECK(inv_scale.defined() && inv_scale.numel() == 1 && inv_scale.dtype() == kFloat, op,
-              "inv_scale must be a one-element float32 tensor");
   for (const Tensor& t : self)
     BRISK_CHECK(t.is_floating_point(), op, "expected floating point tensors, got ", t.dtype());
   NoGradGuard g;
+  const bool unscale = inv_scale.defined();
   if (!self.empty() && detail::foreach_eligible(OpId::amp_unscale, {&self}) &&
-      found_inf.device() == self[0].device() && inv_scale.device() == self[0].device() && found_inf.is_contiguous()) {
+      found_inf.device() == self[0].device() && (!unscale || inv_scale.device() == self[0].device()) &&
+      found_inf.is_contiguous()) {
     kernel<OpId::amp_unscale>(self[0].device().type, op)(self, found_inf, inv_scale);
-    for (const Tensor& t : self) t.bump_version();
+    if (unscale)
+      for (const Tensor& t : self) t.bump_version();
     found_inf.bump_version();
     return;
   }
@@ -254,8 +256,22 @@ void amp_foreach_non_finite_check_and_unscale_(const TensorList& self, Tensor& f
   for (const Tensor& t : self) {
     if (t.numel() == 0) continue;
     found_inf.copy_(maximum(found_inf, logical_not(isfinite(t)).any().to(kFloat).to(found_inf.device()).reshape(found_inf.sizes())));
-    const_cast<Tensor&>(t).mul_(inv_scale.to(t.device()).reshape({}));
+    if (unscale) const_cast<Tensor&>(t).mul_(inv_scale.to(t.device()).reshape({}));
   }
+}
+}  // namespace
+
+void amp_foreach_non_finite_check_and_unscale_(const TensorList& self, Tensor& found_inf, const Tensor& inv_scale) {
+  const char* op = "_amp_foreach_non_finite_check_and_unscale_";
+  BRISK_PROFILE_OP("_amp_foreach_non_finite_check_and_unscale_", self);
+  BRISK_CHECK(inv_scale.defined() && inv_scale.numel() == 1 && inv_scale.dtype() == kFloat, op,
+              "inv_scale must be a one-element float32 tensor");
+  amp_check_impl(op, self, found_inf, inv_scale);
+}
+
+void detail::amp_foreach_non_finite_check_(const TensorList& self, Tensor& found_inf) {
+  BRISK_PROFILE_OP("_amp_foreach_non_finite_check_", self);
+  amp_check_impl("_amp_foreach_non_finite_check_", self, found_inf, Tensor());
 }
 
 TensorList foreach_norm(const TensorList& self, const Scalar& ord) {

@@ -7,6 +7,7 @@
 #include "brisk/error.h"
 #include "brisk/foreach.h"
 #include "brisk/ops.h"
+#include "optim/multi_tensor.h"
 
 namespace brisk::amp {
 
@@ -90,17 +91,20 @@ void GradScaler::check_and_unscale(optim::Optimizer& opt, bool unscale) {
       by_device[device_key(g.device())][static_cast<int>(g.dtype())].push_back(g);
       devices.emplace(device_key(g.device()), g.device());
     }
-  // 1 / scale in float64, rounded to float32, as PyTorch computes it (1: only the check)
-  const Tensor inv = unscale ? scale_.to(kDouble).reciprocal().to(kFloat)
-                             : ones({}, TensorOptions(kFloat).device(scale_.device()));
+  // 1 / scale in float64, rounded to float32, as PyTorch computes it
+  const Tensor inv = unscale ? scale_.to(kDouble).reciprocal().to(kFloat) : Tensor();
   for (auto& [key, by_dtype] : by_device) {
     const Device dev = devices.at(key);
     // per device and dtype, one multi-tensor check-and-unscale (one pass
     // over the gradients where a kernel exists: CPU float32/float64;
     // elsewhere device ops with no host read)
     Tensor found = zeros({1}, TensorOptions(kFloat).device(dev));
-    const Tensor inv_d = inv.to(dev).reshape({1});
-    for (auto& [dt, grads] : by_dtype) amp_foreach_non_finite_check_and_unscale_(grads, found, inv_d);
+    if (unscale) {
+      const Tensor inv_d = inv.to(dev).reshape({1});
+      for (auto& [dt, grads] : by_dtype) amp_foreach_non_finite_check_and_unscale_(grads, found, inv_d);
+    } else {
+      for (auto& [dt, grads] : by_dtype) detail::amp_foreach_non_finite_check_(grads, found);  // (nothing written)
+    }
     st.found_inf[key] = found.reshape({});
   }
   // (a check alone leaves the stage Ready: step() passes the scale along)

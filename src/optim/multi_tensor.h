@@ -10,6 +10,12 @@
 
 namespace brisk::detail {
 
+/// amp_foreach_non_finite_check_and_unscale_ without the unscale: found_inf
+/// set when an element is inf or NaN, the tensors neither written nor bumped
+/// (GradScaler's check before a sync-free step, Note [Sync-free GradScaler
+/// step]; src/optim/foreach.cpp).
+void amp_foreach_non_finite_check_(const TensorList& self, Tensor& found_inf);
+
 /// True when a fused optimizer kernel (`op`) can update `p` together with
 /// `others` (undefined entries are skipped): a kernel for p's device and
 /// dtype, every tensor contiguous, on p's device, of p's dtype and size.

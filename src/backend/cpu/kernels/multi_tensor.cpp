@@ -195,17 +195,22 @@ void amp_unscale_kernel(const TensorList& self, const Tensor& found_inf, const T
   int64_t total = 0;
   std::vector<Piece> pieces = make_pieces(numels, &total);
   std::vector<uint8_t> bad(pieces.size(), 0);
-  const float inv = *static_cast<const float*>(inv_scale.data_ptr());
+  const bool check_only = !inv_scale.defined();
+  const float inv = check_only ? 1.0f : *static_cast<const float*>(inv_scale.data_ptr());
   dispatch_float(self.empty() ? kFloat : self[0].dtype(), [&](auto z) {
     using T = decltype(z);
     const T s = static_cast<T>(inv);
     for_each_piece(pieces, total, [&](int64_t k, const Piece& pc) {
       T* x = static_cast<T*>(self[size_t(pc.tensor)].data_ptr());
       bool b = false;
-      for (int64_t j = pc.begin; j < pc.end; ++j) {
-        const T v = x[j];
-        b |= !(v - v == T(0));  // inf - inf and NaN - NaN are NaN
-        x[j] = v * s;
+      if (check_only) {
+        for (int64_t j = pc.begin; j < pc.end; ++j) b |= !(x[j] - x[j] == T(0));
+      } else {
+        for (int64_t j = pc.begin; j < pc.end; ++j) {
+          const T v = x[j];
+          b |= !(v - v == T(0));  // inf - inf and NaN - NaN are NaN
+          x[j] = v * s;
+        }
       }
       bad[size_t(k)] = b;
     });
