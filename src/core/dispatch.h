@@ -155,8 +155,7 @@ using ForeachNormFn = TensorList (*)(const TensorList& self, double ord);
 /// PyTorch's _amp_foreach_non_finite_check_and_unscale_: in one pass over
 /// each tensor, found_inf (a one-element float32 tensor) is set to 1 when an
 /// element is inf or NaN, and every element is multiplied by inv_scale (a
-/// one-element float32 tensor; undefined: only the check, nothing is
-/// written). Bumps no versions.
+/// one-element float32 tensor). Bumps no versions.
 using AmpUnscaleFn = void (*)(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale);
 /// One fused Adam/AdamW step; step_sizes[i] = lr / (1 - beta1^step),
 /// bc2_sqrts[i] = sqrt(1 - beta2^step); max_exp_avg_sqs empty unless amsgrad.

@@ -189,6 +189,7 @@ TensorList foreach_norm_kernel(const TensorList& self, double p) {
 /// found_inf = 1 if any element is inf or NaN; every element times
 /// inv_scale (in the tensor's type, as x * float(inv) in PyTorch's kernel).
 /// One pass: the check reads the value the multiply reads.
+// (an undefined inv_scale only checks: nothing written; detail::amp_foreach_non_finite_check_)
 void amp_unscale_kernel(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale) {
   std::vector<int64_t> numels;
   for (const Tensor& t : self) numels.push_back(t.numel());
