@@ -270,7 +270,7 @@ void amp_foreach_non_finite_check_and_unscale_(const TensorList& self, Tensor& f
 }
 
 void detail::amp_foreach_non_finite_check_(const TensorList& self, Tensor& found_inf) {
-  BRISK_PROFILE_OP("_amp_foreach_non_finite_check_", self);
+  BRISK_PROFILE_OP("_amp_foreach_non_finite_check_and_unscale_", self);  // (its row)
   amp_check_impl("_amp_foreach_non_finite_check_", self, found_inf, Tensor());
 }
 
