@@ -769,11 +769,13 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
   if (p == 2) return g * where(n == 0, 0.0, x / n);  // torch's grouping: a NaN g stays NaN at a zero norm
   if (p < 1) {
     // |x|^(p-1) is infinite at 0: those elements get 0.
+    // (torch's grouping, left to right: the small |x|^(p-1) meets g before
+    // the large norm^(1-p), so neither overflows where the result does not)
     const Tensor scaled = where(x == 0, 0.0, x.sign() * x.abs().pow(p - 1));
-    return scaled * (g * n.pow(1 - p));
+    return scaled * g * n.pow(1 - p);
   }
   const Tensor scaled = p < 2 ? x.sign() * x.abs().pow(p - 1) : x * x.abs().pow(p - 2);
-  return scaled * where(n == 0, 0.0, g / n.pow(p - 1));
+  return where(n == 0, 0.0, scaled * g / n.pow(p - 1));
 }
 }  // namespace
 

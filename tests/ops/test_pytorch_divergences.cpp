@@ -1690,5 +1690,39 @@ TEST(PyTorchDivergence, SixteenBitActivationGradientsRoundOnce) {
   }
 }
 
+// ---- found by difffuzz seed 73 (torch 2.15) ---------------------------------------------------
+
+// The p-norm's gradient multiplies as torch does, left to right: the small
+// |x|^(p-1) meets the incoming gradient before the large norm^(1-p) (p < 1)
+// or the division by norm^(p-1) (p >= 1), so no intermediate overflows where
+// the gradient itself is finite. brisk grouped g * norm^(1-p) first: inf
+// where torch gives 1.25e30 (seed 73 case 513796), and 0 * inf = NaN at a
+// zero element of a float16 input where torch gives 0 (case 575671).
+TEST(PyTorchDivergence, NormGradientGroupsAsTorch) {
+  // float32: |x| = 1e30 next to small values; square(norm) makes g ~ 2e30
+  Tensor x = tensor<double>({1e30, 70000.0, 1.2}, kDouble).to(kFloat).requires_grad_();
+  x.norm(0.5, {0}, false).square().backward();
+  const Tensor xd = tensor<double>({1e30, 70000.0, 1.2}, kDouble).requires_grad_();
+  xd.norm(0.5, {0}, false).square().backward();
+  // (the small elements' gradients are past float32's range: inf in both)
+  const double g0 = x.grad()[0].item<double>(), want0 = xd.grad()[0].item<double>();
+  EXPECT_TRUE(std::isfinite(g0)) << x.grad();
+  EXPECT_NEAR(g0, want0, 1e-5 * want0) << x.grad() << xd.grad();
+  EXPECT_TRUE(std::isinf(x.grad()[1].item<double>()) && xd.grad()[1].item<double>() > 3.5e38);
+  // float16 with zeros: their gradient is 0 (torch's mask), not 0 * inf
+  Tensor h = tensor<double>({2.0, 0.0, 1.0, 4.0, 0.0, 3.0, 1.5, 2.5}, kDouble).to(kHalf).requires_grad_();
+  h.norm(0.5).square().mul(40.0).backward();
+  const Tensor gh = h.grad().to(kDouble);
+  EXPECT_EQ(gh[1].item<double>(), 0.0) << h.grad();
+  EXPECT_EQ(gh[4].item<double>(), 0.0) << h.grad();
+  EXPECT_TRUE(gh.isfinite().all().item<bool>()) << h.grad();
+  // p >= 1: x * |x|^(p-2) * g / norm^(p-1), the same values where nothing overflows
+  Tensor y = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).to(kFloat).requires_grad_();
+  y.norm(3.0).mul(7.0).backward();
+  const Tensor yd = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).requires_grad_();
+  yd.norm(3.0).mul(7.0).backward();
+  EXPECT_TRUE(y.grad().to(kDouble).allclose(yd.grad(), 1e-5, 0)) << y.grad() << yd.grad();
+}
+
 }  // namespace
 }  // namespace brisk
