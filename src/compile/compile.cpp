@@ -179,11 +179,11 @@ std::vector<Tensor> run_joint(const std::shared_ptr<Entry>& e, const std::vector
     for (size_t k = 0; k < e->diff_outputs.size(); ++k) {
       Tensor g = c.grad(k);
       const jit::InputSpec& spec = e->graph.inputs[e->graph.inputs.size() - e->diff_outputs.size() + k];
-      if (!g.defined()) g = zeros(spec.sizes, TensorOptions(spec.dtype));
+      if (!g.defined()) g = zeros(spec.sizes, TensorOptions(spec.dtype).device(e->graph.device));
       if (g.dtype() != spec.dtype || !(g.sizes() == IntArrayRef(spec.sizes)) ||
           !(g.strides() == IntArrayRef(spec.strides)) || g.storage_offset() != 0) {
         // the traced layout of this gradient
-        Tensor t = detail::make_tensor(spec.sizes, spec.strides, spec.dtype, kCPU);
+        Tensor t = detail::make_tensor(spec.sizes, spec.strides, spec.dtype, e->graph.device);
         t.copy_(g);
         g = t;
       }
@@ -365,7 +365,9 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Tensor& t = inputs[i];
       if (!t.defined()) continue;
-      if (!t.is_cpu()) tracer.graph_break("argument " + std::to_string(i) + " is on " + t.device().str());
+      if (!tracer.use_device(t.device()))
+        tracer.graph_break("argument " + std::to_string(i) + " is on " + t.device().str() + ", an earlier one on " +
+                           tracer.device().str() + " (a graph runs on one device)");
       if (t.impl()->storage) tracer.add_input(t, static_cast<int>(i));
     }
     const bool grad_mode = GradMode::is_enabled();
@@ -485,7 +487,9 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
     entry->eager = true;
     entry->reason = reason;
   } else {
-    if (im.opts.fuse) jit::plan(entry->graph);
+    if (entry->graph.device.is_cuda())
+      jit::plan_cuda(entry->graph, im.opts.fuse && im.opts.backend == CompileBackend::Default);
+    else if (im.opts.fuse) jit::plan(entry->graph);
     else jit::plan_unfused(entry->graph);
     entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
     jit::release_trace_temps(entry->graph);

@@ -1,6 +1,8 @@
 // Fusion planning and the fused-graph interpreter.
 #include "compile/executor.h"
 
+#include "compile/codegen_cuda.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <array>
@@ -72,6 +74,29 @@ struct Access {
 };
 
 }  // namespace
+
+void plan_cuda(Graph& g, bool fuse) {
+  // Note [Generated CUDA kernels] (codegen_cuda.cpp): a fused group runs as
+  // one generated kernel; one the generator declines (or every group, when
+  // NVRTC cannot be opened) runs call by call through the eager kernels, its
+  // temps in memory.
+  const CudaJit* jit = cuda_jit();
+  if (!fuse || !jit || !jit->nvrtc_status().empty()) return plan_unfused(g);
+  plan(g);
+  std::vector<Group> groups;
+  for (Group& grp : g.groups) {
+    if (grp.fused() && (grp.row_node >= 0 || !generate_cuda(g, grp).ok)) {
+      for (int ni : grp.nodes) {
+        Group one;
+        one.nodes = {ni};
+        groups.push_back(std::move(one));
+      }
+      continue;
+    }
+    groups.push_back(std::move(grp));
+  }
+  g.groups = std::move(groups);
+}
 
 void plan_unfused(Graph& g) {
   eliminate_dead_nodes(g);
@@ -266,7 +291,7 @@ int eliminate_common_subexpressions(Graph& g) {
   return remove_nodes(g, drop);
 }
 
-void run_elementwise(const Node& n, char* const* base);
+void run_elementwise(const Node& n, char* const* base, DeviceType dev = DeviceType::CPU);
 
 void release_trace_temps(Graph& g) {
   for (Buffer& bf : g.bufs)
@@ -317,13 +342,14 @@ int fold_constants(Graph& g, int64_t max_bytes) {
     }
     for (int b : writes) {
       Buffer& bf = g.bufs[b];
-      owners[b] = zeros({bf.nbytes / static_cast<int64_t>(element_size(bf.dtype))}, TensorOptions().dtype(bf.dtype));
+      owners[b] = zeros({bf.nbytes / static_cast<int64_t>(element_size(bf.dtype))},
+                        TensorOptions().dtype(bf.dtype).device(g.device));
       base[b] = static_cast<char*>(owners[b].impl()->storage->data);
     }
     if (nd.opaque())
       nd.run(Bound{owners, base.data()});
     else
-      run_elementwise(nd, base.data());
+      run_elementwise(nd, base.data(), g.device.type);
     for (int b : writes) {
       Buffer& bf = g.bufs[b];
       bf.tensor = owners[b];
@@ -726,7 +752,13 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
   for (size_t gi = 0; gi < g.groups.size(); ++gi)
     if (g.groups[gi].fused() && g.groups[gi].row_node < 0) fused_plans_[gi] = make_fused_plan(g, g.groups[gi]);
   kernels_.fns.assign(g.groups.size(), nullptr);
-  if (opts.backend == CompileBackend::Default && opts.fuse) {
+  if (g.device.is_cuda()) {
+    // (plan_cuda left fused only the groups the generator takes)
+    cuda_kernels_ = build_cuda_kernels(g);
+    for (size_t gi = 0; gi < g.groups.size(); ++gi)
+      BRISK_INTERNAL_ASSERT(!g.groups[gi].fused() || cuda_kernels_[gi].fn,
+                            "compile: fused CUDA group without a kernel: ", cuda_kernels_[gi].code.reason);
+  } else if (opts.backend == CompileBackend::Default && opts.fuse) {
     // Generated code for the fused groups (one compiler run or disk hit per
     // graph); groups the generator does not take, or no compiler at all,
     // stay with the interpreter. A compiler failure is brisk's bug: it is
@@ -778,6 +810,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
 int Executable::generated_groups() const {
   int n = 0;
   for (auto f : kernels_.fns) n += f != nullptr;
+  for (const auto& k : cuda_kernels_) n += k.fn != nullptr;
   return n;
 }
 
@@ -805,9 +838,9 @@ Tensor Bound::view(const TensorRef& r) const {
   return v;
 }
 
-void Executable::run_node(const Node& n, char* const* base) const { run_elementwise(n, base); }
+void Executable::run_node(const Node& n, char* const* base) const { run_elementwise(n, base, g_.device.type); }
 
-void run_elementwise(const Node& n, char* const* base) {
+void run_elementwise(const Node& n, char* const* base, DeviceType dev) {
   TensorIter it;
   it.noperands = n.noperands;
   it.ndim = n.zero_dim ? 0 : n.ndim;
@@ -825,7 +858,7 @@ void run_elementwise(const Node& n, char* const* base) {
       it.data[k] = base[o.buf] + o.offset;
     }
   }
-  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][0]);
+  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[static_cast<int>(n.slot)][static_cast<int>(dev)]);
   fn(it, n.args);
 }
 
@@ -1044,6 +1077,10 @@ void Executable::run_group(int gi, const Bound& bound) const {
   auto ev = profiler::detail::ScopedEvent::lazy(profiler::EventKind::UserScope, [&] { return group_names_[gi]; });
   if (grp.nodes.size() == 1 && g_.nodes[grp.nodes[0]].opaque())
     g_.nodes[grp.nodes[0]].run(bound);
+  else if (!cuda_kernels_.empty() && cuda_kernels_[gi].fn)
+    run_cuda_kernel(cuda_kernels_[gi], base);
+  else if (g_.device.is_cuda())
+    for (int ni : grp.nodes) run_node(g_.nodes[ni], base);
   else if (grp.row_node >= 0)
     run_row_group(gi, bound);
   else if (kernels_.fns[gi] && gi < static_cast<int>(kernels_.variants.size()) && kernels_.variants[gi].size() > 1) {
@@ -1182,7 +1219,7 @@ void Executable::run_groups(RunState& st, int g0, int g1) const {
     for (int b : alloc_before_[gi]) {
       const Buffer& bf = g_.bufs[b];
       const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
-      st.temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, kCPU);
+      st.temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, g_.device);
       st.owners[b] = st.temps[b];
       st.base[b] = static_cast<char*>(st.temps[b].impl()->storage->data);
     }
@@ -1211,7 +1248,7 @@ std::vector<Tensor> Executable::results(const RunState& st, int o0, int o1) cons
       continue;
     }
     if (r.buf < 0) {
-      out.push_back(detail::make_tensor(r.sizes, r.strides, r.dtype, kCPU));
+      out.push_back(detail::make_tensor(r.sizes, r.strides, r.dtype, g_.device));
       continue;
     }
     const Buffer& bf = g_.bufs[r.buf];

@@ -13,12 +13,16 @@
 
 #include "brisk/compile.h"
 #include "compile/codegen_cpu.h"
+#include "compile/codegen_cuda.h"
 #include "compile/graph.h"
 
 namespace brisk::jit {
 
 /// Every node its own group (CompileOptions::fuse off).
 void plan_unfused(Graph& g);
+/// plan() for a graph on CUDA: fused groups only where a generated kernel
+/// takes them (Note [Generated CUDA kernels] in codegen_cuda.cpp).
+void plan_cuda(Graph& g, bool fuse);
 
 /// The buffers of one run of a graph (kept from the forward part to the
 /// backward part of a joint graph: Note [Compiled backward]).
@@ -79,6 +83,7 @@ class Executable {
   std::vector<std::string> group_names_;
   std::vector<FusedPlan> fused_plans_;  // per group (fused groups only)
   CpuGraphKernels kernels_;             // generated code per group (null: interpreted)
+  std::vector<CudaGroupKernel> cuda_kernels_;  // a graph on CUDA: generated kernels per group
   std::string codegen_note_;
   struct ExternalSnapshot {
     int buf;

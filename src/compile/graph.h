@@ -141,6 +141,8 @@ struct Group {
 constexpr int kUndefinedOutput = -2;
 
 struct Graph {
+  /// Where every buffer lives and every call runs (Tracer::use_device).
+  Device device = kCPU;
   /// A joint graph (Note [Compiled backward]): nodes from `split` on, and
   /// results from `forward_outputs` on, are the backward part (-1: none).
   int split = -1;

@@ -232,6 +232,24 @@ constexpr std::array<WrapperFn, sizeof...(Ks)> make_wrappers(std::integer_sequen
 }
 const std::array<WrapperFn, kNumOps> kWrappers = make_wrappers(std::make_integer_sequence<int, kNumOps>{});
 
+// On CUDA only the elementwise calls are recorded yet (Note [Generated CUDA
+// kernels] in codegen_cuda.cpp): any other CUDA kernel is a graph break.
+template <int K>
+void cuda_elementwise_wrapper(TensorIter& it, const KernelArgs& args);
+template <int K>
+constexpr WrapperFn cuda_wrapper_for() {
+  using Sig = typename OpSignature<static_cast<OpId>(K)>::type;
+  if constexpr (std::is_same_v<Sig, ElementwiseFn>)
+    return reinterpret_cast<WrapperFn>(&cuda_elementwise_wrapper<K>);
+  else
+    return nullptr;
+}
+template <int... Ks>
+constexpr std::array<WrapperFn, sizeof...(Ks)> make_cuda_wrappers(std::integer_sequence<int, Ks...>) {
+  return {cuda_wrapper_for<Ks>()...};
+}
+const std::array<WrapperFn, kNumOps> kCudaWrappers = make_cuda_wrappers(std::make_integer_sequence<int, kNumOps>{});
+
 template <int K>
 typename OpSignature<static_cast<OpId>(K)>::type real_kernel() {
   return reinterpret_cast<typename OpSignature<static_cast<OpId>(K)>::type>(
@@ -253,6 +271,15 @@ void run_recorded(Tracer* t, const F& f) {
 template <int K>
 void elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
   auto fn = real_kernel<K>();
+  Tracer* t = t_tracer;
+  if (!t || t->in_kernel) return fn(it, args);
+  t->record(static_cast<OpId>(K), it, args);
+  run_recorded(t, [&] { fn(it, args); });
+}
+
+template <int K>
+void cuda_elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
+  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[K][static_cast<int>(DeviceType::CUDA)]);
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(it, args);
   t->record(static_cast<OpId>(K), it, args);
@@ -1007,8 +1034,9 @@ void Tracer::on_op(const char* name, const profiler::detail::InputRef* refs, int
     const auto& r = refs[i];
     auto see = [&](const Tensor& t) {
       if (!t.defined()) return;
-      if (!t.is_cpu()) {
-        graph_break(std::string("op '") + name + "' has an input on " + t.device().str());
+      if (!use_device(t.device())) {
+        graph_break(std::string("op '") + name + "' has an input on " + t.device().str() + ", and the function runs on " +
+                    device().str() + " (a graph runs on one device)");
         return;
       }
       if (t.requires_grad() && GradMode::is_enabled() && !allow_grad_)
@@ -1109,6 +1137,21 @@ std::vector<int> Tracer::grad_externals() const {
   return r;
 }
 
+bool Tracer::use_device(Device d) {
+  if (!device_set_) {
+    g_.device = d;
+    device_set_ = true;
+    return true;
+  }
+  if (g_.device.type != d.type) return false;
+  if (d.type == DeviceType::CPU) return true;
+  if (g_.device.index < 0) {
+    g_.device = d;
+    return true;
+  }
+  return d.index < 0 || d.index == g_.device.index;
+}
+
 Tracer* current_tracer() { return t_tracer; }
 
 }  // namespace jit
@@ -1117,8 +1160,23 @@ namespace detail {
 AnyFn trace_kernel(OpId op, DeviceType dev, const char* caller, AnyFn fn) {
   jit::Tracer* t = jit::t_tracer;
   if (!t || t->in_kernel) return fn;
+  if (!t->use_device(dev)) {
+    t->graph_break(std::string(caller) + " runs on " + Device(dev).str() + ", and the function's other calls on " +
+                   t->device().str() + " (a graph runs on one device)");
+    return fn;
+  }
+  if (dev == DeviceType::CUDA) {
+    AnyFn w = jit::kCudaWrappers[static_cast<int>(op)];
+    if (!w) {
+      t->graph_break(std::string(caller) + " (kernel '" + op_name(op) +
+                     "') on CUDA is not recorded by compile yet (only elementwise calls are)");
+      return fn;
+    }
+    t->set_pending(caller);
+    return w;
+  }
   if (dev != DeviceType::CPU) {
-    t->graph_break(std::string(caller) + " runs on " + Device(dev).str() + " (compile traces CPU code only yet)");
+    t->graph_break(std::string(caller) + " runs on " + Device(dev).str() + " (compile traces CPU and CUDA code only)");
     return fn;
   }
   AnyFn w = jit::kWrappers[static_cast<int>(op)];

@@ -51,6 +51,11 @@ class Tracer {
   void mark_constant(const Tensor& t);
   void note_write(const std::string& op, int b);
   bool in_kernel = false;
+  /// The device the graph runs on: the first one seen (the arguments', or the
+  /// first op's), fixed from then on; false when `d` is another one.
+  bool use_device(Device d);
+  bool use_device(DeviceType t) { return use_device(Device(t)); }
+  Device device() const { return g_.device; }
 
  private:
   int add_buffer(const Tensor& t, BufKind kind, int input);
@@ -70,6 +75,7 @@ class Tracer {
   };
   std::map<uintptr_t, Alloc> allocs_;  // blocks the traced run allocated, by start
   const char* last_op_ = "";
+  bool device_set_ = false;
   std::vector<char> written_;  // per buffer: a recorded call wrote it  // blocks the traced run allocated: start -> bytes
 };
 

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <type_traits>
 
-#include "core/op_table.h"
+#include "brisk/detail/unary_ops.h"
 #include "kernels/math.h"
+#if !defined(__CUDACC_RTC__)  // (NVRTC: compile's generated CUDA kernels need only the functors)
+#include "core/op_table.h"
+#endif
 
 namespace brisk {
 namespace math {
@@ -216,6 +219,7 @@ struct where {
 
 }  // namespace op
 
+#if !defined(__CUDACC_RTC__)
 /// The scalar functor of an op-table row: `type` is math::op::<name> for
 /// the pointwise rows that have one (`defined`); compile's fusion reads it.
 template <Op op>
@@ -245,6 +249,7 @@ BRISK_SCALAR_FUNCTOR(lerp) BRISK_SCALAR_FUNCTOR(addcmul) BRISK_SCALAR_FUNCTOR(ad
 BRISK_SCALAR_FUNCTOR(clamp) BRISK_SCALAR_FUNCTOR(where)
 // clang-format on
 #undef BRISK_SCALAR_FUNCTOR
+#endif  // !__CUDACC_RTC__
 
 }  // namespace math
 }  // namespace brisk

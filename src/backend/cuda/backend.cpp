@@ -25,6 +25,7 @@ void register_factory_kernels();
 void register_pooling_kernels();
 void register_multi_tensor_kernels();
 void register_norm_kernels();
+void register_nvrtc();
 
 namespace {
 cudaMemcpyKind kind_of(Device dst, Device src) {
@@ -99,6 +100,7 @@ void register_cuda_kernels() {
   register_pooling_kernels();
   register_multi_tensor_kernels();
   register_norm_kernels();
+  register_nvrtc();  // compile's generated CUDA kernels (compile/codegen_cuda.h)
 }
 
 }  // namespace brisk

@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_common.h"
 #include "brisk/tensor.h"
 #include "core/profile_hooks.h"
+#include "core/trace_hooks.h"
 
 namespace brisk::cuda {
 namespace detail {
@@ -141,10 +142,17 @@ class CudaCachingAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     const StreamRef s{static_cast<void*>(current_stream_handle(device_)), device_};
-    if (BRISK_LIKELY(!profiler::detail::g_memory.load(std::memory_order_relaxed))) return blocks_.malloc(nbytes, s);
-    AllocInfo info;
-    void* p = blocks_.malloc(nbytes, s, &info);
-    profiler::detail::on_alloc(static_cast<int64_t>(nbytes), info.cache_miss, info.allocated, info.reserved);
+    void* p;
+    if (BRISK_LIKELY(!profiler::detail::g_memory.load(std::memory_order_relaxed))) {
+      p = blocks_.malloc(nbytes, s);
+    } else {
+      AllocInfo info;
+      p = blocks_.malloc(nbytes, s, &info);
+      profiler::detail::on_alloc(static_cast<int64_t>(nbytes), info.cache_miss, info.allocated, info.reserved);
+    }
+    // compile's tracer tells memory the traced run made from what it captured
+    // (a block filled without a recorded kernel is a graph break, not a constant)
+    if (BRISK_UNLIKELY(brisk::detail::tracing_any())) brisk::detail::trace_alloc(p, nbytes);
     return p;
   }
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "backend/cuda/loops.cuh"
+#include "backend/cuda/pointwise_ops.cuh"
 #include "core/dispatch.h"
 #include "kernels/math.h"
 
@@ -22,83 +23,6 @@ namespace {
 // that make no sense for a dtype (atan2 on integers) compile to nothing
 // there; the host dispatch (the same BRISK_DISPATCH_* sets as the CPU's)
 // never selects them.
-
-// ---- binary arithmetic: out, a, b of one dtype -----------------------------------------
-enum class Arith : int {
-  Add,       // x + y
-  AddAlpha,  // x + s * y
-  Mul,
-  Div,
-  DivTrunc,
-  DivFloor,
-  Remainder,
-  Fmod,
-  Pow,
-  Square,  // pow with a scalar exponent of 2 (x * x, as the CPU)
-  Minimum,
-  Maximum,
-  Atan2,
-  BitAnd,
-  BitOr,
-  BitXor,
-  ShiftLeft,          // math::shift_left (integers only)
-  ShiftRight,         // math::shift_right
-  Lerp,               // lerp(x, y, s): scalar weight
-  ThresholdBackward,  // y <= s ? 0 : x  (x: grad, y: input)
-};
-
-/// M: the math type; T: brisk's dtype type (rounding of trunc division).
-template <class M, class T>
-struct ArithOp {
-  Arith mode;
-  M s;
-  __device__ M operator()(M x, M y) const {
-    if constexpr (std::is_same_v<M, bool>) {
-      switch (mode) {
-        case Arith::Add: case Arith::BitOr: case Arith::Maximum: return x || y;
-        case Arith::AddAlpha: return x || (s && y);  // add(.., alpha=False) is self
-        case Arith::Mul: case Arith::BitAnd: case Arith::Minimum: return x && y;
-        case Arith::BitXor: return x != y;
-        default: return false;
-      }
-    } else {
-      constexpr bool fp = std::is_floating_point_v<M>;
-      switch (mode) {
-        case Arith::Add: return M(x + y);
-        case Arith::AddAlpha: return M(x + s * y);
-        case Arith::Mul: return M(x * y);
-        case Arith::Div: return M(x / y);
-        case Arith::DivTrunc: return math::trunc_div<T>(x, y);
-        case Arith::DivFloor: return math::floor_div(x, y);
-        case Arith::Remainder: return math::remainder(x, y);
-        case Arith::Fmod: return math::fmod(x, y);
-        case Arith::Pow: return math::pow(x, y);
-        case Arith::Square: return M(x * x);
-        case Arith::Minimum: return math::minimum(x, y);
-        case Arith::Maximum: return math::maximum(x, y);
-        default: break;
-      }
-      if constexpr (fp) {
-        switch (mode) {
-          case Arith::Atan2: return std::atan2(x, y);
-          case Arith::Lerp: return math::lerp(x, y, s);
-          case Arith::ThresholdBackward: return y <= s ? M(0) : x;
-          default: break;
-        }
-      } else {
-        switch (mode) {
-          case Arith::BitAnd: return M(x & y);
-          case Arith::BitOr: return M(x | y);
-          case Arith::BitXor: return M(x ^ y);
-          case Arith::ShiftLeft: return math::shift_left(x, y);
-          case Arith::ShiftRight: return math::shift_right(x, y);
-          default: break;
-        }
-      }
-      return M(0);
-    }
-  }
-};
 
 /// T: brisk's dtype type (float, Half, int64_t, ...).
 template <class T>
@@ -170,27 +94,6 @@ void threshold_backward_kernel(TensorIter& it, const KernelArgs& a) {
                        [&] { launch_arith<scalar_t>(it, "threshold_backward", Arith::ThresholdBackward, a.s0); });
 }
 
-// ---- ternary: out, x, y, z of one dtype ---------------------------------------------------
-enum class Ternary : int { Lerp, Addcmul, Addcdiv, Clamp };
-
-template <class M>
-struct TernaryOp {
-  Ternary mode;
-  M v;
-  __device__ M operator()(M x, M y, M z) const {
-    switch (mode) {
-      case Ternary::Addcmul: return M(x + v * y * z);
-      case Ternary::Clamp: return math::minimum(math::maximum(x, y), z);
-      default: break;
-    }
-    if constexpr (std::is_floating_point_v<M>) {
-      if (mode == Ternary::Lerp) return math::lerp(x, y, z);
-      return x + v * (y / z);  // addcdiv
-    }
-    return M(0);
-  }
-};
-
 template <class T>
 void launch_ternary(TensorIter& it, const char* op, Ternary mode, const Scalar& v) {
   using S = storage_t<T>;
@@ -216,41 +119,6 @@ void clamp_tensor_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_NUMERIC(it.dtypes[0], "clamp", [&] { launch_ternary<scalar_t>(it, "clamp", Ternary::Clamp, Scalar(0)); });
 }
 
-// ---- predicates of two inputs: bool out ----------------------------------------------------
-enum class Pred : int { Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor, IsClose };
-
-template <class M>
-struct PredOp {
-  static constexpr bool fp = std::is_floating_point_v<M>;
-  using tol_t = std::conditional_t<fp, M, double>;
-  Pred mode;
-  tol_t rtol, atol;
-  bool equal_nan;
-  __device__ bool operator()(M x, M y) const {
-    switch (mode) {
-      case Pred::Eq: return x == y;
-      case Pred::Ne: return x != y;
-      case Pred::Lt: return x < y;
-      case Pred::Le: return x <= y;
-      case Pred::Gt: return x > y;
-      case Pred::Ge: return x >= y;
-      case Pred::And: return x != M(0) && y != M(0);
-      case Pred::Or: return x != M(0) || y != M(0);
-      case Pred::Xor: return (x != M(0)) != (y != M(0));
-      default: break;
-    }
-    // isclose: |x - y| <= atol + rtol * |y|, with inf == inf and optional nan == nan.
-    if constexpr (fp) {
-      if (x == y) return true;
-      if (x != x || y != y) return equal_nan && x != x && y != y;
-      if (std::isinf(x) || std::isinf(y)) return false;
-      return std::abs(x - y) <= atol + rtol * std::abs(y);
-    } else {
-      return x == y || std::abs(double(x) - double(y)) <= atol + rtol * std::abs(double(y));
-    }
-  }
-};
-
 template <class T>
 void launch_pred(TensorIter& it, const char* op, Pred mode, double rtol = 0, double atol = 0, bool equal_nan = false) {
   using S = storage_t<T>;
@@ -275,30 +143,12 @@ void isclose_kernel(TensorIter& it, const KernelArgs& a) {
 }
 static_assert(int(CompareMode::Ge) == 5 && int(LogicalMode::Xor) == 2, "Pred follows CompareMode and LogicalMode");
 
-// ---- where ------------------------------------------------------------------------------------
-template <class M>
-struct WhereOp {
-  __device__ M operator()(bool c, M x, M y) const { return c ? x : y; }
-};
 void where_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_ALL(it.dtypes[0], "where", [&] {
     using S = storage_t<scalar_t>;
     gpu_kernel<S, bool, S, S>(it, "where", WhereOp<math_t<S>>{});
   });
 }
-
-// ---- fill and copy: by element size where no conversion happens ------------------------------
-template <class U>
-struct FillOp {
-  U v;
-  __device__ U operator()() const { return v; }
-};
-struct Identity {
-  template <class V>
-  __device__ V operator()(V v) const {
-    return v;
-  }
-};
 
 void fill_bits(TensorIter& it, uint64_t bits, size_t size) {
   // A dense output whose value repeats one byte (zero_(), fill_(0)): memset.

@@ -7,97 +7,14 @@
 #include <type_traits>
 
 #include "backend/cuda/loops.cuh"
+#include "backend/cuda/pointwise_ops.cuh"
 #include "core/dispatch.h"
 #include "kernels/functors.h"
 
 namespace brisk::cuda::detail {
 namespace {
 
-// Modes beyond UnaryMode's (which keep their own values).
-constexpr int kGeluErf = 1000;
-constexpr int kGeluTanh = 1001;
-constexpr int kSoftplus = 1002;   // a: beta, b: threshold
-constexpr int kClampMin = 1003;   // a: lo
-constexpr int kClampMax = 1004;   // b: hi
-constexpr int kClampBoth = 1005;  // a: lo, b: hi
-
 #define UM(name) static_cast<int>(UnaryMode::name)
-
-// Which math types a row's functor is instantiated for, by its group
-// (Note [The unary list]): the front end promotes integer inputs of Float
-// rows and refuses those of FloatOnly ones, so those never see an integer.
-#define BRISK_TAKES_FLOAT_Float 1
-#define BRISK_TAKES_FLOAT_FloatOnly 1
-#define BRISK_TAKES_FLOAT_Numeric 1
-#define BRISK_TAKES_FLOAT_Predicate 0
-#define BRISK_TAKES_FLOAT_Integral 0
-#define BRISK_TAKES_INT_Float 0
-#define BRISK_TAKES_INT_FloatOnly 0
-#define BRISK_TAKES_INT_Numeric 1
-#define BRISK_TAKES_INT_Predicate 0
-#define BRISK_TAKES_INT_Integral 1
-#define BRISK_IS_PREDICATE_Float 0
-#define BRISK_IS_PREDICATE_FloatOnly 0
-#define BRISK_IS_PREDICATE_Numeric 0
-#define BRISK_IS_PREDICATE_Predicate 1
-#define BRISK_IS_PREDICATE_Integral 0
-
-template <class M>
-struct UnaryOp {
-  int mode;
-  M a, b;
-  __device__ M operator()(M x) const {
-    constexpr bool fp = std::is_floating_point_v<M>;
-    switch (mode) {
-      case kClampMin: return math::maximum(x, a);
-      case kClampMax: return math::minimum(x, b);
-      case kClampBoth: return math::minimum(math::maximum(x, a), b);
-      default: break;
-    }
-    if constexpr (fp) {
-      switch (mode) {
-        case UM(logit): return math::logit(x, a);  // a: eps, or -1 for none
-        case UM(trigamma): return math::op::trigamma{}(x);
-        case kGeluErf: return math::gelu_erf(x);
-        case kGeluTanh: return math::gelu_tanh(x);
-        case kSoftplus: return math::softplus(x, a, b);
-        default: break;
-      }
-    }
-    // One case per row of the unary list, through its scalar functor.
-    switch (mode) {
-#define BRISK_CUDA_UNARY_CASE(ctx, name, group, dtypes, amp, forms)                                         \
-  case UM(name):                                                                                             \
-    if constexpr (!BRISK_IS_PREDICATE_##group &&                                                             \
-                  ((fp && BRISK_TAKES_FLOAT_##group) || (!fp && BRISK_TAKES_INT_##group)))                   \
-      return math::op::name{}(x);                                                                            \
-    else                                                                                                     \
-      return x;
-      BRISK_FORALL_UNARY_OPS(BRISK_CUDA_UNARY_CASE, _)
-#undef BRISK_CUDA_UNARY_CASE
-      default: return x;
-    }
-  }
-};
-
-template <class M>
-struct UnaryPredOp {
-  int mode;
-  __device__ bool operator()(M x) const {
-    switch (mode) {
-#define BRISK_CUDA_PRED_CASE(ctx, name, group, dtypes, amp, forms) \
-  case UM(name):                                                   \
-    if constexpr (BRISK_IS_PREDICATE_##group)                      \
-      return math::op::name{}(x);                                  \
-    else                                                           \
-      break;
-      BRISK_FORALL_UNARY_OPS(BRISK_CUDA_PRED_CASE, _)
-#undef BRISK_CUDA_PRED_CASE
-      default: break;
-    }
-    return x == M(0);  // bitwise_not of bool
-  }
-};
 
 /// T: brisk's dtype type. Out and input are both T.
 template <class T>

@@ -1,0 +1,69 @@
+// What compile's generated CUDA kernels include (src/compile/codegen_cuda.cpp,
+// Note [Generated CUDA kernels]): the eager kernels' device functors and
+// conversions, a kernel argument block and the loop over a 1- or 2-dim
+// iteration space. Compiled by NVRTC only.
+#pragma once
+#include "backend/cuda/pointwise_ops.cuh"
+
+namespace brisk::cg {
+
+/// The kernel's arguments: per operand its first byte and byte strides over
+/// the group's two dims (innermost first), and the dims' sizes.
+template <int N>
+struct Args {
+  char* p[N];
+  long long s0[N];
+  long long s1[N];
+  long long n0, n1;
+};
+
+template <class S>
+__device__ __forceinline__ S ld(const char* p) {
+  return *reinterpret_cast<const S*>(p);
+}
+template <class S>
+__device__ __forceinline__ void st(char* p, S v) {
+  *reinterpret_cast<S*>(p) = v;
+}
+template <class S>
+__device__ __forceinline__ S from_bits(unsigned long long bits) {
+  S v;
+  memcpy(&v, &bits, sizeof(S));
+  return v;
+}
+
+// A node's result as the eager kernel leaves it in memory: an opaque add of
+// -0 with round-to-nearest (exact for every value; a NaN comes back quiet),
+// so that neither NVVM nor ptxas contracts the multiply that ends one node
+// into an add that starts the next (the eager kernels store in between).
+__device__ __forceinline__ float seal(float x) {
+  float y;
+  asm volatile("add.rn.f32 %0, %1, 0f80000000;" : "=f"(y) : "f"(x));
+  return y;
+}
+__device__ __forceinline__ double seal(double x) {
+  double y;
+  asm volatile("add.rn.f64 %0, %1, 0d8000000000000000;" : "=d"(y) : "d"(x));
+  return y;
+}
+template <class S>
+__device__ __forceinline__ S seal(S x) {
+  return x;
+}
+
+/// Calls f(i0, i1) for every element of the n0 x n1 space (a grid-stride
+/// loop; 32-bit index arithmetic when the space allows it).
+template <class F>
+__device__ __forceinline__ void for_each(long long n0, long long n1, const F& f) {
+  const long long total = n0 * n1;
+  const long long start = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
+  if (total <= 0x7fffffffLL && step <= 0x7fffffffLL) {
+    const unsigned u0 = static_cast<unsigned>(n0), ut = static_cast<unsigned>(total), us = static_cast<unsigned>(step);
+    for (unsigned i = static_cast<unsigned>(start); i < ut; i += us) f(static_cast<long long>(i % u0), static_cast<long long>(i / u0));
+  } else {
+    for (long long i = start; i < total; i += step) f(i % n0, i / n0);
+  }
+}
+
+}  // namespace brisk::cg
