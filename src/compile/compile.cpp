@@ -3,6 +3,7 @@
 #include "brisk/compile.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -491,7 +492,17 @@ std::vector<Tensor> CompiledCore::call(const std::vector<Tensor>& inputs, const 
       jit::plan_cuda(entry->graph, im.opts.fuse && im.opts.backend == CompileBackend::Default);
     else if (im.opts.fuse) jit::plan(entry->graph);
     else jit::plan_unfused(entry->graph);
-    entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
+    try {
+      entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
+    } catch (const Error& e) {
+      // NVRTC failed on a generated CUDA kernel (brisk's bug): said once,
+      // and the graph runs call by call through the eager kernels
+      if (!entry->graph.device.is_cuda()) throw;
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) std::fprintf(stderr, "brisk: compile: %s (running the CUDA graph unfused)\n", e.what());
+      jit::plan_unfused(entry->graph);
+      entry->exe = std::make_unique<jit::Executable>(entry->graph, im.opts);
+    }
     jit::release_trace_temps(entry->graph);
     if (entry->graph.split >= 0) {
       jit::Graph& g = entry->graph;

@@ -1,0 +1,142 @@
+// brisk::compile on CUDA (Note [Generated CUDA kernels] in
+// src/compile/codegen_cuda.cpp): functions over CUDA tensors are traced as
+// graphs of eager CUDA elementwise calls, fused groups run as kernels NVRTC
+// compiled for the device; results against the eager CUDA kernels, bit for
+// bit (NaN payloads aside). Skips without a GPU; test_codegen_cuda compiles
+// the same kernels without one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "brisk/brisk.h"
+#include "brisk/compile.h"
+#include "ops/op_rows.h"
+#include "test_util.h"
+
+namespace brisk {
+namespace {
+
+using namespace brisk::testing::rows;
+
+/// Equal bits, any NaN equal to any NaN; on failure, how many elements differ
+/// and the largest difference in units of the last place of float32.
+::testing::AssertionResult same_bits(const Tensor& got_d, const Tensor& want_d) {
+  const Tensor got = got_d.cpu().contiguous(), want = want_d.cpu().contiguous();
+  if (got.dtype() != want.dtype() || !(got.sizes() == want.sizes()))
+    return ::testing::AssertionFailure() << "dtype or shape: " << got.dtype() << got.sizes() << " vs " << want.dtype()
+                                         << want.sizes();
+  const size_t es = element_size(got.dtype());
+  const char* a = static_cast<const char*>(got.data_ptr());
+  const char* b = static_cast<const char*>(want.data_ptr());
+  const Tensor gd = is_floating_point(got.dtype()) ? got.to(kDouble) : Tensor();
+  const Tensor wd = is_floating_point(got.dtype()) ? want.to(kDouble) : Tensor();
+  int64_t bad = 0, first = -1;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    if (std::memcmp(a + i * es, b + i * es, es) == 0) continue;
+    if (gd.defined()) {
+      const double p = gd.data_ptr<double>()[i], q = wd.data_ptr<double>()[i];
+      if (p != p && q != q) continue;
+    }
+    if (first < 0) first = i;
+    ++bad;
+  }
+  if (bad == 0) return ::testing::AssertionSuccess();
+  auto r = ::testing::AssertionFailure() << bad << " of " << got.numel() << " elements differ; first at " << first;
+  if (gd.defined())
+    r << ": " << gd.data_ptr<double>()[first] << " vs eager " << wd.data_ptr<double>()[first];
+  return r;
+}
+
+Tensor gelu_chain(const Tensor& x) { return x * 0.5 * (1.0 + erf(x / 1.41421)); }
+
+TEST(CudaCompile, GeluChainIsOneGeneratedKernelBitEqualToEager) {
+  REQUIRE_CUDA();
+  manual_seed(0);
+  const Tensor x = randn({1 << 20}).cuda() * 3;
+  auto f = compile([](const Tensor& t) { return gelu_chain(t); });
+  const Tensor first = f(x);  // traced (eager kernels)
+  const Tensor got = f(x);    // the generated kernel
+  EXPECT_EQ(f.stats().graph_breaks, 0) << f.stats().last_break;
+  EXPECT_EQ(f.stats().traces, 1);
+  EXPECT_EQ(f.stats().generated, 1) << f.graph_text();
+  EXPECT_TRUE(got.is_cuda());
+  EXPECT_TRUE(same_bits(got, gelu_chain(x)));
+  EXPECT_TRUE(same_bits(first, got));
+  // 16-bit and float64 chains, a broadcast and a transposed operand
+  for (ScalarType dt : {kHalf, kBFloat16, kDouble}) {
+    const Tensor h = (randn({513, 77}) * 2).to(dt).cuda(), r = randn({77}).to(dt).cuda();
+    auto g = compile([](const Tensor& a, const Tensor& b) { return (a.t().sigmoid() * 2.0).t() - b.exp() + a.square(); });
+    g(h, r);
+    EXPECT_TRUE(same_bits(g(h, r), (h.t().sigmoid() * 2.0).t() - r.exp() + h.square())) << dt;
+    EXPECT_EQ(g.stats().graph_breaks, 0) << g.stats().last_break;
+  }
+}
+
+TEST(CudaCompile, EveryPointwiseRowAgainstEager) {
+  REQUIRE_CUDA();
+  int compiled = 0, generated = 0;
+  for (const Row& r : op_test_rows()) {
+    for (ScalarType dt : row_dtypes(r)) {
+      for (const LayoutCase& c : layout_cases()) {
+        const std::string ln = c.name;
+        if (ln != "long" && ln != "broadcast" && ln != "long-transposed" && ln != "0-dim") continue;
+        if (c.min_arity > r.arity) continue;
+        const TensorList first = make_inputs(r, c, dt, 5, Device(kCUDA)), in = make_inputs(r, c, dt, 6, Device(kCUDA));
+        Tensor want;
+        try {
+          want = r.fn(in).mul(1).clone();
+        } catch (const Error&) {
+          continue;
+        }
+        auto f = compile([&r](const std::vector<Tensor>& x) { return r.fn(x).mul(1).clone(); });
+        f(first);
+        const Tensor got = f(in);
+        compiled += f.stats().graph_breaks == 0;
+        generated += f.stats().generated > 0;
+        EXPECT_TRUE(same_bits(got, want)) << label(r, dt, c.name) << "\n" << f.graph_text();
+      }
+    }
+  }
+  std::printf("[ CUDA     ] %d row cases compiled as one graph, %d with a generated kernel\n", compiled, generated);
+  EXPECT_GT(compiled, 300);
+  EXPECT_GT(generated, 300);
+}
+
+TEST(CudaCompile, OtherCudaKernelsAreGraphBreaksNamingTheOp) {
+  REQUIRE_CUDA();
+  const Tensor x = randn({64, 32}).cuda();
+  auto f = compile([](const Tensor& t) { return (t * 2).sum(1).exp(); });
+  const Tensor a = f(x), b = f(x);
+  EXPECT_EQ(f.stats().graph_breaks, 1);
+  EXPECT_NE(f.stats().last_break.find("on CUDA is not recorded by compile yet"), std::string::npos)
+      << f.stats().last_break;
+  EXPECT_TRUE(same_bits(b, (x * 2).sum(1).exp()));
+  auto g = compile([](const Tensor& t) { return (t * 2).sum(1); }, CompileOptions().set_fullgraph(true));
+  testing::expect_error([&] { g(x); }, {"[compile]", "fullgraph", "CUDA"});
+  // one graph, one device
+  auto h = compile([](const Tensor& p, const Tensor& q) { return p + q.cuda(); });
+  h(x, randn({64, 32}));
+  EXPECT_EQ(h.stats().graph_breaks, 1);
+}
+
+TEST(CudaCompile, CompiledBackwardOnCuda) {
+  REQUIRE_CUDA();
+  manual_seed(1);
+  const Tensor x0 = randn({4096}).cuda();
+  auto f = compile([](const Tensor& t) { return gelu_chain(t).sin(); });
+  Tensor xa = x0.clone().requires_grad_(), xb = x0.clone().requires_grad_();
+  const Tensor g = randn({4096}).cuda();
+  for (int it = 0; it < 2; ++it) {
+    xa.mutable_grad() = Tensor();
+    f(xa).backward(g);
+  }
+  gelu_chain(xb).sin().backward(g);
+  EXPECT_EQ(f.stats().graph_breaks, 0) << f.stats().last_break;
+  EXPECT_TRUE(xa.grad().allclose(xb.grad(), 1e-6, 1e-6));
+}
+
+}  // namespace
+}  // namespace brisk
