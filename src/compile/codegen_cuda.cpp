@@ -518,6 +518,9 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
     << "  cg::for_each(a.n0, a.n1, [&](long long i0, long long i1) {\n";
   for (auto& b : body_) s << "    " << b << "\n";
   s << "  });\n}\n";
+  // the host entry of tests/compile/cuda_host_emulation.h (not seen by NVRTC)
+  s << "#ifdef BRISK_CUDA_HOST_EMULATION\nextern \"C\" void " << name << "_host(const void* a) { " << name
+    << "(*static_cast<const brisk::cg::Args<" << args_.size() << ">*>(a)); }\n#endif\n";
   kern.name = name;
   kern.body = s.str();
   kern.args = args_;
@@ -592,9 +595,10 @@ std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g) {
         const std::string nm = "brisk_cuda_k" + std::to_string(unique.size());
         it = name_of_body.emplace(c.kernel.body, nm).first;
         c.kernel.name = nm;
-        const std::string tag = "void __launch_bounds__(256) brisk_cuda_k(";
-        const size_t p = c.kernel.body.find(tag);
-        c.kernel.body.replace(p, tag.size(), "void __launch_bounds__(256) " + nm + "(");
+        // (the body names its function, and its host entry, "brisk_cuda_k")
+        std::string& b = c.kernel.body;
+        for (size_t p = b.find("brisk_cuda_k"); p != std::string::npos; p = b.find("brisk_cuda_k", p + nm.size()))
+          b.replace(p, 12, nm);
         out[gi].code = std::move(c);
         unique.push_back(&out[gi].code.kernel);
         names.push_back(nm);

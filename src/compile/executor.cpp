@@ -291,7 +291,6 @@ int eliminate_common_subexpressions(Graph& g) {
   return remove_nodes(g, drop);
 }
 
-void run_elementwise(const Node& n, char* const* base, DeviceType dev = DeviceType::CPU);
 
 void release_trace_temps(Graph& g) {
   for (Buffer& bf : g.bufs)

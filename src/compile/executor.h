@@ -18,6 +18,9 @@
 
 namespace brisk::jit {
 
+/// Runs one elementwise call through the eager kernel of `dev` (base: each
+/// buffer's first byte).
+void run_elementwise(const Node& n, char* const* base, DeviceType dev = DeviceType::CPU);
 /// Every node its own group (CompileOptions::fuse off).
 void plan_unfused(Graph& g);
 /// plan() for a graph on CUDA: fused groups only where a generated kernel

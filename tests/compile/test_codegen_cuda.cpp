@@ -17,6 +17,7 @@
 #include "brisk/brisk.h"
 #include "compile/codegen_cuda.h"
 #include "compile/executor.h"
+#include "compile/toolchain.h"
 #include "compile/trace.h"
 #include "ops/op_rows.h"
 #include "test_util.h"
@@ -274,6 +275,209 @@ TEST(CodegenCuda, NvrtcCacheAndErrors) {
     EXPECT_NE(m.find("NVRTC"), std::string::npos) << m;
     EXPECT_NE(m.find("error"), std::string::npos) << m;
   }
+}
+
+// ---- the generated kernels run on the host -------------------------------------------------
+// (tests/compile/cuda_host_emulation.h): the same source, compiled by the
+// system C++ compiler, launched through run_cuda_kernel and a CudaJit whose
+// "cubin" is the source and whose launch calls the host entry. The math
+// functions are the host's libm (not CUDA's, not Sleef), so float results
+// are compared within a few ulp; integers and bool bit for bit.
+
+std::string cuda_include_dir() {
+  for (const char* e : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(e); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_fp16.h"))
+      return std::string(v) + "/include";
+  return std::filesystem::exists("/usr/local/cuda/include/cuda_fp16.h") ? "/usr/local/cuda/include" : "";
+}
+
+std::string test_dir() {
+  const char* d = std::getenv("BRISK_TEST_DIR");
+  return d && *d ? d : codegen_dir() + "/tests";
+}
+
+std::vector<std::string> host_emulation_flags() {
+  return {"-std=c++20", "-O1", "-w", "-DBRISK_CUDA_HOST_EMULATION",
+          "-include", test_dir() + "/compile/cuda_host_emulation.h",
+          "-I" + cuda_include_dir(), "-I" + codegen_dir() + "/src", "-I" + codegen_dir() + "/include"};
+}
+
+// The host JIT collects the kernels of many graphs (load() hands out
+// handles), then compiles the distinct ones in one compiler run (finish()).
+struct HostJit {
+  static std::vector<std::string>& bodies() {
+    static std::vector<std::string> v;
+    return v;
+  }
+  static std::map<std::string, int>& index() {
+    static std::map<std::string, int> m;
+    return m;
+  }
+  static std::vector<void (*)(const void*)>& fns() {
+    static std::vector<void (*)(const void*)> v;
+    return v;
+  }
+  static std::string status() { return ""; }
+  static std::string version() { return "host-emulation"; }
+  static std::string compile(const std::string& source, const std::string&) { return source; }
+  static std::vector<void*> load(const std::string& source, const std::vector<std::string>& names) {
+    std::vector<void*> handles;
+    for (const std::string& n : names) {
+      const size_t start = source.find("extern \"C\" __global__ void __launch_bounds__(256) " + n + "(");
+      const size_t end = source.find("#endif\n", start);
+      BRISK_CHECK(start != std::string::npos && end != std::string::npos, "test", "kernel ", n, " not in the source");
+      std::string body = source.substr(start, end + 7 - start);
+      for (size_t p = body.find(n); p != std::string::npos; p = body.find(n, p + 3)) body.replace(p, n.size(), "@K@");
+      auto [it, fresh] = index().emplace(body, static_cast<int>(bodies().size()));
+      if (fresh) bodies().push_back(body);
+      handles.push_back(reinterpret_cast<void*>(static_cast<intptr_t>(it->second + 1)));
+    }
+    return handles;
+  }
+  static void finish() {
+    std::string tu = "#include \"compile/cuda_prelude.cuh\"\n";
+    for (size_t i = 0; i < bodies().size(); ++i) {
+      std::string b = bodies()[i];
+      const std::string nm = "u" + std::to_string(i);
+      for (size_t p = b.find("@K@"); p != std::string::npos; p = b.find("@K@", p)) b.replace(p, 3, nm);
+      tu += b + "\n";
+    }
+    const SharedObject& so = compile_shared_object(tu, host_emulation_flags(), "cuda-host-emulation");
+    fns().clear();
+    for (size_t i = 0; i < bodies().size(); ++i)
+      fns().push_back(reinterpret_cast<void (*)(const void*)>(symbol(so, ("u" + std::to_string(i) + "_host").c_str())));
+  }
+  static void launch(void* kernel, int64_t, const void* args, size_t) {
+    fns().at(static_cast<size_t>(reinterpret_cast<intptr_t>(kernel) - 1))(args);
+  }
+};
+const CudaJit kHostJit = {&HostJit::status, &HostJit::version, &HostJit::compile, &HostJit::load, &HostJit::launch};
+
+/// Installs the host JIT for a scope (the CUDA backend's comes back after).
+struct UseHostJit {
+  const CudaJit* saved = cuda_jit();
+  UseHostJit() { set_cuda_jit(&kHostJit); }
+  ~UseHostJit() { set_cuda_jit(saved); }
+};
+
+/// Runs a traced graph on `in` (host memory): fused groups through their
+/// generated kernels, the other calls through the eager CPU kernels.
+std::vector<Tensor> run_with_generated_kernels(const Graph& g, const std::vector<CudaGroupKernel>& ks,
+                                               const std::vector<Tensor>& in, int& launched) {
+  std::vector<char> internal(g.bufs.size(), 0);
+  for (const Group& grp : g.groups)
+    for (int b : grp.internal) internal[b] = 1;
+  std::vector<Tensor> owners(g.bufs.size());
+  std::vector<char*> base(g.bufs.size(), nullptr);
+  for (size_t b = 0; b < g.bufs.size(); ++b) {
+    const Buffer& bf = g.bufs[b];
+    if (bf.kind == BufKind::Input)
+      owners[b] = in[bf.input];
+    else if (bf.kind == BufKind::External)
+      owners[b] = bf.tensor;
+    else if (!internal[b])
+      owners[b] = zeros({bf.nbytes}, TensorOptions(kUInt8));
+    if (owners[b].defined()) base[b] = static_cast<char*>(owners[b].impl()->storage->data);
+  }
+  for (size_t gi = 0; gi < g.groups.size(); ++gi) {
+    if (ks[gi].fn) {
+      run_cuda_kernel(ks[gi], base.data());
+      ++launched;
+    } else {
+      for (int ni : g.groups[gi].nodes) run_elementwise(g.nodes[ni], base.data());
+    }
+  }
+  std::vector<Tensor> out;
+  const Bound bound{owners, base.data()};
+  for (const OutputRef& r : g.outputs) {
+    if (r.buf < 0) {
+      out.push_back(Tensor());
+      continue;
+    }
+    out.push_back(bound.view(TensorRef{r.buf, r.offset, r.sizes, r.strides, r.dtype}).clone());
+  }
+  return out;
+}
+
+::testing::AssertionResult close_or_equal(const Tensor& got, const Tensor& want) {
+  if (got.dtype() != want.dtype() || !(got.sizes() == want.sizes()))
+    return ::testing::AssertionFailure() << "dtype or shape " << got.dtype() << got.sizes() << " vs " << want.dtype()
+                                         << want.sizes();
+  if (!is_floating_point(got.dtype())) {
+    if (got.equal(want)) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "integers differ:\n" << got << "\n" << want;
+  }
+  const double tol = got.dtype() == kFloat || got.dtype() == kDouble ? 2e-5 : 1.6e-2;
+  const auto a = got.to(kDouble).contiguous().to_vector<double>(), b = want.to(kDouble).contiguous().to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool ok = (std::isnan(a[i]) && std::isnan(b[i])) || a[i] == b[i] ||
+                    std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i]));
+    if (!ok) return ::testing::AssertionFailure() << "element " << i << ": " << a[i] << " vs eager " << b[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(CodegenCuda, GeneratedKernelsRunOnTheHostLikeEager) {
+  if (cuda_include_dir().empty()) GTEST_SKIP() << "no CUDA toolkit headers (cuda_fp16.h) for the host emulation";
+  if (!have_compiler()) GTEST_SKIP() << "no C++ compiler";
+  set_num_threads(1);
+  UseHostJit host;
+  // Every row over four dtypes and three layouts, then a chain behind it
+  // (so that the row's call is inside a fused group), traced on one set of
+  // inputs and run on another.
+  struct Case {
+    std::string label;
+    std::unique_ptr<Traced> t;
+    TensorList in;
+    Tensor want;
+  };
+  std::vector<Case> cases;
+  for (const Row& row : op_test_rows()) {
+    for (ScalarType dt : row_dtypes(row)) {
+      if (dt != kFloat && dt != kBFloat16 && dt != kInt32 && dt != kBool) continue;
+      for (const LayoutCase& lc : layout_cases()) {
+        const std::string ln = lc.name;
+        if (ln != "long" && ln != "broadcast" && ln != "long-transposed") continue;
+        if (lc.min_arity > row.arity) continue;
+        auto fn = [&row](const std::vector<Tensor>& x) {
+          Tensor y = row.fn(x);
+          return std::vector<Tensor>{y.clone(), y.dtype() == kBool ? y.logical_not() : y.mul(y)};
+        };
+        const TensorList first = make_inputs(row, lc, dt, 11), in = make_inputs(row, lc, dt, 12);
+        std::vector<Tensor> want;
+        try {
+          want = fn(in);
+        } catch (const Error&) {
+          continue;
+        }
+        auto t = trace(fn, first);
+        if (!t->reason.empty()) continue;
+        Case c;
+        c.label = row.name + " " + std::string(dtype_name(dt)) + " " + ln;
+        c.t = std::move(t);
+        c.in = in;
+        c.want = want[1];
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  ASSERT_GT(cases.size(), 200u);
+  // all cases' kernels first, then one compiler run for the distinct ones
+  std::vector<std::vector<CudaGroupKernel>> kernels;
+  for (Case& c : cases) kernels.push_back(build_cuda_kernels(c.t->g));
+  const auto t0 = std::chrono::steady_clock::now();
+  HostJit::finish();
+  std::printf("[ HOST-EMU ] %zu distinct kernels compiled in %.1f s\n", HostJit::bodies().size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  int launched = 0, checked = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Case& c = cases[i];
+    const std::vector<Tensor> got = run_with_generated_kernels(c.t->g, kernels[i], c.in, launched);
+    EXPECT_TRUE(close_or_equal(got[1], c.want)) << c.label << "\n" << describe(c.t->g);
+    ++checked;
+  }
+  std::printf("[ HOST-EMU ] %d cases, %d generated kernels launched\n", checked, launched);
+  EXPECT_GT(launched, 200);
 }
 
 }  // namespace
