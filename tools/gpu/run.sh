@@ -9,8 +9,16 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=$(mktemp -d)
 tar -C "$dir" -xJf "$root/.gpu/bins.tar.xz"
 # cuBLAS/cuDNN/CUPTI: the toolkit's, else the pip wheels' (the CUDA image has both)
-extra=$(find / \( -path /proc -o -path /sys \) -prune -o \( -name 'libcudnn.so.*' -o -name 'libcublas.so.*' -o -name 'libcupti.so.*' \) -print 2>/dev/null | xargs -r -n1 dirname | sort -u | tr '\n' ':')
+extra=$(find / \( -path /proc -o -path /sys \) -prune -o \( -name 'libcudnn.so.*' -o -name 'libcublas.so.*' -o -name 'libcupti.so.*' -o -name 'libnvrtc.so.*' \) -print 2>/dev/null | xargs -r -n1 dirname | sort -u | tr '\n' ':')
 export LD_LIBRARY_PATH="$dir/lib:${extra}${LD_LIBRARY_PATH:-}"
+# compile's generated CUDA kernels: NVRTC reads brisk's codegen headers from
+# this tree and cuda_fp16.h / libcu++ (cccl/) from a toolkit or the wheels
+export BRISK_CODEGEN_DIR="$root"
+if [[ ! -f ${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h ]]; then
+  inc=$(find / \( -path /proc -o -path /sys \) -prune -o -name cuda_fp16.h -print 2>/dev/null | while read -r h; do
+    [[ -d $(dirname "$h")/cccl ]] && dirname "$(dirname "$h")" && break; done)
+  [[ -n $inc ]] && export CUDA_HOME="$inc"
+fi
 export BRISK_TEST_DIR="$root/tests"
 # test_process_group's workers and launcher, from the pack (not the build tree's paths)
 export BRISK_DIST_WORKER_EXE="$dir/bin/brisk_dist_worker" BRISK_RUN_EXE_PATH="$dir/bin/brisk-run"
