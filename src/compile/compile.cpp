@@ -224,7 +224,7 @@ namespace compile_detail {
 std::string CompiledCore::graph_text() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   for (auto it = impl_->entries.rbegin(); it != impl_->entries.rend(); ++it)
-    if (!(*it)->eager) return jit::describe((*it)->graph);
+    if (!(*it)->eager) return jit::describe((*it)->graph) + ((*it)->exe ? (*it)->exe->batch_note() : "");
   return "";
 }
 

@@ -804,6 +804,65 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
     alloc_before_[first_use[b]].push_back(static_cast<int>(b));
     if (!is_output_[b]) release_after_[last_use_[b]].push_back(static_cast<int>(b));
   }
+  plan_batches();
+}
+
+// Note [Batches of small groups]
+// A group over fewer elements than kGrainSize runs on one thread (splitting
+// it would cost more than it saves), so a graph of many small groups (an
+// optimizer step written with plain ops: one group per parameter) ran on one
+// thread however many there are. Consecutive small elementwise groups that
+// are independent (none writes a buffer another one reads or writes) form a
+// batch, and the batch's groups run in parallel, each on one thread, as they
+// would alone: the same code on the same elements, so the same bits. Their
+// temps get memory before the batch and go back after it.
+void Executable::plan_batches() {
+  const int ng = static_cast<int>(g_.groups.size());
+  batch_end_.resize(ng);
+  for (int gi = 0; gi < ng; ++gi) batch_end_[gi] = gi + 1;
+  if (g_.device.is_cuda()) return;
+  auto small_elementwise = [&](int gi) {
+    const Group& grp = g_.groups[gi];
+    if (grp.row_node >= 0) return false;
+    for (int ni : grp.nodes) {
+      const Node& nd = g_.nodes[ni];
+      if (nd.opaque() || nd.side_effect || nd.numel > kGrainSize) return false;
+    }
+    return true;
+  };
+  auto touches = [&](int gi, std::vector<int>& reads, std::vector<int>& writes) {
+    reads.clear();
+    writes.clear();
+    for (int ni : g_.groups[gi].nodes) {
+      const Node& nd = g_.nodes[ni];
+      writes.push_back(nd.out().buf);
+      for (int k = 1; k < nd.noperands; ++k)
+        if (!nd.ops[k].is_const()) reads.push_back(nd.ops[k].buf);
+    }
+  };
+  std::vector<char> read_in(g_.bufs.size(), 0), written_in(g_.bufs.size(), 0);
+  std::vector<int> r, w, used;
+  for (int gi = 0; gi < ng;) {
+    if (!small_elementwise(gi)) {
+      ++gi;
+      continue;
+    }
+    int ge = gi;
+    used.clear();
+    while (ge < ng && small_elementwise(ge)) {
+      touches(ge, r, w);
+      bool independent = true;
+      for (int b : w) independent = independent && !read_in[b] && !written_in[b];
+      for (int b : r) independent = independent && !written_in[b];
+      if (!independent) break;
+      for (int b : r) read_in[b] = 1, used.push_back(b);
+      for (int b : w) written_in[b] = 1, used.push_back(b);
+      ++ge;
+    }
+    for (int b : used) read_in[b] = written_in[b] = 0;
+    if (ge - gi >= 2) batch_end_[gi] = ge;
+    gi = std::max(ge, gi + 1);
+  }
 }
 
 int Executable::generated_groups() const {
@@ -1209,9 +1268,40 @@ void Executable::bind_input(RunState& st, int index, const Tensor& t) const {
   }
 }
 
+std::string Executable::batch_note() const {
+  std::string s;
+  for (size_t gi = 0; gi < batch_end_.size(); ++gi)
+    if (batch_end_[gi] > static_cast<int>(gi) + 1)
+      s += (s.empty() ? "batches (run in parallel when there are threads):" : ",") + std::string(" groups ") +
+           std::to_string(gi) + "-" + std::to_string(batch_end_[gi] - 1);
+  return s.empty() ? s : s + "\n";
+}
+
 void Executable::run_groups(RunState& st, int g0, int g1) const {
   const Bound bound{st.owners, st.base.data()};
   for (int gi = g0; gi < g1; ++gi) {
+    const int ge = std::min(batch_end_[gi], g1);
+    if (ge > gi + 1 && get_num_threads() > 1) {
+      // Note [Batches of small groups]
+      for (int gb = gi; gb < ge; ++gb)
+        for (int b : alloc_before_[gb]) {
+          const Buffer& bf = g_.bufs[b];
+          const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
+          st.temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, g_.device);
+          st.owners[b] = st.temps[b];
+          st.base[b] = static_cast<char*>(st.temps[b].impl()->storage->data);
+        }
+      parallel_for(gi, ge, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t gb = b0; gb < b1; ++gb) run_group(static_cast<int>(gb), bound);
+      });
+      for (int gb = gi; gb < ge; ++gb)
+        for (int b : release_after_[gb]) {
+          st.temps[b] = Tensor();
+          st.owners[b] = Tensor();
+        }
+      gi = ge - 1;
+      continue;
+    }
     // Memory planning: a temp gets memory just before the first group that
     // touches it and goes back to the cache after the last one (so the
     // caching allocator hands the same blocks to later temps).

@@ -65,11 +65,18 @@ class Executable {
   /// where it was tried and refused ("" when all were generated).
   int generated_groups() const;
   const std::string& codegen_note() const { return codegen_note_; }
+  /// "batches: groups 0-199 (200)\n" for the batches of small groups (Note
+  /// [Batches of small groups]), "" when there are none.
+  std::string batch_note() const;
   /// CompileMode::MaxAutotune: the variants timed so far and the ones kept.
   std::string autotune_note() const;
 
  private:
   void run_group(int gi, const Bound& bound) const;
+  /// Note [Batches of small groups] (executor.cpp): batch_end_[gi] is one past
+  /// the last group of the batch that starts at gi (gi + 1: no batch).
+  void plan_batches();
+  std::vector<int> batch_end_;
   void run_node(const Node& n, char* const* base) const;
   void run_fused(int gi, char* const* base) const;
   void run_row_group(int gi, const Bound& bound) const;

@@ -376,6 +376,56 @@ TEST_F(Compile, PointwiseIntermediatesAreRecomputedInTheBackward) {
   }
 }
 
+// Note [Batches of small groups]: an update written with plain ops over many
+// small parameters is one small group per parameter; with two threads the
+// independent groups run side by side, with eager's bits.
+TEST_F(Compile, SmallIndependentGroupsRunAsABatch) {
+  manual_seed(3);
+  std::vector<Tensor> ps, ms, gs, ps_e, ms_e;
+  for (int i = 0; i < 24; ++i) {
+    ps.push_back(randn({1000 + 37 * i}));
+    ms.push_back(zeros({1000 + 37 * i}));
+    gs.push_back(randn({1000 + 37 * i}));
+    ps_e.push_back(ps.back().clone());
+    ms_e.push_back(ms.back().clone());
+  }
+  auto step = [](std::vector<Tensor>& p, std::vector<Tensor>& m, const std::vector<Tensor>& g) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      m[i].mul_(0.9).add_(g[i], 0.1);
+      p[i].sub_(m[i] * 0.01 / (m[i].abs().sqrt() + 1e-8));
+    }
+  };
+  auto f = compile([&](const std::vector<Tensor>& g) {
+    step(ps, ms, g);
+    return std::vector<Tensor>{};
+  });
+  set_num_threads(2);
+  for (int it = 0; it < 3; ++it) {
+    f(gs);
+    step(ps_e, ms_e, gs);
+  }
+  set_num_threads(1);
+  EXPECT_EQ(f.stats().graph_breaks, 0) << f.stats().last_break;
+  EXPECT_NE(f.graph_text().find("batches (run in parallel when there are threads): groups 0-23"), std::string::npos)
+      << f.graph_text();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_TRUE(same_bits(ps[i], ps_e[i])) << i;
+    EXPECT_TRUE(same_bits(ms[i], ms_e[i])) << i;
+  }
+  // a group that reads what an earlier one writes is not in its batch
+  Tensor a = randn({500}), b = randn({500});
+  auto h = compile([](const Tensor& x, const Tensor& y) {
+    Tensor u = (x * 2).exp();
+    Tensor v = (y + 1).sin();
+    return std::vector<Tensor>{u, v, (u.sum() + v).cos()};
+  });
+  set_num_threads(2);
+  h(a, b);
+  const auto r = h(a, b);
+  set_num_threads(1);
+  EXPECT_TRUE(same_bits(r[2], ((a * 2).exp().sum() + (b + 1).sin()).cos()));
+}
+
 // One compiled function called from two threads at once: traces, cache
 // hits, new batch sizes and autotuning on both, each call eager's bits.
 TEST_F(Compile, ConcurrentCallersShareOneCompiledFunction) {
