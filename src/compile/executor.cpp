@@ -1,9 +1,11 @@
 // Fusion planning and the fused-graph interpreter.
 #include "compile/executor.h"
 
+#include "brisk/cuda.h"
 #include "compile/codegen_cuda.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <array>
 #include <chrono>
@@ -82,6 +84,16 @@ void plan_cuda(Graph& g, bool fuse) {
   // temps in memory.
   const CudaJit* jit = cuda_jit();
   if (!fuse || !jit || !jit->nvrtc_status().empty()) return plan_unfused(g);
+  if (cuda::is_current_stream_capturing()) {
+    // No NVRTC and no module loading inside a CUDA graph capture: a function
+    // first called while capturing runs call by call (said once).
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true))
+      std::fprintf(stderr,
+                   "brisk: compile: a compiled function was first called (for these shapes) while capturing a CUDA "
+                   "graph: it runs unfused; call it once before the capture to get its generated kernels\n");
+    return plan_unfused(g);
+  }
   plan(g);
   std::vector<Group> groups;
   for (Group& grp : g.groups) {
