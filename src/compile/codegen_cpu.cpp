@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "brisk/error.h"
+#include "compile/group_buffers.h"
 #include "compile/toolchain.h"
 #include "core/parallel.h"
 
@@ -175,7 +176,7 @@ struct Unsupported {
 /// The generator's state for one group.
 class Gen {
  public:
-  Gen(const Graph& g, const Group& grp, int64_t block) : g_(g), grp_(grp), forced_block_(block) {}
+  Gen(const Graph& g, const Group& grp, int64_t block) : g_(g), grp_(grp), forced_block_(block), bufs_(grp) {}
 
   CpuCodegen run(const std::string& name) {
     CpuCodegen r;
@@ -205,17 +206,9 @@ class Gen {
   std::vector<int64_t> shape_;
   std::vector<CpuKernelArg> args_;
   std::vector<std::array<int64_t, 2>> arg_strides_;
-  std::map<int, Block> cur_;       // buffer -> the block holding its current value
-  std::map<int, Block> last_write_;  // materialized buffer -> its final value
   std::vector<std::string> decls_, prelude_, body_;
   int nconst_ = 0, nblocks_ = 0;
   size_t block_bytes_ = 0;  // the kernel's stack blocks, bytes per element of a block
-
-  bool internal(int buf) const {
-    for (int b : grp_.internal)
-      if (b == buf) return true;
-    return false;
-  }
 
   std::string new_block(ScalarType dt, const std::string& prefix) {
     block_bytes_ += element_size(math_dt(dt));
@@ -224,22 +217,11 @@ class Gen {
     return n;
   }
 
-  /// An operand's geometry: buffer, offset, strides of the group's dims, dtype.
-  struct Geo {
-    int buf;
-    int64_t offset, s0, s1;
-    ScalarType dt;
-    auto key() const { return std::make_tuple(buf, offset, s0, s1, static_cast<int>(dt)); }
-    bool operator<(const Geo& o) const { return key() < o.key(); }
-    bool operator==(const Geo& o) const { return key() == o.key(); }
-  };
-  Geo geo(const Operand& op) const {
-    return {op.buf, op.offset, op.strides[0], ndim_ > 1 ? op.strides[1] : 0, op.dtype};
-  }
+  using Geo = OperandGeometry;
+  Geo geo(const Operand& op) const { return geometry_of(op, ndim_); }
+  GroupBuffers<Block> bufs_;                      // which geometry and value each buffer has (group_buffers.h)
   std::map<Geo, int> arg_of_geo_;                 // kernel argument of each geometry
   std::map<Geo, Block> loaded_;                   // the loaded block of each geometry read
-  std::map<int, Geo> written_geo_;                // buffer -> the one geometry the group writes it with
-  std::map<int, std::vector<Geo>> read_geos_;     // buffer -> geometries read before any write
 
   int arg_for(const Geo& g) {
     auto it = arg_of_geo_.find(g);
@@ -265,15 +247,12 @@ class Gen {
     }
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("operand of an unknown buffer");
     const Geo gm = geo(op);
-    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
-      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written and read with two layouts or dtypes");
-      return cur_.at(op.buf);
-    }
-    if (internal(op.buf)) no("an internal temp is read before the group writes it");
+    std::string why;
+    if (const Block* b = bufs_.read(gm, why)) return *b;
+    if (!why.empty()) no(why);
     if (auto it = loaded_.find(gm); it != loaded_.end()) return it->second;
     const int j = arg_for(gm);
     args_[j].read = true;
-    read_geos_[op.buf].push_back(gm);
     // the loaded block: a pointer into the tensor when it is contiguous in
     // the math type and the block is whole vectors, else a copy
     const std::string jj = std::to_string(j);
@@ -300,27 +279,14 @@ class Gen {
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("a node writes an unknown buffer");
     if (!cpp_type(op.dtype)) no("output dtype " + dn((op.dtype)));
     const Geo gm = geo(op);
-    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
-      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written with two layouts or dtypes");
-    } else {
-      for (const Geo& r : read_geos_[op.buf])
-        if (!(r == gm)) no("buffer " + std::to_string(op.buf) + " is read and written with two layouts or dtypes");
-    }
+    if (std::string why = bufs_.check_write(gm); !why.empty()) no(why);
     Block b{new_block(op.dtype, "v"), op.dtype};
-    pending_out_ = op.buf;
     pending_geo_ = gm;
     return b;
   }
-  int pending_out_ = -1;
   Geo pending_geo_{};
   void commit(const Block& b) {
-    written_geo_[pending_out_] = pending_geo_;
-    cur_[pending_out_] = b;
-    if (!internal(pending_out_)) {
-      const int j = arg_for(pending_geo_);
-      args_[j].written = true;
-      last_write_[pending_out_] = b;
-    }
+    if (bufs_.wrote(pending_geo_, b)) args_[arg_for(pending_geo_)].written = true;
   }
 
   // ---- emission helpers ----
@@ -830,8 +796,8 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   for (size_t j = 0; j < args_.size(); ++j) s << ind << "(void)p" << j << ";\n";
   for (auto& l : loads_) s << ind << l << "\n";
   for (auto& b : body_) s << ind << b << "\n";
-  for (auto& [buf, blk] : last_write_) {
-    const int j = arg_of_geo_.at(written_geo_.at(buf));
+  for (auto& [buf, blk] : bufs_.last_write()) {
+    const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
     s << ind << "cg::st<" << cpp_type(blk.dt) << ">(p" << j << ", s" << j << "_0, " << blk.name << ", n);\n";
   }
   s << "  }\n}\n";

@@ -11,6 +11,7 @@
 
 #include "brisk/error.h"
 #include "compile/codegen_cpu.h"
+#include "compile/group_buffers.h"
 #include "compile/toolchain.h"
 
 namespace brisk::jit {
@@ -137,7 +138,7 @@ struct Unsupported {
 
 class Gen {
  public:
-  Gen(const Graph& g, const Group& grp) : g_(g), grp_(grp) {}
+  Gen(const Graph& g, const Group& grp) : g_(g), grp_(grp), bufs_(grp) {}
 
   CudaCodegen run(const std::string& name) {
     CudaCodegen r;
@@ -158,37 +159,21 @@ class Gen {
     std::string name;
     ScalarType dt;
   };
-  struct Geo {
-    int buf;
-    int64_t offset, s0, s1;
-    ScalarType dt;
-    auto key() const { return std::make_tuple(buf, offset, s0, s1, static_cast<int>(dt)); }
-    bool operator<(const Geo& o) const { return key() < o.key(); }
-    bool operator==(const Geo& o) const { return key() == o.key(); }
-  };
+  using Geo = OperandGeometry;
   [[noreturn]] static void no(const std::string& why) { throw Unsupported{why}; }
 
   const Graph& g_;
   const Group& grp_;
   int ndim_ = 1;
   std::vector<CudaKernelArg> args_;
+  GroupBuffers<Val> bufs_;
   std::map<Geo, int> arg_of_geo_;
   std::map<Geo, Val> loaded_;
-  std::map<int, Geo> written_geo_;
-  std::map<int, std::vector<Geo>> read_geos_;
-  std::map<int, Val> cur_;         // buffer -> its current value
-  std::map<int, Val> last_write_;  // materialized buffer -> its final value
   std::vector<std::string> body_;
   int nvals_ = 0;
-  int pending_out_ = -1;
   Geo pending_geo_{};
 
-  bool internal(int buf) const {
-    for (int b : grp_.internal)
-      if (b == buf) return true;
-    return false;
-  }
-  Geo geo(const Operand& op) const { return {op.buf, op.offset, op.strides[0], ndim_ > 1 ? op.strides[1] : 0, op.dtype}; }
+  Geo geo(const Operand& op) const { return geometry_of(op, ndim_); }
   int arg_for(const Geo& gm) {
     auto it = arg_of_geo_.find(gm);
     if (it != arg_of_geo_.end()) return it->second;
@@ -217,15 +202,12 @@ class Gen {
     }
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("operand of an unknown buffer");
     const Geo gm = geo(op);
-    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
-      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written and read with two layouts or dtypes");
-      return cur_.at(op.buf);
-    }
-    if (internal(op.buf)) no("an internal temp is read before the group writes it");
+    std::string why;
+    if (const Val* v = bufs_.read(gm, why)) return *v;
+    if (!why.empty()) no(why);
     if (auto it = loaded_.find(gm); it != loaded_.end()) return it->second;
     const int j = arg_for(gm);
     args_[j].read = true;
-    read_geos_[op.buf].push_back(gm);
     const std::string v = "l" + std::to_string(j);
     body_.push_back("const " + std::string(dev_type(op.dtype)) + " " + v + " = cg::ld<" + dev_type(op.dtype) + ">(" +
                     addr(j) + ");");
@@ -240,13 +222,7 @@ class Gen {
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("a call writes an unknown buffer");
     if (!dev_type(op.dtype)) no("output dtype " + dn(op.dtype));
     const Geo gm = geo(op);
-    if (auto w = written_geo_.find(op.buf); w != written_geo_.end()) {
-      if (!(w->second == gm)) no("buffer " + std::to_string(op.buf) + " is written with two layouts or dtypes");
-    } else {
-      for (const Geo& r : read_geos_[op.buf])
-        if (!(r == gm)) no("buffer " + std::to_string(op.buf) + " is read and written with two layouts or dtypes");
-    }
-    pending_out_ = op.buf;
+    if (std::string why = bufs_.check_write(gm); !why.empty()) no(why);
     pending_geo_ = gm;
   }
   /// The call's result: `expr` (a value of dtype dt's storage type).
@@ -254,14 +230,7 @@ class Gen {
     const ScalarType dt = n.ops[0].dtype;
     const std::string v = "t" + std::to_string(nvals_++);
     body_.push_back("const " + std::string(dev_type(dt)) + " " + v + " = cg::seal(" + expr + ");");
-    const Val val{v, dt};
-    written_geo_[pending_out_] = pending_geo_;
-    cur_[pending_out_] = val;
-    if (!internal(pending_out_)) {
-      const int j = arg_for(pending_geo_);
-      args_[j].written = true;
-      last_write_[pending_out_] = val;
-    }
+    if (bufs_.wrote(pending_geo_, Val{v, dt})) args_[arg_for(pending_geo_)].written = true;
   }
   /// from_math<S_out>(functor(inputs...)) with each input converted to math.
   void call(const Node& n, const std::string& functor, std::initializer_list<int> operands) {
@@ -506,8 +475,8 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
   }
   if (args_.empty()) no("no buffers");
   if (args_.size() > 64) no("more than 64 operands");
-  for (auto& [buf, v] : last_write_) {
-    const int j = arg_of_geo_.at(written_geo_.at(buf));
+  for (auto& [buf, v] : bufs_.last_write()) {
+    const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
     body_.push_back("cg::st<" + std::string(dev_type(v.dt)) + ">(" + addr(j) + ", " + v.name + ");");
   }
   std::ostringstream s;
