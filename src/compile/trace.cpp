@@ -102,145 +102,147 @@ bool traceable_op(std::string_view name) {
   }
 }
 
-template <int K>
+template <int K, int D>
 void elementwise_wrapper(TensorIter& it, const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void reduce_wrapper(ReducePlan& plan, const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                      const Tensor& bias, double eps);
-template <int K>
+template <int K, int D>
 void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta);
-template <int K>
+template <int K, int D>
 void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                            const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void attention_wrapper(const AttentionArgs& args);
-template <int K>
+template <int K, int D>
 void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void conv_forward_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
                           const Tensor& bias, const Tensor& dst, conv::ConvScratch* scratch);
-template <int K>
+template <int K, int D>
 void conv_backward_data_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
                                 const Tensor& grad_src, conv::ConvScratch* scratch);
-template <int K>
+template <int K, int D>
 void conv_backward_weights_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
                                    const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch);
-template <int K>
+template <int K, int D>
 void max_pool_wrapper(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, Tensor* taps);
-template <int K>
+template <int K, int D>
 void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const Tensor& taps, const Tensor& gx);
-template <int K>
+template <int K, int D>
 void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& out);
-template <int K>
+template <int K, int D>
 void cross_entropy_wrapper(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
                            const Tensor& target, const Tensor& weight, int64_t ignore_index, double ls);
-template <int K>
+template <int K, int D>
 void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad_loss, const Tensor& input,
                                     const Tensor& target, const Tensor& weight, const Tensor& lse,
                                     int64_t ignore_index, double ls);
-template <int K>
+template <int K, int D>
 std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v,
                                              const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                              const Tensor& running_var, bool training, bool update, double momentum,
                                              double eps);
-template <int K>
+template <int K, int D>
 void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
                                  const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx,
                                  const Tensor& dw, const Tensor& db);
-template <int K>
+template <int K, int D>
 std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
                                              const Tensor& weight, const Tensor& bias, double eps);
-template <int K>
+template <int K, int D>
 void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G,
                                  const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dx,
                                  const Tensor& dw, const Tensor& db);
-template <int K>
+template <int K, int D>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args);
-template <int K>
+template <int K, int D>
 void rownorm_backward_wrapper(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                               const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight);
 
 using WrapperFn = detail::AnyFn;
 // One wrapper per slot whose calls compile records; null for the others.
-template <int K>
+template <int K, int D>
 constexpr WrapperFn wrapper_for() {
   using Sig = typename OpSignature<static_cast<OpId>(K)>::type;
   if constexpr (std::is_same_v<Sig, ElementwiseFn>)
-    return reinterpret_cast<WrapperFn>(&elementwise_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&elementwise_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, ReduceFn>)
-    return reinterpret_cast<WrapperFn>(&reduce_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&reduce_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, DimFn>)
-    return reinterpret_cast<WrapperFn>(&dim_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&dim_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, RowNormFn>)
-    return reinterpret_cast<WrapperFn>(&rownorm_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&rownorm_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, GemmFn>)
-    return reinterpret_cast<WrapperFn>(&gemm_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&gemm_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, DimBackwardFn>)
-    return reinterpret_cast<WrapperFn>(&dim_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&dim_backward_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, RowNormBackwardFn>)
-    return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&rownorm_backward_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, RandomFn>)  // uniform, normal, bernoulli, randint
-    return reinterpret_cast<WrapperFn>(&random_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&random_wrapper<K, D>);
   // (by slot: the forward's and the weight gradient's signatures are the same type)
   else if constexpr (K == static_cast<int>(OpId::conv_forward))
-    return reinterpret_cast<WrapperFn>(&conv_forward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&conv_forward_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::conv_backward_data))
-    return reinterpret_cast<WrapperFn>(&conv_backward_data_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&conv_backward_data_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::conv_backward_weights))
-    return reinterpret_cast<WrapperFn>(&conv_backward_weights_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&conv_backward_weights_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, MaxPoolFn>)
-    return reinterpret_cast<WrapperFn>(&max_pool_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&max_pool_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, MaxPoolBackwardFn>)
-    return reinterpret_cast<WrapperFn>(&max_pool_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&max_pool_backward_wrapper<K, D>);
   else if constexpr (std::is_same_v<Sig, AvgPoolFn>)  // forward and backward
-    return reinterpret_cast<WrapperFn>(&avg_pool_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&avg_pool_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::cross_entropy))
-    return reinterpret_cast<WrapperFn>(&cross_entropy_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&cross_entropy_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::cross_entropy_backward))
-    return reinterpret_cast<WrapperFn>(&cross_entropy_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&cross_entropy_backward_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::batch_norm))
-    return reinterpret_cast<WrapperFn>(&batch_norm_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&batch_norm_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::batch_norm_backward))
-    return reinterpret_cast<WrapperFn>(&batch_norm_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&batch_norm_backward_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::group_norm))
-    return reinterpret_cast<WrapperFn>(&group_norm_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&group_norm_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::group_norm_backward))
-    return reinterpret_cast<WrapperFn>(&group_norm_backward_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&group_norm_backward_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::index_select) ||  // of the IndexFn slots, those that only
                      K == static_cast<int>(OpId::gather) ||        // read and write a fresh output
                      K == static_cast<int>(OpId::index))           // (advanced: dim is the mask of indexed dims)
-    return reinterpret_cast<WrapperFn>(&index_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&index_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::scatter) || K == static_cast<int>(OpId::scatter_add) ||
                      K == static_cast<int>(OpId::index_add) ||
                      K == static_cast<int>(OpId::index_put))  // and those that write into self
-    return reinterpret_cast<WrapperFn>(&index_inplace_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&index_inplace_wrapper<K, D>);
   else if constexpr (K == static_cast<int>(OpId::attention_fused))  // the forward (the backward needs grad mode)
-    return reinterpret_cast<WrapperFn>(&attention_wrapper<K>);
+    return reinterpret_cast<WrapperFn>(&attention_wrapper<K, D>);
   else
     return nullptr;
 }
 template <int... Ks>
 constexpr std::array<WrapperFn, sizeof...(Ks)> make_wrappers(std::integer_sequence<int, Ks...>) {
-  return {wrapper_for<Ks>()...};
+  return {wrapper_for<Ks, 0>()...};
 }
 const std::array<WrapperFn, kNumOps> kWrappers = make_wrappers(std::make_integer_sequence<int, kNumOps>{});
 
-// On CUDA only the elementwise calls are recorded yet (Note [Generated CUDA
-// kernels] in codegen_cuda.cpp): any other CUDA kernel is a graph break.
-template <int K>
-void cuda_elementwise_wrapper(TensorIter& it, const KernelArgs& args);
+// On CUDA (Note [Generated CUDA kernels] in codegen_cuda.cpp) the
+// elementwise calls, reductions, the row ops of the DimFn slots (softmax,
+// log_softmax and their backward), the row norms and the GEMMs are recorded;
+// any other CUDA kernel is a graph break. Row fusion is the CPU's only.
 template <int K>
 constexpr WrapperFn cuda_wrapper_for() {
   using Sig = typename OpSignature<static_cast<OpId>(K)>::type;
-  if constexpr (std::is_same_v<Sig, ElementwiseFn>)
-    return reinterpret_cast<WrapperFn>(&cuda_elementwise_wrapper<K>);
+  if constexpr (std::is_same_v<Sig, ElementwiseFn> || std::is_same_v<Sig, ReduceFn> || std::is_same_v<Sig, DimFn> ||
+                std::is_same_v<Sig, RowNormFn> || std::is_same_v<Sig, GemmFn> || std::is_same_v<Sig, DimBackwardFn> ||
+                std::is_same_v<Sig, RowNormBackwardFn>)
+    return wrapper_for<K, static_cast<int>(DeviceType::CUDA)>();
   else
     return nullptr;
 }
@@ -250,10 +252,10 @@ constexpr std::array<WrapperFn, sizeof...(Ks)> make_cuda_wrappers(std::integer_s
 }
 const std::array<WrapperFn, kNumOps> kCudaWrappers = make_cuda_wrappers(std::make_integer_sequence<int, kNumOps>{});
 
-template <int K>
+template <int K, int D>
 typename OpSignature<static_cast<OpId>(K)>::type real_kernel() {
   return reinterpret_cast<typename OpSignature<static_cast<OpId>(K)>::type>(
-      detail::g_kernel_table[K][static_cast<int>(DeviceType::CPU)]);
+      detail::g_kernel_table[K][D]);
 }
 
 // Runs the kernel as part of the recorded call (kernels it calls are not
@@ -268,18 +270,9 @@ void run_recorded(Tracer* t, const F& f) {
   f();
 }
 
-template <int K>
+template <int K, int D>
 void elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
-  auto fn = real_kernel<K>();
-  Tracer* t = t_tracer;
-  if (!t || t->in_kernel) return fn(it, args);
-  t->record(static_cast<OpId>(K), it, args);
-  run_recorded(t, [&] { fn(it, args); });
-}
-
-template <int K>
-void cuda_elementwise_wrapper(TensorIter& it, const KernelArgs& args) {
-  auto fn = reinterpret_cast<ElementwiseFn>(detail::g_kernel_table[K][static_cast<int>(DeviceType::CUDA)]);
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(it, args);
   t->record(static_cast<OpId>(K), it, args);
@@ -293,9 +286,9 @@ Node opaque_node(Tracer* t, int k, const char* pending) {
   return n;
 }
 
-template <int K>
+template <int K, int D>
 void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(plan, args);
   Node n = opaque_node(t, K, t->pending());
@@ -311,10 +304,10 @@ void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
       p.in = ib >= 0 ? b.base[ib] + io : nullptr;
       p.out = ob >= 0 ? b.base[ob] + oo : nullptr;
       p.out2 = o2b >= 0 ? b.base[o2b] + o2o : nullptr;
-      real_kernel<K>()(p, args);
+      real_kernel<K, D>()(p, args);
     };
     // a reduction over contiguous rows (inner 1): each output reads one row
-    if (plan.inner == 1 && plan.reduce > 0 && plan.outer > 0 && ib >= 0) {
+    if (D == 0 && plan.inner == 1 && plan.reduce > 0 && plan.outer > 0 && ib >= 0) {
       n.row_count = plan.outer;
       n.row_cols = plan.reduce;
       n.row_in = ib;
@@ -329,7 +322,7 @@ void reduce_wrapper(ReducePlan& plan, const KernelArgs& args) {
         p.out2 = o2b >= 0 ? b.base[o2b] + o2o + r0 * es2 : nullptr;
         p.chunk_outer = plan.outer;
         p.outer = nr;
-        real_kernel<K>()(p, args);
+        real_kernel<K, D>()(p, args);
       };
     }
     t->add_node(std::move(n));
@@ -353,19 +346,19 @@ Tensor row_view(const Bound& b, const TensorRef& r, int64_t r0, int64_t nr, int6
   return b.view(v);
 }
 
-template <int K>
+template <int K, int D>
 void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(out, in, dim, args);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef ri = t->tensor_ref(in, false, n), ro = t->tensor_ref(out, true, n);
   if (t->break_reason().empty()) {
-    n.run = [ri, ro, dim, args](const Bound& b) { real_kernel<K>()(b.view(ro), b.view(ri), dim, args); };
+    n.run = [ri, ro, dim, args](const Bound& b) { real_kernel<K, D>()(b.view(ro), b.view(ri), dim, args); };
     // softmax / log_softmax over a contiguous last dim: rows are independent
     // (the kernel runs each row alone: backend/cpu/kernels/softmax.cpp)
     if constexpr (K == static_cast<int>(OpId::softmax) || K == static_cast<int>(OpId::log_softmax)) {
-      if (in.dim() >= 1 && dim == in.dim() - 1 && in.size(-1) > 0 && in.is_contiguous() && out.is_contiguous() &&
+      if (D == 0 && in.dim() >= 1 && dim == in.dim() - 1 && in.size(-1) > 0 && in.is_contiguous() && out.is_contiguous() &&
           in.dtype() == out.dtype()) {
         const int64_t cols = in.size(-1), rows = in.numel() / cols;
         n.row_count = rows;
@@ -374,7 +367,7 @@ void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelA
         n.row_in_offset = ri.offset;
         n.row_in_dtype = in.dtype();
         n.run_rows = [ro, cols, args](const Bound& b, int64_t r0, int64_t nr, const Tensor& x) {
-          real_kernel<K>()(row_view(b, ro, r0, nr, cols, true), x, 1, args);
+          real_kernel<K, D>()(row_view(b, ro, r0, nr, cols, true), x, 1, args);
         };
       }
     }
@@ -383,10 +376,10 @@ void dim_wrapper(const Tensor& out, const Tensor& in, int64_t dim, const KernelA
   run_recorded(t, [&] { fn(out, in, dim, args); });
 }
 
-template <int K>
+template <int K, int D>
 void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
                      const Tensor& bias, double eps) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(y, mean, rstd, x, weight, bias, eps);
   Node n = opaque_node(t, K, t->pending());
@@ -395,10 +388,10 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
   const TensorRef ry = t->tensor_ref(y, true, n), rm = t->tensor_ref(mean, true, n), rr = t->tensor_ref(rstd, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(ry), b.view(rm), b.view(rr), b.view(rx), b.view(rw), b.view(rb), eps);
+      real_kernel<K, D>()(b.view(ry), b.view(rm), b.view(rr), b.view(rx), b.view(rw), b.view(rb), eps);
     };
     // each row alone (backend/cpu/kernels/norm_rows.cpp)
-    if (x.dim() == 2 && x.size(1) > 0 && x.is_contiguous() && y.is_contiguous()) {
+    if (D == 0 && x.dim() == 2 && x.size(1) > 0 && x.is_contiguous() && y.is_contiguous()) {
       const int64_t cols = x.size(1);
       n.row_count = x.size(0);
       n.row_cols = cols;
@@ -406,7 +399,7 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
       n.row_in_offset = rx.offset;
       n.row_in_dtype = x.dtype();
       n.run_rows = [=](const Bound& b, int64_t r0, int64_t nr, const Tensor& xr) {
-        real_kernel<K>()(row_view(b, ry, r0, nr, cols, true), row_view(b, rm, r0, nr, 1, false),
+        real_kernel<K, D>()(row_view(b, ry, r0, nr, cols, true), row_view(b, rm, r0, nr, 1, false),
                          row_view(b, rr, r0, nr, 1, false), xr, b.view(rw), b.view(rb), eps);
       };
     }
@@ -415,9 +408,9 @@ void rownorm_wrapper(const Tensor& y, const Tensor& mean, const Tensor& rstd, co
   run_recorded(t, [&] { fn(y, mean, rstd, x, weight, bias, eps); });
 }
 
-template <int K>
+template <int K, int D>
 void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha, const Scalar& beta) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(out, a, b, alpha, beta);
   Node n = opaque_node(t, K, t->pending());
@@ -426,7 +419,7 @@ void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
   const TensorRef ro = reads_out ? t->tensor_ref(out, false, n) : t->tensor_ref(out, true, n);
   if (reads_out && ro.buf >= 0) n.writes.push_back(ro.buf);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& bd) { real_kernel<K>()(bd.view(ro), bd.view(ra), bd.view(rb), alpha, beta); };
+    n.run = [=](const Bound& bd) { real_kernel<K, D>()(bd.view(ro), bd.view(ra), bd.view(rb), alpha, beta); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(out, a, b, alpha, beta); });
@@ -434,16 +427,16 @@ void gemm_wrapper(const Tensor& out, const Tensor& a, const Tensor& b, const Sca
 
 // index_select: out (self) = src rows picked by index along dim; the index
 // values are read (and range-checked) by the kernel on every replay.
-template <int K>
+template <int K, int D>
 void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(self, dim, index, src, args);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef ri = t->tensor_ref(index, false, n), rs = t->tensor_ref(src, false, n);
   const TensorRef ro = t->tensor_ref(self, true, n);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(self, dim, index, src, args); });
@@ -453,10 +446,10 @@ void index_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const T
 // values give (partly), reading the rest of it (an add reads what it adds
 // to): self is read and written; the values are checked by the kernel on
 // every replay, as in index_wrapper.
-template <int K>
+template <int K, int D>
 void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                            const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(self, dim, index, src, args);
   Node n = opaque_node(t, K, t->pending());
@@ -464,7 +457,7 @@ void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index,
   const TensorRef ro = t->tensor_ref(self, false, n);
   if (ro.buf >= 0) n.writes.push_back(ro.buf);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(b.view(ro), dim, b.view(ri), b.view(rs), args); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(self, dim, index, src, args); });
@@ -472,9 +465,9 @@ void index_inplace_wrapper(const Tensor& self, int64_t dim, const Tensor& index,
 
 // The fused attention forward: reads q, k, v and the mask, writes out and the
 // log-sum-exp rows.
-template <int K>
+template <int K, int D>
 void attention_wrapper(const AttentionArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(args);
   Node n = opaque_node(t, K, t->pending());
@@ -494,7 +487,7 @@ void attention_wrapper(const AttentionArgs& args) {
       a.lse = b.view(rl);
       a.scale = scale;
       a.causal = causal;
-      real_kernel<K>()(a);
+      real_kernel<K, D>()(a);
     };
     t->add_node(std::move(n));
   }
@@ -513,9 +506,9 @@ void attention_wrapper(const AttentionArgs& args) {
 // eagerly (the node is a side effect: never removed as dead, even when
 // nothing reads what it drew). Replays run the nodes in trace order, so
 // draws keep eager's order.
-template <int K>
+template <int K, int D>
 void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(out, seed, offset, args);
   Node n = opaque_node(t, K, t->pending());
@@ -525,7 +518,7 @@ void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
     n.side_effect = true;
     n.run = [=](const Bound& b) {
       const detail::PhiloxState st = detail::reserve_random_blocks(blocks);
-      real_kernel<K>()(b.view(ro), st.seed, st.offset, args);
+      real_kernel<K, D>()(b.view(ro), st.seed, st.offset, args);
     };
     t->add_node(std::move(n));
   }
@@ -540,42 +533,42 @@ void random_wrapper(const Tensor& out, uint64_t seed, uint64_t offset, const Ker
 // converts afresh (the values are the same). Max pooling's forward kernel
 // allocates its taps itself (for the backward): a replay lets it, then
 // copies them into the graph's buffer the trace saw.
-template <int K>
+template <int K, int D>
 void conv_forward_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& w,
                           const Tensor& bias, const Tensor& dst, conv::ConvScratch* scratch) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(op, g, src, w, bias, dst, scratch);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef rs = t->tensor_ref(src, false, n), rw = t->tensor_ref(w, false, n), rb = t->tensor_ref(bias, false, n);
   const TensorRef rd = t->tensor_ref(dst, true, n);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& b) { real_kernel<K>()(op, g, b.view(rs), b.view(rw), b.view(rb), b.view(rd), nullptr); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(op, g, b.view(rs), b.view(rw), b.view(rb), b.view(rd), nullptr); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(op, g, src, w, bias, dst, scratch); });
 }
 
-template <int K>
+template <int K, int D>
 void conv_backward_data_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& grad_dst, const Tensor& w,
                                 const Tensor& grad_src, conv::ConvScratch* scratch) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(op, g, grad_dst, w, grad_src, scratch);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef rg = t->tensor_ref(grad_dst, false, n), rw = t->tensor_ref(w, false, n);
   const TensorRef ro = t->tensor_ref(grad_src, true, n);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& b) { real_kernel<K>()(op, g, b.view(rg), b.view(rw), b.view(ro), nullptr); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(op, g, b.view(rg), b.view(rw), b.view(ro), nullptr); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(op, g, grad_dst, w, grad_src, scratch); });
 }
 
-template <int K>
+template <int K, int D>
 void conv_backward_weights_wrapper(const char* op, const conv::ConvGeom& g, const Tensor& src, const Tensor& grad_dst,
                                    const Tensor& grad_w, const Tensor& grad_bias, conv::ConvScratch* scratch) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(op, g, src, grad_dst, grad_w, grad_bias, scratch);
   Node n = opaque_node(t, K, t->pending());
@@ -583,16 +576,16 @@ void conv_backward_weights_wrapper(const char* op, const conv::ConvGeom& g, cons
   const TensorRef rw = t->tensor_ref(grad_w, true, n), rb = t->tensor_ref(grad_bias, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(op, g, b.view(rs), b.view(rg), b.view(rw), b.view(rb), nullptr);
+      real_kernel<K, D>()(op, g, b.view(rs), b.view(rg), b.view(rw), b.view(rb), nullptr);
     };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(op, g, src, grad_dst, grad_w, grad_bias, scratch); });
 }
 
-template <int K>
+template <int K, int D>
 void max_pool_wrapper(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, Tensor* taps) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(p, x, y, taps);
   Node n = opaque_node(t, K, t->pending());
@@ -604,16 +597,16 @@ void max_pool_wrapper(const pool::MaxPlan& p, const Tensor& x, const Tensor& y, 
     const bool with_taps = taps != nullptr;
     n.run = [=](const Bound& b) {
       Tensor made;
-      real_kernel<K>()(plan, b.view(rx), b.view(ry), with_taps ? &made : nullptr);
+      real_kernel<K, D>()(plan, b.view(rx), b.view(ry), with_taps ? &made : nullptr);
       if (with_taps) b.view(rt).copy_(made);
     };
     t->add_node(std::move(n));
   }
 }
 
-template <int K>
+template <int K, int D>
 void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const Tensor& taps, const Tensor& gx) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(p, gy, taps, gx);
   Node n = opaque_node(t, K, t->pending());
@@ -621,22 +614,22 @@ void max_pool_backward_wrapper(const pool::MaxPlan& p, const Tensor& gy, const T
   const TensorRef ro = t->tensor_ref(gx, true, n);
   if (t->break_reason().empty()) {
     const pool::MaxPlan plan = p;
-    n.run = [=](const Bound& b) { real_kernel<K>()(plan, b.view(rg), b.view(rt), b.view(ro)); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(plan, b.view(rg), b.view(rt), b.view(ro)); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(p, gy, taps, gx); });
 }
 
-template <int K>
+template <int K, int D>
 void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& out) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(p, in, out);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef ri = t->tensor_ref(in, false, n), ro = t->tensor_ref(out, true, n);
   if (t->break_reason().empty()) {
     const pool::AvgPlan plan = p;
-    n.run = [=](const Bound& b) { real_kernel<K>()(plan, b.view(ri), b.view(ro)); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(plan, b.view(ri), b.view(ro)); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(p, in, out); });
@@ -644,10 +637,10 @@ void avg_pool_wrapper(const pool::AvgPlan& p, const Tensor& in, const Tensor& ou
 
 // cross_entropy: the kernel checks the targets before it writes (so on
 // every replay); loss, the row weights and the (max, log sum) pairs written.
-template <int K>
+template <int K, int D>
 void cross_entropy_wrapper(const Tensor& loss, const Tensor& wt, const Tensor& lse, const Tensor& input,
                            const Tensor& target, const Tensor& weight, int64_t ignore_index, double ls) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(loss, wt, lse, input, target, weight, ignore_index, ls);
   Node n = opaque_node(t, K, t->pending());
@@ -656,18 +649,18 @@ void cross_entropy_wrapper(const Tensor& loss, const Tensor& wt, const Tensor& l
   const TensorRef rl = t->tensor_ref(loss, true, n), rwt = t->tensor_ref(wt, true, n), rs = t->tensor_ref(lse, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(rl), b.view(rwt), b.view(rs), b.view(ri), b.view(rt), b.view(rw), ignore_index, ls);
+      real_kernel<K, D>()(b.view(rl), b.view(rwt), b.view(rs), b.view(ri), b.view(rt), b.view(rw), ignore_index, ls);
     };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(loss, wt, lse, input, target, weight, ignore_index, ls); });
 }
 
-template <int K>
+template <int K, int D>
 void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad_loss, const Tensor& input,
                                     const Tensor& target, const Tensor& weight, const Tensor& lse,
                                     int64_t ignore_index, double ls) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(grad_input, grad_loss, input, target, weight, lse, ignore_index, ls);
   Node n = opaque_node(t, K, t->pending());
@@ -677,7 +670,7 @@ void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad
   const TensorRef ro = t->tensor_ref(grad_input, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(ro), b.view(rg), b.view(ri), b.view(rt), b.view(rw), b.view(rs), ignore_index, ls);
+      real_kernel<K, D>()(b.view(ro), b.view(rg), b.view(ri), b.view(rt), b.view(rw), b.view(rs), ignore_index, ls);
     };
     t->add_node(std::move(n));
   }
@@ -687,12 +680,12 @@ void cross_entropy_backward_wrapper(const Tensor& grad_input, const Tensor& grad
 // batch_norm and group_norm return statistics their kernels allocate (as
 // max pooling's taps): a replay copies them into the graph's buffers.
 // batch_norm's update writes the running statistics in place.
-template <int K>
+template <int K, int D>
 std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v,
                                              const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                              const Tensor& running_var, bool training, bool update, double momentum,
                                              double eps) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(x, y, v, weight, bias, running_mean, running_var, training, update, momentum, eps);
   Node n = opaque_node(t, K, t->pending());
@@ -708,7 +701,7 @@ std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, c
   const TensorRef r1 = t->tensor_ref(r.first, true, n), r2 = t->tensor_ref(r.second, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      const auto made = real_kernel<K>()(b.view(rx), b.view(ry), v, b.view(rw), b.view(rb), b.view(rm), b.view(rv),
+      const auto made = real_kernel<K, D>()(b.view(rx), b.view(ry), v, b.view(rw), b.view(rb), b.view(rm), b.view(rv),
                                          training, update, momentum, eps);
       if (r1.buf >= 0) b.view(r1).copy_(made.first);
       if (r2.buf >= 0) b.view(r2).copy_(made.second);
@@ -718,11 +711,11 @@ std::pair<Tensor, Tensor> batch_norm_wrapper(const Tensor& x, const Tensor& y, c
   return r;
 }
 
-template <int K>
+template <int K, int D>
 void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, const Tensor& weight,
                                  const Tensor& mean, const Tensor& invstd, bool training, const Tensor& dx,
                                  const Tensor& dw, const Tensor& db) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(gy, x, v, weight, mean, invstd, training, dx, dw, db);
   Node n = opaque_node(t, K, t->pending());
@@ -732,7 +725,7 @@ void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormVi
   const TensorRef rdx = t->tensor_ref(dx, true, n), rdw = t->tensor_ref(dw, true, n), rdb = t->tensor_ref(db, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(rg), b.view(rx), v, b.view(rw), b.view(rm), b.view(ri), training, b.view(rdx),
+      real_kernel<K, D>()(b.view(rg), b.view(rx), v, b.view(rw), b.view(rm), b.view(ri), training, b.view(rdx),
                        b.view(rdw), b.view(rdb));
     };
     t->add_node(std::move(n));
@@ -740,10 +733,10 @@ void batch_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormVi
   run_recorded(t, [&] { fn(gy, x, v, weight, mean, invstd, training, dx, dw, db); });
 }
 
-template <int K>
+template <int K, int D>
 std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, const NormView& v, int64_t G,
                                              const Tensor& weight, const Tensor& bias, double eps) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(x, y, v, G, weight, bias, eps);
   Node n = opaque_node(t, K, t->pending());
@@ -755,7 +748,7 @@ std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, c
   const TensorRef r1 = t->tensor_ref(r.first, true, n), r2 = t->tensor_ref(r.second, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      const auto made = real_kernel<K>()(b.view(rx), b.view(ry), v, G, b.view(rw), b.view(rb), eps);
+      const auto made = real_kernel<K, D>()(b.view(rx), b.view(ry), v, G, b.view(rw), b.view(rb), eps);
       if (r1.buf >= 0) b.view(r1).copy_(made.first);
       if (r2.buf >= 0) b.view(r2).copy_(made.second);
     };
@@ -764,11 +757,11 @@ std::pair<Tensor, Tensor> group_norm_wrapper(const Tensor& x, const Tensor& y, c
   return r;
 }
 
-template <int K>
+template <int K, int D>
 void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormView& v, int64_t G,
                                  const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Tensor& dx,
                                  const Tensor& dw, const Tensor& db) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(gy, x, v, G, weight, mean, rstd, dx, dw, db);
   Node n = opaque_node(t, K, t->pending());
@@ -778,7 +771,7 @@ void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormVi
   const TensorRef rdx = t->tensor_ref(dx, true, n), rdw = t->tensor_ref(dw, true, n), rdb = t->tensor_ref(db, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(rg), b.view(rx), v, G, b.view(rw), b.view(rm), b.view(rr), b.view(rdx), b.view(rdw),
+      real_kernel<K, D>()(b.view(rg), b.view(rx), v, G, b.view(rw), b.view(rm), b.view(rr), b.view(rdx), b.view(rdw),
                        b.view(rdb));
     };
     t->add_node(std::move(n));
@@ -786,26 +779,26 @@ void group_norm_backward_wrapper(const Tensor& gy, const Tensor& x, const NormVi
   run_recorded(t, [&] { fn(gy, x, v, G, weight, mean, rstd, dx, dw, db); });
 }
 
-template <int K>
+template <int K, int D>
 void dim_backward_wrapper(const Tensor& grad_in, const Tensor& grad_out, const Tensor& out, int64_t dim,
                           const KernelArgs& args) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(grad_in, grad_out, out, dim, args);
   Node n = opaque_node(t, K, t->pending());
   const TensorRef rg = t->tensor_ref(grad_out, false, n), ro = t->tensor_ref(out, false, n);
   const TensorRef ri = t->tensor_ref(grad_in, true, n);
   if (t->break_reason().empty()) {
-    n.run = [=](const Bound& b) { real_kernel<K>()(b.view(ri), b.view(rg), b.view(ro), dim, args); };
+    n.run = [=](const Bound& b) { real_kernel<K, D>()(b.view(ri), b.view(rg), b.view(ro), dim, args); };
     t->add_node(std::move(n));
   }
   run_recorded(t, [&] { fn(grad_in, grad_out, out, dim, args); });
 }
 
-template <int K>
+template <int K, int D>
 void rownorm_backward_wrapper(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
                               const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
-  auto fn = real_kernel<K>();
+  auto fn = real_kernel<K, D>();
   Tracer* t = t_tracer;
   if (!t || t->in_kernel) return fn(dx, dweight, dbias, dy, x, mean, rstd, weight);
   Node n = opaque_node(t, K, t->pending());
@@ -816,7 +809,7 @@ void rownorm_backward_wrapper(const Tensor& dx, const Tensor& dweight, const Ten
                   rdb = t->tensor_ref(dbias, true, n);
   if (t->break_reason().empty()) {
     n.run = [=](const Bound& b) {
-      real_kernel<K>()(b.view(rdx), b.view(rdw), b.view(rdb), b.view(rdy), b.view(rx), b.view(rm), b.view(rr),
+      real_kernel<K, D>()(b.view(rdx), b.view(rdw), b.view(rdb), b.view(rdy), b.view(rx), b.view(rm), b.view(rr),
                        b.view(rw));
     };
     t->add_node(std::move(n));
@@ -878,8 +871,8 @@ void Tracer::on_alloc(void* p, size_t nbytes) {
 TensorRef Tracer::tensor_ref(const Tensor& t, bool output, Node& n) {
   TensorRef r;
   if (!t.defined()) return r;
-  if (!t.is_cpu()) {
-    graph_break(n.name + " has a tensor on " + t.device().str());
+  if (!use_device(t.device())) {
+    graph_break(n.name + " has a tensor on " + t.device().str() + ", the graph's other calls run on " + device().str());
     return r;
   }
   StorageImpl* s = t.impl()->storage.get();
@@ -1169,7 +1162,7 @@ AnyFn trace_kernel(OpId op, DeviceType dev, const char* caller, AnyFn fn) {
     AnyFn w = jit::kCudaWrappers[static_cast<int>(op)];
     if (!w) {
       t->graph_break(std::string(caller) + " (kernel '" + op_name(op) +
-                     "') on CUDA is not recorded by compile yet (only elementwise calls are)");
+                     "') on CUDA is not recorded by compile yet");
       return fn;
     }
     t->set_pending(caller);
