@@ -774,8 +774,10 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
     const Tensor scaled = where(x == 0, 0.0, x.sign() * x.abs().pow(p - 1));
     return scaled * g * n.pow(1 - p);
   }
+  // (the mask inside: its derivative at a zero norm stays 0, where a mask
+  // around the quotient would give 0 * NaN in a second derivative)
   const Tensor scaled = p < 2 ? x.sign() * x.abs().pow(p - 1) : x * x.abs().pow(p - 2);
-  return where(n == 0, 0.0, scaled * g / n.pow(p - 1));
+  return scaled * where(n == 0, 0.0, g / n.pow(p - 1));
 }
 }  // namespace
 

@@ -1692,10 +1692,10 @@ TEST(PyTorchDivergence, SixteenBitActivationGradientsRoundOnce) {
 
 // ---- found by difffuzz seed 73 (torch 2.15) ---------------------------------------------------
 
-// The p-norm's gradient multiplies as torch does, left to right: the small
-// |x|^(p-1) meets the incoming gradient before the large norm^(1-p) (p < 1)
-// or the division by norm^(p-1) (p >= 1), so no intermediate overflows where
-// the gradient itself is finite. brisk grouped g * norm^(1-p) first: inf
+// The p-norm's gradient for p < 1 multiplies as torch does, left to right:
+// the small |x|^(p-1) meets the incoming gradient before the large
+// norm^(1-p), so no intermediate overflows where the gradient itself is
+// finite. brisk grouped g * norm^(1-p) first: inf
 // where torch gives 1.25e30 (seed 73 case 513796), and 0 * inf = NaN at a
 // zero element of a float16 input where torch gives 0 (case 575671).
 TEST(PyTorchDivergence, NormGradientGroupsAsTorch) {
@@ -1716,7 +1716,12 @@ TEST(PyTorchDivergence, NormGradientGroupsAsTorch) {
   EXPECT_EQ(gh[1].item<double>(), 0.0) << h.grad();
   EXPECT_EQ(gh[4].item<double>(), 0.0) << h.grad();
   EXPECT_TRUE(gh.isfinite().all().item<bool>()) << h.grad();
-  // p >= 1: x * |x|^(p-2) * g / norm^(p-1), the same values where nothing overflows
+  // p >= 1: the same values where nothing overflows, and a second derivative
+  // of 0 (not NaN) at a zero norm (seed 83 case 74931: norm(0, 3))
+  Tensor z = zeros({1, 1}).requires_grad_();
+  Tensor gz = autograd::grad({z.norm(3.0)}, {z}, {}, true, true)[0];
+  Tensor ggz = autograd::grad({gz.sum()}, {z})[0];
+  EXPECT_EQ(ggz.item<float>(), 0.0f) << ggz;
   Tensor y = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).to(kFloat).requires_grad_();
   y.norm(3.0).mul(7.0).backward();
   const Tensor yd = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).requires_grad_();
