@@ -775,7 +775,12 @@ Tensor norm_backward(const Tensor& g, const Tensor& x, const Tensor& n, double p
     return scaled * g * n.pow(1 - p);
   }
   // (the mask inside: its derivative at a zero norm stays 0, where a mask
-  // around the quotient would give 0 * NaN in a second derivative)
+  // around the quotient would give 0 * NaN in a second derivative). In
+  // float64 for narrower dtypes: the norm is computed without underflow (the
+  // norm of one denormal element is |x|), so |x|^(p-1) and norm^(p-1) must
+  // not underflow either, or the gradient is 0 * inf = NaN where it is 1.
+  if (x.dtype() == kFloat || x.dtype() == kHalf || x.dtype() == kBFloat16)
+    return norm_backward(g.to(kDouble), x.to(kDouble), n.to(kDouble), p, nd, mask).to(x.dtype());
   const Tensor scaled = p < 2 ? x.sign() * x.abs().pow(p - 1) : x * x.abs().pow(p - 2);
   return scaled * where(n == 0, 0.0, g / n.pow(p - 1));
 }

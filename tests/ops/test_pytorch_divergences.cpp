@@ -1722,6 +1722,11 @@ TEST(PyTorchDivergence, NormGradientGroupsAsTorch) {
   Tensor gz = autograd::grad({z.norm(3.0)}, {z}, {}, true, true)[0];
   Tensor ggz = autograd::grad({gz.sum()}, {z})[0];
   EXPECT_EQ(ggz.item<float>(), 0.0f) << ggz;
+  // the norm of one denormal element is |x| (no underflow), and its gradient
+  // sign(x), not 0 * inf (seed 89 case 90218: norm(1e-40, 3))
+  Tensor d = tensor<double>({1e-40}, kDouble).to(kFloat).reshape({}).requires_grad_();
+  d.norm(3.0, {0}, false).backward();
+  EXPECT_EQ(d.grad().item<float>(), 1.0f) << d.grad();
   Tensor y = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).to(kFloat).requires_grad_();
   y.norm(3.0).mul(7.0).backward();
   const Tensor yd = tensor<double>({3.0, -4.0, 1.0, 0.0}, kDouble).requires_grad_();
