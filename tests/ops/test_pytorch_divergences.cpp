@@ -1734,5 +1734,36 @@ TEST(PyTorchDivergence, NormGradientGroupsAsTorch) {
   EXPECT_TRUE(y.grad().to(kDouble).allclose(yd.grad(), 1e-5, 0)) << y.grad() << yd.grad();
 }
 
+// ---- found by difffuzz seed 101 (torch 2.15) ------------------------------------------------
+
+// Note [16-bit scatter accumulation]: torch's CPU scatter_add of 16-bit
+// floats, and its index_add of bfloat16, accumulate in float32 and round
+// once; brisk rounded after each addition (seed 101 case 297995: -2 plus
+// four bfloat16 terms at one index, torch -0.0376, brisk gave -0.0469).
+// index_add of float16 rounds each addition in torch, and still does here.
+TEST(PyTorchDivergence, SixteenBitScatterAddAccumulatesInFloat) {
+  const Tensor v0 = tensor<double>({-2.0}, kDouble).to(kBFloat16);
+  const Tensor src = tensor<double>({-0.51171875, -0.08837890625, 2.0, 0.5625}, kDouble).to(kBFloat16);
+  const Tensor idx = zeros({4}, TensorOptions(kInt64));
+  EXPECT_TRUE(same_bits(scatter_add(v0, 0, idx, src), {-0.03759765625}));
+  manual_seed(5);
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    const Tensor self = randn({3, 4}).to(dt), s = randn({200, 4}).to(dt);
+    const Tensor i = randint(0, 3, {200, 4});
+    const Tensor want = scatter_add(self.to(kFloat), 0, i, s.to(kFloat)).to(dt);
+    EXPECT_TRUE(scatter_add(self, 0, i, s).equal(want)) << dt;
+    // a strided self keeps its layout
+    Tensor t = self.t().contiguous().t();
+    t.scatter_add_(0, i, s);
+    EXPECT_TRUE(t.equal(want)) << dt;
+  }
+  const Tensor b = randn({3, 4}).to(kBFloat16), bs = randn({300, 4}).to(kBFloat16);
+  const Tensor bi = randint(0, 3, {300});
+  EXPECT_TRUE(b.clone().index_add_(0, bi, bs, 0.5).equal(b.to(kFloat).index_add_(0, bi, bs.to(kFloat), 0.5).to(kBFloat16)));
+  // float16 index_add: each addition rounded, as torch (1 + 2048 rounds back to 2048)
+  const Tensor h = zeros({1}, TensorOptions(kHalf)), hs = full({3000}, 1.0, TensorOptions(kHalf));
+  EXPECT_EQ(h.clone().index_add_(0, zeros({3000}, TensorOptions(kInt64)), hs).item<float>(), 2048.0f);
+}
+
 }  // namespace
 }  // namespace brisk
