@@ -38,10 +38,12 @@ namespace jit {
 //  - every op front end (BRISK_PROFILE_OP) calls trace_op: an op whose row is
 //    not pointwise, a view or a copy (a reduction, a GEMM, an index op, a
 //    random op, anything that syncs) is a graph break, as is a tensor on
-//    another device or one that needs a gradient with grad mode on;
-//  - every kernel lookup calls trace_kernel: a slot that is not elementwise,
-//    or a device other than the CPU, is a graph break; an elementwise slot
-//    gets a wrapper that records the call, then runs the kernel;
+//    another device than the graph's (Tracer::use_device) or one that needs
+//    a gradient with grad mode on;
+//  - every kernel lookup calls trace_kernel: a slot compile does not record
+//    (on CUDA, fewer: kCudaWrappers), or a device other than the graph's, is
+//    a graph break; a recorded slot gets a wrapper (wrapper_for<K, device>)
+//    that records the call, then runs the kernel;
 //  - sync points (item, printing, nonzero) call trace_sync: a break.
 // A break does not stop the trace run (its results are right: it is the
 // eager run); compile then runs that guard's calls eagerly, or with
