@@ -870,22 +870,7 @@ std::string find_codegen_dir() {
 }
 
 const std::string& prelude_hash() {
-  static const std::string h = [] {
-    std::string all;
-    for (const char* f : kPreludeHeaders) {
-      const std::string path = codegen_dir() + "/" + f;
-      FILE* fp = std::fopen(path.c_str(), "rb");
-      BRISK_CHECK(fp != nullptr, "compile", "cannot read ", path,
-                  ": generated CPU kernels need brisk's codegen headers (installed under share/brisk/codegen; "
-                  "BRISK_CODEGEN_DIR overrides)");
-      char buf[8192];
-      size_t got;
-      all += path + "\n";
-      while ((got = std::fread(buf, 1, sizeof(buf), fp)) > 0) all.append(buf, got);
-      std::fclose(fp);
-    }
-    return hash_text(all);
-  }();
+  static const std::string h = hash_files(cpu_prelude_headers(), "generated CPU kernels");
   return h;
 }
 }  // namespace

@@ -502,10 +502,9 @@ const char* const kCudaPreludeHeaders[] = {
     "include/brisk/detail/unary_ops.h", "src/compile/nvrtc_std/cmath",    "src/compile/nvrtc_std/cstdint",
     "src/compile/nvrtc_std/cstring", "src/compile/nvrtc_std/limits",      "src/compile/nvrtc_std/type_traits"};
 
-/// The CUDA toolkit's include directory (cuda_fp16.h, and cccl/ with
-/// libcu++): CUDA_HOME, CUDA_PATH, the toolkit brisk was built with,
-/// /usr/local/cuda.
-std::string toolkit_include_dir() {
+}  // namespace
+
+std::string cuda_toolkit_include_dir() {
   auto has = [](const std::string& d) {
     FILE* f = std::fopen((d + "/cuda_fp16.h").c_str(), "rb");
     if (f) std::fclose(f);
@@ -518,8 +517,6 @@ std::string toolkit_include_dir() {
 #endif
   return "/usr/local/cuda/include";
 }
-
-}  // namespace
 
 CudaCodegen generate_cuda(const Graph& g, const Group& group, const std::string& name) {
   return Gen(g, group).run(name);
@@ -538,7 +535,7 @@ std::vector<std::string> cuda_prelude_headers() {
 }
 
 std::vector<std::string> cuda_include_options() {
-  const std::string tk = toolkit_include_dir();
+  const std::string tk = cuda_toolkit_include_dir();
   return {"-I" + codegen_dir() + "/src/compile/nvrtc_std", "-I" + codegen_dir() + "/src", "-I" + codegen_dir() + "/include",
           "-I" + tk + "/cccl", "-I" + tk};
 }
@@ -591,9 +588,9 @@ void run_cuda_kernel(const CudaGroupKernel& k, char* const* base) {
   const CudaKernel& kern = k.code.kernel;
   const int64_t total = kern.n0 * kern.n1;
   if (total == 0) return;
-  const size_t na = kern.args.size();
+  const size_t na = kern.args.size();  // at most 64 (the generator's bound)
   // brisk::cg::Args<N>: N pointers, N inner strides, N outer strides, n0, n1
-  std::vector<int64_t> block(3 * na + 2);
+  int64_t block[3 * 64 + 2];
   for (size_t j = 0; j < na; ++j) {
     const CudaKernelArg& a = kern.args[j];
     char* p = base[a.buf] + a.offset;
@@ -603,7 +600,7 @@ void run_cuda_kernel(const CudaGroupKernel& k, char* const* base) {
   }
   block[3 * na] = kern.n0;
   block[3 * na + 1] = kern.n1;
-  cuda_jit()->launch(k.fn, total, block.data(), block.size() * sizeof(int64_t));
+  cuda_jit()->launch(k.fn, total, block, (3 * na + 2) * sizeof(int64_t));
 }
 
 }  // namespace brisk::jit

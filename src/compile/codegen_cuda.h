@@ -46,6 +46,10 @@ std::string cuda_translation_unit(const std::vector<const CudaKernel*>& kernels)
 /// The include directories NVRTC needs (brisk's codegen headers, the
 /// standard-header stand-ins, the CUDA toolkit's headers) as -I options.
 std::vector<std::string> cuda_include_options();
+/// The CUDA toolkit's include directory (cuda_fp16.h, and libcu++ in its
+/// cccl/): CUDA_HOME, CUDA_PATH, the toolkit brisk was built with,
+/// /usr/local/cuda.
+std::string cuda_toolkit_include_dir();
 /// The brisk headers generated CUDA code includes (their content is part of
 /// the disk cache key).
 std::vector<std::string> cuda_prelude_headers();

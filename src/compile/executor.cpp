@@ -1291,32 +1291,10 @@ std::string Executable::batch_note() const {
 
 void Executable::run_groups(RunState& st, int g0, int g1) const {
   const Bound bound{st.owners, st.base.data()};
-  for (int gi = g0; gi < g1; ++gi) {
-    const int ge = std::min(batch_end_[gi], g1);
-    if (ge > gi + 1 && get_num_threads() > 1) {
-      // Note [Batches of small groups]
-      for (int gb = gi; gb < ge; ++gb)
-        for (int b : alloc_before_[gb]) {
-          const Buffer& bf = g_.bufs[b];
-          const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
-          st.temps[b] = detail::make_tensor({(bf.nbytes + es - 1) / es}, {}, bf.dtype, g_.device);
-          st.owners[b] = st.temps[b];
-          st.base[b] = static_cast<char*>(st.temps[b].impl()->storage->data);
-        }
-      parallel_for(gi, ge, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t gb = b0; gb < b1; ++gb) run_group(static_cast<int>(gb), bound);
-      });
-      for (int gb = gi; gb < ge; ++gb)
-        for (int b : release_after_[gb]) {
-          st.temps[b] = Tensor();
-          st.owners[b] = Tensor();
-        }
-      gi = ge - 1;
-      continue;
-    }
-    // Memory planning: a temp gets memory just before the first group that
-    // touches it and goes back to the cache after the last one (so the
-    // caching allocator hands the same blocks to later temps).
+  // Memory planning: a temp gets memory just before the first group that
+  // touches it and goes back to the cache after the last one (so the
+  // caching allocator hands the same blocks to later temps).
+  auto allocate = [&](int gi) {
     for (int b : alloc_before_[gi]) {
       const Buffer& bf = g_.bufs[b];
       const int64_t es = static_cast<int64_t>(element_size(bf.dtype));
@@ -1324,11 +1302,27 @@ void Executable::run_groups(RunState& st, int g0, int g1) const {
       st.owners[b] = st.temps[b];
       st.base[b] = static_cast<char*>(st.temps[b].impl()->storage->data);
     }
-    run_group(gi, bound);
+  };
+  auto release = [&](int gi) {
     for (int b : release_after_[gi]) {
       st.temps[b] = Tensor();
       st.owners[b] = Tensor();
     }
+  };
+  for (int gi = g0; gi < g1; ++gi) {
+    const int ge = std::min(batch_end_[gi], g1);
+    if (ge > gi + 1 && get_num_threads() > 1) {  // Note [Batches of small groups]
+      for (int gb = gi; gb < ge; ++gb) allocate(gb);
+      parallel_for(gi, ge, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t gb = b0; gb < b1; ++gb) run_group(static_cast<int>(gb), bound);
+      });
+      for (int gb = gi; gb < ge; ++gb) release(gb);
+      gi = ge - 1;
+      continue;
+    }
+    allocate(gi);
+    run_group(gi, bound);
+    release(gi);
   }
   for (const auto& [b, arg, gi] : written_args_) {
     if (gi < g0 || gi >= g1) continue;

@@ -211,6 +211,26 @@ std::string cache_dir() {
 
 std::string hash_text(const std::string& text) { return hash_key(text); }
 
+std::string hash_files(const std::vector<std::string>& paths, const char* needed_by) {
+  std::string all;
+  for (const std::string& p : paths) {
+    std::string content;
+    BRISK_CHECK(read_file(p, content), "compile", "cannot read ", p, ": ", needed_by,
+                " need brisk's codegen headers (installed under share/brisk/codegen; BRISK_CODEGEN_DIR overrides)");
+    all += p + "\n" + content;
+  }
+  return hash_key(all);
+}
+
+bool read_cache_file(const std::string& path, std::string& out) { return read_file(path, out); }
+
+bool write_cache_file(const std::string& path, const std::string& bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
+  if (write_file(tmp, bytes) && std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  std::remove(tmp.c_str());
+  return false;
+}
+
 std::string precompiled_header_dir(const std::string& header_path, const std::string& include_name,
                                    const std::vector<std::string>& flags, const std::string& isa,
                                    const std::string& content_hash) {

@@ -58,6 +58,16 @@ std::string precompiled_header_dir(const std::string& header_path, const std::st
                                    const std::string& content_hash);
 /// The 32-hex-digit hash the cache keys use.
 std::string hash_text(const std::string& text);
+/// hash_text of files' paths and contents (the headers generated code
+/// includes: part of every cache key); throws brisk::Error naming `compile`
+/// when one cannot be read (`needed_by`: "generated CPU kernels", ...).
+std::string hash_files(const std::vector<std::string>& paths, const char* needed_by);
+/// A file's content; false when it cannot be read.
+bool read_cache_file(const std::string& path, std::string& out);
+/// Writes `bytes` to `path` through a temporary of this process and a
+/// rename, so that concurrent writers of one key never leave a torn file;
+/// false (and no file) on failure.
+bool write_cache_file(const std::string& path, const std::string& bytes);
 /// The address of an `extern "C"` symbol of `so`; throws brisk::Error naming
 /// `compile` when it is missing.
 void* symbol(const SharedObject& so, const char* name);

@@ -29,30 +29,15 @@
 #include "compile/trace.h"
 #include "core/dispatch.h"
 #include "core/tensor_iter.h"
+#include "private_compile_cache.h"
 #include "test_util.h"
 
 namespace brisk::jit {
 namespace {
 
 // A private cache directory for this test binary.
-const std::string& test_cache_dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/brisk_codegen_test_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    std::string s = d ? d : "/tmp/brisk_codegen_test";
-    setenv("BRISK_COMPILE_CACHE", s.c_str(), 1);
-    return s;
-  }();
-  return dir;
-}
-struct CacheEnv : ::testing::Environment {
-  void SetUp() override { test_cache_dir(); }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(test_cache_dir(), ec);
-  }
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new CacheEnv);
+const std::string& test_cache_dir() { return testing::private_compile_cache("brisk_codegen_test"); }
+const auto* const g_env = ::testing::AddGlobalTestEnvironment(new testing::PrivateCompileCache("brisk_codegen_test"));
 
 /// Builds a graph from eager op calls (see the file comment).
 struct Recorder {

@@ -20,6 +20,7 @@
 #include "compile/toolchain.h"
 #include "compile/trace.h"
 #include "ops/op_rows.h"
+#include "private_compile_cache.h"
 #include "test_util.h"
 
 namespace brisk::jit {
@@ -28,24 +29,9 @@ namespace {
 using namespace brisk::testing::rows;
 
 // A private disk cache for this binary (NVRTC's cubins go there).
-const std::string& test_cache_dir() {
-  static const std::string dir = [] {
-    char tmpl[] = "/tmp/brisk_codegen_cuda_test_XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    std::string s = d ? d : "/tmp/brisk_codegen_cuda_test";
-    setenv("BRISK_COMPILE_CACHE", s.c_str(), 1);
-    return s;
-  }();
-  return dir;
-}
-struct CacheEnv : ::testing::Environment {
-  void SetUp() override { test_cache_dir(); }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(test_cache_dir(), ec);
-  }
-};
-const auto* const g_env = ::testing::AddGlobalTestEnvironment(new CacheEnv);
+const std::string& test_cache_dir() { return testing::private_compile_cache("brisk_codegen_cuda_test"); }
+const auto* const g_env =
+    ::testing::AddGlobalTestEnvironment(new testing::PrivateCompileCache("brisk_codegen_cuda_test"));
 
 /// The planned graph of fn on `in` (what compile records; "" or the break).
 struct Traced {
@@ -205,7 +191,8 @@ const RowKernels& row_kernels() {
             }
             // (the same body under another name: compiled once)
             std::string key = c.kernel.body;
-            key.replace(key.find(c.kernel.name), c.kernel.name.size(), "K");
+            const std::string& nm = c.kernel.name;
+            for (size_t p = key.find(nm); p != std::string::npos; p = key.find(nm, p + 1)) key.replace(p, nm.size(), "K");
             if (bodies.emplace(key, 1).second) r.kernels.push_back(std::move(c.kernel));
           }
         }
@@ -284,11 +271,10 @@ TEST(CodegenCuda, NvrtcCacheAndErrors) {
 // functions are the host's libm (not CUDA's, not Sleef), so float results
 // are compared within a few ulp; integers and bool bit for bit.
 
+/// The toolkit's include directory NVRTC would use, "" without cuda_fp16.h.
 std::string cuda_include_dir() {
-  for (const char* e : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* v = std::getenv(e); v && *v && std::filesystem::exists(std::string(v) + "/include/cuda_fp16.h"))
-      return std::string(v) + "/include";
-  return std::filesystem::exists("/usr/local/cuda/include/cuda_fp16.h") ? "/usr/local/cuda/include" : "";
+  const std::string d = cuda_toolkit_include_dir();
+  return std::filesystem::exists(d + "/cuda_fp16.h") ? d : "";
 }
 
 std::string test_dir() {

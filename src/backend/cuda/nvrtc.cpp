@@ -6,15 +6,11 @@
 // cudaLaunchKernel on the current stream.
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "backend/cuda/cuda_common.h"
@@ -85,29 +81,9 @@ std::string nvrtc_version() {
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
-std::string read_file(const std::string& path, bool& ok) {
-  std::ifstream f(path, std::ios::binary);
-  ok = static_cast<bool>(f);
-  if (!ok) return {};
-  std::ostringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 /// The content of the headers the generated code includes (in the key).
 const std::string& prelude_hash() {
-  static const std::string h = [] {
-    std::string all;
-    for (const std::string& p : jit::cuda_prelude_headers()) {
-      bool ok = false;
-      const std::string c = read_file(p, ok);
-      BRISK_CHECK(ok, "compile", "cannot read ", p,
-                  ": generated CUDA kernels need brisk's codegen headers (installed under share/brisk/codegen; "
-                  "BRISK_CODEGEN_DIR overrides)");
-      all += p + "\n" + c;
-    }
-    return jit::hash_text(all);
-  }();
+  static const std::string h = jit::hash_files(jit::cuda_prelude_headers(), "generated CUDA kernels");
   return h;
 }
 
@@ -137,9 +113,8 @@ std::string compile(const std::string& source, const std::string& arch_in) {
     if (auto it = g_memo.find(key); it != g_memo.end()) return it->second;
   }
   const std::string path = jit::cache_dir() + "/" + key + ".cubin";
-  bool ok = false;
-  std::string cubin = read_file(path, ok);
-  if (!ok || cubin.empty()) {
+  std::string cubin;
+  if (!jit::read_cache_file(path, cubin) || cubin.empty()) {
     nvrtcProgram prog = nullptr;
     int rc = l.api.create(&prog, source.c_str(), "brisk_compiled.cu", 0, nullptr, nullptr);
     BRISK_CHECK(rc == 0, "compile", "nvrtcCreateProgram failed: ", l.api.error_string(rc));
@@ -154,10 +129,7 @@ std::string compile(const std::string& source, const std::string& arch_in) {
       l.api.destroy(&prog);
       // the source next to the cache, for the bug report
       const std::string src_path = jit::cache_dir() + "/" + key + ".failed.cu";
-      if (FILE* f = std::fopen(src_path.c_str(), "wb")) {
-        std::fwrite(source.data(), 1, source.size(), f);
-        std::fclose(f);
-      }
+      jit::write_cache_file(src_path, source);
       BRISK_CHECK(false, "compile", "NVRTC ", nvrtc_version(), " failed to compile a generated CUDA kernel for ", arch,
                   " (", l.api.error_string(rc), "; the source is ", src_path, "):\n", log);
     }
@@ -166,16 +138,7 @@ std::string compile(const std::string& source, const std::string& arch_in) {
     cubin.assign(n, '\0');
     l.api.cubin(prog, cubin.data());
     l.api.destroy(&prog);
-    // atomically into the cache: another process may write the same key
-    static std::atomic<int> seq{0};
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(seq++);
-    if (FILE* f = std::fopen(tmp.c_str(), "wb")) {
-      const bool wrote = std::fwrite(cubin.data(), 1, cubin.size(), f) == cubin.size();
-      if (std::fclose(f) == 0 && wrote)
-        std::rename(tmp.c_str(), path.c_str());
-      else
-        std::remove(tmp.c_str());
-    }
+    jit::write_cache_file(path, cubin);  // (a failed write only costs the next process a compile)
   }
   std::lock_guard<std::mutex> lock(g_mu);
   g_memo[key] = cubin;

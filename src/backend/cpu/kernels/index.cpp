@@ -496,14 +496,13 @@ inline T add_plain(T x, T y) {
 // so these kernels take the float32 path: a float32 copy of self, the
 // kernel's float32 form, one rounding back into self.
 template <class K>
-bool accumulate_in_float(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+void accumulate_in_float(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                          const KernelArgs& a, const K& kernel) {
   NoGradGuard ng;
   Tensor acc = empty(self.sizes(), TensorOptions(kFloat));
   acc.copy_(self);
   kernel(acc, dim, index, src.to(kFloat), a);
   self.copy_(acc);
-  return true;
 }
 
 // self[p with dim := index[p]] += src[p].
