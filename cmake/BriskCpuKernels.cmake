@@ -34,7 +34,10 @@ function(brisk_add_cpu_kernels target)
   foreach(isa IN LISTS BRISK_CPU_ISAS)
     set(lib brisk_cpu_kernels_${isa})
     add_library(${lib} OBJECT ${ARGN})
-    target_compile_options(${lib} PRIVATE ${BRISK_ISA_FLAGS_${isa}} ${BRISK_OPT_FLAGS})
+    # -fno-math-errno: a loop that calls std::sqrt per element (the fused
+    # optimizers, norms) vectorizes only without errno semantics (brisk
+    # never reads errno); the generated code gets it too (src/CMakeLists.txt)
+    target_compile_options(${lib} PRIVATE ${BRISK_ISA_FLAGS_${isa}} ${BRISK_OPT_FLAGS} -fno-math-errno)
     target_compile_definitions(${lib} PRIVATE BRISK_CPU_ISA=${isa})
     target_include_directories(${lib} PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
     target_link_libraries(${lib} PRIVATE OpenMP::OpenMP_CXX brisk_sleef)

@@ -42,10 +42,12 @@ namespace jit {
 // blocks run 1.5x faster at 1024 elements than at 256, the plain-op Adam's
 // seventeen 1.5x slower at 512 than at 256).
 // Per block it loads each external operand into a block of its math type
-// (float for float16/bfloat16, as the eager kernels compute), runs each node
-// as a loop over the block writing a block of its own, and stores the
-// results that leave the group. The blocks live in L1; no intermediate
-// touches memory.
+// (float for float16/bfloat16, as the eager kernels compute; a broadcast
+// operand as one value), runs the nodes, and stores the results that leave
+// the group. A node of vector math runs as a loop over the block writing a
+// block of its own; consecutive nodes of plain arithmetic share one loop
+// and keep their values in registers (Note [Register runs]). The blocks
+// live in L1; no intermediate touches memory.
 //
 // Bit equality with the eager kernels rests on four rules:
 //  - Each node's loop is the eager kernel's lambda, the same expression (so
@@ -54,7 +56,8 @@ namespace jit {
 //    -ffp-contract=fast), and vector ops call the same vec:: functions at the
 //    same vector width (the variant eager picked at start-up).
 //  - Nothing contracts across nodes: a node's result is a block in memory
-//    and an asm memory barrier separates the nodes' loops.
+//    and an asm memory barrier follows each loop; inside a register run
+//    each product is sealed (cg::seal).
 //  - Scalars that the eager kernel reads at run time (alpha, clamp bounds,
 //    the Scalar operands in scalar_buf) are opaque to the optimizer here too
 //    (cg::opaque; constant operands are blocks filled once), so nothing is
@@ -195,7 +198,8 @@ class Gen {
   struct Block {
     std::string name;
     ScalarType dt;        // storage dtype; elements are its math type, already rounded to it
-    bool scalar = false;  // one value (a constant operand), not a block
+    bool scalar = false;  // one value (a constant operand, or per_block), not a block
+    bool per_block = false;  // scalar: a broadcast operand, one value per block (loaded per block)
   };
   [[noreturn]] static void no(const std::string& why) { throw Unsupported{why}; }
 
@@ -206,7 +210,21 @@ class Gen {
   std::vector<int64_t> shape_;
   std::vector<CpuKernelArg> args_;
   std::vector<std::array<int64_t, 2>> arg_strides_;
-  std::vector<std::string> decls_, prelude_, body_;
+  std::vector<std::string> decls_, prelude_;
+  /// The group's code in order: node loops, each either raw code or a
+  /// scalar expression that may share one loop with its neighbours (Note
+  /// [Register runs]).
+  struct Step {
+    std::string code;                // raw code (reg false)
+    bool reg = false;                // a scalar loop that may join a run
+    bool product = false;            // reg: its value is a product (sealed in a run)
+    Block out;                       // reg: the block it writes
+    std::string expr;                // reg: the value, blocks read as @name@
+    std::vector<std::string> reads;  // the blocks it reads (by name)
+  };
+  std::vector<Step> steps_;
+  std::set<std::string> registers_only_;  // blocks whose values never leave their run (not declared)
+  std::map<std::string, std::string> direct_;  // block -> the pointer its run writes (d<j>: the tensor, or the block)
   int nconst_ = 0, nblocks_ = 0;
   size_t block_bytes_ = 0;  // the kernel's stack blocks, bytes per element of a block
 
@@ -253,6 +271,16 @@ class Gen {
     if (auto it = loaded_.find(gm); it != loaded_.end()) return it->second;
     const int j = arg_for(gm);
     args_[j].read = true;
+    if (gm.s0 == 0 && op.dtype != kBool) {
+      // broadcast along the rows: one value per block (a block never
+      // crosses a row), loaded once per block as cg::ld would spread it
+      const std::string v = "lv" + std::to_string(j), s = cpp_type(op.dtype);
+      loads_.push_back("const " + std::string(math_type(op.dtype)) + " " + v + " = [&] { " + s + " e; std::memcpy(&e, p" +
+                       std::to_string(j) + ", sizeof(e)); return static_cast<opmath_t<" + s + ">>(e); }();");
+      Block b{v, op.dtype, true, true};
+      loaded_[gm] = b;
+      return b;
+    }
     // the loaded block: a pointer into the tensor when it is contiguous in
     // the math type and the block is whole vectors, else a copy
     const std::string jj = std::to_string(j);
@@ -290,14 +318,33 @@ class Gen {
   }
 
   // ---- emission helpers ----
-  /// out[i] = to<S>(M(expr)) with a, b, c standing for the operands' blocks at i.
-  void scalar_loop(const Block& o, const std::string& expr) {
-    body_.push_back("for (int64_t i = 0; i < n; ++i) " + o.name + "[i] = cg::to<" + cpp_type(o.dt) + ">(static_cast<" +
-                    math_type(o.dt) + ">(" + expr + "));");
+  /// out[i] = to<S>(M(expr)) with a, b, c standing for the operands' blocks
+  /// at i (at()). `reg`: the expression is plain arithmetic, selects or
+  /// min/max that GCC vectorizes in any company, so it may join a register
+  /// run (Note [Register runs]).
+  void scalar_loop(const Block& o, const std::string& expr, bool reg = false, bool product = false) {
+    Step st;
+    st.reg = reg;
+    st.product = product;
+    st.out = o;
+    st.expr = "cg::to<" + std::string(cpp_type(o.dt)) + ">(static_cast<" + math_type(o.dt) + ">(" + expr + "))";
+    for (size_t p = st.expr.find('@'); p != std::string::npos;) {
+      const size_t e = st.expr.find('@', p + 1);
+      st.reads.push_back(st.expr.substr(p + 1, e - p - 1));
+      p = st.expr.find('@', e + 1);
+    }
+    steps_.push_back(std::move(st));
+  }
+  void raw(std::string code, std::vector<std::string> reads) {
+    Step st;
+    st.code = std::move(code);
+    st.reads = std::move(reads);
+    steps_.push_back(std::move(st));
   }
   void vec_loop1(const Block& o, const Block& a0, const std::string& fexpr) {
     const Block a = vec_src(a0);
-    body_.push_back("cg::vmap1(" + o.name + ", " + a.name + ", n, [&](auto x) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+    raw("cg::vmap1(" + o.name + ", " + a.name + ", n, [&](auto x) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });",
+        {a.name});
     node_vec_ = true;
     round16(o);
   }
@@ -305,28 +352,32 @@ class Gen {
     // a constant operand is a filled block: the partial last vector is
     // padded with zeros in both operands, as vec_binary_kernel pads it
     const Block a = vec_src(a0), b = vec_src(b0);
-    body_.push_back("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
-                    ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });");
+    raw("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
+            ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });",
+        {a.name, b.name});
     node_vec_ = true;
     round16(o);
   }
   void round16(const Block& o) {
     if (o.dt == kHalf || o.dt == kBFloat16)
-      body_.push_back("for (int64_t i = 0; i < n; ++i) " + o.name + "[i] = cg::to<" + cpp_type(o.dt) + ">(" + o.name + "[i]);");
+      raw("for (int64_t i = 0; i < n; ++i) " + o.name + "[i] = cg::to<" + cpp_type(o.dt) + ">(" + o.name + "[i]);", {o.name});
   }
   std::string k(const std::string& lit, ScalarType mdt) {
     const std::string name = "k" + std::to_string(nconst_++);
     prelude_.push_back(std::string("const ") + math_type(mdt) + " " + name + " = " + lit + ";");
     return name;
   }
-  static std::string at(const Block& b) { return b.scalar ? b.name : b.name + "[i]"; }
+  /// An operand of a scalar expression: a constant's name, or @block@
+  /// (build() makes it block[i], or the register of a run).
+  static std::string at(const Block& b) { return b.scalar ? b.name : "@" + b.name + "@"; }
   /// The operand of a vector loop: a block (a constant is spread into one).
   Block vec_src(const Block& b) {
     if (!b.scalar) return b;
     const std::string n = b.name + "_b";
     if (spread_.insert(n).second) {
       decls_.push_back(std::string("alignas(64) ") + math_type(b.dt) + " " + n + "[B];");
-      prelude_.push_back("cg::fill(" + n + ", " + b.name + ", B);");
+      (b.per_block ? loads_ : prelude_).push_back("cg::fill(" + n + ", " + b.name + ", B);");
+      block_bytes_ += element_size(math_dt(b.dt));
     }
     return {n, b.dt};
   }
@@ -339,6 +390,7 @@ class Gen {
   }
 
   void emit_node(const Node& n);
+  std::vector<std::string> assemble_steps();
   void build(const std::string& name, CpuKernel& kern);
 };
 
@@ -361,7 +413,7 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1);
       Block o = output(n);
       if (in == dt0) {
-        scalar_loop(o, at(a));
+        scalar_loop(o, at(a), true);
       } else {
         const bool narrow = in == kInt8 || in == kInt16 || dt0 == kInt8 || dt0 == kInt16;
         // float -> integer conversions past the range are undefined in C++;
@@ -380,7 +432,7 @@ void Gen::emit_node(const Node& n) {
       need(1);
       Block o = output(n);
       const std::string v = k(fill_lit(n.args.s0, dt0), math_dt(dt0));
-      scalar_loop(o, v);
+      scalar_loop(o, v, true);
       return commit(o);
     }
     case OpId::add:
@@ -393,7 +445,7 @@ void Gen::emit_node(const Node& n) {
       if (dt0 == kBool) {
         scalar_loop(o, at(a) + (n.slot == OpId::add ? " || " : " && ") + at(b));
       } else if (n.slot == OpId::mul) {
-        scalar_loop(o, at(a) + " * " + at(b));
+        scalar_loop(o, at(a) + " * " + at(b), true, true);
       } else {
         // alpha == M(1) is decided on the value eager compares
         bool unit = false;
@@ -408,9 +460,9 @@ void Gen::emit_node(const Node& n) {
           default: no("add on " + dn((dt0)));
         }
         if (unit)
-          scalar_loop(o, at(a) + " + " + at(b));
+          scalar_loop(o, at(a) + " + " + at(b), true);
         else
-          scalar_loop(o, at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b));
+          scalar_loop(o, at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b), true);
       }
       return commit(o);
     }
@@ -431,7 +483,7 @@ void Gen::emit_node(const Node& n) {
       else if (n.args.mode == 2)
         scalar_loop(o, "math::floor_div(" + at(a) + ", " + at(b) + ")");
       else if (n.args.mode == 0)
-        scalar_loop(o, at(a) + " / " + at(b));
+        scalar_loop(o, at(a) + " / " + at(b), true);
       else
         no("div mode " + std::to_string(n.args.mode));
       return commit(o);
@@ -443,7 +495,7 @@ void Gen::emit_node(const Node& n) {
       same_dtypes(n, 1, 3, dt0);
       Block a = input(n, 1), b = input(n, 2);
       Block o = output(n);
-      scalar_loop(o, std::string(n.slot == OpId::minimum ? "math::minimum(" : "math::maximum(") + at(a) + ", " + at(b) + ")");
+      scalar_loop(o, std::string(n.slot == OpId::minimum ? "math::minimum(" : "math::maximum(") + at(a) + ", " + at(b) + ")", true);
       return commit(o);
     }
     case OpId::compare:
@@ -477,14 +529,14 @@ void Gen::emit_node(const Node& n) {
         same_dtypes(n, 1, 3, dt0);
         Block a = input(n, 1), b = input(n, 2);
         Block o = output(n);
-        scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + ")");
+        scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + ")", true);
         return commit(o);
       }
       need(4);
       same_dtypes(n, 1, 4, dt0);
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
-      scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + at(c) + ")");
+      scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + at(c) + ")", true);
       return commit(o);
     }
     case OpId::addcmul:
@@ -496,7 +548,7 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
       const std::string v = k(scalar_lit(n.args.s0, dt0), math_dt(dt0));
-      scalar_loop(o, at(a) + " + " + v + " * " + at(b) + (n.slot == OpId::addcmul ? " * " : " / ") + at(c));
+      scalar_loop(o, at(a) + " + " + v + " * " + at(b) + (n.slot == OpId::addcmul ? " * " : " / ") + at(c), true);
       return commit(o);
     }
     case OpId::clamp: {
@@ -509,11 +561,11 @@ void Gen::emit_node(const Node& n) {
       const ScalarType m = math_dt(dt0);
       if (n.args.has_s0 && n.args.has_s1) {
         const std::string lo = k(scalar_lit(n.args.s0, dt0), m), hi = k(scalar_lit(n.args.s1, dt0), m);
-        scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + lo + "), " + hi + ")");
+        scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + lo + "), " + hi + ")", true);
       } else if (n.args.has_s0) {
-        scalar_loop(o, "math::maximum(" + at(a) + ", " + k(scalar_lit(n.args.s0, dt0), m) + ")");
+        scalar_loop(o, "math::maximum(" + at(a) + ", " + k(scalar_lit(n.args.s0, dt0), m) + ")", true);
       } else {
-        scalar_loop(o, "math::minimum(" + at(a) + ", " + k(scalar_lit(n.args.s1, dt0), m) + ")");
+        scalar_loop(o, "math::minimum(" + at(a) + ", " + k(scalar_lit(n.args.s1, dt0), m) + ")", true);
       }
       return commit(o);
     }
@@ -523,7 +575,7 @@ void Gen::emit_node(const Node& n) {
       same_dtypes(n, 1, 4, dt0);
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
-      scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + at(b) + "), " + at(c) + ")");
+      scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + at(b) + "), " + at(c) + ")", true);
       return commit(o);
     }
     case OpId::where: {
@@ -532,7 +584,7 @@ void Gen::emit_node(const Node& n) {
       same_dtypes(n, 2, 4, dt0);
       Block c = input(n, 1), a = input(n, 2), b = input(n, 3);
       Block o = output(n);
-      scalar_loop(o, at(c) + " ? " + at(a) + " : " + at(b));
+      scalar_loop(o, at(c) + " ? " + at(a) + " : " + at(b), true);
       return commit(o);
     }
     case OpId::threshold_backward: {
@@ -542,7 +594,7 @@ void Gen::emit_node(const Node& n) {
       Block gr = input(n, 1), x = input(n, 2);
       Block o = output(n);
       const ScalarType m = math_dt(dt0);
-      scalar_loop(o, at(x) + " <= " + k(scalar_lit(n.args.s0, dt0), m) + " ? " + math_type(dt0) + "(0) : " + at(gr));
+      scalar_loop(o, at(x) + " <= " + k(scalar_lit(n.args.s0, dt0), m) + " ? " + math_type(dt0) + "(0) : " + at(gr), true);
       return commit(o);
     }
     case OpId::isclose: {
@@ -594,15 +646,18 @@ void Gen::emit_node(const Node& n) {
       if (n.args.mode == 1 && zero_stride && eager_1d) {
         if (!e_op.is_const()) no("pow with a Scalar exponent that is not a constant");
         const double e = const_value(e_op);
-        const char* f = nullptr;
-        if (e == 2) f = "x * x";
-        else if (e == 3) f = "x * x * x";
-        else if (e == 0.5) f = "vec::sqrt(x)";
-        else if (e == -0.5) f = "cg::one<V>() / vec::sqrt(x)";
-        else if (e == -1) f = "cg::one<V>() / x";
-        else if (e == -2) f = "cg::one<V>() / (x * x)";
-        if (f) {
-          vec_loop2(o, a, b, std::string("((void)y, ") + f + ")");
+        // these are exactly rounded lane by lane (mul, div, the hardware
+        // sqrt), so the scalar form is eager's vector value and may join a run
+        const std::string x = at(a), one = std::string(math_type(dt0)) + "(1)";
+        std::string f;
+        if (e == 2) f = x + " * " + x;
+        else if (e == 3) f = x + " * " + x + " * " + x;
+        else if (e == 0.5) f = "std::sqrt(" + x + ")";
+        else if (e == -0.5) f = one + " / std::sqrt(" + x + ")";
+        else if (e == -1) f = one + " / " + x;
+        else if (e == -2) f = one + " / (" + x + " * " + x + ")";
+        if (!f.empty()) {
+          scalar_loop(o, f, true, e == 2 || e == 3);
           return commit(o);
         }
       }  // else eager takes Sleef's pow for every exponent
@@ -651,9 +706,10 @@ void Gen::emit_node(const Node& n) {
         case UnaryMode::log10: vec_expr = "vec::log10(x)"; break;
         case UnaryMode::log1p: vec_expr = "vec::log1p_fast(x)"; break;
         case UnaryMode::expm1: vec_expr = "vec::expm1(x)"; break;
-        case UnaryMode::sqrt: vec_expr = "vec::sqrt(x)"; break;
-        case UnaryMode::rsqrt: vec_expr = "cg::one<V>() / vec::sqrt(x)"; break;
-        case UnaryMode::reciprocal: vec_expr = "cg::one<V>() / x"; break;
+        // exactly rounded lane by lane: the scalar form is vec::sqrt's value
+        case UnaryMode::sqrt: scalar_expr = "std::sqrt(X)"; break;
+        case UnaryMode::rsqrt: scalar_expr = "M(1) / std::sqrt(X)"; break;
+        case UnaryMode::reciprocal: scalar_expr = "M(1) / X"; break;
         case UnaryMode::sin: vec_expr = "vec::sin(x)"; break;
         case UnaryMode::cos: vec_expr = "vec::cos(x)"; break;
         case UnaryMode::tan: vec_expr = "vec::tan(x)"; break;
@@ -692,7 +748,11 @@ void Gen::emit_node(const Node& n) {
           e = is_float_dt(t) ? std::string(math_type(t)) + "(" + fn + "(X))" : "X";
         }
         replace("X", x);
-        scalar_loop(o, e);
+        replace("M(1)", std::string(math_type(t)) + "(1)");
+        scalar_loop(o, e, mode == UnaryMode::neg || mode == UnaryMode::abs || mode == UnaryMode::square ||
+                              mode == UnaryMode::relu || mode == UnaryMode::sqrt || mode == UnaryMode::rsqrt ||
+                              mode == UnaryMode::reciprocal,
+                    mode == UnaryMode::square);
       } else if (mode == UnaryMode::logit) {
         const double eps = n.args.has_s0 ? n.args.s0.to<double>() : -1.0;
         if (eps < 0) {
@@ -720,6 +780,120 @@ void Gen::emit_node(const Node& n) {
   }
 }
 
+// Note [Register runs]
+// Consecutive scalar loops of plain arithmetic (add, mul, div, addcmul,
+// where, min/max, clamp, lerp, copies, fills, neg/abs/square/relu) into
+// float or double share one loop over the block: each value is a local
+// variable that GCC keeps in a vector register, and a block is written
+// only for a value that code outside the run reads (a vector node, a later
+// run, the final store). The plain-op Adam's seventeen loops over L1 blocks
+// become two or three loops.
+// Bit equality (Note [Generated CPU kernels]) needs every value rounded and
+// nothing contracted across nodes, as when each node stored its block. The
+// only value-changing rewrite GCC makes here (no -ffast-math) is contracting
+// a product with the add that consumes it, so a run passes each value that
+// is a product (mul, square, pow 2 and 3) through cg::seal (its bits or-ed
+// with an opaque zero: one vpord per vector, which GCC vectorizes): a node's
+// a * b never fuses with the next node's + c, while the contraction
+// inside a node's own expression (add's a + alpha * b) stays what the eager
+// kernel's loop does. Vector nodes (the vec:: math) keep their blocks and
+// split runs; runs do not mix float and double, nor take 16-bit results
+// (they round through the storage type between nodes).
+std::vector<std::string> Gen::assemble_steps() {
+  auto runnable = [&](const Step& st) {
+    return st.reg && (st.out.dt == kFloat || st.out.dt == kDouble);
+  };
+  // the run of each step (steps of one run share an id; others get their own)
+  std::vector<int> run(steps_.size());
+  for (size_t i = 0, id = 0; i < steps_.size(); ++i) {
+    if (i > 0 && runnable(steps_[i]) && runnable(steps_[i - 1]) && steps_[i].out.dt == steps_[i - 1].out.dt)
+      run[i] = run[i - 1];
+    else
+      run[i] = static_cast<int>(id++);
+  }
+  // which blocks must exist in memory: read by a step of another run, or stored
+  std::map<std::string, int> producer;  // block -> its step
+  for (size_t i = 0; i < steps_.size(); ++i)
+    if (!steps_[i].expr.empty()) producer[steps_[i].out.name] = static_cast<int>(i);
+  std::set<std::string> in_memory;
+  for (size_t i = 0; i < steps_.size(); ++i)
+    for (const std::string& r : steps_[i].reads)
+      if (auto p = producer.find(r); p == producer.end() || run[p->second] != run[i]) in_memory.insert(r);
+  // a result only the final store reads goes straight into the tensor when
+  // its rows are contiguous in the math type (else into its block, stored
+  // as before): a pointer per block, d<j>
+  for (auto& [buf, blk] : bufs_.last_write()) {
+    if (!in_memory.count(blk.name) && producer.count(blk.name) && (blk.dt == kFloat || blk.dt == kDouble)) {
+      const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
+      const std::string d = "d" + std::to_string(j), m = math_type(blk.dt), jj = std::to_string(j);
+      loads_.push_back(m + "* " + d + " = s" + jj + "_0 == int64_t(sizeof(" + m + ")) ? reinterpret_cast<" + m + "*>(p" +
+                       jj + ") : " + blk.name + ";");
+      direct_[blk.name] = d;
+    }
+    in_memory.insert(blk.name);
+  }
+  for (auto& [name, i] : producer)
+    if (!in_memory.count(name)) {
+      block_bytes_ -= element_size(math_dt(steps_[i].out.dt));
+      registers_only_.insert(name);
+    }
+
+  std::vector<std::string> body;
+  bool zeros = false;
+  for (size_t i = 0; i < steps_.size();) {
+    size_t e = i + 1;
+    while (e < steps_.size() && run[e] == run[i]) ++e;
+    if (steps_[i].expr.empty()) {
+      body.push_back(steps_[i].code);
+    } else {
+      // one loop; a block read in the run that an earlier step of the run
+      // wrote is its register, any other is memory
+      std::set<std::string> regs;
+      if (e - i > 1 && !zeros) {
+        zeros = true;
+        prelude_.push_back("const uint32_t z32 = cg::opaque<uint32_t>(uint32_t(0)); (void)z32;");
+        prelude_.push_back("const uint64_t z64 = cg::opaque<uint64_t>(uint64_t(0)); (void)z64;");
+      }
+      // ivdep: no iteration depends on another (a tensor read and written
+      // in place is read and written at the same i), so GCC need not prove
+      // that d<j> and the loaded pointers are apart
+      std::string loop = "_Pragma(\"GCC ivdep\") for (int64_t i = 0; i < n; ++i) {";
+      for (size_t j = i; j < e; ++j) {
+        const Step& st = steps_[j];
+        std::string x;
+        for (size_t p = 0; p < st.expr.size();) {
+          if (st.expr[p] != '@') {
+            x += st.expr[p++];
+            continue;
+          }
+          const size_t q = st.expr.find('@', p + 1);
+          const std::string b = st.expr.substr(p + 1, q - p - 1);
+          x += regs.count(b) ? "r_" + b : b + "[i]";
+          p = q + 1;
+        }
+        const auto d = direct_.find(st.out.name);
+        const std::string dst = d != direct_.end() ? d->second : st.out.name;
+        if (e - i == 1) {  // a lone loop: its block, unless nothing reads it
+          if (in_memory.count(st.out.name)) loop += " " + dst + "[i] = " + x + ";";
+          continue;
+        }
+        if (st.product)
+          loop += std::string(" const ") + math_type(st.out.dt) + " r_" + st.out.name + " = cg::seal(" + x +
+                  (st.out.dt == kFloat ? ", z32);" : ", z64);");
+        else
+          loop += std::string(" const ") + math_type(st.out.dt) + " r_" + st.out.name + " = " + x + ";";
+        regs.insert(st.out.name);
+        if (in_memory.count(st.out.name)) loop += " " + dst + "[i] = r_" + st.out.name + ";";
+      }
+      body.push_back(loop + " }");
+    }
+    // nothing contracts across the loops (their blocks are in memory)
+    body.push_back("asm volatile(\"\" ::: \"memory\");");
+    i = e;
+  }
+  return body;
+}
+
 void Gen::build(const std::string& name, CpuKernel& kern) {
   if (grp_.nodes.empty()) no("an empty group");
   const Node& first = g_.nodes.at(grp_.nodes[0]);
@@ -743,11 +917,11 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     if (node_vec_ && n.linear && ndim_ == 2 && shape_[0] % 64 != 0)
       no(n.name + ": a 1-d call viewed as rows of " + std::to_string(shape_[0]) +
          " elements (not a multiple of 64) would form other vectors than eager");
-    body_.push_back("asm volatile(\"\" ::: \"memory\");");
     if (!ops.empty()) ops += "+";
     ops += n.name.empty() ? op_name(n.slot) : n.name;
   }
   if (args_.empty()) no("no buffers");
+  const std::vector<std::string> body = assemble_steps();
   // the blocks live on the stack of the calling thread (thread pools' stacks
   // are smaller than the main thread's)
   if (block_bytes_ * 256 > (size_t(256) << 10)) no("the group's blocks take more than 256 KiB (split the group)");
@@ -773,7 +947,10 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     << "  // " << ops << "\n"
     << "  using namespace brisk;\n  using namespace brisk::cpu::BRISK_CPU_ISA;\n"
     << "  constexpr int64_t B = " << block << ";\n  (void)shape;\n";
-  for (auto& d : decls_) s << "  " << d << "\n";
+  for (auto& d : decls_) {
+    const size_t sp = d.rfind(' ');
+    if (!registers_only_.count(d.substr(sp + 1, d.size() - sp - 1 - std::string("[B];").size()))) s << "  " << d << "\n";
+  }
   for (auto& p : prelude_) s << "  " << p << "\n";
   for (size_t j = 0; j < args_.size(); ++j)
     for (int d = 0; d < nd; ++d) s << "  const int64_t s" << j << "_" << d << " = strides[" << j * nd + d << "];\n";
@@ -795,9 +972,10 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   }
   for (size_t j = 0; j < args_.size(); ++j) s << ind << "(void)p" << j << ";\n";
   for (auto& l : loads_) s << ind << l << "\n";
-  for (auto& b : body_) s << ind << b << "\n";
+  for (auto& b : body) s << ind << b << "\n";
   for (auto& [buf, blk] : bufs_.last_write()) {
     const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
+    if (auto d = direct_.find(blk.name); d != direct_.end()) s << ind << "if (" << d->second << " == " << blk.name << ") ";
     s << ind << "cg::st<" << cpp_type(blk.dt) << ">(p" << j << ", s" << j << "_0, " << blk.name << ", n);\n";
   }
   s << "  }\n}\n";

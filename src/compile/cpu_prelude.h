@@ -41,6 +41,18 @@ inline T opaque(U bits) {
   return std::bit_cast<T>(bits);
 }
 
+/// A node's value in a register run (Note [Register runs] in
+/// codegen_cpu.cpp): x with its bits or-ed with z, an opaque zero of the
+/// same width, so the next node's arithmetic cannot contract with the
+/// arithmetic that made it (no FMA across nodes), as if it had been stored.
+/// GCC vectorizes it (one vpord); __builtin_assoc_barrier would not do: the
+/// vectorizer drops it.
+template <class T, class U>
+inline T seal(T x, U z) {
+  static_assert(sizeof(T) == sizeof(U));
+  return std::bit_cast<T>(static_cast<U>(std::bit_cast<U>(x) | z));
+}
+
 /// The value of a result stored as S and read back (the rounding an eager
 /// kernel's store applies between two ops).
 template <class S, class X>
