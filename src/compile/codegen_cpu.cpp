@@ -797,16 +797,18 @@ void Gen::emit_node(const Node& n) {
 // a * b never fuses with the next node's + c, while the contraction
 // inside a node's own expression (add's a + alpha * b) stays what the eager
 // kernel's loop does. Vector nodes (the vec:: math) keep their blocks and
-// split runs; runs do not mix float and double, nor take 16-bit results
-// (they round through the storage type between nodes).
+// split runs; runs do not mix float and double math. A float16 or
+// bfloat16 result is rounded through its storage type in the register, as
+// eager's store rounds it (GCC vectorizes the conversions).
 std::vector<std::string> Gen::assemble_steps() {
   auto runnable = [&](const Step& st) {
-    return st.reg && (st.out.dt == kFloat || st.out.dt == kDouble);
+    return st.reg && (math_dt(st.out.dt) == kFloat || math_dt(st.out.dt) == kDouble);
   };
   // the run of each step (steps of one run share an id; others get their own)
   std::vector<int> run(steps_.size());
   for (size_t i = 0, id = 0; i < steps_.size(); ++i) {
-    if (i > 0 && runnable(steps_[i]) && runnable(steps_[i - 1]) && steps_[i].out.dt == steps_[i - 1].out.dt)
+    if (i > 0 && runnable(steps_[i]) && runnable(steps_[i - 1]) &&
+        math_dt(steps_[i].out.dt) == math_dt(steps_[i - 1].out.dt))
       run[i] = run[i - 1];
     else
       run[i] = static_cast<int>(id++);
@@ -877,9 +879,9 @@ std::vector<std::string> Gen::assemble_steps() {
           if (in_memory.count(st.out.name)) loop += " " + dst + "[i] = " + x + ";";
           continue;
         }
-        if (st.product)
+        if (st.product)  // (a 16-bit result's rounding would do as well)
           loop += std::string(" const ") + math_type(st.out.dt) + " r_" + st.out.name + " = cg::seal(" + x +
-                  (st.out.dt == kFloat ? ", z32);" : ", z64);");
+                  (math_dt(st.out.dt) == kFloat ? ", z32);" : ", z64);");
         else
           loop += std::string(" const ") + math_type(st.out.dt) + " r_" + st.out.name + " = " + x + ";";
         regs.insert(st.out.name);

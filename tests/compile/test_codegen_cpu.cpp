@@ -569,6 +569,11 @@ TEST_F(CodegenCpu, InPlaceChain) {
   ASSERT_TRUE(cg.ok) << cg.reason;
   ASSERT_EQ(cg.kernel.args.size(), 2u);
   EXPECT_TRUE(cg.kernel.args[0].read && cg.kernel.args[0].written);
+  // Note [Register runs]: one loop, the product sealed, the result stored
+  // straight into x (d0) when its rows are contiguous
+  EXPECT_NE(cg.kernel.body.find("cg::seal("), std::string::npos) << cg.kernel.body;
+  EXPECT_NE(cg.kernel.body.find("d0[i] = "), std::string::npos) << cg.kernel.body;
+  EXPECT_EQ(cg.kernel.body.find("cg::vmap"), std::string::npos) << cg.kernel.body;
   EXPECT_TRUE(check_group(r, r.group()));
 }
 
@@ -860,6 +865,36 @@ TEST_F(CodegenCpu, TracedGraphs) {
     // a reduction between two fused chains (an opaque node: not generated)
     EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return ((a * 2 + b).exp().sum(1) + 1).tanh(); }, x, y),
               100);
+  }
+}
+
+// Note [Register runs]: products feeding adds in the next node (a contraction
+// eager cannot make), 16-bit results rounded in registers, broadcast
+// operands, runs split by vector-math nodes, strided results (no direct
+// store), each bit-equal to eager.
+TEST_F(CodegenCpu, RegisterRunsMatchEager) {
+  for (ScalarType dt : {kFloat, kDouble, kBFloat16, kHalf}) {
+    Tensor x = test_values(17 * 64, dt).reshape({17, 64}), y = test_values(64, dt, 3, 2);
+    Tensor xs = test_values(2 * 17 * 64, dt, 6, 5).reshape({17, 128}).slice(1, 0, 128, 2);  // strided rows
+    auto progs = std::vector<std::function<Tensor(const Tensor&, const Tensor&)>>{
+        [](const Tensor& a, const Tensor& b) { return a * b + a * 0.5 - b * b * 3.0; },
+        [](const Tensor& a, const Tensor& b) { return addcmul(a * b, a, b, 0.25) / (b.abs() + 1.0); },
+        [](const Tensor& a, const Tensor& b) { return (a.square() + 1.0).sqrt() * b.rsqrt().nan_to_num(0.0) + a; },
+        [](const Tensor& a, const Tensor& b) { return where(a > b, a * 2.0, b * a).clamp(-4, 4) * a + b; },
+        [](const Tensor& a, const Tensor& b) { return lerp(a * b, a, 0.3) - (a * a).exp() * b + a.reciprocal(); },
+        [](const Tensor& a, const Tensor& b) {
+          Tensor c = a * 0.9;
+          c.add_(b, 0.1).mul_(b);
+          return c + a.pow(2) * b.pow(3);
+        },
+    };
+    for (size_t i = 0; i < progs.size(); ++i) {
+      EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
+      EXPECT_GE(check_traced(progs[i], xs, y), 1) << dt << " program " << i << " (strided)";
+    }
+    // a whole-tensor scalar broadcast (one value per block)
+    Tensor s = test_values(1, dt, 3, 7).reshape({});
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return a * b + b * a * a - 1.0; }, x, s), 100) << dt;
   }
 }
 
