@@ -374,6 +374,122 @@ int fold_constants(Graph& g, int64_t max_bytes) {
   return remove_nodes(g, drop);
 }
 
+namespace {
+// Note [A cut through the forward]
+// recompute_in_backward makes a backward-read value again only from
+// buffers kept anyway. AOTAutograd's partitioner goes further: it may keep
+// a value the backward does not read (a GEMM's result h ahead of a chain of
+// pointwise calls) when every value the backward reads can be made from it
+// and it is smaller than they are together. That is a minimum vertex cut
+// between the values nothing can make again (sources) and the values the
+// backward reads (sinks), each value's capacity its bytes: a max flow
+// (Edmonds-Karp on the split-vertex graph; graphs here have hundreds of
+// buffers), the cut read off the residual graph. Only temps written once
+// (and not results) can be cut; a value whose chain cannot be replayed
+// (not elementwise, written in place, an input changed after its read) is
+// a source. The caller keeps the cut only when it saves bytes (a chain
+// deeper than its replay limit would not be made again).
+std::vector<char> min_cut_saves(const Graph& g, const std::vector<char>& kept, const std::function<bool(int)>& wanted,
+                                const std::vector<char>& is_result, const std::vector<int>& writers,
+                                const std::vector<int>& producer, const std::vector<int>& last_write,
+                                const std::function<bool(int)>& replayable) {
+  const int nb = static_cast<int>(g.bufs.size());
+  std::vector<char> cut(nb, 0);
+  // the values involved: the backward's reads that could be made again
+  // (`wanted`; the others are kept whatever happens), and their ancestors
+  std::vector<int> idx(nb, -1), vals;
+  std::vector<int> stack;
+  for (int b = 0; b < nb; ++b)
+    if (wanted(b)) stack.push_back(b);
+  while (!stack.empty()) {
+    const int b = stack.back();
+    stack.pop_back();
+    if (idx[b] >= 0) continue;
+    idx[b] = static_cast<int>(vals.size());
+    vals.push_back(b);
+    if (!replayable(b) || is_result[b]) continue;
+    const Node& nd = g.nodes[producer[b]];
+    for (int q = 1; q < nd.noperands; ++q)
+      if (!nd.ops[q].is_const() && !kept[nd.ops[q].buf]) stack.push_back(nd.ops[q].buf);
+  }
+  if (vals.empty()) return cut;
+  constexpr int64_t kInf = int64_t(1) << 60;
+  const int V = 2 * static_cast<int>(vals.size()) + 2, S = V - 2, T = V - 1;
+  struct Edge {
+    int to;
+    int64_t cap;
+  };
+  std::vector<Edge> edges;
+  std::vector<std::vector<int>> adj(V);
+  auto add = [&](int u, int v, int64_t c) {
+    adj[u].push_back(static_cast<int>(edges.size()));
+    edges.push_back({v, c});
+    adj[v].push_back(static_cast<int>(edges.size()));
+    edges.push_back({u, 0});
+  };
+  for (size_t i = 0; i < vals.size(); ++i) {
+    const int b = vals[i], in = 2 * static_cast<int>(i), out = in + 1;
+    const Buffer& bf = g.bufs[b];
+    const bool cuttable = bf.kind == BufKind::Temp && writers[b] == 1 && !is_result[b] && bf.nbytes > 0;
+    add(in, out, cuttable ? bf.nbytes : kInf);
+    bool remake = replayable(b) && !is_result[b];
+    if (remake) {
+      const Node& nd = g.nodes[producer[b]];
+      for (int q = 1; q < nd.noperands; ++q) {
+        if (nd.ops[q].is_const()) continue;
+        const int u = nd.ops[q].buf;
+        if (last_write[u] > producer[b]) remake = false;  // (u no longer holds what the call read)
+      }
+    }
+    if (!remake) {
+      add(S, in, kInf);
+    } else {
+      const Node& nd = g.nodes[producer[b]];
+      for (int q = 1; q < nd.noperands; ++q)
+        if (!nd.ops[q].is_const() && !kept[nd.ops[q].buf]) add(2 * idx[nd.ops[q].buf] + 1, in, kInf);
+    }
+    if (wanted(b)) add(out, T, kInf);
+  }
+  // Edmonds-Karp
+  int64_t flow = 0;
+  std::vector<int> via(V);
+  for (;;) {
+    std::fill(via.begin(), via.end(), -1);
+    std::vector<int> q{S};
+    via[S] = -2;
+    for (size_t h = 0; h < q.size() && via[T] == -1; ++h)
+      for (int e : adj[q[h]])
+        if (edges[e].cap > 0 && via[edges[e].to] == -1) {
+          via[edges[e].to] = e;
+          q.push_back(edges[e].to);
+        }
+    if (via[T] == -1) break;
+    int64_t push = kInf;
+    for (int v = T; v != S; v = edges[via[v] ^ 1].to) push = std::min(push, edges[via[v]].cap);
+    if (push >= kInf) return cut;  // no finite cut (a sink no cut can reach)
+    for (int v = T; v != S; v = edges[via[v] ^ 1].to) {
+      edges[via[v]].cap -= push;
+      edges[via[v] ^ 1].cap += push;
+    }
+    flow += push;
+    if (flow >= kInf) return cut;
+  }
+  // the cut: values whose in-vertex the source still reaches and out-vertex not
+  std::vector<char> seen(V, 0);
+  std::vector<int> q{S};
+  seen[S] = 1;
+  for (size_t h = 0; h < q.size(); ++h)
+    for (int e : adj[q[h]])
+      if (edges[e].cap > 0 && !seen[edges[e].to]) {
+        seen[edges[e].to] = 1;
+        q.push_back(edges[e].to);
+      }
+  for (size_t i = 0; i < vals.size(); ++i)
+    if (seen[2 * i] && !seen[2 * i + 1]) cut[vals[i]] = 1;
+  return cut;
+}
+}  // namespace
+
 int recompute_in_backward(Graph& g) {
   // Note [Recomputing in the backward]
   // A joint graph's backward part reads forward temps, which a run keeps
@@ -444,11 +560,36 @@ int recompute_in_backward(Graph& g) {
     rec[b] = ok ? 1 : 0;
     return ok;
   };
+  auto wanted = [&](int b) {  // read by the backward, and could be made again there
+    return bwd_read[b] && !kept[b] && !opaque_bwd_read[b] && !is_result[b] && g.bufs[b].kind == BufKind::Temp;
+  };
+  // bytes kept from the forward for the backward beyond what it keeps anyway
+  auto saved_bytes = [&](const std::vector<char>& extra) {
+    int64_t bytes = 0;
+    for (int b = 0; b < nb; ++b)
+      if (extra[b] || (bwd_read[b] && !kept[b] && !(wanted(b) && can(b, 0)))) bytes += g.bufs[b].nbytes;
+    return bytes;
+  };
+  {
+    // a cut: keep a value the backward does not read so that the values it
+    // does read are made again from it (Note [A cut through the forward])
+    const std::vector<char> cut = min_cut_saves(g, kept, wanted, is_result, writers, producer, last_write, replayable);
+    bool any = false;
+    for (char c : cut) any = any || c;
+    if (any) {
+      const int64_t before = saved_bytes(std::vector<char>(nb, 0));
+      std::vector<char> kept0 = kept;
+      for (int b = 0; b < nb; ++b) kept[b] = kept[b] || cut[b];
+      std::fill(rec.begin(), rec.end(), -1);
+      if (saved_bytes(cut) >= before) {  // (deeper than kMaxDepth, say): as it was
+        kept = std::move(kept0);
+        std::fill(rec.begin(), rec.end(), -1);
+      }
+    }
+  }
   std::vector<int> targets;
   for (int b = 0; b < nb; ++b)
-    if (bwd_read[b] && !kept[b] && !opaque_bwd_read[b] && !is_result[b] && g.bufs[b].kind == BufKind::Temp &&
-        can(b, 0))
-      targets.push_back(b);
+    if (wanted(b) && can(b, 0)) targets.push_back(b);
   if (targets.empty()) return 0;
   // copies of the chains, in forward order, into new temps
   std::vector<int> copy_of(nb, -1);

@@ -376,6 +376,35 @@ TEST_F(Compile, PointwiseIntermediatesAreRecomputedInTheBackward) {
   }
 }
 
+// Note [A cut through the forward]: a GEMM's result ahead of a pointwise
+// chain is kept instead of the chain's values (the backward reads four of
+// them); they are made again from it, with the same gradients.
+TEST_F(Compile, MinCutKeepsTheGemmResultInsteadOfTheChain) {
+  auto fn = [](const Tensor& x, const Tensor& w) { return gelu_chain(matmul(x, w)).sin(); };
+  for (auto backend : {CompileBackend::Default, CompileBackend::Interpreter}) {
+    auto f = compile(fn, CompileOptions().set_backend(backend));
+    const int64_t rows = 256, cols = 256;
+    Tensor w = randn({64, cols}).requires_grad_(), w2 = w.detach().clone().requires_grad_();
+    for (int rep = 0; rep < 3; ++rep) {
+      Tensor x = randn({rows, 64});
+      const int64_t before = cpu::memory_allocated();
+      Tensor y = f(x, w);
+      const int64_t held = cpu::memory_allocated() - before;  // y and what the backward keeps
+      Tensor g = randn({rows, cols});
+      y.backward(g);
+      Tensor y2 = fn(x, w2);
+      y2.backward(g);
+      EXPECT_TRUE(same_bits(y, y2));
+      EXPECT_TRUE(same_bits(w.grad(), w2.grad())) << "rep " << rep;
+      w.mutable_grad() = Tensor();
+      w2.mutable_grad() = Tensor();
+      // y and the GEMM's result; without the cut: y, x * 0.5, x / 1.41421,
+      // 1 + erf(...) and their product
+      if (rep > 0) EXPECT_LE(held, rows * cols * 4 * 2) << "bytes held between forward and backward: " << held;
+    }
+  }
+}
+
 // Note [Batches of small groups]: an update written with plain ops over many
 // small parameters is one small group per parameter; with two threads the
 // independent groups run side by side, with eager's bits.
