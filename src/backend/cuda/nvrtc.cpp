@@ -100,10 +100,12 @@ std::string compile(const std::string& source, const std::string& arch_in) {
   const Loaded& l = loaded();
   BRISK_CHECK(l.info.loaded, "compile", "generating CUDA kernels needs NVRTC, which could not be opened: ", l.info.error,
               " (install the CUDA toolkit's libnvrtc, or compile with CompileOptions().set_fuse(false))");
-  // (-pch: NVRTC keeps the parsed prelude in the process, so a graph's
-  // kernels after the first compile in 0.15 s instead of 0.65 s)
+  // (no -pch: the prelude parses in about 40 ms since the standard headers
+  // of src/compile/nvrtc_std stopped including libcu++, and building a
+  // precompiled header costs the first program of a process 50 ms more
+  // than it saves each later one)
   std::vector<std::string> opts = {"--gpu-architecture=" + arch, "-std=c++17", "-default-device", "--fmad=true",
-                                   "-pch", "--pch-messages=false", "-DBRISK_NVRTC=1"};
+                                   "-DBRISK_NVRTC=1"};
   for (auto& o : jit::cuda_include_options()) opts.push_back(o);
   std::string key_text = source + "\n" + nvrtc_version() + "\n" + prelude_hash();
   for (auto& o : opts) key_text += "\n" + o;
