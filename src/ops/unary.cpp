@@ -193,8 +193,10 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::rsqrt:
       rec("RsqrtBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
+        // torch's formula and order, -0.5 * grad * result.pow(3): in
+        // float16 grad * y^3 can pass 65504 where the order below stays finite
         const Tensor y = c.saved(0);
-        return {c.grad() * (y * y * y) * -0.5};
+        return {c.grad() * -0.5 * y.pow(3)};
       });
       break;
     case UnaryMode::square:  // torch: square is pow(x, 2)

@@ -1765,5 +1765,30 @@ TEST(PyTorchDivergence, SixteenBitScatterAddAccumulatesInFloat) {
   EXPECT_EQ(h.clone().index_add_(0, zeros({3000}, TensorOptions(kInt64)), hs).item<float>(), 2048.0f);
 }
 
+// ---- found by difffuzz seed 113 (torch 2.15) --------------------------------------------------
+
+// rsqrt's gradient in torch's order, (-0.5 * grad) * result.pow(3): brisk
+// multiplied grad * y^3 first, which passes float16's 65504 (387.5 * 211.8)
+// and gave inf where torch gives -40960 (seed 113 case 1104155). brisk's
+// -41024 is the exact gradient rounded (-41016); torch's float16 rsqrt is an
+// ulp low here (5.95703125 against the correctly rounded 5.9609375 that
+// brisk returns), hence its -40960.
+TEST(PyTorchDivergence, RsqrtGradientInTorchsOrder) {
+  Tensor x = tensor<double>({0.0281524658203125}, kDouble).to(kHalf).requires_grad_();
+  Tensor y = x.rsqrt();
+  EXPECT_TRUE(same_bits(y, {5.9609375}));
+  y.backward(full({1}, 387.5, TensorOptions(kHalf)));
+  EXPECT_TRUE(same_bits(x.grad(), {-41024.0})) << x.grad();
+  // float32 and float64: the same formula
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Tensor v = tensor<double>({0.0281524658203125, 2.5, 1e-3}, kDouble).to(dt).requires_grad_();
+    const Tensor g = tensor<double>({387.5, -1.0, 3.0}, kDouble).to(dt);
+    v.rsqrt().backward(g);
+    const Tensor y = v.detach().rsqrt();
+    EXPECT_TRUE(v.grad().equal(g * -0.5 * y.pow(3))) << dt;
+    EXPECT_TRUE(v.grad().allclose(g * -0.5 * v.detach().pow(-1.5), 1e-5, 0)) << dt;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
