@@ -782,12 +782,13 @@ void Gen::emit_node(const Node& n) {
 
 // Note [Register runs]
 // Consecutive scalar loops of plain arithmetic (add, mul, div, addcmul,
-// where, min/max, clamp, lerp, copies, fills, neg/abs/square/relu) into
-// float or double share one loop over the block: each value is a local
-// variable that GCC keeps in a vector register, and a block is written
-// only for a value that code outside the run reads (a vector node, a later
-// run, the final store). The plain-op Adam's seventeen loops over L1 blocks
-// become two or three loops.
+// where, min/max, clamp, lerp, copies, fills, neg/abs/square/relu, and the
+// exactly rounded sqrt, rsqrt, reciprocal and pow by 2, 3, +-0.5, -1, -2)
+// into float or double math share one loop over the block: each value is a
+// local variable that GCC keeps in a vector register, and a block is
+// written only for a value that code outside the run reads (a vector node,
+// a later run, the final store). The plain-op Adam's eleven loops over L1
+// blocks become one.
 // Bit equality (Note [Generated CPU kernels]) needs every value rounded and
 // nothing contracted across nodes, as when each node stored its block. The
 // only value-changing rewrite GCC makes here (no -ffast-math) is contracting
