@@ -426,7 +426,8 @@ void Gen::emit_node(const Node& n) {
         if (n.args.has_s0) a = scalar_lit(n.args.s0, dt0);
         if (n.args.has_s1) b = scalar_lit(n.args.s1, dt0);
       }
-      return call(n, std::string("UnaryOp<") + math_type(dt0) + ">{" + mode + ", " + a + ", " + b + "}", {1});
+      // (the mode as a template argument too: NVRTC instantiates that case alone)
+      return call(n, std::string("UnaryOp<") + math_type(dt0) + ", " + mode + ">{" + mode + ", " + a + ", " + b + "}", {1});
     }
     case OpId::unary: {
       need(n, 2);
@@ -446,7 +447,7 @@ void Gen::emit_node(const Node& n) {
       same_dtypes(n, 1, 2, dt0);
       std::string a = zero(t);
       if (mode == UnaryMode::logit) a = n.args.has_s0 ? scalar_lit(n.args.s0, t) : scalar_lit(Scalar(-1.0), t);
-      return call(n, "UnaryOp<" + M + ">{" + md + ", " + a + ", " + zero(t) + "}", {1});
+      return call(n, "UnaryOp<" + M + ", " + md + ">{" + md + ", " + a + ", " + zero(t) + "}", {1});
     }
     default:
       no(std::string("slot ") + op_name(n.slot));

@@ -90,7 +90,8 @@ TEST(CodegenCuda, GeluChainIsOneKernelOfFiveCalls) {
   EXPECT_TRUE(!k.args[1].read && k.args[1].written);
   EXPECT_EQ(k.n0 * k.n1, 1000);
   // every call through the eager kernel's functor, each result sealed
-  EXPECT_NE(k.body.find("UnaryOp<float>{" + std::to_string(static_cast<int>(UnaryMode::erf))), std::string::npos) << k.body;
+  const std::string erf_mode = std::to_string(static_cast<int>(UnaryMode::erf));
+  EXPECT_NE(k.body.find("UnaryOp<float, " + erf_mode + ">{" + erf_mode), std::string::npos) << k.body;
   EXPECT_NE(k.body.find("Arith::Div"), std::string::npos) << k.body;
   size_t seals = 0;
   for (size_t p = k.body.find("cg::seal("); p != std::string::npos; p = k.body.find("cg::seal(", p + 1)) ++seals;

@@ -210,11 +210,43 @@ constexpr int kClampBoth = 1005;  // a: lo, b: hi
 #define BRISK_IS_PREDICATE_Predicate 1
 #define BRISK_IS_PREDICATE_Integral 0
 
-template <class M>
+// kMode: the mode known when compiling (compile's generated kernels name
+// it, so NVRTC instantiates one case instead of every row's functor); the
+// eager kernel passes it at run time (-1). Both compute the same case the
+// same way.
+template <class M, int kMode = -1>
 struct UnaryOp {
   int mode;
   M a, b;
   __device__ M operator()(M x) const {
+    if constexpr (kMode >= 0)
+      return fixed(x);
+    else
+      return dynamic(x);
+  }
+  __device__ M fixed(M x) const {
+    constexpr bool fp = std::is_floating_point_v<M>;
+    if constexpr (kMode == kClampMin) return math::maximum(x, a);
+    else if constexpr (kMode == kClampMax) return math::minimum(x, b);
+    else if constexpr (kMode == kClampBoth) return math::minimum(math::maximum(x, a), b);
+    else if constexpr (fp && kMode == BRISK_UM(logit)) return math::logit(x, a);
+    else if constexpr (fp && kMode == BRISK_UM(trigamma)) return math::op::trigamma{}(x);
+    else if constexpr (fp && kMode == kGeluErf) return math::gelu_erf(x);
+    else if constexpr (fp && kMode == kGeluTanh) return math::gelu_tanh(x);
+    else if constexpr (fp && kMode == kSoftplus) return math::softplus(x, a, b);
+#define BRISK_CUDA_UNARY_FIXED(ctx, name, group, dtypes, amp, forms)                                       \
+  else if constexpr (kMode == BRISK_UM(name)) {                                                            \
+    if constexpr (!BRISK_IS_PREDICATE_##group &&                                                           \
+                  ((fp && BRISK_TAKES_FLOAT_##group) || (!fp && BRISK_TAKES_INT_##group)))                 \
+      return math::op::name{}(x);                                                                          \
+    else                                                                                                   \
+      return x;                                                                                            \
+  }
+    BRISK_FORALL_UNARY_OPS(BRISK_CUDA_UNARY_FIXED, _)
+#undef BRISK_CUDA_UNARY_FIXED
+    else return x;
+  }
+  __device__ M dynamic(M x) const {
     constexpr bool fp = std::is_floating_point_v<M>;
     switch (mode) {
       case kClampMin: return math::maximum(x, a);
