@@ -9,7 +9,6 @@
 #include <cstring>
 #include <mutex>
 #include <sstream>
-#include <unordered_map>
 
 #include "brisk/autograd.h"
 #include "compile/codegen_cpu.h"
@@ -98,8 +97,18 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, bool 
   g.push_back(InferenceMode::is_enabled());
   g.push_back(amp::detail::state_key());  // the autocast state (Note [Autocast])
   g.push_back(static_cast<int64_t>(inputs.size()));
-  thread_local std::unordered_map<const void*, int64_t> first_on;
-  first_on.clear();
+  // the first argument on each storage, for an optimizer's hundreds of
+  // tensors: a flat table with linear probing, kept per thread (an
+  // unordered_map allocated a node per tensor per call: 60 us of a 200-
+  // tensor Adam step's 1.5 ms)
+  thread_local std::vector<std::pair<const void*, int64_t>> first_on;
+  size_t mask = 0;
+  if (inputs.size() > 16) {
+    size_t cap = 64;
+    while (cap < 2 * inputs.size()) cap *= 2;
+    first_on.assign(cap, {nullptr, -1});
+    mask = cap - 1;
+  }
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (!t.defined()) {
@@ -129,8 +138,18 @@ void make_guard(const std::vector<Tensor>& inputs, const std::string& key, bool 
           break;
         }
     } else {  // (an optimizer's hundreds of tensors)
-      auto [it, fresh] = first_on.try_emplace(st, static_cast<int64_t>(i));
-      if (!fresh) alias = it->second;
+      size_t h = (reinterpret_cast<uintptr_t>(st) >> 4) * 0x9E3779B97F4A7C15ull >> 20;
+      for (;; ++h) {
+        auto& e = first_on[h & mask];
+        if (e.second < 0) {  // (an empty slot; a storage pointer may be null)
+          e = {st, static_cast<int64_t>(i)};
+          break;
+        }
+        if (e.first == st) {
+          alias = e.second;
+          break;
+        }
+      }
     }
     g.push_back(alias);
   }

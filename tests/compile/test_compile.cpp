@@ -570,6 +570,32 @@ TEST_F(Compile, ArgumentsSharingStorageAreAGuard) {
   EXPECT_TRUE(same_bits(got, want));
   EXPECT_EQ(f.stats().traces, 2);
   EXPECT_NE(f.stats().last_recompile, "");
+
+  // the same over a list of 40 tensors (make_guard's hashed lookup): views
+  // of one storage, and the same tensor twice, against eager
+  auto gn = [](const std::vector<Tensor>& ts) {
+    for (const Tensor& t : ts) t.mul_(2).add_(1);
+    return std::vector<Tensor>{};
+  };
+  auto g = compile(gn);
+  auto make = [](bool share, uint64_t seed) {
+    manual_seed(seed);
+    std::vector<Tensor> ts;
+    Tensor base = randn({8});
+    for (int i = 0; i < 40; ++i) ts.push_back(share && i % 10 == 3 ? base.slice(0, 0, 4) : randn({4}));
+    if (share) ts[17] = ts[5];
+    return ts;
+  };
+  std::vector<Tensor> plain = make(false, 1);
+  g(plain);
+  const int64_t traces = g.stats().traces;
+  for (int rep = 0; rep < 2; ++rep) {
+    std::vector<Tensor> got = make(true, 2 + rep), want = make(true, 2 + rep);
+    g(got);
+    gn(want);
+    for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(same_bits(got[k], want[k])) << "tensor " << k;
+  }
+  EXPECT_EQ(g.stats().traces, traces + 1) << "aliasing arguments are another guard key, traced once";
 }
 
 TEST_F(Compile, CapturedTensorsAreReadOnEveryCall) {
