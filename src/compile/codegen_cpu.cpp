@@ -210,16 +210,17 @@ class Gen {
   std::vector<int64_t> shape_;
   std::vector<CpuKernelArg> args_;
   std::vector<std::array<int64_t, 2>> arg_strides_;
-  std::vector<std::string> decls_, prelude_;
+  std::vector<std::pair<std::string, std::string>> decls_;  // (block, its declaration)
+  std::vector<std::string> prelude_;
   /// The group's code in order: node loops, each either raw code or a
   /// scalar expression that may share one loop with its neighbours (Note
   /// [Register runs]).
   struct Step {
-    std::string code;                // raw code (reg false)
+    std::string code;                // raw code (when expr is empty)
     bool reg = false;                // a scalar loop that may join a run
     bool product = false;            // reg: its value is a product (sealed in a run)
-    Block out;                       // reg: the block it writes
-    std::string expr;                // reg: the value, blocks read as @name@
+    Block out;                       // a scalar loop: the block it writes
+    std::string expr;                // a scalar loop: the value, blocks read as @name@
     std::vector<std::string> reads;  // the blocks it reads (by name)
   };
   std::vector<Step> steps_;
@@ -231,7 +232,7 @@ class Gen {
   std::string new_block(ScalarType dt, const std::string& prefix) {
     block_bytes_ += element_size(math_dt(dt));
     const std::string n = prefix + std::to_string(nblocks_++);
-    decls_.push_back(std::string("alignas(64) ") + math_type(dt) + " " + n + "[B];");
+    decls_.push_back({n, std::string("alignas(64) ") + math_type(dt) + " " + n + "[B];"});
     return n;
   }
 
@@ -285,7 +286,7 @@ class Gen {
     // the math type and the block is whole vectors, else a copy
     const std::string jj = std::to_string(j);
     const std::string m = math_type(op.dtype), s = cpp_type(op.dtype);
-    decls_.push_back("alignas(64) " + m + " lb" + jj + "[B];");
+    decls_.push_back({"lb" + jj, "alignas(64) " + m + " lb" + jj + "[B];"});
     block_bytes_ += element_size(math_dt(op.dtype));
     std::string code;
     if (math_dt(op.dtype) == op.dtype && op.dtype != kBool)
@@ -328,12 +329,26 @@ class Gen {
     st.product = product;
     st.out = o;
     st.expr = "cg::to<" + std::string(cpp_type(o.dt)) + ">(static_cast<" + math_type(o.dt) + ">(" + expr + "))";
-    for (size_t p = st.expr.find('@'); p != std::string::npos;) {
-      const size_t e = st.expr.find('@', p + 1);
-      st.reads.push_back(st.expr.substr(p + 1, e - p - 1));
-      p = st.expr.find('@', e + 1);
-    }
+    with_refs(st.expr, [&](const std::string& b) {
+      st.reads.push_back(b);
+      return b;
+    });
     steps_.push_back(std::move(st));
+  }
+  /// expr with each @block@ replaced by f(block).
+  template <class F>
+  static std::string with_refs(const std::string& expr, const F& f) {
+    std::string x;
+    for (size_t p = 0; p < expr.size();) {
+      if (expr[p] != '@') {
+        x += expr[p++];
+        continue;
+      }
+      const size_t q = expr.find('@', p + 1);
+      x += f(expr.substr(p + 1, q - p - 1));
+      p = q + 1;
+    }
+    return x;
   }
   void raw(std::string code, std::vector<std::string> reads) {
     Step st;
@@ -375,7 +390,7 @@ class Gen {
     if (!b.scalar) return b;
     const std::string n = b.name + "_b";
     if (spread_.insert(n).second) {
-      decls_.push_back(std::string("alignas(64) ") + math_type(b.dt) + " " + n + "[B];");
+      decls_.push_back({n, std::string("alignas(64) ") + math_type(b.dt) + " " + n + "[B];"});
       (b.per_block ? loads_ : prelude_).push_back("cg::fill(" + n + ", " + b.name + ", B);");
       block_bytes_ += element_size(math_dt(b.dt));
     }
@@ -863,17 +878,8 @@ std::vector<std::string> Gen::assemble_steps() {
       std::string loop = "_Pragma(\"GCC ivdep\") for (int64_t i = 0; i < n; ++i) {";
       for (size_t j = i; j < e; ++j) {
         const Step& st = steps_[j];
-        std::string x;
-        for (size_t p = 0; p < st.expr.size();) {
-          if (st.expr[p] != '@') {
-            x += st.expr[p++];
-            continue;
-          }
-          const size_t q = st.expr.find('@', p + 1);
-          const std::string b = st.expr.substr(p + 1, q - p - 1);
-          x += regs.count(b) ? "r_" + b : b + "[i]";
-          p = q + 1;
-        }
+        const std::string x =
+            with_refs(st.expr, [&](const std::string& b) { return regs.count(b) ? "r_" + b : b + "[i]"; });
         const auto d = direct_.find(st.out.name);
         const std::string dst = d != direct_.end() ? d->second : st.out.name;
         if (e - i == 1) {  // a lone loop: its block, unless nothing reads it
@@ -950,10 +956,8 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
     << "  // " << ops << "\n"
     << "  using namespace brisk;\n  using namespace brisk::cpu::BRISK_CPU_ISA;\n"
     << "  constexpr int64_t B = " << block << ";\n  (void)shape;\n";
-  for (auto& d : decls_) {
-    const size_t sp = d.rfind(' ');
-    if (!registers_only_.count(d.substr(sp + 1, d.size() - sp - 1 - std::string("[B];").size()))) s << "  " << d << "\n";
-  }
+  for (auto& [blk, d] : decls_)
+    if (!registers_only_.count(blk)) s << "  " << d << "\n";
   for (auto& p : prelude_) s << "  " << p << "\n";
   for (size_t j = 0; j < args_.size(); ++j)
     for (int d = 0; d < nd; ++d) s << "  const int64_t s" << j << "_" << d << " = strides[" << j * nd + d << "];\n";

@@ -212,8 +212,8 @@ constexpr int kClampBoth = 1005;  // a: lo, b: hi
 
 // kMode: the mode known when compiling (compile's generated kernels name
 // it, so NVRTC instantiates one case instead of every row's functor); the
-// eager kernel passes it at run time (-1). Both compute the same case the
-// same way.
+// eager kernel passes it at run time (-1) and switches onto the same
+// fixed() case.
 template <class M, int kMode = -1>
 struct UnaryOp {
   int mode;
@@ -246,37 +246,27 @@ struct UnaryOp {
 #undef BRISK_CUDA_UNARY_FIXED
     else return x;
   }
+  // the run-time mode: a switch onto the same fixed() cases
   __device__ M dynamic(M x) const {
-    constexpr bool fp = std::is_floating_point_v<M>;
     switch (mode) {
-      case kClampMin: return math::maximum(x, a);
-      case kClampMax: return math::minimum(x, b);
-      case kClampBoth: return math::minimum(math::maximum(x, a), b);
-      default: break;
-    }
-    if constexpr (fp) {
-      switch (mode) {
-        case BRISK_UM(logit): return math::logit(x, a);  // a: eps, or -1 for none
-        case BRISK_UM(trigamma): return math::op::trigamma{}(x);
-        case kGeluErf: return math::gelu_erf(x);
-        case kGeluTanh: return math::gelu_tanh(x);
-        case kSoftplus: return math::softplus(x, a, b);
-        default: break;
-      }
-    }
-    // One case per row of the unary list, through its scalar functor.
-    switch (mode) {
-#define BRISK_CUDA_UNARY_CASE(ctx, name, group, dtypes, amp, forms)                                         \
-  case BRISK_UM(name):                                                                                             \
-    if constexpr (!BRISK_IS_PREDICATE_##group &&                                                             \
-                  ((fp && BRISK_TAKES_FLOAT_##group) || (!fp && BRISK_TAKES_INT_##group)))                   \
-      return math::op::name{}(x);                                                                            \
-    else                                                                                                     \
-      return x;
+      case kClampMin: return with<kClampMin>(x);
+      case kClampMax: return with<kClampMax>(x);
+      case kClampBoth: return with<kClampBoth>(x);
+      case kGeluErf: return with<kGeluErf>(x);
+      case kGeluTanh: return with<kGeluTanh>(x);
+      case kSoftplus: return with<kSoftplus>(x);
+      case BRISK_UM(trigamma): return with<BRISK_UM(trigamma)>(x);
+#define BRISK_CUDA_UNARY_CASE(ctx, name, group, dtypes, amp, forms) \
+  case BRISK_UM(name):                                              \
+    return with<BRISK_UM(name)>(x);
       BRISK_FORALL_UNARY_OPS(BRISK_CUDA_UNARY_CASE, _)
 #undef BRISK_CUDA_UNARY_CASE
       default: return x;
     }
+  }
+  template <int K>
+  __device__ M with(M x) const {
+    return UnaryOp<M, K>{mode, a, b}.fixed(x);
   }
 };
 
