@@ -95,6 +95,8 @@ enum class Kind {
   RowLayerNormBwd,
   RowRmsNorm,
   RowRmsNormBwd,
+  // activations forward + backward (issue 15's MLP hidden: 1024 x 1536); op: kActivations index, count: 1 bfloat16
+  ActivationBwd,
   // brisk's profiler (brisk side only): y = x + x, 3x3 float32, single thread
   ProfilerOff,          // no profile active (the op pays one relaxed atomic load)
   ProfilerOn,           // inside an active profile (default options)
@@ -188,6 +190,9 @@ struct SdpaShape {
 constexpr int64_t kEncoderDModel = 384, kEncoderHeads = 12, kEncoderFfn = 1536, kEncoderSeq = 128, kEncoderBatch = 8;
 constexpr int64_t kLstmInput = 64, kLstmHidden = 128, kLstmLayers = 2, kLstmSeq = 50, kLstmBatch = 32;
 constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128, 32} : SdpaShape{1, 16, 1024, 64}; }
+
+/// The activations of the ActivationBwd cases (Spec::op).
+inline constexpr const char* kActivations[] = {"gelu", "gelu tanh", "silu", "sigmoid", "tanh", "mish"};
 
 struct Spec {
   Kind kind;

@@ -346,6 +346,24 @@ Runner prepare(const Spec& s) {
         if (bwd) y.backward(g);
       });
     }
+    case Kind::ActivationBwd: {
+      namespace F = brisk::nn::functional;
+      const auto dt = s.count ? brisk::kBFloat16 : brisk::kFloat;
+      Tensor x = make({1024, s.n}, 1).to(dt).requires_grad_(), g = make({1024, s.n}, 4).to(dt);
+      const int op = s.op;
+      return make_runner(th, [x, g, op, y = Tensor()]() mutable {
+        x.mutable_grad() = Tensor();
+        switch (op) {
+          case 0: y = F::gelu(x); break;
+          case 1: y = F::gelu(x, "tanh"); break;
+          case 2: y = F::silu(x); break;
+          case 3: y = x.sigmoid(); break;
+          case 4: y = x.tanh(); break;
+          default: y = F::mish(x); break;
+        }
+        y.backward(g);
+      });
+    }
     case Kind::AdamFused:
     case Kind::AdamForeach:
     case Kind::AdamForLoop: {

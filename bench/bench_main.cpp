@@ -428,6 +428,21 @@ std::vector<Case> make_cases(bool quick, bool wall) {
                     {r.kind, 4096, t, b, 2048}});
     }
   }
+  // Activations forward + backward over a transformer MLP's hidden activation (1024 x 1536): the
+  // gradient in one pass (activation_backward) against torch's *_backward kernels.
+  for (int t : {1, 2})
+    for (int op = 0; op < int(std::size(kActivations)); ++op)
+      for (int64_t bf16 : {0, 1}) {
+        if (bf16 && op != 0 && op != 2) continue;  // bfloat16: gelu and silu
+        Budget b = budget(10, 7, 3);
+        if (t == 1) b = single(b);
+        Spec sp{Kind::ActivationBwd, 1536, t, b, bf16};
+        sp.op = op;
+        cs.push_back({Section::RowOps,
+                      std::string(kActivations[op]) + " fwd+bwd, 1024x1536 " + (bf16 ? "bfloat16" : "float32") + ", " +
+                          (t == 1 ? "1 thread" : "2 threads"),
+                      sp});
+      }
   // Attention (issue 13): scaled_dot_product_attention, float32, 1 and 2 threads.
   for (int64_t shape : {0, 1})
     for (bool backward : {false, true})
@@ -481,7 +496,7 @@ const char* section_title(Section s) {
     case Section::Unary: return "Vectorized unary math (2^22 float32, y = op(x))";
     case Section::Autograd: return "Autograd (float32, 1 thread)";
     case Section::Training: return "Training: optimizer step and epoch (float32)";
-    case Section::RowOps: return "Row ops (2048 rows of 4096 float32)";
+    case Section::RowOps: return "Row ops (2048 rows of 4096 float32) and activations (1024 x 1536)";
     case Section::Attention: return "Attention: scaled_dot_product_attention (float32, (B, H, L, E), no mask) and an encoder layer";
     case Section::Profiler: return "Profiler cost per op (y = x + x, 3x3 float32, 1 thread)";
   }

@@ -319,6 +319,24 @@ Runner prepare(const Spec& s) {
         if (bwd) y.backward(g);
       });
     }
+    case Kind::ActivationBwd: {
+      namespace F = torch::nn::functional;
+      const auto dt = s.count ? torch::kBFloat16 : torch::kFloat;
+      Tensor x = make({1024, s.n}, 1).to(dt).requires_grad_(), g = make({1024, s.n}, 4).to(dt);
+      const int op = s.op;
+      return make_runner(th, [x, g, op, y = Tensor()]() mutable {
+        x.mutable_grad().reset();
+        switch (op) {
+          case 0: y = torch::gelu(x); break;
+          case 1: y = torch::gelu(x, "tanh"); break;
+          case 2: y = torch::silu(x); break;
+          case 3: y = torch::sigmoid(x); break;
+          case 4: y = torch::tanh(x); break;
+          default: y = torch::mish(x); break;
+        }
+        y.backward(g);
+      });
+    }
     case Kind::AdamFused:
     case Kind::AdamForeach:
     case Kind::AdamForLoop:

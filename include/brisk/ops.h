@@ -168,6 +168,18 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
 /// grad where self > threshold (or nan), else 0, in one pass (ReLU's
 /// backward). Differentiable as torch's: in grad the same mask, in self 0.
 Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& threshold);
+/// The activation gradients in one pass, as torch's (computed in float for
+/// float16/bfloat16 and rounded once): sigmoid and tanh from the forward's
+/// output, the others from its input. Differentiable: under create_graph
+/// they record their formula in brisk's ops.
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output);
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output);
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self);
+Tensor mish_backward(const Tensor& grad_output, const Tensor& self);
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate = "none");
+Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::optional<double> eps = std::nullopt);
+Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta = 1,
+                         const Scalar& threshold = 20);
 
 // ---- reductions -----------------------------------------------------------------
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
@@ -259,6 +271,8 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+/// x with alpha * src added at `index` along dim (Tensor::index_add_ on a copy).
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1);
 Tensor masked_select(const Tensor& x, const Tensor& mask);
 /// self with values written (accumulate: added) at the indices; see
 /// Tensor::index_put_(indices, values, accumulate).

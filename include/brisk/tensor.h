@@ -214,6 +214,7 @@ class Tensor {
   Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha = 1) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;

@@ -21,6 +21,7 @@
 #include "compile/group_buffers.h"
 #include "compile/toolchain.h"
 #include "core/parallel.h"
+#include "kernels/math.h"
 
 #ifndef BRISK_SOURCE_DIR
 #error "codegen_cpu.cpp needs BRISK_SOURCE_DIR (src/CMakeLists.txt defines it)"
@@ -610,6 +611,21 @@ void Gen::emit_node(const Node& n) {
       Block o = output(n);
       const ScalarType m = math_dt(dt0);
       scalar_loop(o, at(x) + " <= " + k(scalar_lit(n.args.s0, dt0), m) + " ? " + math_type(dt0) + "(0) : " + at(gr), true);
+      return commit(o);
+    }
+    case OpId::activation_backward: {  // eager's vector formula (activation_grad_v), the mode a template argument
+      need(3);
+      float_only(dt0);
+      same_dtypes(n, 1, 3, dt0);
+      static const char* modes[] = {"sigmoid", "tanh", "silu", "mish", "gelu_erf", "gelu_tanh", "logit", "softplus"};
+      static_assert(std::size(modes) == static_cast<size_t>(math::ActGrad::kNumModes));
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
+      Block gr = input(n, 1), v = input(n, 2);
+      Block o = output(n);
+      const ScalarType m = math_dt(dt0);
+      vec_loop2(o, gr, v,
+                std::string("cg::activation_grad_v<math::ActGrad::") + modes[n.args.mode] + ">(x, y, vec::splat<V>(" +
+                    k(scalar_lit(n.args.s0, dt0), m) + "), vec::splat<V>(" + k(scalar_lit(n.args.s1, dt0), m) + "))");
       return commit(o);
     }
     case OpId::isclose: {

@@ -13,6 +13,7 @@
 #include "compile/codegen_cpu.h"
 #include "compile/group_buffers.h"
 #include "compile/toolchain.h"
+#include "kernels/math.h"
 
 namespace brisk::jit {
 
@@ -356,6 +357,14 @@ void Gen::emit_node(const Node& n) {
       need(n, 3);
       same_dtypes(n, 1, 3, dt0);
       return call(n, arith(dt0, "ThresholdBackward", scalar_lit(n.args.s0, dt0)), {1, 2});
+    }
+    case OpId::activation_backward: {  // ActGradOp with the mode as a template argument
+      need(n, 3);
+      same_dtypes(n, 1, 3, dt0);
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
+      const std::string md = std::to_string(n.args.mode);
+      return call(n, std::string("ActGradOp<") + math_type(dt0) + ", " + md + ">{" + md + ", " +
+                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + "}", {1, 2});
     }
     case OpId::lerp: {
       if (n.args.has_s0) {

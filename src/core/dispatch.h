@@ -228,6 +228,7 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(softplus, ElementwiseFn)                        \
   _(isclose, ElementwiseFn)                         \
   _(threshold_backward, ElementwiseFn)              \
+  _(activation_backward, ElementwiseFn)             \
   _(sum, ReduceFn)                                  \
   _(prod, ReduceFn)                                 \
   _(amax, ReduceFn)                                 \

@@ -96,6 +96,14 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(softplus, Unary, softplus, Float, Fp32, Keep, kNoFlags)                             \
   X(nan_to_num, Unary, none, All, Keep, Keep, kInplace)                                 \
   X(threshold_backward, Binary, threshold_backward, Float, Keep, Keep, kNoFlags)        \
+  /* the activation gradients in one pass (slot activation_backward, math::ActGrad) */ \
+  X(sigmoid_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)           \
+  X(tanh_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)              \
+  X(silu_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)              \
+  X(mish_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)              \
+  X(gelu_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)              \
+  X(logit_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)             \
+  X(softplus_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)          \
   /* pointwise binary */                                                                \
   X(add, Binary, add, All, Keep, Keep, kInplace | kOut)                                 \
   X(sub, Binary, add, Numeric, Keep, Keep, kInplace | kOut)                             \

@@ -182,6 +182,43 @@ BRISK_BINARY_FN(bitwise_right_shift, T, math::shift_right(a, b))
 // clang-format on
 #undef BRISK_BINARY_FN
 
+// The activation gradients (Note [Activation gradients] in kernels/math.h):
+// (grad, saved value); logit's eps (< 0: none) and softplus' beta and
+// threshold, gelu's approximation as members.
+#define BRISK_ACT_GRAD_FN(name, mode, s0, s1)                       \
+  struct name {                                                     \
+    template <class T>                                              \
+    BRISK_HOST_DEVICE T operator()(T g, T v) const {                \
+      return math::activation_grad(ActGrad::mode, g, v, T(s0), T(s1)); \
+    }                                                               \
+  };
+BRISK_ACT_GRAD_FN(sigmoid_backward, sigmoid, 0, 0)
+BRISK_ACT_GRAD_FN(tanh_backward, tanh, 0, 0)
+BRISK_ACT_GRAD_FN(silu_backward, silu, 0, 0)
+BRISK_ACT_GRAD_FN(mish_backward, mish, 0, 0)
+#undef BRISK_ACT_GRAD_FN
+struct gelu_backward {
+  bool tanh_approx = false;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(tanh_approx ? ActGrad::gelu_tanh : ActGrad::gelu_erf, g, v, T(0), T(0));
+  }
+};
+struct logit_backward {
+  double eps = -1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::logit, g, v, T(eps), T(0));
+  }
+};
+struct softplus_backward {
+  double beta = 1, threshold = 20;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::softplus, g, v, T(beta), T(threshold));
+  }
+};
+
 // Ternary rows.
 struct lerp {
   template <class T>
@@ -247,6 +284,9 @@ BRISK_SCALAR_FUNCTOR(bitwise_and) BRISK_SCALAR_FUNCTOR(bitwise_or) BRISK_SCALAR_
 BRISK_SCALAR_FUNCTOR(bitwise_left_shift) BRISK_SCALAR_FUNCTOR(bitwise_right_shift)
 BRISK_SCALAR_FUNCTOR(lerp) BRISK_SCALAR_FUNCTOR(addcmul) BRISK_SCALAR_FUNCTOR(addcdiv)
 BRISK_SCALAR_FUNCTOR(clamp) BRISK_SCALAR_FUNCTOR(where)
+BRISK_SCALAR_FUNCTOR(sigmoid_backward) BRISK_SCALAR_FUNCTOR(tanh_backward) BRISK_SCALAR_FUNCTOR(silu_backward)
+BRISK_SCALAR_FUNCTOR(mish_backward) BRISK_SCALAR_FUNCTOR(gelu_backward) BRISK_SCALAR_FUNCTOR(logit_backward)
+BRISK_SCALAR_FUNCTOR(softplus_backward)
 // clang-format on
 #undef BRISK_SCALAR_FUNCTOR
 #endif  // !__CUDACC_RTC__

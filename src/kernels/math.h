@@ -55,6 +55,58 @@ BRISK_HOST_DEVICE inline T logit(T x, T eps) {
   return std::log(x / (T(1) - x));
 }
 
+// Note [Activation gradients]
+// The backward of an activation in one pass, as PyTorch's *_backward kernels
+// (sigmoid_backward, tanh_backward, silu_backward, mish_backward,
+// gelu_backward, logit_backward, softplus_backward): g is the incoming
+// gradient, v the saved value (the result for sigmoid and tanh, the input
+// otherwise), computed in the math type (float for 16-bit) and rounded
+// once. The modes are the `activation_backward` slot's KernelArgs::mode; s0
+// and s1 carry logit's eps (< 0: none) and softplus' beta and threshold.
+// The CPU kernels compute the same formulas on vectors
+// (backend/cpu/vec_composite.h).
+enum class ActGrad : int { sigmoid, tanh, silu, mish, gelu_erf, gelu_tanh, logit, softplus, kNumModes };
+
+template <class T>
+BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1) {
+  switch (mode) {
+    case ActGrad::sigmoid: return g * (T(1) - v) * v;  // torch's order
+    case ActGrad::tanh: return g * (T(1) - v * v);
+    case ActGrad::silu: {
+      const T s = sigmoid(v);
+      return g * s * (T(1) + v * (T(1) - s));
+    }
+    case ActGrad::mish: {
+      const T s = sigmoid(v), t = std::tanh(std::log1p(std::exp(v)));
+      return g * (t + v * s * (T(1) - t * t));
+    }
+    case ActGrad::gelu_erf: {  // Phi(x) + x phi(x), Phi by erfc (no cancellation below 0)
+      const T cdf = T(0.5) * std::erfc(v * T(-0.70710678118654752440));
+      const T pdf = std::exp(v * v * T(-0.5)) * T(0.39894228040143267794);
+      return g * (cdf + v * pdf);
+    }
+    case ActGrad::gelu_tanh: {
+      const T k = T(0.79788456080286535588), kappa = T(0.044715);  // sqrt(2/pi)
+      const T x2 = v * v, t = std::tanh(k * (v + kappa * x2 * v));
+      const T left = T(0.5) * v, dinner = k * (T(1) + T(3) * kappa * x2);
+      return g * (T(0.5) * (T(1) + t) + left * (T(1) - t * t) * dinner);
+    }
+    case ActGrad::logit: {  // s0: eps, < 0 for none
+      // outside [0, 1] nan, outside [eps, 1 - eps] 0 (a nan x too, as torch);
+      // at 0 and 1 the quotient's infinity takes the sign of the zero (torch's vector loop)
+      const bool none = s0 < T(0);
+      const T lo = none ? T(0) : s0, hi = T(1) - lo;
+      if (!(v >= lo && v <= hi)) return none ? T(NAN) : T(0);
+      return g / (v * (T(1) - v));
+    }
+    case ActGrad::softplus: {  // s0: beta, s1: threshold; slope sigmoid(beta x) below it
+      const T bx = v * s0;
+      return bx > s1 ? g : g * sigmoid(bx);
+    }
+    default: return T(NAN);
+  }
+}
+
 // Note [digamma and erfinv]
 // Neither is in libm or Sleef; both are defined here once for the host and
 // the device. The host computes float through double (the CPU kernels run

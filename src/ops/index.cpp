@@ -799,6 +799,17 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
   return scatter_into(const_cast<Tensor&>(*this), dim, index, &src, Scalar(), true, "scatter_add_");
 }
 
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) {
+  BRISK_PROFILE_OP("index_add", x, index, src);
+  BRISK_CHECK(x.defined(), "index_add", "self is an undefined tensor");
+  Tensor out = x.clone();  // recorded: the gradient of x is the incoming one
+  out.index_add_(dim, index, src, alpha);
+  return out;
+}
+Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) const {
+  return brisk::index_add(*this, dim, index, src, alpha);
+}
+
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) const {
   BRISK_PROFILE_OP("index_add_", *this, index, src);
   const char* op = "index_add_";

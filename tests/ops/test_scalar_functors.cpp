@@ -201,6 +201,77 @@ TEST(ScalarFunctors, BinaryAndTernaryRowsMatchTheirFunctors) {
   checki("bitwise_right_shift", brisk::bitwise_right_shift(i, j), math::op::bitwise_right_shift{});
 }
 
+// The activation gradients (slot activation_backward): the vector kernels
+// against the scalar definition (math::activation_grad) on every pair of
+// special values, in float32 and float64, and float16/bfloat16 as the
+// float32 kernel rounded once.
+TEST(ScalarFunctors, ActivationGradientsMatchTheirFunctors) {
+  set_num_threads(1);
+  const std::vector<double> sp = {0.0,  -0.0, 1.0,  -1.0, INFINITY, -INFINITY, NAN,  0.5,   2.0,    -2.0,  1e-30,
+                                  0.05, 0.95, 0.12, 0.88, 30.0,     -30.0,     95.0, -95.0, 1000.0, 3e38,  1e-5};
+  std::vector<double> gv, xv;
+  for (double a : sp)
+    for (double b : sp) gv.push_back(a), xv.push_back(b);
+  struct Case {
+    const char* name;
+    std::function<Tensor(const Tensor&, const Tensor&)> op;
+    std::function<double(double, double, bool)> f;  // (g, x, float32?)
+  };
+  auto fn = [](auto functor) {
+    return [functor](double g, double x, bool f32) {
+      return f32 ? double(functor(float(g), float(x))) : functor(g, x);
+    };
+  };
+  const std::vector<Case> cases = {
+      {"sigmoid_backward", [](auto& g, auto& x) { return sigmoid_backward(g, x); }, fn(math::op::sigmoid_backward{})},
+      {"tanh_backward", [](auto& g, auto& x) { return tanh_backward(g, x); }, fn(math::op::tanh_backward{})},
+      {"silu_backward", [](auto& g, auto& x) { return silu_backward(g, x); }, fn(math::op::silu_backward{})},
+      {"mish_backward", [](auto& g, auto& x) { return mish_backward(g, x); }, fn(math::op::mish_backward{})},
+      {"gelu_backward", [](auto& g, auto& x) { return gelu_backward(g, x); }, fn(math::op::gelu_backward{false})},
+      {"gelu_backward.tanh", [](auto& g, auto& x) { return gelu_backward(g, x, "tanh"); },
+       fn(math::op::gelu_backward{true})},
+      {"logit_backward", [](auto& g, auto& x) { return logit_backward(g, x); }, fn(math::op::logit_backward{-1})},
+      {"logit_backward.eps", [](auto& g, auto& x) { return logit_backward(g, x, 0.12); },
+       fn(math::op::logit_backward{0.12})},
+      {"softplus_backward", [](auto& g, auto& x) { return softplus_backward(g, x, 1.5, 4.0); },
+       fn(math::op::softplus_backward{1.5, 4.0})},
+  };
+  for (const Case& c : cases)
+    for (ScalarType dt : {kFloat, kDouble}) {
+      const Tensor g = tensor(gv, kDouble).to(dt), x = tensor(xv, kDouble).to(dt);
+      const Tensor y = c.op(g, x).to(kDouble);
+      ASSERT_EQ(y.dtype(), kDouble);
+      for (size_t i = 0; i < gv.size(); ++i) {
+        const double got = y[int64_t(i)].item<double>();
+        // float32: within 16 float ulps (2^29 float64 ulps each) of the
+        // definition in float64 on the same operands or of the functor in
+        // float32 (mish's t + x s (1 - t^2) cancels to a fifth of its terms
+        // near x = -1), or as far from both as subnormal intermediates allow
+        // (sigmoid(-95) is one, then scaled by g); where float32 overflows
+        // (1 - y^2 at y = 3e38) the same nan or infinity. float64: 64 ulps.
+        const double gi = g[int64_t(i)].item<double>(), xi = x[int64_t(i)].item<double>();
+        const double wd = c.f(gi, xi, false), wf = c.f(gi, xi, true);
+        bool ok;
+        if (dt == kDouble)
+          ok = close_ulps(got, wd, 64.0);
+        else if (!std::isfinite(wf))
+          ok = close_ulps(got, wf, 0.0);
+        else
+          ok = close_ulps(got, wd, 16.0 * (1 << 29)) || close_ulps(got, wf, 16.0 * (1 << 29)) ||
+               std::abs(got - wf) <= 1e-37 * std::max(1.0, std::abs(gi));
+        EXPECT_TRUE(ok) << c.name << " " << dt << " (g " << gv[i] << ", x " << xv[i] << "): kernel " << got
+                        << ", functor " << wd << " (float64), " << wf << " (float32)";
+      }
+      if (dt == kFloat)
+        for (ScalarType h : {kHalf, kBFloat16}) {  // 16-bit: the float32 kernel on the rounded operands, rounded once
+          const Tensor gh = g.to(h), xh = x.to(h);
+          const Tensor got = c.op(gh, xh), want = c.op(gh.to(kFloat), xh.to(kFloat)).to(h);
+          auto no_nan = [](const Tensor& t) { return where(t.isnan(), zeros_like(t), t); };
+          EXPECT_TRUE(got.isnan().equal(want.isnan()) && no_nan(got).equal(no_nan(want))) << c.name << " " << h;
+        }
+    }
+}
+
 // The parametrised rows (logit's eps, gelu's approximation, softplus' beta
 // and threshold) carry their arguments as members.
 TEST(ScalarFunctors, ParametrisedRows) {

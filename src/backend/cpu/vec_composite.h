@@ -93,6 +93,53 @@ inline V gelu_tanh_v(V x) {
   return x * sigmoid_v(u2);
 }
 
+// The activation gradients of math::activation_grad (Note [Activation
+// gradients] in kernels/math.h) on vectors, the mode a template argument:
+// g the incoming gradient, v the saved value; s0, s1 logit's eps (< 0 for
+// none) or softplus' beta and threshold.
+template <math::ActGrad kMode, class V>
+inline V activation_grad_v(V g, V v, V s0, V s1) {
+  using math::ActGrad;
+  if constexpr (kMode == ActGrad::sigmoid) {
+    return g * (one<V>() - v) * v;
+  } else if constexpr (kMode == ActGrad::tanh) {
+    return g * (one<V>() - v * v);
+  } else if constexpr (kMode == ActGrad::silu) {
+    const V s = sigmoid_v(v);
+    return g * s * (one<V>() + v * (one<V>() - s));
+  } else if constexpr (kMode == ActGrad::mish) {
+    const V s = sigmoid_v(v), t = vec::tanh(vec::log1p_full(vec::exp(v)));
+    return g * (t + v * s * (one<V>() - t * t));
+  } else if constexpr (kMode == ActGrad::gelu_erf) {
+    const V z = v * vec::splat<V>(-0.70710678118654752440);
+    V cdf, e;
+    if constexpr (vec::is_float_vec<V>) {
+      cdf = vec::splat<V>(0.5) * erfc_fast(z);
+      e = vec::exp_inline(v * v * vec::splat<V>(-0.5));
+    } else {
+      cdf = vec::splat<V>(0.5) * vec::erfc(z);
+      e = vec::exp(v * v * vec::splat<V>(-0.5));
+    }
+    return g * (cdf + v * (e * vec::splat<V>(0.39894228040143267794)));
+  } else if constexpr (kMode == ActGrad::gelu_tanh) {
+    const V k = vec::splat<V>(0.79788456080286535588), kappa = vec::splat<V>(0.044715);
+    const V x2 = v * v, t = vec::tanh(k * (v + kappa * x2 * v));
+    const V left = vec::splat<V>(0.5) * v, dinner = k * (one<V>() + vec::splat<V>(3.0) * kappa * x2);
+    return g * (vec::splat<V>(0.5) * (one<V>() + t) + left * (one<V>() - t * t) * dinner);
+  } else if constexpr (kMode == ActGrad::logit) {
+    // eps (s0) < 0: none, nan outside [0, 1]; else 0 outside [eps, 1 - eps]
+    const V zero{};
+    const auto none = s0 < zero;
+    const V lo = vec::select(none, zero, s0), hi = one<V>() - lo;
+    const V r = g / (v * (one<V>() - v));
+    return vec::select(v >= lo && v <= hi, r, vec::select(none, vec::splat<V>(NAN), zero));
+  } else {
+    static_assert(kMode == ActGrad::softplus);
+    const V bx = v * s0;
+    return vec::select(bx > s1, g, g * sigmoid_v(bx));
+  }
+}
+
 // erf, erfc, erfinv: float32 (and float16 / bfloat16 through it) by brisk's
 // own formulas in vec_math.h (within 0.62 ulp, 2-3x faster than Sleef's
 // double-float ones); float64 through Sleef (erf, erfc) and three Newton

@@ -107,6 +107,20 @@ struct ArithOp {
   }
 };
 
+// ---- activation gradients: out, grad, saved value of one dtype ------------------------------
+// math::activation_grad (Note [Activation gradients]); the mode a template
+// argument in compile's generated kernels (NVRTC instantiates that case),
+// read at run time by the eager kernel (one kernel per dtype).
+template <class M, int kMode = -1>
+struct ActGradOp {
+  int mode;
+  M s0, s1;
+  __device__ M operator()(M g, M v) const {
+    const auto m = static_cast<math::ActGrad>(kMode >= 0 ? kMode : mode);
+    return math::activation_grad(m, g, v, s0, s1);
+  }
+};
+
 // ---- ternary: out, x, y, z of one dtype ---------------------------------------------------
 enum class Ternary : int { Lerp, Addcmul, Addcdiv, Clamp };
 

@@ -65,6 +65,17 @@ void softplus_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_FLOAT(it.dtypes[1], "softplus", [&] { launch_unary<scalar_t>(it, "softplus", kSoftplus, a.s0, a.s1); });
 }
 
+// The activation gradients (slot activation_backward): grad and the saved
+// value of one float dtype, in float for 16-bit.
+void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[0], "activation_backward", [&] {
+    using S = storage_t<scalar_t>;
+    using M = math_t<S>;
+    const M s0 = M(a.s0.to_double()), s1 = M(a.s1.to_double());
+    gpu_kernel<S, S, S>(it, "activation_backward", ActGradOp<M>{a.mode, s0, s1});
+  });
+}
+
 // clamp with Scalar bounds (nan in the input or a bound gives nan, as in torch).
 void clamp_kernel(TensorIter& it, const KernelArgs& a) {
   const int mode = a.has_s0 && a.has_s1 ? kClampBoth : a.has_s0 ? kClampMin : kClampMax;
@@ -81,6 +92,7 @@ void register_unary_kernels() {
   register_kernel<OpId::gelu>(kCUDA, gelu_kernel);
   register_kernel<OpId::softplus>(kCUDA, softplus_kernel);
   register_kernel<OpId::clamp>(kCUDA, clamp_kernel);
+  register_kernel<OpId::activation_backward>(kCUDA, activation_backward_kernel);
 }
 
 }  // namespace brisk::cuda::detail

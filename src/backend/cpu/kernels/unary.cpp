@@ -183,6 +183,35 @@ void softplus_kernel(TensorIter& it, const KernelArgs& a) {
   });
 }
 
+// The activation gradients in one pass (math::activation_grad, Note
+// [Activation gradients]): grad and the saved value of one float dtype,
+// computed in float for 16-bit and rounded once.
+template <math::ActGrad kMode>
+void activation_grad_op(TensorIter& it, const KernelArgs& a) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[0], "activation_backward", [&] {
+    using M = opmath_t<scalar_t>;
+    using V = vec::Vec<M>;
+    const V s0 = vec::splat<V>(a.s0.to<double>()), s1 = vec::splat<V>(a.s1.to<double>());
+    vec_binary_kernel<scalar_t>(it, [=](V g, V v) { return activation_grad_v<kMode>(g, v, s0, s1); });
+  });
+}
+
+void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
+  using math::ActGrad;
+  switch (static_cast<ActGrad>(a.mode)) {
+    case ActGrad::sigmoid: return activation_grad_op<ActGrad::sigmoid>(it, a);
+    case ActGrad::tanh: return activation_grad_op<ActGrad::tanh>(it, a);
+    case ActGrad::silu: return activation_grad_op<ActGrad::silu>(it, a);
+    case ActGrad::mish: return activation_grad_op<ActGrad::mish>(it, a);
+    case ActGrad::gelu_erf: return activation_grad_op<ActGrad::gelu_erf>(it, a);
+    case ActGrad::gelu_tanh: return activation_grad_op<ActGrad::gelu_tanh>(it, a);
+    case ActGrad::logit: return activation_grad_op<ActGrad::logit>(it, a);
+    case ActGrad::softplus: return activation_grad_op<ActGrad::softplus>(it, a);
+    default: break;
+  }
+  BRISK_INTERNAL_ASSERT(false, "activation_backward: mode ", a.mode, " has no CPU kernel");
+}
+
 // pow: integers as before (math::ipow); floats through Sleef's pow, and a
 // scalar exponent of 2, 3, 0.5, -0.5, -1 or -2 by multiplication, sqrt and
 // division as PyTorch does (so sqrt's sign of zero and nan at -inf hold).
@@ -229,6 +258,7 @@ void register_unary_kernels() {
   register_kernel<OpId::softplus>(kCPU, softplus_kernel);
   register_kernel<OpId::pow>(kCPU, pow_kernel);
   register_kernel<OpId::atan2>(kCPU, atan2_kernel);
+  register_kernel<OpId::activation_backward>(kCPU, activation_backward_kernel);
 }
 
 }  // namespace BRISK_CPU_ISA
