@@ -799,63 +799,75 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
   return scatter_into(const_cast<Tensor&>(*this), dim, index, &src, Scalar(), true, "scatter_add_");
 }
 
+namespace {
+// index_add_ on self; `op` names the form the user called in errors.
+const Tensor& index_add_into(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                             const Scalar& alpha, const char* op);
+}  // namespace
+
 Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) {
   BRISK_PROFILE_OP("index_add", x, index, src);
   BRISK_CHECK(x.defined(), "index_add", "self is an undefined tensor");
   Tensor out = x.clone();  // recorded: the gradient of x is the incoming one
-  out.index_add_(dim, index, src, alpha);
+  index_add_into(out, dim, index, src, alpha, "index_add");
   return out;
 }
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) const {
   return brisk::index_add(*this, dim, index, src, alpha);
 }
-
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, const Scalar& alpha) const {
   BRISK_PROFILE_OP("index_add_", *this, index, src);
-  const char* op = "index_add_";
-  dim = wrap_dim(dim, this->dim(), op);
+  index_add_into(*this, dim, index, src, alpha, "index_add_");
+  return const_cast<Tensor&>(*this);
+}
+
+namespace {
+const Tensor& index_add_into(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                             const Scalar& alpha, const char* op) {
+  dim = wrap_dim(dim, self.dim(), op);
   BRISK_CHECK(index.dim() <= 1, op, "index is supposed to be a vector, got a tensor of shape ", index.sizes());
   BRISK_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, op,
               "expected dtype int32 or int64 for index, got ", index.dtype());
   BRISK_CHECK(src.defined(), op, "source is an undefined tensor");
-  check_same_device(op, *this, index, "index");
-  check_same_device(op, *this, src, "source");
-  BRISK_CHECK(src.dtype() == dtype(), op, "self (", dtype(), ") and source (", src.dtype(),
+  check_same_device(op, self, index, "index");
+  check_same_device(op, self, src, "source");
+  BRISK_CHECK(src.dtype() == self.dtype(), op, "self (", self.dtype(), ") and source (", src.dtype(),
               ") must have the same scalar type");
-  BRISK_CHECK(index_dim_of(src) == index_dim_of(*this), op,
-              "source and self must have the same number of dimensions (self ", sizes(), ", source ", src.sizes(),
+  BRISK_CHECK(index_dim_of(src) == index_dim_of(self), op,
+              "source and self must have the same number of dimensions (self ", self.sizes(), ", source ", src.sizes(),
               ")");
   const int64_t along = src.dim() ? src.size(dim) : 1;
   BRISK_CHECK(index.numel() == along, op, "number of indices (", index.numel(),
               ") should be equal to source.size(dim) (", along, "), for dim ", dim);
   for (int64_t d = 0; d < src.dim(); ++d)
-    BRISK_CHECK(d == dim || src.size(d) == size(d), op, "source and self must have the same size apart from dimension ",
-                dim, ": self ", sizes(), ", source ", src.sizes());
-  check_no_internal_overlap(op, *this);
-  const bool rec = autograd::should_record(*this, src);
-  autograd::check_inplace(*this, op);
-  if (index.numel() > 0 && numel() == 0 && this->dim() <= 1) {
+    BRISK_CHECK(d == dim || src.size(d) == self.size(d), op,
+                "source and self must have the same size apart from dimension ", dim, ": self ", self.sizes(),
+                ", source ", src.sizes());
+  check_no_internal_overlap(op, self);
+  const bool rec = autograd::should_record(self, src);
+  autograd::check_inplace(self, op);
+  if (index.numel() > 0 && self.numel() == 0 && self.dim() <= 1) {
     // Nothing is written, but torch 2.x still checks the indices of a 1-D
     // self (an empty multi-dim self it leaves unchecked; 1.13 checked both).
-    const Tensor bad = index.lt(0).logical_or(index.ge(size(dim)));
+    const Tensor bad = index.lt(0).logical_or(index.ge(self.size(dim)));
     if (bad.any().item<bool>()) {
       const int64_t v = index.reshape({-1}).masked_select(bad.reshape({-1}))[0].item<int64_t>();
-      BRISK_FAIL(op, "index ", v, " is out of bounds for dimension ", dim, " with size ", size(dim));
+      BRISK_FAIL(op, "index ", v, " is out of bounds for dimension ", dim, " with size ", self.size(dim));
     }
   }
-  if (index.numel() > 0 && numel() > 0) {
-    const Tensor s = src.is_alias_of(*this) ? src.clone() : src;
+  if (index.numel() > 0 && self.numel() > 0) {
+    const Tensor s = src.is_alias_of(self) ? src.clone() : src;
     KernelArgs args;
     args.s0 = alpha;
     args.has_s0 = true;
-    kernel<OpId::index_add>(device().type, op)(as_1d(*this), dim, index_arg(index, *this).reshape({-1}), as_1d(s),
-                                               args);
+    kernel<OpId::index_add>(self.device().type, op)(as_1d(self), dim, index_arg(index, self).reshape({-1}),
+                                                    as_1d(s), args);
   }
-  bump_version();
+  self.bump_version();
   if (BRISK_UNLIKELY(rec)) {
     using namespace autograd;
     const bool one = alpha.to_double() == 1.0;
-    record_inplace("IndexAddBackward0", *this, {*this, src}, {save(index)},
+    record_inplace("IndexAddBackward0", self, {self, src}, {save(index)},
                    [dim, alpha, one](BackwardCtx& c) -> TensorList {
                      const Tensor& g = c.grad();
                      Tensor gs;
@@ -866,8 +878,9 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& src, 
                      return {c.needs(0) ? g : Tensor(), gs};
                    });
   }
-  return const_cast<Tensor&>(*this);
+  return self;
 }
+}  // namespace
 
 // ---- masked_select / nonzero / where(cond) ------------------------------------------------
 

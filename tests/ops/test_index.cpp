@@ -691,6 +691,29 @@ TEST(IndexAdd, AgainstNaiveLoops) {
   EXPECT_EQ(s0.item<double>(), 3.0);
 }
 
+// The out-of-place form: index_add_ on a copy, self unchanged, gradients to
+// self (the incoming one) and source (gathered, times alpha), errors named
+// index_add.
+TEST(IndexAdd, OutOfPlace) {
+  Tensor x = iota({3, 4}).requires_grad_(), src = iota({3, 2}).add(1).requires_grad_();
+  const Tensor idx = tensor({3, 1});
+  Tensor y = x.index_add(1, idx, src, 2);
+  Tensor want = x.detach().clone();
+  want.index_add_(1, idx, src.detach(), 2);
+  EXPECT_TRUE(y.equal(want));
+  EXPECT_TRUE(x.detach().equal(iota({3, 4})));
+  EXPECT_TRUE(brisk::index_add(x.detach(), 1, idx, src.detach(), 2).equal(want));
+  const Tensor g = iota({3, 4}).mul(0.5);
+  y.backward(g);
+  EXPECT_TRUE(x.grad().equal(g));
+  EXPECT_TRUE(src.grad().equal(g.index_select(1, idx) * 2));
+  // (the kernel checks the indices and names the in-place op it runs)
+  expect_error([&] { (void)x.detach().index_add(1, tensor({4}), zeros({3, 1})); },
+               {"index_add", "index 4 is out of bounds for dimension 1 with size 4"});
+  expect_error([&] { (void)x.detach().index_add(1, tensor({0}), zeros({3, 1}, kDouble)); },
+               {"[index_add]", "must have the same scalar type"});
+}
+
 TEST(IndexAdd, Errors) {
   Tensor x = zeros({3, 4});
   expect_error([&] { x.index_add_(1, tensor({0}), zeros({3, 2})); },
