@@ -156,6 +156,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                 weight.size(0), "], got ", shape_str(bias.sizes()));
   // Keeps the weight's (out, in) layout: its gradient is computed in that layout.
   if (x.dim() == 2 && bias.defined()) return addmm(bias, x, weight.t());
+  // As torch: a contiguous input of more dims is flattened to rows for the
+  // same addmm (in float16/bfloat16 the bias is then added before the one
+  // rounding; matmul then + bias rounded twice)
+  if (x.dim() > 2 && bias.defined() && x.is_contiguous() && x.size(-1) > 0) {
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape.back() = weight.size(0);
+    return addmm(bias, x.reshape({-1, x.size(-1)}), weight.t()).view(shape);
+  }
   Tensor y = x.matmul(weight.t());
   return bias.defined() ? y + bias : y;
 }

@@ -156,8 +156,11 @@ Tensor scan_impl(const char* name, const Tensor& x, int64_t dim, std::optional<S
   const int64_t d = x.dim() == 0 ? 0 : detail::wrap_dim(dim, x.dim(), name);
   const bool scalar = x.dim() == 0;
   if constexpr (op == OpId::cumsum) {
-    record("CumsumBackward0", {r}, {x}, {}, [d, scalar](BackwardCtx& c) -> TensorList {
-      return {scalar ? c.grad() : reverse_cumsum(c.grad(), d)};
+    // torch sums the gradient in x's dtype: cumsum(x, dtype=bfloat16) of a
+    // float64 x has a float64 gradient, not a bfloat16 one cast up
+    record("CumsumBackward0", {r}, {x}, {}, [d, scalar, xt = x.dtype()](BackwardCtx& c) -> TensorList {
+      const Tensor g = c.grad().to(xt);
+      return {scalar ? g : reverse_cumsum(g, d)};
     });
   } else {
     // torch takes the gradient in x's dtype (cumprod(x, dtype=) is not cumprod(x.to(dtype))).

@@ -1797,5 +1797,44 @@ TEST(PyTorchDivergence, RsqrtGradientInTorchsOrder) {
   }
 }
 
+// ---- found by difffuzz seed 131 (torch 2.15) --------------------------------------------------
+
+// F::linear of a 16-bit input of more than two dims adds the bias inside the
+// one GEMM (torch flattens the leading dims into addmm's rows); brisk
+// rounded x @ W^T to float16 first and then added the bias (-1.2788 ->
+// -1.279296875, minus the bias 1.279296875: 0 where the exact value is
+// 3.961e-4; seed 131 case 1248247).
+TEST(PyTorchDivergence, SixteenBitLinearOfThreeDimsAddsTheBiasBeforeRounding) {
+  namespace F = nn::functional;
+  const Tensor x = tensor<double>({-0.53125, -0.265869140625, -0.400146484375, 0.57861328125, 0.35009765625}, kDouble)
+                       .to(kHalf)
+                       .reshape({1, 1, 5});
+  const Tensor w = tensor<double>({1.306640625, 0.552734375, 0.720703125, -0.331298828125, 0.12078857421875}, kDouble)
+                       .to(kHalf)
+                       .reshape({1, 5});
+  const Tensor b = tensor<double>({1.279296875}, kDouble).to(kHalf);
+  const Tensor y3 = F::linear(x, w, b), y2 = F::linear(x.reshape({1, 5}), w, b);
+  EXPECT_EQ(y3.sizes(), (DimVector{1, 1, 1}));
+  EXPECT_TRUE(same_bits(y3.reshape({1}), {3.9625167846679688e-04})) << y3;  // torch 2.15's value
+  EXPECT_TRUE(y3.reshape({1, 1}).equal(y2));
+  // 4-D and the gradients through it agree with the 2-D form too
+  Tensor x4 = x.reshape({1, 1, 1, 5}).detach().requires_grad_(), xx = x.reshape({1, 5}).detach().requires_grad_();
+  F::linear(x4, w, b).sum().backward();
+  F::linear(xx, w, b).sum().backward();
+  EXPECT_TRUE(x4.grad().reshape({1, 5}).equal(xx.grad()));
+}
+
+// cumsum(x, dtype=) sums its gradient in x's dtype (torch: cumsum_backward of
+// grad.to(x.dtype())); brisk summed it in the result's 16-bit dtype and cast
+// up (0.0 where torch gives 0.00217; seed 131 case 984394).
+TEST(PyTorchDivergence, CumsumWithADtypeSumsTheGradientInTheInputsDtype) {
+  Tensor x = zeros({1, 3}, TensorOptions(kDouble)).requires_grad_();
+  const Tensor g = tensor<double>({256, 1, 1}, kDouble).reshape({1, 3}).to(kBFloat16);
+  cumsum(x, 1, kBFloat16).backward(g);
+  // reverse cumsum in float64: 258, 2, 1 (in bfloat16, 256 + 2 rounds to 256)
+  EXPECT_EQ(x.grad().dtype(), kDouble);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{258, 2, 1}));
+}
+
 }  // namespace
 }  // namespace brisk

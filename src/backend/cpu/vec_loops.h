@@ -62,6 +62,20 @@ inline void vec_unary_kernel(TensorIter& it, const F& f) {
       }
     }
     alignas(64) T buf[kChunk];
+    if constexpr (!std::is_same_v<S, T>) {
+      if (s[0] == int64_t(sizeof(S)) && s[1] == int64_t(sizeof(S))) {
+        // contiguous 16-bit: the conversions as plain loops (vectorized)
+        S* o = reinterpret_cast<S*>(p[0]);
+        const S* x = reinterpret_cast<const S*>(p[1]);
+        for (int64_t b = 0; b < n; b += kChunk) {
+          const int64_t m = std::min<int64_t>(kChunk, n - b);
+          for (int64_t i = 0; i < m; ++i) buf[i] = static_cast<T>(x[b + i]);
+          detail_vec::vec_apply_buffer(buf, m, f);
+          for (int64_t i = 0; i < m; ++i) o[b + i] = static_cast<S>(buf[i]);
+        }
+        return;
+      }
+    }
     for (int64_t b = 0; b < n; b += kChunk) {
       const int64_t m = std::min<int64_t>(kChunk, n - b);
       const char* in = p[1] + b * s[1];
@@ -110,6 +124,26 @@ inline void vec_binary_kernel(TensorIter& it, const F& f) {
       }
     }
     alignas(64) T ba[kChunk], bb[kChunk];
+    if constexpr (!std::is_same_v<S, T>) {
+      if (s[0] == kS && s[1] == kS && (s[2] == kS || s[2] == 0)) {
+        // contiguous 16-bit: the conversions as plain loops (vectorized)
+        S* o = reinterpret_cast<S*>(p[0]);
+        const S* a = reinterpret_cast<const S*>(p[1]);
+        const S* c = reinterpret_cast<const S*>(p[2]);
+        for (int64_t b = 0; b < n; b += kChunk) {
+          const int64_t m = std::min<int64_t>(kChunk, n - b);
+          for (int64_t i = 0; i < m; ++i) ba[i] = static_cast<T>(a[b + i]);
+          if (s[2] == 0)
+            std::fill(bb, bb + m, static_cast<T>(c[0]));
+          else
+            for (int64_t i = 0; i < m; ++i) bb[i] = static_cast<T>(c[b + i]);
+          for (int64_t i = m; i < (m + N - 1) / N * N; ++i) ba[i] = bb[i] = T(0);
+          detail_vec::vec_apply_buffer2(ba, bb, m, f);
+          for (int64_t i = 0; i < m; ++i) o[b + i] = static_cast<S>(ba[i]);
+        }
+        return;
+      }
+    }
     for (int64_t b = 0; b < n; b += kChunk) {
       const int64_t m = std::min<int64_t>(kChunk, n - b);
       const char* pa = p[1] + b * s[1];
