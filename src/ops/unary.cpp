@@ -122,12 +122,11 @@ constexpr double kSqrtPiOver2 = 0.88622692545275801365;    // sqrt(pi) / 2
 
 using autograd::BackwardCtx;
 
-/// The backward formulas PyTorch evaluates in a kernel of its own
-/// (sigmoid_backward, tanh_backward, silu_backward, mish_backward,
-/// logit_backward) compute in float for float16/bfloat16 and round once; as
-/// compositions of brisk ops they would round after every op (a bfloat16
-/// gradient one unit in the last place off). f(g, v) evaluated in float32
-/// for 16-bit operands, its result rounded to their dtype once.
+/// The activation gradients compute in float for float16/bfloat16 and round
+/// once (the activation_backward kernels, as PyTorch's *_backward); their
+/// composite form (below, for create_graph) would round after every op.
+/// f(g, v) evaluated in float32 for 16-bit operands, its result rounded to
+/// their dtype once.
 template <class F>
 Tensor in_opmath(const Tensor& g, const Tensor& v, const F& f) {
   if (!is_reduced_float(g.dtype()) && !is_reduced_float(v.dtype())) return f(g, v);

@@ -152,22 +152,26 @@ TEST(Profiler, CompositeOpsNestTheirInnerOps) {
   prof::profile p(ProfileOptions().record_shapes(true));
   Tensor y = nn::functional::linear(x, w, b);
   Tensor z = nn::functional::linear(ones({2, 4, 3}), w, b);
+  Tensor u = nn::functional::linear(ones({4, 2, 3}).transpose(0, 1), w, b);
   const auto& r = p.result();
   check_structure(r);
   auto lin = named(r, "linear");
-  ASSERT_EQ(lin.size(), 2u);
+  ASSERT_EQ(lin.size(), 3u);
   EXPECT_EQ(lin[0]->shapes, (Shapes{{4, 3}, {5, 3}, {5}}));
   EXPECT_EQ(lin[0]->depth, 0);
-  // linear -> addmm (2-D input with bias), linear -> matmul + add (3-D input)
-  std::multiset<std::string> children0, children1;
+  // linear -> addmm (2-D input with bias, and a contiguous 3-D input as
+  // rows, as torch), linear -> matmul + add (a non-contiguous 3-D input)
+  std::multiset<std::string> children0, children1, children2;
   for (const Event& e : r.events) {
     const Event* par = parent_of(r, e);
     if (par == lin[0]) children0.insert(e.name);
     if (par == lin[1]) children1.insert(e.name);
+    if (par == lin[2]) children2.insert(e.name);
   }
   EXPECT_EQ(children0.count("addmm"), 1u);
-  EXPECT_EQ(children1.count("matmul"), 1u);
-  EXPECT_EQ(children1.count("add"), 1u);
+  EXPECT_EQ(children1.count("addmm"), 1u);
+  EXPECT_EQ(children2.count("matmul"), 1u);
+  EXPECT_EQ(children2.count("add"), 1u);
 }
 
 TEST(Profiler, SelfTimeIsTotalMinusChildren) {
