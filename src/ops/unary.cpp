@@ -658,7 +658,6 @@ Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> pos
   return const_cast<Tensor&>(*this);
 }
 
-
 // ---- the activation gradients (Note [Activation gradients] in kernels/math.h) ----------------
 Tensor sigmoid_backward(const Tensor& grad_output, const Tensor& output) {
   return act_grad("sigmoid_backward", math::ActGrad::sigmoid, grad_output, output);
