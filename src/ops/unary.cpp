@@ -192,8 +192,11 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
   BRISK_INTERNAL_ASSERT(false, "activation gradient mode ", static_cast<int>(mode), " has no composite");
 }
 
+Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1);
+
 /// One activation gradient: the fused kernel (slot activation_backward), or
-/// the composite where it is itself differentiated or the device has no kernel.
+/// the composite where it is itself differentiated (sigmoid's and tanh's
+/// have torch's derivatives instead) or the device has no kernel.
 Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0 = -1,
                 double s1 = 0) {
   BRISK_PROFILE_OP(name, grad, v);
@@ -202,9 +205,35 @@ Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const 
               "expected floating point tensors, got ", grad.dtype(), " and ", v.dtype());
   BRISK_CHECK(grad.device() == v.device(), name, "expected tensors on one device, got ", grad.device(), " and ",
               v.device());
-  if (BRISK_UNLIKELY(autograd::should_record(grad, v)) ||
-      !supports(OpId::activation_backward, grad.device().type))
-    return act_grad_composite(mode, grad, v, s0, s1);
+  if (BRISK_LIKELY(!autograd::should_record(grad, v))) return act_grad_run(name, mode, grad, v, s0, s1);
+  using math::ActGrad;
+  if (mode != ActGrad::sigmoid && mode != ActGrad::tanh) return act_grad_composite(mode, grad, v, s0, s1);
+  // torch's derivatives of sigmoid_backward(g, y) and tanh_backward(g, y): in g
+  // the same function of the incoming gradient, in y gg * g * (1 - 2y) and
+  // gg * (-2y * g) (one product: the composite's two terms give inf - inf
+  // where an infinite gradient meets them)
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = act_grad_run(name, mode, grad, v, s0, s1);
+  }
+  using namespace autograd;
+  record(mode == ActGrad::sigmoid ? "SigmoidBackwardBackward0" : "TanhBackwardBackward0", {r}, {grad, v},
+         {save(grad), save(v)}, [mode](BackwardCtx& c) -> TensorList {
+           const Tensor& gg = c.grad();
+           const Tensor g = c.saved(0), y = c.saved(1);
+           const bool sig = mode == ActGrad::sigmoid;
+           Tensor dg, dy;
+           if (c.needs(0)) dg = sig ? sigmoid_backward(gg, y) : tanh_backward(gg, y);
+           if (c.needs(1)) dy = sig ? gg * g * (-2 * y + 1) : gg * (-2 * y * g);
+           return {dg, dy};
+         });
+  return r;
+}
+
+Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0,
+                    double s1) {
+  if (!supports(OpId::activation_backward, grad.device().type)) return act_grad_composite(mode, grad, v, s0, s1);
   IterBuilder it(name);
   it.input(grad).input(v);
   TensorIter iter;

@@ -1836,5 +1836,27 @@ TEST(PyTorchDivergence, CumsumWithADtypeSumsTheGradientInTheInputsDtype) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{258, 2, 1}));
 }
 
+// The second derivative through sigmoid and tanh with an infinite incoming
+// gradient: torch differentiates sigmoid_backward(g, y) in y as one product,
+// g * gg * (1 - 2y); brisk's composite g * (1 - y) * y gave two terms,
+// -inf + inf = NaN (seed 131 case 871658, through remainder_). torch 2.15:
+// x = tensor([0.3, -0.3]); y = x.sigmoid(); gx, = grad(y, x, tensor([inf, 1.]),
+// create_graph=True); grad(gx.sum(), x) -> [-inf, 0.0311...].
+TEST(PyTorchDivergence, SigmoidAndTanhSecondDerivativesAreOneProduct) {
+  Tensor x = tensor<double>({0.3, -0.3}, kDouble).requires_grad_();
+  const Tensor g = tensor<double>({INFINITY, 1.0}, kDouble);
+  for (bool tanh : {false, true}) {
+    const Tensor y = tanh ? x.tanh() : x.sigmoid();
+    const Tensor gx = autograd::grad({y}, {x}, {g}, true, true)[0];
+    const Tensor h = autograd::grad({gx.sum()}, {x})[0];
+    EXPECT_EQ(h[0].item<double>(), -INFINITY) << (tanh ? "tanh" : "sigmoid");
+    // finite: the second derivative, y' (1 - 2y) for sigmoid, -2 y y' for tanh
+    const double yv = tanh ? std::tanh(-0.3) : 1 / (1 + std::exp(0.3));
+    const double d1 = tanh ? 1 - yv * yv : yv * (1 - yv);
+    const double want = tanh ? -2 * yv * d1 : d1 * (1 - 2 * yv);
+    EXPECT_NEAR(h[1].item<double>(), want, 1e-15) << (tanh ? "tanh" : "sigmoid");
+  }
+}
+
 }  // namespace
 }  // namespace brisk
