@@ -439,10 +439,12 @@ Tensor& index_put_impl(Tensor& self, const TensorIndex* ix, size_t n, const Tens
   // index_put_'s otherwise.
   const Scalar& scalar_v = scalar;
   const bool bool_advanced = p.bools && !lone_bool;
-  // Two or more indices that are all bools (x[True, False] = v) convert a
-  // scalar unchecked in torch 2.x (1e5 is inf in float16; nothing is
-  // written past a False), where x[True] = v and bools among other indices
-  // check it.
+  // torch 2.15 converts a scalar unchecked whenever two or more indices are
+  // advanced (bools or tensors: x[True, False] = v, x[i, j] = v; 1e5 is inf
+  // in float16, nothing is written past a False) and checks it with fewer.
+  // brisk converts unchecked only when all of them are bools: x[i, j] = 1e5
+  // on float16 is an error here where torch writes inf (fuzz seed 131 case
+  // 547802, tools/fuzz/known_divergences.txt).
   bool all_bools = n > 1 && !mode.strict;
   for (size_t i = 0; i < n; ++i) all_bools = all_bools && ix[i].kind() == TensorIndex::Kind::Boolean;
   if (!value && !(p.adv.empty() && !bool_advanced) && !all_bools) detail::check_scalar_fits(op, scalar, self.dtype());
