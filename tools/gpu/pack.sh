@@ -29,7 +29,9 @@ done
 # what test_process_group starts (run.sh points it there) and the example
 # that checks a whole training step captured in a graph against eager
 mkdir -p "$stage/bin"
-for x in tests/brisk_dist_worker tools/brisk-run examples/cuda_graph_training; do
+# and the GPU benchmarks (tools/gpu/run.sh runs them with BENCH=1)
+for x in tests/brisk_dist_worker tools/brisk-run examples/cuda_graph_training bench/brisk_cuda_bench \
+         bench/brisk_amp_bench bench/brisk_graph_bench examples/embed_sentences bench/brisk_minilm_bench; do
   [[ -x $build/$x ]] && cp "$build/$x" "$stage/bin/"
 done
 strip --strip-unneeded "$stage"/lib/libbrisk.so.*.*.* "$stage"/tests/* "$stage"/bin/* 2>/dev/null || true

@@ -4,6 +4,10 @@
 # then prints one line per executable and the failed tests; the whole output
 # goes to $OUT/gpu-tests.log when OUT is set. Extra arguments go to each
 # test (e.g. --gtest_filter=...). TEST_TIMEOUT (default 240 s) bounds each.
+# SANITIZE="test_a test_b" then runs those under compute-sanitizer memcheck;
+# BENCH=1 then runs the GPU benchmarks (bench/cuda/run.sh against the
+# machine's PyTorch, whose libtorch side builds while the tests run; the
+# table goes to $OUT/gpu-bench.log too).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=$(mktemp -d)
@@ -23,6 +27,10 @@ export BRISK_TEST_DIR="$root/tests"
 # test_process_group's workers and launcher, from the pack (not the build tree's paths)
 export BRISK_DIST_WORKER_EXE="$dir/bin/brisk_dist_worker" BRISK_RUN_EXE_PATH="$dir/bin/brisk-run"
 log=${OUT:-/tmp}/gpu-tests.log
+if [[ ${BENCH:-0} == 1 ]]; then
+  bash "$root/bench/cuda/run.sh" --build-torch "$dir/torch_cuda_bench" >"$dir/torch_build.log" 2>&1 &
+  torch_build=$!
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$log"
 echo "tree $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$log"
 start=$SECONDS
@@ -45,5 +53,18 @@ echo "all tests: $((SECONDS - start)) s"
 if [[ -x $dir/bin/cuda_graph_training ]]; then
   timeout "${TEST_TIMEOUT:-240}" "$dir/bin/cuda_graph_training" --steps 20 --batch 128 2>&1 | tee -a "$log" ||
     { echo "cuda_graph_training FAILED"; status=1; }
+fi
+for t in ${SANITIZE:-}; do
+  echo "compute-sanitizer memcheck: $t"
+  timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool memcheck --error-exitcode 99 "$dir/tests/$t" >"$dir/$t.memcheck.log" 2>&1
+  rc=$?
+  cat "$dir/$t.memcheck.log" >>"$log"
+  grep -E '^\[  (PASSED|FAILED)  \]|ERROR SUMMARY' "$dir/$t.memcheck.log" | tr '\n' ' '; echo " rc=$rc"
+  (( rc == 0 )) || status=1
+done
+if [[ ${BENCH:-0} == 1 ]]; then
+  wait "$torch_build" || { cat "$dir/torch_build.log"; echo "the libtorch bench did not build"; }
+  mkdir -p "$dir/bench" && ln -sf ../bin/brisk_cuda_bench "$dir/bench/brisk_cuda_bench"
+  TORCH_CUDA_BENCH="$dir/torch_cuda_bench" bash "$root/bench/cuda/run.sh" "$dir" 2>&1 | tee "${OUT:-/tmp}/gpu-bench.log"
 fi
 exit $status
