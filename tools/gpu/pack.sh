@@ -34,6 +34,11 @@ for x in tests/brisk_dist_worker tools/brisk-run examples/cuda_graph_training be
          bench/brisk_amp_bench bench/brisk_graph_bench examples/embed_sentences bench/brisk_minilm_bench; do
   [[ -x $build/$x ]] && cp "$build/$x" "$stage/bin/"
 done
-strip --strip-unneeded "$stage"/lib/libbrisk.so.*.*.* "$stage"/tests/* "$stage"/bin/* 2>/dev/null || true
+# KEEP_SYMBOLS=1 keeps libbrisk's symbol table (backtraces under cuda-gdb name its functions)
+if [[ ${KEEP_SYMBOLS:-0} == 1 ]]; then
+  strip --strip-unneeded "$stage"/tests/* "$stage"/bin/* 2>/dev/null || true
+else
+  strip --strip-unneeded "$stage"/lib/libbrisk.so.*.*.* "$stage"/tests/* "$stage"/bin/* 2>/dev/null || true
+fi
 tar -C "$stage" -cf - . | xz -T2 -6 >.gpu/bins.tar.xz
 du -h .gpu/bins.tar.xz

@@ -5,6 +5,7 @@
 # goes to $OUT/gpu-tests.log when OUT is set. Extra arguments go to each
 # test (e.g. --gtest_filter=...). TEST_TIMEOUT (default 240 s) bounds each.
 # SANITIZE="test_a test_b" then runs those under compute-sanitizer memcheck;
+# GDB="test_a" runs those under cuda-gdb and prints the backtrace of a crash;
 # BENCH=1 then runs the GPU benchmarks (bench/cuda/run.sh against the
 # machine's PyTorch, whose libtorch side builds while the tests run; the
 # table goes to $OUT/gpu-bench.log too).
@@ -54,6 +55,13 @@ if [[ -x $dir/bin/cuda_graph_training ]]; then
   timeout "${TEST_TIMEOUT:-240}" "$dir/bin/cuda_graph_training" --steps 20 --batch 128 2>&1 | tee -a "$log" ||
     { echo "cuda_graph_training FAILED"; status=1; }
 fi
+for t in ${GDB:-}; do
+  echo "cuda-gdb: $t"
+  timeout "${SANITIZE_TIMEOUT:-120}" cuda-gdb -q -batch -ex 'set pagination off' -ex run -ex bt -ex 'info sharedlibrary' \
+    --args "$dir/tests/$t" >"$dir/$t.gdb.log" 2>&1
+  cat "$dir/$t.gdb.log" >>"$log"
+  grep -E -A40 'received signal|SIGSEGV|SIGABRT' "$dir/$t.gdb.log" | grep -E '^#|signal' | head -40
+done
 for t in ${SANITIZE:-}; do
   echo "compute-sanitizer memcheck: $t"
   timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool memcheck --error-exitcode 99 "$dir/tests/$t" >"$dir/$t.memcheck.log" 2>&1

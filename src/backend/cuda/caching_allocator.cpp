@@ -80,7 +80,17 @@ class CudaDeviceBackend final : public CudaEventBackend {
   void* raw_alloc(size_t nbytes) override {
     DeviceGuard g(device_);
     void* p = nullptr;
+    // Note [cudaMalloc during capture]: a graph's private pool is filled as
+    // its capture allocates (the first capture has an empty pool), and
+    // cudaMalloc is one of the calls a global-mode capture forbids. It is
+    // safe all the same: it is not stream work, and the graph keeps the
+    // addresses (the pool never frees them while the graph lives). So this
+    // thread's capture mode is relaxed around it, as PyTorch's allocator does.
+    const bool capturing = brisk::detail::thread_capturing();
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    if (capturing) (void)cudaThreadExchangeStreamCaptureMode(&mode);
     const cudaError_t err = cudaMalloc(&p, nbytes);
+    if (capturing) (void)cudaThreadExchangeStreamCaptureMode(&mode);
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       return nullptr;
