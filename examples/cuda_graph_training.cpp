@@ -131,11 +131,13 @@ int main(int argc, char** argv) {
     return bad ? 1 : 0;
   }
 
-  // (a) the whole step captured: static batch tensors, warm-up on a side stream
+  // (a) the whole step captured: static batch tensors, warm-up on the stream
+  // the capture runs on (cuda::capture_stream: its cuBLAS workspace exists
+  // before the capture)
   optim::SGD opt_w = sgd(*whole);
   Tensor sx = empty_like(data[0].x), sy = empty_like(data[0].y);
   std::vector<double> losses;
-  const cuda::Stream side = cuda::stream_from_pool();
+  const cuda::Stream side = cuda::capture_stream();
   side.wait(cuda::current_stream());
   {
     cuda::StreamGuard sg(side);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "brisk/device.h"
@@ -180,6 +181,16 @@ struct MempoolId {
 };
 /// A new pool id, to share between graphs (torch.cuda.graph_pool_handle()).
 MempoolId graph_pool_handle();
+/// Bytes in the segments of private pool `pool` on `device` (-1: current);
+/// 0 once the pool is gone.
+int64_t graph_pool_reserved(MempoolId pool, int device = -1);
+/// The side stream that `graph` scopes, GraphRunner and
+/// make_graphed_callables capture on when given none: one per device, made
+/// once (PyTorch's default capture stream). Warm up on it before capturing:
+/// its cuBLAS workspace then exists before the capture, and the captures
+/// that share a pool reuse each other's freed blocks (the allocator keeps
+/// free blocks per stream).
+Stream capture_stream(int device = -1);
 
 /// cudaStreamCaptureMode: which unsafe CUDA calls other threads may make
 /// while this thread captures (Global: none).
@@ -195,9 +206,8 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// the capture used: update inputs in place (copy_) and read outputs from
 /// the tensors made during capture. Not copyable.
 ///
-/// Status: implemented on the CUDA runtime's stream capture and tested on
-/// the CPU where no GPU is needed (the pool bookkeeping); no GPU run yet
-/// (docs/design/cuda_graphs.md). Random ops in a graph are not supported yet.
+/// Random ops draw fresh numbers on every replay (Philox offsets read on the
+/// device). The last GPU run of the tests: docs/design/cuda_graphs.md.
 class CUDAGraph {
  public:
   CUDAGraph();
@@ -226,13 +236,15 @@ class CUDAGraph {
 };
 
 /// Captures the scope into `g` on a side stream (torch.cuda.graph): the
-/// constructor waits for the current stream, makes a side stream current and
+/// constructor waits for the current stream, makes the side stream current
+/// (`stream`, or capture_stream() when none is given) and
 /// calls capture_begin; the destructor calls capture_end, restores the
 /// stream, and makes it wait for the side stream. When the scope is left by
 /// an exception the capture is abandoned (the stream stays usable).
 class graph {
  public:
-  explicit graph(CUDAGraph& g, MempoolId pool = {}, CaptureMode mode = CaptureMode::Global);
+  explicit graph(CUDAGraph& g, MempoolId pool = {}, CaptureMode mode = CaptureMode::Global,
+                 std::optional<Stream> stream = std::nullopt);
   ~graph() noexcept(false);
   graph(const graph&) = delete;
   graph& operator=(const graph&) = delete;

@@ -73,6 +73,8 @@ bool cudnn_benchmark() { return g_benchmark; }
 
 
 MempoolId graph_pool_handle() { unavailable("cuda::graph_pool_handle"); }
+int64_t graph_pool_reserved(MempoolId, int) { unavailable("cuda::graph_pool_reserved"); }
+Stream capture_stream(int) { unavailable("cuda::capture_stream"); }
 struct CUDAGraph::Impl {};
 CUDAGraph::CUDAGraph() = default;
 CUDAGraph::~CUDAGraph() = default;
@@ -82,7 +84,7 @@ void CUDAGraph::replay() { unavailable("CUDAGraph"); }
 void CUDAGraph::reset() {}
 MempoolId CUDAGraph::pool() const { return {}; }
 bool CUDAGraph::captured() const { return false; }
-graph::graph(CUDAGraph& g, MempoolId, CaptureMode) : g_(g), prev_(nullptr, 0), side_(nullptr, 0), uncaught_(0) {
+graph::graph(CUDAGraph& g, MempoolId, CaptureMode, std::optional<Stream>) : g_(g), prev_(nullptr, 0), side_(nullptr, 0), uncaught_(0) {
   unavailable("cuda::graph");
 }
 graph::~graph() noexcept(false) = default;

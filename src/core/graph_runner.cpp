@@ -78,10 +78,11 @@ void GraphRunner::prepare(const TensorList& samples) {
     return v;
   };
   if (use_graphs_) {
-    const int64_t reserved_before = memory_reserved(device.index);
+    // Warm-up and every capture on one side stream (cuda::capture_stream):
+    // the warm-up makes its cuBLAS workspace, and the pool's blocks are kept
+    // per stream, so the smaller graphs reuse what the larger ones freed.
+    const Stream side = capture_stream(device.index);
     {
-      // Warm-up on a side stream (what the capture will run on).
-      Stream side = stream_from_pool(false, device.index);
       side.wait(current_stream(device.index));
       StreamGuard guard(side);
       for (int i = 0; i < options_.warmup; ++i) (void)fn_(views(largest));
@@ -93,7 +94,7 @@ void GraphRunner::prepare(const TensorList& samples) {
       auto g = std::make_unique<CUDAGraph>();
       TensorList out;
       {
-        graph capture(*g, pool_);
+        graph capture(*g, pool_, CaptureMode::Global, side);
         out = fn_(views(options_.buckets[k]));
       }
       check_outputs(out, options_.buckets[k]);
@@ -101,7 +102,7 @@ void GraphRunner::prepare(const TensorList& samples) {
       graphs_[k] = std::move(g);
     }
     synchronize(device.index);
-    stats_.pool_bytes = memory_reserved(device.index) - reserved_before;
+    stats_.pool_bytes = graph_pool_reserved(pool_, device.index);
   }
   stats_.graphs = static_cast<int64_t>(options_.buckets.size());
   stats_.capture_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

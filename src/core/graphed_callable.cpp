@@ -104,10 +104,10 @@ GraphedCallable::GraphedCallable(Fn fn, const TensorList& sample_inputs, const T
     grad_outputs_like();
     return;
   }
-  // warm-up on a side stream (cuBLAS handles, workspaces, compile's
-  // kernels), then the two captures into one pool
+  // warm-up on the capture stream (cuBLAS handles, workspaces, compile's
+  // kernels), then the two captures on it into one pool
   const Stream prev = current_stream(dev.index);
-  const Stream side = stream_from_pool(false, dev.index);
+  const Stream side = capture_stream(dev.index);
   side.wait(prev);
   {
     StreamGuard sg(side);
@@ -126,13 +126,13 @@ GraphedCallable::GraphedCallable(Fn fn, const TensorList& sample_inputs, const T
   const MempoolId pool = options.pool.id != 0 ? options.pool : graph_pool_handle();
   m.fwd = std::make_unique<CUDAGraph>();
   {
-    graph capture(*m.fwd, pool);
+    graph capture(*m.fwd, pool, CaptureMode::Global, side);
     m.run_forward();
   }
   grad_outputs_like();  // (outside the capture: their values are written per call)
   m.bwd = std::make_unique<CUDAGraph>();
   if (!m.grad_targets.empty()) {
-    graph capture(*m.bwd, pool);
+    graph capture(*m.bwd, pool, CaptureMode::Global, side);
     m.run_backward();
   }
 }

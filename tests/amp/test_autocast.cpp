@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "amp/autocast_calls.h"
 #include "brisk/brisk.h"
 #include "core/autocast.h"
 #include "core/op_table.h"
@@ -38,128 +39,14 @@ AmpPolicy parse_policy(const std::string& s) {
   return AmpPolicy::Keep;
 }
 
-// One call of each op whose row is not Keep in some column: its first
-// floating tensor argument in dtype `a`, the others in `b`.
-using Call = std::function<Tensor(ScalarType a, ScalarType b)>;
-const std::map<std::string, Call>& calls() {
-  static const std::map<std::string, Call> m = [] {
-    std::map<std::string, Call> c;
-    auto r = [](std::vector<int64_t> s, ScalarType t, double lo = -1, double hi = 1) {
-      return rand(s).mul(hi - lo).add(lo).to(t);
-    };
-    auto pos = [r](std::vector<int64_t> s, ScalarType t) { return r(s, t, 0.2, 0.8); };
-    for (const char* n : {"exp", "log", "log2", "log10", "log1p", "expm1", "rsqrt", "reciprocal", "tan", "asin", "acos",
-                          "sinh", "cosh", "erfinv"}) {
-      const Op op = static_cast<Op>(
-          std::distance(&op_info(Op(0)), &*find_op(n).info));  // the row's enumerator
-      c[n] = [pos, op](ScalarType a, ScalarType) {
-        Tensor x = pos({5}, a);
-        switch (op) {
-#define BRISK_CASE(name) \
-  case Op::name: return name(x);
-          BRISK_CASE(exp) BRISK_CASE(log) BRISK_CASE(log2) BRISK_CASE(log10) BRISK_CASE(log1p) BRISK_CASE(expm1)
-          BRISK_CASE(rsqrt) BRISK_CASE(reciprocal) BRISK_CASE(tan) BRISK_CASE(asin) BRISK_CASE(acos)
-          BRISK_CASE(sinh) BRISK_CASE(cosh) BRISK_CASE(erfinv)
-#undef BRISK_CASE
-          default: return Tensor();
-        }
-      };
-    }
-    c["softplus"] = [r](ScalarType a, ScalarType) { return softplus(r({5}, a)); };
-    c["pow"] = [pos](ScalarType a, ScalarType b) { return pow(pos({5}, a), pos({5}, b)); };
-    c["atan2"] = [r](ScalarType a, ScalarType b) { return atan2(r({5}, a), r({5}, b)); };
-    c["addcmul"] = [r](ScalarType a, ScalarType b) { return addcmul(r({5}, a), r({5}, b), r({5}, b), 0.5); };
-    c["addcdiv"] = [r, pos](ScalarType a, ScalarType b) { return addcdiv(r({5}, a), r({5}, b), pos({5}, b), 0.5); };
-    c["sum"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).sum(); };
-    c["prod"] = [pos](ScalarType a, ScalarType) { return pos({3, 4}, a).prod(); };
-    c["norm"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).norm(); };
-    c["logsumexp"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).logsumexp({1}); };
-    c["cumsum"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).cumsum(1); };
-    c["cumprod"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).cumprod(1); };
-    c["softmax"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).softmax(1); };
-    c["log_softmax"] = [r](ScalarType a, ScalarType) { return r({3, 4}, a).log_softmax(1); };
-    c["cat"] = [r](ScalarType a, ScalarType b) { return cat({r({2, 3}, a), r({2, 3}, b)}, 0); };
-    c["stack"] = [r](ScalarType a, ScalarType b) { return stack({r({2, 3}, a), r({2, 3}, b)}, 0); };
-    c["hstack"] = [r](ScalarType a, ScalarType b) { return hstack({r({2, 3}, a), r({2, 3}, b)}); };
-    c["vstack"] = [r](ScalarType a, ScalarType b) { return vstack({r({2, 3}, a), r({2, 3}, b)}); };
-    c["dstack"] = [r](ScalarType a, ScalarType b) { return dstack({r({2, 3}, a), r({2, 3}, b)}); };
-    c["interpolate"] = [r](ScalarType a, ScalarType) {
-      return F::interpolate(r({1, 1, 4, 4}, a), F::InterpolateFuncOptions().size(std::vector<int64_t>{8, 8}));
-    };
-    c["reflection_pad"] = [r](ScalarType a, ScalarType) {
-      return F::pad(r({1, 1, 4, 4}, a), F::PadFuncOptions({1, 1, 1, 1}).mode(kReflect));
-    };
-    c["replication_pad"] = [r](ScalarType a, ScalarType) {
-      return F::pad(r({1, 1, 4, 4}, a), F::PadFuncOptions({1, 1, 1, 1}).mode(kReplicate));
-    };
-    c["mm"] = [r](ScalarType a, ScalarType b) { return mm(r({3, 4}, a), r({4, 5}, b)); };
-    c["bmm"] = [r](ScalarType a, ScalarType b) { return bmm(r({2, 3, 4}, a), r({2, 4, 5}, b)); };
-    c["matmul"] = [r](ScalarType a, ScalarType b) { return matmul(r({2, 3, 4}, a), r({4, 5}, b)); };
-    c["addmm"] = [r](ScalarType a, ScalarType b) { return addmm(r({3, 5}, a), r({3, 4}, b), r({4, 5}, b)); };
-    c["mv"] = [r](ScalarType a, ScalarType b) { return mv(r({3, 4}, a), r({4}, b)); };
-    c["dot"] = [r](ScalarType a, ScalarType b) { return dot(r({4}, a), r({4}, b)); };
-    c["linear"] = [r](ScalarType a, ScalarType b) { return F::linear(r({3, 4}, a), r({5, 4}, b), r({5}, b)); };
-    c["bilinear"] = [r](ScalarType a, ScalarType b) {
-      return F::bilinear(r({3, 4}, a), r({3, 2}, b), r({5, 4, 2}, b), r({5}, b));
-    };
-    c["einsum"] = [r](ScalarType a, ScalarType b) { return einsum("ij,jk->ik", {r({3, 4}, a), r({4, 5}, b)}); };
-    c["conv1d"] = [r](ScalarType a, ScalarType b) { return F::conv1d(r({1, 2, 6}, a), r({3, 2, 3}, b), r({3}, b)); };
-    c["conv2d"] = [r](ScalarType a, ScalarType b) {
-      return F::conv2d(r({1, 2, 5, 5}, a), r({3, 2, 3, 3}, b), r({3}, b));
-    };
-    c["conv3d"] = [r](ScalarType a, ScalarType b) {
-      return F::conv3d(r({1, 2, 4, 4, 4}, a), r({3, 2, 2, 2, 2}, b), r({3}, b));
-    };
-    c["conv_transpose1d"] = [r](ScalarType a, ScalarType b) {
-      return F::conv_transpose1d(r({1, 2, 5}, a), r({2, 3, 2}, b), r({3}, b));
-    };
-    c["conv_transpose2d"] = [r](ScalarType a, ScalarType b) {
-      return F::conv_transpose2d(r({1, 2, 4, 4}, a), r({2, 3, 2, 2}, b), r({3}, b));
-    };
-    c["conv_transpose3d"] = [r](ScalarType a, ScalarType b) {
-      return F::conv_transpose3d(r({1, 2, 3, 3, 3}, a), r({2, 3, 2, 2, 2}, b), r({3}, b));
-    };
-    c["layer_norm"] = [r](ScalarType a, ScalarType b) { return F::layer_norm(r({3, 4}, a), {4}, r({4}, b), r({4}, b)); };
-    c["rms_norm"] = [r](ScalarType a, ScalarType b) { return F::rms_norm(r({3, 4}, a), {4}, r({4}, b)); };
-    c["group_norm"] = [r](ScalarType a, ScalarType b) { return F::group_norm(r({2, 4, 3}, a), 2, r({4}, b), r({4}, b)); };
-    c["scaled_dot_product_attention"] = [r](ScalarType a, ScalarType b) {
-      return F::scaled_dot_product_attention(r({1, 2, 3, 4}, a), r({1, 2, 3, 4}, b), r({1, 2, 3, 4}, b));
-    };
-    const Tensor cls = tensor<int64_t>({0, 2, 1});
-    c["cross_entropy"] = [r, cls](ScalarType a, ScalarType) { return F::cross_entropy(r({3, 4}, a), cls); };
-    c["nll_loss"] = [r, cls](ScalarType a, ScalarType) { return F::nll_loss(r({3, 4}, a), cls); };
-    c["mse_loss"] = [r](ScalarType a, ScalarType b) { return F::mse_loss(r({5}, a), r({5}, b)); };
-    c["l1_loss"] = [r](ScalarType a, ScalarType b) { return F::l1_loss(r({5}, a), r({5}, b)); };
-    c["huber_loss"] = [r](ScalarType a, ScalarType b) { return F::huber_loss(r({5}, a), r({5}, b)); };
-    c["smooth_l1_loss"] = [r](ScalarType a, ScalarType b) { return F::smooth_l1_loss(r({5}, a), r({5}, b)); };
-    c["kl_div"] = [r, pos](ScalarType a, ScalarType b) { return F::kl_div(r({5}, a), pos({5}, b)); };
-    c["binary_cross_entropy"] = [pos](ScalarType a, ScalarType b) {
-      return F::binary_cross_entropy(pos({5}, a), pos({5}, b));
-    };
-    c["binary_cross_entropy_with_logits"] = [r, pos](ScalarType a, ScalarType b) {
-      return F::binary_cross_entropy_with_logits(r({5}, a), pos({5}, b));
-    };
-    c["index_put"] = [r](ScalarType a, ScalarType b) {
-      return r({4, 3}, a).index_put({tensor<int64_t>({0, 2})}, r({2, 3}, b));
-    };
-    c["scatter_add"] = [r](ScalarType a, ScalarType b) {
-      return r({2, 3}, a).scatter_add(1, tensor<int64_t>({{0, 1}, {2, 0}}), r({2, 2}, b));
-    };
-    return c;
-  }();
-  return m;
-}
-
-std::vector<const OpInfo*> listed_rows() {
-  std::vector<const OpInfo*> v;
-  for (int i = 0; i < kNumTableOps; ++i) {
-    const OpInfo& r = op_info(static_cast<Op>(i));
-    if (r.amp != AmpPolicy::Keep || r.cpu_amp != AmpPolicy::Keep) v.push_back(&r);
-  }
-  return v;
-}
-
-Op op_of(const OpInfo& r) { return static_cast<Op>(&r - &op_info(Op(0))); }
+// One call of each op whose row is not Keep in some column (its first
+// floating tensor argument in dtype `a`, the others in `b`; on the CPU
+// here), the listed rows and their enumerators: tests/amp/autocast_calls.h,
+// shared with tests/cuda/test_cuda_amp.cpp.
+using brisk::testing::amp_calls::Call;
+using brisk::testing::amp_calls::calls;
+using brisk::testing::amp_calls::listed_rows;
+using brisk::testing::amp_calls::op_of;
 
 // Runs `call` for the row under an autocast scope (cuda_lists: the CPU
 // follows the CUDA column); returns the result and whether the hook cast.
@@ -217,7 +104,7 @@ TEST(Autocast, EveryListedOpCastsByItsPolicy) {
   manual_seed(0);
   for (const OpInfo* row : listed_rows()) {
     auto it = calls().find(row->name);
-    ASSERT_NE(it, calls().end()) << row->name << " is on an autocast list but tests/amp/test_autocast.cpp has no call";
+    ASSERT_NE(it, calls().end()) << row->name << " is on an autocast list but tests/amp/autocast_calls.h has no call";
     for (bool cuda_lists : {false, true}) {
       const AmpPolicy p = cuda_lists ? row->amp : row->cpu_amp;
       const std::string where = std::string(row->name) + (cuda_lists ? " (CUDA list)" : " (CPU list)");

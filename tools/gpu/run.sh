@@ -8,7 +8,7 @@
 # GDB="test_a" runs those under cuda-gdb and prints the backtrace of a crash;
 # BENCH=1 then runs the GPU benchmarks (bench/cuda/run.sh against the
 # machine's PyTorch, whose libtorch side builds while the tests run; the
-# table goes to $OUT/gpu-bench.log too).
+# table goes to $OUT/gpu-bench.log too); BENCHES= runs the others (below).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=$(mktemp -d)
@@ -75,4 +75,17 @@ if [[ ${BENCH:-0} == 1 ]]; then
   mkdir -p "$dir/bench" && ln -sf ../bin/brisk_cuda_bench "$dir/bench/brisk_cuda_bench"
   TORCH_CUDA_BENCH="$dir/torch_cuda_bench" bash "$root/bench/cuda/run.sh" "$dir" 2>&1 | tee "${OUT:-/tmp}/gpu-bench.log"
 fi
+# BENCHES="graph amp minilm": the benchmarks of issues 17, 16 and 20 against
+# the machine's PyTorch (each table to $OUT/gpu-bench-NAME.log)
+for b in ${BENCHES:-}; do
+  blog=${OUT:-/tmp}/gpu-bench-$b.log
+  echo "== bench $b"
+  case $b in
+    graph) timeout 300 python3 "$root/bench/cuda/graph_bench.py" --brisk "$dir/bin/brisk_graph_bench" ;;
+    amp) timeout 300 python3 "$root/bench/amp_bench.py" --brisk "$dir/bin/brisk_amp_bench" --device cuda ;;
+    minilm) timeout 300 bash "$root/tools/gpu/minilm_bench.sh" "$dir" ;;
+    *) echo "unknown bench $b" ;;
+  esac >"$blog" 2>&1 || { echo "bench $b FAILED"; status=1; }
+  grep -E '^\|' "$blog" || tail -20 "$blog"
+done
 exit $status

@@ -251,6 +251,7 @@ void begin_allocate_to_pool(int device, uint64_t pool, cudaStream_t stream) {
 }
 void end_allocate_to_pool(int device, uint64_t pool) { caching_allocator(device)->blocks().end_allocate_to_pool(pool); }
 void release_pool(int device, uint64_t pool) { (void)caching_allocator(device)->blocks().release_pool(pool); }
+int64_t pool_reserved(int device, uint64_t pool) { return caching_allocator(device)->blocks().pool_stats(pool).reserved; }
 Allocator* pinned_host_allocator() { return &host_allocator(); }
 bool is_pinned_ptr(const void* p) { return p != nullptr && host_allocator().blocks().contains(p); }
 

@@ -33,5 +33,7 @@ void record_host_use(const void* host_ptr, cudaStream_t stream);
 void begin_allocate_to_pool(int device, uint64_t pool, cudaStream_t stream);
 void end_allocate_to_pool(int device, uint64_t pool);
 void release_pool(int device, uint64_t pool);
+/// Bytes in the segments of private pool `pool` (0 when it is gone).
+int64_t pool_reserved(int device, uint64_t pool);
 
 }  // namespace brisk::cuda::detail

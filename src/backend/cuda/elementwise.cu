@@ -157,7 +157,7 @@ void fill_bits(TensorIter& it, uint64_t bits, size_t size) {
   bool same = true;
   for (size_t i = 1; i < size; ++i) same = same && bytes[i] == bytes[0];
   if (same && it.ndim == 1 && it.strides[0][0] == static_cast<int64_t>(size)) {
-    DeviceGuard guard(it.result.device());
+    DeviceGuard guard(iter_device(it));
     BRISK_CUDA_CHECK(cudaMemsetAsync(it.data[0], bytes[0], static_cast<size_t>(it.numel) * size, current_stream_handle()),
                      "fill_");
     return;
@@ -186,7 +186,7 @@ void copy_kernel(TensorIter& it, const KernelArgs&) {
   if (out == in) {
     const int64_t es = static_cast<int64_t>(element_size(out));
     if (it.ndim == 1 && it.strides[0][0] == es && it.strides[1][0] == es && !is_host_operand(it, 1)) {
-      DeviceGuard guard(it.result.device());
+      DeviceGuard guard(iter_device(it));
       BRISK_CUDA_CHECK(cudaMemcpyAsync(it.data[0], it.data[1], static_cast<size_t>(it.numel * es),
                                        cudaMemcpyDeviceToDevice, current_stream_handle()),
                        "copy_");

@@ -1,9 +1,12 @@
 // brisk::cuda::CUDAGraph and the graph scope: stream capture into a private
 // memory pool of the caching allocator. See include/brisk/cuda.h and
-// docs/design/cuda_graphs.md (no GPU run of this file yet).
+// docs/design/cuda_graphs.md.
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include "backend/cuda/caching_allocator.h"
 #include "backend/cuda/cuda_common.h"
@@ -170,8 +173,25 @@ void CUDAGraph::reset() { impl_->drop(); }
 MempoolId CUDAGraph::pool() const { return MempoolId{impl_->pool}; }
 bool CUDAGraph::captured() const { return impl_->exec != nullptr; }
 
-graph::graph(CUDAGraph& g, MempoolId pool, CaptureMode mode)
-    : g_(g), prev_(current_stream()), side_(stream_from_pool()), uncaught_(std::uncaught_exceptions()) {
+int64_t graph_pool_reserved(MempoolId pool, int device) {
+  return detail::pool_reserved(device < 0 ? current_device() : device, pool.id);
+}
+
+Stream capture_stream(int device) {
+  const int d = device < 0 ? current_device() : device;
+  BRISK_CHECK(d < device_count(), "cuda::capture_stream", "device index ", d, " is out of range");
+  static std::mutex mu;
+  static auto* streams = new std::vector<std::optional<Stream>>();  // kept to the end of the process
+  std::lock_guard<std::mutex> lock(mu);
+  if (streams->size() <= static_cast<size_t>(d)) streams->resize(static_cast<size_t>(d) + 1);
+  auto& s = (*streams)[static_cast<size_t>(d)];
+  if (!s) s = Stream::create(d);
+  return *s;
+}
+
+graph::graph(CUDAGraph& g, MempoolId pool, CaptureMode mode, std::optional<Stream> stream)
+    : g_(g), prev_(current_stream()), side_(stream ? *stream : capture_stream()),
+      uncaught_(std::uncaught_exceptions()) {
   side_.wait(prev_);
   set_current_stream(side_);
   try {

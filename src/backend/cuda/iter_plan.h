@@ -112,6 +112,11 @@ struct OffsetCalculator {
 /// Elements per thread and iteration on the vectorised contiguous loop.
 constexpr int kVecElems = 4;
 
+/// The device an iterator's kernel runs on: its result's, or the current one
+/// when it has no result tensor (a node that compile's executable replays
+/// through its slot's eager kernel, src/compile/executor.cpp).
+inline Device iter_device(const TensorIter& it) { return it.result.defined() ? it.result.device() : Device(kCUDA); }
+
 /// Whether input k (k >= 1) is read on the host and passed by value: a Scalar
 /// (it points into scalar_buf) or a 0-dim CPU tensor mixed with device
 /// tensors (TensorIter allows it, as PyTorch does).

@@ -215,7 +215,7 @@ void gpu_kernel(TensorIter& it, const char* op, const F& f) {
   constexpr bool dynamic = (Loader<In>::kDynamic || ... || false);
   BRISK_ASSERT(it.noperands == nin + 1);
   if (it.numel == 0) return;
-  DeviceGuard guard(it.result.device());
+  DeviceGuard guard(iter_device(it));
   const int64_t elem_size[TensorIter::kMaxOperands] = {int64_t(sizeof(Out)),
                                                         int64_t(element_size(it.dtypes[1 < it.noperands ? 1 : 0])),
                                                         int64_t(element_size(it.dtypes[2 < it.noperands ? 2 : 0])),
