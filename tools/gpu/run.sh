@@ -24,7 +24,7 @@ if [[ ! -f ${CUDA_HOME:-/usr/local/cuda}/include/cuda_fp16.h ]]; then
     [[ -d $(dirname "$h")/cccl ]] && dirname "$(dirname "$h")" && break; done)
   [[ -n $inc ]] && export CUDA_HOME="$inc"
 fi
-export BRISK_TEST_DIR="$root/tests"
+export BRISK_TEST_DIR="$root/tests" PYTHONUNBUFFERED=1
 # test_process_group's workers and launcher, from the pack (not the build tree's paths)
 export BRISK_DIST_WORKER_EXE="$dir/bin/brisk_dist_worker" BRISK_RUN_EXE_PATH="$dir/bin/brisk-run"
 log=${OUT:-/tmp}/gpu-tests.log
@@ -62,14 +62,7 @@ for t in ${GDB:-}; do
   cat "$dir/$t.gdb.log" >>"$log"
   grep -E -A40 'received signal|SIGSEGV|SIGABRT' "$dir/$t.gdb.log" | grep -E '^#|signal' | head -40
 done
-for t in ${SANITIZE:-}; do
-  echo "compute-sanitizer memcheck: $t"
-  timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool memcheck --error-exitcode 99 "$dir/tests/$t" >"$dir/$t.memcheck.log" 2>&1
-  rc=$?
-  cat "$dir/$t.memcheck.log" >>"$log"
-  grep -E '^\[  (PASSED|FAILED)  \]|ERROR SUMMARY' "$dir/$t.memcheck.log" | tr '\n' ' '; echo " rc=$rc"
-  (( rc == 0 )) || status=1
-done
+
 if [[ ${BENCH:-0} == 1 ]]; then
   wait "$torch_build" || { cat "$dir/torch_build.log"; echo "the libtorch bench did not build"; }
   mkdir -p "$dir/bench" && ln -sf ../bin/brisk_cuda_bench "$dir/bench/brisk_cuda_bench"
@@ -81,11 +74,26 @@ for b in ${BENCHES:-}; do
   blog=${OUT:-/tmp}/gpu-bench-$b.log
   echo "== bench $b"
   case $b in
-    graph) timeout 300 python3 "$root/bench/cuda/graph_bench.py" --brisk "$dir/bin/brisk_graph_bench" ;;
-    amp) timeout 300 python3 "$root/bench/amp_bench.py" --brisk "$dir/bin/brisk_amp_bench" --device cuda ;;
-    minilm) timeout 300 bash "$root/tools/gpu/minilm_bench.sh" "$dir" ;;
+    graph) timeout 150 python3 "$root/bench/cuda/graph_bench.py" --brisk "$dir/bin/brisk_graph_bench" ;;
+    amp) timeout 200 python3 "$root/bench/amp_bench.py" --brisk "$dir/bin/brisk_amp_bench" --device cuda ;;
+    minilm) timeout 200 bash "$root/tools/gpu/minilm_bench.sh" "$dir" ;;
     *) echo "unknown bench $b" ;;
   esac >"$blog" 2>&1 || { echo "bench $b FAILED"; status=1; }
   grep -E '^\|' "$blog" || tail -20 "$blog"
+done
+# compute-sanitizer memcheck (SANITIZE=all: every test executable), in
+# parallel, each under its own timeout
+[[ ${SANITIZE:-} == all ]] && SANITIZE=$(cd "$dir/tests" && ls | grep -v '\.')
+for t in ${SANITIZE:-}; do
+  timeout "${SANITIZE_TIMEOUT:-120}" compute-sanitizer --tool memcheck --error-exitcode 99 "$dir/tests/$t" \
+    >"$dir/$t.memcheck.log" 2>&1 &
+done
+wait
+for t in ${SANITIZE:-}; do
+  rc=0; grep -q 'ERROR SUMMARY: 0 errors' "$dir/$t.memcheck.log" || rc=1
+  cat "$dir/$t.memcheck.log" >>"$log"
+  printf 'memcheck %-24s %s %s\n' "$t" "$(grep -E '^\[  (PASSED|FAILED)  \]|ERROR SUMMARY' "$dir/$t.memcheck.log" | tr '\n' ' ')" \
+    "$( ((rc == 0)) || echo '(no clean summary: errors or timed out)')"
+  (( rc == 0 )) || status=1
 done
 exit $status
