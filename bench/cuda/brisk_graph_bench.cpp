@@ -12,11 +12,16 @@
 //                                    cross entropy, SGD with momentum), batch 64
 //
 // Median of rounds; every figure synchronizes before reading the clock.
+// --profile: also prints the profiler's table (CUDA kernel times) of 20
+// eager forwards of the eight blocks at batch 1, and of 20 replays.
 #include <brisk/brisk.h>
+#include <brisk/profiler.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <functional>
 #include <vector>
 
@@ -85,7 +90,8 @@ void out(const char* name, double v, const char* unit) { std::printf("%s %.2f %s
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool profile = argc > 1 && !std::strcmp(argv[1], "--profile");
   if (!cuda::is_available()) {
     std::fprintf(stderr, "brisk_graph_bench: %s\n", cuda::unavailable_reason().c_str());
     return 1;
@@ -131,6 +137,17 @@ int main() {
         auto g = capture(fwd);
         std::snprintf(name, sizeof(name), "blocks8_b%lld_replay_us", static_cast<long long>(b));
         out(name, per_call_us([&] { g->replay(); }, 100), "us");
+        if (profile && b == 1) {
+          namespace prof = brisk::profiler;
+          for (int graphed = 0; graphed < 2; ++graphed) {
+            prof::profile p(prof::ProfileOptions().activities({prof::Activity::CPU, prof::Activity::CUDA}));
+            for (int i = 0; i < 20; ++i) graphed ? g->replay() : fwd();
+            cuda::synchronize();
+            p.stop();
+            std::cerr << (graphed ? "replays" : "eager") << " of blocks8_b1, 20 calls\n"
+                      << p.key_averages().table("cuda_time_total", 25) << "\n";
+          }
+        }
       }
     }
     {  // an MNIST-sized training step

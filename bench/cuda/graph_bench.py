@@ -106,7 +106,7 @@ def torch_figures():
         loss = F.cross_entropy(m(x), t)
         loss.backward()
         opt.step()
-        out["loss"] = loss
+        out["loss"] = loss.detach()  # (keeping the graph alive would pin eager's AccumulateGrad streams)
     r["mnist_b64_eager_us"] = per_call_us(step, 100)
     g = capture(step)
     r["mnist_b64_replay_us"] = per_call_us(g.replay, 100)
@@ -116,9 +116,12 @@ def torch_figures():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--brisk", required=True, help="path to brisk_graph_bench")
+    ap.add_argument("--profile", action="store_true", help="print brisk's kernel table of the blocks at batch 1")
     a = ap.parse_args()
-    proc = subprocess.run([a.brisk], capture_output=True, text=True)
+    proc = subprocess.run([a.brisk] + (["--profile"] if a.profile else []), capture_output=True, text=True)
     print(proc.stdout, end="")
+    if a.profile:
+        print(proc.stderr)
     if proc.returncode != 0:
         print(proc.stderr)
         raise SystemExit("brisk_graph_bench failed")

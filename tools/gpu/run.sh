@@ -35,6 +35,10 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$log"
 echo "tree $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$log"
 start=$SECONDS
+# TESTS="test_a test_b": only those executables
+if [[ -n ${TESTS:-} ]]; then
+  for t in "$dir"/tests/test_*; do [[ " $TESTS " == *" $(basename "$t") "* ]] || rm -f "$t"; done
+fi
 ls "$dir"/tests/test_* | xargs -P "${JOBS:-6}" -I{} sh -c \
   'timeout '"${TEST_TIMEOUT:-240}"' "$0" "$@" > "$0.log" 2>&1; echo $? > "$0.rc"' {} "$@"
 status=0
@@ -74,7 +78,7 @@ for b in ${BENCHES:-}; do
   blog=${OUT:-/tmp}/gpu-bench-$b.log
   echo "== bench $b"
   case $b in
-    graph) timeout 150 python3 "$root/bench/cuda/graph_bench.py" --brisk "$dir/bin/brisk_graph_bench" ;;
+    graph) timeout 150 python3 "$root/bench/cuda/graph_bench.py" --brisk "$dir/bin/brisk_graph_bench" ${GRAPH_BENCH_ARGS:-} ;;
     amp) timeout 200 python3 "$root/bench/amp_bench.py" --brisk "$dir/bin/brisk_amp_bench" --device cuda ;;
     minilm) timeout 200 bash "$root/tools/gpu/minilm_bench.sh" "$dir" ;;
     *) echo "unknown bench $b" ;;
