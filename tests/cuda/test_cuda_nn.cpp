@@ -705,6 +705,43 @@ TEST(CudaNorm, GroupNormModule) {
   EXPECT_TRUE(close(gpu->bias.grad().cpu(), cpu->bias.grad(), 1e-4, 1e-3));
 }
 
+// ---- layer_norm / rms_norm (the row-norm kernel of scan.cu; backward composite) ---------------
+
+TEST(CudaNorm, LayerNormAndRmsNormEveryDtypeShapeAndParameters) {
+  REQUIRE_CUDA();
+  manual_seed(31);
+  // rows of one warp or less, of several warps, of more than a block's lanes;
+  // one row and many rows; normalized over the last one or two dims
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{1, 512}, {512}}, {{8, 384}, {384}}, {{130, 7}, {7}}, {{3, 4099}, {4099}},
+      {{2, 5, 1}, {1}}, {{4, 6, 33}, {6, 33}}, {{1000, 64}, {64}}};
+  for (ScalarType dt : kFloats) {
+    for (const auto& [shape, ns] : cases) {
+      for (int params = 0; params < 3; ++params) {  // none, weight, weight and bias
+        const std::string what = name(dt) + " " + ::testing::PrintToString(shape) + " params " + std::to_string(params);
+        const Tensor x = values(shape, dt) + 1.5;  // a mean far from 0
+        const Tensor w = params >= 1 ? values(ns, dt, 1.0) : Tensor(), b = params >= 2 ? values(ns, dt) : Tensor();
+        const Tensor wg = w.defined() ? w.to(kGpu) : w, bg = b.defined() ? b.to(kGpu) : b;
+        check_fwd_bwd(x, [&](const Tensor& t) { return F::layer_norm(t, ns, t.is_cuda() ? wg : w, t.is_cuda() ? bg : b); },
+                      norm_tol(dt), "layer_norm " + what, false);
+        check_fwd_bwd(x, [&](const Tensor& t) { return F::rms_norm(t, ns, t.is_cuda() ? wg : w); }, norm_tol(dt),
+                      "rms_norm " + what, false);
+      }
+    }
+  }
+  // a row with an infinity is NaN, as on the CPU and in PyTorch; the others are untouched
+  Tensor x = values({3, 16}, kFloat);
+  x.index_put_({1, 5}, kInf);
+  const Tensor y = F::layer_norm(x.to(kGpu), {16}).cpu();
+  EXPECT_TRUE(y[1].isnan().all().item<bool>());
+  EXPECT_TRUE(close(y.narrow(0, 0, 1), F::layer_norm(x.narrow(0, 0, 1), {16}), 2e-4, 2e-4));
+  // a float32 weight on a float16 input: computed and returned in float32
+  const Tensor h = values({4, 32}, kHalf), w32 = values({32}, kFloat);
+  const Tensor yh = F::layer_norm(h.to(kGpu), {32}, w32.to(kGpu));
+  EXPECT_EQ(yh.dtype(), kFloat);
+  EXPECT_TRUE(close(yh.cpu(), F::layer_norm(h, {32}, w32), 2e-4, 2e-4));
+}
+
 // ---- factories ------------------------------------------------------------------------------------------------------
 
 TEST(CudaFactories, ArangeBitForBit) {

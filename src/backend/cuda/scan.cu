@@ -1,5 +1,7 @@
 // CUDA kernels of the ops along one dim whose output has the input's shape:
-// softmax, log_softmax, cumsum, cumprod (DimFn).
+// softmax, log_softmax, cumsum, cumprod (DimFn), and the row norms
+// layer_norm and rms_norm (RowNormFn; their backward is the composite of
+// src/nn/functional.cpp).
 //
 // The front end passes contiguous `in` and `out` of the same shape and
 // dtype; around `dim` they are viewed as (outer, n, inner).
@@ -87,6 +89,92 @@ void launch_softmax(const Tensor& out, const Tensor& in, int64_t dim, bool log) 
   softmax_kernel<T><<<grid, block, 0, current_stream_handle()>>>(
       static_cast<const T*>(in.data_ptr()), static_cast<T*>(out.data_ptr()), d.n, d.inner, l, log);
   check_launch(log ? "log_softmax" : "softmax");
+}
+
+// ---- layer_norm / rms_norm --------------------------------------------------------------
+// One row of x (R, N) per reduction row, as softmax: the mean (layer_norm),
+// then the mean of the squared deviations (or of the squares: rms_norm) in
+// the compute type, rstd = 1 / sqrt(var + eps) (NaN when var is infinite,
+// as the composite and PyTorch give), then y = (x - mean) * rstd * w + b.
+template <class T, bool kRms>
+__global__ void __launch_bounds__(kMaxThreads)
+    row_norm_kernel(const T* __restrict__ in, T* __restrict__ out, const T* __restrict__ w, const T* __restrict__ bias,
+                    opmath_t<T>* __restrict__ mean_out, opmath_t<T>* __restrict__ rstd_out, int64_t n,
+                    plans::ReduceLaunch l, opmath_t<T> eps) {
+  using M = opmath_t<T>;
+  __shared__ M smem[kMaxThreads];
+  __shared__ M bcast[kMaxThreads / 32];
+  const int64_t lanes = l.row ? l.bx : l.by;
+  const AddOp<M> add_op;
+  for (int64_t b = blockIdx.x; b < l.blocks; b += gridDim.x) {
+    plans::ReduceThread t;
+    const bool valid = plans::reduce_thread(l, n, 1, b, threadIdx.x, threadIdx.y, t);
+    const T* x = in + t.base;
+    T* y = out + t.base;
+    const int64_t s = t.stride;
+    M mean = M(0);
+    if (!kRms) {
+      M sum = M(0);
+      if (valid)
+        for (int64_t r = t.lane; r < n; r += lanes) sum += static_cast<M>(load(x + r * s));
+      sum = rsk::block_reduce(add_op, sum, l.row, l.bx, l.by, smem);
+      if (l.row) sum = rsk::row_broadcast(sum, l.bx, bcast);
+      mean = sum / static_cast<M>(n);
+    }
+    M sq = M(0);
+    if (valid)
+      for (int64_t r = t.lane; r < n; r += lanes) {
+        const M d = static_cast<M>(load(x + r * s)) - mean;
+        sq += d * d;
+      }
+    sq = rsk::block_reduce(add_op, sq, l.row, l.bx, l.by, smem);
+    if (l.row) sq = rsk::row_broadcast(sq, l.bx, bcast);
+    const M var = sq / static_cast<M>(n);
+    const M rstd = ::isinf(var) ? std::numeric_limits<M>::quiet_NaN() : M(1) / ::sqrt(var + eps);
+    if (valid) {
+      if (t.lane == 0) {
+        if (!kRms) mean_out[t.out] = mean;
+        rstd_out[t.out] = rstd;
+      }
+      for (int64_t r = t.lane; r < n; r += lanes) {
+        M v = (static_cast<M>(load(x + r * s)) - mean) * rstd;
+        if (w != nullptr) v = v * static_cast<M>(load(w + r));
+        if (bias != nullptr) v = v + static_cast<M>(load(bias + r));
+        rsk::store(y + r * s, v);
+      }
+    }
+  }
+}
+
+template <bool kRms>
+void row_norm_entry(const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x, const Tensor& weight,
+                    const Tensor& bias, double eps) {
+  const char* name = kRms ? "rms_norm" : "layer_norm";
+  BRISK_CHECK(x.dim() == 2 && x.is_contiguous() && y.is_contiguous() && y.sizes() == x.sizes() &&
+                  y.dtype() == x.dtype() && rstd.defined() && (kRms || mean.defined()),
+              name, "CUDA kernel expects contiguous (R, N) x and y of one dtype and the statistics");
+  const int64_t R = x.size(0), N = x.size(1);
+  if (R == 0 || N == 0) return;  // (no element of y; the backward recomputes its statistics)
+  DeviceGuard guard(x.device());
+  BRISK_DISPATCH_FLOAT(x.dtype(), name, [&] {
+    using T = scalar_t;
+    using M = opmath_t<T>;
+    BRISK_CHECK(rstd.dtype() == dtype_of<M> && (kRms || mean.dtype() == rstd.dtype()), name,
+                "CUDA kernel expects statistics in the compute dtype");
+    for (const Tensor* p : {&weight, &bias})
+      BRISK_CHECK(!p->defined() || (p->dtype() == x.dtype() && p->is_contiguous() && p->numel() == N), name,
+                  "CUDA kernel expects weight and bias of x's dtype with N elements");
+    const plans::ReduceLaunch l = plans::plan_reduce(R, N, 1, sm_count(), /*allow_split=*/false);
+    if (l.blocks == 0) return;
+    const dim3 grid(static_cast<unsigned>(plans::min64(l.blocks, rsk::kMaxGridX)));
+    const dim3 block(static_cast<unsigned>(l.bx), static_cast<unsigned>(l.by));
+    row_norm_kernel<T, kRms><<<grid, block, 0, current_stream_handle()>>>(
+        static_cast<const T*>(x.data_ptr()), static_cast<T*>(y.data_ptr()),
+        weight.defined() ? static_cast<const T*>(weight.data_ptr()) : nullptr,
+        !kRms && bias.defined() ? static_cast<const T*>(bias.data_ptr()) : nullptr,
+        kRms ? nullptr : static_cast<M*>(mean.data_ptr()), static_cast<M*>(rstd.data_ptr()), N, l, static_cast<M>(eps));
+    check_launch(name);
+  });
 }
 
 void check_dim_args(const Tensor& out, const Tensor& in, const char* name) {
@@ -297,6 +385,8 @@ void register_scan_kernels() {
   register_kernel<OpId::log_softmax>(kCUDA, softmax_entry<true>);
   register_kernel<OpId::cumsum>(kCUDA, scan_entry<false>);
   register_kernel<OpId::cumprod>(kCUDA, scan_entry<true>);
+  register_kernel<OpId::layer_norm>(kCUDA, row_norm_entry<false>);
+  register_kernel<OpId::rms_norm>(kCUDA, row_norm_entry<true>);
 }
 
 }  // namespace brisk::cuda::detail
