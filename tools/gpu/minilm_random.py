@@ -42,6 +42,8 @@ PACKAGE = os.path.join(HERE, "minilm")
 SMALL_FILES = ["config.json", "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
                "1_Pooling/config.json"]
+# the same WordPiece vocabulary as tests/models' (one copy in the tree)
+SOURCES = {"vocab.txt": os.path.join(HERE, "..", "..", "tests", "models", "vocab.txt")}
 DTYPES = {"F32": ("float32", 4), "I64": ("int64", 8)}
 
 
@@ -158,7 +160,7 @@ def main():
 
     os.makedirs(os.path.join(args.out, "1_Pooling"), exist_ok=True)
     for rel in SMALL_FILES:
-        shutil.copyfile(os.path.join(PACKAGE, rel), os.path.join(args.out, rel))
+        shutil.copyfile(SOURCES.get(rel, os.path.join(PACKAGE, rel)), os.path.join(args.out, rel))
     path = os.path.join(args.out, "model.safetensors")
     writer = args.writer
     if writer in ("auto", "safetensors"):
