@@ -8,7 +8,8 @@
 //   d2d_copy_gbs           cudaMemcpy device-to-device of 256 MiB, bytes read + written per second
 //   matmul_bf16_8192_tflops
 //   adamw_200x1m_{fused,foreach,forloop}_ms
-//   gelu_chain_2p24_{eager,compiled}_ms, _compiled_gbs (compare d2d_copy_gbs), compile_gelu_first_call_s
+//   gelu_chain_2p24_{eager,compiled,compiled_lanes4}_ms, _compiled{,_lanes4}_gbs (compare d2d_copy_gbs),
+//   compile_gelu_first_call_s
 #include <brisk/brisk.h>
 #include <brisk/compile.h>
 #include <cuda_runtime.h>
@@ -151,6 +152,13 @@ void compile_gelu() {
   std::printf("gelu_chain_2p24_compiled_ms %.3f ms\n", comp_ms);
   std::printf("gelu_chain_2p24_compiled_gbs %.1f GB/s\n", bytes / (comp_ms * 1e-3) / 1e9);
   std::printf("gelu_chain_2p24_generated_kernels %lld n\n", static_cast<long long>(f.stats().generated));
+  // CompileMode::MaxAutotune: four elements per thread and iteration (Note
+  // [Lanes of a generated kernel])
+  auto f4 = compile(chain, CompileOptions().set_mode(CompileMode::MaxAutotune));
+  (void)f4(x);
+  const double lanes_ms = time_ms(20, [&] { (void)f4(x); });
+  std::printf("gelu_chain_2p24_compiled_lanes4_ms %.3f ms\n", lanes_ms);
+  std::printf("gelu_chain_2p24_compiled_lanes4_gbs %.1f GB/s\n", bytes / (lanes_ms * 1e-3) / 1e9);
 }
 
 }  // namespace

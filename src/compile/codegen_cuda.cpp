@@ -139,7 +139,7 @@ struct Unsupported {
 
 class Gen {
  public:
-  Gen(const Graph& g, const Group& grp) : g_(g), grp_(grp), bufs_(grp) {}
+  Gen(const Graph& g, const Group& grp, int max_lanes) : g_(g), grp_(grp), max_lanes_(max_lanes), bufs_(grp) {}
 
   CudaCodegen run(const std::string& name) {
     CudaCodegen r;
@@ -170,6 +170,7 @@ class Gen {
   GroupBuffers<Val> bufs_;
   std::map<Geo, int> arg_of_geo_;
   std::map<Geo, Val> loaded_;
+  int max_lanes_ = 1;
   std::vector<std::string> body_;
   int nvals_ = 0;
   Geo pending_geo_{};
@@ -189,7 +190,7 @@ class Gen {
   }
   static std::string addr(int j) {
     const std::string jj = std::to_string(j);
-    return "a.p[" + jj + "] + i0 * a.s0[" + jj + "] + i1 * a.s1[" + jj + "]";
+    return "a.p[" + jj + "] + I0$ * a.s0[" + jj + "] + I1$ * a.s1[" + jj + "]";
   }
 
   /// Operand k's value (a load, a constant, or an earlier call's result).
@@ -197,7 +198,7 @@ class Gen {
     const Operand& op = n.ops[k];
     if (!dev_type(op.dtype)) no("operand dtype " + dn(op.dtype));
     if (op.is_const()) {
-      const std::string v = "c" + std::to_string(nvals_++);
+      const std::string v = "c" + std::to_string(nvals_++) + "$";
       body_.push_back("const " + std::string(dev_type(op.dtype)) + " " + v + " = " + bits_lit(op.scalar, op.dtype) + ";");
       return {v, op.dtype};
     }
@@ -209,7 +210,7 @@ class Gen {
     if (auto it = loaded_.find(gm); it != loaded_.end()) return it->second;
     const int j = arg_for(gm);
     args_[j].read = true;
-    const std::string v = "l" + std::to_string(j);
+    const std::string v = "l" + std::to_string(j) + "$";
     body_.push_back("const " + std::string(dev_type(op.dtype)) + " " + v + " = cg::ld<" + dev_type(op.dtype) + ">(" +
                     addr(j) + ");");
     return loaded_[gm] = Val{v, op.dtype};
@@ -229,7 +230,7 @@ class Gen {
   /// The call's result: `expr` (a value of dtype dt's storage type).
   void commit(const Node& n, const std::string& expr) {
     const ScalarType dt = n.ops[0].dtype;
-    const std::string v = "t" + std::to_string(nvals_++);
+    const std::string v = "t" + std::to_string(nvals_++) + "$";
     body_.push_back("const " + std::string(dev_type(dt)) + " " + v + " = cg::seal(" + expr + ");");
     if (bufs_.wrote(pending_geo_, Val{v, dt})) args_[arg_for(pending_geo_)].written = true;
   }
@@ -489,13 +490,51 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
     const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
     body_.push_back("cg::st<" + std::string(dev_type(v.dt)) + ">(" + addr(j) + ", " + v.name + ");");
   }
+  // Note [Lanes of a generated kernel]: each thread computes L elements per
+  // iteration of the grid-stride loop, i, i + step, ..., i + (L-1) * step
+  // (coalesced across the warp for each lane), with every lane's loads
+  // first, then every lane's calls, then the stores: L independent loads of
+  // each operand in flight per thread instead of one, which is what a
+  // memory-bound chain needs to approach the copy bandwidth (one lane gave
+  // 0.47 of it on an H200). A lane past the end reads element i and stores
+  // nothing. Per element the code is the same expressions in the same order
+  // (bit-equal to the one-lane form); L shrinks for long groups to bound the
+  // registers. Names carry a '$' that becomes the lane's suffix. Four lanes
+  // make NVRTC's cold compile of a short chain about 1.3x slower (over the
+  // issue's 0.1 s), so the default mode generates one lane and
+  // CompileMode::MaxAutotune up to four (not timed against each other yet:
+  // that needs a GPU run; bench/cuda measures both forms).
+  int lines = 0;
+  for (const std::string& b : body_) lines += b.rfind("//", 0) == 0 ? 0 : 1;
+  const int L = std::min(max_lanes_, lines <= 48 ? 4 : lines <= 120 ? 2 : 1);
+  auto lane = [](const std::string& line, int k) {
+    std::string out;
+    for (char c : line) {
+      if (c == '$')
+        out += "_" + std::to_string(k);
+      else
+        out += c;
+    }
+    return out;
+  };
   std::ostringstream s;
   s << "extern \"C\" __global__ void __launch_bounds__(256) " << name << "(const brisk::cg::Args<" << args_.size()
     << "> a) {\n"
     << "  // " << ops << "\n"
     << "  using namespace brisk;\n  using namespace brisk::cuda::detail;\n"
-    << "  cg::for_each(a.n0, a.n1, [&](long long i0, long long i1) {\n";
-  for (auto& b : body_) s << "    " << b << "\n";
+    << "  cg::for_each_lanes<" << L << ">(a.n0, a.n1, [&](const long long* i0, const long long* i1, const bool* v) {\n";
+  for (int k = 0; k < L; ++k)
+    s << "    const long long I0_" << k << " = i0[" << k << "], I1_" << k << " = i1[" << k << "];\n";
+  for (int k = 0; k < L; ++k)  // loads and constants: `const T l3$ = cg::ld<T>(...)`, `const T c1$ = 2.0f;`
+    for (const std::string& b : body_)
+      if (b.rfind("const ", 0) == 0 && b.find("cg::seal(") == std::string::npos)
+        s << "    " << lane(b, k) << "\n";
+  for (int k = 0; k < L; ++k)  // the calls: `const T t4$ = cg::seal(...)`
+    for (const std::string& b : body_)
+      if (b.find("cg::seal(") != std::string::npos || (k == 0 && b.rfind("//", 0) == 0)) s << "    " << lane(b, k) << "\n";
+  for (int k = 0; k < L; ++k)  // the stores
+    for (const std::string& b : body_)
+      if (b.rfind("cg::st<", 0) == 0) s << "    if (v[" << k << "]) " << lane(b, k) << "\n";
   s << "  });\n}\n";
   // the host entry of tests/compile/cuda_host_emulation.h (not seen by NVRTC)
   s << "#ifdef BRISK_CUDA_HOST_EMULATION\nextern \"C\" void " << name << "_host(const void* a) { " << name
@@ -528,8 +567,8 @@ std::string cuda_toolkit_include_dir() {
   return "/usr/local/cuda/include";
 }
 
-CudaCodegen generate_cuda(const Graph& g, const Group& group, const std::string& name) {
-  return Gen(g, group).run(name);
+CudaCodegen generate_cuda(const Graph& g, const Group& group, const std::string& name, int max_lanes) {
+  return Gen(g, group, max_lanes).run(name);
 }
 
 std::string cuda_translation_unit(const std::vector<const CudaKernel*>& kernels) {
@@ -556,7 +595,7 @@ const CudaJit* g_cuda_jit = nullptr;
 const CudaJit* cuda_jit() { return g_cuda_jit; }
 void set_cuda_jit(const CudaJit* j) { g_cuda_jit = j; }
 
-std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g) {
+std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g, int max_lanes) {
   std::vector<CudaGroupKernel> out(g.groups.size());
   const CudaJit* jit = cuda_jit();
   std::map<std::string, std::string> name_of_body;  // groups with the same ops share a kernel
@@ -564,7 +603,7 @@ std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g) {
   std::vector<std::string> names;
   for (size_t gi = 0; gi < g.groups.size(); ++gi) {
     if (!g.groups[gi].fused()) continue;
-    CudaCodegen c = generate_cuda(g, g.groups[gi], "brisk_cuda_k");
+    CudaCodegen c = generate_cuda(g, g.groups[gi], "brisk_cuda_k", max_lanes);
     if (c.ok) {
       auto it = name_of_body.find(c.kernel.body);
       if (it == name_of_body.end()) {

@@ -40,7 +40,10 @@ struct CudaCodegen {
 };
 
 /// The kernel of a group of elementwise calls over one iteration space.
-CudaCodegen generate_cuda(const Graph& g, const Group& group, const std::string& name = "brisk_cuda_k");
+/// max_lanes: elements per thread and loop iteration, at most (1, 2 or 4;
+/// Note [Lanes of a generated kernel]).
+CudaCodegen generate_cuda(const Graph& g, const Group& group, const std::string& name = "brisk_cuda_k",
+                          int max_lanes = 1);
 /// The NVRTC program of some kernels: the prelude's #include, then each body.
 std::string cuda_translation_unit(const std::vector<const CudaKernel*>& kernels);
 /// The include directories NVRTC needs (brisk's codegen headers, the
@@ -82,7 +85,7 @@ struct CudaGroupKernel {
 };
 /// Generates and loads the kernels of g's fused groups (one NVRTC program);
 /// groups the generator declines get ok = false.
-std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g);
+std::vector<CudaGroupKernel> build_cuda_kernels(const Graph& g, int max_lanes = 1);
 /// Runs a group's kernel on the buffers (base: each buffer's first byte).
 void run_cuda_kernel(const CudaGroupKernel& k, char* const* base);
 

@@ -58,19 +58,44 @@ __device__ __forceinline__ S seal(S x) {
   return x;
 }
 
-/// Calls f(i0, i1) for every element of the n0 x n1 space (a grid-stride
-/// loop; 32-bit index arithmetic when the space allows it).
-template <class F>
-__device__ __forceinline__ void for_each(long long n0, long long n1, const F& f) {
+/// Calls f(i0, i1, v) for every element of the n0 x n1 space, L elements
+/// per thread and iteration of a grid-stride loop (Note [Lanes of a
+/// generated kernel] in codegen_cuda.cpp): lane k of the call at i is
+/// element i + k * step, its coordinates in i0[k], i1[k]; v[k] is false
+/// past the end (the coordinates are then element i's). 32-bit index
+/// arithmetic when the space allows it.
+template <int L, class I, class F>
+__device__ __forceinline__ void lanes_loop(I n0, I n1, I total, I start, I step, const F& f) {
+  for (I i = start; i < total; i += I(L) * step) {
+    long long i0[L], i1[L];
+    bool v[L];
+    for (int k = 0; k < L; ++k) {
+      I idx = i + I(k) * step;
+      v[k] = idx < total;
+      if (!v[k]) idx = i;
+      if (n1 == 1) {
+        i0[k] = static_cast<long long>(idx);
+        i1[k] = 0;
+      } else {
+        const I q = idx / n0;
+        i0[k] = static_cast<long long>(idx - q * n0);
+        i1[k] = static_cast<long long>(q);
+      }
+    }
+    f(i0, i1, v);
+  }
+}
+
+template <int L, class F>
+__device__ __forceinline__ void for_each_lanes(long long n0, long long n1, const F& f) {
   const long long total = n0 * n1;
   const long long start = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-  if (total <= 0x7fffffffLL && step <= 0x7fffffffLL) {
-    const unsigned u0 = static_cast<unsigned>(n0), ut = static_cast<unsigned>(total), us = static_cast<unsigned>(step);
-    for (unsigned i = static_cast<unsigned>(start); i < ut; i += us) f(static_cast<long long>(i % u0), static_cast<long long>(i / u0));
-  } else {
-    for (long long i = start; i < total; i += step) f(i % n0, i / n0);
-  }
+  if (total + L * step <= 0xffffffffLL)
+    lanes_loop<L, unsigned>(static_cast<unsigned>(n0), static_cast<unsigned>(n1), static_cast<unsigned>(total),
+                            static_cast<unsigned>(start), static_cast<unsigned>(step), f);
+  else
+    lanes_loop<L, long long>(n0, n1, total, start, step, f);
 }
 
 }  // namespace brisk::cg

@@ -906,7 +906,7 @@ Executable::Executable(const Graph& g, const CompileOptions& opts) : g_(g), opts
   kernels_.fns.assign(g.groups.size(), nullptr);
   if (g.device.is_cuda()) {
     // (plan_cuda left fused only the groups the generator takes)
-    cuda_kernels_ = build_cuda_kernels(g);
+    cuda_kernels_ = build_cuda_kernels(g, opts.mode == CompileMode::MaxAutotune ? 4 : 1);
     for (size_t gi = 0; gi < g.groups.size(); ++gi)
       BRISK_INTERNAL_ASSERT(!g.groups[gi].fused() || cuda_kernels_[gi].fn,
                             "compile: fused CUDA group without a kernel: ", cuda_kernels_[gi].code.reason);

@@ -81,7 +81,7 @@ TEST(CodegenCuda, GeluChainIsOneKernelOfFiveCalls) {
                  {x});
   ASSERT_EQ(t->reason, "");
   ASSERT_EQ(t->g.groups.size(), 1u);
-  const CudaCodegen c = generate_cuda(t->g, t->g.groups[0], "gelu_k");
+  const CudaCodegen c = generate_cuda(t->g, t->g.groups[0], "gelu_k", /*max_lanes=*/4);
   ASSERT_TRUE(c.ok) << c.reason;
   const CudaKernel& k = c.kernel;
   EXPECT_EQ(k.ops, "div+erf+add+mul+mul");
@@ -93,10 +93,21 @@ TEST(CodegenCuda, GeluChainIsOneKernelOfFiveCalls) {
   const std::string erf_mode = std::to_string(static_cast<int>(UnaryMode::erf));
   EXPECT_NE(k.body.find("UnaryOp<float, " + erf_mode + ">{" + erf_mode), std::string::npos) << k.body;
   EXPECT_NE(k.body.find("Arith::Div"), std::string::npos) << k.body;
-  size_t seals = 0;
-  for (size_t p = k.body.find("cg::seal("); p != std::string::npos; p = k.body.find("cg::seal(", p + 1)) ++seals;
-  EXPECT_EQ(seals, 5u) << k.body;
-  EXPECT_EQ(k.body.find("cg::ld<float>"), k.body.rfind("cg::ld<float>")) << "x loaded once:\n" << k.body;
+  // (four lanes per thread, as MaxAutotune asks: Note [Lanes of a generated
+  // kernel]; a short chain gets the four; the default is one)
+  EXPECT_NE(generate_cuda(t->g, t->g.groups[0], "gelu_k").kernel.body.find("cg::for_each_lanes<1>"), std::string::npos);
+  ASSERT_NE(k.body.find("cg::for_each_lanes<4>"), std::string::npos) << k.body;
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t p = k.body.find(what); p != std::string::npos; p = k.body.find(what, p + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("cg::seal("), 4 * 5u) << k.body;
+  EXPECT_EQ(count("cg::ld<float>"), 4u) << "x loaded once per lane:\n" << k.body;
+  EXPECT_EQ(count("cg::st<float>"), 4u) << "the result stored once per lane:\n" << k.body;
+  // every lane's load comes before the first call, and the stores last
+  EXPECT_LT(k.body.find("l0_3 = cg::ld<float>"), k.body.find("cg::seal(")) << k.body;
+  EXPECT_GT(k.body.find("if (v[0]) cg::st<float>"), k.body.rfind("cg::seal(")) << k.body;
 }
 
 TEST(CodegenCuda, HostSideChoicesOfTheEagerKernelsAreMirrored) {
@@ -185,7 +196,9 @@ const RowKernels& row_kernels() {
           for (const Group& grp : t->g.groups) {
             if (!grp.fused()) continue;
             ++r.groups;
-            CudaCodegen c = generate_cuda(t->g, grp, "k" + std::to_string(r.kernels.size()));
+            // (every 8th in the four-lane form of CompileMode::MaxAutotune)
+            CudaCodegen c = generate_cuda(t->g, grp, "k" + std::to_string(r.kernels.size()),
+                                          r.groups % 8 == 0 ? 4 : 1);
             if (!c.ok) {
               r.failures.push_back(row.name + " " + std::string(dtype_name(dt)) + " " + lname + ": " + c.reason);
               continue;
@@ -451,7 +464,10 @@ TEST(CodegenCuda, GeneratedKernelsRunOnTheHostLikeEager) {
   ASSERT_GT(cases.size(), 200u);
   // all cases' kernels first, then one compiler run for the distinct ones
   std::vector<std::vector<CudaGroupKernel>> kernels;
-  for (Case& c : cases) kernels.push_back(build_cuda_kernels(c.t->g));
+  // (every 4th case in the four-lane form of CompileMode::MaxAutotune: the
+  // emulation runs one thread, so the lanes are consecutive elements and a
+  // size that is not a multiple of 4 has lanes past the end)
+  for (size_t i = 0; i < cases.size(); ++i) kernels.push_back(build_cuda_kernels(cases[i].t->g, i % 4 == 3 ? 4 : 1));
   const auto t0 = std::chrono::steady_clock::now();
   HostJit::finish();
   std::printf("[ HOST-EMU ] %zu distinct kernels compiled in %.1f s\n", HostJit::bodies().size(),

@@ -66,6 +66,14 @@ TEST(CudaCompile, GeluChainIsOneGeneratedKernelBitEqualToEager) {
   EXPECT_TRUE(got.is_cuda());
   EXPECT_TRUE(same_bits(got, gelu_chain(x)));
   EXPECT_TRUE(same_bits(first, got));
+  // MaxAutotune's four lanes per thread: the same bits (a size that is not a
+  // multiple of the lanes times the grid leaves lanes past the end)
+  for (int64_t n : {int64_t(1) << 20, int64_t(1000003)}) {
+    const Tensor xn = x.narrow(0, 0, std::min<int64_t>(n, x.numel()));
+    auto f4 = compile([](const Tensor& t) { return gelu_chain(t); }, CompileOptions().set_mode(CompileMode::MaxAutotune));
+    f4(xn);
+    EXPECT_TRUE(same_bits(f4(xn), gelu_chain(xn))) << n;
+  }
   // 16-bit and float64 chains, a broadcast and a transposed operand
   for (ScalarType dt : {kHalf, kBFloat16, kDouble}) {
     const Tensor h = (randn({513, 77}) * 2).to(dt).cuda(), r = randn({77}).to(dt).cuda();
