@@ -288,6 +288,29 @@ TEST(CudaGraph, ReplayIsBitEqualToEagerAndSeesNewInputs) {
   expect_error([&] { g.replay(); }, {"CUDAGraph", "nothing was captured"});
 }
 
+// A block freed while another stream still used it (record_stream) waits for
+// an event; querying it during a capture would invalidate the capture, so
+// while one is underway such blocks stay pending (as in PyTorch). Written
+// after the last GPU run: not yet run on a GPU.
+TEST(CudaGraph, APendingCrossStreamFreeDoesNotBreakACapture) {
+  REQUIRE_GPU();
+  Tensor x = randn({1000}).cuda();
+  (void)(x * 2).exp();  // the kernels loaded before the capture
+  {
+    const cuda::Stream other = cuda::stream_from_pool();
+    Tensor t = x * 3;
+    cuda::record_stream(t, other);
+  }  // freed with an event pending on `other`
+  cuda::CUDAGraph g;
+  Tensor out;
+  {
+    cuda::graph capture(g);
+    out = (x * 2).exp();  // allocates: the allocator looks at its pending blocks
+  }
+  g.replay();
+  EXPECT_TRUE(same(out, (x * 2).exp()));
+}
+
 TEST(CudaGraph, CapturingTheLegacyDefaultStreamIsAnError) {
   REQUIRE_GPU();
   cuda::CUDAGraph g;
