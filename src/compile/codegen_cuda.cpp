@@ -139,7 +139,7 @@ struct Unsupported {
 
 class Gen {
  public:
-  Gen(const Graph& g, const Group& grp, int max_lanes) : g_(g), grp_(grp), max_lanes_(max_lanes), bufs_(grp) {}
+  Gen(const Graph& g, const Group& grp, int max_lanes) : g_(g), grp_(grp), bufs_(grp), max_lanes_(max_lanes) {}
 
   CudaCodegen run(const std::string& name) {
     CudaCodegen r;
@@ -171,7 +171,10 @@ class Gen {
   std::map<Geo, int> arg_of_geo_;
   std::map<Geo, Val> loaded_;
   int max_lanes_ = 1;
-  std::vector<std::string> body_;
+  /// A line of the per-element body, by what it is (the kernel emits each
+  /// lane's loads and constants, then the calls, then the stores).
+  enum class Line { Comment, Value, Call, Store };
+  std::vector<std::pair<Line, std::string>> body_;
   int nvals_ = 0;
   Geo pending_geo_{};
 
@@ -199,7 +202,8 @@ class Gen {
     if (!dev_type(op.dtype)) no("operand dtype " + dn(op.dtype));
     if (op.is_const()) {
       const std::string v = "c" + std::to_string(nvals_++) + "$";
-      body_.push_back("const " + std::string(dev_type(op.dtype)) + " " + v + " = " + bits_lit(op.scalar, op.dtype) + ";");
+      body_.emplace_back(Line::Value,
+                         "const " + std::string(dev_type(op.dtype)) + " " + v + " = " + bits_lit(op.scalar, op.dtype) + ";");
       return {v, op.dtype};
     }
     if (op.buf < 0 || op.buf >= static_cast<int>(g_.bufs.size())) no("operand of an unknown buffer");
@@ -211,7 +215,8 @@ class Gen {
     const int j = arg_for(gm);
     args_[j].read = true;
     const std::string v = "l" + std::to_string(j) + "$";
-    body_.push_back("const " + std::string(dev_type(op.dtype)) + " " + v + " = cg::ld<" + dev_type(op.dtype) + ">(" +
+    body_.emplace_back(Line::Value, "const " + std::string(dev_type(op.dtype)) + " " + v + " = cg::ld<" +
+                                        dev_type(op.dtype) + ">(" +
                     addr(j) + ");");
     return loaded_[gm] = Val{v, op.dtype};
   }
@@ -231,7 +236,7 @@ class Gen {
   void commit(const Node& n, const std::string& expr) {
     const ScalarType dt = n.ops[0].dtype;
     const std::string v = "t" + std::to_string(nvals_++) + "$";
-    body_.push_back("const " + std::string(dev_type(dt)) + " " + v + " = cg::seal(" + expr + ");");
+    body_.emplace_back(Line::Call, "const " + std::string(dev_type(dt)) + " " + v + " = cg::seal(" + expr + ");");
     if (bufs_.wrote(pending_geo_, Val{v, dt})) args_[arg_for(pending_geo_)].written = true;
   }
   /// from_math<S_out>(functor(inputs...)) with each input converted to math.
@@ -479,7 +484,7 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
     for (int d = 0; d < n.ndim; ++d)
       if (n.shape[d] != first.shape[d]) no("calls of different shapes");
     if (n.noperands < 1 || n.noperands > TensorIter::kMaxOperands) no("operand count");
-    body_.push_back("// " + (n.name.empty() ? std::string(op_name(n.slot)) : n.name));
+    body_.emplace_back(Line::Comment, "// " + (n.name.empty() ? std::string(op_name(n.slot)) : n.name));
     emit_node(n);
     if (!ops.empty()) ops += "+";
     ops += n.name.empty() ? op_name(n.slot) : n.name;
@@ -488,7 +493,7 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
   if (args_.size() > 64) no("more than 64 operands");
   for (auto& [buf, v] : bufs_.last_write()) {
     const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
-    body_.push_back("cg::st<" + std::string(dev_type(v.dt)) + ">(" + addr(j) + ", " + v.name + ");");
+    body_.emplace_back(Line::Store, "cg::st<" + std::string(dev_type(v.dt)) + ">(" + addr(j) + ", " + v.name + ");");
   }
   // Note [Lanes of a generated kernel]: each thread computes L elements per
   // iteration of the grid-stride loop, i, i + step, ..., i + (L-1) * step
@@ -500,12 +505,12 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
   // nothing. Per element the code is the same expressions in the same order
   // (bit-equal to the one-lane form); L shrinks for long groups to bound the
   // registers. Names carry a '$' that becomes the lane's suffix. Four lanes
-  // make NVRTC's cold compile of a short chain about 1.3x slower (over the
-  // issue's 0.1 s), so the default mode generates one lane and
+  // make NVRTC's cold compile of a short chain 1.4x slower (0.086 -> 0.123 s
+  // here, over the 0.1 s), so the default mode generates one lane and
   // CompileMode::MaxAutotune up to four (not timed against each other yet:
   // that needs a GPU run; bench/cuda measures both forms).
   int lines = 0;
-  for (const std::string& b : body_) lines += b.rfind("//", 0) == 0 ? 0 : 1;
+  for (const auto& [kind, b] : body_) lines += kind == Line::Comment ? 0 : 1;
   const int L = std::min(max_lanes_, lines <= 48 ? 4 : lines <= 120 ? 2 : 1);
   auto lane = [](const std::string& line, int k) {
     std::string out;
@@ -525,16 +530,15 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
     << "  cg::for_each_lanes<" << L << ">(a.n0, a.n1, [&](const long long* i0, const long long* i1, const bool* v) {\n";
   for (int k = 0; k < L; ++k)
     s << "    const long long I0_" << k << " = i0[" << k << "], I1_" << k << " = i1[" << k << "];\n";
-  for (int k = 0; k < L; ++k)  // loads and constants: `const T l3$ = cg::ld<T>(...)`, `const T c1$ = 2.0f;`
-    for (const std::string& b : body_)
-      if (b.rfind("const ", 0) == 0 && b.find("cg::seal(") == std::string::npos)
-        s << "    " << lane(b, k) << "\n";
-  for (int k = 0; k < L; ++k)  // the calls: `const T t4$ = cg::seal(...)`
-    for (const std::string& b : body_)
-      if (b.find("cg::seal(") != std::string::npos || (k == 0 && b.rfind("//", 0) == 0)) s << "    " << lane(b, k) << "\n";
+  for (int k = 0; k < L; ++k)  // loads and constants
+    for (const auto& [kind, b] : body_)
+      if (kind == Line::Value) s << "    " << lane(b, k) << "\n";
+  for (int k = 0; k < L; ++k)  // the calls (the comments naming them once)
+    for (const auto& [kind, b] : body_)
+      if (kind == Line::Call || (k == 0 && kind == Line::Comment)) s << "    " << lane(b, k) << "\n";
   for (int k = 0; k < L; ++k)  // the stores
-    for (const std::string& b : body_)
-      if (b.rfind("cg::st<", 0) == 0) s << "    if (v[" << k << "]) " << lane(b, k) << "\n";
+    for (const auto& [kind, b] : body_)
+      if (kind == Line::Store) s << "    if (v[" << k << "]) " << lane(b, k) << "\n";
   s << "  });\n}\n";
   // the host entry of tests/compile/cuda_host_emulation.h (not seen by NVRTC)
   s << "#ifdef BRISK_CUDA_HOST_EMULATION\nextern \"C\" void " << name << "_host(const void* a) { " << name
