@@ -25,6 +25,8 @@
 #include <functional>
 #include <vector>
 
+#include "../timing.h"
+
 using namespace brisk;
 namespace F = brisk::nn::functional;
 
@@ -39,18 +41,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// Time per call of f, back to back: `rounds` rounds of `n` calls, one sync per round.
+/// Time per call of f, back to back: the median of `rounds` rounds of `n`
+/// calls and one sync each, after a warm-up round.
 double per_call_us(const std::function<void()>& f, int n, int rounds = 7) {
-  for (int i = 0; i < 3; ++i) f();
-  cuda::synchronize();
-  std::vector<double> t;
-  for (int r = 0; r < rounds; ++r) {
-    const double t0 = now_us();
+  auto one_round = [&] {
     for (int i = 0; i < n; ++i) f();
     cuda::synchronize();
-    t.push_back((now_us() - t0) / n);
-  }
-  return median(t);
+  };
+  return bench_timing::time_ms(one_round, rounds, 1, /*warmup=*/1) * 1e3 / n;
 }
 
 /// Host time of one call issued with the GPU idle (the call alone, no sync inside).

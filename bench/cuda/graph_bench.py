@@ -10,30 +10,27 @@ PyTorch's host figures include its Python interpreter (a Python program's
 cost); brisk's are a C++ program's.
 """
 import argparse
+import os
 import statistics
 import subprocess
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-
-def median(v):
-    return statistics.median(v)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from timing import time_ms  # noqa: E402  (bench/timing.py)
 
 
 def per_call_us(f, n, rounds=7):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    t = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
+    """Time per call of f, back to back: the median of `rounds` rounds of n
+    calls and one synchronize each, after a warm-up round."""
+    def one_round():
         for _ in range(n):
             f()
         torch.cuda.synchronize()
-        t.append((time.perf_counter() - t0) / n * 1e6)
-    return median(t)
+    return time_ms(one_round, rounds, warmup=1) * 1e3 / n
 
 
 def host_us(f, n=50):
@@ -46,7 +43,7 @@ def host_us(f, n=50):
         f()
         t.append((time.perf_counter() - t0) * 1e6)
         torch.cuda.synchronize()
-    return median(t)
+    return statistics.median(t)
 
 
 def capture(body, warmup=3):
