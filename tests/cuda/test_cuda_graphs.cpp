@@ -5,6 +5,8 @@
 // in test_caching_allocator.cpp.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <brisk/brisk.h>
 #include <brisk/cuda.h>
 #include <brisk/graph_runner.h>
@@ -331,6 +333,39 @@ TEST(CudaGraph, ASyncDuringCaptureRaisesAndTheStreamStaysUsable) {
       {"item", "captures a CUDA graph"});
   Tensor z = (x + 1).cpu();  // the stream works
   EXPECT_TRUE(equal(z, x.cpu() + 1));
+}
+
+// Queries and host waits on streams and events in a capture are named
+// errors before CUDA sees them (Note [Queries and waits in a capture] in
+// src/backend/cuda/runtime.cpp); the stream works afterwards.
+TEST(CudaGraph, StreamAndEventQueriesAndWaitsInACaptureAreNamedErrors) {
+  REQUIRE_GPU();
+  Tensor x = randn({16}).cuda();
+  cuda::Event e;
+  e.record();
+  const cuda::Stream other = cuda::Stream::create();
+  cuda::synchronize();
+  const std::vector<std::pair<std::string, std::function<void()>>> calls = {
+      {"cuda::Event::query", [&] { (void)e.query(); }},
+      {"cuda::Event::synchronize", [&] { e.synchronize(); }},
+      {"cuda::Stream::query", [&] { (void)other.query(); }},
+      {"cuda::Stream::synchronize", [&] { cuda::current_stream().synchronize(); }},
+      {"cuda::synchronize", [&] { cuda::synchronize(); }},
+  };
+  for (const auto& [name, call] : calls) {
+    SCOPED_TRACE(name);
+    cuda::CUDAGraph g;
+    expect_capture_error(
+        g,
+        [&] {
+          Tensor y = x * 2;
+          call();
+        },
+        {name, "captures a CUDA graph"});
+    Tensor z = (x + 1).cpu();  // the stream works
+    EXPECT_TRUE(equal(z, x.cpu() + 1));
+  }
+  EXPECT_TRUE(e.query());  // outside a capture
 }
 
 // A pageable host-to-device copy cannot be captured: a named error at the

@@ -24,6 +24,7 @@
 #include "brisk/brisk.h"
 #include "core/dispatch.h"
 #include "core/multi_tensor_plan.h"
+#include "optim/multi_tensor.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -547,6 +548,57 @@ TEST(CudaOptim, CapturableAdamAndSyncFreeGradScalerSteps) {
     if (st.step_tensor().defined()) {
       EXPECT_TRUE(st.step_tensor().is_cuda());
       EXPECT_EQ(st.step_tensor().cpu().item<float>(), 4.0f);  // two of six steps skipped
+    }
+  }
+}
+
+// _amp_foreach_non_finite_check_and_unscale_ on CUDA: one multi-tensor
+// kernel (not the per-tensor isfinite / any / mul fallback), bit-equal to the
+// CPU for every floating dtype, on lists of 1 to 5000 tensors (several
+// launches; tensors larger than a chunk), with an inf or a NaN injected
+// into a large and into a small tensor; found_inf keeps a 1 it had; an
+// undefined inv_scale only checks.
+TEST(CudaOptim, AmpCheckAndUnscaleIsOneKernelBitEqualToTheCpu) {
+  REQUIRE_CUDA();
+  const Tensor inv = tensor({0.0009765625f * 3.0f});
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    ASSERT_TRUE(supports(OpId::amp_unscale, kCUDA, dt)) << dt;
+    for (size_t n : {size_t(1), size_t(423), size_t(5000)}) {
+      const std::vector<int64_t> sizes = list_sizes(n);
+      for (int inject = 0; inject < 3; ++inject) {
+        SCOPED_TRACE(::testing::Message() << dt << " n=" << n << " inject=" << inject);
+        manual_seed(uint64_t(n) * 7 + uint64_t(inject));
+        Tensor values = (randn({total(sizes)}) * 1000.0).to(dt);
+        // the largest tensor gets an inf, or a small one a NaN
+        size_t big = 0, small = 0;
+        for (size_t i = 0; i < n; ++i) {
+          if (sizes[i] > sizes[big]) big = i;
+          if (sizes[i] > 0 && sizes[i] < 20) small = i;
+        }
+        Lists l = make_lists(sizes, values);
+        if (inject == 1) l.cpu[big][sizes[big] - 1] = std::numeric_limits<double>::infinity();
+        if (inject == 2) l.cpu[small][0] = kNaN;
+        l.gpu_base.copy_(l.cpu_base);
+        Tensor found_cpu = zeros({1}), found_gpu = gpu(zeros({1})), inv_gpu = gpu(inv);
+        amp_foreach_non_finite_check_and_unscale_(l.cpu, found_cpu, inv);
+        profiler::profile prof;
+        amp_foreach_non_finite_check_and_unscale_(l.gpu, found_gpu, inv_gpu);
+        prof.stop();
+        for (const profiler::Event& e : prof.result().events)
+          if (e.kind == profiler::EventKind::Op)
+            EXPECT_TRUE(e.name.rfind("_amp_foreach", 0) == 0) << "per-tensor op " << e.name;
+        EXPECT_EQ(found_gpu.cpu().item<float>(), inject == 0 ? 0.0f : 1.0f);
+        EXPECT_EQ(found_cpu.item<float>(), inject == 0 ? 0.0f : 1.0f);
+        const Tensor got = l.gpu_base.cpu();
+        EXPECT_TRUE(equal(got.isnan(), l.cpu_base.isnan()));
+        EXPECT_TRUE(equal(got.nan_to_num(0.0), l.cpu_base.nan_to_num(0.0)));
+        // a 1 stays; checking alone writes nothing
+        Tensor before = l.gpu_base.clone();
+        detail::amp_foreach_non_finite_check_(l.gpu, found_gpu);
+        EXPECT_EQ(found_gpu.cpu().item<float>(), inject == 0 ? 0.0f : 1.0f);
+        EXPECT_TRUE(equal(l.gpu_base.isnan(), before.isnan()));
+        EXPECT_TRUE(equal(l.gpu_base.nan_to_num(0.0), before.nan_to_num(0.0)));
+      }
     }
   }
 }

@@ -1,5 +1,5 @@
-// The foreach ops on CUDA (include/brisk/foreach.h; rows foreach_pointwise
-// and foreach_norm of the op table): one multi_tensor_apply kernel per dtype whose
+// The foreach ops on CUDA (include/brisk/foreach.h; rows foreach_pointwise,
+// foreach_norm and _amp_foreach_non_finite_check_and_unscale of the op table): one multi_tensor_apply kernel per dtype whose
 // functor switches on the op (the switch is uniform across the launch), and
 // a two-kernel norm (per-chunk partial sums, then one block per tensor).
 #include <cmath>
@@ -91,6 +91,56 @@ struct ForeachFunctor {
       case ForeachOp::Sqrt: return map_chunk<1>(out, x, y, z, n, [](O a, O, O) { return ::sqrt(a); });
       case ForeachOp::Zero: return map_chunk<0>(out, x, y, z, n, [](O, O, O) { return O(0); });
     }
+  }
+};
+
+// ---- check and unscale (GradScaler) -------------------------------------------------
+
+/// PyTorch's _amp_foreach_non_finite_check_and_unscale_ on a chunk: each
+/// element read once, *found_inf = 1 where it is inf or NaN (every writer
+/// writes the same 1, so the race is benign), and the element times
+/// inv_scale in its math type (float for 16-bit types, as on the CPU). A
+/// null inv_scale only checks (nothing written). Both scalars are read on
+/// the device: no host read, so a GradScaler step stays sync-free.
+template <class S>
+struct AmpUnscaleFunctor {
+  float* found_inf;
+  const float* inv_scale;
+
+  template <class M>
+  __device__ void operator()(const M& m, int block) const {
+    using IO = FloatIo<S>;
+    using O = typename IO::opmath;
+    const mta::BlockWork w = mta::block_work(m, block);
+    S* x = static_cast<S*>(m.addr[0][w.slot]) + w.begin;
+    const int n = int(w.end - w.begin);
+    bool bad = false;
+    if (inv_scale == nullptr) {
+      for (int i = int(threadIdx.x); i < n; i += int(blockDim.x)) {
+        const O v = IO::load(x, i);
+        bad |= !(v - v == O(0));  // inf - inf and NaN - NaN are NaN
+      }
+    } else {
+      const O s = O(*inv_scale);
+      const int step = int(blockDim.x) * kIlp;
+      for (int base = int(threadIdx.x); base < n; base += step) {
+        O a[kIlp];
+#pragma unroll
+        for (int k = 0; k < kIlp; ++k) {
+          const int i = base + k * int(blockDim.x);
+          a[k] = i < n ? IO::load(x, i) : O(0);
+        }
+#pragma unroll
+        for (int k = 0; k < kIlp; ++k) {
+          const int i = base + k * int(blockDim.x);
+          if (i < n) {
+            bad |= !(a[k] - a[k] == O(0));
+            IO::store(x, i, a[k] * s);
+          }
+        }
+      }
+    }
+    if (bad) *found_inf = 1.0f;
   }
 };
 
@@ -246,6 +296,23 @@ TensorList foreach_norm_cuda(const TensorList& self, double ord) {
   return r;
 }
 
+void amp_unscale_cuda(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale) {
+  if (self.empty()) return;
+  DeviceGuard guard(self[0].device());
+  std::vector<int64_t> numels(self.size());
+  for (size_t i = 0; i < self.size(); ++i) numels[i] = self[i].numel();
+  const std::vector<void*> px = addresses(self);
+  void* const* lists[1] = {px.data()};
+  float* found = static_cast<float*>(found_inf.data_ptr());
+  const float* inv = inv_scale.defined() ? static_cast<const float*>(inv_scale.data_ptr()) : nullptr;
+  dispatch_float(self[0].dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    const AmpUnscaleFunctor<S> f{found, inv};
+    mta::launch<1, 0>("_amp_foreach_non_finite_check_and_unscale_", numels, lists, nullptr,
+                      [&](const mta::Launch&) { return f; });
+  });
+}
+
 namespace {
 void foreach_kernel(ForeachOp op, const TensorList& out, const TensorList* x, const TensorList* y,
                     const TensorList* z, const Scalar& scalar, const std::vector<double>* scalars) {
@@ -257,6 +324,7 @@ void register_multi_tensor_kernels() {
   const uint32_t fl = dtype_mask({kFloat, kDouble, kHalf, kBFloat16});
   register_kernel<OpId::foreach_pointwise>(kCUDA, foreach_kernel, fl);
   register_kernel<OpId::foreach_norm>(kCUDA, foreach_norm_cuda, fl);
+  register_kernel<OpId::amp_unscale>(kCUDA, amp_unscale_cuda, fl);
   register_optim_kernels();
 }
 

@@ -154,9 +154,25 @@ DeviceProperties get_device_properties(int device) {
   return r;
 }
 
+// Note [Queries and waits in a capture]
+// A stream or event query, or a wait for the device, on a thread that
+// captures a CUDA graph would invalidate the capture (CUDA refuses it with
+// cudaErrorStreamCaptureUnsupported, and the capture is lost): a named error
+// before the call instead, so that the graph scope unwinds and abandons the
+// capture cleanly and the stream stays usable. sync_point's own check needs
+// a CUDA tensor, which these calls do not have.
+static void refuse_in_capture(const char* call) {
+  if (BRISK_UNLIKELY(brisk::detail::g_graph_captures.load(std::memory_order_relaxed) != 0) &&
+      brisk::detail::thread_capturing())
+    BRISK_FAIL(call, "called while this thread captures a CUDA graph: a query or a wait for the device cannot be "
+                     "captured and would invalidate the capture; move it out of the captured region (the capture "
+                     "is abandoned when the brisk::cuda::graph scope unwinds)");
+}
+
 void synchronize(int device) {
   const int d = device < 0 ? current_device_index() : device;
   check_index(d, "cuda::synchronize");
+  refuse_in_capture("cuda::synchronize");
   brisk::detail::sync_point("synchronize", Tensor());
   DeviceGuard g(d);
   BRISK_CUDA_CHECK(cudaDeviceSynchronize(), "cuda::synchronize");
@@ -191,6 +207,7 @@ Stream Stream::create(int device, bool high_priority) {
 }
 
 bool Stream::query() const {
+  refuse_in_capture("cuda::Stream::query");
   cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(handle_));
   if (e == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -201,6 +218,7 @@ bool Stream::query() const {
 }
 
 void Stream::synchronize() const {
+  refuse_in_capture("cuda::Stream::synchronize");
   brisk::detail::sync_point("synchronize", Tensor());
   DeviceGuard g(device_);
   BRISK_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(handle_)), "cuda::Stream::synchronize");
@@ -295,6 +313,7 @@ void Event::wait(const Stream& s) const { s.wait(*this); }
 
 bool Event::query() const {
   if (handle_ == nullptr) return true;
+  refuse_in_capture("cuda::Event::query");
   cudaError_t e = cudaEventQuery(static_cast<cudaEvent_t>(handle_));
   if (e == cudaErrorNotReady) {
     (void)cudaGetLastError();
@@ -306,6 +325,7 @@ bool Event::query() const {
 
 void Event::synchronize() const {
   if (handle_ == nullptr) return;
+  refuse_in_capture("cuda::Event::synchronize");
   brisk::detail::sync_point("synchronize", Tensor());
   BRISK_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(handle_)), "cuda::Event::synchronize");
   check_device_errors(device_);
