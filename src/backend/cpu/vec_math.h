@@ -17,6 +17,8 @@
 #include <cstring>
 #include <limits>
 
+#include "backend/cpu/erf_table.h"
+
 #ifndef BRISK_CPU_ISA
 #error "vec_math.h is for the per-ISA kernel files"
 #endif
@@ -437,12 +439,41 @@ inline VF erfc_f32(VF x) {
   };
   return pack_ps(half(lo_pd(x), lo_pd(a), lo_pd(t0)), half(hi_pd(x), hi_pd(a), hi_pd(t0)));
 }
-/// erf of float32: x P(x^2) in double for |x| < 1.5 (kErfSmall), and
-/// +-(1 - exp(Q(|x| - 1.5))) in float for 1.5 <= |x| <= 4, Q a degree-7 fit of
-/// log erfc on [1.5, 4] (|error| < 7e-8; erfc <= 0.034 there, so float's
-/// rounding of Q and exp cost a fraction of erf's ulp), 1 above 4
-/// (erfc(4) < 2^-25).
+/// erf of float32. On AVX-512 (within 0.79 ulp over every float; 1.4x the
+/// speed of the form below): a = |x|; a (c0 + s R(s)) in float below 0.5
+/// (c0 a float pair; the correction is under a tenth of the value; computed
+/// on a 2^24 a so that a * c0's low part stays normal), and from 0.5 to 4 a
+/// cubic in t = a - c around the centre of the lane's 1/8-wide interval,
+/// hi + lo + t P(t), its coefficients picked per lane from 32-entry tables
+/// with one permute each (erf_table.h, written by
+/// tools/vmath/fit_erf_table.py); 1 from 4 (erf(4) rounds to 1); x's sign
+/// put back. Elsewhere (within 0.51 ulp): x P(x^2) in double for |x| < 1.5
+/// (kErfSmall), and +-(1 - exp(Q(|x| - 1.5))) in float for 1.5 <= |x| <= 4,
+/// Q a degree-7 fit of log erfc on [1.5, 4] (|error| < 7e-8; erfc <= 0.034
+/// there, so float's rounding of Q and exp cost a fraction of erf's ulp), 1
+/// above 4 (erfc(4) < 2^-25).
 inline VF erf_f32(VF x) {
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+  namespace et = ::brisk::cpu::erf_table;
+  using VI = int __attribute__((vector_size(sizeof(VF))));
+  auto tab = [](const float* t, __m512i i) { return _mm512_permutex2var_ps(_mm512_load_ps(t), i, _mm512_load_ps(t + 16)); };
+  const VF a = abs(x), s = a * a;
+  const VF as = a * splat<VF>(16777216.0);  // 2^24
+  VF r_s = fmadd(s, splat<VF>(et::kSmall[3]), splat<VF>(et::kSmall[2]));
+  r_s = fmadd(r_s, s, splat<VF>(et::kSmall[1]));
+  r_s = fmadd(r_s, s, splat<VF>(et::kSmall[0]));
+  const VF small =
+      fmadd(as, splat<VF>(et::kC0Hi), fmadd(as, splat<VF>(et::kC0Lo), (as * s) * r_s)) * splat<VF>(5.9604644775390625e-08);
+  __m512i i = _mm512_cvttps_epi32(a * splat<VF>(8.0));  // nan and past 2^31: INT_MIN, clamped to 4
+  i = _mm512_min_epi32(_mm512_max_epi32(i, _mm512_set1_epi32(4)), _mm512_set1_epi32(31));
+  const VF t = a - fmadd(_mm512_cvtepi32_ps(i), splat<VF>(0.125), splat<VF>(0.0625));  // nan stays nan
+  VF p = fmadd(tab(et::kP3, i), t, tab(et::kP2, i));
+  p = fmadd(p, t, tab(et::kP1, i));
+  p = fmadd(p, t, tab(et::kP0, i));
+  const VF big = tab(et::kHi, i) + fmadd(p, t, tab(et::kLo, i));
+  const VF r = select(a < splat<VF>(0.5), small, select(a >= splat<VF>(4.0), splat<VF>(1.0), big));
+  return (VF)((VI)r | ((VI)x & std::numeric_limits<int>::min()));
+#else
   static constexpr double q[] = {-3.384492155524058,     -3.5087973349756565,   -0.8926702316546486,
                                  -0.025725783127900095,  0.005847741271754525,  -0.0011182422147464344,
                                  0.0001508866500339323,  -1.0158389788905708e-05};
@@ -451,6 +482,7 @@ inline VF erf_f32(VF x) {
   const VF ac = select(a > splat<VF>(4.0), splat<VF>(4.0), a);  // nan stays nan
   const VF big = splat<VF>(1.0) - exp_inline(poly(ac - splat<VF>(1.5), q));
   return select(a < splat<VF>(1.5), small, select(x < VF{}, -big, big));
+#endif
 }
 
 /// Giles' single-precision erfinv ("Approximating the erfinv function", GPU
