@@ -1043,7 +1043,7 @@ namespace {
 // includes from brisk; test_codegen_cpu checks the list against the
 // compiler's dependency output): their content is part of every cache key.
 const char* const kPreludeHeaders[] = {"src/compile/cpu_prelude.h", "src/backend/cpu/vec_math.h",
-                                       "src/backend/cpu/erf_table.h", "src/backend/cpu/vec_composite.h",
+                                       "src/backend/cpu/vec_tables.h", "src/backend/cpu/vec_composite.h",
                                        "src/kernels/math.h",
                                        "include/brisk/dtype.h", "include/brisk/half.h"};
 
