@@ -547,6 +547,7 @@ void Gen::build(const std::string& name, CudaKernel& kern) {
   kern.body = s.str();
   kern.args = args_;
   kern.ops = ops;
+  kern.lanes = L;
 }
 
 const char* const kCudaPreludeHeaders[] = {
@@ -653,7 +654,9 @@ void run_cuda_kernel(const CudaGroupKernel& k, char* const* base) {
   }
   block[3 * na] = kern.n0;
   block[3 * na + 1] = kern.n1;
-  cuda_jit()->launch(k.fn, total, block, (3 * na + 2) * sizeof(int64_t));
+  // the grid of total / lanes threads: each thread takes `lanes` elements per
+  // iteration (a grid of total threads would leave lanes 1.. past the end)
+  cuda_jit()->launch(k.fn, (total + kern.lanes - 1) / kern.lanes, block, (3 * na + 2) * sizeof(int64_t));
 }
 
 }  // namespace brisk::jit

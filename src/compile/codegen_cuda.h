@@ -31,6 +31,7 @@ struct CudaKernel {
   int64_t n0 = 1, n1 = 1;  ///< the iteration space, innermost first
   std::vector<CudaKernelArg> args;
   std::string ops;     ///< "mul+div+erf+add+mul" (profiler events)
+  int lanes = 1;       ///< elements per thread and loop iteration (Note [Lanes of a generated kernel])
 };
 
 struct CudaCodegen {
@@ -71,8 +72,9 @@ struct CudaJit {
   /// Loads a cubin on the current device and returns its kernels (opaque
   /// handles) by name.
   std::vector<void*> (*load)(const std::string& cubin, const std::vector<std::string>& names);
-  /// Launches `kernel` over `total` elements on the current stream with one
-  /// argument block of `bytes` bytes.
+  /// Launches `kernel` with (up to) `total` threads on the current stream
+  /// with one argument block of `bytes` bytes (run_cuda_kernel passes the
+  /// elements divided by the kernel's lanes).
   void (*launch)(void* kernel, int64_t total, const void* args, size_t bytes);
 };
 const CudaJit* cuda_jit();

@@ -96,7 +96,9 @@ TEST(CodegenCuda, GeluChainIsOneKernelOfFiveCalls) {
   // (four lanes per thread, as MaxAutotune asks: Note [Lanes of a generated
   // kernel]; a short chain gets the four; the default is one)
   EXPECT_NE(generate_cuda(t->g, t->g.groups[0], "gelu_k").kernel.body.find("cg::for_each_lanes<1>"), std::string::npos);
+  EXPECT_EQ(generate_cuda(t->g, t->g.groups[0], "gelu_k").kernel.lanes, 1);
   ASSERT_NE(k.body.find("cg::for_each_lanes<4>"), std::string::npos) << k.body;
+  EXPECT_EQ(k.lanes, 4);  // run_cuda_kernel launches total / 4 threads
   auto count = [&](const std::string& what) {
     size_t n = 0;
     for (size_t p = k.body.find(what); p != std::string::npos; p = k.body.find(what, p + 1)) ++n;

@@ -78,6 +78,7 @@ class FakeBackend final : public MemoryBackend {
   void release_event(void* e) override {
     EXPECT_EQ(outstanding.erase(static_cast<FakeEvent*>(e)), 1u) << "event released twice";
   }
+  bool capture_underway() const override { return capturing; }
   void mem_info(int64_t* free_bytes, int64_t* total_bytes) override {
     *total_bytes = static_cast<int64_t>(limit);
     *free_bytes = static_cast<int64_t>(limit - in_use);
@@ -91,6 +92,7 @@ class FakeBackend final : public MemoryBackend {
 
   size_t limit, in_use = 0;
   int64_t allocs = 0, frees = 0, refused = 0, syncs = 0;
+  bool capturing = false;  // a CUDA graph capture is underway (Note [Events and a capture])
   std::map<void*, size_t> live;
   std::vector<std::unique_ptr<FakeEvent>> events;
   std::set<FakeEvent*> outstanding;
@@ -520,6 +522,76 @@ TEST(BlockAllocator, OutOfMemoryWaitsForPendingBlocks) {
   expect_error([&] { a.malloc(8 * MiB, kB); },
                {"out of memory", "brisk has 2.00 MiB allocated by tensors and 20.00 MiB reserved (18.00 MiB cached)"});
   a.free(s1);
+}
+
+// Note [Events and a capture]: a block freed during a capture with uses on
+// other streams records no event then (the event would be captured, and
+// querying it afterwards fails); its events are recorded by the first malloc
+// after the capture, and it is reused once they complete.
+TEST(BlockAllocator, ABlockFreedDuringACaptureRecordsItsEventsAfterIt) {
+  FakeBackend fake;
+  BlockAllocator a(fake, 0);
+  void* p = a.malloc(4 * KiB, kA);
+  void* keep = a.malloc(4 * KiB, kA);  // p's neighbour: p's segment is not released below
+  ASSERT_TRUE(a.record_stream(p, kB));
+  fake.capturing = true;
+  ASSERT_TRUE(a.free(p));
+  EXPECT_TRUE(fake.events.empty()) << "an event recorded during the capture";
+  EXPECT_EQ(a.stats().allocated, int64_t(4 * KiB));
+  EXPECT_EQ(a.stats().active, int64_t(8 * KiB)) << "the freed block waits";
+  EXPECT_EQ(a.check_invariants(), "");
+  void* q = a.malloc(4 * KiB, kA);  // during the capture: p is not reused, nothing recorded
+  EXPECT_NE(q, p);
+  EXPECT_TRUE(fake.events.empty());
+  a.process_pending();
+  a.empty_cache();  // nothing waited for or returned during a capture
+  EXPECT_EQ(fake.syncs, 0);
+  EXPECT_EQ(fake.frees, 0);
+  EXPECT_EQ(a.check_invariants(), "");
+  fake.capturing = false;
+  void* r = a.malloc(4 * KiB, kA);  // records p's event on B (not done yet): not p
+  EXPECT_NE(r, p);
+  ASSERT_EQ(fake.outstanding.size(), 1u);
+  EXPECT_TRUE((*fake.outstanding.begin())->stream == kB);
+  EXPECT_EQ(a.check_invariants(), "");
+  fake.complete(kB);
+  void* s2 = a.malloc(4 * KiB, kA);
+  EXPECT_EQ(s2, p);
+  EXPECT_TRUE(fake.outstanding.empty());
+  for (void* x : {keep, q, r, s2}) a.free(x);
+  EXPECT_EQ(a.check_invariants(), "");
+  // A block without uses on other streams is free at once, capture or not.
+  fake.capturing = true;
+  void* t = a.malloc(4 * KiB, kA);
+  a.free(t);
+  EXPECT_EQ(a.malloc(4 * KiB, kA), t);
+  fake.capturing = false;
+}
+
+// An allocation the backend refuses during a capture fails at once: no
+// waiting for events, no memory returned (both would break the capture).
+TEST(BlockAllocator, OutOfMemoryDuringACaptureDoesNotReleaseTheCache) {
+  FakeBackend fake(40 * MiB);
+  BlockAllocator a(fake, 0);
+  void* x = a.malloc(15 * MiB, kDefault);  // 16 MiB segment
+  void* y = a.malloc(15 * MiB, kA);
+  a.record_stream(y, kB);
+  a.free(y);  // pending on B
+  a.free(x);  // cached
+  fake.capturing = true;
+  expect_error([&] { a.malloc(20 * MiB, kDefault); }, {"out of memory"});
+  EXPECT_EQ(fake.syncs, 0);
+  EXPECT_EQ(fake.frees, 0);
+  EXPECT_EQ(a.stats().num_alloc_retries, 0);
+  EXPECT_EQ(a.stats().reserved, int64_t(32 * MiB));
+  EXPECT_EQ(a.check_invariants(), "");
+  fake.capturing = false;
+  void* z = a.malloc(20 * MiB, kDefault);  // after the capture: wait, release, retry
+  EXPECT_NE(z, nullptr);
+  EXPECT_EQ(fake.syncs, 1);
+  EXPECT_EQ(a.stats().num_alloc_retries, 1);
+  a.free(z);
+  EXPECT_EQ(a.check_invariants(), "");
 }
 
 TEST(BlockAllocator, ZeroSizesAndForeignPointers) {

@@ -66,13 +66,18 @@ TEST(CudaCompile, GeluChainIsOneGeneratedKernelBitEqualToEager) {
   EXPECT_TRUE(got.is_cuda());
   EXPECT_TRUE(same_bits(got, gelu_chain(x)));
   EXPECT_TRUE(same_bits(first, got));
-  // MaxAutotune's four lanes per thread: the same bits (a size that is not a
-  // multiple of the lanes times the grid leaves lanes past the end)
-  for (int64_t n : {int64_t(1) << 20, int64_t(1000003)}) {
-    const Tensor xn = x.narrow(0, 0, std::min<int64_t>(n, x.numel()));
+  // MaxAutotune's four lanes per thread: the same bits. The grid has total / 4
+  // threads (at most 32 blocks of 256 per SM), so 2^20 fills every lane, a
+  // size that is not a multiple of 4 leaves lanes past the end in the last
+  // iteration, and 2^23 + 5 (more than 4 x 32 x 256 per SM) loops.
+  const Tensor big = randn({(int64_t(1) << 23) + 5}).cuda() * 3;
+  for (int64_t n : {int64_t(1) << 20, int64_t(1000003), big.numel()}) {
+    const Tensor xn = big.narrow(0, 0, n);
     auto f4 = compile([](const Tensor& t) { return gelu_chain(t); }, CompileOptions().set_mode(CompileMode::MaxAutotune));
     f4(xn);
     EXPECT_TRUE(same_bits(f4(xn), gelu_chain(xn))) << n;
+    EXPECT_EQ(f4.stats().generated, 1) << n << f4.graph_text();
+    EXPECT_EQ(f4.stats().graph_breaks, 0) << f4.stats().last_break;
   }
   // 16-bit and float64 chains, a broadcast and a transposed operand
   for (ScalarType dt : {kHalf, kBFloat16, kDouble}) {

@@ -592,12 +592,18 @@ TEST(CudaOptim, AmpCheckAndUnscaleIsOneKernelBitEqualToTheCpu) {
         const Tensor got = l.gpu_base.cpu();
         EXPECT_TRUE(equal(got.isnan(), l.cpu_base.isnan()));
         EXPECT_TRUE(equal(got.nan_to_num(0.0), l.cpu_base.nan_to_num(0.0)));
-        // a 1 stays; checking alone writes nothing
+        // checking alone writes nothing
         Tensor before = l.gpu_base.clone();
         detail::amp_foreach_non_finite_check_(l.gpu, found_gpu);
         EXPECT_EQ(found_gpu.cpu().item<float>(), inject == 0 ? 0.0f : 1.0f);
         EXPECT_TRUE(equal(l.gpu_base.isnan(), before.isnan()));
         EXPECT_TRUE(equal(l.gpu_base.nan_to_num(0.0), before.nan_to_num(0.0)));
+        // a 1 stays through a finite list (several dtype groups share found_inf)
+        Lists clean = make_lists(sizes, randn({total(sizes)}).to(dt));
+        found_gpu.fill_(1.0);
+        amp_foreach_non_finite_check_and_unscale_(clean.gpu, found_gpu, inv_gpu);
+        detail::amp_foreach_non_finite_check_(clean.gpu, found_gpu);
+        EXPECT_EQ(found_gpu.cpu().item<float>(), 1.0f);
       }
     }
   }

@@ -145,6 +145,10 @@ class MemoryBackend {
   virtual void synchronize_event(void* e) = 0;
   /// The allocator is done with the event. Does not throw.
   virtual void release_event(void* e) = 0;
+  /// Whether a CUDA graph capture is underway on any thread (Note [Events
+  /// and a capture]): no event is then recorded, queried or waited for, and
+  /// no memory is returned.
+  virtual bool capture_underway() const { return false; }
   /// Free and total memory of the device (for the out-of-memory message); -1 when unknown.
   virtual void mem_info(int64_t* free_bytes, int64_t* total_bytes) {
     *free_bytes = -1;
@@ -290,6 +294,18 @@ class BlockAllocator {
     auto it = allocated_.find(static_cast<char*>(ptr));
     if (it == allocated_.end()) return false;
     Block* b = it->second;
+    if (!b->stream_uses.empty() && backend_.capture_underway()) {
+      // Note [Events and a capture]: its events are recorded once no capture is underway.
+      allocated_.erase(it);
+      const int64_t n = static_cast<int64_t>(b->size);
+      remove(stats_.allocated_bytes, b->small, n);
+      remove(stats_.allocation, b->small, 1);
+      b->state = Block::kPending;
+      b->event_count = 0;
+      deferred_.push_back(b);
+      if (info) fill(info, false);
+      return true;
+    }
     std::vector<void*> events;
     events.reserve(b->stream_uses.size());
     try {
@@ -381,7 +397,8 @@ class BlockAllocator {
 
   /// Waits for the pending events, then returns every fully free segment to
   /// the backend. Segments with a block in use stay, and so do the segments
-  /// of private pools still in use (Note [Private pools]).
+  /// of private pools still in use (Note [Private pools]). Does nothing while
+  /// a capture is underway (Note [Events and a capture]).
   void empty_cache() {
     std::lock_guard<std::mutex> g(mu_);
     release_cached_blocks();
@@ -530,6 +547,11 @@ class BlockAllocator {
             ++nallocated;
             auto it = allocated_.find(b->ptr);
             if (it == allocated_.end() || it->second != b) return "an allocated block is not in the map";
+          } else {  // pending: waits for its events, or (during a capture) for them to be recorded
+            const bool deferred = std::find(deferred_.begin(), deferred_.end(), b) != deferred_.end();
+            const auto waits = std::count_if(pending_.begin(), pending_.end(), [&](const auto& e) { return e.second == b; });
+            if (deferred ? (b->event_count != 0 || waits != 0 || b->stream_uses.empty()) : waits != b->event_count)
+              return "a pending block's events do not match";
           }
         }
       }
@@ -636,9 +658,13 @@ class BlockAllocator {
     const size_t seg = segment_size(size);
     void* p = backend_.raw_alloc(seg);
     if (p == nullptr) {
-      ++stats_.num_alloc_retries;
-      release_cached_blocks();
-      p = backend_.raw_alloc(seg);
+      // Releasing the cache waits for events and frees memory: not during a
+      // capture (Note [Events and a capture]), where the request fails now.
+      if (!backend_.capture_underway()) {
+        ++stats_.num_alloc_retries;
+        release_cached_blocks();
+        p = backend_.raw_alloc(seg);
+      }
       if (p == nullptr) {
         ++stats_.num_ooms;
         throw_oom(size);
@@ -688,8 +714,39 @@ class BlockAllocator {
     }
   }
 
+  // Note [Events and a capture]
+  // An event recorded on a stream that a CUDA graph captures becomes a node
+  // of the graph, and querying it afterwards fails (cudaErrorCapturedEvent);
+  // a query, a wait or a cudaFree while a global-mode capture is underway on
+  // any thread invalidates that capture. So while a capture is underway a
+  // block freed with uses on other streams (record_stream) waits in
+  // deferred_ without events, pending events are not polled (the backend's
+  // query says not done), and an allocation the backend refuses fails
+  // without releasing the cache; the first malloc, process_pending or
+  // empty_cache after the capture records the deferred blocks' events, as
+  // PyTorch's allocator does.
+  void record_deferred_events() {
+    if (deferred_.empty() || backend_.capture_underway()) return;
+    while (!deferred_.empty()) {
+      Block* b = deferred_.front();
+      std::vector<void*> events;
+      events.reserve(b->stream_uses.size());
+      try {
+        for (const StreamRef& s : b->stream_uses) events.push_back(backend_.record_event(s));
+      } catch (...) {
+        for (void* e : events) backend_.release_event(e);
+        throw;  // the block stays deferred (not reused while a stream may use it)
+      }
+      deferred_.pop_front();
+      b->stream_uses.clear();
+      b->event_count = static_cast<int>(events.size());
+      for (void* e : events) pending_.emplace_back(e, b);
+    }
+  }
+
   // Completed events release their blocks; the others stay queued.
   void process_events() {
+    record_deferred_events();
     for (auto it = pending_.begin(); it != pending_.end();) {
       if (!backend_.query_event(it->first)) {
         ++it;
@@ -703,6 +760,7 @@ class BlockAllocator {
   }
 
   void synchronize_and_free_events() {
+    record_deferred_events();
     while (!pending_.empty()) {
       auto [e, b] = pending_.front();
       backend_.synchronize_event(e);
@@ -714,8 +772,10 @@ class BlockAllocator {
   }
 
   // Waits for pending events, then frees every segment that is one free
-  // block, but those of private pools in use.
+  // block, but those of private pools in use. Nothing while a capture is
+  // underway (Note [Events and a capture]).
   void release_cached_blocks() {
+    if (backend_.capture_underway()) return;
     synchronize_and_free_events();
     release_free_segments([&](const Block* b) {
       if (b->pool == kSharedPool) return true;
@@ -783,6 +843,7 @@ class BlockAllocator {
   std::unordered_map<char*, Block*> allocated_;     ///< live blocks by address
   std::map<char*, Block*> segments_;                ///< segment heads by address
   std::deque<std::pair<void*, Block*>> pending_;     ///< (event, block) waiting to complete
+  std::deque<Block*> deferred_;  ///< freed during a capture, events not recorded yet (Note [Events and a capture])
   BlockAllocatorStats stats_;
   struct PrivatePool {
     int use_count = 0;

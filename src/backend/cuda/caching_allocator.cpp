@@ -51,6 +51,9 @@ class CudaEventBackend : public MemoryBackend {
     }
     return slot;
   }
+  bool capture_underway() const override {
+    return brisk::detail::g_graph_captures.load(std::memory_order_relaxed) != 0;
+  }
   bool query_event(void* e) override {
     // An event query while any thread captures a graph (global mode)
     // invalidates that capture: a block freed with uses on other streams

@@ -42,6 +42,7 @@
 #include "brisk/cuda.h"
 #include "brisk/error.h"
 #include "brisk/ops.h"
+#include "core/profile_hooks.h"
 
 namespace brisk::distributed::detail {
 namespace {
@@ -466,6 +467,10 @@ class NcclBackend final : public Backend {
       cuda::DeviceGuard dg(s->device);
       while (!stop->load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        // An event query while a global-mode CUDA graph capture is underway on
+        // any thread invalidates that capture (Note [Events and a capture] in
+        // block_allocator.h): the watchdog sleeps through captures.
+        if (brisk::detail::g_graph_captures.load(std::memory_order_relaxed) != 0) continue;
         std::lock_guard<std::mutex> lock(s->mu);
         if (!s->error.empty() || s->comm == nullptr) continue;
         while (!s->pending.empty() && s->pending.front().done->query()) s->pending.pop_front();
