@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "optim/multi_tensor.h"
 #include "test_util.h"
 
 using namespace brisk;
@@ -142,12 +143,32 @@ TEST_P(Foreach, AmpCheckAndUnscale) {
     }
   }
   set_num_threads(1);
+  // 16-bit gradients: one multi-tensor pass too, in float and rounded once,
+  // bit-equal to the per-tensor multiply (a non-contiguous list takes that path)
+  for (ScalarType h : {kBFloat16, kHalf}) {
+    SCOPED_TRACE(::testing::Message() << h);
+    for (bool contiguous : {true, false}) {
+      TensorList l;
+      for (int64_t n : {100, 40000, 0, 7}) l.push_back((randn({n}) * 100.0).to(h));
+      if (!contiguous) l.push_back((randn({5, 6}) * 100.0).to(h).t());
+      l[1][39999] = std::numeric_limits<double>::infinity();
+      TensorList want = clone_list(l);
+      for (Tensor& w : want) w = w * static_cast<double>(inv.item<float>());
+      Tensor found = zeros({1});
+      EXPECT_EQ(detail::foreach_eligible(OpId::amp_unscale, {&l}), contiguous);
+      amp_foreach_non_finite_check_and_unscale_(l, found, inv);
+      EXPECT_EQ(found.item<float>(), 1.0f);
+      for (size_t i = 0; i < l.size(); ++i) EXPECT_TRUE(equal(l[i], want[i])) << i;
+      TensorList clean{(randn({33}) * 100.0).to(h)};
+      Tensor found2 = zeros({1});
+      detail::amp_foreach_non_finite_check_(clean, found2);
+      EXPECT_EQ(found2.item<float>(), 0.0f);
+      detail::amp_foreach_non_finite_check_(l, found2);
+      EXPECT_EQ(found2.item<float>(), 1.0f);
+    }
+  }
   TensorList bf{randn({100}).to(kBFloat16)};
-  Tensor want = bf[0] * static_cast<double>(inv.item<float>());
   Tensor found = zeros({1});
-  amp_foreach_non_finite_check_and_unscale_(bf, found, inv);
-  EXPECT_TRUE(equal(bf[0], want));
-  EXPECT_EQ(found.item<float>(), 0.0f);
   expect_error([&] { amp_foreach_non_finite_check_and_unscale_(bf, found, tensor({1.0, 2.0})); }, {"inv_scale"});
 }
 

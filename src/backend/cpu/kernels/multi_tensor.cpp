@@ -187,8 +187,9 @@ TensorList foreach_norm_kernel(const TensorList& self, double p) {
 }
 
 /// found_inf = 1 if any element is inf or NaN; every element times
-/// inv_scale (in the tensor's type, as x * float(inv) in PyTorch's kernel).
-/// One pass: the check reads the value the multiply reads.
+/// inv_scale in its math type (as x * float(inv) in PyTorch's kernel; a
+/// float16 or bfloat16 element in float, rounded once). One pass: the check
+/// reads the value the multiply reads.
 // (an undefined inv_scale only checks: nothing written; detail::amp_foreach_non_finite_check_)
 void amp_unscale_kernel(const TensorList& self, const Tensor& found_inf, const Tensor& inv_scale) {
   std::vector<int64_t> numels;
@@ -198,24 +199,34 @@ void amp_unscale_kernel(const TensorList& self, const Tensor& found_inf, const T
   std::vector<uint8_t> bad(pieces.size(), 0);
   const bool check_only = !inv_scale.defined();
   const float inv = check_only ? 1.0f : *static_cast<const float*>(inv_scale.data_ptr());
-  dispatch_float(self.empty() ? kFloat : self[0].dtype(), [&](auto z) {
-    using T = decltype(z);
-    const T s = static_cast<T>(inv);
+  auto run = [&](auto z) {
+    using T = decltype(z);        // storage
+    using M = opmath_t<T>;        // math: float for the 16-bit types
+    const M s = static_cast<M>(inv);
     for_each_piece(pieces, total, [&](int64_t k, const Piece& pc) {
       T* x = static_cast<T*>(self[size_t(pc.tensor)].data_ptr());
       bool b = false;
       if (check_only) {
-        for (int64_t j = pc.begin; j < pc.end; ++j) b |= !(x[j] - x[j] == T(0));
+        for (int64_t j = pc.begin; j < pc.end; ++j) {
+          const M v = static_cast<M>(x[j]);
+          b |= !(v - v == M(0));
+        }
       } else {
         for (int64_t j = pc.begin; j < pc.end; ++j) {
-          const T v = x[j];
-          b |= !(v - v == T(0));  // inf - inf and NaN - NaN are NaN
-          x[j] = v * s;
+          const M v = static_cast<M>(x[j]);
+          b |= !(v - v == M(0));  // inf - inf and NaN - NaN are NaN
+          x[j] = static_cast<T>(v * s);
         }
       }
       bad[size_t(k)] = b;
     });
-  });
+  };
+  switch (self.empty() ? kFloat : self[0].dtype()) {
+    case kDouble: run(double{}); break;
+    case kHalf: run(Half{}); break;
+    case kBFloat16: run(BFloat16{}); break;
+    default: run(float{});
+  }
   for (uint8_t b : bad)
     if (b) {
       *static_cast<float*>(found_inf.data_ptr()) = 1.0f;
@@ -540,7 +551,7 @@ void register_multi_tensor_kernels() {
   const uint32_t fl = dtype_mask({kFloat, kDouble});
   register_kernel<OpId::foreach_pointwise>(kCPU, foreach_kernel, fl);
   register_kernel<OpId::foreach_norm>(kCPU, foreach_norm_kernel, fl);
-  register_kernel<OpId::amp_unscale>(kCPU, amp_unscale_kernel, fl);
+  register_kernel<OpId::amp_unscale>(kCPU, amp_unscale_kernel, dtype_mask({kFloat, kDouble, kHalf, kBFloat16}));
   register_kernel<OpId::fused_adam>(kCPU, fused_adam_kernel, fl);
   register_kernel<OpId::fused_sgd>(kCPU, fused_sgd_kernel, fl);
   register_kernel<OpId::fused_rmsprop>(kCPU, fused_rmsprop_kernel, fl);
