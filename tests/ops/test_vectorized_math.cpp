@@ -279,7 +279,9 @@ std::vector<Spec> specs() {
        3.0, 3.0, -0.1, 1.1, 4e-7, 1e-15},
       {"softplus", FN(x.softplus()), REF(ref_softplus(x)), 2.5, 2.5, -110, 40},
       {"softplus_beta", FN(x.softplus(2, 5)), REF(x * 2 > 5 ? x : std::log1p(std::exp(2 * x)) / 2), 2.5, 2.5, -60, 20},
-      {"gelu", FN(x.gelu()), REF(ref_gelu(x)), 4.5, 3.0, -15, 15, 0, 0, false, 2.0, 2},
+      // float32 gelu: 4.84 ulp over every float x >= 0 (at x = 0.06); before erfc_fast's
+      // polynomial was evaluated in u = 1 - t, 7.3 there, under the 4.5 this row had
+      {"gelu", FN(x.gelu()), REF(ref_gelu(x)), 5.0, 3.0, -15, 15, 0, 0, false, 2.0, 2},
       {"gelu_tanh", FN(x.gelu("tanh")), REF(ref_gelu_tanh(x)), 3.5, 3.5, -15, 15, 0, 0, false, 1.0, 3},
       // x * (a subnormal exp(x)): within |x| subnormal ulps below -87 (float)
       // float32: x * sigmoid(x), two roundings after sigmoid's (3.02 ulp in the dense sweep)
