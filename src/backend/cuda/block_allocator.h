@@ -306,14 +306,7 @@ class BlockAllocator {
       if (info) fill(info, false);
       return true;
     }
-    std::vector<void*> events;
-    events.reserve(b->stream_uses.size());
-    try {
-      for (const StreamRef& s : b->stream_uses) events.push_back(backend_.record_event(s));
-    } catch (...) {
-      for (void* e : events) backend_.release_event(e);
-      throw;
-    }
+    const std::vector<void*> events = record_use_events(b);
     allocated_.erase(it);
     const int64_t n = static_cast<int64_t>(b->size);
     remove(stats_.allocated_bytes, b->small, n);
@@ -725,18 +718,24 @@ class BlockAllocator {
   // without releasing the cache; the first malloc, process_pending or
   // empty_cache after the capture records the deferred blocks' events, as
   // PyTorch's allocator does.
+  /// An event recorded now on each stream that used `b` besides its own; if
+  /// one throws, those recorded are released and the error propagates.
+  std::vector<void*> record_use_events(const Block* b) {
+    std::vector<void*> events;
+    events.reserve(b->stream_uses.size());
+    try {
+      for (const StreamRef& s : b->stream_uses) events.push_back(backend_.record_event(s));
+    } catch (...) {
+      for (void* e : events) backend_.release_event(e);
+      throw;
+    }
+    return events;
+  }
   void record_deferred_events() {
     if (deferred_.empty() || backend_.capture_underway()) return;
     while (!deferred_.empty()) {
       Block* b = deferred_.front();
-      std::vector<void*> events;
-      events.reserve(b->stream_uses.size());
-      try {
-        for (const StreamRef& s : b->stream_uses) events.push_back(backend_.record_event(s));
-      } catch (...) {
-        for (void* e : events) backend_.release_event(e);
-        throw;  // the block stays deferred (not reused while a stream may use it)
-      }
+      const std::vector<void*> events = record_use_events(b);  // a throw leaves it deferred
       deferred_.pop_front();
       b->stream_uses.clear();
       b->event_count = static_cast<int>(events.size());
