@@ -77,14 +77,17 @@ def table(f, start, i):
 
 
 def arr(name, v):
-    return "alignas(64) inline constexpr float %s[32] = {\n    %s};" % (
-        name, ",\n    ".join(", ".join(repr(float(x)) + "f" for x in v[j:j + 4]) for j in range(0, 32, 4)))
+    return "  alignas(64) static constexpr float %s[32] = {\n      %s};" % (
+        name, ",\n      ".join(", ".join(repr(float(x)) + "f" for x in v[j:j + 4]) for j in range(0, 32, 4)))
 
 
 def print_tables(slots):
+    """The slots as `struct Cubic` (vec::table_cubic's parameter)."""
     cols = [[s[0] for s in slots], [s[1] for s in slots]] + [[s[2][k] for s in slots] for k in range(4)]
+    print("struct Cubic {")
     for name, v in zip(["kHi", "kLo", "kP0", "kP1", "kP2", "kP3"], cols):
         print(arr(name, v))
+    print("};")
 
 
 def main():
@@ -109,9 +112,10 @@ def main():
     print()
     print("namespace brisk::cpu::erf_table {")
     print()
-    print("/// 2/sqrt(pi) = kC0Hi + kC0Lo, and R(s) (lowest first) for |x| < 0.5.")
+    print("/// 2/sqrt(pi) = kC0Hi + kC0Lo, and R(s) (lowest first) for |x| < 0.5 (floats,")
+    print("/// held as doubles for vec::poly).")
     print("inline constexpr float kC0Hi = %rf, kC0Lo = %rf;" % (c0_hi, c0_lo))
-    print("inline constexpr float kSmall[4] = {%s};" % ", ".join(repr(x) + "f" for x in small))
+    print("inline constexpr double kSmall[4] = {%s};" % ", ".join(repr(x) for x in small))
     print("/// Slot i (4..31) covers [i/8, (i+1)/8): erf(c + t) = kHi + kLo + t (kP0 + t (kP1 + t (kP2 + t kP3))),")
     print("/// c = (2i + 1)/16. Slots 0..3 are unused (|x| < 0.5 takes the odd polynomial).")
     print_tables(erf_slots)

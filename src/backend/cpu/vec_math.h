@@ -390,7 +390,7 @@ inline VF tab32(const float* t, __m512i i) {
   return _mm512_permutex2var_ps(_mm512_load_ps(t), i, _mm512_load_ps(t + 16));
 }
 /// hi + lo + t (p0 + t (p1 + t (p2 + t p3))) with each lane's coefficients
-/// from slot i of a table of vec_tables.h (tools/vmath/fit_tables.py).
+/// from slot i of a table of vec_tables.h (its `Cubic`; tools/vmath/fit_tables.py).
 template <class Table>
 inline VF table_cubic(__m512i i, VF t) {
   VF p = fmadd(tab32(Table::kP3, i), t, tab32(Table::kP2, i));
@@ -398,22 +398,6 @@ inline VF table_cubic(__m512i i, VF t) {
   p = fmadd(p, t, tab32(Table::kP0, i));
   return tab32(Table::kHi, i) + fmadd(p, t, tab32(Table::kLo, i));
 }
-struct ErfTable {
-  static constexpr const float* kHi = ::brisk::cpu::erf_table::kHi;
-  static constexpr const float* kLo = ::brisk::cpu::erf_table::kLo;
-  static constexpr const float* kP0 = ::brisk::cpu::erf_table::kP0;
-  static constexpr const float* kP1 = ::brisk::cpu::erf_table::kP1;
-  static constexpr const float* kP2 = ::brisk::cpu::erf_table::kP2;
-  static constexpr const float* kP3 = ::brisk::cpu::erf_table::kP3;
-};
-struct TanhTable {
-  static constexpr const float* kHi = ::brisk::cpu::tanh_table::kHi;
-  static constexpr const float* kLo = ::brisk::cpu::tanh_table::kLo;
-  static constexpr const float* kP0 = ::brisk::cpu::tanh_table::kP0;
-  static constexpr const float* kP1 = ::brisk::cpu::tanh_table::kP1;
-  static constexpr const float* kP2 = ::brisk::cpu::tanh_table::kP2;
-  static constexpr const float* kP3 = ::brisk::cpu::tanh_table::kP3;
-};
 /// The slot of a in 32 intervals of width 1/8 from `start` (clamped to
 /// 0..31; nan and values past 2^31 give slot 0), and t = a - the slot's centre.
 inline __m512i slot8(VF a, double start, VF& t) {
@@ -442,7 +426,7 @@ inline VF tanh_f32(VF x) {
 #if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
   VF t;
   const __m512i i = slot8(a, 0.5, t);
-  VF r = select(a < splat<VF>(0.5), small, table_cubic<TanhTable>(i, t));
+  VF r = select(a < splat<VF>(0.5), small, table_cubic<::brisk::cpu::tanh_table::Cubic>(i, t));
   const auto far = a >= splat<VF>(4.5);
   if (any(far)) {  // 1 - 2 E / (1 + E) = 1 - 2 E (1 - E) + O(E^3), E = exp(-2a) < 1.3e-4
     const VF ac = select(a > splat<VF>(10.0), splat<VF>(10.0), a);
@@ -513,14 +497,11 @@ inline VF erf_f32(VF x) {
   using VI = int __attribute__((vector_size(sizeof(VF))));
   const VF a = abs(x), s = a * a;
   const VF as = a * splat<VF>(16777216.0);  // 2^24
-  VF r_s = fmadd(s, splat<VF>(et::kSmall[3]), splat<VF>(et::kSmall[2]));
-  r_s = fmadd(r_s, s, splat<VF>(et::kSmall[1]));
-  r_s = fmadd(r_s, s, splat<VF>(et::kSmall[0]));
-  const VF small =
-      fmadd(as, splat<VF>(et::kC0Hi), fmadd(as, splat<VF>(et::kC0Lo), (as * s) * r_s)) * splat<VF>(5.9604644775390625e-08);
+  const VF small = fmadd(as, splat<VF>(et::kC0Hi), fmadd(as, splat<VF>(et::kC0Lo), (as * s) * poly(s, et::kSmall))) *
+                   splat<VF>(5.9604644775390625e-08);
   VF t;
   const __m512i i = slot8(a, 0.0, t);  // slots 0..3 (a < 0.5) are not used
-  const VF r = select(a < splat<VF>(0.5), small, select(a >= splat<VF>(4.0), splat<VF>(1.0), table_cubic<ErfTable>(i, t)));
+  const VF r = select(a < splat<VF>(0.5), small, select(a >= splat<VF>(4.0), splat<VF>(1.0), table_cubic<et::Cubic>(i, t)));
   return (VF)((VI)r | ((VI)x & std::numeric_limits<int>::min()));
 #else
   static constexpr double q[] = {-3.384492155524058,     -3.5087973349756565,   -0.8926702316546486,
