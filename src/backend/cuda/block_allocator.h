@@ -294,30 +294,21 @@ class BlockAllocator {
     auto it = allocated_.find(static_cast<char*>(ptr));
     if (it == allocated_.end()) return false;
     Block* b = it->second;
-    if (!b->stream_uses.empty() && backend_.capture_underway()) {
-      // Note [Events and a capture]: its events are recorded once no capture is underway.
-      allocated_.erase(it);
-      const int64_t n = static_cast<int64_t>(b->size);
-      remove(stats_.allocated_bytes, b->small, n);
-      remove(stats_.allocation, b->small, 1);
-      b->state = Block::kPending;
-      b->event_count = 0;
-      deferred_.push_back(b);
-      if (info) fill(info, false);
-      return true;
-    }
-    const std::vector<void*> events = record_use_events(b);
+    // During a capture its events are recorded once no capture is underway (Note [Events and a capture]).
+    const bool defer = !b->stream_uses.empty() && backend_.capture_underway();
+    const std::vector<void*> events = defer ? std::vector<void*>{} : record_use_events(b);
     allocated_.erase(it);
     const int64_t n = static_cast<int64_t>(b->size);
     remove(stats_.allocated_bytes, b->small, n);
     remove(stats_.allocation, b->small, 1);
-    b->stream_uses.clear();
-    if (events.empty()) {
+    if (defer) {
+      b->state = Block::kPending;
+      b->event_count = 0;
+      deferred_.push_back(b);
+    } else if (events.empty()) {
       free_block(b);
     } else {
-      b->state = Block::kPending;
-      b->event_count = static_cast<int>(events.size());
-      for (void* e : events) pending_.emplace_back(e, b);
+      await_events(b, events);
     }
     if (info) fill(info, false);
     return true;
@@ -737,10 +728,15 @@ class BlockAllocator {
       Block* b = deferred_.front();
       const std::vector<void*> events = record_use_events(b);  // a throw leaves it deferred
       deferred_.pop_front();
-      b->stream_uses.clear();
-      b->event_count = static_cast<int>(events.size());
-      for (void* e : events) pending_.emplace_back(e, b);
+      await_events(b, events);
     }
+  }
+  /// `b` (freed) becomes reusable once all of `events` have completed.
+  void await_events(Block* b, const std::vector<void*>& events) {
+    b->stream_uses.clear();
+    b->state = Block::kPending;
+    b->event_count = static_cast<int>(events.size());
+    for (void* e : events) pending_.emplace_back(e, b);
   }
 
   // Completed events release their blocks; the others stay queued.

@@ -59,7 +59,7 @@ class CudaEventBackend : public MemoryBackend {
     // invalidates that capture: a block freed with uses on other streams
     // stays pending until no capture is underway (PyTorch defers its event
     // processing the same way).
-    if (brisk::detail::g_graph_captures.load(std::memory_order_relaxed) != 0) return false;
+    if (capture_underway()) return false;
     const cudaError_t err = cudaEventQuery(static_cast<Slot*>(e)->event);
     if (err == cudaErrorNotReady) {
       (void)cudaGetLastError();

@@ -122,23 +122,10 @@ struct AmpUnscaleFunctor {
       }
     } else {
       const O s = O(*inv_scale);
-      const int step = int(blockDim.x) * kIlp;
-      for (int base = int(threadIdx.x); base < n; base += step) {
-        O a[kIlp];
-#pragma unroll
-        for (int k = 0; k < kIlp; ++k) {
-          const int i = base + k * int(blockDim.x);
-          a[k] = i < n ? IO::load(x, i) : O(0);
-        }
-#pragma unroll
-        for (int k = 0; k < kIlp; ++k) {
-          const int i = base + k * int(blockDim.x);
-          if (i < n) {
-            bad |= !(a[k] - a[k] == O(0));
-            IO::store(x, i, a[k] * s);
-          }
-        }
-      }
+      map_chunk<1>(x, x, static_cast<const S*>(nullptr), static_cast<const S*>(nullptr), n, [&](O a, O, O) {
+        bad |= !(a - a == O(0));
+        return a * s;
+      });
     }
     if (bad) *found_inf = 1.0f;
   }
