@@ -39,9 +39,12 @@ namespace jit {
 // strides and shape passed at run time, so one kernel serves every shape of
 // the same layout class) in blocks of B elements of a row: the largest of
 // 2048, 1024, 512 and 256 whose blocks (all of them, in their math types)
-// take at most 24 KiB, half of a 48 KiB L1 (measured: the gelu chain's six
+// take at most 24 KiB, half of a 48 KiB L1 (measured on the EPYC: the gelu chain's six
 // blocks run 1.5x faster at 1024 elements than at 256, the plain-op Adam's
-// seventeen 1.5x slower at 512 than at 256).
+// seventeen 1.5x slower at 512 than at 256); a call long enough to
+// prefetch walks its 1-d range in blocks of 256 (Note [Prefetching in
+// generated kernels]: the gelu chain of 2^24 floats 10.3 ms at 1024, 9.3 at
+// 256, on the Xeon).
 // Per block it loads each external operand into a block of its math type
 // (float for float16/bfloat16, as the eager kernels compute; a broadcast
 // operand as one value), runs the nodes, and stores the results that leave
@@ -407,6 +410,7 @@ class Gen {
 
   void emit_node(const Node& n);
   std::vector<std::string> assemble_steps();
+  std::vector<std::string> carry_prefetches(const std::vector<std::string>& body) const;
   void build(const std::string& name, CpuKernel& kern);
 };
 
@@ -919,6 +923,47 @@ std::vector<std::string> Gen::assemble_steps() {
   return body;
 }
 
+// Note [Prefetching in generated kernels]
+// On the 2-core Xeon of docs/performance.md one core streams memory at
+// half the speed it can when the loads and the stores' line fills are not
+// asked for ahead: a copy of 2^24 floats takes 9.8 ms, 4.9 ms with a
+// software prefetch of the source and a prefetchw of the destination a
+// few KiB ahead, and the compiled gelu chain took the sum of its memory
+// time and its arithmetic (16 ms) instead of their maximum. So each block
+// of a kernel prefetches, for every operand, the lines cg::kPrefetchAhead
+// elements ahead of the one it is at (the next blocks of a row: reading,
+// or for writing the lines it will store), one prefetch per operand and
+// vector, spread over the kernel's work: inside its first vector-math
+// loop (the expensive one: erf, exp, ...), else inside its first scalar
+// loop in chunks of 16 elements. All at the start of a block instead (a
+// burst of 16-64 prefetches) keeps the line-fill buffers full and gains
+// half as much. An operand with a stride over 16 bytes (a column) or 0 (a
+// broadcast) prefetches its block's own first element, a hit. Prefetches
+// past the end of a tensor do not fault. Values do not change.
+std::vector<std::string> Gen::carry_prefetches(const std::vector<std::string>& body) const {
+  std::vector<std::string> out = body;
+  if (args_.empty()) return out;
+  for (std::string& b : out)
+    for (const char* v : {"cg::vmap1(", "cg::vmap2("})
+      if (b.rfind(v, 0) == 0) {
+        // the vmap's last argument is its lambda: add pf after it
+        const size_t close = b.rfind(");");
+        if (close == std::string::npos) continue;
+        b = b.substr(0, close) + ", pf" + b.substr(close);
+        return out;
+      }
+  const std::string loop = "_Pragma(\"GCC ivdep\") for (int64_t i = 0; i < n; ++i) {";
+  for (std::string& b : out)
+    if (b.rfind(loop, 0) == 0) {
+      // (the chunks cost: calls that do not prefetch run the plain loop)
+      b = "if (prefetching) { for (int64_t i0 = 0; i0 < n; i0 += 16) { pf(i0); const int64_t e0 = n - i0 < 16 ? n : i0 + 16; "
+          "_Pragma(\"GCC ivdep\") for (int64_t i = i0; i < e0; ++i) {" +
+          b.substr(loop.size()) + " } } else { " + b + " }";
+      return out;
+    }
+  return out;
+}
+
 void Gen::build(const std::string& name, CpuKernel& kern) {
   if (grp_.nodes.empty()) no("an empty group");
   const Node& first = g_.nodes.at(grp_.nodes[0]);
@@ -977,10 +1022,20 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   for (auto& p : prelude_) s << "  " << p << "\n";
   for (size_t j = 0; j < args_.size(); ++j)
     for (int d = 0; d < nd; ++d) s << "  const int64_t s" << j << "_" << d << " = strides[" << j * nd + d << "];\n";
+  for (size_t j = 0; j < args_.size(); ++j)
+    s << "  const int64_t f" << j << " = cg::prefetch_step(s" << j << "_0, end - begin); (void)f" << j << ";\n";
+  {
+    std::string any = "  const bool prefetching = (0";
+    for (size_t j = 0; j < args_.size(); ++j) any += " | f" + std::to_string(j);
+    s << any << ") != 0; (void)prefetching;\n";
+  }
   std::string ind = "    ";
   if (nd == 1) {
-    s << "  for (int64_t b0 = begin; b0 < end; b0 += B) {\n"
-      << "    const int64_t n = end - b0 < B ? end - b0 : B;\n";
+    // (a prefetching call walks blocks of 256 unless max-autotune chose the
+    // block: Note [Prefetching in generated kernels])
+    s << (forced_block_ ? "  const int64_t Bs = B;\n" : "  const int64_t Bs = prefetching && B > 256 ? 256 : B;\n")
+      << "  for (int64_t b0 = begin; b0 < end; b0 += Bs) {\n"
+      << "    const int64_t n = end - b0 < Bs ? end - b0 : Bs;\n";
     for (size_t j = 0; j < args_.size(); ++j)
       s << "    char* p" << j << " = ptrs[" << j << "] + b0 * s" << j << "_0;\n";
   } else {
@@ -994,8 +1049,16 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
       s << "    char* p" << j << " = ptrs[" << j << "] + o * s" << j << "_1 + b0 * s" << j << "_0;\n";
   }
   for (size_t j = 0; j < args_.size(); ++j) s << ind << "(void)p" << j << ";\n";
+  const std::vector<std::string> carried = carry_prefetches(body);
+  if (carried != body) {
+    std::string pf = "const auto pf = [&](int64_t i) {";
+    for (size_t j = 0; j < args_.size(); ++j)
+      pf += std::string(" cg::pf_") + (args_[j].written ? "w" : "r") + "(p" + std::to_string(j) + " + (i + cg::kPrefetchAhead) * f" +
+            std::to_string(j) + ");";
+    s << ind << pf << " };\n";
+  }
   for (auto& l : loads_) s << ind << l << "\n";
-  for (auto& b : body) s << ind << b << "\n";
+  for (auto& b : carried) s << ind << b << "\n";
   for (auto& [buf, blk] : bufs_.last_write()) {
     const int j = arg_of_geo_.at(bufs_.written_geometry(buf));
     if (auto d = direct_.find(blk.name); d != direct_.end()) s << ind << "if (" << d->second << " == " << blk.name << ") ";

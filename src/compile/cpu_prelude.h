@@ -121,6 +121,18 @@ inline void vmap1(T* o, const T* a, int64_t n, const F& f) {
     for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
   }
 }
+/// vmap1 that calls pf(i) before each whole vector (the group's prefetches,
+/// Note [Prefetching in generated kernels] in codegen_cpu.cpp).
+template <class T, class F, class P>
+inline void vmap1(T* o, const T* a, int64_t n, const F& f, const P& pf) {
+  constexpr int N = vec::kLanes<T>;
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    pf(i);
+    vec::storeu(o + i, f(vec::loadu(a + i)));
+  }
+  if (i < n) vmap1(o + i, a + i, n - i, f);
+}
 template <class T, class F>
 inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
   constexpr int N = vec::kLanes<T>;
@@ -132,6 +144,42 @@ inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
     vec::storeu(r, f(vec::loadu(ta), vec::loadu(tb)));
     for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
   }
+}
+
+template <class T, class F, class P>
+inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f, const P& pf) {
+  constexpr int N = vec::kLanes<T>;
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    pf(i);
+    vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+  }
+  if (i < n) vmap2(o + i, a + i, b + i, n - i, f);
+}
+
+/// Elements a generated kernel prefetches ahead of the one it is at, per
+/// operand (Note [Prefetching in generated kernels] in codegen_cpu.cpp).
+inline constexpr int64_t kPrefetchAhead = 1024;
+/// Calls over fewer elements do not prefetch (their data is mostly in cache,
+/// and the prefetches past their end would be wasted).
+inline constexpr int64_t kPrefetchMin = 65536;
+/// The step of an operand's prefetch address per element: its stride when
+/// that is at most 16 bytes (a row read element after element) and the call
+/// covers `count` >= kPrefetchMin elements, else 0 (the prefetch then
+/// touches the block's own first element, a cache hit).
+inline int64_t prefetch_step(int64_t stride, int64_t count) {
+  return count >= kPrefetchMin && stride > 0 && stride <= 16 ? stride : 0;
+}
+/// Prefetch for reading, or for writing (the line arrives owned, so the
+/// store does not wait for it).
+inline void pf_r(const char* p) { __builtin_prefetch(p, 0, 3); }
+/// (prefetchw is a NOP on x86 cores without it, so it needs no -mprfchw.)
+inline void pf_w(const char* p) {
+#if defined(__x86_64__)
+  asm volatile("prefetchw %0" : : "m"(*p));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
 }
 
 // ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------

@@ -872,6 +872,56 @@ TEST_F(CodegenCpu, TracedGraphs) {
 // eager cannot make), 16-bit results rounded in registers, broadcast
 // operands, runs split by vector-math nodes, strided results (no direct
 // store), each bit-equal to eager.
+// Note [Prefetching in generated kernels]: calls of at least
+// cg::kPrefetchMin elements prefetch ahead, carried by the first vector
+// loop or, without one, by the first scalar loop in chunks of 16, and walk
+// 1-d ranges in blocks of 256; none of it may change a value, at any size
+// (tails that are not whole chunks or vectors), split or not.
+TEST_F(CodegenCpu, PrefetchingCallsMatchEager) {
+  for (ScalarType dt : {kFloat, kDouble, kHalf})
+    for (int64_t n : {int64_t(65536), int64_t(200003)}) {
+      {  // a vector loop carries the prefetches
+        Recorder r;
+        Tensor x = test_values(n, dt, 8, 3);
+        r.input(x);
+        Tensor e = r.unary(UnaryMode::erf, r.div(x, Scalar(1.41421)));
+        Tensor y = r.mul(r.mul(x, Scalar(0.5)), r.add(e, Scalar(1.0)));
+        const Group grp = r.group({y});
+        CpuCodegen cg = generate_cpu(r.g, grp);
+        ASSERT_TRUE(cg.ok) << cg.reason;
+        EXPECT_NE(cg.kernel.body.find(", pf);"), std::string::npos) << cg.kernel.body;
+        EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
+        EXPECT_TRUE(check_group(r, grp, 3)) << dt << " n=" << n << " split";
+      }
+      {  // a register run carries them, in chunks of 16; an operand read and written in place
+        Recorder r;
+        Tensor x = test_values(n, dt, 4, 5), w = test_values(n, dt, 3, 6);
+        r.input(x);
+        r.input(w);
+        Tensor a = r.add(r.mul(x, w), r.mul(x, Scalar(0.25)));
+        Tensor y = r.add(w, r.div(a, r.add(r.mul(w, w), Scalar(1.0))), -0.5);
+        r.copy(w, y);
+        const Group grp = r.group({w});
+        CpuCodegen cg = generate_cpu(r.g, grp);
+        ASSERT_TRUE(cg.ok) << cg.reason;
+        EXPECT_NE(cg.kernel.body.find("pf(i0);"), std::string::npos) << cg.kernel.body;
+        EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
+        EXPECT_TRUE(check_group(r, grp, 3)) << dt << " n=" << n << " split";
+      }
+    }
+  // rows (2-d kernels), a transposed operand (no prefetch step for it) and a
+  // broadcast row, through the tracer
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    Tensor x = test_values(400 * 512, dt, 6, 7).reshape({400, 512}), y = test_values(512, dt, 3, 2);
+    Tensor xt = test_values(512 * 400, dt, 6, 8).reshape({512, 400}).t();
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return a * 0.5 * (1.0 + erf(a / 1.41421)) - b; }, x, y), 100)
+        << dt;
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return (a * b + a * 0.5) / (b * b + 1.0); }, xt, y), 100)
+        << dt;
+    EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return a * b.exp() + b; }, x, xt), 100) << dt;
+  }
+}
+
 TEST_F(CodegenCpu, RegisterRunsMatchEager) {
   for (ScalarType dt : {kFloat, kDouble, kBFloat16, kHalf}) {
     Tensor x = test_values(17 * 64, dt).reshape({17, 64}), y = test_values(64, dt, 3, 2);
