@@ -127,9 +127,13 @@ def main():
     print("| case | brisk eager | brisk compiled | PyTorch eager | torch.compile | compiled vs eager brisk | vs torch.compile |")
     print("|---|---|---|---|---|---|---|")
 
+    def ratio(other, compiled):
+        r = other / compiled  # above 1: compiled is faster
+        return f"{r:.2f}x faster" if r >= 1 else f"{compiled / other:.2f}x slower"
+
     def row(name, be, bc, te, tc, unit="ms"):
         print(f"| {name} | {be:.2f} {unit} | {bc:.2f} {unit} | {te:.2f} {unit} | {tc:.2f} {unit} | "
-              f"{be / bc:.2f}x faster | {tc / bc:.2f}x faster |")
+              f"{ratio(be, bc)} | {ratio(tc, bc)} |")
 
     row("gelu chain, 2^24 float32", b["gelu_eager_ms"], b["gelu_compiled_ms"], t["gelu_torch_eager_ms"],
         t["gelu_torch_compiled_ms"])
