@@ -173,9 +173,10 @@ inline int64_t prefetch_step(int64_t stride, int64_t count) {
 /// Prefetch for reading, or for writing (the line arrives owned, so the
 /// store does not wait for it).
 inline void pf_r(const char* p) { __builtin_prefetch(p, 0, 3); }
-/// (prefetchw is a NOP on x86 cores without it, so it needs no -mprfchw.)
+/// (Every AVX-512 core has prefetchw; the other variants, built without
+/// -mprfchw, get a read prefetch from __builtin_prefetch.)
 inline void pf_w(const char* p) {
-#if defined(__x86_64__)
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
   asm volatile("prefetchw %0" : : "m"(*p));
 #else
   __builtin_prefetch(p, 1, 3);
