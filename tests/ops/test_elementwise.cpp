@@ -547,6 +547,56 @@ TEST(Large, ThreadedMatchesReference) {
   check_result(cr, expected1(cl, sigmoid_ref, kFloat), kFloat, "large channels_last sigmoid");
 }
 
+// Note [Prefetching in the eager loops]: runs of kPrefetchMin (65536)
+// elements or more walk their contiguous loops in prefetching spans; the
+// values must be those of the plain loop that shorter runs take, bit for
+// bit: every op below on 3 * 65536 + 37 elements (one and two threads)
+// against the same op on contiguous pieces of 4096 (a multiple of every
+// vector length, so the vector kernels form the same vectors).
+TEST(Large, PrefetchedRunsMatchShortRuns) {
+  const int64_t n = 3 * 65536 + 37, piece = 4096;
+  struct Case {
+    const char* name;
+    ScalarType dt;
+    std::function<Tensor(const Tensor&, const Tensor&)> f;
+  };
+  const std::vector<Case> cases = {
+      {"add", kFloat, [](const Tensor& a, const Tensor& b) { return a + b; }},
+      {"mul scalar", kFloat, [](const Tensor& a, const Tensor&) { return a * 2.5; }},
+      {"scalar sub", kFloat, [](const Tensor& a, const Tensor&) { return sub(full({}, 2.5), a); }},
+      {"erf", kFloat, [](const Tensor& a, const Tensor&) { return a.erf(); }},
+      {"exp double", kDouble, [](const Tensor& a, const Tensor&) { return a.exp(); }},
+      {"atan2", kFloat, [](const Tensor& a, const Tensor& b) { return atan2(a, b); }},
+      {"pow scalar", kDouble, [](const Tensor& a, const Tensor&) { return a.abs().pow(2.5); }},
+      {"div double", kDouble, [](const Tensor& a, const Tensor& b) { return a / b; }},
+      {"mul half", kHalf, [](const Tensor& a, const Tensor& b) { return a * b; }},
+      {"tanh bfloat16", kBFloat16, [](const Tensor& a, const Tensor&) { return a.tanh(); }},
+      {"add int32", kInt32, [](const Tensor& a, const Tensor& b) { return a + b; }},
+      {"lt", kFloat, [](const Tensor& a, const Tensor& b) { return a.lt(b); }},
+      {"mul_ in place", kFloat, [](const Tensor& a, const Tensor& b) { return a.clone().mul_(b); }},
+      {"erf_ in place", kFloat, [](const Tensor& a, const Tensor&) { return a.clone().erf_(); }},
+  };
+  for (const Case& c : cases) {
+    const Tensor a = make({n}, c.dt, Dom::Any, 11), b = make({n}, c.dt, Dom::NonZero, 12);
+    set_num_threads(1);
+    std::vector<Tensor> parts;
+    for (int64_t i = 0; i < n; i += piece) {
+      const int64_t e = std::min(n, i + piece);
+      parts.push_back(c.f(a.slice(0, i, e), b.slice(0, i, e)));
+    }
+    const Tensor want = cat(parts, 0);
+    for (int threads : {1, 2}) {
+      set_num_threads(threads);
+      const Tensor got = c.f(a, b);
+      ASSERT_EQ(got.dtype(), want.dtype()) << c.name;
+      ASSERT_EQ(got.numel(), n) << c.name;
+      EXPECT_EQ(std::memcmp(got.data_ptr(), want.data_ptr(), n * element_size(got.dtype())), 0)
+          << c.name << " on " << threads << " threads";
+    }
+  }
+  set_num_threads(1);
+}
+
 // Casts between float32 and bfloat16 large enough for the streaming-store
 // path (Note [Streaming converting copies]: 16 MB of output or more) give,
 // bit for bit, what the scalar conversion gives: every float32 bit pattern

@@ -50,8 +50,11 @@ inline void vec_unary_kernel(TensorIter& it, const F& f) {
       if (s[0] == int64_t(sizeof(T)) && s[1] == int64_t(sizeof(T))) {
         T* o = reinterpret_cast<T*>(p[0]);
         const T* x = reinterpret_cast<const T*>(p[1]);
-        int64_t i = 0;
-        for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(x + i)));
+        const int64_t whole = n / N * N;
+        prefetched_spans<1>(whole, o, sizeof(T), {x}, {int64_t(sizeof(T))}, [&](int64_t i0, int64_t i1) {
+          for (int64_t i = i0; i < i1; i += N) vec::storeu(o + i, f(vec::loadu(x + i)));
+        });
+        const int64_t i = whole;
         if (i < n) {
           alignas(64) T buf[N];
           std::copy(x + i, x + n, buf);
@@ -107,13 +110,19 @@ inline void vec_binary_kernel(TensorIter& it, const F& f) {
         T* o = reinterpret_cast<T*>(p[0]);
         const T* a = reinterpret_cast<const T*>(p[1]);
         const T* b = reinterpret_cast<const T*>(p[2]);
-        int64_t i = 0;
+        const int64_t whole = n / N * N;
         if (s[2] == 0) {
           const V bv = vec::splat<V>(b[0]);
-          for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), bv));
+          prefetched_spans<1>(whole, o, sizeof(T), {a}, {int64_t(sizeof(T))}, [&](int64_t i0, int64_t i1) {
+            for (int64_t i = i0; i < i1; i += N) vec::storeu(o + i, f(vec::loadu(a + i), bv));
+          });
         } else {
-          for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+          prefetched_spans<2>(whole, o, sizeof(T), {a, b}, {int64_t(sizeof(T)), int64_t(sizeof(T))},
+                              [&](int64_t i0, int64_t i1) {
+                                for (int64_t i = i0; i < i1; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
+                              });
         }
+        const int64_t i = whole;
         if (i < n) {
           alignas(64) T ba[N] = {}, bb[N] = {};
           for (int64_t k = i; k < n; ++k) ba[k - i] = a[k], bb[k - i] = b[s[2] ? k : 0];
