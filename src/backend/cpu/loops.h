@@ -45,9 +45,12 @@ inline constexpr int64_t kPrefetchMin = 65536;
 inline constexpr int64_t kPrefetchSpan = 16;
 inline constexpr int64_t kPrefetchAhead = 4096;
 inline void prefetch_read(const void* p) { __builtin_prefetch(p, 0, 3); }
+/// prefetchw in the avx512 variant (every AVX-512 core has it); the other
+/// variants, built without -mprfchw, get __builtin_prefetch's write hint (a
+/// read prefetch there).
 inline void prefetch_write(const void* p) {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));  // a NOP on cores without it
+#if defined(__AVX512F__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
 #else
   __builtin_prefetch(p, 1, 3);
 #endif
