@@ -57,8 +57,10 @@ namespace jit {
 //  - Each node's loop is the eager kernel's lambda, the same expression (so
 //    GCC contracts a * b + c into an FMA exactly where the eager kernel file
 //    does: both are compiled with the same ISA flags, -O3 and the default
-//    -ffp-contract=fast), and vector ops call the same vec:: functions at the
-//    same vector width (the variant eager picked at start-up).
+//    -ffp-contract=fast; only the preferred width of GCC's vectorized plain
+//    loops differs, which changes no value), and vector ops call the same
+//    vec:: functions at the same vector width (the variant eager picked at
+//    start-up).
 //  - Nothing contracts across nodes: a node's result is a block in memory
 //    and an asm memory barrier follows each loop; inside a register run
 //    each product is sealed (cg::seal).
