@@ -1266,7 +1266,11 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles, bool variants) {
       which.push_back(i);
       if (variants)
         for (int64_t b : {256, 512, 1024, 2048}) {
-          if (b == out.code[i].kernel.block) {
+          // the default kernel serves as the variant of its own block only
+          // at 256: a larger default walks a prefetching call in blocks of
+          // 256 (Note [Prefetching in generated kernels]), a forced block
+          // does not
+          if (b == out.code[i].kernel.block && b == 256) {
             out.variants[i].push_back(out.code[i].kernel);
             continue;
           }
@@ -1281,7 +1285,7 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles, bool variants) {
   for (size_t i = 0; i < g.groups.size(); ++i) {
     out.variant_fns[i].assign(out.variants[i].size(), nullptr);
     for (size_t v = 0; v < out.variants[i].size(); ++v)
-      if (out.variants[i][v].block != out.code[i].kernel.block) {
+      if (out.variants[i][v].name != out.code[i].kernel.name) {
         ks.push_back(&out.variants[i][v]);
         variant_at.push_back({i, v});
       }
@@ -1307,7 +1311,7 @@ CpuGraphKernels build_cpu_kernels(const Graph& g, bool singles, bool variants) {
     out.variant_fns[variant_at[k - n_default].first][variant_at[k - n_default].second] = fns[slot[k]];
   for (size_t i = 0; i < g.groups.size(); ++i)
     for (size_t v = 0; v < out.variants[i].size(); ++v)
-      if (out.variants[i][v].block == out.code[i].kernel.block) out.variant_fns[i][v] = out.fns[i];
+      if (out.variants[i][v].name == out.code[i].kernel.name) out.variant_fns[i][v] = out.fns[i];
   return out;
 }
 

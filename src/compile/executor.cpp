@@ -1336,9 +1336,13 @@ int Executable::tune(int gi, const Bound& bound) const {
   int64_t touched = 0;
   for (const CpuKernelArg& a : vs[0].args) touched += vs[0].numel * static_cast<int64_t>(element_size(a.dtype));
   if (touched < kAutotuneMinBytes) {
+    // the default kernel itself where it is a variant (its block 256), else
+    // the variant of its block
     int keep = 0;
     for (size_t v = 0; v < vs.size(); ++v)
       if (vs[v].block == kernels_.code[gi].kernel.block) keep = static_cast<int>(v);
+    for (size_t v = 0; v < vs.size(); ++v)
+      if (vs[v].name == kernels_.code[gi].kernel.name) keep = static_cast<int>(v);
     tune_notes_[gi] = "g" + std::to_string(gi) + ": block " + std::to_string(vs[keep].block) + " (" +
                       std::to_string(touched >> 10) + " KiB of data: too small to time alone)";
     chosen_[gi].store(keep, std::memory_order_release);

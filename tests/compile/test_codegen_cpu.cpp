@@ -775,6 +775,26 @@ TEST_F(CodegenCpu, GraphKernelsOnThePool) {
   }
   set_num_threads(1);
   EXPECT_GE(fused, 2);
+
+  // max-autotune's variants: each block size is its own kernel that walks
+  // that block, except the default kernel standing for 256 (a larger
+  // default walks a prefetching call in blocks of 256, so it cannot stand
+  // for its own block: Note [Prefetching in generated kernels])
+  CpuGraphKernels gv = build_cpu_kernels(g, false, true);
+  int checked = 0;
+  for (size_t i = 0; i < g.groups.size(); ++i) {
+    if (!gv.code[i].ok) continue;
+    const CpuKernel& d = gv.code[i].kernel;
+    ASSERT_EQ(gv.variants[i].size(), 4u) << gv.code[i].reason;
+    for (size_t v = 0; v < gv.variants[i].size(); ++v) {
+      const CpuKernel& k = gv.variants[i][v];
+      EXPECT_EQ(k.name == d.name, k.block == d.block && d.block == 256) << k.name << " block " << k.block;
+      if (k.name != d.name) EXPECT_EQ(k.body.find("Bs = prefetching"), std::string::npos) << k.body;
+      EXPECT_NE(gv.variant_fns[i][v], nullptr);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8);
 }
 
 // Note [Vectors as eager forms them]: Sleef's sin takes a slower reduction
