@@ -166,10 +166,14 @@ def with_layout(t, layout):
     under no_grad (torch would carry that into later in-place checks)."""
     shape = list(t.shape)
     if layout == "t" and t.dim() >= 2:
-        strides, n = [0] * t.dim(), 1
-        for d in range(t.dim()):
-            strides[d] = n
-            n *= max(shape[d], 1)
+        # the strides brisk_fuzz_runner's make_input gets from
+        # x.permute(rev).contiguous().permute(rev): contiguous() keeps a
+        # tensor that is contiguous already whatever its size-1 dims'
+        # strides (computing them as reversed products gave (2, 1, 1, 1)
+        # the strides (1, 2, 2, 2) here and (1, 1, 1, 1) in the runner:
+        # seed 167 case 367574, a view that only one side could make)
+        rev = list(range(t.dim() - 1, -1, -1))
+        strides = torch.empty(shape).permute(rev).contiguous().permute(rev).stride()
         out = torch.empty_strided(shape, strides, dtype=t.dtype)
     elif layout == "step" and t.dim() >= 1 and shape[0]:
         strides = [s * 2 if d == 0 else s for d, s in enumerate(torch.empty(shape).stride())]
