@@ -1055,7 +1055,7 @@ void Gen::build(const std::string& name, CpuKernel& kern) {
   if (carried != body) {
     std::string pf = "const auto pf = [&](int64_t i) {";
     for (size_t j = 0; j < args_.size(); ++j)
-      pf += std::string(" cg::pf_") + (args_[j].written ? "w" : "r") + "(p" + std::to_string(j) + " + (i + cg::kPrefetchAhead) * f" +
+      pf += std::string(" prefetch_") + (args_[j].written ? "write" : "read") + "(p" + std::to_string(j) + " + (i + cg::kPrefetchAhead) * f" +
             std::to_string(j) + ");";
     s << ind << pf << " };\n";
   }
@@ -1109,6 +1109,7 @@ namespace {
 // compiler's dependency output): their content is part of every cache key.
 const char* const kPreludeHeaders[] = {"src/compile/cpu_prelude.h", "src/backend/cpu/vec_math.h",
                                        "src/backend/cpu/vec_tables.h", "src/backend/cpu/vec_composite.h",
+                                       "src/backend/cpu/prefetch.h",
                                        "src/kernels/math.h",
                                        "include/brisk/dtype.h", "include/brisk/half.h"};
 

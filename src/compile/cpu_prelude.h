@@ -18,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "backend/cpu/prefetch.h"
 #include "backend/cpu/vec_math.h"
 #include "backend/cpu/vec_composite.h"
 #include "brisk/dtype.h"
@@ -107,13 +108,19 @@ inline void fill(T* dst, T v, int64_t n) {
 // vector padded with zeros. Blocks start at such vector boundaries
 // (codegen_cpu.h: split points).
 
+inline constexpr auto kNoPrefetch = [](int64_t) {};
 /// o[i] = f(a[i]), i < n, over whole vectors; a partial last vector padded
-/// with zeros.
-template <class T, class F>
-inline void vmap1(T* o, const T* a, int64_t n, const F& f) {
+/// with zeros. pf(i) runs before each whole vector (the group's prefetches,
+/// Note [Prefetching in generated kernels] in codegen_cpu.cpp; none by
+/// default).
+template <class T, class F, class P = decltype(kNoPrefetch)>
+inline void vmap1(T* o, const T* a, int64_t n, const F& f, const P& pf = kNoPrefetch) {
   constexpr int N = vec::kLanes<T>;
   int64_t i = 0;
-  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i)));
+  for (; i + N <= n; i += N) {
+    pf(i);
+    vec::storeu(o + i, f(vec::loadu(a + i)));
+  }
   if (i < n) {
     alignas(64) T ta[N] = {}, r[N];
     for (int64_t k = i; k < n; ++k) ta[k - i] = a[k];
@@ -121,40 +128,20 @@ inline void vmap1(T* o, const T* a, int64_t n, const F& f) {
     for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
   }
 }
-/// vmap1 that calls pf(i) before each whole vector (the group's prefetches,
-/// Note [Prefetching in generated kernels] in codegen_cpu.cpp).
-template <class T, class F, class P>
-inline void vmap1(T* o, const T* a, int64_t n, const F& f, const P& pf) {
-  constexpr int N = vec::kLanes<T>;
-  int64_t i = 0;
-  for (; i + N <= n; i += N) {
-    pf(i);
-    vec::storeu(o + i, f(vec::loadu(a + i)));
-  }
-  if (i < n) vmap1(o + i, a + i, n - i, f);
-}
-template <class T, class F>
-inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f) {
-  constexpr int N = vec::kLanes<T>;
-  int64_t i = 0;
-  for (; i + N <= n; i += N) vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
-  if (i < n) {
-    alignas(64) T ta[N] = {}, tb[N] = {}, r[N];
-    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k], tb[k - i] = b[k];
-    vec::storeu(r, f(vec::loadu(ta), vec::loadu(tb)));
-    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
-  }
-}
-
-template <class T, class F, class P>
-inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f, const P& pf) {
+template <class T, class F, class P = decltype(kNoPrefetch)>
+inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f, const P& pf = kNoPrefetch) {
   constexpr int N = vec::kLanes<T>;
   int64_t i = 0;
   for (; i + N <= n; i += N) {
     pf(i);
     vec::storeu(o + i, f(vec::loadu(a + i), vec::loadu(b + i)));
   }
-  if (i < n) vmap2(o + i, a + i, b + i, n - i, f);
+  if (i < n) {
+    alignas(64) T ta[N] = {}, tb[N] = {}, r[N];
+    for (int64_t k = i; k < n; ++k) ta[k - i] = a[k], tb[k - i] = b[k];
+    vec::storeu(r, f(vec::loadu(ta), vec::loadu(tb)));
+    for (int64_t k = i; k < n; ++k) o[k] = r[k - i];
+  }
 }
 
 /// Elements a generated kernel prefetches ahead of the one it is at, per
@@ -169,18 +156,6 @@ inline constexpr int64_t kPrefetchMin = 65536;
 /// touches the block's own first element, a cache hit).
 inline int64_t prefetch_step(int64_t stride, int64_t count) {
   return count >= kPrefetchMin && stride > 0 && stride <= 16 ? stride : 0;
-}
-/// Prefetch for reading, or for writing (the line arrives owned, so the
-/// store does not wait for it).
-inline void pf_r(const char* p) { __builtin_prefetch(p, 0, 3); }
-/// (Every AVX-512 core has prefetchw; the other variants, built without
-/// -mprfchw, get a read prefetch from __builtin_prefetch.)
-inline void pf_w(const char* p) {
-#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
-  asm volatile("prefetchw %0" : : "m"(*p));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
 }
 
 // ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------

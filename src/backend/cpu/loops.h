@@ -12,6 +12,7 @@
 #include <tuple>
 #include <utility>
 
+#include "backend/cpu/prefetch.h"
 #include "core/dispatch.h"
 #include "core/parallel.h"
 #include "core/tensor_iter.h"
@@ -44,17 +45,6 @@ namespace BRISK_CPU_ISA {
 inline constexpr int64_t kPrefetchMin = 65536;
 inline constexpr int64_t kPrefetchSpan = 16;
 inline constexpr int64_t kPrefetchAhead = 4096;
-inline void prefetch_read(const void* p) { __builtin_prefetch(p, 0, 3); }
-/// prefetchw in the avx512 variant (every AVX-512 core has it); the other
-/// variants, built without -mprfchw, get __builtin_prefetch's write hint (a
-/// read prefetch there).
-inline void prefetch_write(const void* p) {
-#if defined(__AVX512F__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
 /// Runs body(i0, i1) over [0, n) in spans, prefetching ahead of each for
 /// out (written) and ins (read), all contiguous with element sizes out_es
 /// and in_es. For n < kPrefetchMin: body(0, n).
