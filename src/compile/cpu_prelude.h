@@ -5,10 +5,12 @@
 // eager kernels' values bit for bit.
 //
 // Compiled with the flags of the eager per-ISA kernel files
-// (cmake/BriskCpuKernels.cmake, -DBRISK_CPU_ISA=<variant>); not part of the
-// library's own build. An installed brisk needs this header, kernels/math.h,
-// backend/cpu/vec_math.h, backend/cpu/vec_composite.h and brisk/half.h,
-// brisk/dtype.h installed with it.
+// (cmake/BriskCpuKernels.cmake, -DBRISK_CPU_ISA=<variant>; the preferred
+// vector width excepted); not part of the library's own build. An
+// installed brisk needs this header and the others of kPreludeHeaders in
+// codegen_cpu.cpp (kernels/math.h, backend/cpu/vec_math.h, vec_tables.h,
+// vec_composite.h, prefetch.h, brisk/half.h, brisk/dtype.h) installed with
+// it.
 //
 // The composites come from backend/cpu/vec_composite.h, as the eager
 // kernel's do (test_codegen_cpu still compares every one with the kernel).
