@@ -77,6 +77,9 @@ namespace jit {
 
 namespace {
 
+/// How a vector run's code starts (Note [Vector runs]).
+constexpr const char* kVectorRun = "/*vector run*/ {";
+
 const char* cpp_type(ScalarType t) {
   switch (t) {
     case kBool: return "bool";
@@ -224,10 +227,15 @@ class Gen {
   struct Step {
     std::string code;                // raw code (when expr is empty)
     bool reg = false;                // a scalar loop that may join a run
-    bool product = false;            // reg: its value is a product (sealed in a run)
+    bool product = false;            // reg: its value is a product or a multiply-add (sealed in a run)
     Block out;                       // a scalar loop: the block it writes
     std::string expr;                // a scalar loop: the value, blocks read as @name@
     std::vector<std::string> reads;  // the blocks it reads (by name)
+    // Note [Vector runs]
+    std::string vexpr;               // reg: the value on vectors (float/double math), empty if none
+    bool vnode = false;              // a vector node: out = vfn(x[, y]) with x, y the blocks vargs
+    std::string vfn;
+    std::vector<std::string> vargs;
   };
   std::vector<Step> steps_;
   std::set<std::string> registers_only_;  // blocks whose values never leave their run (not declared)
@@ -235,9 +243,11 @@ class Gen {
   int nconst_ = 0, nblocks_ = 0;
   size_t block_bytes_ = 0;  // the kernel's stack blocks, bytes per element of a block
 
+  std::map<std::string, ScalarType> block_dt_;  // block name -> its math dtype
   std::string new_block(ScalarType dt, const std::string& prefix) {
     block_bytes_ += element_size(math_dt(dt));
     const std::string n = prefix + std::to_string(nblocks_++);
+    block_dt_[n] = math_dt(dt);
     decls_.push_back({n, std::string("alignas(64) ") + math_type(dt) + " " + n + "[B];"});
     return n;
   }
@@ -302,6 +312,7 @@ class Gen {
       code = "const " + m + "* l" + jj + " = (cg::ld<" + s + ">(lb" + jj + ", p" + jj + ", s" + jj + "_0, n), lb" + jj + ");";
     loads_.push_back(code);
     Block b{"l" + jj, op.dtype};
+    block_dt_[b.name] = math_dt(op.dtype);
     loaded_[gm] = b;
     return b;
   }
@@ -366,7 +377,7 @@ class Gen {
     const Block a = vec_src(a0);
     raw("cg::vmap1(" + o.name + ", " + a.name + ", n, [&](auto x) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });",
         {a.name});
-    node_vec_ = true;
+    vnode(o, fexpr, {a.name});
     round16(o);
   }
   void vec_loop2(const Block& o, const Block& a0, const Block& b0, const std::string& fexpr) {
@@ -376,8 +387,23 @@ class Gen {
     raw("cg::vmap2(" + o.name + ", " + a.name + ", " + b.name +
             ", n, [&](auto x, auto y) { using V = decltype(x); (void)sizeof(V); return " + fexpr + "; });",
         {a.name, b.name});
-    node_vec_ = true;
+    vnode(o, fexpr, {a.name, b.name});
     round16(o);
+  }
+  /// Marks the step just made as a vector node (Note [Vector runs]).
+  void vnode(const Block& o, const std::string& fexpr, std::vector<std::string> args) {
+    Step& st = steps_.back();
+    st.vnode = true;
+    st.out = o;
+    st.vfn = fexpr;
+    st.vargs = std::move(args);
+    node_vec_ = true;
+  }
+  /// The vector form of the scalar loop just made (Note [Vector runs]):
+  /// the same value lane by lane, operands as at() writes them.
+  void vform(const std::string& core) {
+    Step& st = steps_.back();
+    if (st.reg && !st.expr.empty()) st.vexpr = core;
   }
   void round16(const Block& o) {
     if (o.dt == kHalf || o.dt == kBFloat16)
@@ -395,6 +421,7 @@ class Gen {
   Block vec_src(const Block& b) {
     if (!b.scalar) return b;
     const std::string n = b.name + "_b";
+    block_dt_[n] = math_dt(b.dt);
     if (spread_.insert(n).second) {
       decls_.push_back({n, std::string("alignas(64) ") + math_type(b.dt) + " " + n + "[B];"});
       (b.per_block ? loads_ : prelude_).push_back("cg::fill(" + n + ", " + b.name + ", B);");
@@ -436,6 +463,7 @@ void Gen::emit_node(const Node& n) {
       Block o = output(n);
       if (in == dt0) {
         scalar_loop(o, at(a), true);
+        vform(at(a));
       } else {
         const bool narrow = in == kInt8 || in == kInt16 || dt0 == kInt8 || dt0 == kInt16;
         // float -> integer conversions past the range are undefined in C++;
@@ -455,6 +483,7 @@ void Gen::emit_node(const Node& n) {
       Block o = output(n);
       const std::string v = k(fill_lit(n.args.s0, dt0), math_dt(dt0));
       scalar_loop(o, v, true);
+      vform(v);
       return commit(o);
     }
     case OpId::add:
@@ -468,6 +497,7 @@ void Gen::emit_node(const Node& n) {
         scalar_loop(o, at(a) + (n.slot == OpId::add ? " || " : " && ") + at(b));
       } else if (n.slot == OpId::mul) {
         scalar_loop(o, at(a) + " * " + at(b), true, true);
+        vform(at(a) + " * " + at(b));
       } else {
         // alpha == M(1) is decided on the value eager compares
         bool unit = false;
@@ -481,10 +511,9 @@ void Gen::emit_node(const Node& n) {
           case kInt64: unit = n.args.s0.to<int64_t>() == 1; break;
           default: no("add on " + dn((dt0)));
         }
-        if (unit)
-          scalar_loop(o, at(a) + " + " + at(b), true);
-        else
-          scalar_loop(o, at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b), true);
+        const std::string e = unit ? at(a) + " + " + at(b) : at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b);
+        scalar_loop(o, e, true, !unit);  // (a fused multiply-add: sealed in a run)
+        vform(e);
       }
       return commit(o);
     }
@@ -504,9 +533,10 @@ void Gen::emit_node(const Node& n) {
         scalar_loop(o, std::string("math::trunc_div<") + cpp_type(dt0) + ">(" + at(a) + ", " + at(b) + ")");
       else if (n.args.mode == 2)
         scalar_loop(o, "math::floor_div(" + at(a) + ", " + at(b) + ")");
-      else if (n.args.mode == 0)
+      else if (n.args.mode == 0) {
         scalar_loop(o, at(a) + " / " + at(b), true);
-      else
+        vform(at(a) + " / " + at(b));
+      } else
         no("div mode " + std::to_string(n.args.mode));
       return commit(o);
     }
@@ -551,14 +581,14 @@ void Gen::emit_node(const Node& n) {
         same_dtypes(n, 1, 3, dt0);
         Block a = input(n, 1), b = input(n, 2);
         Block o = output(n);
-        scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + ")", true);
+        scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + ")", true, true);
         return commit(o);
       }
       need(4);
       same_dtypes(n, 1, 4, dt0);
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
-      scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + at(c) + ")", true);
+      scalar_loop(o, "math::lerp(" + at(a) + ", " + at(b) + ", " + at(c) + ")", true, true);
       return commit(o);
     }
     case OpId::addcmul:
@@ -570,7 +600,9 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
       const std::string v = k(scalar_lit(n.args.s0, dt0), math_dt(dt0));
-      scalar_loop(o, at(a) + " + " + v + " * " + at(b) + (n.slot == OpId::addcmul ? " * " : " / ") + at(c), true);
+      const std::string e = at(a) + " + " + v + " * " + at(b) + (n.slot == OpId::addcmul ? " * " : " / ") + at(c);
+      scalar_loop(o, e, true, true);
+      vform(e);
       return commit(o);
     }
     case OpId::clamp: {
@@ -695,6 +727,8 @@ void Gen::emit_node(const Node& n) {
         else if (e == -2) f = one + " / (" + x + " * " + x + ")";
         if (!f.empty()) {
           scalar_loop(o, f, true, e == 2 || e == 3);
+          const std::string vs = "vec::sqrt(cg::vv<V>(" + x + "))";  // (x may be a scalar)
+          vform(e == 0.5 ? vs : e == -0.5 ? one + " / " + vs : f);
           return commit(o);
         }
       }  // else eager takes Sleef's pow for every exponent
@@ -790,6 +824,17 @@ void Gen::emit_node(const Node& n) {
                               mode == UnaryMode::relu || mode == UnaryMode::sqrt || mode == UnaryMode::rsqrt ||
                               mode == UnaryMode::reciprocal,
                     mode == UnaryMode::square);
+        if (is_float_dt(t)) {  // (math::neg and math::square are -x and x * x on floats)
+          const std::string one = std::string(math_type(t)) + "(1)";
+          switch (mode) {
+            case UnaryMode::neg: vform("-(" + x + ")"); break;
+            case UnaryMode::square: vform(x + " * " + x); break;
+            case UnaryMode::sqrt: vform("vec::sqrt(cg::vv<V>(" + x + "))"); break;
+            case UnaryMode::rsqrt: vform(one + " / vec::sqrt(cg::vv<V>(" + x + "))"); break;
+            case UnaryMode::reciprocal: vform(one + " / " + x); break;
+            default: break;
+          }
+        }
       } else if (mode == UnaryMode::logit) {
         const double eps = n.args.has_s0 ? n.args.s0.to<double>() : -1.0;
         if (eps < 0) {
@@ -832,29 +877,88 @@ void Gen::emit_node(const Node& n) {
 // a product with the add that consumes it, so a run passes each value that
 // is a product (mul, square, pow 2 and 3) through cg::seal (its bits or-ed
 // with an opaque zero: one vpord per vector, which GCC vectorizes): a node's
-// a * b never fuses with the next node's + c, while the contraction
+// a * b never fuses with the next node's + c. A value that ends in a
+// multiply-add (add with an alpha, addcmul, addcdiv, lerp) is sealed too:
+// GCC folds a later node's negation into it (-(a + k * b) as one vfnmsub,
+// which gives +0 where eager's neg of a stored +0 gives -0; found by
+// VectorRunsMatchEager, and RegisterRunsMatchEager checks it). The contraction
 // inside a node's own expression (add's a + alpha * b) stays what the eager
-// kernel's loop does. Vector nodes (the vec:: math) keep their blocks and
-// split runs; runs do not mix float and double math. A float16 or
+// kernel's loop does. Vector nodes (the vec:: math) join plain arithmetic
+// in vector runs (Note [Vector runs]); runs do not mix float and double
+// math. A float16 or
 // bfloat16 result is rounded through its storage type in the register, as
 // eager's store rounds it (GCC vectorizes the conversions).
+//
+// Note [Vector runs]
+// A vector node (erf, exp, ... through vmap1/vmap2) between plain
+// arithmetic used to split the runs around it and keep its own loop and
+// block: the gelu chain x * 0.5 * (1 + erf(x / 1.41421)) ran three loops per
+// block, two blocks stored and read back. Consecutive steps that are
+// vector nodes or plain arithmetic with a vector form (add, mul, div,
+// addcmul/addcdiv, copies, fills, neg, square, sqrt, rsqrt, reciprocal, pow
+// by 2, 3, +-0.5, -1, -2), all into float (or all into double) and reading
+// blocks of that type, with at least one vector node among them, form a
+// vector run: one loop over the block's whole vectors in vec:: types, each
+// value a vector register, then the last partial vector once more on
+// zero-padded loads with partial stores. The vector nodes see the vectors
+// vmap1/vmap2 would give them (Note [Vectors as eager forms them]): the
+// same whole vectors from the block's start, and in the tail their
+// operands' pad lanes set to +0 (cg::zero_pad) as vmap pads them; the
+// lane-wise arithmetic does not care what the pad lanes hold. Nothing may
+// contract across nodes here either: products are sealed as in register
+// runs, and so is every vector node's result (its code may end in a
+// product). The vector forms compute what the scalar forms compute lane by
+// lane (+, -, *, / and sqrt are exactly rounded; a + alpha * b contracts in
+// both), so the values are eager's (the suites of test_codegen_cpu).
+// Measured on the gelu chain of 2^24 floats at one thread: see
+// docs/design/compile.md.
 std::vector<std::string> Gen::assemble_steps() {
   auto runnable = [&](const Step& st) {
     return st.reg && (math_dt(st.out.dt) == kFloat || math_dt(st.out.dt) == kDouble);
   };
-  // the run of each step (steps of one run share an id; others get their own)
-  std::vector<int> run(steps_.size());
-  for (size_t i = 0, id = 0; i < steps_.size(); ++i) {
-    if (i > 0 && runnable(steps_[i]) && runnable(steps_[i - 1]) &&
+  // the dtype a step would compute in a vector run, or kBool when it cannot
+  // join one
+  auto vec_dt = [&](const Step& st) -> ScalarType {
+    if (!st.vnode && (!st.reg || st.vexpr.empty())) return kBool;
+    const ScalarType t = st.out.dt;
+    if (t != kFloat && t != kDouble) return kBool;
+    for (const std::string& r : st.reads)
+      if (auto it = block_dt_.find(r); it == block_dt_.end() || it->second != t) return kBool;
+    return t;
+  };
+  // the run of each step (steps of one run share an id; others get their
+  // own): vector runs first, then register runs among the other steps
+  std::vector<int> run(steps_.size(), -1);
+  std::vector<char> vrun(steps_.size(), 0);
+  int id = 0;
+  for (size_t i = 0; i < steps_.size();) {
+    const ScalarType t = vec_dt(steps_[i]);
+    if (t == kBool) {
+      ++i;
+      continue;
+    }
+    size_t e = i + 1;
+    while (e < steps_.size() && vec_dt(steps_[e]) == t) ++e;
+    bool node = false;
+    for (size_t j = i; j < e; ++j) node |= steps_[j].vnode;
+    if (node && e - i > 1) {
+      for (size_t j = i; j < e; ++j) run[j] = id, vrun[j] = 1;
+      ++id;
+    }
+    i = e;
+  }
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (vrun[i]) continue;
+    if (i > 0 && !vrun[i - 1] && runnable(steps_[i]) && runnable(steps_[i - 1]) &&
         math_dt(steps_[i].out.dt) == math_dt(steps_[i - 1].out.dt))
       run[i] = run[i - 1];
     else
-      run[i] = static_cast<int>(id++);
+      run[i] = id++;
   }
   // which blocks must exist in memory: read by a step of another run, or stored
   std::map<std::string, int> producer;  // block -> its step
   for (size_t i = 0; i < steps_.size(); ++i)
-    if (!steps_[i].expr.empty()) producer[steps_[i].out.name] = static_cast<int>(i);
+    if (!steps_[i].expr.empty() || vrun[i]) producer[steps_[i].out.name] = static_cast<int>(i);
   std::set<std::string> in_memory;
   for (size_t i = 0; i < steps_.size(); ++i)
     for (const std::string& r : steps_[i].reads)
@@ -880,20 +984,68 @@ std::vector<std::string> Gen::assemble_steps() {
 
   std::vector<std::string> body;
   bool zeros = false;
+  // a vector run's loop (Note [Vector runs]): its whole vectors, then the
+  // partial last one (`tail`)
+  auto vector_run = [&](size_t i, size_t e) {
+    const ScalarType t = steps_[i].out.dt;
+    const std::string mt = math_type(t), z = t == kFloat ? "z32" : "z64";
+    auto text = [&](bool tail) {
+      std::set<std::string> regs;
+      std::map<std::string, std::string> loaded;  // a block read from memory: its vector, loaded at first use
+      std::string c;
+      auto ref = [&](const std::string& b) -> std::string {
+        if (regs.count(b)) return "r_" + b;
+        if (auto it = loaded.find(b); it != loaded.end()) return it->second;
+        const std::string x = "x_" + b;
+        c += " const V " + x + " = " + (tail ? "cg::load_part(" + b + " + i, m)" : "vec::loadu(" + b + " + i)") + ";";
+        return loaded[b] = x;
+      };
+      for (size_t j = i; j < e; ++j) {
+        const Step& st = steps_[j];
+        std::string v;
+        if (st.vnode) {
+          std::string args, params;
+          for (size_t a = 0; a < st.vargs.size(); ++a) {
+            const std::string r = ref(st.vargs[a]);
+            args += (a ? ", " : "") + (tail ? "cg::zero_pad(" + r + ", m)" : r);
+            params += a ? ", auto y" : "auto x";
+          }
+          v = "cg::vseal([&](" + params + ") { using V = decltype(x); (void)sizeof(V); return " + st.vfn + "; }(" + args +
+              "), " + z + ")";
+        } else {
+          v = "cg::vv<V>(" + with_refs(st.vexpr, ref) + ")";
+          if (st.product) v = "cg::vseal(" + v + ", " + z + ")";
+        }
+        c += " const V r_" + st.out.name + " = " + v + ";";
+        regs.insert(st.out.name);
+        if (in_memory.count(st.out.name)) {
+          const auto d = direct_.find(st.out.name);
+          const std::string dst = (d != direct_.end() ? d->second : st.out.name) + " + i, r_" + st.out.name;
+          c += tail ? " cg::store_part(" + dst + ", m);" : " vec::storeu(" + dst + ");";
+        }
+      }
+      return c;
+    };
+    return std::string(kVectorRun) + " using V = vec::Vec<" + mt + ">; constexpr int64_t N = vec::kLanes<" + mt +
+           ">; const int64_t nw = n - n % N; for (int64_t i = 0; i < nw; i += N) { /*pf*/" + text(false) +
+           " } if (nw < n) { const int64_t i = nw, m = n - nw;" + text(true) + " } }";
+  };
   for (size_t i = 0; i < steps_.size();) {
     size_t e = i + 1;
     while (e < steps_.size() && run[e] == run[i]) ++e;
-    if (steps_[i].expr.empty()) {
+    if ((e - i > 1 || vrun[i]) && !zeros) {
+      zeros = true;
+      prelude_.push_back("const uint32_t z32 = cg::opaque<uint32_t>(uint32_t(0)); (void)z32;");
+      prelude_.push_back("const uint64_t z64 = cg::opaque<uint64_t>(uint64_t(0)); (void)z64;");
+    }
+    if (vrun[i]) {
+      body.push_back(vector_run(i, e));
+    } else if (steps_[i].expr.empty()) {
       body.push_back(steps_[i].code);
     } else {
       // one loop; a block read in the run that an earlier step of the run
       // wrote is its register, any other is memory
       std::set<std::string> regs;
-      if (e - i > 1 && !zeros) {
-        zeros = true;
-        prelude_.push_back("const uint32_t z32 = cg::opaque<uint32_t>(uint32_t(0)); (void)z32;");
-        prelude_.push_back("const uint64_t z64 = cg::opaque<uint64_t>(uint64_t(0)); (void)z64;");
-      }
       // ivdep: no iteration depends on another (a tensor read and written
       // in place is read and written at the same i), so GCC need not prove
       // that d<j> and the loaded pointers are apart
@@ -945,7 +1097,11 @@ std::vector<std::string> Gen::assemble_steps() {
 std::vector<std::string> Gen::carry_prefetches(const std::vector<std::string>& body) const {
   std::vector<std::string> out = body;
   if (args_.empty()) return out;
-  for (std::string& b : out)
+  for (std::string& b : out) {
+    if (b.rfind(kVectorRun, 0) == 0) {  // a vector run: one per whole vector
+      b.replace(b.find("/*pf*/"), 6, "pf(i);");
+      return out;
+    }
     for (const char* v : {"cg::vmap1(", "cg::vmap2("})
       if (b.rfind(v, 0) == 0) {
         // the vmap's last argument is its lambda: add pf after it
@@ -954,6 +1110,7 @@ std::vector<std::string> Gen::carry_prefetches(const std::vector<std::string>& b
         b = b.substr(0, close) + ", pf" + b.substr(close);
         return out;
       }
+  }
   const std::string loop = "_Pragma(\"GCC ivdep\") for (int64_t i = 0; i < n; ++i) {";
   for (std::string& b : out)
     if (b.rfind(loop, 0) == 0) {

@@ -146,6 +146,63 @@ inline void vmap2(T* o, const T* a, const T* b, int64_t n, const F& f, const P& 
   }
 }
 
+// ---- vector runs (Note [Vector runs] in codegen_cpu.cpp) ----------------------
+/// A value of a vector run as a vector: a vector as it is, a scalar (a
+/// constant, a per-block broadcast) in every lane exactly.
+template <class V>
+inline V vv(V x) {
+  return x;
+}
+template <class V, class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+inline V vv(T x) {
+  return vec::splat<V>(x);
+}
+/// seal() on a vector: its lanes' bits or-ed with the opaque zero z.
+template <class U, size_t S>
+struct IntVec;  // (the vector_size attribute ignores a dependent type)
+template <>
+struct IntVec<uint32_t, 16> { typedef uint32_t type __attribute__((vector_size(16))); };
+template <>
+struct IntVec<uint32_t, 32> { typedef uint32_t type __attribute__((vector_size(32))); };
+template <>
+struct IntVec<uint32_t, 64> { typedef uint32_t type __attribute__((vector_size(64))); };
+template <>
+struct IntVec<uint64_t, 16> { typedef uint64_t type __attribute__((vector_size(16))); };
+template <>
+struct IntVec<uint64_t, 32> { typedef uint64_t type __attribute__((vector_size(32))); };
+template <>
+struct IntVec<uint64_t, 64> { typedef uint64_t type __attribute__((vector_size(64))); };
+template <class V, class U>
+inline V vseal(V x, U z) {
+  using I = typename IntVec<U, sizeof(V)>::type;
+  return std::bit_cast<V>(static_cast<I>(std::bit_cast<I>(x) | z));
+}
+/// The m < N elements at p, zeros in the other lanes (a partial vector as
+/// vmap1/vmap2 pad it); never reads past p + m.
+template <class T>
+inline vec::Vec<T> load_part(const T* p, int64_t m) {
+  alignas(64) T t[vec::kLanes<T>] = {};
+  for (int64_t k = 0; k < m; ++k) t[k] = p[k];
+  return vec::loadu(t);
+}
+/// Stores the first m lanes of v at p.
+template <class T>
+inline void store_part(T* p, vec::Vec<T> v, int64_t m) {
+  alignas(64) T t[vec::kLanes<T>];
+  vec::storeu(t, v);
+  for (int64_t k = 0; k < m; ++k) p[k] = t[k];
+}
+/// v with the lanes from m on set to +0 (the padding of a partial vector).
+template <class V>
+inline V zero_pad(V v, int64_t m) {
+  using T = std::remove_cv_t<std::remove_reference_t<decltype(v[0])>>;
+  alignas(64) T t[sizeof(V) / sizeof(T)];
+  std::memcpy(t, &v, sizeof(V));
+  for (int64_t k = m; k < int64_t(sizeof(V) / sizeof(T)); ++k) t[k] = T(0);
+  std::memcpy(&v, t, sizeof(V));
+  return v;
+}
+
 /// Elements a generated kernel prefetches ahead of the one it is at, per
 /// operand (Note [Prefetching in generated kernels] in codegen_cpu.cpp).
 inline constexpr int64_t kPrefetchAhead = 1024;

@@ -909,7 +909,8 @@ TEST_F(CodegenCpu, PrefetchingCallsMatchEager) {
         const Group grp = r.group({y});
         CpuCodegen cg = generate_cpu(r.g, grp);
         ASSERT_TRUE(cg.ok) << cg.reason;
-        EXPECT_NE(cg.kernel.body.find(", pf);"), std::string::npos) << cg.kernel.body;
+        // (float and double: one vector run, which prefetches per vector)
+        EXPECT_NE(cg.kernel.body.find(dt == kHalf ? ", pf);" : "i += N) { pf(i);"), std::string::npos) << cg.kernel.body;
         EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
         EXPECT_TRUE(check_group(r, grp, 3)) << dt << " n=" << n << " split";
       }
@@ -957,6 +958,10 @@ TEST_F(CodegenCpu, RegisterRunsMatchEager) {
           c.add_(b, 0.1).mul_(b);
           return c + a.pow(2) * b.pow(3);
         },
+        // a negated multiply-add: -(+0) is -0 (GCC would fold the neg into the FMA)
+        [](const Tensor& a, const Tensor& b) { return (a - b).neg(); },
+        [](const Tensor& a, const Tensor& b) { return addcmul(a, a, b, 0.5).neg(); },
+        [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.25).neg(); },
     };
     for (size_t i = 0; i < progs.size(); ++i) {
       EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
@@ -965,6 +970,62 @@ TEST_F(CodegenCpu, RegisterRunsMatchEager) {
     // a whole-tensor scalar broadcast (one value per block)
     Tensor s = test_values(1, dt, 3, 7).reshape({});
     EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return a * b + b * a * a - 1.0; }, x, s), 100) << dt;
+  }
+}
+
+// Note [Vector runs]: vector nodes and the plain arithmetic around them in
+// one loop over whole vectors, then the zero-padded partial last vector.
+TEST_F(CodegenCpu, VectorRunsMatchEager) {
+  for (ScalarType dt : {kFloat, kDouble}) {
+    // one run (checked in the code), at lengths around the lane counts and
+    // past the prefetch threshold, whole and split over threads
+    for (int64_t n : {int64_t(1), int64_t(7), int64_t(16), int64_t(17), int64_t(255), int64_t(1000), int64_t(70001)}) {
+      Recorder r;
+      Tensor x = test_values(n, dt, 5, 11), w = test_values(n, dt, 3, 12);
+      r.input(x);
+      r.input(w);
+      Tensor e = r.unary(UnaryMode::erf, r.div(x, Scalar(1.41421)));
+      Tensor g = r.mul(r.mul(x, Scalar(0.5)), r.add(e, Scalar(1.0)));
+      Tensor t = r.binary(OpId::atan2, "atan2", r.unary(UnaryMode::exp, r.mul(g, w)), r.add(w, Scalar(0.5)));
+      Tensor y = r.add(r.unary(UnaryMode::tanh, t), r.mul(g, w), -0.5);
+      const Group grp = r.group({y});
+      CpuCodegen cg = generate_cpu(r.g, grp);
+      ASSERT_TRUE(cg.ok) << cg.reason;
+      EXPECT_NE(cg.kernel.body.find("/*vector run*/"), std::string::npos) << cg.kernel.body;
+      EXPECT_EQ(cg.kernel.body.find("cg::vmap"), std::string::npos) << cg.kernel.body;
+      EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
+      if (n > 1000) EXPECT_TRUE(check_group(r, grp, 3)) << dt << " n=" << n << " split";
+    }
+    // through the tracer: a range with a partial last vector, rows and a
+    // broadcast row (fused vector nodes need rows of whole vectors: Note
+    // [Vectors as eager forms them]), a whole-tensor scalar (one value per
+    // block), in place, a constant into a two-operand vector node, a vector
+    // node's result read after the run
+    Tensor x = test_values(1700 + 3, dt), y = test_values(1700 + 3, dt, 3, 2);
+    Tensor xr = test_values(17 * 128, dt, 6, 5).reshape({17, 128}), yr = test_values(128, dt, 3, 3);
+    Tensor s = test_values(1, dt, 2, 7).reshape({});
+    auto progs = std::vector<std::function<Tensor(const Tensor&, const Tensor&)>>{
+        [](const Tensor& a, const Tensor& b) { return a * 0.5 * (1.0 + erf(a / 1.41421)) + b; },
+        [](const Tensor& a, const Tensor& b) { return (a.exp() * b + 1.0).log() - a.tanh() * 2.0; },
+        [](const Tensor& a, const Tensor& b) { return pow(a.abs() + 0.5, b) * 3.0 + atan2(a, b) / b.square(); },
+        [](const Tensor& a, const Tensor& b) { return a.abs().pow(2.7) * b + (b * a).sigmoid() - a.reciprocal(); },
+        [](const Tensor& a, const Tensor& b) { return (a * b).exp().sqrt() + b.rsqrt() - (a - b).neg().expm1(); },
+        [](const Tensor& a, const Tensor& b) {
+          Tensor c = a * 1.5;
+          c.exp_().mul_(b).add_(a, 0.25);
+          return c + a.sqrt();
+        },
+        [](const Tensor& a, const Tensor& b) {
+          Tensor e = (a * b).exp();
+          return where(e > 1.0, e, a) + e.clamp(0, 3) + e.sin();
+        },
+        [](const Tensor& a, const Tensor& b) { return addcdiv(a.erfc(), a, b.abs() + 1.0, 0.5) * addcmul(b, a, a.sin(), 2.0); },
+    };
+    for (size_t i = 0; i < progs.size(); ++i) {
+      EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
+      EXPECT_GE(check_traced(progs[i], xr, yr), 100) << dt << " program " << i << " (rows)";
+      EXPECT_GE(check_traced(progs[i], x, s), 100) << dt << " program " << i << " (0-dim)";
+    }
   }
 }
 
