@@ -512,7 +512,9 @@ void Gen::emit_node(const Node& n) {
           default: no("add on " + dn((dt0)));
         }
         const std::string e = unit ? at(a) + " + " + at(b) : at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b);
-        scalar_loop(o, e, true, !unit);  // (a fused multiply-add: sealed in a run)
+        // sealed in a run: a multiply-add, and x + x (GCC rewrites it as x * 2,
+        // a product that would contract with the next node's add)
+        scalar_loop(o, e, true, !unit || at(a) == at(b));
         vform(e);
       }
       return commit(o);
@@ -877,7 +879,9 @@ void Gen::emit_node(const Node& n) {
 // a product with the add that consumes it, so a run passes each value that
 // is a product (mul, square, pow 2 and 3) through cg::seal (its bits or-ed
 // with an opaque zero: one vpord per vector, which GCC vectorizes): a node's
-// a * b never fuses with the next node's + c. A value that ends in a
+// a * b never fuses with the next node's + c; nor does x + x, which GCC
+// rewrites as x * 2 (found by RandomProgramsMatchEager: lerp(x + x, y, w)
+// contracted the other way round, one ulp off). A value that ends in a
 // multiply-add (add with an alpha, addcmul, addcdiv, lerp) is sealed too:
 // GCC folds a later node's negation into it (-(a + k * b) as one vfnmsub,
 // which gives +0 where eager's neg of a stored +0 gives -0; found by

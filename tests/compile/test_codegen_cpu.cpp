@@ -714,7 +714,11 @@ int check_traced(const std::function<Tensor(const Tensor&, const Tensor&)>& f, c
       const size_t es = element_size(a.dtype);
       for (size_t i = 0; i < nb; i += es)
         if (std::memcmp(p + i, work[a.buf].data() + i, es) != 0 && !both_nan(a.dtype, p + i, work[a.buf].data() + i)) {
-          ADD_FAILURE() << "buffer " << a.buf << " element " << i / es << " differs (" << k.ops << ")\n" << describe(g);
+          double want = 0, got = 0;
+          if (a.dtype == kFloat) want = *reinterpret_cast<const float*>(p + i), got = *reinterpret_cast<const float*>(work[a.buf].data() + i);
+          if (a.dtype == kDouble) want = *reinterpret_cast<const double*>(p + i), got = *reinterpret_cast<const double*>(work[a.buf].data() + i);
+          ADD_FAILURE() << "buffer " << a.buf << " element " << i / es << " differs (" << k.ops << "): generated " << got
+                        << ", eager " << want << "\n" << describe(g) << "\n" << k.body;
           break;
         }
     }
@@ -962,6 +966,8 @@ TEST_F(CodegenCpu, RegisterRunsMatchEager) {
         [](const Tensor& a, const Tensor& b) { return (a - b).neg(); },
         [](const Tensor& a, const Tensor& b) { return addcmul(a, a, b, 0.5).neg(); },
         [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.25).neg(); },
+        // x + x, which GCC rewrites as x * 2: a product that would contract
+        [](const Tensor& a, const Tensor& b) { return lerp(a + a, b, 0.3) - (b + b + a * 3.0); },
     };
     for (size_t i = 0; i < progs.size(); ++i) {
       EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
@@ -1092,7 +1098,7 @@ Tensor random_program(uint64_t seed, const Tensor& x, const Tensor& y) {
     const Tensor& a = vals[pick(static_cast<int>(vals.size()))];
     const Tensor& b = vals[pick(static_cast<int>(vals.size()))];
     Tensor r;
-    switch (pick(24)) {
+    switch (pick(28)) {
       case 0: r = a + b; break;
       case 1: r = a - b * 0.25; break;
       case 2: r = a * b; break;
@@ -1116,6 +1122,10 @@ Tensor random_program(uint64_t seed, const Tensor& x, const Tensor& y) {
       case 20: r = atan2(a, b) + a.abs().rsqrt(); break;
       case 21: r = addcmul(a, a, b, 0.5) + addcdiv(b, a, b.abs() + 1, 2.0); break;
       case 22: r = softplus(a, 2.0, 10.0) + silu(b); break;
+      case 24: r = (a - b * 0.5).neg(); break;
+      case 25: r = addcmul(b, a, b, -0.5).neg() * a.exp().neg(); break;
+      case 26: r = a.erf().neg() - (b.square() + a).sqrt().reciprocal(); break;
+      case 27: r = lerp(a, b, 0.75).neg() + (a * b).tanh(); break;
       default: r = clamp(a.clamp_min(-1), b - 1, b + 1); break;
     }
     vals.push_back(r);
@@ -1133,7 +1143,13 @@ TEST_F(CodegenCpu, RandomProgramsMatchEager) {
     const uint64_t seed = rng();
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 20);
     const int64_t cols = rng() % 2 ? 64 * (1 + static_cast<int64_t>(rng() % 4)) : 1 + static_cast<int64_t>(rng() % 300);
+    // every other program on values with exact zeros, infinities and NaNs
+    // at the front (signs of zero, overflow), the others on normal values
     Tensor x = randn({rows, cols}) * 2, y = randn({rows, cols}) * 2;
+    if (i % 2) {
+      x = test_values(rows * cols, kFloat, 4, seed).reshape({rows, cols});
+      y = test_values(rows * cols, kFloat, 4, seed + 1).reshape({rows, cols});
+    }
     const int got = check_traced([seed](const Tensor& a, const Tensor& b) { return random_program(seed, a, b); }, x, y);
     fused += got >= 100;
     if (HasFailure()) {
