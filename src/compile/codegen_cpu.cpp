@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -48,10 +49,11 @@ namespace jit {
 // Per block it loads each external operand into a block of its math type
 // (float for float16/bfloat16, as the eager kernels compute; a broadcast
 // operand as one value), runs the nodes, and stores the results that leave
-// the group. A node of vector math runs as a loop over the block writing a
-// block of its own; consecutive nodes of plain arithmetic share one loop
-// and keep their values in registers (Note [Register runs]). The blocks
-// live in L1; no intermediate touches memory.
+// the group. Consecutive nodes of plain arithmetic share one loop and keep
+// their values in registers (Note [Register runs]); a node of vector math
+// joins the arithmetic around it in one loop over whole vectors (Note
+// [Vector runs]), or, alone, runs as a loop over the block writing a block
+// of its own. The blocks live in L1; no intermediate touches memory.
 //
 // Bit equality with the eager kernels rests on four rules:
 //  - Each node's loop is the eager kernel's lambda, the same expression (so
@@ -62,8 +64,10 @@ namespace jit {
 //    vec:: functions at the same vector width (the variant eager picked at
 //    start-up).
 //  - Nothing contracts across nodes: a node's result is a block in memory
-//    and an asm memory barrier follows each loop; inside a register run
-//    each product is sealed (cg::seal).
+//    and an asm memory barrier follows each loop; inside a register or
+//    vector run each value GCC could fold into the next node's arithmetic
+//    (a product, a multiply-add, a sum of two blocks, a vector node's
+//    result) is sealed (cg::seal, cg::vseal).
 //  - Scalars that the eager kernel reads at run time (alpha, clamp bounds,
 //    the Scalar operands in scalar_buf) are opaque to the optimizer here too
 //    (cg::opaque; constant operands are blocks filled once), so nothing is
@@ -227,7 +231,7 @@ class Gen {
   struct Step {
     std::string code;                // raw code (when expr is empty)
     bool reg = false;                // a scalar loop that may join a run
-    bool product = false;            // reg: its value is a product or a multiply-add (sealed in a run)
+    bool sealed = false;             // reg: sealed in a run (Note [Register runs])
     Block out;                       // a scalar loop: the block it writes
     std::string expr;                // a scalar loop: the value, blocks read as @name@
     std::vector<std::string> reads;  // the blocks it reads (by name)
@@ -340,10 +344,10 @@ class Gen {
   /// at i (at()). `reg`: the expression is plain arithmetic, selects or
   /// min/max that GCC vectorizes in any company, so it may join a register
   /// run (Note [Register runs]).
-  void scalar_loop(const Block& o, const std::string& expr, bool reg = false, bool product = false) {
+  void scalar_loop(const Block& o, const std::string& expr, bool reg = false, bool sealed = false) {
     Step st;
     st.reg = reg;
-    st.product = product;
+    st.sealed = sealed;
     st.out = o;
     st.expr = "cg::to<" + std::string(cpp_type(o.dt)) + ">(static_cast<" + math_type(o.dt) + ">(" + expr + "))";
     with_refs(st.expr, [&](const std::string& b) {
@@ -512,9 +516,11 @@ void Gen::emit_node(const Node& n) {
           default: no("add on " + dn((dt0)));
         }
         const std::string e = unit ? at(a) + " + " + at(b) : at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b);
-        // sealed in a run: a multiply-add, and x + x (GCC rewrites it as x * 2,
-        // a product that would contract with the next node's add)
-        scalar_loop(o, e, true, !unit || at(a) == at(b));
+        // sealed in a run: a multiply-add, and a sum of two blocks (x + x,
+        // which GCC rewrites as x * 2, a product that would contract with
+        // the next node's add; its value numbering sees x + copy(x) and two
+        // equal nodes' results as x + x too)
+        scalar_loop(o, e, true, !unit || (!a.scalar && !b.scalar));
         vform(e);
       }
       return commit(o);
@@ -874,20 +880,26 @@ void Gen::emit_node(const Node& n) {
 // a later run, the final store). The plain-op Adam's eleven loops over L1
 // blocks become one.
 // Bit equality (Note [Generated CPU kernels]) needs every value rounded and
-// nothing contracted across nodes, as when each node stored its block. The
-// only value-changing rewrite GCC makes here (no -ffast-math) is contracting
-// a product with the add that consumes it, so a run passes each value that
-// is a product (mul, square, pow 2 and 3) through cg::seal (its bits or-ed
-// with an opaque zero: one vpord per vector, which GCC vectorizes): a node's
-// a * b never fuses with the next node's + c; nor does x + x, which GCC
-// rewrites as x * 2 (found by RandomProgramsMatchEager: lerp(x + x, y, w)
-// contracted the other way round, one ulp off). A value that ends in a
-// multiply-add (add with an alpha, addcmul, addcdiv, lerp) is sealed too:
-// GCC folds a later node's negation into it (-(a + k * b) as one vfnmsub,
-// which gives +0 where eager's neg of a stored +0 gives -0; found by
-// VectorRunsMatchEager, and RegisterRunsMatchEager checks it). The contraction
-// inside a node's own expression (add's a + alpha * b) stays what the eager
-// kernel's loop does. Vector nodes (the vec:: math) join plain arithmetic
+// nothing contracted across nodes, as when each node stored its block.
+// GCC's value-changing rewrites here (no -ffast-math) all fold a node's
+// arithmetic into the next one's, so a run passes each value they could
+// start from through cg::seal (its bits or-ed with an opaque zero: one
+// vpord per vector, which GCC vectorizes; the node's `sealed` flag):
+//  - a product (mul, square, pow 2 and 3): GCC contracts it with the add
+//    that consumes it into an FMA;
+//  - a sum of two blocks: GCC rewrites x + x as x * 2, a product (found by
+//    RandomProgramsMatchEager: lerp(x + x, y, w) contracted the other way
+//    round, one ulp off), and its value numbering also sees x + copy(x)
+//    and the sum of two equal nodes' results as x + x (a review's find);
+//  - a value that ends in a multiply-add (add with an alpha, addcmul,
+//    addcdiv, lerp): GCC folds a later node's negation into it
+//    (-(a + k * b) as one vfnmsub, which gives +0 where eager's neg of a
+//    stored +0 gives -0; found by VectorRunsMatchEager).
+// RegisterRunsMatchEager has a program for each (each fails unsealed).
+// The contraction inside a node's own expression (add's a + alpha * b)
+// stays what the eager kernel's loop does. This rests on -fno-math-errno
+// too (the eager files' flag as well): without it a std::sqrt keeps its
+// errno branch, which splits the loop and changes what GCC contracts. Vector nodes (the vec:: math) join plain arithmetic
 // in vector runs (Note [Vector runs]); runs do not mix float and double
 // math. A float16 or
 // bfloat16 result is rounded through its storage type in the register, as
@@ -909,9 +921,10 @@ void Gen::emit_node(const Node& n) {
 // same whole vectors from the block's start, and in the tail their
 // operands' pad lanes set to +0 (cg::zero_pad) as vmap pads them; the
 // lane-wise arithmetic does not care what the pad lanes hold. Nothing may
-// contract across nodes here either: products are sealed as in register
-// runs, and so is every vector node's result (its code may end in a
-// product). The vector forms compute what the scalar forms compute lane by
+// contract across nodes here either: the values a register run seals are
+// sealed here too (GCC's x + x -> x * 2 rewrite is for scalars only, but
+// one rule serves both), and so is every vector node's result (its code
+// may end in a product). The vector forms compute what the scalar forms compute lane by
 // lane (+, -, *, / and sqrt are exactly rounded; a + alpha * b contracts in
 // both), so the values are eager's (the suites of test_codegen_cpu).
 // Measured on the gelu chain of 2^24 floats at one thread: see
@@ -920,14 +933,13 @@ std::vector<std::string> Gen::assemble_steps() {
   auto runnable = [&](const Step& st) {
     return st.reg && (math_dt(st.out.dt) == kFloat || math_dt(st.out.dt) == kDouble);
   };
-  // the dtype a step would compute in a vector run, or kBool when it cannot
-  // join one
-  auto vec_dt = [&](const Step& st) -> ScalarType {
-    if (!st.vnode && (!st.reg || st.vexpr.empty())) return kBool;
+  // the dtype a step would compute in a vector run (none: it cannot join one)
+  auto vec_dt = [&](const Step& st) -> std::optional<ScalarType> {
+    if (!st.vnode && (!st.reg || st.vexpr.empty())) return std::nullopt;
     const ScalarType t = st.out.dt;
-    if (t != kFloat && t != kDouble) return kBool;
+    if (t != kFloat && t != kDouble) return std::nullopt;
     for (const std::string& r : st.reads)
-      if (auto it = block_dt_.find(r); it == block_dt_.end() || it->second != t) return kBool;
+      if (auto it = block_dt_.find(r); it == block_dt_.end() || it->second != t) return std::nullopt;
     return t;
   };
   // the run of each step (steps of one run share an id; others get their
@@ -936,8 +948,8 @@ std::vector<std::string> Gen::assemble_steps() {
   std::vector<char> vrun(steps_.size(), 0);
   int id = 0;
   for (size_t i = 0; i < steps_.size();) {
-    const ScalarType t = vec_dt(steps_[i]);
-    if (t == kBool) {
+    const std::optional<ScalarType> t = vec_dt(steps_[i]);
+    if (!t) {
       ++i;
       continue;
     }
@@ -1018,7 +1030,7 @@ std::vector<std::string> Gen::assemble_steps() {
               "), " + z + ")";
         } else {
           v = "cg::vv<V>(" + with_refs(st.vexpr, ref) + ")";
-          if (st.product) v = "cg::vseal(" + v + ", " + z + ")";
+          if (st.sealed) v = "cg::vseal(" + v + ", " + z + ")";
         }
         c += " const V r_" + st.out.name + " = " + v + ";";
         regs.insert(st.out.name);
@@ -1064,7 +1076,7 @@ std::vector<std::string> Gen::assemble_steps() {
           if (in_memory.count(st.out.name)) loop += " " + dst + "[i] = " + x + ";";
           continue;
         }
-        if (st.product)  // (a 16-bit result's rounding would do as well)
+        if (st.sealed)  // (a 16-bit result's rounding would do as well)
           loop += std::string(" const ") + math_type(st.out.dt) + " r_" + st.out.name + " = cg::seal(" + x +
                   (math_dt(st.out.dt) == kFloat ? ", z32);" : ", z64);");
         else

@@ -968,6 +968,13 @@ TEST_F(CodegenCpu, RegisterRunsMatchEager) {
         [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.25).neg(); },
         // x + x, which GCC rewrites as x * 2: a product that would contract
         [](const Tensor& a, const Tensor& b) { return lerp(a + a, b, 0.3) - (b + b + a * 3.0); },
+        // ... and what GCC's value numbering sees as x + x: x + copy(x), the sum of two equal nodes
+        [](const Tensor& a, const Tensor& b) { return lerp(a + a.clone(), b, 0.3) + (b.clone() + b).add(a, 0.3); },
+        [](const Tensor& a, const Tensor& b) {
+          Tensor c = a * b, d = a * b;
+          d.add_(c).add_(b, 0.3);
+          return d;
+        },
     };
     for (size_t i = 0; i < progs.size(); ++i) {
       EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
