@@ -1116,13 +1116,13 @@ Tensor random_program(uint64_t seed, const Tensor& x, const Tensor& y) {
       case 7: r = where(a > b, a, b * 2); break;
       case 8: r = a.neg().relu() + erf(b); break;
       case 9: r = gelu(a) * gelu(b, "tanh"); break;
-      case 10: r = (a.to(kDouble) * 3).to(kFloat); break;
-      case 11: r = (a.to(kBFloat16) + 1).to(kFloat) * (b.to(kHalf) * 2).to(kFloat); break;
+      case 10: r = (a.to(kDouble) * 3).to(a.dtype()); break;  // (every value keeps the inputs' dtype)
+      case 11: r = (a.to(kBFloat16) + 1).to(a.dtype()) * (b.to(kHalf) * 2).to(a.dtype()); break;
       case 12: r = a.t().contiguous().t() + b; break;
       case 13: r = a + b.narrow(1, 0, 1); break;
       case 14: r = a * b.narrow(0, 0, 1); break;
       case 15: r = a.sqrt().nan_to_num(0.0); break;
-      case 16: r = (a > 0).to(kFloat) * b; break;
+      case 16: r = (a > 0).to(b.dtype()) * b; break;
       case 17: r = a.pow(2) + a.abs().log1p() + b.pow(3); break;
       case 18: r = lerp(a, b, 0.3); break;
       case 19: r = a - a.sum({1}, true); break;
@@ -1152,10 +1152,12 @@ TEST_F(CodegenCpu, RandomProgramsMatchEager) {
     const int64_t cols = rng() % 2 ? 64 * (1 + static_cast<int64_t>(rng() % 4)) : 1 + static_cast<int64_t>(rng() % 300);
     // every other program on values with exact zeros, infinities and NaNs
     // at the front (signs of zero, overflow), the others on normal values
-    Tensor x = randn({rows, cols}) * 2, y = randn({rows, cols}) * 2;
+    // (and one in four in double)
+    const ScalarType dt = i % 4 == 3 ? kDouble : kFloat;
+    Tensor x = (randn({rows, cols}) * 2).to(dt), y = (randn({rows, cols}) * 2).to(dt);
     if (i % 2) {
-      x = test_values(rows * cols, kFloat, 4, seed).reshape({rows, cols});
-      y = test_values(rows * cols, kFloat, 4, seed + 1).reshape({rows, cols});
+      x = test_values(rows * cols, dt, 4, seed).reshape({rows, cols});
+      y = test_values(rows * cols, dt, 4, seed + 1).reshape({rows, cols});
     }
     const int got = check_traced([seed](const Tensor& a, const Tensor& b) { return random_program(seed, a, b); }, x, y);
     fused += got >= 100;
