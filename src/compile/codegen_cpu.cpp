@@ -405,6 +405,8 @@ class Gen {
   }
   /// The vector form of the scalar loop just made (Note [Vector runs]):
   /// the same value lane by lane, operands as at() writes them.
+  /// An operand of a vector form that must be a vector (a function's argument).
+  static std::string vx(const std::string& operand) { return "cg::vv<V>(" + operand + ")"; }
   void vform(const std::string& core) {
     Step& st = steps_.back();
     if (st.reg && !st.expr.empty()) st.vexpr = core;
@@ -556,6 +558,7 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1), b = input(n, 2);
       Block o = output(n);
       scalar_loop(o, std::string(n.slot == OpId::minimum ? "math::minimum(" : "math::maximum(") + at(a) + ", " + at(b) + ")", true);
+      if (is_float_dt(dt0)) vform(std::string(n.slot == OpId::minimum ? "cg::vminimum(" : "cg::vmaximum(") + vx(at(a)) + ", " + vx(at(b)) + ")");
       return commit(o);
     }
     case OpId::compare:
@@ -624,10 +627,15 @@ void Gen::emit_node(const Node& n) {
       if (n.args.has_s0 && n.args.has_s1) {
         const std::string lo = k(scalar_lit(n.args.s0, dt0), m), hi = k(scalar_lit(n.args.s1, dt0), m);
         scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + lo + "), " + hi + ")", true);
+        if (is_float_dt(dt0)) vform("cg::vminimum(cg::vmaximum(" + vx(at(a)) + ", " + vx(lo) + "), " + vx(hi) + ")");
       } else if (n.args.has_s0) {
-        scalar_loop(o, "math::maximum(" + at(a) + ", " + k(scalar_lit(n.args.s0, dt0), m) + ")", true);
+        const std::string lo = k(scalar_lit(n.args.s0, dt0), m);
+        scalar_loop(o, "math::maximum(" + at(a) + ", " + lo + ")", true);
+        if (is_float_dt(dt0)) vform("cg::vmaximum(" + vx(at(a)) + ", " + vx(lo) + ")");
       } else {
-        scalar_loop(o, "math::minimum(" + at(a) + ", " + k(scalar_lit(n.args.s1, dt0), m) + ")", true);
+        const std::string hi = k(scalar_lit(n.args.s1, dt0), m);
+        scalar_loop(o, "math::minimum(" + at(a) + ", " + hi + ")", true);
+        if (is_float_dt(dt0)) vform("cg::vminimum(" + vx(at(a)) + ", " + vx(hi) + ")");
       }
       return commit(o);
     }
@@ -638,6 +646,7 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1), b = input(n, 2), c = input(n, 3);
       Block o = output(n);
       scalar_loop(o, "math::minimum(math::maximum(" + at(a) + ", " + at(b) + "), " + at(c) + ")", true);
+      if (is_float_dt(dt0)) vform("cg::vminimum(cg::vmaximum(" + vx(at(a)) + ", " + vx(at(b)) + "), " + vx(at(c)) + ")");
       return commit(o);
     }
     case OpId::where: {
@@ -656,7 +665,9 @@ void Gen::emit_node(const Node& n) {
       Block gr = input(n, 1), x = input(n, 2);
       Block o = output(n);
       const ScalarType m = math_dt(dt0);
-      scalar_loop(o, at(x) + " <= " + k(scalar_lit(n.args.s0, dt0), m) + " ? " + math_type(dt0) + "(0) : " + at(gr), true);
+      const std::string th = k(scalar_lit(n.args.s0, dt0), m);
+      scalar_loop(o, at(x) + " <= " + th + " ? " + math_type(dt0) + "(0) : " + at(gr), true);
+      vform("vec::select(" + vx(at(x)) + " <= " + vx(th) + ", V{}, " + vx(at(gr)) + ")");
       return commit(o);
     }
     case OpId::activation_backward: {  // eager's vector formula (activation_grad_v), the mode a template argument
@@ -832,10 +843,12 @@ void Gen::emit_node(const Node& n) {
                               mode == UnaryMode::relu || mode == UnaryMode::sqrt || mode == UnaryMode::rsqrt ||
                               mode == UnaryMode::reciprocal,
                     mode == UnaryMode::square);
-        if (is_float_dt(t)) {  // (math::neg and math::square are -x and x * x on floats)
+        if (is_float_dt(t)) {  // (math::neg and math::square are -x and x * x on floats, math::abs std::fabs)
           const std::string one = std::string(math_type(t)) + "(1)";
           switch (mode) {
             case UnaryMode::neg: vform("-(" + x + ")"); break;
+            case UnaryMode::abs: vform("cg::vfabs(" + vx(x) + ")"); break;
+            case UnaryMode::relu: vform("cg::vrelu(" + vx(x) + ")"); break;
             case UnaryMode::square: vform(x + " * " + x); break;
             case UnaryMode::sqrt: vform("vec::sqrt(cg::vv<V>(" + x + "))"); break;
             case UnaryMode::rsqrt: vform(one + " / vec::sqrt(cg::vv<V>(" + x + "))"); break;
@@ -912,7 +925,9 @@ void Gen::emit_node(const Node& n) {
 // block, two blocks stored and read back. Consecutive steps that are
 // vector nodes or plain arithmetic with a vector form (add, mul, div,
 // addcmul/addcdiv, copies, fills, neg, square, sqrt, rsqrt, reciprocal, pow
-// by 2, 3, +-0.5, -1, -2), all into float (or all into double) and reading
+// by 2, 3, +-0.5, -1, -2, and the selects: minimum/maximum, clamp, abs,
+// relu, threshold_backward, through cg::vminimum and its neighbours in
+// cpu_prelude.h), all into float (or all into double) and reading
 // blocks of that type, with at least one vector node among them, form a
 // vector run: one loop over the block's whole vectors in vec:: types, each
 // value a vector register, then the last partial vector once more on
@@ -926,7 +941,10 @@ void Gen::emit_node(const Node& n) {
 // one rule serves both), and so is every vector node's result (its code
 // may end in a product). The vector forms compute what the scalar forms compute lane by
 // lane (+, -, *, / and sqrt are exactly rounded; a + alpha * b contracts in
-// both), so the values are eager's (the suites of test_codegen_cpu).
+// both; the selects make the scalar forms' comparisons, NaN's a + b
+// included, and abs clears the sign bit as std::fabs does, where vec::abs
+// would keep a -0), so the values are eager's (the suites of
+// test_codegen_cpu, special values included).
 // Measured on the gelu chain of 2^24 floats at one thread: see
 // docs/design/compile.md.
 std::vector<std::string> Gen::assemble_steps() {

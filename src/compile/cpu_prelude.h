@@ -177,6 +177,27 @@ inline V vseal(V x, U z) {
   using I = typename IntVec<U, sizeof(V)>::type;
   return std::bit_cast<V>(static_cast<I>(std::bit_cast<I>(x) | z));
 }
+/// The scalar forms' selects on vectors, lane by lane the same value
+/// (kernels/math.h): std::fabs (the sign bit cleared, -0 and NaNs
+/// included), math::relu, math::maximum and math::minimum (NaN: a + b).
+template <class V>
+inline V vfabs(V x) {
+  using U = std::conditional_t<sizeof(x[0]) == 4, uint32_t, uint64_t>;
+  using I = typename IntVec<U, sizeof(V)>::type;
+  return std::bit_cast<V>(static_cast<I>(std::bit_cast<I>(x) & (~U(0) >> 1)));
+}
+template <class V>
+inline V vrelu(V x) {
+  return vec::select(x < V{}, V{}, x);
+}
+template <class V>
+inline V vmaximum(V a, V b) {
+  return vec::select((a != a) | (b != b), a + b, vec::select(a < b, b, a));
+}
+template <class V>
+inline V vminimum(V a, V b) {
+  return vec::select((a != a) | (b != b), a + b, vec::select(b < a, b, a));
+}
 /// The m < N elements at p, zeros in the other lanes (a partial vector as
 /// vmap1/vmap2 pad it); never reads past p + m.
 template <class T>

@@ -1008,6 +1008,18 @@ TEST_F(CodegenCpu, VectorRunsMatchEager) {
       EXPECT_EQ(cg.kernel.body.find("cg::vmap"), std::string::npos) << cg.kernel.body;
       EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
       if (n > 1000) EXPECT_TRUE(check_group(r, grp, 3)) << dt << " n=" << n << " split";
+      // the selects' vector forms (NaNs, signed zeros and infinities at the front)
+      Recorder q;
+      q.input(x);
+      q.input(w);
+      Tensor m = q.binary(OpId::maximum, "maximum", q.unary(UnaryMode::exp, x), w);
+      Tensor c = q.clamp(q.unary(UnaryMode::abs, q.unary(UnaryMode::sin, m)), -0.5, 0.75);
+      Tensor z = q.add(q.unary(UnaryMode::relu, q.binary(OpId::minimum, "minimum", c, q.unary(UnaryMode::tanh, w))), c);
+      const Group gq = q.group({z});
+      CpuCodegen cq = generate_cpu(q.g, gq);
+      ASSERT_TRUE(cq.ok) << cq.reason;
+      EXPECT_EQ(cq.kernel.body.find("cg::vmap"), std::string::npos) << cq.kernel.body;
+      EXPECT_TRUE(check_group(q, gq)) << dt << " n=" << n << " (selects)";
     }
     // through the tracer: a range with a partial last vector, rows and a
     // broadcast row (fused vector nodes need rows of whole vectors: Note
@@ -1033,6 +1045,9 @@ TEST_F(CodegenCpu, VectorRunsMatchEager) {
           return where(e > 1.0, e, a) + e.clamp(0, 3) + e.sin();
         },
         [](const Tensor& a, const Tensor& b) { return addcdiv(a.erfc(), a, b.abs() + 1.0, 0.5) * addcmul(b, a, a.sin(), 2.0); },
+        [](const Tensor& a, const Tensor& b) {
+          return maximum(a.exp(), b).clamp(-2, 3).abs() + minimum(a, b.tanh()).relu() + clamp(a.sin(), b - 1.0, b + 1.0);
+        },
     };
     for (size_t i = 0; i < progs.size(); ++i) {
       EXPECT_GE(check_traced(progs[i], x, y), 100) << dt << " program " << i;
