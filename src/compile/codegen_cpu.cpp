@@ -403,10 +403,11 @@ class Gen {
     st.vargs = std::move(args);
     node_vec_ = true;
   }
+  /// An operand of a vector form that must be a vector (a function's
+  /// argument; at() gives a constant or broadcast operand as a scalar).
+  static std::string vx(const std::string& operand) { return "cg::vv<V>(" + operand + ")"; }
   /// The vector form of the scalar loop just made (Note [Vector runs]):
   /// the same value lane by lane, operands as at() writes them.
-  /// An operand of a vector form that must be a vector (a function's argument).
-  static std::string vx(const std::string& operand) { return "cg::vv<V>(" + operand + ")"; }
   void vform(const std::string& core) {
     Step& st = steps_.back();
     if (st.reg && !st.expr.empty()) st.vexpr = core;
@@ -746,7 +747,7 @@ void Gen::emit_node(const Node& n) {
         else if (e == -2) f = one + " / (" + x + " * " + x + ")";
         if (!f.empty()) {
           scalar_loop(o, f, true, e == 2 || e == 3);
-          const std::string vs = "vec::sqrt(cg::vv<V>(" + x + "))";  // (x may be a scalar)
+          const std::string vs = "vec::sqrt(" + vx(x) + ")";
           vform(e == 0.5 ? vs : e == -0.5 ? one + " / " + vs : f);
           return commit(o);
         }
@@ -850,8 +851,8 @@ void Gen::emit_node(const Node& n) {
             case UnaryMode::abs: vform("cg::vfabs(" + vx(x) + ")"); break;
             case UnaryMode::relu: vform("cg::vrelu(" + vx(x) + ")"); break;
             case UnaryMode::square: vform(x + " * " + x); break;
-            case UnaryMode::sqrt: vform("vec::sqrt(cg::vv<V>(" + x + "))"); break;
-            case UnaryMode::rsqrt: vform(one + " / vec::sqrt(cg::vv<V>(" + x + "))"); break;
+            case UnaryMode::sqrt: vform("vec::sqrt(" + vx(x) + ")"); break;
+            case UnaryMode::rsqrt: vform(one + " / vec::sqrt(" + vx(x) + ")"); break;
             case UnaryMode::reciprocal: vform(one + " / " + x); break;
             default: break;
           }
@@ -912,9 +913,9 @@ void Gen::emit_node(const Node& n) {
 // The contraction inside a node's own expression (add's a + alpha * b)
 // stays what the eager kernel's loop does. This rests on -fno-math-errno
 // too (the eager files' flag as well): without it a std::sqrt keeps its
-// errno branch, which splits the loop and changes what GCC contracts. Vector nodes (the vec:: math) join plain arithmetic
-// in vector runs (Note [Vector runs]); runs do not mix float and double
-// math. A float16 or
+// errno branch, which splits the loop and changes what GCC contracts.
+// Vector nodes (the vec:: math) join plain arithmetic in vector runs (Note
+// [Vector runs]); runs do not mix float and double math. A float16 or
 // bfloat16 result is rounded through its storage type in the register, as
 // eager's store rounds it (GCC vectorizes the conversions).
 //
@@ -939,12 +940,12 @@ void Gen::emit_node(const Node& n) {
 // contract across nodes here either: the values a register run seals are
 // sealed here too (GCC's x + x -> x * 2 rewrite is for scalars only, but
 // one rule serves both), and so is every vector node's result (its code
-// may end in a product). The vector forms compute what the scalar forms compute lane by
-// lane (+, -, *, / and sqrt are exactly rounded; a + alpha * b contracts in
-// both; the selects make the scalar forms' comparisons, NaN's a + b
-// included, and abs clears the sign bit as std::fabs does, where vec::abs
-// would keep a -0), so the values are eager's (the suites of
-// test_codegen_cpu, special values included).
+// may end in a product). The vector forms compute what the scalar forms
+// compute lane by lane (+, -, *, / and sqrt are exactly rounded; a +
+// alpha * b contracts in both; the selects make the scalar forms'
+// comparisons, NaN's a + b included, and abs clears the sign bit as
+// std::fabs does, where vec::abs would keep a -0), so the values are
+// eager's (the suites of test_codegen_cpu, special values included).
 // Measured on the gelu chain of 2^24 floats at one thread: see
 // docs/design/compile.md.
 std::vector<std::string> Gen::assemble_steps() {

@@ -157,34 +157,25 @@ template <class V, class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
 inline V vv(T x) {
   return vec::splat<V>(x);
 }
+/// The unsigned integer vector of V's lanes (V is this variant's vec::VF or
+/// vec::VD), for bit operations.
+using UF = uint32_t __attribute__((vector_size(sizeof(vec::VF))));
+using UD = uint64_t __attribute__((vector_size(sizeof(vec::VD))));
+template <class V>
+using Bits = std::conditional_t<vec::is_float_vec<V>, UF, UD>;
 /// seal() on a vector: its lanes' bits or-ed with the opaque zero z.
-template <class U, size_t S>
-struct IntVec;  // (the vector_size attribute ignores a dependent type)
-template <>
-struct IntVec<uint32_t, 16> { typedef uint32_t type __attribute__((vector_size(16))); };
-template <>
-struct IntVec<uint32_t, 32> { typedef uint32_t type __attribute__((vector_size(32))); };
-template <>
-struct IntVec<uint32_t, 64> { typedef uint32_t type __attribute__((vector_size(64))); };
-template <>
-struct IntVec<uint64_t, 16> { typedef uint64_t type __attribute__((vector_size(16))); };
-template <>
-struct IntVec<uint64_t, 32> { typedef uint64_t type __attribute__((vector_size(32))); };
-template <>
-struct IntVec<uint64_t, 64> { typedef uint64_t type __attribute__((vector_size(64))); };
 template <class V, class U>
 inline V vseal(V x, U z) {
-  using I = typename IntVec<U, sizeof(V)>::type;
-  return std::bit_cast<V>(static_cast<I>(std::bit_cast<I>(x) | z));
+  static_assert(sizeof(U) == sizeof(x[0]));
+  return std::bit_cast<V>(static_cast<Bits<V>>(std::bit_cast<Bits<V>>(x) | z));
 }
 /// The scalar forms' selects on vectors, lane by lane the same value
 /// (kernels/math.h): std::fabs (the sign bit cleared, -0 and NaNs
 /// included), math::relu, math::maximum and math::minimum (NaN: a + b).
 template <class V>
 inline V vfabs(V x) {
-  using U = std::conditional_t<sizeof(x[0]) == 4, uint32_t, uint64_t>;
-  using I = typename IntVec<U, sizeof(V)>::type;
-  return std::bit_cast<V>(static_cast<I>(std::bit_cast<I>(x) & (~U(0) >> 1)));
+  using U = std::remove_reference_t<decltype(Bits<V>{}[0])>;
+  return std::bit_cast<V>(static_cast<Bits<V>>(std::bit_cast<Bits<V>>(x) & (~U(0) >> 1)));
 }
 template <class V>
 inline V vrelu(V x) {
