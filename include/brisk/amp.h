@@ -93,7 +93,9 @@ class GradScaler {
  public:
   explicit GradScaler(GradScalerOptions opts = {});
 
-  /// loss * scale (the loss's dtype: a 0-dim float32 scale does not promote it).
+  /// loss * scale, with ordinary type promotion against the float32 0-dim
+  /// scale (as PyTorch's): a 0-dim bfloat16/float16 loss comes back float32,
+  /// a loss with dimensions keeps its dtype.
   Tensor scale(const Tensor& loss);
   std::vector<Tensor> scale(const std::vector<Tensor>& losses);
   /// Divides the optimizer's gradients by the scale and records whether

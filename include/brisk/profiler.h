@@ -247,8 +247,8 @@ enum class Rule : uint8_t {
   GradModeInference,  ///< 6. forward ops recording a graph that no backward consumes
   AllocatingOps,      ///< 7. out-of-place ops allocating in a hot loop; allocator cache misses
   DataLoaderStall,    ///< 8. compute waiting for the next batch
-  UnpinnedCopy,       ///< 9. (CUDA) non-blocking copies from unpinned memory
-  TensorCoreMath,     ///< 9. (CUDA) float32 matmuls/convolutions autocast would run on tensor
+  UnpinnedCopy,       ///< 9a. (CUDA) non-blocking copies from unpinned memory
+  TensorCoreMath,     ///< 9b. (CUDA) float32 matmuls/convolutions autocast would run on tensor
                       ///<    cores; half-precision matrix dimensions not multiple of 8; (CPU
                       ///<    with AVX512_BF16/AMX) float32 matmuls bfloat16 autocast would speed up
   FusablePointwise,   ///< 10. chains of pointwise ops on big tensors that compile would fuse

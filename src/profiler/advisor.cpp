@@ -693,7 +693,7 @@ bool is_matmul_like(const std::string& name) {
   return op.info != nullptr && (op.info->kind == OpKind::Gemm || op.info->kind == OpKind::Convolution);
 }
 
-// The CPU side of rule 9: on a CPU with AVX512_BF16 or AMX, brisk runs
+// The CPU side of rule 9b: on a CPU with AVX512_BF16 or AMX, brisk runs
 // bfloat16 GEMMs on oneDNN at about twice float32's rate (Note [bfloat16
 // GEMM on oneDNN]); a profile whose top-level time is mostly float32 GEMMs
 // would gain from bfloat16 autocast. Convolutions are left out: on the CPU
