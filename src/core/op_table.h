@@ -19,13 +19,13 @@ namespace brisk {
 //    which slot runs it, which dtypes it takes, its autocast policy and
 //    whether it has in-place / out= forms or reads device memory on the host.
 //    The profiler's names, the advisor's lists (views, ops with an in-place
-//    form) and later autocast, compile and graph capture read this table.
+//    form), autocast and compile read this table (graph capture will).
 // The unary pointwise rows come from the unary list (brisk/detail/unary_ops.h,
 // Note [The unary list]); each pointwise row's scalar functor is
 // math::ScalarFunctor<Op::name> (kernels/functors.h, Note [Scalar functors]).
 // A name seen by the profiler that has no row fails the test
-// tests/core/op_table_names.py (names with a trailing `_` are the in-place
-// form of their row, `_out` the out= form).
+// OpTable.EveryProfiledNameHasARow (tests/core/test_op_table.cpp; names with
+// a trailing `_` are the in-place form of their row, `_out` the out= form).
 //
 // Columns: X(name, kind, slot, dtypes, amp, cpu_amp, flags)
 //   kind   OpKind: Unary/Binary/Ternary are the pointwise ops (fusable);

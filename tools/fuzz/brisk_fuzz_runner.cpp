@@ -957,7 +957,7 @@ std::unordered_map<std::string, OpFn> make_ops() {
 
 // ---- one program ------------------------------------------------------------------------------
 
-/// w_v[i] for the loss; difffuzz.py's loss_weights() is the same formula.
+/// w_v[i] for the loss; fuzzlib/builder.py's weights() is the same formula.
 Tensor weights(int64_t salt, int64_t v, const Tensor& like) {
   Tensor w = brisk::empty(like.sizes(), brisk::kFloat64);
   double* p = w.data_ptr<double>();
