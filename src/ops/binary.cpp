@@ -1031,11 +1031,16 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
   args.s0 = threshold;
   args.has_s0 = true;
   Tensor r = run<OpId::threshold_backward>("threshold_backward", it, args);
-  // As torch's: linear in grad (the same mask again); self only selects (a zero gradient).
+  // As torch's: linear in grad (the same mask again); self only selects: its
+  // gradient is zero by construction, a structural zero (Note [Structural
+  // zeros], autograd/engine.cpp). A materialized zero met an infinite
+  // factor further down, which torch's formulas add to first: relu(inf **
+  // e)'s second derivative in e was NaN, torch's is inf (difffuzz seed 179
+  // case 8849).
   if (BRISK_UNLIKELY(autograd::should_record(grad, self)))
     autograd::record("ThresholdBackwardBackward0", {r}, {grad, self}, {autograd::save(self)},
                      [threshold](autograd::BackwardCtx& c) -> TensorList {
-                       return {threshold_backward(c.grad(), c.saved(0), threshold), zeros_like(c.saved(0))};
+                       return {threshold_backward(c.grad(), c.saved(0), threshold), Tensor()};
                      });
   return r;
 }

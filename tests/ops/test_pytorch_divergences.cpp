@@ -1136,6 +1136,41 @@ TEST(PyTorchDivergence, AbsSecondDerivativeIsAStructuralZero) {
   EXPECT_TRUE(same_bits(z.grad(), {kInf, -kInf}));
 }
 
+TEST(PyTorchDivergence, ReluSecondDerivativeAtAnInfinitePowIsTheLimit) {
+  // relu's backward's derivative in its input is zero by construction (a structural zero, as
+  // abs's above); it used to be a materialized zero that met pow's infinite factor (difffuzz
+  // seed 179 case 8849). torch 2.15:
+  //   x = tensor([inf, 2.], float64); e = tensor([0.425, 0.425], float64, requires_grad)
+  //   v = x.pow(e); loss = (v * 0.25).sum() + (r(v) * 0.5).sum()
+  //   g = grad(loss, e, create_graph=True); grad(g.sum(), e)
+  //   r = identity or relu: g [inf, 0.6979502587495867], gg [inf, 0.48378225402336034]
+  //   loss = x.pow(e).relu().sum(): g [inf, 0.930600344999449], gg [inf, 0.6450430053644804]
+  for (int k = 0; k < 3; ++k) {
+    Tensor x = tensor<double>({kInf, 2.0}, kDouble);
+    Tensor e = tensor<double>({0.425, 0.425}, kDouble).requires_grad_();
+    Tensor v = x.pow(e);
+    Tensor loss = k == 2 ? v.relu().sum() : (v * 0.25).sum() + ((k == 1 ? v.relu() : v) * 0.5).sum();
+    auto g = autograd::grad({loss}, {e}, {}, true, true);
+    auto gg = autograd::grad({g[0].sum()}, {e});
+    const std::vector<double> g2 = values(g[0]), gg2 = values(gg[0]);
+    EXPECT_EQ(g2[0], kInf) << k;
+    EXPECT_EQ(gg2[0], kInf) << k;
+    EXPECT_NEAR(g2[1], k == 2 ? 0.930600344999449 : 0.6979502587495867, 1e-14) << k;
+    EXPECT_NEAR(gg2[1], k == 2 ? 0.6450430053644804 : 0.48378225402336034, 1e-14) << k;
+  }
+  // relu's first and second derivatives elsewhere are unchanged: x = [-1., 0., 2.] requires grad,
+  // g = grad(x.relu().pow(2).sum(), x, create_graph=True) -> [0, 0, 4]; grad(g.sum(), x) -> [0, 0, 2]
+  Tensor x = tensor<double>({-1.0, 0.0, 2.0}, kDouble).requires_grad_();
+  auto g = autograd::grad({x.relu().pow(2).sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(same_bits(g[0], {0, 0, 4}));
+  EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {x})[0], {0, 0, 2}));
+  // only the structural zero reaches x: a zero gradient, as torch's
+  //   g = grad(x.relu().sum(), x, create_graph=True) -> [0, 0, 1]; grad(g.sum(), x) -> [0, 0, 0]
+  auto h = autograd::grad({x.relu().sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(same_bits(h[0], {0, 0, 1}));
+  EXPECT_TRUE(same_bits(autograd::grad({h[0].sum()}, {x})[0], {0, 0, 0}));
+}
+
 TEST(PyTorchDivergence, AbsSecondDerivativeThroughMatrixProductsStaysZero) {
   // abs's zero second derivative met by an infinite operand of a matrix product: torch 2.15's
   // matmul/mv (and F.bilinear) backward multiply its "efficient zero" by inf (NaN), while its
