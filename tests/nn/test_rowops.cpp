@@ -218,6 +218,49 @@ TEST_F(RowOps, SoftmaxSpecialRowsAndEmpty) {
   EXPECT_EQ(s.grad().item<float>(), 0.0f);
 }
 
+// The contiguous rows' vector path (Note [Softmax rows in vectors]): NaN,
+// +inf and -inf in the vectors' body and in the tail, rows of all -inf, at
+// lengths with and without a tail and over several chunks; the other rows
+// of the same call against the float64 reference.
+TEST_F(RowOps, SoftmaxSpecialValuesInLongRows) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (ScalarType dt : {kFloat, kDouble})
+    for (int64_t n : {int64_t(64), int64_t(100), int64_t(4101)}) {
+      // rows: 0 plain, 1 NaN in the body, 2 NaN in the tail, 3 +inf in the
+      // body, 4 all -inf, 5 -inf in the body and the tail, 6 plain
+      Tensor xd = randn({7, n}, kDouble) * 4.0;
+      double* p = xd.data_ptr<double>();
+      p[1 * n + 5] = nan;
+      p[2 * n + n - 1] = nan;
+      p[3 * n + 17] = inf;
+      for (int64_t i = 0; i < n; ++i) p[4 * n + i] = -inf;
+      p[5 * n + 3] = -inf;
+      p[5 * n + n - 2] = -inf;
+      const Tensor x = xd.to(dt);
+      for (bool log : {false, true}) {
+        const std::vector<double> y = values(log ? x.log_softmax(1) : x.softmax(1));
+        const std::vector<double> want = ref_softmax(x, 1, log);
+        for (int64_t r : {1, 2, 3, 4})
+          for (int64_t i = 0; i < n; ++i)
+            ASSERT_TRUE(std::isnan(y[r * n + i])) << dt << " n=" << n << " log=" << log << " row " << r << " at " << i;
+        const Tol t = tol_for(dt);
+        for (int64_t r : {0, 5, 6})
+          for (int64_t i = 0; i < n; ++i) {
+            const double w = want[r * n + i], g = y[r * n + i];
+            if (std::isinf(w)) {
+              ASSERT_EQ(g, w) << dt << " n=" << n << " row " << r << " at " << i;
+              continue;
+            }
+            ASSERT_NEAR(g, w, t.rtol * std::abs(w) + (log ? t.atol * 20 : t.atol))
+                << dt << " n=" << n << " log=" << log << " row " << r << " at " << i;
+          }
+        // the -inf entries: probability 0, log-probability -inf
+        EXPECT_EQ(y[5 * n + 3], log ? -inf : 0.0);
+        EXPECT_EQ(y[5 * n + n - 2], log ? -inf : 0.0);
+      }
+    }
+}
+
 TEST_F(RowOps, SoftmaxFusedBackwardMatchesReference) {
   for (ScalarType dt : {kDouble, kFloat, kHalf, kBFloat16})
     for (bool log : {false, true})
