@@ -60,8 +60,9 @@ using ::brisk::cpu::exp_vec;
 // scalar walk with a compare and a NaN test per lane (a tenth of a row of
 // 512). Sums: lane k of the kLanes accumulators takes the values i with
 // i % kLanes == k of a chunk (kLanes / N vectors of N lanes, as row_sum),
-// a chunk's lanes are added as a tree (row_sum's walk in order was 32
-// dependent adds per chunk, a sixth of a row of 512), chunks in double.
+// a chunk's lanes are added as a tree (5 dependent adds where row_sum's
+// walk in order has 31; within the noise of a row of 512 when measured
+// alone), chunks in double.
 // The maximum is the same in any order, up to which zero a row whose
 // maximum is both +0 and -0 returns (x - max and its exp cannot show it)
 // and which NaN a row of several NaNs returns.
