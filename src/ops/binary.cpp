@@ -360,7 +360,18 @@ void record_binary(const char* nm, const Tensor* self, const Tensor& r, const Te
       return {c.needs(0) ? g * c.saved(1) : Tensor(), c.needs(1) ? g * c.saved(0) : Tensor()};
     });
   } else if constexpr (op == OpId::pow) {
-    rec("PowBackward1", {save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+    // The exponent's gradient g * x^e * log(x) uses the forward's result as
+    // torch's formula does (pow_backward_exponent), so that under
+    // create_graph the gradients reaching x^e from the formula and from the
+    // forward's other consumers meet in one node and are summed before
+    // anything multiplies them: with x^e recomputed, relu(x ** e)'s
+    // materialized zero met an infinite factor alone (NaN where torch's
+    // second derivative is inf; difffuzz seed 179 case 8849). pow_ keeps
+    // recomputing it from the saved inputs (its result is self, which later
+    // in-place ops change: brisk then gives the exact gradient where torch
+    // raises, docs/porting.md).
+    const bool out = self == nullptr;  // the result saved (slot 2)
+    auto fn = [out](BackwardCtx& c) -> TensorList {
       const Tensor& g = c.grad();
       Tensor x = c.saved(0), e = c.saved(1);
       Tensor ga, gb;
@@ -369,11 +380,16 @@ void record_binary(const char* nm, const Tensor* self, const Tensor& r, const Te
       // log of x in the result dtype (an int64 x is not logged in float32).
       if (c.needs(1)) {
         const Tensor xr = x.to(result_type(x, e));
+        const Tensor p = out ? c.saved(2) : xr.pow(e);
         // g times the masked derivative (torch's grouping): an infinite g at base 0 is NaN, not 0
-        gb = g * (xr.pow(e) * xr.log()).masked_fill(x == 0 & e >= 0, 0);
+        gb = g * (p * xr.log()).masked_fill(x == 0 & e >= 0, 0);
       }
       return {ga, gb};
-    });
+    };
+    if (self)
+      rec("PowBackward1", {save(a), save(b)}, fn);
+    else
+      rec("PowBackward1", {save(a), save(b), save_output(r)}, fn);
   } else if constexpr (op == OpId::minimum || op == OpId::maximum) {
     rec(op == OpId::minimum ? "MinimumBackward0" : "MaximumBackward0", {save(a), save(b)},
         [](BackwardCtx& c) -> TensorList {
@@ -1031,16 +1047,14 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
   args.s0 = threshold;
   args.has_s0 = true;
   Tensor r = run<OpId::threshold_backward>("threshold_backward", it, args);
-  // As torch's: linear in grad (the same mask again); self only selects: its
-  // gradient is zero by construction, a structural zero (Note [Structural
-  // zeros], autograd/engine.cpp). A materialized zero met an infinite
-  // factor further down, which torch's formulas add to first: relu(inf **
-  // e)'s second derivative in e was NaN, torch's is inf (difffuzz seed 179
-  // case 8849).
+  // As torch's: linear in grad (the same mask again); self only selects (a
+  // materialized zero gradient, as torch's zeros_like(grad): a structural
+  // zero here would give 0 where torch's zero meets an infinite factor, and
+  // a third derivative with no graph).
   if (BRISK_UNLIKELY(autograd::should_record(grad, self)))
     autograd::record("ThresholdBackwardBackward0", {r}, {grad, self}, {autograd::save(self)},
                      [threshold](autograd::BackwardCtx& c) -> TensorList {
-                       return {threshold_backward(c.grad(), c.saved(0), threshold), Tensor()};
+                       return {threshold_backward(c.grad(), c.saved(0), threshold), zeros_like(c.grad())};
                      });
   return r;
 }

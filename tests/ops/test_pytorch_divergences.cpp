@@ -1164,11 +1164,26 @@ TEST(PyTorchDivergence, ReluSecondDerivativeAtAnInfinitePowIsTheLimit) {
   auto g = autograd::grad({x.relu().pow(2).sum()}, {x}, {}, true, true);
   EXPECT_TRUE(same_bits(g[0], {0, 0, 4}));
   EXPECT_TRUE(same_bits(autograd::grad({g[0].sum()}, {x})[0], {0, 0, 2}));
-  // only the structural zero reaches x: a zero gradient, as torch's
-  //   g = grad(x.relu().sum(), x, create_graph=True) -> [0, 0, 1]; grad(g.sum(), x) -> [0, 0, 0]
+  // only relu's zero reaches x: a zero gradient with a graph, as torch's
+  //   g = grad(x.relu().sum(), x, create_graph=True) -> [0, 0, 1]
+  //   gg = grad(g.sum(), x, create_graph=True) -> [0, 0, 0] (requires grad); grad(gg.sum(), x) -> [0, 0, 0]
   auto h = autograd::grad({x.relu().sum()}, {x}, {}, true, true);
   EXPECT_TRUE(same_bits(h[0], {0, 0, 1}));
-  EXPECT_TRUE(same_bits(autograd::grad({h[0].sum()}, {x})[0], {0, 0, 0}));
+  auto hh = autograd::grad({h[0].sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(same_bits(hh[0], {0, 0, 0}));
+  ASSERT_TRUE(hh[0].requires_grad());
+  EXPECT_TRUE(same_bits(autograd::grad({hh[0].sum()}, {x})[0], {0, 0, 0}));
+  // relu's zero is a materialized one, as torch's zeros_like(grad): met by an infinite factor
+  // it is NaN in both (a = [1, -1] requires grad):
+  //   grad(grad(relu(a * inf).sum(), a, create_graph=True)[0].sum(), a) -> [nan, nan]
+  //   a = [1, 2]: the same for relu(a / 0.) -> [nan, nan]
+  for (int k = 0; k < 2; ++k) {
+    Tensor a = (k == 0 ? tensor<double>({1.0, -1.0}, kDouble) : tensor<double>({1.0, 2.0}, kDouble)).requires_grad_();
+    Tensor w = k == 0 ? a * tensor<double>({kInf, kInf}, kDouble) : a / 0.0;
+    auto ga = autograd::grad({w.relu().sum()}, {a}, {}, true, true);
+    const std::vector<double> gg = values(autograd::grad({ga[0].sum()}, {a})[0]);
+    EXPECT_TRUE(std::isnan(gg[0]) && std::isnan(gg[1])) << k << ": " << gg[0] << " " << gg[1];
+  }
 }
 
 TEST(PyTorchDivergence, AbsSecondDerivativeThroughMatrixProductsStaysZero) {
