@@ -1048,13 +1048,13 @@ Tensor threshold_backward(const Tensor& grad, const Tensor& self, const Scalar& 
   args.has_s0 = true;
   Tensor r = run<OpId::threshold_backward>("threshold_backward", it, args);
   // As torch's: linear in grad (the same mask again); self only selects (a
-  // materialized zero gradient, as torch's zeros_like(grad): a structural
+  // materialized zero gradient, as torch's zeros_like: a structural
   // zero here would give 0 where torch's zero meets an infinite factor, and
   // a third derivative with no graph).
   if (BRISK_UNLIKELY(autograd::should_record(grad, self)))
     autograd::record("ThresholdBackwardBackward0", {r}, {grad, self}, {autograd::save(self)},
                      [threshold](autograd::BackwardCtx& c) -> TensorList {
-                       return {threshold_backward(c.grad(), c.saved(0), threshold), zeros_like(c.grad())};
+                       return {threshold_backward(c.grad(), c.saved(0), threshold), zeros_like(c.saved(0))};
                      });
   return r;
 }
