@@ -183,7 +183,10 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
   Tensor a = x1.reshape({-1, in1});                                                   // (N, in1)
   Tensor b = x2.reshape({-1, in2});                                                   // (N, in2)
   Tensor t = a.matmul(weight.permute({1, 0, 2}).reshape({in1, out * in2}));            // (N, out*in2)
-  Tensor y = (t.view({-1, out, in2}) * b.unsqueeze(1)).sum(-1, false, t.dtype());    // (N, out); ints stay ints
+  // (N, out): a batched product that accumulates each row in the compute type
+  // and rounds once, as torch's _trilinear (bmm); a product rounded to the
+  // dtype before a sum lost digits in float16/bfloat16 (fuzz seed 191)
+  Tensor y = t.view({-1, out, in2}).matmul(b.unsqueeze(-1)).squeeze(-1);
   if (bias.defined()) y = y + bias;
   lead.push_back(out);
   return y.reshape(lead);

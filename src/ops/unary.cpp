@@ -332,7 +332,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::tan:
       rec("TanBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
         const Tensor y = c.saved(0);
-        return {c.grad() * (y * y + 1)};
+        return {c.grad() * (y.square() + 1)};  // torch: 1 + result.pow(2)
       });
       break;
     case UnaryMode::asin:
@@ -372,13 +372,13 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::erf:
       rec("ErfBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
         const Tensor v = c.saved(0);
-        return {c.grad() * ((v * v).neg().exp() * kTwoOverSqrtPi)};
+        return {c.grad() * (v.square().neg().exp() * kTwoOverSqrtPi)};
       });
       break;
     case UnaryMode::erfc:
       rec("ErfcBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
         const Tensor v = c.saved(0);
-        return {c.grad() * ((v * v).neg().exp() * -kTwoOverSqrtPi)};
+        return {c.grad() * (v.square().neg().exp() * -kTwoOverSqrtPi)};
       });
       break;
     case UnaryMode::relu:
@@ -398,7 +398,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::asinh:
       rec("AsinhBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
         const Tensor v = c.saved(0);
-        return {c.grad() * (v * v + 1).rsqrt()};
+        return {c.grad() * (v.square() + 1).rsqrt()};
       });
       break;
     case UnaryMode::acosh:
@@ -410,13 +410,13 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::atanh:
       rec("AtanhBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
         const Tensor v = c.saved(0);
-        return {c.grad() / (1 - v * v)};
+        return {c.grad() / (1 - v.square())};
       });
       break;
     case UnaryMode::erfinv:  // d erfinv(x) = sqrt(pi) / 2 * exp(erfinv(x)^2)
       rec("ErfinvBackward0", {save_output(r)}, [](BackwardCtx& c) -> TensorList {
         const Tensor y = c.saved(0);
-        return {c.grad() * ((y * y).exp() * kSqrtPiOver2)};
+        return {c.grad() * (y.square().exp() * kSqrtPiOver2)};
       });
       break;
     case UnaryMode::lgamma:

@@ -1253,11 +1253,13 @@ TEST(PyTorchDivergence, SecondDerivativesTorchGetsWrong) {
   EXPECT_TRUE(same_bits(second.slice(0, 0, 3), {0, 0, 0}));
   // erfc'' = 4x / sqrt(pi) * exp(-x^2) is 0 at 3e38 (exp underflows); torch (1.13 and 2.15) groups
   // it as 0 * inf: x = tensor([3e38, 1.]), g, = grad(erfc(x).sum(), x, create_graph=True)
-  //   -> [-0., -0.4151]; grad(g.sum(), x) -> [nan, 0.8302] (difffuzz seed 32 case 2658)
+  //   -> [-0., -0.4151]; grad(g.sum(), x) -> [nan, 0.8302] (difffuzz seed 32 case 2658).
+  // brisk gave 0 while its formula squared x as x * x; it is torch's exp(-(x.pow(2))) since
+  // ErfGradientSquaresItsInputInOneOp (the square's gradient 2x overflows): NaN, as torch.
   Tensor xe = tensor<float>({3e38f, 1.0f}).requires_grad_();
   auto ge = autograd::grad({erfc(xe).sum()}, {xe}, {}, true, true);
   Tensor he = autograd::grad({ge[0].sum()}, {xe})[0];
-  EXPECT_EQ(he.to(kDouble)[0].item<double>(), 0.0);
+  EXPECT_TRUE(std::isnan(he.to(kDouble)[0].item<double>()));
   EXPECT_NEAR(he.to(kDouble)[1].item<double>(), 4.0 / std::sqrt(M_PI) * std::exp(-1.0), 1e-6);
 }
 
@@ -1906,6 +1908,46 @@ TEST(PyTorchDivergence, SigmoidAndTanhSecondDerivativesAreOneProduct) {
     const double want = tanh ? -2 * yv * d1 : d1 * (1 - 2 * yv);
     EXPECT_NEAR(h[1].item<double>(), want, 1e-15) << (tanh ? "tanh" : "sigmoid");
   }
+}
+
+TEST(PyTorchDivergence, ErfGradientSquaresItsInputInOneOp) {
+  // torch's erf backward is exp(-(self.pow(2))): one op, so its double backward sends one
+  // gradient to self; brisk's v * v sent two, added to a large gradient one at a time in
+  // float16 (difffuzz seed 191 case 100024). torch 2.15:
+  //   x = tensor([-0.024627685546875], float16, requires_grad); v3 = x.square(); v4 = v3.sqrt()
+  //   loss = (x * 0.375 + v3 * 0.125 + v4 * -0.125 + v4.erf() * -0.375) in float64, summed
+  //   g = grad(loss, x, create_graph) -> 0.9169921875; grad((g * -0.875).sum(), x) -> -0.234375
+  //   (float64 program: -0.23697571462759015; v * v gave -0.25)
+  Tensor x = tensor<double>({-0.024627685546875}, kDouble).to(kHalf).requires_grad_();
+  Tensor v3 = x.square(), v4 = v3.sqrt(), v5 = v4.erf();
+  Tensor loss = (x.to(kDouble) * 0.375 + v3.to(kDouble) * 0.125 + v4.to(kDouble) * -0.125 +
+                 v5.to(kDouble) * -0.375)
+                    .sum();
+  Tensor g = autograd::grad({loss}, {x}, {}, true, true)[0];
+  EXPECT_EQ(g.item<double>(), 0.9169921875);
+  Tensor gg = autograd::grad({(g.to(kDouble) * -0.875).sum()}, {x})[0];
+  EXPECT_EQ(gg.item<double>(), -0.234375);
+}
+
+TEST(PyTorchDivergence, SixteenBitBilinearRoundsEachOutputOnce) {
+  // F.bilinear contracts (x1 W) with x2 in one batched product that accumulates in float32
+  // and rounds once (torch's _trilinear); brisk rounded each product to the 16-bit dtype
+  // before the sum (difffuzz seed 191 case 900295). torch 2.15, bfloat16 and float16:
+  //   F.bilinear([[1.]], [[1.0078125, 1.]], [[[1.0234375, -1.]]]) -> 0.031494140625 (bfloat16),
+  //   0.03143310546875 (float16, exact); brisk gave 0.03125 in bfloat16
+  Tensor x1 = tensor<double>({1.0}, {1, 1}, kDouble);
+  Tensor x2 = tensor<double>({1.0078125, 1.0}, {1, 2}, kDouble);
+  Tensor w = tensor<double>({1.0234375, -1.0}, {1, 1, 2}, kDouble);
+  for (ScalarType dt : {kBFloat16, kHalf}) {
+    Tensor y = nn::functional::bilinear(x1.to(dt), x2.to(dt), w.to(dt), Tensor());
+    EXPECT_EQ(y.dtype(), dt);
+    EXPECT_EQ(y.item<double>(), dt == kBFloat16 ? 0.031494140625 : 0.03143310546875);
+  }
+  // integers stay integers, as before
+  Tensor yi = nn::functional::bilinear(tensor<int64_t>({2}, {1, 1}, kInt64), tensor<int64_t>({3, -1}, {1, 2}, kInt64),
+                                       tensor<int64_t>({5, 7}, {1, 1, 2}, kInt64), Tensor());
+  EXPECT_EQ(yi.dtype(), kInt64);
+  EXPECT_EQ(yi.item<int64_t>(), 2 * (5 * 3 + 7 * -1));
 }
 
 }  // namespace
