@@ -131,11 +131,44 @@ Tensor reduce_weighted(const char* op, const Tensor& loss, const Tensor& w, Redu
   return reduce(op, loss, r);
 }
 
-/// log(x) clamped at -100 (PyTorch's binary_cross_entropy), with a finite
-/// gradient where x = 0.
+/// log(x) clamped at -100 (PyTorch's binary_cross_entropy).
 Tensor clamped_log(const Tensor& x) {
   Tensor pos = x.gt(0);
   return where(pos, where(pos, x, Scalar(1.0)).log(), Scalar(-100.0)).clamp_min(-100.0);
+}
+
+// Note [binary_cross_entropy's gradients]
+// PyTorch's, not the composite's: the input gradient is
+// g (x - t) / max(x (1 - x), 1e-12) and the target gradient -logit(x) g.
+// The composite (clamped logs, each with a zero gradient where it clamps)
+// gave (1 - t) g at x = 0 where torch gives -t g / 1e-12 (a sigmoid that
+// saturates to 0 or 1 in float32 feeds exactly these), 100 g for the target
+// where torch gives inf, and inf - inf = NaN for an infinite g. The input
+// gradient is its own node so that its derivatives are PyTorch's
+// binary_cross_entropy_double_backward{,_grad_output,_target} (which use
+// x + eps and 1 - x + eps where the first derivative clamps).
+constexpr double kBceEps = 1e-12;
+
+Tensor bce_input_grad(const Tensor& g, const Tensor& x, const Tensor& t) {
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = g * (x - t) / ((1.0 - x) * x).clamp_min(kBceEps);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(g, x, t))) {
+    using namespace autograd;
+    record("BinaryCrossEntropyBackwardBackward0", {r}, {g, x, t}, {save(g), save(x), save(t)},
+           [](BackwardCtx& c) -> TensorList {
+             const Tensor g = c.saved(0), x = c.saved(1), t = c.saved(2), gg = c.grad();
+             Tensor dg, dx, dt;
+             if (c.needs(0)) dg = (x - t) / ((x + kBceEps) * (1.0 - x + kBceEps)) * gg;
+             if (c.needs(1))
+               dx = (x * x - 2.0 * x * t + t) / ((x + kBceEps).square() * (1.0 - x + kBceEps).square()) * (g * gg);
+             if (c.needs(2)) dt = (gg * g).neg() / ((1.0 - x) * x).clamp_min(kBceEps);
+             return {dg, dx, dt};
+           });
+  }
+  return r;
 }
 
 }  // namespace
@@ -669,10 +702,28 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
     BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
                 "all elements of input should be between 0 and 1");
   }
-  Tensor loss = (target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input)).neg();
-  if (o.weight().defined()) loss = loss * o.weight();
-  BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight shape ", shape_str(o.weight().sizes()),
+  const Tensor& w = o.weight();
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    loss = (target * clamped_log(input) + (1.0 - target) * clamped_log(1.0 - input)).neg();
+    if (w.defined()) loss = loss * w;
+  }
+  BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight shape ", shape_str(w.sizes()),
               " does not broadcast to input shape ", shape_str(input.sizes()));
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // Note [binary_cross_entropy's gradients]
+    using namespace autograd;
+    record("BinaryCrossEntropyBackward0", {loss}, {input, target}, {save(input), save(target), save(w)},
+           [](BackwardCtx& c) -> TensorList {
+             const Tensor x = c.saved(0), t = c.saved(1), wt = c.saved(2);
+             const Tensor g = wt.defined() ? c.grad() * wt : c.grad();
+             Tensor gx, gt;
+             if (c.needs(0)) gx = bce_input_grad(g, x, t);
+             if (c.needs(1)) gt = x.logit().neg() * g;
+             return {gx, gt};
+           });
+  }
   return reduce(op, loss, o.reduction());
 }
 

@@ -1950,5 +1950,45 @@ TEST(PyTorchDivergence, SixteenBitBilinearRoundsEachOutputOnce) {
   EXPECT_EQ(yi.item<int64_t>(), 2 * (5 * 3 + 7 * -1));
 }
 
+TEST(PyTorchDivergence, BinaryCrossEntropyGradientsAreTorchsFormulas) {
+  namespace F = nn::functional;
+  // At x = 0 or 1 (a sigmoid saturated in float32) torch's input gradient is
+  // g (x - t) / max(x (1 - x), 1e-12) and its target gradient -logit(x) g; the composite's
+  // clamped logs gave (1 - t) g and 100 g. torch 2.15, float32, reduction='sum':
+  //   x = [0., 1., 0.5], t = [0.5, 0.25, 0.5]: x.grad [-499999997952., 750000013312., 0.],
+  //   t.grad [inf, -inf, -0.]
+  Tensor x = tensor<float>({0.0f, 1.0f, 0.5f}).requires_grad_();
+  Tensor t = tensor<float>({0.5f, 0.25f, 0.5f}).requires_grad_();
+  auto g = autograd::grad({F::binary_cross_entropy(x, t, F::BinaryCrossEntropyFuncOptions().reduction(nn::kSum))}, {x, t});
+  EXPECT_TRUE(same_bits(g[0], {-499999997952.0, 750000013312.0, 0.0}));
+  EXPECT_TRUE(same_bits(g[1], {kInf, -kInf, -0.0}));
+  // An infinite incoming gradient is inf in both, not inf - inf (difffuzz seed 193 case 716697):
+  //   grad(F.binary_cross_entropy(x, t, reduction='none'), [x, t], [inf, 1, 1]) at x = 0.3, t = 0.25
+  //   -> x: [inf, 0.2381, 0.2381], t: [inf, 0.8473, 0.8473]
+  Tensor x2 = full({3}, 0.3).requires_grad_(), t2 = full({3}, 0.25).requires_grad_();
+  auto h = autograd::grad({F::binary_cross_entropy(x2, t2, F::BinaryCrossEntropyFuncOptions().reduction(nn::kNone))},
+                          {x2, t2}, {tensor<float>({kInf, 1.0f, 1.0f})});
+  EXPECT_EQ(h[0][0].item<double>(), kInf);
+  EXPECT_EQ(h[1][0].item<double>(), kInf);
+  EXPECT_NEAR(h[0][1].item<double>(), 0.05 / 0.21, 1e-6);
+  EXPECT_NEAR(h[1][1].item<double>(), std::log(0.7 / 0.3), 1e-6);
+  // Second derivatives, float64 with a weight and the mean:
+  //   x = [0.3, 0.9], t = [0.25, 1.], w = [1.5, 0.5]; gx, gt = grad(bce(x, t, w), [x, t], create_graph)
+  //   -> gx [0.17857142857142855, -0.2777777777777778], gt [0.6354733952904027, -0.5493061443340549]
+  //   s = (gx * [1, -2]).sum() + (gt * [0.5, 0.25]).sum(); grad(s, [x, t])
+  //   -> [1.445578231261744, -1.3117283950480119], [-3.5714285714285716, 5.555555555555556]
+  Tensor x3 = tensor<double>({0.3, 0.9}, kDouble).requires_grad_();
+  Tensor t3 = tensor<double>({0.25, 1.0}, kDouble).requires_grad_();
+  Tensor w3 = tensor<double>({1.5, 0.5}, kDouble);
+  auto g3 = autograd::grad({F::binary_cross_entropy(x3, t3, F::BinaryCrossEntropyFuncOptions().weight(w3))},
+                           {x3, t3}, {}, true, true);
+  EXPECT_TRUE(close(g3[0], tensor<double>({0.17857142857142855, -0.2777777777777778}, kDouble), 1e-14, 0));
+  EXPECT_TRUE(close(g3[1], tensor<double>({0.6354733952904027, -0.5493061443340549}, kDouble), 1e-14, 0));
+  Tensor s = (g3[0] * tensor<double>({1.0, -2.0}, kDouble)).sum() + (g3[1] * tensor<double>({0.5, 0.25}, kDouble)).sum();
+  auto h3 = autograd::grad({s}, {x3, t3});
+  EXPECT_TRUE(close(h3[0], tensor<double>({1.445578231261744, -1.3117283950480119}, kDouble), 1e-12, 0));
+  EXPECT_TRUE(close(h3[1], tensor<double>({-3.5714285714285716, 5.555555555555556}, kDouble), 1e-12, 0));
+}
+
 }  // namespace
 }  // namespace brisk
