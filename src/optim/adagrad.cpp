@@ -51,14 +51,16 @@ void adagrad_foreach(const AdagradHyper& h, const TensorList& params, const Tens
 Adagrad::Adagrad(std::vector<OptimizerParamGroup> groups, AdagradOptions defaults)
     : Optimizer("Adagrad", std::make_unique<AdagradOptions>(defaults)) {
   init(groups);
-  // PyTorch makes the state of every parameter at construction.
+  // PyTorch makes the state of every parameter at construction, every group's
+  // sum filled with the constructor's (the defaults') initial_accumulator_value,
+  // as torch.optim.Adagrad and libtorch: a group's own value is not used.
   NoGradGuard ng;
+  const double init = static_cast<const AdagradOptions&>(this->defaults()).initial_accumulator_value();
   for (OptimizerParamGroup& g : groups_) {
-    const auto& o = static_cast<const AdagradOptions&>(g.options());
     for (const Tensor& p : g.params()) {
       ParamState& s = state(p);
       s.step() = 0;
-      s.sum() = full_like(p, o.initial_accumulator_value(), p.options());
+      s.sum() = full_like(p, init, p.options());
     }
   }
 }
@@ -81,10 +83,11 @@ void Adagrad::step_group(OptimizerParamGroup& group, const std::vector<Tensor>& 
   TensorList grads;
   for (const Tensor& p : params) {
     ParamState& s = state(p);
-    // A group added after construction gets its state here.
+    // A group added after construction gets its state here (the defaults'
+    // value, as torch's lazy init).
     if (!s.sum().defined()) {
       s.step() = 0;
-      s.sum() = full_like(p, o.initial_accumulator_value(), p.options());
+      s.sum() = full_like(p, static_cast<const AdagradOptions&>(defaults()).initial_accumulator_value(), p.options());
     }
     s.step() += 1;
     states.push_back(&s);

@@ -76,6 +76,27 @@ TEST(Adagrad, DefaultsAndErrors) {
                {"Adagrad", "initial_accumulator_value"});
 }
 
+TEST(Adagrad, EveryGroupStartsAtTheDefaultsAccumulator) {
+  // torch.optim.Adagrad (and libtorch) fill every group's sum with the constructor's
+  // initial_accumulator_value; a group's own value is not used. torch 2.15, p = q = ones(1):
+  //   Adagrad([{'params': [p], 'initial_accumulator_value': 5.}, {'params': [q]}], lr=0.1,
+  //           initial_accumulator_value=d); (p.sum() + q.sum()).backward(); step()
+  //   d = 0: p, q = 0.8999999761581421; d = 5: p, q = 0.959175169467926
+  for (double d : {0.0, 5.0}) {
+    Tensor p = ones({1}).requires_grad_(), q = ones({1}).requires_grad_();
+    std::vector<optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<Tensor>{p},
+                        std::make_unique<optim::AdagradOptions>(optim::AdagradOptions(0.1).initial_accumulator_value(5.0)));
+    groups.emplace_back(std::vector<Tensor>{q});
+    optim::Adagrad opt(std::move(groups), optim::AdagradOptions(0.1).initial_accumulator_value(d));
+    (p.sum() + q.sum()).backward();
+    opt.step();
+    const double want = d == 0 ? 0.8999999761581421 : 0.959175169467926;
+    EXPECT_EQ(p.item<double>(), want) << d;
+    EXPECT_EQ(q.item<double>(), want) << d;
+  }
+}
+
 TEST(Adagrad, StateDictRoundTripContinuesTheTrajectory) {
   const Tensor X = from(ref::kX, {8, 3}), Y = from(ref::kY, {8});
   auto loss_of = [&](const Tensor& w, const Tensor& b) { return ((X.matmul(w) + b - Y).pow(2)).mean(); };
