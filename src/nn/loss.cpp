@@ -10,6 +10,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "autograd/function.h"
 #include "brisk/autograd.h"
 #include "brisk/nn/loss.h"
 #include "brisk/ops.h"
@@ -285,6 +286,19 @@ Tensor logsumexp_or_neg_inf(const Tensor& x) {
   return where(live, safe.logsumexp({0}), Scalar(-std::numeric_limits<double>::infinity()));
 }
 
+/// Zeros (N) whose gradient is -exp(log_probs) g_n at the time steps below
+/// each sample's input length, subtracted from the loss (x - 0 keeps every
+/// x, -0 included; Note [CTC as a composite]).
+Tensor ctc_softmax_term(const Tensor& log_probs, const Tensor& live, const Tensor& like) {
+  Tensor z = zeros({log_probs.size(1)}, like.options());
+  autograd::record("CtcLossBackward0", {z}, {log_probs}, {autograd::save(log_probs), autograd::save(live)},
+                   [](autograd::BackwardCtx& c) -> TensorList {
+                     const Tensor lp = c.saved(0), m = c.saved(1);  // (T, N, C), (T, N, 1) bool
+                     return {where(m, lp.exp() * c.grad().neg().view({1, -1, 1}), Scalar(0.0))};
+                   });
+  return z;
+}
+
 std::vector<int64_t> host_lengths(const char* op, const char* what, const Tensor& t, int64_t n) {
   BRISK_CHECK(t.defined(), op, what, " is undefined");
   BRISK_CHECK(!t.is_floating_point() && t.dtype() != kBool, op, "expected integer ", what, ", got ", t.dtype());
@@ -302,6 +316,13 @@ std::vector<int64_t> host_lengths(const char* op, const char* what, const Tensor
 // The loss is -lse(alpha_{T-1}(S'-1), alpha_{T-1}(S'-2)). Unreachable states
 // are -inf; their lse is taken through a mask so that backward stays finite.
 // Cost: T steps of a few (N, S') ops each, on any device.
+// The gradient with respect to log_probs is PyTorch's, not the composite's
+// exact one: PyTorch's kernel gives exp(lp) - posterior, the gradient of the
+// logits of a log_softmax before it (the softmax's own term, which that
+// log_softmax's backward cancels), so ctc_softmax_term adds exp(lp) g_n where
+// t < input length (a zero_infinity sample gets none: its where zeroes both).
+// A leaf log_probs (PyTorch's documentation's example) then has torch's
+// gradient; the logits' gradients were equal before and after.
 Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets_in, const Tensor& input_lengths,
                 const Tensor& target_lengths, const CTCLossFuncOptions& o) {
   const char* op = "ctc_loss";
@@ -382,6 +403,10 @@ Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets_in, const Tens
   // No time step: probability 1 for an empty target, 0 otherwise.
   loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).eq(0)), Scalar(0.0), loss);
   loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).gt(0)), Scalar(-ninf), loss);
+  if (autograd::should_record(log_probs)) {
+    Tensor live = arange(T, i64).unsqueeze(1).lt(tensor(in_len, {1, N}, i64)).unsqueeze(2);  // (T, N, 1)
+    loss = loss - ctc_softmax_term(log_probs, live, loss);
+  }
   if (o.zero_infinity()) loss = where(loss.isinf(), Scalar(0.0), loss);
   switch (o.reduction()) {
     case Reduction::None: return batched ? loss : loss.squeeze(0);

@@ -171,10 +171,10 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
 /// targets: (N, S) padded class indices, or all targets concatenated (1-d);
 /// input_lengths, target_lengths: (N) integers (host values are read).
 /// kMean divides each loss by its target length (at least 1), then averages
-/// over the batch. A composite of the forward recursion in log space:
-/// autograd gives the exact gradient with respect to log_probs, which differs
-/// from PyTorch's (its kernel adds exp(log_probs), a term the log_softmax
-/// before it cancels); the gradients of the logits agree.
+/// over the batch. A composite of the forward recursion in log space; the
+/// gradient with respect to log_probs is PyTorch's, exp(log_probs) minus the
+/// posterior (the exact one plus a term that the log_softmax before it
+/// cancels).
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, const CTCLossFuncOptions& o = {});
 
