@@ -146,13 +146,15 @@ Tensor causal_keep(int64_t L, int64_t S, Device device) {
 }
 
 /// softmax(q k^T * scale + mask) with brisk ops; rows with every key masked
-/// give zeros. Broadcasts batch dims like matmul.
-Tensor probs_math(const Tensor& q, const Tensor& k, const Tensor& mask, bool causal, double scale) {
+/// give zeros, or NaN with nan_dead (MultiheadAttention's weights path, whose
+/// plain softmax PyTorch runs). Broadcasts batch dims like matmul.
+Tensor probs_math(const Tensor& q, const Tensor& k, const Tensor& mask, bool causal, double scale,
+                  bool nan_dead = false) {
   Tensor s = q.matmul(k.transpose(-2, -1)) * scale;
   const int64_t L = s.size(-2), S = s.size(-1);
   if (causal) s = where(causal_keep(L, S, s.device()), s, Scalar(-kInf));
   if (mask.defined()) s = mask.dtype() == kBool ? where(mask, s, Scalar(-kInf)) : s + mask;
-  if (S == 0 || s.numel() == 0) return s.softmax(-1);
+  if (S == 0 || s.numel() == 0 || nan_dead) return s.softmax(-1);
   const Tensor dead = s.amax(-1, /*keepdim=*/true).eq(-kInf);  // every key masked
   return where(dead, Scalar(0.0), where(dead, Scalar(0.0), s).softmax(-1));
 }
@@ -171,7 +173,7 @@ struct AttnOut {
 
 AttnOut attention_math(const Problem& pr, const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p,
                        bool causal, bool need_weights) {
-  Tensor P = probs_math(q, k, pr.mask, causal, pr.scale);
+  Tensor P = probs_math(q, k, pr.mask, causal, pr.scale, need_weights);
   if (dropout_p > 0.0) {
     Tensor D;
     {
@@ -240,7 +242,7 @@ void gemm(const Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
 /// NaN).
 template <class T>
 [[gnu::always_inline]] inline void softmax_row_impl(T* x, int64_t n, int64_t S, const T* add, const bool* keep,
-                                                    int64_t ss) {
+                                                    int64_t ss, bool nan_dead) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   if (add && ss == 1) {
 #pragma omp simd
@@ -259,7 +261,7 @@ template <class T>
   if (mx == kNegInf) {  // every key masked (or NaN)
     bool nan = false;
     for (int64_t j = 0; j < n; ++j) nan |= x[j] != x[j];
-    const T fill = nan ? std::numeric_limits<T>::quiet_NaN() : T(0);
+    const T fill = nan || nan_dead ? std::numeric_limits<T>::quiet_NaN() : T(0);
     for (int64_t j = 0; j < S; ++j) x[j] = fill;
     return;
   }
@@ -275,11 +277,13 @@ template <class T>
   for (int64_t j = 0; j < n; ++j) x[j] *= inv;
   for (int64_t j = n; j < S; ++j) x[j] = 0;
 }
-BRISK_ROW_KERNEL void softmax_row(float* x, int64_t n, int64_t S, const float* add, const bool* keep, int64_t ss) {
-  softmax_row_impl(x, n, S, add, keep, ss);
+BRISK_ROW_KERNEL void softmax_row(float* x, int64_t n, int64_t S, const float* add, const bool* keep, int64_t ss,
+                                  bool nan_dead) {
+  softmax_row_impl(x, n, S, add, keep, ss, nan_dead);
 }
-BRISK_ROW_KERNEL void softmax_row(double* x, int64_t n, int64_t S, const double* add, const bool* keep, int64_t ss) {
-  softmax_row_impl(x, n, S, add, keep, ss);
+BRISK_ROW_KERNEL void softmax_row(double* x, int64_t n, int64_t S, const double* add, const bool* keep, int64_t ss,
+                                  bool nan_dead) {
+  softmax_row_impl(x, n, S, add, keep, ss, nan_dead);
 }
 
 /// One row of dS = P * (dP - sum(dP * P)), in place on d.
@@ -328,9 +332,10 @@ MaskRows mask_rows(const Problem& pr, const Tensor& expanded) {
 }
 
 /// In place on the contiguous scores s (B, L, S), already scaled: adds the
-/// mask (and the causal mask), then softmax over each row.
+/// mask (and the causal mask), then softmax over each row; a row with every
+/// key masked is 0, or NaN with nan_dead (as probs_math).
 template <class T>
-void masked_softmax_rows(T* s, int64_t B, int64_t L, int64_t S, const MaskRows& m, bool causal) {
+void masked_softmax_rows(T* s, int64_t B, int64_t L, int64_t S, const MaskRows& m, bool causal, bool nan_dead) {
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(S, 1));
   parallel_for(0, B * L, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -339,7 +344,7 @@ void masked_softmax_rows(T* s, int64_t B, int64_t L, int64_t S, const MaskRows& 
       const int64_t at = m.kind == MaskRows::None ? 0 : m.offset[static_cast<size_t>(b)] + i * m.sl;
       const T* add = m.kind == MaskRows::Additive ? static_cast<const T*>(m.data) + at : nullptr;
       const bool* keep = m.kind == MaskRows::Bool ? static_cast<const bool*>(m.data) + at : nullptr;
-      softmax_row(s + r * S, n, S, add, keep, m.ss);
+      softmax_row(s + r * S, n, S, add, keep, m.ss, nan_dead);
     }
   });
 }
@@ -368,13 +373,13 @@ Tensor flat3(const Tensor& t, const std::vector<int64_t>& batch, int64_t B) {
 /// mask3 the mask as (B, L, S) (for the create_graph path).
 TensorList attention_backward(const Tensor& gO, const Tensor& gW, const Tensor& q, const Tensor& k, const Tensor& v,
                               Tensor P, const Tensor& D, const Tensor& mask3, bool causal, double scale,
-                              const bool needs[4]) {
+                              const bool needs[4], bool nan_dead = false) {
   const bool need_ds = needs[0] || needs[1] || needs[3];
   TensorList g(4);
   if (GradMode::is_enabled()) {
     // create_graph: formulas with brisk ops; P recomputed so that its
     // dependence on q, k and the mask is recorded too.
-    P = probs_math(q, k, mask3, causal, scale);
+    P = probs_math(q, k, mask3, causal, scale, nan_dead);
     const Tensor Pd = D.defined() ? P * D : P;
     if (needs[2]) g[2] = Pd.transpose(1, 2).bmm(gO);
     if (need_ds) {
@@ -430,9 +435,9 @@ AttnOut attention_materialized(const Problem& pr, const Tensor& q, const Tensor&
     const MaskRows m = mask_rows(pr, mask_e);
     if (P.numel() > 0) {
       if (q.dtype() == kFloat)
-        masked_softmax_rows<float>(P.data_ptr<float>(), B, L, S, m, causal);
+        masked_softmax_rows<float>(P.data_ptr<float>(), B, L, S, m, causal, need_weights);
       else
-        masked_softmax_rows<double>(P.data_ptr<double>(), B, L, S, m, causal);
+        masked_softmax_rows<double>(P.data_ptr<double>(), B, L, S, m, causal, need_weights);
     }
     if (dropout_p > 0.0) {
       D = dropout_mask(P, dropout_p);
@@ -466,7 +471,7 @@ AttnOut attention_materialized(const Problem& pr, const Tensor& q, const Tensor&
                if (m.defined()) mask3 = flat3(m, batch, P.size(0));
              }
              TensorList g = attention_backward(c.grad(0), gW, c.saved(0), c.saved(1), c.saved(2), P, c.saved(4),
-                                               mask3, causal, scale, needs);
+                                               mask3, causal, scale, needs, need_weights);
              if (g[3].defined()) g[3] = g[3].view(with_tail(batch, P.size(1), P.size(2)));
              g.resize(n_in);
              return g;

@@ -597,6 +597,42 @@ TEST(MultiheadAttention, Masks) {
   EXPECT_TRUE(close(ho, reference_mha(*m, q, k, v, {}, am_float).first, 1e-5, 1e-5));
 }
 
+TEST(MultiheadAttention, FullyMaskedRowsAreNaNWithWeights) {
+  // PyTorch's MultiheadAttention computes the weights with a plain softmax: a query whose keys are
+  // all masked gets NaN weights and a NaN output, and the NaN reaches every parameter's gradient;
+  // with need_weights=False it runs scaled_dot_product_attention, whose rows are 0 (the output is
+  // out_proj's bias). torch 2.15, batch_first, E = 4, H = 2, parameter i = linspace(-0.5, 0.5) *
+  // (1 + 0.1 i), x = linspace(-1, 1, 24).reshape(2, 3, 4), kpm = [[F, F, T], [T, T, T]]:
+  //   need_weights=True: out[0, 0] = [0.33456218, 0.07806307, -0.17843604, -0.43493521],
+  //   out[1] and w[1] all NaN; out[0].sum().backward(): in_proj_weight.grad has NaN,
+  //   out_proj.bias.grad = [3, 3, 3, 3]; need_weights=False: out[1, i] = [-0.65, -0.21666664,
+  //   0.21666664, 0.65]
+  nn::MultiheadAttention m(nn::MultiheadAttentionOptions(4, 2).batch_first(true));
+  {
+    NoGradGuard ng;
+    int i = 0;
+    for (Tensor p : m->parameters()) {
+      p.copy_(linspace(-0.5, 0.5, p.numel()).reshape(p.sizes()) * (1 + 0.1 * i));
+      ++i;
+    }
+  }
+  const Tensor x = linspace(-1, 1, 24).reshape({2, 3, 4});
+  const Tensor kpm = tensor<bool>({false, false, true, true, true, true}).reshape({2, 3});
+  auto [out, w] = m(x, x, x, kpm);
+  EXPECT_TRUE(close(out[0][0], tensor<float>({0.33456218f, 0.07806307f, -0.17843604f, -0.43493521f}), 1e-6, 1e-6));
+  EXPECT_TRUE(out[0].isfinite().all().item<bool>());
+  EXPECT_TRUE(out[1].isnan().all().item<bool>());
+  EXPECT_TRUE(w[0].isfinite().all().item<bool>());
+  EXPECT_TRUE(w[1].isnan().all().item<bool>());
+  out[0].sum().backward();
+  EXPECT_TRUE(m->in_proj_weight.grad().isnan().any().item<bool>());
+  EXPECT_TRUE(close(m->out_proj->bias.grad(), full({4}, 3.0), 0, 0));
+  auto [o2, w2] = m(x, x, x, kpm, false);
+  EXPECT_FALSE(w2.defined());
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_TRUE(close(o2[1][i], tensor<float>({-0.65f, -0.21666664f, 0.21666664f, 0.65f}), 1e-6, 1e-6));
+}
+
 TEST(MultiheadAttention, LayoutsAndOptions) {
   manual_seed(33);
   const int64_t E = 8, L = 3, S = 4, N = 2;
