@@ -49,8 +49,10 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = 
 Tensor _standard_gamma(const Tensor& alpha);
 /// d x / d alpha for x ~ Gamma(alpha, 1) at x (torch._standard_gamma_grad).
 Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x);
-/// The regularized lower incomplete gamma function P(a, x) (torch.igamma);
-/// differentiable in x.
+/// The regularized lower incomplete gamma function P(a, x) (torch.igamma):
+/// a and x broadcast, dtype result_type(a, x), which must be floating (an
+/// integer or bool argument goes with a floating one); differentiable in x,
+/// twice and more.
 Tensor igamma(const Tensor& a, const Tensor& x);
 /// Poisson samples of rates[i] >= 0 (torch.poisson): same shape and dtype.
 Tensor poisson(const Tensor& rates);

@@ -352,21 +352,35 @@ Tensor _standard_gamma_grad(const Tensor& alpha, const Tensor& x) {
   return run_sampler("_standard_gamma_grad", samplers::Sampler::standard_gamma_grad, a, v);
 }
 
-// torch.igamma: the regularized lower incomplete gamma function P(a, x).
-// Differentiable in x (the Gamma(a, 1) density); in a, as in PyTorch, not.
+// torch.igamma: the regularized lower incomplete gamma function P(a, x)
+// (Note [igamma]). Its dtype is a binary op's, result_type(a, x) (a 0-dim
+// float64 a with a float32 x gives float32; an integer or bool argument
+// takes the other's floating dtype), and like torch it has no integer kernel:
+// two integer or bool arguments are refused. Differentiable in x (the
+// Gamma(a, 1) density), built from differentiable ops on the saved inputs
+// so that it has derivatives of its own; in a, as in PyTorch, not.
 Tensor igamma(const Tensor& a, const Tensor& x) {
   BRISK_PROFILE_OP("igamma", a, x);
+  BRISK_CHECK(a.defined() && x.defined(), "igamma", "an argument is an undefined tensor");
+  BRISK_CHECK(a.device() == x.device(), "igamma", "the arguments are on different devices (", a.device(), " and ",
+              x.device(), ")");
+  const ScalarType t = result_type(a, x);
+  BRISK_CHECK(is_floating_point(t), "igamma", "expected a floating point argument: a (", a.dtype(), ") and x (",
+              x.dtype(), ") promote to ", t, ", and igamma has no kernel for it (as in PyTorch)");
   Tensor p;
   {
     NoGradGuard no_grad;
-    auto [aa, xx] = float_pair("igamma", a, x);
-    p = run_sampler("igamma", samplers::Sampler::igamma, aa, xx);
+    const DimVector shape = broadcast_shapes(a.sizes(), x.sizes(), "igamma");
+    p = run_sampler("igamma", samplers::Sampler::igamma, a.detach().to(t).expand(shape),
+                    x.detach().to(t).expand(shape));
   }
   if (!autograd::should_record(a, x)) return p;
-  autograd::record("IgammaBackward0", {p}, {a, x}, {autograd::save(a.detach()), autograd::save(x.detach())},
+  autograd::record("IgammaBackward0", {p}, {a, x}, {autograd::save(a), autograd::save(x)},
                    [](autograd::BackwardCtx& c) -> TensorList {
                      BRISK_CHECK(!c.needs(0), "igamma", "the derivative with respect to the first argument (a) is "
                                  "not implemented (as in PyTorch): detach it");
+                     if (!c.needs(1)) return {Tensor(), Tensor()};
+                     // torch's formula, op for op: grad * exp((a - 1) * log(x) - x - lgamma(a))
                      const Tensor aa = c.saved(0), xx = c.saved(1);
                      return {Tensor(), c.grad() * ((aa - 1) * xx.log() - xx - aa.lgamma()).exp()};
                    });

@@ -1990,5 +1990,117 @@ TEST(PyTorchDivergence, BinaryCrossEntropyGradientsAreTorchsFormulas) {
   EXPECT_TRUE(close(h3[1], tensor<double>({-3.5714285714285716, 5.555555555555556}, kDouble), 1e-12, 0));
 }
 
+// torch.igamma is a binary op with type promotion: result_type(a, x), where a
+// 0-dim tensor does not lift a tensor with dims of its category, and an
+// integer or bool argument takes the other's floating dtype. brisk promoted
+// with promote_types (float64 for a 0-dim float64 a and float32 x; seed 211
+// cases 414811, 187867, 661794) and refused integer and bool arguments
+// (cases 25813, 134038, 226162, 102071, 62609). torch 2.15:
+//   igamma(tensor(0.9997433320094531, float64), tensor([1.716581106185913, 2.3128185272216797]))
+//     -> float32 [0.8203908205032349, 0.9010623097419739]
+//   igamma(tensor([1.0478515625, 2.2109375], float16), tensor(0.28556469082832336))
+//     -> float16 [0.2283935546875, 0.0210418701171875]
+//   igamma(tensor(0.1875, bfloat16), tensor([0.5, 3.0], float16)) -> float16 [0.88671875, 0.99658203125]
+//   igamma(tensor([False, True]), tensor([2.241037607192993, 0.5])) -> float32 [1.0, 0.39346936345100403]
+//   igamma(tensor([1, 3], int32), tensor([2.5, 2.5])) -> float32 [0.9179149866104126, 0.456186980009079]
+//   igamma(tensor([1, 2], uint8), tensor([2., 2.], float16)) -> float16 [0.86474609375, 0.59423828125]
+//   igamma(tensor(2, int32), tensor([1.5], bfloat16)) -> bfloat16 [0.44140625]
+//   igamma(tensor([1.5, 2.5], float64), tensor([2, 3])) -> float64 [0.7385358700508888, 0.6937810815867212]
+//   igamma(tensor([1, 2]), tensor([1, 2])) -> RuntimeError: "igamma_cpu" not implemented for 'Long'
+TEST(PyTorchDivergence, IgammaPromotesLikeABinaryOp) {
+  auto check = [](const Tensor& a, const Tensor& x, ScalarType dt, const std::vector<double>& want, double tol) {
+    const Tensor p = igamma(a, x);
+    EXPECT_EQ(p.dtype(), dt) << a.dtype() << " " << x.dtype();
+    const std::vector<double> got = values(p);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << a.dtype() << " " << x.dtype() << " " << i;
+  };
+  check(tensor<double>({0.9997433320094531}, {}, kDouble), tensor<double>({1.716581106185913, 2.3128185272216797}).to(kFloat),
+        kFloat, {0.8203908205032349, 0.9010623097419739}, 1e-7);
+  check(tensor<double>({1.0478515625, 2.2109375}).to(kHalf), tensor<double>({0.28556469082832336}, {}, kDouble).to(kFloat), kHalf,
+        {0.2283935546875, 0.0210418701171875}, 1e-4);
+  check(tensor<double>({0.1875}, {}, kDouble).to(kBFloat16), tensor<double>({0.5, 3.0}).to(kHalf), kHalf,
+        {0.88671875, 0.99658203125}, 1e-3);
+  check(tensor<int64_t>({0, 1}).to(kBool), tensor<double>({2.241037607192993, 0.5}).to(kFloat), kFloat,
+        {1.0, 0.39346936345100403}, 1e-7);
+  check(tensor<int64_t>({1, 3}).to(kInt32), tensor<double>({2.5, 2.5}).to(kFloat), kFloat,
+        {0.9179149866104126, 0.456186980009079}, 1e-7);
+  // P(2, 2) = 0.59399415... is a hair above the midpoint of two float16 values: torch's float32
+  // rounds it up, brisk's float64 -> float32 -> float16 to the even one (0.59375): one ulp
+  check(tensor<int64_t>({1, 2}).to(kUInt8), tensor<double>({2.0, 2.0}).to(kHalf), kHalf, {0.86474609375, 0.59423828125},
+        5e-4);
+  check(tensor<int64_t>({2}, {}, kInt64).to(kInt32), tensor<double>({1.5}).to(kBFloat16), kBFloat16, {0.44140625}, 1e-3);
+  check(tensor<double>({1.5, 2.5}, kDouble), tensor<int64_t>({2, 3}), kDouble, {0.7385358700508888, 0.6937810815867212},
+        1e-15);
+  // no integer kernel, as in torch: two integer (or bool) arguments are refused
+  expect_error([] { igamma(tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2})); }, {"igamma", "floating point", "int64"});
+  expect_error([] { igamma(tensor<int64_t>({1}).to(kBool), tensor<int64_t>({1})); }, {"igamma", "floating point"});
+}
+
+// igamma's edge values follow cephes' order, as torch's calc_igamma: x = 0
+// gives 0 and x = inf gives 1 before a is looked at (a NaN included), a = inf
+// gives 0 for any x but inf; brisk gave NaN for a NaN a (seed 211 case
+// 384413). For a = x = 1e30 brisk's series gave NaN where torch's uniform
+// asymptotic expansion gives 0.5 (case 212897). torch 2.15, float64, float32
+// and bfloat16 alike:
+//   igamma([nan, nan, inf, 0., nan, 1e30, 2.], [0., inf, nan, nan, 1., 1e30, -0.])
+//     -> [0., 1., 0., nan, nan, 0.5 (0.5000000000000001 in float64), 0.]
+TEST(PyTorchDivergence, IgammaEdgeValuesFollowCephes) {
+  const std::vector<double> a = {kNan, kNan, kInf, 0.0, kNan, 1e30, 2.0};
+  const std::vector<double> x = {0.0, kInf, kNan, kNan, 1.0, 1e30, -0.0};
+  for (ScalarType dt : {kDouble, kFloat, kBFloat16}) {
+    const std::vector<double> got = values(igamma(tensor<double>(a).to(dt), tensor<double>(x).to(dt)));
+    EXPECT_EQ(got[0], 0.0) << dt;
+    EXPECT_EQ(got[1], 1.0) << dt;
+    EXPECT_EQ(got[2], 0.0) << dt;
+    EXPECT_TRUE(std::isnan(got[3])) << dt;
+    EXPECT_TRUE(std::isnan(got[4])) << dt;
+    EXPECT_NEAR(got[5], 0.5, 2e-16) << dt;
+    EXPECT_EQ(got[6], 0.0) << dt;
+  }
+}
+
+// igamma's gradient in x was computed from detached copies of a and x, so it
+// had no derivative of its own: no second derivative at all (seed 211 cases
+// 527111, 245363, 84441) or one without igamma's term after sigmoid or square
+// (cases 39706, 280193, 258559, 583159, 248954). torch 2.15 (formula
+// grad * exp((a - 1) * log(x) - x - lgamma(a))), float64:
+//   a = [2., 3., 1.538262128829956]; x = [0.5, 2., 0.8400624990463257] (requires grad)
+//   g = grad(igamma(a, x).sum(), x, create_graph=True)
+//     -> [0.3032653298563167, 0.2706705664732254, 0.4425681211043267]
+//   grad(g.sum(), x) -> [0.3032653298563167, 0.0, -0.15899676862957224]
+//   through sigmoid: g = grad(igamma(a, x).sigmoid().sum(), x, create_graph=True)
+//     -> [0.07566231648019173, 0.0659295410551987, 0.10741765623263246]
+//   grad(g.sum(), x) -> [0.07462811796914955, -0.0028600130468035946, -0.04670636440284016]
+//   with an int64 a = [2] and x = [1.5] (float32): g -> 0.3346952497959137, its derivative
+//   -> -0.11156508326530457
+TEST(PyTorchDivergence, IgammaHasASecondDerivativeInX) {
+  const Tensor a = tensor<double>({2.0, 3.0, 1.538262128829956}, kDouble);
+  Tensor x = tensor<double>({0.5, 2.0, 0.8400624990463257}, kDouble).requires_grad_();
+  Tensor g = autograd::grad({igamma(a, x).sum()}, {x}, {}, true, true)[0];
+  EXPECT_TRUE(g.requires_grad());
+  const std::vector<double> g_want = {0.3032653298563167, 0.2706705664732254, 0.4425681211043267};
+  const std::vector<double> gg_want = {0.3032653298563167, 0.0, -0.15899676862957224};
+  const std::vector<double> gv = values(g), ggv = values(autograd::grad({g.sum()}, {x})[0]);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(gv[i], g_want[i], 1e-15) << i;
+    EXPECT_NEAR(ggv[i], gg_want[i], 1e-15) << i;
+  }
+  Tensor gs = autograd::grad({igamma(a, x).sigmoid().sum()}, {x}, {}, true, true)[0];
+  const std::vector<double> gs_want = {0.07566231648019173, 0.0659295410551987, 0.10741765623263246};
+  const std::vector<double> ggs_want = {0.07462811796914955, -0.0028600130468035946, -0.04670636440284016};
+  const std::vector<double> gsv = values(gs), ggsv = values(autograd::grad({gs.sum()}, {x})[0]);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR(gsv[i], gs_want[i], 1e-15) << i;
+    EXPECT_NEAR(ggsv[i], ggs_want[i], 1e-15) << i;
+  }
+  // an integer a takes part in the formula as torch's does
+  Tensor xf = tensor<double>({1.5}).to(kFloat).requires_grad_();
+  Tensor gi = autograd::grad({igamma(tensor<int64_t>({2}), xf).sum()}, {xf}, {}, true, true)[0];
+  EXPECT_EQ(gi.dtype(), kFloat);
+  EXPECT_NEAR(gi.item<double>(), 0.3346952497959137, 1e-7);
+  EXPECT_NEAR(autograd::grad({gi.sum()}, {xf})[0].item<double>(), -0.11156508326530457, 1e-7);
+}
+
 }  // namespace
 }  // namespace brisk

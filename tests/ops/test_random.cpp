@@ -687,7 +687,27 @@ TEST(Samplers, GammaFunctionsMatchPyTorch) {
   EXPECT_NEAR(xa.grad().to_vector<double>()[1], 4.0 * std::exp(-2.0) / 2.0, 1e-12);  // x^2 e^-x / Gamma(3)
   Tensor aa = tensor({2.0}, kDouble).requires_grad_(true);
   expect_error([&] { igamma(aa, tensor({1.0}, kDouble)).sum().backward(); }, {"igamma", "first argument"});
-  expect_error([] { igamma(tensor({1}, kInt64), tensor({1.0})); }, {"igamma", "floating point"});
+  // an integer argument takes the other's floating dtype (torch); two integers have no kernel
+  EXPECT_EQ(igamma(tensor({1}, kInt64), tensor({1.0})).dtype(), kFloat);
+  expect_error([] { igamma(tensor({1}, kInt64), tensor({1}, kInt64)); }, {"igamma", "floating point"});
+}
+
+// igamma where cephes (and so torch.igamma) loses it, against exact values
+// (mpmath, 40 digits: the power series summed to convergence): a large with x
+// a little below a, where cephes' series stops at 2000 terms (torch 2.15,
+// float64: 1.0582803822225827e-65 and 6.413019934558623e-24); a = x = 1e30
+// (the old brisk series gave NaN); a tiny, where torch's prefactor
+// x^a e^-x / Gamma(a) underflows (torch: 0 for a = 1e-320) or P passes 1
+// (torch: 1.000000000000002 for a = 1e-30).
+TEST(Samplers, IgammaAtExtremeArguments) {
+  const Tensor a = tensor({7902872.14067247, 1e8, 1e30, 1e-320, 1e-30, 1e-40}, kDouble);
+  const Tensor x = tensor({7854955.595151891, 0.999e8, 1e30, 0.5, 0.5, 0.97}, kDouble);
+  const std::vector<double> exact = {1.0582844739974314693e-65, 7.369931066896993947e-24, 0.5, 1.0, 1.0, 1.0};
+  const std::vector<double> got = igamma(a, x).to_vector<double>();
+  for (size_t i = 0; i < exact.size(); ++i) EXPECT_NEAR(got[i], exact[i], 1e-11 * exact[i]) << i;
+  for (size_t i = 3; i < exact.size(); ++i) EXPECT_LE(got[i], 1.0) << i;
+  // float32 computes in float64 and rounds once: a denormal a gives 1, not torch's 0
+  EXPECT_EQ(igamma(tensor({1e-40}, kFloat), tensor({0.97}, kFloat)).item<float>(), 1.0f);
 }
 
 // _standard_gamma is differentiable in alpha (as torch._standard_gamma):
