@@ -477,88 +477,119 @@ class LBFGS : public Optimizer {
 };
 
 // ---- learning-rate schedulers -------------------------------------------------------------
-// Each scheduler computes the lr of step `last_epoch` in closed form from the
-// groups' initial lr (PyTorch's _get_closed_form_lr), so step() and the
-// values after n steps do not depend on floating-point drift. Constructing a
-// scheduler sets the lr of step 0, as PyTorch does.
+// As torch.optim.lr_scheduler: step() is chainable (PyTorch's get_lr): each
+// scheduler updates the groups' CURRENT lr (StepLR multiplies it by gamma at
+// its steps, CosineAnnealingLR's recursive form, ...), so two schedulers on
+// one optimizer compose and an lr set by hand between steps is kept.
+// step(epoch) jumps to that step with the closed form from the groups'
+// initial lr (PyTorch's _get_closed_form_lr). Constructing a scheduler does
+// its step 0, as PyTorch does.
 
 class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& optimizer);
   virtual ~LRScheduler() = default;
-  /// Advances one step and sets every group's lr.
-  void step();
-  /// Jumps to step `epoch` (used by SequentialLR).
-  void step(int64_t epoch);
-  /// The lr of each group set by the last step.
+  /// Advances one step and sets every group's lr from its current lr
+  /// (PyTorch's step()).
+  virtual void step();
+  /// Jumps to step `epoch` and sets every group's lr in closed form from the
+  /// groups' initial lr (PyTorch's deprecated step(epoch); OneCycleLR, which
+  /// has no closed form there, computes step `epoch` as step() does).
+  virtual void step(int64_t epoch);
+  /// Every group's lr after the last step.
   std::vector<double> get_last_lr() const { return last_lr_; }
   int64_t last_epoch() const { return last_epoch_; }
   const std::vector<double>& base_lrs() const { return base_lrs_; }
 
  protected:
-  /// The lr of group g at step `epoch`.
+  /// The closed-form lr of group g at step `epoch` (from base_lrs_).
   virtual double lr_at(size_t g, int64_t epoch) const = 0;
-  /// Sets the lr of step 0; called at the end of the derived constructor.
+  /// PyTorch's get_lr(): the lr of every group for step last_epoch_, from
+  /// the groups' current lrs. The default is the closed form lr_at (a
+  /// scheduler that overwrites the lr instead of chaining).
+  virtual std::vector<double> get_lr();
+  /// Whether step(epoch) uses lr_at (PyTorch: has _get_closed_form_lr) or get_lr().
+  virtual bool has_closed_form() const { return true; }
+  /// Does step 0 (PyTorch's _initial_step: step() with is_initial_ set);
+  /// called at the end of the derived constructor.
   void initial_step();
-  void apply();
+  /// PyTorch's _update_lr: last_epoch_ + 1 and get_lr() without an epoch,
+  /// else last_epoch_ = epoch and the closed form; sets the lrs and last_lr_.
+  void update_lr(std::optional<int64_t> epoch);
+  /// The current lr of every group.
+  std::vector<double> group_lrs() const;
   friend class SequentialLR;
 
   Optimizer& optimizer_;
   std::vector<double> base_lrs_;
   std::vector<double> last_lr_;
-  int64_t last_epoch_ = 0;
+  int64_t last_epoch_ = -1;
+  int64_t step_count_ = 0;   ///< calls of step(), step(epoch) (PyTorch's _step_count)
+  bool is_initial_ = false;  ///< inside initial_step()
 };
 
-/// lr = base * gamma^(epoch / step_size)
+/// Multiplies the lr by gamma every step_size steps;
+/// closed form base * gamma^floor(epoch / step_size).
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
   int64_t step_size_;
   double gamma_;
 };
 
-/// lr = base * gamma^(number of milestones <= epoch)
+/// Multiplies the lr by gamma at each milestone (gamma^k at a milestone
+/// listed k times); closed form base * gamma^(number of milestones <= epoch).
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& optimizer, std::vector<int64_t> milestones, double gamma = 0.1);
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
   std::vector<int64_t> milestones_;
   double gamma_;
 };
 
-/// lr = base * gamma^epoch
+/// Multiplies the lr by gamma every step; closed form base * gamma^epoch.
 class ExponentialLR : public LRScheduler {
  public:
   ExponentialLR(Optimizer& optimizer, double gamma);
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
   double gamma_;
 };
 
-/// lr = eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2
+/// Cosine annealing in PyTorch's recursive form,
+///   lr = eta_min + (lr - eta_min) * (1 + cos(pi * t / T_max)) / (1 + cos(pi * (t - 1) / T_max)),
+/// (at t = T_max + 1 mod 2 T_max: lr + (base - eta_min) * (1 - cos(pi / T_max)) / 2);
+/// closed form eta_min + (base - eta_min) * (1 + cos(pi * epoch / T_max)) / 2.
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& optimizer, int64_t T_max, double eta_min = 0);
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
   int64_t T_max_;
   double eta_min_;
 };
 
-/// lr = base * (start + (end - start) * min(epoch, total_iters) / total_iters)
+/// Scales the lr by start_factor at step 0, then by PyTorch's ratio
+/// 1 + (end - start) / (total_iters * start + (t - 1) * (end - start)) up to
+/// total_iters; closed form base * (start + (end - start) * min(epoch, total_iters) / total_iters).
 class LinearLR : public LRScheduler {
  public:
   LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3, double end_factor = 1.0, int64_t total_iters = 5);
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
   double start_factor_, end_factor_;
   int64_t total_iters_;
 };
@@ -566,39 +597,68 @@ class LinearLR : public LRScheduler {
 struct OneCycleLROptions {
   BRISK_OPTIM_ARG(double, pct_start, 0.3)
   BRISK_OPTIM_ARG(bool, anneal_cos, true)  ///< false: linear annealing
+  /// Cycle the momentum (SGD/RMSprop `momentum`, Adam/AdamW `betas` first
+  /// element) opposite to the lr between max_momentum and base_momentum.
+  BRISK_OPTIM_ARG(bool, cycle_momentum, true)
+  BRISK_OPTIM_ARG(double, base_momentum, 0.85)
+  BRISK_OPTIM_ARG(double, max_momentum, 0.95)
   BRISK_OPTIM_ARG(double, div_factor, 25.0)
   BRISK_OPTIM_ARG(double, final_div_factor, 1e4)
   BRISK_OPTIM_ARG(bool, three_phase, false)
 };
 
-/// The 1cycle policy (torch.optim.lr_scheduler.OneCycleLR) without momentum
-/// cycling: warm up from max_lr / div_factor to max_lr, then anneal to
-/// initial_lr / final_div_factor over total_steps. Stepping past total_steps throws.
+/// The 1cycle policy (torch.optim.lr_scheduler.OneCycleLR): warm up from
+/// max_lr / div_factor to max_lr, then anneal to initial_lr / final_div_factor
+/// over total_steps (three_phase: back to initial_lr, then to the minimum).
+/// With cycle_momentum (the default) the momentum goes the other way:
+/// max_momentum -> base_momentum -> max_momentum (three_phase: then stays
+/// at max_momentum); it is set to max_momentum at construction and the
+/// optimizer must have a `momentum` or `beta1` option (SGD, RMSprop, Adam,
+/// AdamW). Not chainable: it sets the lr. Stepping past total_steps throws.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, OneCycleLROptions options = {});
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  std::vector<double> get_lr() override;
+  bool has_closed_form() const override { return false; }
   struct Phase {
     double end_step;
-    int start, end;  // 0 initial_lr, 1 max_lr, 2 min_lr
+    int start, end;  // lr: 0 initial_lr, 1 max_lr, 2 min_lr
+    int start_momentum, end_momentum;  // 0 max_momentum, 1 base_momentum
   };
+  /// The phase of step `epoch` and its fraction done.
+  std::pair<const Phase*, double> phase_at(int64_t epoch) const;
+  double anneal(double start, double end, double pct) const;
   std::vector<Phase> phases_;
   double max_lr_;
   int64_t total_steps_;
   OneCycleLROptions options_;
+  /// The option cycled: "momentum" or "beta1" (empty without cycle_momentum).
+  std::string momentum_name_;
 };
 
-/// Runs schedulers one after another: schedulers[k] from milestones[k-1] on,
-/// restarted at its own step 0 (e.g. LinearLR warmup then CosineAnnealingLR).
+/// Runs schedulers one after another, as PyTorch's SequentialLR: the
+/// constructor resets the lrs to the groups' initial lr, undoes the step 0
+/// of every scheduler and redoes that of schedulers[0]; step() steps the
+/// current scheduler, and at milestone k-1 sets schedulers[k] to its step 0
+/// in closed form (PyTorch's scheduler.step(0)), e.g. LinearLR warm-up then
+/// CosineAnnealingLR.
 class SequentialLR : public LRScheduler {
  public:
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
+  void step() override;
+  /// A brisk extension (PyTorch's SequentialLR.step takes no epoch): puts the
+  /// scheduler of step `epoch` at its own step epoch - milestone with its step(epoch).
+  void step(int64_t epoch) override;
 
  protected:
   double lr_at(size_t g, int64_t epoch) const override;
+  /// The index of the scheduler of step `epoch`.
+  size_t index_at(int64_t epoch) const;
+  void recursive_undo(LRScheduler& s);
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
 };

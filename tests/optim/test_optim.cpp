@@ -407,7 +407,7 @@ TEST(LRScheduler, CosineAndLinear) {
 // total_steps=10, cycle_momentum=False) (pct_start 0.3: warm-up ends at step 2).
 TEST(LRScheduler, OneCycle) {
   SchedFixture f;
-  optim::OneCycleLR s(f.opt, 1.0, 10);
+  optim::OneCycleLR s(f.opt, 1.0, 10, optim::OneCycleLROptions().cycle_momentum(false));
   auto got = run_sched(f, s, 11);
   const double init = 1.0 / 25, minlr = init / 1e4;
   std::vector<double> want;
@@ -421,6 +421,8 @@ TEST(LRScheduler, OneCycle) {
   EXPECT_NEAR(got[2], 1.0, 1e-12);
   EXPECT_NEAR(got[9], 4e-6, 1e-12);
   expect_error([&] { s.step(); }, {"[OneCycleLR]", "total_steps"});
+  // without cycle_momentum the momentum is left alone
+  EXPECT_EQ(static_cast<const optim::SGDOptions&>(f.opt.param_groups()[0].options()).momentum(), 0.0);
 }
 
 // LinearLR warm-up for 3 steps then cosine decay, as PyTorch's SequentialLR.
@@ -430,6 +432,329 @@ TEST(LRScheduler, SequentialWarmupThenDecay) {
   auto decay = std::make_shared<optim::ExponentialLR>(f.opt, 0.5);
   optim::SequentialLR s(f.opt, {warm, decay}, {3});
   expect_seq(run_sched(f, s, 7), {0.01, 0.04, 0.07, 0.1, 0.05, 0.025, 0.0125});
+}
+
+
+// ---- schedulers as PyTorch 2.15 ----------------------------------------------------------
+// Expected values: torch 2.15.0's doubles, printed by
+// tests/optim/make_lr_scheduler_reference.py (repr: they read back exactly).
+// step() chains from the groups' current lr (PyTorch's get_lr), step(epoch)
+// uses the closed form; OneCycleLR also cycles the momentum.
+
+using Seq = std::vector<std::vector<double>>;  // [group][step]
+using GroupValue = std::function<double(const optim::OptimizerParamGroup&)>;
+
+double lr_of(const optim::OptimizerParamGroup& g) { return g.lr(); }
+/// The option OneCycleLR cycles: beta1 (Adam, AdamW) or momentum (SGD, RMSprop).
+double momentum_of(const optim::OptimizerParamGroup& g) {
+  double m = -1;
+  for (const auto& [name, v] : g.options().values())
+    if (name == "beta1" || (name == "momentum" && m < 0)) m = v;
+  return m;
+}
+
+/// An optimizer with two groups of one parameter each, lr 0.1 and 0.05.
+template <class Opt, class Options>
+std::unique_ptr<optim::Optimizer> two_groups(const Options& defaults) {
+  Options a = defaults, b = defaults;
+  a.lr(0.1);
+  b.lr(0.05);
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<Tensor>{ones({1}).requires_grad_()}, std::make_unique<Options>(a));
+  groups.emplace_back(std::vector<Tensor>{ones({1}).requires_grad_()}, std::make_unique<Options>(b));
+  return std::make_unique<Opt>(std::move(groups), defaults);
+}
+std::unique_ptr<optim::Optimizer> two_sgd() { return two_groups<optim::SGD>(optim::SGDOptions(0.1)); }
+
+/// Each group's value now and after each of n - 1 calls of step(i).
+Seq record(const optim::Optimizer& opt, int n, const std::function<void(int)>& step, const GroupValue& get = lr_of) {
+  Seq r(opt.param_groups().size());
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) step(i);
+    for (size_t g = 0; g < r.size(); ++g) r[g].push_back(get(opt.param_groups()[g]));
+  }
+  return r;
+}
+Seq record(optim::LRScheduler& s, const optim::Optimizer& opt, int n, const GroupValue& get = lr_of) {
+  return record(opt, n, [&](int) { s.step(); }, get);
+}
+
+/// Equal to PyTorch's doubles within 4 ulps (EXPECT_DOUBLE_EQ).
+void expect_torch(const Seq& got, const Seq& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t g = 0; g < got.size(); ++g) {
+    ASSERT_EQ(got[g].size(), want[g].size()) << "group " << g;
+    for (size_t i = 0; i < got[g].size(); ++i)
+      EXPECT_DOUBLE_EQ(got[g][i], want[g][i]) << "group " << g << " step " << i;
+  }
+}
+
+TEST(LRScheduler, EachAloneAsTorch) {
+  {
+    auto opt = two_sgd();
+    optim::StepLR s(*opt, 3, 0.5);
+    // torch StepLR(opt, 3, 0.5)
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.1, 0.1, 0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125, 0.0125, 0.0125}, {0.05, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125, 0.0125, 0.0125, 0.00625, 0.00625, 0.00625}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::MultiStepLR s(*opt, {2, 5, 5, 9}, 0.3);  // 5 twice: gamma^2 there
+    // torch MultiStepLR(opt, [2, 5, 5, 9], 0.3)
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.1, 0.03, 0.03, 0.03, 0.0026999999999999997, 0.0026999999999999997, 0.0026999999999999997, 0.0026999999999999997, 0.0008099999999999998, 0.0008099999999999998, 0.0008099999999999998}, {0.05, 0.05, 0.015, 0.015, 0.015, 0.0013499999999999999, 0.0013499999999999999, 0.0013499999999999999, 0.0013499999999999999, 0.0004049999999999999, 0.0004049999999999999, 0.0004049999999999999}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::ExponentialLR s(*opt, 0.9);
+    // torch ExponentialLR(opt, 0.9): lr * 0.9 each step (not base * 0.9^t)
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.09000000000000001, 0.08100000000000002, 0.07290000000000002, 0.06561000000000002, 0.05904900000000002, 0.05314410000000002, 0.04782969000000002, 0.043046721000000024, 0.03874204890000002, 0.03486784401000002, 0.03138105960900001}, {0.05, 0.045000000000000005, 0.04050000000000001, 0.03645000000000001, 0.03280500000000001, 0.02952450000000001, 0.02657205000000001, 0.02391484500000001, 0.021523360500000012, 0.01937102445000001, 0.01743392200500001, 0.015690529804500006}});
+    EXPECT_DOUBLE_EQ(s.get_last_lr()[1], 0.015690529804500006);
+  }
+  {
+    auto opt = two_sgd();
+    optim::CosineAnnealingLR s(*opt, 5, 0.001);
+    // torch CosineAnnealingLR(opt, 5, 0.001): the recursive form, past T_max too
+    // (step 6 = T_max + 1 is its special case)
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.0905463412215599, 0.06579634122155989, 0.035203658778440096, 0.010453658778440105, 0.001, 0.010453658778440102, 0.03520365877844012, 0.06579634122155993, 0.09054634122155995, 0.10000000000000005, 0.09054634122155998}, {0.05, 0.045320916362186214, 0.03307091636218621, 0.017929083637813786, 0.005679083637813789, 0.001, 0.005679083637813788, 0.017929083637813797, 0.03307091636218623, 0.04532091636218624, 0.05000000000000003, 0.045320916362186256}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::LinearLR s(*opt, 0.25, 1.0, 4);
+    // torch LinearLR(opt, 0.25, 1.0, 4): the ratio form (0.1 ends as 0.10000000000000002)
+    expect_torch(record(s, *opt, 12), Seq{{0.025, 0.043750000000000004, 0.06250000000000001, 0.08125000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002, 0.10000000000000002}, {0.0125, 0.021875000000000002, 0.03125000000000001, 0.04062500000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001, 0.05000000000000001}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::LinearLR s(*opt, 1.0, 0.1, 5);
+    // torch LinearLR(opt, 1.0, 0.1, 5)
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.08200000000000002, 0.06400000000000002, 0.04600000000000001, 0.02800000000000001, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002, 0.010000000000000002}, {0.05, 0.04100000000000001, 0.03200000000000001, 0.023000000000000007, 0.014000000000000005, 0.005000000000000001, 0.005000000000000001, 0.005000000000000001, 0.005000000000000001, 0.005000000000000001, 0.005000000000000001, 0.005000000000000001}});
+  }
+}
+
+// step(epoch) is PyTorch's closed form from the initial lrs (after two step()s).
+TEST(LRScheduler, StepEpochClosedFormAsTorch) {
+  const std::vector<int64_t> epochs{3, 7, 2, 10};
+  auto jump = [&](optim::LRScheduler& s, const optim::Optimizer& opt) {
+    s.step();
+    s.step();
+    return record(opt, 5, [&](int i) { s.step(epochs[size_t(i - 1)]); });
+  };
+  auto drop_first = [](Seq s) {
+    for (auto& v : s) v.erase(v.begin());
+    return s;
+  };
+  {
+    auto opt = two_sgd();
+    optim::StepLR s(*opt, 3, 0.5);
+    // torch StepLR(opt, 3, 0.5); step(); step(); step(3), step(7), step(2), step(10)
+    expect_torch(drop_first(jump(s, *opt)), Seq{{0.05, 0.025, 0.1, 0.0125}, {0.025, 0.0125, 0.05, 0.00625}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::MultiStepLR s(*opt, {2, 5, 5, 9}, 0.3);
+    // torch MultiStepLR(opt, [2, 5, 5, 9], 0.3), same steps
+    expect_torch(drop_first(jump(s, *opt)), Seq{{0.03, 0.0026999999999999997, 0.03, 0.00081}, {0.015, 0.0013499999999999999, 0.015, 0.000405}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::ExponentialLR s(*opt, 0.9);
+    // torch ExponentialLR(opt, 0.9), same steps
+    expect_torch(drop_first(jump(s, *opt)), Seq{{0.0729, 0.04782969000000001, 0.08100000000000002, 0.03486784401000001}, {0.03645, 0.023914845000000004, 0.04050000000000001, 0.017433922005000005}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::CosineAnnealingLR s(*opt, 5, 0.001);
+    // torch CosineAnnealingLR(opt, 5, 0.001), same steps
+    expect_torch(drop_first(jump(s, *opt)), Seq{{0.03520365877844011, 0.035203658778440096, 0.0657963412215599, 0.1}, {0.017929083637813793, 0.017929083637813786, 0.03307091636218622, 0.05}});
+    EXPECT_EQ(s.last_epoch(), 10);
+  }
+  {
+    auto opt = two_sgd();
+    optim::LinearLR s(*opt, 0.25, 1.0, 4);
+    // torch LinearLR(opt, 0.25, 1.0, 4), same steps
+    expect_torch(drop_first(jump(s, *opt)), Seq{{0.08125, 0.1, 0.0625, 0.1}, {0.040625, 0.05, 0.03125, 0.05}});
+  }
+}
+
+// Two schedulers stepped each epoch compose, as in PyTorch (brisk used to
+// give 1, 0.1, 0.1, 0.01, ...: the last one stepped won).
+TEST(LRScheduler, ChainedAsTorch) {
+  {
+    Tensor p = ones({1}).requires_grad_();
+    optim::SGD opt({p}, optim::SGDOptions(1.0));
+    optim::ExponentialLR a(opt, 0.9);
+    optim::StepLR b(opt, 2, 0.1);
+    // torch: ExponentialLR(opt, 0.9), StepLR(opt, 2, 0.1), a.step(); b.step() each epoch
+    expect_torch(record(opt, 8, [&](int) { a.step(); b.step(); }), Seq{{1.0, 0.9, 0.08100000000000002, 0.07290000000000002, 0.006561000000000002, 0.005904900000000002, 0.0005314410000000002, 0.0004782969000000002}});
+    EXPECT_DOUBLE_EQ(a.get_last_lr()[0], 0.0004782969000000002);  // b's lr after a's step
+    EXPECT_DOUBLE_EQ(b.get_last_lr()[0], 0.0004782969000000002);
+  }
+  {
+    auto opt = two_sgd();
+    optim::LinearLR a(*opt, 0.5, 1.0, 3);
+    optim::CosineAnnealingLR b(*opt, 8);  // its step 0 keeps LinearLR's 0.05
+    // torch: LinearLR(opt, 0.5, 1.0, 3), CosineAnnealingLR(opt, 8), both stepped
+    expect_torch(record(*opt, 12, [&](int) { a.step(); b.step(); }), Seq{{0.05, 0.06412931775037622, 0.07112944921610614, 0.06913417161825448, 0.04999999999999999, 0.030865828381745508, 0.014644660940672623, 0.0038060233744356626, 0.0, 0.0038060233744356634, 0.014644660940672639, 0.030865828381745536}, {0.025, 0.03206465887518811, 0.03556472460805307, 0.03456708580912724, 0.024999999999999994, 0.015432914190872754, 0.007322330470336312, 0.0019030116872178313, 0.0, 0.0019030116872178317, 0.0073223304703363195, 0.015432914190872768}});
+  }
+}
+
+// An lr set by hand between steps is kept (scaled on from there), as in PyTorch.
+TEST(LRScheduler, ManualLrChangeKeptAsTorch) {
+  auto run = [](optim::Optimizer& opt, optim::LRScheduler& s) {
+    return record(opt, 10, [&](int i) {
+      s.step();
+      if (i == 3)
+        for (auto& g : opt.param_groups()) g.set_lr(g.lr() * 2);
+    });
+  };
+  {
+    auto opt = two_sgd();
+    optim::ExponentialLR s(*opt, 0.9);
+    // torch ExponentialLR(opt, 0.9); every group's lr doubled after step 3
+    expect_torch(run(*opt, s), Seq{{0.1, 0.09000000000000001, 0.08100000000000002, 0.14580000000000004, 0.13122000000000003, 0.11809800000000004, 0.10628820000000004, 0.09565938000000004, 0.08609344200000005, 0.07748409780000004}, {0.05, 0.045000000000000005, 0.04050000000000001, 0.07290000000000002, 0.06561000000000002, 0.05904900000000002, 0.05314410000000002, 0.04782969000000002, 0.043046721000000024, 0.03874204890000002}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::CosineAnnealingLR s(*opt, 6);
+    // torch CosineAnnealingLR(opt, 6); doubled after step 3
+    expect_torch(run(*opt, s), Seq{{0.1, 0.09330127018922195, 0.07500000000000001, 0.1, 0.050000000000000024, 0.01339745962155613, 0.0, 0.006698729810778065, 0.025, 0.05000000000000004}, {0.05, 0.046650635094610975, 0.037500000000000006, 0.05, 0.025000000000000012, 0.006698729810778065, 0.0, 0.0033493649053890325, 0.0125, 0.02500000000000002}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::LinearLR s(*opt, 0.5, 1.0, 4);
+    // torch LinearLR(opt, 0.5, 1.0, 4); doubled after step 3
+    expect_torch(run(*opt, s), Seq{{0.05, 0.0625, 0.075, 0.17500000000000002, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2}, {0.025, 0.03125, 0.0375, 0.08750000000000001, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::StepLR s(*opt, 2, 0.5);
+    // torch StepLR(opt, 2, 0.5); doubled after step 3
+    expect_torch(run(*opt, s), Seq{{0.1, 0.1, 0.05, 0.1, 0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125}, {0.05, 0.05, 0.025, 0.05, 0.025, 0.025, 0.0125, 0.0125, 0.00625, 0.00625}});
+  }
+  {
+    auto opt = two_sgd();
+    optim::MultiStepLR s(*opt, {4, 6}, 0.1);
+    // torch MultiStepLR(opt, [4, 6], 0.1); doubled after step 3
+    expect_torch(run(*opt, s), Seq{{0.1, 0.1, 0.1, 0.2, 0.020000000000000004, 0.020000000000000004, 0.0020000000000000005, 0.0020000000000000005, 0.0020000000000000005, 0.0020000000000000005}, {0.05, 0.05, 0.05, 0.1, 0.010000000000000002, 0.010000000000000002, 0.0010000000000000002, 0.0010000000000000002, 0.0010000000000000002, 0.0010000000000000002}});
+  }
+}
+
+TEST(LRScheduler, SequentialAsTorch) {
+  {
+    auto opt = two_sgd();
+    auto warm = std::make_shared<optim::LinearLR>(*opt, 0.1, 1.0, 3);
+    auto cos = std::make_shared<optim::CosineAnnealingLR>(*opt, 6, 0.001);
+    optim::SequentialLR s(*opt, {warm, cos}, {3});
+    // torch SequentialLR(opt, [LinearLR(opt, 0.1, 1.0, 3), CosineAnnealingLR(opt, 6, 0.001)], [3])
+    expect_torch(record(s, *opt, 14), Seq{{0.010000000000000002, 0.04, 0.07, 0.1, 0.09336825748732973, 0.07525000000000001, 0.0505, 0.025750000000000012, 0.007631742512670284, 0.001, 0.007631742512670284, 0.025750000000000002, 0.05050000000000004, 0.07525000000000008}, {0.005000000000000001, 0.02, 0.035, 0.05, 0.046717622392718754, 0.037750000000000006, 0.025500000000000002, 0.013250000000000005, 0.004282377607281252, 0.001, 0.004282377607281252, 0.013250000000000001, 0.02550000000000002, 0.03775000000000004}});
+    // torch: last_epoch 2, 10, 13
+    EXPECT_EQ(warm->last_epoch(), 2);
+    EXPECT_EQ(cos->last_epoch(), 10);
+    EXPECT_EQ(s.last_epoch(), 13);
+    EXPECT_DOUBLE_EQ(s.get_last_lr()[0], 0.07525000000000008);
+  }
+  {
+    auto opt = two_sgd();
+    auto a = std::make_shared<optim::ExponentialLR>(*opt, 0.8);
+    auto b = std::make_shared<optim::StepLR>(*opt, 2, 0.5);
+    auto c = std::make_shared<optim::LinearLR>(*opt, 0.5, 1.0, 2);
+    optim::SequentialLR s(*opt, {a, b, c}, {3, 7});
+    // torch SequentialLR(opt, [ExponentialLR(opt, 0.8), StepLR(opt, 2, 0.5), LinearLR(opt, 0.5, 1.0, 2)], [3, 7])
+    expect_torch(record(s, *opt, 12), Seq{{0.1, 0.08000000000000002, 0.06400000000000002, 0.1, 0.1, 0.05, 0.05, 0.05, 0.07500000000000001, 0.1, 0.1, 0.1}, {0.05, 0.04000000000000001, 0.03200000000000001, 0.05, 0.05, 0.025, 0.025, 0.025, 0.037500000000000006, 0.05, 0.05, 0.05}});
+  }
+  {
+    auto opt = two_sgd();
+    auto a = std::make_shared<optim::LinearLR>(*opt, 0.2, 1.0, 2);
+    auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.7);
+    auto inner = std::make_shared<optim::SequentialLR>(*opt, std::vector<std::shared_ptr<optim::LRScheduler>>{a, b},
+                                                       std::vector<int64_t>{2});
+    auto c = std::make_shared<optim::CosineAnnealingLR>(*opt, 4);
+    optim::SequentialLR s(*opt, {inner, c}, {5});
+    // torch: SequentialLR(opt, [SequentialLR(opt, [LinearLR(opt, 0.2, 1.0, 2),
+    // ExponentialLR(opt, 0.7)], [2]), CosineAnnealingLR(opt, 4)], [5]) (PyTorch's
+    // nesting: the inner one starts one step ahead, at its ExponentialLR)
+    expect_torch(record(s, *opt, 12), Seq{{0.020000000000000004, 0.1, 0.06999999999999999, 0.048999999999999995, 0.0343, 0.1, 0.08535533905932738, 0.05, 0.014644660940672627, 0.0, 0.014644660940672622, 0.05000000000000001}, {0.010000000000000002, 0.05, 0.034999999999999996, 0.024499999999999997, 0.01715, 0.05, 0.04267766952966369, 0.025, 0.0073223304703363135, 0.0, 0.007322330470336311, 0.025000000000000005}});
+  }
+}
+
+TEST(LRScheduler, OneCycleMomentumAsTorch) {
+  {
+    auto opt = two_groups<optim::SGD>(optim::SGDOptions(0.1).momentum(0.9));
+    optim::OneCycleLR s(*opt, 1.0, 12);
+    // torch OneCycleLR(SGD(momentum=0.9), max_lr=1.0, total_steps=12): lr, then momentum
+    // (0.95 -> 0.85 over the warm-up, back to 0.95 at step 11)
+    const Seq lr = Seq{{0.040000000000000036, 0.3497896542195831, 0.8792851591221287, 0.9944154354509117, 0.9330129698414117, 0.811745653949763, 0.6473789976951033, 0.46263710266697505, 0.28306099820869923, 0.1334775301888306, 0.03456698742539522, 4e-06, 0.034566987425395164}, {0.040000000000000036, 0.3497896542195831, 0.8792851591221287, 0.9944154354509117, 0.9330129698414117, 0.811745653949763, 0.6473789976951033, 0.46263710266697505, 0.28306099820869923, 0.1334775301888306, 0.03456698742539522, 4e-06, 0.034566987425395164}};
+    const Seq momentum = Seq{{0.95, 0.9177302443521267, 0.8625744625914449, 0.8505584586887436, 0.856698729810778, 0.8688255099070633, 0.8852622412794547, 0.9037365046793212, 0.9216941869558779, 0.9366525935914912, 0.9465436874322102, 0.95, 0.9465436874322102}, {0.95, 0.9177302443521267, 0.8625744625914449, 0.8505584586887436, 0.856698729810778, 0.8688255099070633, 0.8852622412794547, 0.9037365046793212, 0.9216941869558779, 0.9366525935914912, 0.9465436874322102, 0.95, 0.9465436874322102}};
+    auto opt2 = two_groups<optim::SGD>(optim::SGDOptions(0.1).momentum(0.9));
+    optim::OneCycleLR s2(*opt2, 1.0, 12);
+    expect_torch(record(s, *opt, 13), lr);
+    expect_torch(record(s2, *opt2, 13, momentum_of), momentum);
+    expect_error([&] { s.step(); }, {"[OneCycleLR]", "total_steps"});
+  }
+  {
+    auto opt = two_groups<optim::Adam>(optim::AdamOptions(0.1).betas({0.9, 0.99}));
+    auto opt2 = two_groups<optim::Adam>(optim::AdamOptions(0.1).betas({0.9, 0.99}));
+    const auto o = optim::OneCycleLROptions().pct_start(0.25).three_phase(true);
+    optim::OneCycleLR s(*opt, 0.5, 12, o), s2(*opt2, 0.5, 12, o);
+    // torch OneCycleLR(Adam(betas=(0.9, 0.99)), max_lr=0.5, total_steps=12,
+    // pct_start=0.25, three_phase=True): lr, then betas[0]; betas[1] stays 0.99
+    expect_torch(record(s, *opt, 13), Seq{{0.020000000000000018, 0.26, 0.5, 0.26, 0.02, 0.019009787710156288, 0.016235274528785478, 0.012225986818629188, 0.007776013181370814, 0.0037667254712145243, 0.0009922122898437123, 2e-06, 0.000992212289843711}, {0.020000000000000018, 0.26, 0.5, 0.26, 0.02, 0.019009787710156288, 0.016235274528785478, 0.012225986818629188, 0.007776013181370814, 0.0037667254712145243, 0.0009922122898437123, 2e-06, 0.000992212289843711}});
+    expect_torch(record(s2, *opt2, 13, momentum_of), Seq{{0.95, 0.8999999999999999, 0.85, 0.8999999999999999, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95}, {0.95, 0.8999999999999999, 0.85, 0.8999999999999999, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95, 0.95}});
+    for (const auto& g : opt2->param_groups())
+      EXPECT_EQ(std::get<1>(static_cast<const optim::AdamOptions&>(g.options()).betas()), 0.99);
+  }
+  {
+    auto opt = two_groups<optim::AdamW>(optim::AdamWOptions(0.1));
+    auto opt2 = two_groups<optim::AdamW>(optim::AdamWOptions(0.1));
+    const auto o = optim::OneCycleLROptions()
+                       .anneal_cos(false)
+                       .base_momentum(0.8)
+                       .max_momentum(0.9)
+                       .div_factor(10)
+                       .final_div_factor(100);
+    optim::OneCycleLR s(*opt, 2.0, 10, o), s2(*opt2, 2.0, 10, o);
+    // torch OneCycleLR(AdamW, max_lr=2.0, total_steps=10, anneal_strategy="linear",
+    // base_momentum=0.8, max_momentum=0.9, div_factor=10, final_div_factor=100): lr, betas[0]
+    expect_torch(record(s, *opt, 11), Seq{{0.2, 1.1, 2.0, 1.7145714285714286, 1.4291428571428573, 1.1437142857142857, 0.8582857142857143, 0.5728571428571427, 0.2874285714285716, 0.0020000000000000018, -0.28342857142857136}, {0.2, 1.1, 2.0, 1.7145714285714286, 1.4291428571428573, 1.1437142857142857, 0.8582857142857143, 0.5728571428571427, 0.2874285714285716, 0.0020000000000000018, -0.28342857142857136}});
+    expect_torch(record(s2, *opt2, 11, momentum_of), Seq{{0.9, 0.8500000000000001, 0.8, 0.8142857142857143, 0.8285714285714286, 0.8428571428571429, 0.8571428571428572, 0.8714285714285714, 0.8857142857142857, 0.9, 0.9142857142857143}, {0.9, 0.8500000000000001, 0.8, 0.8142857142857143, 0.8285714285714286, 0.8428571428571429, 0.8571428571428572, 0.8714285714285714, 0.8857142857142857, 0.9, 0.9142857142857143}});
+  }
+  {
+    auto make = [] {
+      return std::make_unique<optim::RMSprop>(std::vector<Tensor>{ones({1}).requires_grad_()},
+                                              optim::RMSpropOptions(0.1));
+    };
+    auto opt = make(), opt2 = make();
+    optim::OneCycleLR s(*opt, 0.3, 8), s2(*opt2, 0.3, 8);
+    // torch OneCycleLR(RMSprop(lr=0.1), max_lr=0.3, total_steps=8): lr, momentum
+    expect_torch(record(s, *opt, 9), Seq{{0.01200000000000001, 0.2457825314676576, 0.29158253321625693, 0.24352369618492892, 0.1667952042368105, 0.08491829946260977, 0.02299247815027692, 1.2e-06, 0.022992478150276902}});
+    expect_torch(record(s2, *opt2, 9, momentum_of), Seq{{0.95, 0.8688255099070633, 0.8528058334845816, 0.8688255099070633, 0.8944017761948346, 0.9216941869558779, 0.9423362099614142, 0.95, 0.9423362099614142}});
+  }
+  {
+    auto make = [] {
+      return std::make_unique<optim::SGD>(std::vector<Tensor>{ones({1}).requires_grad_()},
+                                          optim::SGDOptions(0.1).momentum(0.5));
+    };
+    auto opt = make(), opt2 = make();
+    auto seq = [](optim::Optimizer& o) {
+      auto w = std::make_shared<optim::LinearLR>(o, 0.5, 1.0, 2);
+      auto c = std::make_shared<optim::OneCycleLR>(o, 1.0, 6);
+      return std::make_unique<optim::SequentialLR>(o, std::vector<std::shared_ptr<optim::LRScheduler>>{w, c},
+                                                   std::vector<int64_t>{3});
+    };
+    auto s = seq(*opt), s2 = seq(*opt2);
+    // torch SequentialLR(SGD(lr=0.1, momentum=0.5), [LinearLR(opt, 0.5, 1.0, 2),
+    // OneCycleLR(opt, max_lr=1.0, total_steps=6)], [3]): OneCycleLR made the
+    // initial lr 0.04 and the momentum 0.95 before the warm-up; lr, momentum
+    expect_torch(record(*s, *opt, 10), Seq{{0.02, 0.03, 0.039999999999999994, 0.040000000000000036, 0.9944154354509117, 0.811745653949763, 0.46263710266697505, 0.1334775301888306, 4e-06, 0.13347753018883055}});
+    expect_torch(record(*s2, *opt2, 10, momentum_of), Seq{{0.95, 0.95, 0.95, 0.95, 0.8505584586887436, 0.8688255099070633, 0.9037365046793212, 0.9366525935914912, 0.95, 0.9366525935914912}});
+  }
+  {
+    // torch: ValueError "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
+    Tensor p = ones({1}).requires_grad_();
+    optim::Adagrad opt({p}, optim::AdagradOptions(0.1));
+    expect_error([&] { optim::OneCycleLR s(opt, 1.0, 10); }, {"[OneCycleLR]", "Adagrad", "momentum or beta1"});
+    optim::OneCycleLR s(opt, 1.0, 10, optim::OneCycleLROptions().cycle_momentum(false));  // fine without
+    EXPECT_DOUBLE_EQ(opt.param_groups()[0].lr(), 0.040000000000000036);
+  }
 }
 
 }  // namespace
