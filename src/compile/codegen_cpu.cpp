@@ -776,6 +776,7 @@ void Gen::emit_node(const Node& n) {
       }
       same_dtypes(n, 1, 2, dt0);
       const char* scalar_expr = nullptr;  // NUMERIC_OP / FLOAT_OP of unary.cpp, x the operand
+      std::string scalar_text;            // (an expression with the node's parameter)
       const char* vec_expr = nullptr;     // VEC_OP
       bool ints = false;
       switch (mode) {
@@ -790,6 +791,11 @@ void Gen::emit_node(const Node& n) {
         case UnaryMode::trunc: scalar_expr = "FP ? M(std::trunc(X)) : X"; ints = true; break;
         case UnaryMode::frac: scalar_expr = "X - std::trunc(X)"; break;
         case UnaryMode::trigamma: scalar_expr = "math::trigamma(X)"; break;
+        case UnaryMode::polygamma:  // n in s0
+          if (!n.args.has_s0) no("polygamma without n");
+          scalar_text = "math::polygamma(" + std::to_string(n.args.s0.to<int64_t>()) + ", X)";
+          scalar_expr = scalar_text.c_str();
+          break;
         case UnaryMode::exp: vec_expr = "vec::exp(x)"; break;
         case UnaryMode::exp2: vec_expr = "vec::exp2(x)"; break;
         case UnaryMode::log: vec_expr = "vec::log(x)"; break;
@@ -858,19 +864,21 @@ void Gen::emit_node(const Node& n) {
           }
         }
       } else if (mode == UnaryMode::logit) {
-        const double eps = n.args.has_s0 ? n.args.s0.to<double>() : -1.0;
-        if (eps < 0) {
+        const double lo_d = n.args.has_s0 ? n.args.s0.to<double>() : -1.0;
+        if (lo_d < 0) {
           vec_loop1(o, a, "cg::logit_v(x)");
         } else {
-          // eager: M lo = M(eps), hi = M(1) - M(eps)
+          // eager: the bounds eps and 1 - eps in s0 and s1 (rounded to the dtype by the front end), M(s0), M(s1)
+          if (!n.args.has_s1) no("logit without its upper bound");
+          const double hi_d = n.args.s1.to<double>();
           const ScalarType m = math_dt(t);
           std::string lo, hi;
           if (m == kFloat) {
-            lo = k(lit_bits(static_cast<float>(eps)), m);
-            hi = k(lit_bits(1.0f - static_cast<float>(eps)), m);
+            lo = k(lit_bits(static_cast<float>(lo_d)), m);
+            hi = k(lit_bits(static_cast<float>(hi_d)), m);
           } else {
-            lo = k(lit_bits(eps), m);
-            hi = k(lit_bits(1.0 - eps), m);
+            lo = k(lit_bits(lo_d), m);
+            hi = k(lit_bits(hi_d), m);
           }
           vec_loop1(o, a, "cg::logit_eps_v(x, vec::splat<V>(" + lo + "), vec::splat<V>(" + hi + "))");
         }

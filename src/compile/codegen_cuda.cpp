@@ -460,9 +460,16 @@ void Gen::emit_node(const Node& n) {
         return call(n, "UnaryPredOp<bool>{" + std::to_string(static_cast<int>(UnaryMode::logical_not)) + "}", {1});
       }
       same_dtypes(n, 1, 2, dt0);
-      std::string a = zero(t);
-      if (mode == UnaryMode::logit) a = n.args.has_s0 ? scalar_lit(n.args.s0, t) : scalar_lit(Scalar(-1.0), t);
-      return call(n, "UnaryOp<" + M + ", " + md + ">{" + md + ", " + a + ", " + zero(t) + "}", {1});
+      std::string a = zero(t), b = zero(t);
+      if (mode == UnaryMode::logit) {  // the bounds (eager: s0, s1; none: -1, 1)
+        a = n.args.has_s0 ? scalar_lit(n.args.s0, t) : scalar_lit(Scalar(-1.0), t);
+        b = n.args.has_s1 ? scalar_lit(n.args.s1, t) : scalar_lit(Scalar(1.0), t);
+      }
+      if (mode == UnaryMode::polygamma) {  // n
+        if (!n.args.has_s0) no("polygamma without n");
+        a = scalar_lit(n.args.s0, t);
+      }
+      return call(n, "UnaryOp<" + M + ", " + md + ">{" + md + ", " + a + ", " + b + "}", {1});
     }
     default:
       no(std::string("slot ") + op_name(n.slot));

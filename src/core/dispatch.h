@@ -372,7 +372,8 @@ enum class UnaryMode : int {
 #define BRISK_UNARY_ENUM(ctx, name, group, dtypes, amp, forms) name,
   BRISK_FORALL_UNARY_OPS(BRISK_UNARY_ENUM, _)
 #undef BRISK_UNARY_ENUM
-  trigamma,  // digamma's gradient (polygamma(1, x))
+  trigamma,   // digamma's gradient (polygamma(1, x))
+  polygamma,  // polygamma(n, x) for n >= 2 (n in KernelArgs::s0): trigamma's derivatives
   kNumModes
 };
 /// "exp", ... (the row's name).
@@ -381,7 +382,7 @@ inline const char* unary_mode_name(UnaryMode m) {
 #define BRISK_UNARY_NAME(ctx, name, group, dtypes, amp, forms) #name,
       BRISK_FORALL_UNARY_OPS(BRISK_UNARY_NAME, _)
 #undef BRISK_UNARY_NAME
-      "trigamma"};
+      "trigamma", "polygamma"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<int>(UnaryMode::kNumModes));
   return kNames[static_cast<int>(m)];
 }

@@ -122,6 +122,15 @@ struct isfinite {
       return true;
   }
 };
+/// polygamma(n, x) for n >= 2: digamma's derivatives past trigamma (an
+/// internal mode, UnaryMode::polygamma, n in KernelArgs::s0).
+struct polygamma {
+  int n = 2;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::polygamma(n, x);
+  }
+};
 /// eps < 0: no clamp (torch's eps=None).
 struct logit {
   double eps = -1;
@@ -208,7 +217,7 @@ struct logit_backward {
   double eps = -1;
   template <class T>
   BRISK_HOST_DEVICE T operator()(T g, T v) const {
-    return math::activation_grad(ActGrad::logit, g, v, T(eps), T(0));
+    return math::activation_grad(ActGrad::logit, g, v, T(eps), T(1) - T(eps));
   }
 };
 struct softplus_backward {

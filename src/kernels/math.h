@@ -44,15 +44,19 @@ template <class T>
 BRISK_HOST_DEVICE inline T mish(T x) {
   return x * std::tanh(std::log1p(std::exp(x)));
 }
-/// logit(x) = log(x / (1 - x)); with eps >= 0, x is first clamped to
-/// [eps, 1 - eps] (nan stays nan). eps < 0 means no clamp (torch's None).
+/// logit(x) = log(x / (1 - x)); with lo >= 0, x is first clamped to
+/// [lo, hi] (nan stays nan). lo < 0 means no clamp (torch's eps=None). The
+/// kernels take lo = eps and hi = 1 - eps rounded to the tensor's dtype, as
+/// torch's CPU kernels (logit_bounds in ops/unary.cpp).
+template <class T>
+BRISK_HOST_DEVICE inline T logit(T x, T lo, T hi) {
+  if (lo >= T(0)) x = x < lo ? lo : (x > hi ? hi : x);
+  return std::log(x / (T(1) - x));
+}
+/// eps < 0 means no clamp; the bounds eps and 1 - eps in T.
 template <class T>
 BRISK_HOST_DEVICE inline T logit(T x, T eps) {
-  if (eps >= T(0)) {
-    const T hi = T(1) - eps;
-    x = x < eps ? eps : (x > hi ? hi : x);
-  }
-  return std::log(x / (T(1) - x));
+  return logit(x, eps, T(1) - eps);
 }
 
 // Note [Activation gradients]
@@ -62,7 +66,8 @@ BRISK_HOST_DEVICE inline T logit(T x, T eps) {
 // gradient, v the saved value (the result for sigmoid and tanh, the input
 // otherwise), computed in the math type (float for 16-bit) and rounded
 // once. The modes are the `activation_backward` slot's KernelArgs::mode; s0
-// and s1 carry logit's eps (< 0: none) and softplus' beta and threshold.
+// and s1 carry logit's bounds (eps and 1 - eps in the operands' dtype; s0 < 0:
+// none) and softplus' beta and threshold.
 // The CPU kernels compute the same formulas on vectors
 // (backend/cpu/vec_composite.h).
 enum class ActGrad : int { sigmoid, tanh, silu, mish, gelu_erf, gelu_tanh, logit, softplus, kNumModes };
@@ -91,12 +96,14 @@ BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1) {
       const T left = T(0.5) * v, dinner = k * (T(1) + T(3) * kappa * x2);
       return g * (T(0.5) * (T(1) + t) + left * (T(1) - t * t) * dinner);
     }
-    case ActGrad::logit: {  // s0: eps, < 0 for none
-      // outside [0, 1] nan, outside [eps, 1 - eps] 0 (a nan x too, as torch);
-      // at 0 and 1 the quotient's infinity takes the sign of the zero (torch's vector loop)
+    case ActGrad::logit: {  // s0, s1: the bounds eps, 1 - eps; s0 < 0 for none
+      // torch's scalar loop (logit_backward_kernel): outside [0, 1] nan,
+      // outside [eps, 1 - eps] 0; at 0 and 1 g * inf (+inf at -0.0 as at
+      // 0: the derivative's limit inside [0, 1]); a nan x gives nan
       const bool none = s0 < T(0);
-      const T lo = none ? T(0) : s0, hi = T(1) - lo;
-      if (!(v >= lo && v <= hi)) return none ? T(NAN) : T(0);
+      const T lo = none ? T(0) : s0, hi = none ? T(1) : s1;
+      if (v < lo || v > hi) return none ? T(NAN) : T(0);
+      if (v == T(0) || v == T(1)) return g * T(INFINITY);
       return g / (v * (T(1) - v));
     }
     case ActGrad::softplus: {  // s0: beta, s1: threshold; slope sigmoid(beta x) below it
@@ -191,6 +198,81 @@ BRISK_HOST_DEVICE inline T trigamma(T x) {
   if constexpr (std::is_same_v<T, float>) return static_cast<float>(trigamma_impl<double>(x));
 #endif
   return trigamma_impl(x);
+}
+
+/// The Hurwitz zeta function zeta(x, q) = sum_k (q + k)^-x, x > 1, in
+/// double: Cephes' algorithm, as torch's (ATen/native/Math.h): the terms
+/// while q + k <= 9 (at least nine), then the Euler-Maclaurin tail. At a
+/// non-positive integer q inf (a pole); q <= 0 with x not an integer nan;
+/// q = +inf 0 (the limit; Cephes' tail forms 0 * inf there).
+BRISK_HOST_DEVICE inline double zeta_hurwitz(double x, double q) {
+  constexpr double kMachEp = 1.11022302462515654042E-16;
+  // Cephes' A[i]: (2i + 2)! / B_{2i + 2}
+  const double A[12] = {12.0,
+                        -720.0,
+                        30240.0,
+                        -1209600.0,
+                        47900160.0,
+                        -1.8924375803183791606e9,
+                        7.47242496e10,
+                        -2.950130727918164224e12,
+                        1.1646782814350067249e14,
+                        -4.5979787224074726105e15,
+                        1.8152105401943546773e17,
+                        -7.1661652561756670113e18};
+  if (x != x || q != q) return NAN;
+  if (x == 1.0) return INFINITY;
+  if (x < 1.0) return NAN;
+  if (q == INFINITY) return 0.0;
+  if (q <= 0.0) {
+    if (q == std::floor(q)) return INFINITY;
+    if (x != std::floor(x)) return NAN;
+  }
+  double s = std::pow(q, -x), a = q, b = 0.0;
+  int i = 0;
+  while (i < 9 || a <= 9.0) {
+    i += 1;
+    a += 1.0;
+    b = std::pow(a, -x);
+    s += b;
+    if (-kMachEp * s < b && b < kMachEp * s) return s;
+  }
+  const double w = a;
+  s += b * w / (x - 1.0);
+  s -= 0.5 * b;
+  a = 1.0;
+  double k = 0.0;
+  for (i = 0; i < 12; i++) {
+    a *= x + k;
+    b /= w;
+    double t = a * b / A[i];
+    s = s + t;
+    t = std::fabs(t / s);
+    if (t < kMachEp) return s;
+    k += 1.0;
+    a *= x + k;
+    b /= w;
+    k += 1.0;
+  }
+  return s;
+}
+
+/// polygamma(n, x), the n-th derivative of digamma, for n >= 2 (digamma and
+/// trigamma above are n = 0 and 1): (-1)^(n + 1) n! zeta(n + 1, x), as
+/// torch's calc_polygamma, in double (a float x too). At the poles (0 and
+/// the negative integers) (-1)^(n + 1) inf, torch's value (the limit from the
+/// right); at +inf the limit 0 (-0.0 for even n; torch gives nan); at -inf nan
+/// (torch: (-1)^(n + 1) inf, as at a pole).
+BRISK_HOST_DEVICE inline double polygamma_impl(int n, double x) {
+  if (x == -INFINITY) return NAN;
+  double factorial = 1.0;
+  for (int i = 2; i <= n; ++i) factorial *= double(i);
+  const double sign = n % 2 ? 1.0 : -1.0;
+  return sign * factorial * zeta_hurwitz(double(n) + 1.0, x);
+}
+template <class T>
+BRISK_HOST_DEVICE inline T polygamma(int n, T x) {
+  return static_cast<T>(polygamma_impl(n, static_cast<double>(x)));
 }
 
 /// Inverse error function: Giles' single-precision approximation ("Approximating

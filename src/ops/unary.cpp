@@ -16,12 +16,14 @@
 namespace brisk {
 
 namespace detail {
-/// polygamma(1, x): the kernel of digamma's gradient, run without a graph.
-Tensor trigamma(const Tensor& x);
+/// polygamma(n, x), n >= 1 (digamma's derivatives: trigamma for n = 1, the
+/// internal mode polygamma past it), differentiable (d/dx polygamma(n, x) =
+/// polygamma(n + 1, x), as torch's PolygammaBackward0).
+Tensor polygamma(int64_t n, const Tensor& x);
 }  // namespace detail
 
 namespace {
-// The row's group (Note [The unary list]); trigamma is internal.
+// The row's group (Note [The unary list]); trigamma and polygamma are internal.
 enum class UnaryGroup { Float, FloatOnly, Numeric, Predicate, Integral };
 
 UnaryGroup group_of(UnaryMode m) {
@@ -36,9 +38,31 @@ UnaryGroup group_of(UnaryMode m) {
   }
 }
 
+/// `v` rounded to dtype `dt` (double to float first for the 16-bit types, as
+/// torch's Scalar::to<Half>).
+double round_to(ScalarType dt, double v) {
+  switch (dt) {
+    case kHalf: return static_cast<float>(Half(static_cast<float>(v)));
+    case kBFloat16: return static_cast<float>(BFloat16(static_cast<float>(v)));
+    case kFloat: return static_cast<float>(v);
+    default: return v;
+  }
+}
+/// logit's clamp [eps, 1 - eps] in dtype `dt`, as torch's CPU kernels form it
+/// (logit_kernel, logit_backward_kernel: scalar_t eps and scalar_t(1) - eps,
+/// so float16 eps = 1e-6 gives the upper bound 1 and logit inf). Negative
+/// eps: none ({-1, 1}).
+std::pair<double, double> logit_bounds(ScalarType dt, double eps) {
+  if (!(eps >= 0)) return {-1.0, 1.0};
+  const double lo = round_to(dt, eps);
+  // float arithmetic for float and the 16-bit types (their subtraction rounds a float difference)
+  const double hi = dt == kDouble ? 1.0 - lo : round_to(dt, static_cast<double>(1.0f - static_cast<float>(lo)));
+  return {lo, hi};
+}
+
 // The kernel call, without autograd.
-// `eps`: logit's clamp (nan: none).
-Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace, double eps = NAN) {
+// `s0`: logit's eps (nan: none), polygamma's n.
+Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out, bool inplace, double s0 = NAN) {
   const UnaryGroup g = group_of(mode);
   // PyTorch's bool rules: sign(bool) is the identity, square(bool) is int64.
   if (x.dtype() == kBool && !out) {
@@ -84,7 +108,11 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
   it.build(iter);
   KernelArgs a;
   a.mode = static_cast<int>(mode);
-  if (mode == UnaryMode::logit && !std::isnan(eps)) a.s0 = eps, a.has_s0 = true;
+  if (mode == UnaryMode::logit && !std::isnan(s0)) {  // the clamp's bounds in the dtype the kernel computes in
+    const auto [lo, hi] = logit_bounds(iter.dtypes[1], s0);
+    a.s0 = lo, a.s1 = hi, a.has_s0 = a.has_s1 = true;
+  }
+  if (mode == UnaryMode::polygamma) a.s0 = static_cast<int64_t>(s0), a.has_s0 = true;
   // bool abs/relu compute on uint8 semantics: identical values.
   kernel<OpId::unary>(iter.result.device().type, name)(iter, a);
   iter.finish();
@@ -109,6 +137,7 @@ bool reads_input(UnaryMode m) {
     case UnaryMode::atan: case UnaryMode::sinh: case UnaryMode::cosh: case UnaryMode::erf: case UnaryMode::erfc:
     case UnaryMode::silu: case UnaryMode::asinh: case UnaryMode::acosh: case UnaryMode::atanh:
     case UnaryMode::lgamma: case UnaryMode::digamma: case UnaryMode::mish: case UnaryMode::logit:
+    case UnaryMode::trigamma: case UnaryMode::polygamma:
       return true;
     default:
       return false;
@@ -177,10 +206,10 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
       return in_opmath(grad, v, [mode](const Tensor& g, const Tensor& x) {
         return g * gelu_derivative(x, mode == ActGrad::gelu_tanh);
       });
-    case ActGrad::logit: {
+    case ActGrad::logit: {  // torch's infinitely_differentiable_logit_backward; s0, s1 the bounds (s0 < 0: none)
       const Tensor r = in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g / (x * (1 - x)); });
-      const double lo = s0 < 0 ? 0 : s0;
-      return where((v >= lo).logical_and(v <= 1 - lo), r, s0 < 0 ? full_like(r, NAN) : zeros_like(r));
+      const double lo = s0 < 0 ? 0 : s0, hi = s0 < 0 ? 1 : s1;
+      return where((v >= lo).logical_and(v <= hi), r, s0 < 0 ? full_like(r, NAN) : zeros_like(r));
     }
     case ActGrad::softplus:
       return in_opmath(grad, v, [s0, s1](const Tensor& g, const Tensor& x) {
@@ -240,8 +269,8 @@ Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, co
   it.build(iter);
   KernelArgs a;
   a.mode = static_cast<int>(mode);
-  a.s0 = s0;  // logit's eps (-1: none), softplus' beta
-  a.s1 = s1;  // softplus' threshold
+  a.s0 = s0;  // logit's lower bound eps (-1: none), softplus' beta
+  a.s1 = s1;  // logit's upper bound 1 - eps, softplus' threshold
   a.has_s0 = a.has_s1 = true;
   kernel<OpId::activation_backward>(iter.result.device().type, name)(iter, a);
   iter.finish();
@@ -249,8 +278,10 @@ Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, co
 }
 
 // Records r = mode(x). In place, `r` is self (already modified) and `x` a copy
-// of its old value (defined only when reads_input(mode)).
-void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace, double eps = NAN) {
+// of its old value (defined only when reads_input(mode)). `s0`: logit's eps
+// (nan: none), polygamma's n.
+void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace, double s0 = NAN) {
+  const double eps = s0;
   using namespace autograd;
   auto rec = [&](const char* node, std::initializer_list<SaveSpec> saved, auto fn) {
     if (inplace)
@@ -422,16 +453,19 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
     case UnaryMode::lgamma:
       rec("LgammaBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * c.saved(0).digamma()}; });
       break;
-    case UnaryMode::digamma:
-      // d digamma = trigamma (polygamma(1, x)), computed by the kernel
-      // without a graph: its own derivative (polygamma(2, x)) is not
-      // implemented, so a double backward refuses instead of giving zeros.
+    case UnaryMode::digamma:  // d digamma = polygamma(1, x) (trigamma), itself differentiable
       rec("DigammaBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
-        BRISK_CHECK(!GradMode::is_enabled(), "digamma",
-                    "double backward needs polygamma(2, x), which is not implemented");
-        return {c.grad() * detail::trigamma(c.saved(0))};
+        return {c.grad() * detail::polygamma(1, c.saved(0))};
       });
       break;
+    case UnaryMode::trigamma:
+    case UnaryMode::polygamma: {  // d polygamma(n, x) = polygamma(n + 1, x)
+      const int64_t n = mode == UnaryMode::trigamma ? 1 : static_cast<int64_t>(s0);
+      rec("PolygammaBackward0", {save(x)}, [n](BackwardCtx& c) -> TensorList {
+        return {c.grad() * detail::polygamma(n + 1, c.saved(0))};
+      });
+      break;
+    }
     case UnaryMode::mish:
       rec("MishBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList {
         return {mish_backward(c.grad(), c.saved(0))};
@@ -519,7 +553,20 @@ Tensor& Tensor::logit_(std::optional<double> eps) const {
   return const_cast<Tensor&>(*this);
 }
 namespace detail {
-Tensor trigamma(const Tensor& x) { return unary_run("digamma_backward", UnaryMode::trigamma, x, nullptr, false); }
+Tensor polygamma(int64_t n, const Tensor& x) {
+  BRISK_CHECK(n >= 1, "polygamma", "internal: n >= 1 expected, got ", n);
+  BRISK_CHECK(x.defined(), "polygamma", "input 0 is an undefined tensor");
+  const UnaryMode mode = n == 1 ? UnaryMode::trigamma : UnaryMode::polygamma;
+  const double s0 = static_cast<double>(n);
+  if (BRISK_LIKELY(!autograd::should_record(x))) return unary_run("polygamma", mode, x, nullptr, false, s0);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = unary_run("polygamma", mode, x, nullptr, false, s0);
+  }
+  record_unary(mode, r, x, false, s0);
+  return r;
+}
 }  // namespace detail
 
 namespace {
@@ -708,8 +755,11 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_
 }
 Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::optional<double> eps) {
   BRISK_CHECK(!eps || !std::isnan(*eps), "logit_backward", "eps is nan");
-  // a negative eps is none, as in logit (no clamp)
-  return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, eps && *eps >= 0 ? *eps : -1.0);
+  // a negative eps is none, as in logit (no clamp); the bounds in the operands' dtype
+  const auto [lo, hi] = eps && grad_output.defined() && self.defined()
+                            ? logit_bounds(promote_types(grad_output.dtype(), self.dtype()), *eps)
+                            : std::pair<double, double>{-1.0, 1.0};
+  return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, lo, hi);
 }
 Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   return act_grad("softplus_backward", math::ActGrad::softplus, grad_output, self, beta.to_double(),

@@ -102,7 +102,7 @@ std::vector<UnaryCase> unary_cases() {
       {"atanh", U(atanh), -0.8, 0.8, false, "AtanhBackward0", true},
       {"erfinv", U(erfinv), -0.8, 0.8, false, "ErfinvBackward0", true},
       {"lgamma", U(lgamma), 0.5, 3, false, "LgammaBackward0", true},
-      {"digamma", U(digamma), 0.5, 3, false, "DigammaBackward0", false},  // d2: polygamma(2) is not implemented
+      {"digamma", U(digamma), 0.5, 3, false, "DigammaBackward0", true},  // d2: polygamma(2, x)
       {"mish", [](const Tensor& x) { return mish(x); }, [](Tensor& x) { mish_(x); }, -3, 3, false, "MishBackward0",
        true},
       {"logit", U(logit), 0.1, 0.9, false, "LogitBackward0", true},

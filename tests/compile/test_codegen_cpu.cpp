@@ -156,6 +156,14 @@ struct Recorder {
     k.mode = static_cast<int>(m);
     return run(OpId::unary, unary_mode_name(m), it, k);
   }
+  /// A unary mode with parameters: polygamma's n (s0), logit's bounds (s0, s1).
+  Tensor unary_args(UnaryMode m, const Tensor& x, KernelArgs k) {
+    IterBuilder it(unary_mode_name(m));
+    it.input(x);
+    it.promote_int_to_float();
+    k.mode = static_cast<int>(m);
+    return run(OpId::unary, unary_mode_name(m), it, k);
+  }
   Tensor gelu(const Tensor& x, bool tanh_approx) {
     IterBuilder it("gelu");
     it.input(x);
@@ -367,6 +375,32 @@ TEST_F(CodegenCpu, UnaryOpsBitEqual) {
       grp.internal = {r.find(static_cast<const char*>(a.data_ptr())), r.find(static_cast<const char*>(b.data_ptr()))};
       EXPECT_TRUE(check_group(r, grp)) << dt << " n=" << n;
     }
+}
+
+// polygamma(n, x) (digamma's derivatives past trigamma, n in s0) and logit
+// with its clamp's bounds in s0 and s1, as the front ends pass them
+TEST_F(CodegenCpu, PolygammaAndLogitBoundsBitEqual) {
+  for (ScalarType dt : {kFloat, kDouble}) {
+    Recorder r;
+    Tensor x = test_values(1000, dt, 10), u = test_values(1000, dt, 1.2, 3);
+    r.input(x);
+    r.input(u);
+    Tensor a = r.mul(x, Scalar(1.5));
+    Tensor b = r.mul(u, Scalar(0.75));
+    std::vector<Tensor> keep;
+    for (int64_t n : {2, 3, 5}) {
+      KernelArgs k;
+      k.s0 = n, k.has_s0 = true;
+      keep.push_back(r.unary_args(UnaryMode::polygamma, a, k));
+    }
+    KernelArgs k;
+    k.s0 = 0.25, k.s1 = 0.625, k.has_s0 = k.has_s1 = true;
+    keep.push_back(r.unary_args(UnaryMode::logit, b, k));
+    Group grp;
+    for (size_t i = 0; i < r.g.nodes.size(); ++i) grp.nodes.push_back(int(i));
+    grp.internal = {r.find(static_cast<const char*>(a.data_ptr())), r.find(static_cast<const char*>(b.data_ptr()))};
+    EXPECT_TRUE(check_group(r, grp)) << dt;
+  }
 }
 
 TEST_F(CodegenCpu, PredicatesAndWhere) {

@@ -134,9 +134,7 @@ TEST_P(OpGradRows, GradGradcheck) {
   opts.check_grad_grad = true;
   // Second derivatives brisk lacks, with the error they raise (implemented?
   // drop the entry).
-  static const std::map<std::string, std::string> lacking = {
-      {"digamma.grad_self", "double backward needs polygamma(2, x)"},
-  };
+  static const std::map<std::string, std::string> lacking = {};
   if (auto it = lacking.find(g.name()); it != lacking.end()) {
     expect_error([&] { autograd::gradcheck(fn, in, opts); }, {it->second});
     return;

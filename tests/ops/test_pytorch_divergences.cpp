@@ -1967,7 +1967,7 @@ TEST(PyTorchDivergence, BinaryCrossEntropyGradientsAreTorchsFormulas) {
   //   -> x: [inf, 0.2381, 0.2381], t: [inf, 0.8473, 0.8473]
   Tensor x2 = full({3}, 0.3).requires_grad_(), t2 = full({3}, 0.25).requires_grad_();
   auto h = autograd::grad({F::binary_cross_entropy(x2, t2, F::BinaryCrossEntropyFuncOptions().reduction(nn::kNone))},
-                          {x2, t2}, {tensor<float>({kInf, 1.0f, 1.0f})});
+                          {x2, t2}, {tensor<float>({INFINITY, 1.0f, 1.0f})});
   EXPECT_EQ(h[0][0].item<double>(), kInf);
   EXPECT_EQ(h[1][0].item<double>(), kInf);
   EXPECT_NEAR(h[0][1].item<double>(), 0.05 / 0.21, 1e-6);
@@ -2100,6 +2100,119 @@ TEST(PyTorchDivergence, IgammaHasASecondDerivativeInX) {
   EXPECT_EQ(gi.dtype(), kFloat);
   EXPECT_NEAR(gi.item<double>(), 0.3346952497959137, 1e-7);
   EXPECT_NEAR(autograd::grad({gi.sum()}, {xf})[0].item<double>(), -0.11156508326530457, 1e-7);
+}
+
+// ---- found by difffuzz seed 211 (torch 2.15) --------------------------------------------------
+
+// digamma's second derivative is polygamma(2, x) (torch: grad * polygamma(1, self),
+// polygamma(n)'s derivative polygamma(n + 1)); brisk refused ("double backward needs
+// polygamma(2, x), which is not implemented"; seed 211 cases 87273, 535541, 174466). torch 2.15:
+//   x = tensor([2.3530428409576416, -0.9959619045257568, 0.5, -2.5, 1e-3, 30., -1., 0., -0.], float64)
+//   g = grad(digamma(x).sum(), x, create_graph); h = grad(g.sum(), x, create_graph); k = grad(h.sum(), x)
+//   h [-0.27283047714236236, -30373878.54112892, -16.828796644234316, -0.1082040516417282,
+//      -2000000002.3976321, -0.0011487652037285997, -inf, -inf, -inf]
+//   k [0.27703547016885766, 22565497817.980743, 97.40909103400242, 194.74787621918756,
+//      6000000000006.467, 7.786003664736127e-05, inf, inf, inf]
+//   float32 2.3530428409576416: h -0.2728304862976074; float16 0.54296875: h -13.265625,
+//   bfloat16 0.54296875: h -13.25
+TEST(PyTorchDivergence, DigammaSecondDerivativeIsPolygammaOfTwo) {
+  const std::vector<double> xs = {2.3530428409576416, -0.9959619045257568, 0.5, -2.5, 1e-3, 30.0, -1.0, 0.0, -0.0};
+  const std::vector<double> h_want = {-0.27283047714236236, -30373878.54112892, -16.828796644234316,
+                                      -0.1082040516417282,  -2000000002.3976321, -0.0011487652037285997,
+                                      -kInf,                -kInf,               -kInf};
+  const std::vector<double> k_want = {0.27703547016885766, 22565497817.980743, 97.40909103400242,
+                                      194.74787621918756,  6000000000006.467,  7.786003664736127e-05,
+                                      kInf,                kInf,               kInf};
+  Tensor x = tensor<double>(xs, kDouble).requires_grad_();
+  Tensor g = autograd::grad({x.digamma().sum()}, {x}, {}, true, true)[0];
+  Tensor h = autograd::grad({g.sum()}, {x}, {}, true, true)[0];
+  Tensor k = autograd::grad({h.sum()}, {x})[0];
+  const std::vector<double> hv = values(h), kv = values(k);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    if (std::isinf(h_want[i])) {
+      EXPECT_EQ(hv[i], h_want[i]) << xs[i];
+      EXPECT_EQ(kv[i], k_want[i]) << xs[i];
+    } else {
+      EXPECT_NEAR(hv[i], h_want[i], 4e-16 * std::fabs(h_want[i])) << xs[i];
+      EXPECT_NEAR(kv[i], k_want[i], 4e-16 * std::fabs(k_want[i])) << xs[i];
+    }
+  }
+  // the 16-bit and float32 cases of the run
+  Tensor f = tensor<double>({2.3530428409576416}, kDouble).to(kFloat).requires_grad_();
+  Tensor gf = autograd::grad({f.digamma().sum()}, {f}, {}, true, true)[0];
+  EXPECT_NEAR(autograd::grad({gf.sum()}, {f})[0].item<double>(), -0.2728304862976074, 3e-8);
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    Tensor hx = tensor<double>({0.54296875}, kDouble).to(dt).requires_grad_();
+    Tensor gh = autograd::grad({hx.digamma().sum()}, {hx}, {}, true, true)[0];
+    EXPECT_EQ(autograd::grad({gh.sum()}, {hx})[0].item<double>(), dt == kHalf ? -13.265625 : -13.25) << dt;
+  }
+  // in place (digamma_, seed 211 case 174466), through the saved old value
+  Tensor y = tensor<double>({-0.9959619045257568}, kDouble).requires_grad_();
+  Tensor y2 = y * 1;
+  y2.digamma_();
+  Tensor gy = autograd::grad({y2.sum()}, {y}, {}, true, true)[0];
+  EXPECT_NEAR(autograd::grad({gy.sum()}, {y})[0].item<double>(), -30373878.54112892, 1e-7);
+}
+
+// logit's gradient at 0 and 1 is grad * inf (+inf at -0.0 as at 0, for a positive grad), and at
+// a nan x nan also with eps: torch's logit_backward kernel in its scalar loop (which runs small,
+// strided and tail elements); brisk had taken its vector loop's grad / (x (1 - x)) (-inf at -0.0)
+// and its 0 for a nan outside [eps, 1 - eps] (seed 211 cases 170242, 45359, 27461, 364128). torch 2.15:
+//   x = tensor([-0., 0., 1., 0.3], float64): grad(logit(x), x, [0.625, -0.5, -0.5, 0.625])
+//     -> [inf, -inf, -inf, 2.9761904761904763]
+//   x = tensor([nan, 0.5, 2., 0.], float64): grad(logit(x, 1e-6), x, ones) -> [nan, 4, 0, 0]
+//   logit_backward([1., 1., -1., 1.], [-0., nan, 0., 1.], None) -> [inf, nan, -inf, inf] (float16,
+//   bfloat16, float32; eps=0: the same; eps=0.1: [0, nan, 0, 0])
+//   under create_graph (infinitely_differentiable_logit_backward, a where of the quotient):
+//     [-inf, -inf, -inf, 2.976...] and [0, 4, 0, 0]; brisk's composite gives those too
+TEST(PyTorchDivergence, LogitGradientAtZeroOneAndNanIsTorchsScalarLoop) {
+  for (bool create_graph : {false, true}) {
+    Tensor x = tensor<double>({-0.0, 0.0, 1.0, 0.3}, kDouble).requires_grad_();
+    Tensor g = autograd::grad({x.logit()}, {x}, {tensor<double>({0.625, -0.5, -0.5, 0.625}, kDouble)}, true,
+                              create_graph)[0];
+    const double first = create_graph ? -kInf : kInf;
+    EXPECT_TRUE(same_bits(g.slice(0, 0, 3), {first, -kInf, -kInf})) << create_graph;
+    EXPECT_NEAR(g[3].item<double>(), 2.9761904761904763, 1e-15);
+    Tensor x2 = tensor<double>({kNan, 0.5, 2.0, 0.0}, kDouble).requires_grad_();
+    Tensor g2 = autograd::grad({x2.logit(1e-6)}, {x2}, {ones({4}, TensorOptions(kDouble))}, true, create_graph)[0];
+    EXPECT_TRUE(same_bits(g2, {create_graph ? 0.0 : kNan, 4, 0, 0})) << create_graph;
+  }
+  for (ScalarType dt : {kHalf, kBFloat16, kFloat}) {
+    const Tensor g = tensor<double>({1, 1, -1, 1}, kDouble).to(dt);
+    const Tensor v = tensor<double>({-0.0, kNan, 0.0, 1.0}, kDouble).to(dt);
+    EXPECT_TRUE(same_bits(logit_backward(g, v), {kInf, kNan, -kInf, kInf})) << dt;
+    EXPECT_TRUE(same_bits(logit_backward(g, v, 0.0), {kInf, kNan, -kInf, kInf})) << dt;
+    EXPECT_TRUE(same_bits(logit_backward(g, v, 0.1), {0, kNan, 0, 0})) << dt;
+  }
+}
+
+// logit(x, eps) of float16/bfloat16 clamps to eps and 1 - eps in the tensor's dtype, as torch's
+// CPU kernels (scalar_t eps, scalar_t(1) - eps), forward and backward; brisk formed the bounds
+// in float32 (seed 211 cases 349230, 218091, 65040, 181359). torch 2.15:
+//   logit(tensor([2.341796875, 2.], float16), 1e-6) -> [inf, inf] (1 - eps is 1 in float16);
+//     eps=0.01 -> [4.6171875, 4.6171875] (bfloat16: [4.4375, 4.4375]; float32 4.595120906829834)
+//   x = tensor([0.990234375, 0.99072265625, 0.01000213623046875, 0.0099945068359375], float16):
+//     grad(logit(x, 0.01), x, ones) -> [103.375, 0, 101, 0] (create_graph: the same); brisk had
+//     [0, 0, 101, 0] (its float32 bound 0.99 left out 0.990234375, the float16 bound). (103.375:
+//     torch rounds x (1 - x) to float16 first; brisk's kernel rounds once, 103.4375, the exact
+//     103.41 rounded: one unit in the last place, not this test's subject.)
+TEST(PyTorchDivergence, SixteenBitLogitClampsInItsDtype) {
+  const Tensor x = tensor<double>({2.341796875, 2.0}, kDouble);
+  EXPECT_TRUE(same_bits(x.to(kHalf).logit(1e-6), {kInf, kInf}));
+  EXPECT_TRUE(same_bits(x.to(kHalf).logit(0.01), {4.6171875, 4.6171875}));
+  EXPECT_TRUE(same_bits(x.to(kBFloat16).logit(0.01), {4.4375, 4.4375}));
+  EXPECT_TRUE(same_bits(x.to(kFloat).logit(0.01), {4.595120906829834, 4.595120906829834}));
+  Tensor ip = x.to(kHalf);
+  ip.logit_(1e-6);
+  EXPECT_TRUE(same_bits(ip, {kInf, kInf}));
+  for (bool create_graph : {false, true}) {
+    Tensor h = tensor<double>({0.990234375, 0.99072265625, 0.01000213623046875, 0.0099945068359375}, kDouble)
+                   .to(kHalf)
+                   .requires_grad_();
+    Tensor g = autograd::grad({h.logit(0.01)}, {h}, {ones({4}, TensorOptions(kHalf))}, true, create_graph)[0];
+    EXPECT_NEAR(g[0].item<double>(), 103.375, 0.0625) << create_graph;
+    EXPECT_TRUE(same_bits(g.slice(0, 1, 4), {0, 101, 0})) << create_graph;
+  }
 }
 
 }  // namespace

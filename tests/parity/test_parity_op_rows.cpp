@@ -203,10 +203,12 @@ const std::vector<Skip>& parity_skips() {
        "torch 1.13's oneDNN gelu_backward reads a transposed grad_output as contiguous (wrong values); torch 2.15 "
        "and brisk give the elementwise result"},
       {"logit_backward", {kHalf}, "special",
-       "x = -0.0: torch 1.13 (float16 through its float32 scalar loop) gives grad * inf; torch 2.15's vector loop "
-       "and brisk grad / (x (1 - x)), an infinity with the sign of the zero"},
+       "x = -0.0 (float16 -1e-30): brisk gives grad * inf, as torch's scalar loop (1.13 and 2.15: small, strided "
+       "and tail elements); torch's vector loop (here its float32 reference) grad / (x (1 - x)), an infinity "
+       "with the sign of the zero"},
       {"logit_backward.eps", {}, "special",
-       "x = nan with eps: torch 1.13 gives nan, torch 2.15 and brisk 0 (nan is outside [eps, 1 - eps])"},
+       "x = nan with eps: brisk gives nan, as torch's scalar loop (1.13 and 2.15) and its CUDA kernel; torch's "
+       "CPU vector loop 0 (nan is outside [eps, 1 - eps]); this case's nan in the tail matches"},
       {"lerp", {kHalf}, "special",
        "lerp(-3.7, inf, -100): torch 1.13 (float32 reference: no float16 CPU kernel) gives -inf; torch 2.x and "
        "brisk nan, from end - (end - start) * (1 - weight)"},

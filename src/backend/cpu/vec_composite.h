@@ -103,8 +103,9 @@ inline V gelu_tanh_v(V x) {
 
 // The activation gradients of math::activation_grad (Note [Activation
 // gradients] in kernels/math.h) on vectors, the mode a template argument:
-// g the incoming gradient, v the saved value; s0, s1 logit's eps (< 0 for
-// none) or softplus' beta and threshold.
+// g the incoming gradient, v the saved value; s0, s1 logit's bounds (eps and
+// 1 - eps in the operands' dtype, s0 < 0 for none) or softplus' beta and
+// threshold.
 template <math::ActGrad kMode, class V>
 inline V activation_grad_v(V g, V v, V s0, V s1) {
   using math::ActGrad;
@@ -135,12 +136,14 @@ inline V activation_grad_v(V g, V v, V s0, V s1) {
     const V left = vec::splat<V>(0.5) * v, dinner = k * (one<V>() + vec::splat<V>(3.0) * kappa * x2);
     return g * (vec::splat<V>(0.5) * (one<V>() + t) + left * (one<V>() - t * t) * dinner);
   } else if constexpr (kMode == ActGrad::logit) {
-    // eps (s0) < 0: none, nan outside [0, 1]; else 0 outside [eps, 1 - eps]
+    // s0, s1: the bounds eps, 1 - eps (s0 < 0: none, nan outside [0, 1]; else
+    // 0 outside them); g * inf at 0 and 1, a nan x nan (math::activation_grad)
     const V zero{};
     const auto none = s0 < zero;
-    const V lo = vec::select(none, zero, s0), hi = one<V>() - lo;
-    const V r = g / (v * (one<V>() - v));
-    return vec::select(v >= lo && v <= hi, r, vec::select(none, vec::splat<V>(NAN), zero));
+    const V lo = vec::select(none, zero, s0), hi = vec::select(none, one<V>(), s1);
+    V r = g / (v * (one<V>() - v));
+    r = vec::select(v == zero || v == one<V>(), g * vec::splat<V>(INFINITY), r);
+    return vec::select(v < lo || v > hi, vec::select(none, vec::splat<V>(NAN), zero), r);
   } else {
     static_assert(kMode == ActGrad::softplus);
     const V bx = v * s0;

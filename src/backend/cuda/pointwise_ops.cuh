@@ -21,6 +21,7 @@ enum class UnaryMode : int {
   BRISK_FORALL_UNARY_OPS(BRISK_UNARY_ENUM, _)
 #undef BRISK_UNARY_ENUM
   trigamma,
+  polygamma,
   kNumModes
 };
 }  // namespace brisk
@@ -243,8 +244,9 @@ struct UnaryOp {
     if constexpr (kMode == kClampMin) return math::maximum(x, a);
     else if constexpr (kMode == kClampMax) return math::minimum(x, b);
     else if constexpr (kMode == kClampBoth) return math::minimum(math::maximum(x, a), b);
-    else if constexpr (fp && kMode == BRISK_UM(logit)) return math::logit(x, a);
+    else if constexpr (fp && kMode == BRISK_UM(logit)) return math::logit(x, a, b);  // a, b: the bounds (a < 0: none)
     else if constexpr (fp && kMode == BRISK_UM(trigamma)) return math::op::trigamma{}(x);
+    else if constexpr (fp && kMode == BRISK_UM(polygamma)) return math::polygamma(static_cast<int>(a), x);  // a: n
     else if constexpr (fp && kMode == kGeluErf) return math::gelu_erf(x);
     else if constexpr (fp && kMode == kGeluTanh) return math::gelu_tanh(x);
     else if constexpr (fp && kMode == kSoftplus) return math::softplus(x, a, b);
@@ -270,6 +272,7 @@ struct UnaryOp {
       case kGeluTanh: return with<kGeluTanh>(x);
       case kSoftplus: return with<kSoftplus>(x);
       case BRISK_UM(trigamma): return with<BRISK_UM(trigamma)>(x);
+      case BRISK_UM(polygamma): return with<BRISK_UM(polygamma)>(x);
 #define BRISK_CUDA_UNARY_CASE(ctx, name, group, dtypes, amp, forms) \
   case BRISK_UM(name):                                              \
     return with<BRISK_UM(name)>(x);

@@ -48,10 +48,13 @@ void unary_kernel(TensorIter& it, const KernelArgs& a) {
         else
           launch_unary<scalar_t>(it, name, a.mode);
       });
-    case UnaryMode::logit:
+    case UnaryMode::logit:  // s0, s1: the clamp's bounds, eps and 1 - eps in the dtype (none: no s0)
       return BRISK_DISPATCH_FLOAT(it.dtypes[1], name, [&] {
-        launch_unary<scalar_t>(it, name, a.mode, a.has_s0 ? a.s0 : Scalar(-1.0));
+        launch_unary<scalar_t>(it, name, a.mode, a.has_s0 ? a.s0 : Scalar(-1.0), a.has_s1 ? a.s1 : Scalar(1.0));
       });
+    case UnaryMode::polygamma:  // s0: n
+      BRISK_INTERNAL_ASSERT(a.has_s0, "polygamma: no n");
+      return BRISK_DISPATCH_FLOAT(it.dtypes[1], name, [&] { launch_unary<scalar_t>(it, name, a.mode, a.s0); });
     default:
       return BRISK_DISPATCH_FLOAT(it.dtypes[1], name, [&] { launch_unary<scalar_t>(it, name, a.mode); });
   }

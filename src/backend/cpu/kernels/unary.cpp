@@ -68,14 +68,17 @@ struct GeluTanh {
   case UnaryMode::name:        \
     return numeric_op(it, #name, []<class M>() { return [](M x) -> M { return expr; }; });
 
-// logit(x, eps): eps in s0 when given (clamps x to [eps, 1 - eps] first).
+// logit(x, eps): with eps, s0 and s1 hold the clamp's bounds eps and 1 - eps
+// in the tensor's dtype (the front end rounds them, as torch's CPU kernel).
 void logit_kernel(TensorIter& it, const KernelArgs& a) {
-  const double eps = a.has_s0 ? a.s0.to<double>() : -1.0;
-  if (eps < 0) return vec_op(it, "logit", [](auto x) { return vec::log(x / (one<decltype(x)>() - x)); });
+  const double lo_d = a.has_s0 ? a.s0.to<double>() : -1.0;
+  if (lo_d < 0) return vec_op(it, "logit", [](auto x) { return vec::log(x / (one<decltype(x)>() - x)); });
+  BRISK_INTERNAL_ASSERT(a.has_s1, "logit: a lower bound without an upper one");
+  const double hi_d = a.s1.to<double>();
   BRISK_DISPATCH_FLOAT(it.dtypes[1], "logit", [&] {
     using V = vec::Vec<opmath_t<scalar_t>>;
     using M = opmath_t<scalar_t>;
-    const V lo = vec::splat<V>(M(eps)), hi = vec::splat<V>(M(1) - M(eps));
+    const V lo = vec::splat<V>(M(lo_d)), hi = vec::splat<V>(M(hi_d));
     vec_unary_kernel<scalar_t>(it, [=](V x) {
       x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
       return vec::log(x / (one<V>() - x));
@@ -118,6 +121,11 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(lgamma, vec::lgamma(x))
     VEC_OP(digamma, digamma_v(x))
     FLOAT_OP(trigamma, math::trigamma(x))
+    case UnaryMode::polygamma: {  // n in s0
+      BRISK_INTERNAL_ASSERT(a.has_s0, "polygamma: no n");
+      const int n = static_cast<int>(a.s0.to<int64_t>());
+      return float_op(it, "polygamma", [n]<class M>() { return [n](M x) -> M { return math::polygamma(n, x); }; });
+    }
     NUMERIC_OP(relu, math::relu(x))
     VEC_OP(silu, Silu{}(x))
     VEC_OP(mish, Mish{}(x))
