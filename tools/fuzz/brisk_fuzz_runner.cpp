@@ -530,7 +530,13 @@ std::unordered_map<std::string, OpFn> make_ops() {
   BIN(mul) BIN(remainder) BIN(fmod) BIN(pow) BIN(minimum) BIN(maximum) BIN(atan2)
   BIN(eq) BIN(ne) BIN(lt) BIN(le) BIN(gt) BIN(ge)
   BIN(logical_and) BIN(logical_or) BIN(logical_xor) BIN(bitwise_and) BIN(bitwise_or) BIN(bitwise_xor)
+  BIN(bitwise_left_shift) BIN(bitwise_right_shift)
 #undef BIN
+  ops["igamma"] = [](Call& c) -> Outs { return {brisk::igamma(c.t(0), c.t(1))}; };
+  ops["isclose"] = [](Call& c) -> Outs {
+    return {brisk::isclose(c.t(0), c.t(1), Call::dbl(c.kw("rtol"), 1e-5), Call::dbl(c.kw("atol"), 1e-8),
+                           Call::boolean(c.kw("equal_nan")))};
+  };
   ops["add"] = [](Call& c) -> Outs {
     Scalar alpha = c.kw("alpha").is_null() ? Scalar(1) : Call::scalar(c.kw("alpha"));
     return {c.is_t(1) ? c.t(0).add(c.t(1), alpha) : c.t(0).add(c.s(1), alpha)};
@@ -576,7 +582,29 @@ std::unordered_map<std::string, OpFn> make_ops() {
   UN(rsqrt) UN(square) UN(reciprocal) UN(sin) UN(cos) UN(tan) UN(asin) UN(acos) UN(atan) UN(sinh)
   UN(cosh) UN(tanh) UN(sigmoid) UN(erf) UN(erfc) UN(relu) UN(silu) UN(floor) UN(ceil) UN(round)
   UN(trunc) UN(frac) UN(logical_not) UN(bitwise_not)
+  UN(asinh) UN(acosh) UN(atanh) UN(erfinv) UN(lgamma) UN(digamma)
 #undef UN
+  ops["mish"] = [](Call& c) -> Outs { return {brisk::mish(c.t(0))}; };
+  ops["mish_"] = [](Call& c) -> Outs {
+    Tensor a = c.t(0);
+    return {brisk::mish_(a)};
+  };
+  auto opt_dbl = [](const Json& j) -> std::optional<double> {
+    if (j.is_null()) return std::nullopt;
+    return j.as_double();
+  };
+  ops["logit"] = [opt_dbl](Call& c) -> Outs { return {c.t(0).logit(opt_dbl(c.kw("eps")))}; };
+  ops["logit_"] = [opt_dbl](Call& c) -> Outs {
+    Tensor a = c.t(0);
+    return {a.logit_(opt_dbl(c.kw("eps")))};
+  };
+  ops["nan_to_num"] = [opt_dbl](Call& c) -> Outs {
+    return {c.t(0).nan_to_num(opt_dbl(c.kw("nan")), opt_dbl(c.kw("posinf")), opt_dbl(c.kw("neginf")))};
+  };
+  ops["nan_to_num_"] = [opt_dbl](Call& c) -> Outs {
+    Tensor a = c.t(0);
+    return {a.nan_to_num_(opt_dbl(c.kw("nan")), opt_dbl(c.kw("posinf")), opt_dbl(c.kw("neginf")))};
+  };
   ops["isnan"] = [](Call& c) -> Outs { return {c.t(0).isnan()}; };
   ops["isinf"] = [](Call& c) -> Outs { return {c.t(0).isinf()}; };
   ops["isfinite"] = [](Call& c) -> Outs { return {c.t(0).isfinite()}; };

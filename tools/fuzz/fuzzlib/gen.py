@@ -14,6 +14,7 @@ from .program import V, S, I, B, DT, DTYPES, FLOATS, INTS
 
 ALL = DTYPES
 NON_DIFFERENTIABLE = COMPARISONS | {"logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+                                    "bitwise_left_shift", "bitwise_right_shift",
                                     "bitwise_xor", "logical_not", "bitwise_not"}
 # brisk extensions without a torch method to compare with.
 NO_TORCH_INPLACE = {"minimum", "maximum"}
@@ -142,9 +143,16 @@ def fam_promotion(b):
     maybe_post(b, out)
 
 
+# Unary ops with keywords or no method form; in-place forms exist (name_).
+UNARY_EXTRA = ["mish", "logit", "nan_to_num"]
+
+
 def fam_unary(b):
     r = b.rng
-    op = r.choice(UNARY + ["isnan", "isinf", "isfinite", "gelu", "softplus", "sigmoid", "tanh", "exp", "log"])
+    op = r.choice(UNARY + ["isnan", "isinf", "isfinite", "gelu", "softplus", "sigmoid", "tanh", "exp", "log"] +
+                  UNARY_EXTRA + ["igamma", "isclose"])
+    if op in ("igamma", "isclose"):
+        return unary_pair(b, op)
     dt = pick_dtype(r) if r.random() < 0.35 else pick_float(r)
     x = b.inp(dt, rand_shape(r), kind=r.choice(["special", "normal", "positive", "intlike", "unit"]))
     kw = {}
@@ -153,12 +161,44 @@ def fam_unary(b):
     if op == "softplus" and r.random() < 0.6:
         kw["beta"] = r.choice([I(2), S(0.5), S(3.0)])
         kw["threshold"] = r.choice([I(1), S(5.0), I(20)])
-    if r.random() < 0.2 and op in UNARY:
+    if op == "logit" and r.random() < 0.5:
+        kw["eps"] = r.choice([1e-6, 0.01, 0.25, 0.0, 0.5, 0.75])
+    if op == "nan_to_num":
+        for k in ("nan", "posinf", "neginf"):
+            if r.random() < 0.4:
+                kw[k] = r.choice([0.0, -0.0, 1.5, -2.0, 1e30, -1e30, 70000.0, 3e38])
+    if r.random() < 0.2 and (op in UNARY or op in UNARY_EXTRA):
         if b.requires_grad(x):
             x = b.call("detach" if op in NON_DIFFERENTIABLE else "mul", x, *([] if op in NON_DIFFERENTIABLE else [I(1)]))
-        out = b.call(op + "_", x, focus=True)
+        out = b.call(op + "_", x, focus=True, **kw)
     else:
         out = b.call(op, x, focus=True, **kw)
+    maybe_post(b, out)
+
+
+def unary_pair(b, op):
+    """igamma(a, x) (differentiable in x only) and isclose(a, b, ...)."""
+    r = b.rng
+    shape = rand_shape(r)
+    if op == "igamma":
+        dt = pick_float(r)
+        a = b.inp(r.choice([dt, dt, pick_dtype(r)]), broadcast_partner(r, shape),
+                  kind=r.choice(["positive", "positive", "special", "intlike"]), rg=False if r.random() < 0.9 else None)
+        x = b.inp(dt, shape, kind=r.choice(["positive", "positive", "special", "unit", "intlike"]))
+        out = b.call("igamma", a, x, focus=True)
+    else:
+        dt = pick_dtype(r) if r.random() < 0.3 else pick_float(r)
+        kind = r.choice(["intlike", "intlike", "special", "normal"])
+        x = b.inp(dt, shape, kind=kind)
+        y = b.inp(r.choice([dt, dt, dt, pick_dtype(r)]), broadcast_partner(r, shape), kind=kind)
+        kw = {}
+        if r.random() < 0.5:
+            kw["rtol"] = r.choice([0.0, 1e-5, 0.1, 0.5])
+        if r.random() < 0.5:
+            kw["atol"] = r.choice([0.0, 1e-8, 0.5, 1.0])
+        if r.random() < 0.4:
+            kw["equal_nan"] = r.choice([True, False])
+        out = b.call("isclose", x, y, focus=True, **kw)
     maybe_post(b, out)
 
 

@@ -54,10 +54,10 @@ def scalar_or_default(kw, key, dflt):
 
 BINARY = ["add", "sub", "mul", "div", "remainder", "fmod", "pow", "minimum", "maximum", "atan2", "eq", "ne",
           "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-          "bitwise_xor"]
+          "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
 # PyTorch accepts a Python number as the second argument of these only.
 BINARY_SCALAR_OK = {"add", "sub", "mul", "div", "remainder", "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
-                    "bitwise_and", "bitwise_or", "bitwise_xor"}
+                    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 
@@ -94,7 +94,8 @@ for _n, _sym in [("radd", "+"), ("rsub", "-"), ("rmul", "*"), ("rdiv", "/"), ("r
 
 UNARY = ["neg", "abs", "sign", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "square",
          "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "erf", "erfc",
-         "relu", "silu", "floor", "ceil", "round", "trunc", "frac", "logical_not", "bitwise_not"]
+         "relu", "silu", "floor", "ceil", "round", "trunc", "frac", "logical_not", "bitwise_not", "asinh", "acosh",
+         "atanh", "erfinv", "lgamma", "digamma"]
 
 
 def _unary(name):
@@ -122,6 +123,36 @@ add(Op("gelu", lambda a, kw: F.gelu(a[0], **kw), lambda a, kw: "F.gelu(%s%s)" % 
 add(Op("softplus", lambda a, kw: F.softplus(a[0], **kw), lambda a, kw: "F.softplus(%s%s)" % (P(a[0]), kwsrc(kw)),
        lambda a, kw: "%s.softplus(%s, %s)" % (C(a[0]), scalar_or_default(kw, "beta", "1"),
                                               scalar_or_default(kw, "threshold", "20")), kind="pointwise"))
+
+add(Op("mish", lambda a, kw: F.mish(a[0]), lambda a, kw: "F.mish(%s)" % P(a[0]),
+       lambda a, kw: "brisk::mish(%s)" % C(a[0]), kind="pointwise"))
+add(Op("mish_", lambda a, kw: F.mish(a[0], inplace=True), lambda a, kw: "F.mish(%s, inplace=True)" % P(a[0]),
+       lambda a, kw: "brisk::mish_(%s)" % C(a[0]), kind="pointwise", inplace=True))
+
+
+def _opt_cpp(kw, key):
+    return C(float(kw[key])) if kw.get(key) is not None else "std::nullopt"
+
+
+add(Op("logit", lambda a, kw: torch.logit(a[0], **kw), lambda a, kw: "torch.logit(%s%s)" % (P(a[0]), kwsrc(kw)),
+       lambda a, kw: "%s.logit(%s)" % (C(a[0]), _opt_cpp(kw, "eps")), kind="pointwise"))
+add(Op("logit_", lambda a, kw: a[0].logit_(**kw), lambda a, kw: "%s.logit_(%s)" % (P(a[0]), kwsrc(kw)[2:]),
+       lambda a, kw: "%s.logit_(%s)" % (C(a[0]), _opt_cpp(kw, "eps")), kind="pointwise", inplace=True))
+_NTN = ("nan", "posinf", "neginf")
+add(Op("nan_to_num", lambda a, kw: torch.nan_to_num(a[0], **kw),
+       lambda a, kw: "torch.nan_to_num(%s%s)" % (P(a[0]), kwsrc(kw)),
+       lambda a, kw: "%s.nan_to_num(%s)" % (C(a[0]), ", ".join(_opt_cpp(kw, k) for k in _NTN)), kind="pointwise"))
+add(Op("nan_to_num_", lambda a, kw: a[0].nan_to_num_(**kw),
+       lambda a, kw: "%s.nan_to_num_(%s)" % (P(a[0]), kwsrc(kw)[2:]),
+       lambda a, kw: "%s.nan_to_num_(%s)" % (C(a[0]), ", ".join(_opt_cpp(kw, k) for k in _NTN)), kind="pointwise",
+       inplace=True))
+add(Op("igamma", lambda a, kw: torch.igamma(a[0], a[1]), lambda a, kw: "torch.igamma(%s, %s)" % (P(a[0]), P(a[1])),
+       lambda a, kw: "brisk::igamma(%s, %s)" % (C(a[0]), C(a[1])), kind="pointwise"))
+add(Op("isclose", lambda a, kw: torch.isclose(a[0], a[1], **kw),
+       lambda a, kw: "torch.isclose(%s, %s%s)" % (P(a[0]), P(a[1]), kwsrc(kw)),
+       lambda a, kw: "brisk::isclose(%s, %s, %s, %s, %s)" % (C(a[0]), C(a[1]), C(float(kw.get("rtol", 1e-5))),
+                                                           C(float(kw.get("atol", 1e-8))),
+                                                           C(bool(kw.get("equal_nan", False)))), kind="pointwise"))
 
 # ---- ternary pointwise -------------------------------------------------------------------------
 
