@@ -980,6 +980,60 @@ std::unordered_map<std::string, OpFn> make_ops() {
   ops["F.pad"] = [](Call& c) -> Outs {
     return {brisk::pad(c.t(0), Call::ints(c.arg(1)), c.kw("value").is_null() ? Scalar(0) : Call::scalar(c.kw("value")))};
   };
+
+  // -- the nn2 family: median, interpolate, padding modes, rms_norm, 3-D and transposed convolutions
+  ops["median"] = [](Call& c) -> Outs { return {c.t(0).median()}; };
+  ops["nanmedian"] = [](Call& c) -> Outs { return {c.t(0).nanmedian()}; };
+  ops["median_dim"] = [](Call& c) -> Outs { return pair(c.t(0).median(c.i(1), Call::boolean(c.arg(2)))); };
+  ops["nanmedian_dim"] = [](Call& c) -> Outs { return pair(c.t(0).nanmedian(c.i(1), Call::boolean(c.arg(2)))); };
+  const std::pair<const char*, brisk::nn::InterpolateMode> interpolate_modes[] = {
+      {"nearest", brisk::nn::kNearest},   {"nearest-exact", brisk::nn::kNearestExact},
+      {"linear", brisk::nn::kLinear},     {"bilinear", brisk::nn::kBilinear},
+      {"bicubic", brisk::nn::kBicubic},   {"trilinear", brisk::nn::kTrilinear},
+      {"area", brisk::nn::kArea}};
+  for (auto [name, mode] : interpolate_modes) {
+    ops[std::string("F.interpolate[") + name + "]"] = [mode](Call& c) -> Outs {
+      auto o = F::InterpolateFuncOptions().mode(mode);
+      if (!c.kw("size").is_null()) o.size(Call::ints(c.kw("size")));
+      if (const Json& sf = c.kw("scale_factor"); !sf.is_null()) {
+        std::vector<double> f;
+        if (sf.kind == Json::Arr)
+          for (auto& x : sf.items) f.push_back(x.as_double());
+        else
+          f.push_back(sf.as_double());
+        o.scale_factor(f);
+      }
+      if (!c.kw("align_corners").is_null()) o.align_corners(c.kw("align_corners").b);
+      if (!c.kw("recompute_scale_factor").is_null()) o.recompute_scale_factor(c.kw("recompute_scale_factor").b);
+      return {F::interpolate(c.t(0), o)};
+    };
+  }
+  const std::pair<const char*, brisk::nn::PadMode> pad_modes[] = {
+      {"reflect", brisk::nn::kReflect}, {"replicate", brisk::nn::kReplicate}, {"circular", brisk::nn::kCircular}};
+  for (auto [name, mode] : pad_modes) {
+    ops[std::string("F.pad[") + name + "]"] = [mode](Call& c) -> Outs {
+      return {F::pad(c.t(0), F::PadFuncOptions(Call::ints(c.arg(1))).mode(mode))};
+    };
+  }
+  ops["F.rms_norm"] = [](Call& c) -> Outs {
+    std::optional<double> eps;
+    if (!c.kw("eps").is_null()) eps = c.kw("eps").as_double();
+    return {F::rms_norm(c.t(0), Call::ints(c.arg(1)), c.t(2), eps)};
+  };
+  ops["F.conv3d"] = [](Call& c) -> Outs {
+    return {F::conv3d(c.t(0), c.t(1), c.t(2), expanding<3>(c.kw("stride"), 1), conv_padding<3>(c.kw("padding")),
+                      expanding<3>(c.kw("dilation"), 1), c.kw("groups").is_null() ? 1 : c.kw("groups").as_int())};
+  };
+  ops["F.conv_transpose1d"] = [](Call& c) -> Outs {
+    return {F::conv_transpose1d(c.t(0), c.t(1), c.t(2), expanding<1>(c.kw("stride"), 1), expanding<1>(c.kw("padding"), 0),
+                                expanding<1>(c.kw("output_padding"), 0),
+                                c.kw("groups").is_null() ? 1 : c.kw("groups").as_int(), expanding<1>(c.kw("dilation"), 1))};
+  };
+  ops["F.conv_transpose3d"] = [](Call& c) -> Outs {
+    return {F::conv_transpose3d(c.t(0), c.t(1), c.t(2), expanding<3>(c.kw("stride"), 1), expanding<3>(c.kw("padding"), 0),
+                                expanding<3>(c.kw("output_padding"), 0),
+                                c.kw("groups").is_null() ? 1 : c.kw("groups").as_int(), expanding<3>(c.kw("dilation"), 1))};
+  };
   return ops;
 }
 

@@ -116,8 +116,8 @@ def compare_tensor(ref, got, factor=1.0, pointwise=False, check_rg=True):
 
 
 def _index_check(builder, op_index, out_pos, ref, got):
-    """sort/argsort/topk indices: equal ties may come in any order, so compare
-    the values the indices pick instead of the indices."""
+    """sort/argsort/topk/median(dim) indices: equal ties may come in any order,
+    so compare the values the indices pick instead of the indices."""
     import torch
     name, args, kw = builder.ops[op_index]
     op = OPS[name]
@@ -125,10 +125,13 @@ def _index_check(builder, op_index, out_pos, ref, got):
     if src is None:
         return None
     dim = args[op.index_check[1]]
-    if src.dim() == 0 or src.shape != torch.Size(ref["shape"]) and name != "topk":
+    reduced = name in ("median_dim", "nanmedian_dim")  # one index per row along dim
+    if src.dim() == 0 or src.shape != torch.Size(ref["shape"]) and name != "topk" and not reduced:
         return compare_tensor(ref, got)
     ri = torch.tensor(ref["data"], dtype=torch.int64).reshape(ref["shape"])
     gi = torch.tensor([int(x) for x in got["data"]], dtype=torch.int64).reshape(got["shape"])
+    if reduced and ri.dim() < src.dim():  # keepdim=False
+        ri, gi = ri.unsqueeze(dim), gi.unsqueeze(dim)
     if gi.numel() and (gi.min() < -src.shape[dim] or gi.max() >= src.shape[dim]):
         return "value", "index out of range"
     a = src.gather(dim, ri)

@@ -985,6 +985,157 @@ def gen_pool(b, dt, kind):
     return b.call(name, x, k, focus=True, **kw)
 
 
+# ---- the nn2 family ------------------------------------------------------------------------
+
+def fam_nn2(b):
+    """Ops that fam_nn and fam_reduce do not draw: median/nanmedian (all
+    elements, and values/indices along a dim), interpolate (every mode, size
+    or scale_factor), reflect/replicate/circular padding, rms_norm, conv3d and
+    the 1-D and 3-D transposed convolutions."""
+    r = b.rng
+    what = r.choices(["median", "interpolate", "pad", "rms_norm", "conv"], [3, 4, 3, 2, 3])[0]
+    dt = pick_float(r) if r.random() < 0.9 else pick_dtype(r)
+    kind = r.choice(["normal", "normal", "special", "small", "intlike"])
+    if what == "median":
+        out = gen_median(b, dt, kind)
+    elif what == "interpolate":
+        out = gen_interpolate(b, dt, kind)
+    elif what == "pad":
+        out = gen_pad_mode(b, dt, kind)
+    elif what == "rms_norm":
+        shape = rand_shape(r, ndim=r.choice([1, 2, 3]), zero=0.03)
+        k = r.randint(1, len(shape))
+        ns = shape[-k:] if r.random() < 0.95 else [s + 1 for s in shape[-k:]]
+        w = b.inp(dt if r.random() < 0.9 else pick_float(r), ns, kind="normal") if r.random() < 0.6 else None
+        kw = {"eps": r.choice([1e-5, 1e-3, 0.0, 1e-12])} if r.random() < 0.4 else {}
+        out = b.call("F.rms_norm", b.inp(dt, shape, kind=kind), ns, w, focus=True, **kw)
+    else:
+        out = gen_conv_more(b, r.choice(["F.conv3d", "F.conv_transpose1d", "F.conv_transpose3d"]), dt,
+                            "small" if kind == "intlike" else kind)
+    maybe_post(b, out if isinstance(out, V) else out[0])
+
+
+def gen_median(b, dt, kind):
+    r = b.rng
+    op = r.choice(["median", "nanmedian", "median_dim", "nanmedian_dim"])
+    shape = rand_shape(r, zero=0.1)
+    if op.endswith("_dim") and b.grad and dt in FLOATS:
+        kind = "distinct"  # the gradient goes to the index, which is unspecified among equal values
+    x = b.inp(dt, shape, kind=kind)
+    if op.endswith("_dim"):
+        return b.call(op, x, rand_dim(r, len(shape)), r.random() < 0.4, focus=True)
+    return b.call(op, x, focus=True)
+
+
+INTERPOLATE_RANK = {"linear": 3, "bilinear": 4, "bicubic": 4, "trilinear": 5}
+
+
+def gen_interpolate(b, dt, kind):
+    r = b.rng
+    mode = r.choice(["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"])
+    rank = INTERPOLATE_RANK.get(mode) or r.choice([3, 4, 5])
+    if r.random() < 0.03:
+        rank = r.choice([2, 3, 4, 5, 6])  # mostly a rank the mode refuses
+    if mode in ("nearest", "nearest-exact") and r.random() < 0.15:
+        dt = "uint8"
+    nsp = max(rank - 2, 0)
+    hi = 3 if nsp == 3 else 4
+    shape = [r.randint(1, 2), r.randint(1, 2)][:rank] + [r.randint(1, hi) for _ in range(nsp)]
+    if r.random() < 0.03 and shape:
+        shape[r.randrange(len(shape))] = 0
+    x = b.inp(dt, shape, kind=kind)
+    kw = {}
+    if r.random() < 0.5:
+        if r.random() < 0.3:
+            kw["size"] = r.randint(1, 5)
+        else:
+            kw["size"] = [r.randint(1, 5) for _ in range(nsp if r.random() < 0.97 else nsp + 1)]
+    else:
+        scales = [0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 0.3, 1.7, 2.5]
+
+        def scale(n):  # mostly one that leaves at least one output element
+            ok = [f for f in scales if int(n * f) >= 1 or r.random() < 0.03]
+            return r.choice(ok or scales)
+
+        if r.random() < 0.3:
+            kw["scale_factor"] = scale(min(shape[2:] or [1]))
+        else:
+            kw["scale_factor"] = [scale(n) for n in shape[2:2 + nsp]] + [scale(1) for _ in range(nsp - len(shape[2:]))]
+        if r.random() < 0.3:
+            kw["recompute_scale_factor"] = r.random() < 0.7
+    if mode in INTERPOLATE_RANK and r.random() < 0.6:
+        kw["align_corners"] = r.random() < 0.5
+    elif r.random() < 0.02:
+        kw["align_corners"] = False  # refused for the non-interpolating modes
+    return b.call("F.interpolate[%s]" % mode, x, focus=True, **kw)
+
+
+def gen_pad_mode(b, dt, kind):
+    r = b.rng
+    mode = r.choice(["reflect", "replicate", "circular"])
+    k = r.randint(1, 3)
+    nd = k + r.choice([1, 2]) if r.random() < 0.97 else r.choice([k, k + 3])
+    hi = 3 if k == 3 else 4
+    shape = [r.randint(1, 2) for _ in range(max(nd - k, 0))] + [r.randint(1, hi) for _ in range(min(k, nd))]
+    x = b.inp(dt, shape, kind=kind)
+    pads = []
+    for i in range(k):
+        n = shape[-1 - i] if i < len(shape) else 1
+        for _ in range(2):
+            if mode == "reflect":
+                p = r.randint(0, n - 1) if r.random() < 0.99 else n
+            elif mode == "circular":
+                p = r.randint(0, n) if r.random() < 0.99 else n + 1
+            else:
+                p = r.randint(0, 3)
+            pads.append(p)
+    return b.call("F.pad[%s]" % mode, x, pads, focus=True)
+
+
+def gen_conv_more(b, op, dt, kind):
+    """conv3d, conv_transpose1d, conv_transpose3d (gen_conv makes the others)."""
+    r = b.rng
+    d = 1 if op.endswith("1d") else 3
+    transposed = "transpose" in op
+    groups = r.choice([1, 1, 1, 2])
+    cin = groups * r.randint(1, 2)
+    cout = groups * r.randint(1, 2)
+    ks = [r.randint(1, 3 if d == 1 else 2) for _ in range(d)]
+    sp = [r.randint(max(1, k), k + (3 if d == 1 else 1)) for k in ks]
+    batch = [r.randint(1, 2)] if r.random() < 0.8 else []
+    x = b.inp(dt, batch + [cin] + sp, kind=kind)
+
+    def ints(choices_int, lo, hi):
+        return r.choice(choices_int) if d == 1 or r.random() < 0.5 else [r.randint(lo, hi) for _ in range(d)]
+
+    kw = {}
+    if r.random() < 0.4:
+        kw["stride"] = ints([1, 2], 1, 2)
+    if r.random() < 0.4:
+        if not transposed and "stride" not in kw and r.random() < 0.3:
+            kw["padding"] = r.choice(["same", "valid"])
+        else:
+            kw["padding"] = ints([0, 1], 0, 1)
+    if r.random() < 0.25:
+        kw["dilation"] = ints([1, 2], 1, 2)
+    if groups > 1:
+        kw["groups"] = groups
+    if transposed:
+        w = b.inp(dt, [cin, cout // groups + (1 if r.random() < 0.03 else 0)] + ks, kind="small")
+        if r.random() < 0.3:
+            # valid below max(stride, dilation) in each dim: mostly 1 only where that is 2
+            st, dl = kw.get("stride", 1), kw.get("dilation", 1)
+            big = [max(st if isinstance(st, int) else st[i], dl if isinstance(dl, int) else dl[i]) for i in range(d)]
+            kw["output_padding"] = [r.randint(0, b_ - 1 if r.random() < 0.95 else b_) for b_ in big]
+            if d == 1 or r.random() < 0.3:
+                kw["output_padding"] = kw["output_padding"][0] if len(set(kw["output_padding"])) == 1 else \
+                    kw["output_padding"]
+    else:
+        w = b.inp(dt, [cout, cin // groups + (1 if r.random() < 0.03 else 0)] + ks, kind="small")
+    bias = b.inp(dt, [cout], kind="small") if r.random() < 0.5 else None
+    return b.call(op, x, w, bias, focus=True, **kw)
+
+
 def fam_factory(b):
     r = b.rng
     op = r.choice(["arange", "arange", "linspace", "full", "scalar_tensor", "full_like", "eye"])
@@ -1060,6 +1211,7 @@ FAMILIES = [  # name, function, weight
     ("nn", fam_nn, 12),
     ("factory", fam_factory, 3),
     ("chain", fam_chain, 6),
+    ("nn2", fam_nn2, 6),
 ]
 
 

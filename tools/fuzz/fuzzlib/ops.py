@@ -583,3 +583,70 @@ _fn("F.group_norm", lambda a, kw: "F::group_norm(%s, %s, %s, %s, %s)" % (
 _fn("F.scaled_dot_product_attention", lambda a, kw: "F::scaled_dot_product_attention(%s, %s, %s, %s, 0.0, %s, %s)" % (
     C(a[0]), C(a[1]), C(a[2]), _t_or_undef(kw.get("attn_mask")), C(kw.get("is_causal", False)), C(kw.get("scale"))),
     kind="accum", tol=8.0, min_torch=(2, 1))
+
+# ---- the nn2 family: median, interpolate, padding modes, rms_norm, 3-D and transposed convolutions ------
+
+for _n in ["median", "nanmedian"]:
+    add(Op(_n, (lambda n: lambda a, kw: getattr(torch, n)(a[0]))(_n),
+           (lambda n: lambda a, kw: "torch.%s(%s)" % (n, P(a[0])))(_n),
+           (lambda n: lambda a, kw: "%s.%s()" % (C(a[0]), n))(_n)))
+    # (values, indices) along a dim: among equal values (and NaNs) the index is
+    # unspecified in both libraries, so the indices are compared by the values they pick.
+    add(Op(_n + "_dim", (lambda n: lambda a, kw: tuple(getattr(torch, n)(a[0], a[1], a[2])))(_n),
+           (lambda n: lambda a, kw: "torch.%s(%s)" % (n, pargs(a)))(_n),
+           (lambda n: lambda a, kw: "%s.%s(%s, %s)" % (C(a[0]), n, C(a[1]), C(a[2])))(_n), out="tuple",
+           index_check=(0, 1)))
+
+INTERPOLATE_MODES = ["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"]
+_CPP_INTERP_MODE = {"nearest": "kNearest", "nearest-exact": "kNearestExact", "linear": "kLinear",
+                    "bilinear": "kBilinear", "bicubic": "kBicubic", "trilinear": "kTrilinear", "area": "kArea"}
+
+
+def _per_dim_cpp(x, ctype):
+    return "std::vector<%s>%s" % (ctype, C(x if isinstance(x, (list, tuple)) else [x]))
+
+
+def _interpolate(mode):
+    """One op per mode ('F.interpolate[bilinear]'), so that each mode has signatures of its own."""
+    def cpp(a, kw):
+        o = "F::InterpolateFuncOptions()"
+        if "size" in kw:
+            o += ".size(%s)" % _per_dim_cpp(kw["size"], "int64_t")
+        if "scale_factor" in kw:
+            o += ".scale_factor(%s)" % _per_dim_cpp(kw["scale_factor"], "double")
+        o += ".mode(brisk::nn::%s)" % _CPP_INTERP_MODE[mode]
+        for key in ("align_corners", "recompute_scale_factor"):
+            if key in kw:
+                o += ".%s(%s)" % (key, C(kw[key]))
+        return "F::interpolate(%s, %s)" % (C(a[0]), o)
+
+    add(Op("F.interpolate[%s]" % mode, lambda a, kw: F.interpolate(a[0], mode=mode, **kw),
+           lambda a, kw: "F.interpolate(%s, mode=%r%s)" % (P(a[0]), mode, kwsrc(kw)), cpp, kind="accum", tol=4.0))
+
+
+for _m in INTERPOLATE_MODES:
+    _interpolate(_m)
+
+PAD_MODES = ["reflect", "replicate", "circular"]
+
+
+def _pad_mode(mode):
+    add(Op("F.pad[%s]" % mode, lambda a, kw: F.pad(a[0], a[1], mode=mode),
+           lambda a, kw: "F.pad(%s, %s, mode=%r)" % (P(a[0]), P(a[1]), mode),
+           lambda a, kw: "F::pad(%s, F::PadFuncOptions(%s).mode(brisk::nn::k%s))" % (
+               C(a[0]), _vec(a[1]), mode.capitalize())))
+
+
+for _m in PAD_MODES:
+    _pad_mode(_m)
+
+_fn("F.rms_norm", lambda a, kw: "F::rms_norm(%s, %s, %s, %s)" % (
+    C(a[0]), _vec(a[1]), _t_or_undef(a[2]), C(kw.get("eps"))), kind="accum", tol=8.0, min_torch=(2, 4))
+_fn("F.conv3d", lambda a, kw: "F::conv3d(%s, %s, %s, %s, %s, %s, %s)" % (
+    C(a[0]), C(a[1]), _t_or_undef(a[2]), _ints_cpp(kw.get("stride"), 1), _ints_cpp(kw.get("padding"), 0),
+    _ints_cpp(kw.get("dilation"), 1), kw.get("groups", 1)), kind="accum", tol=8.0)
+for _n in ["conv_transpose1d", "conv_transpose3d"]:
+    _fn("F." + _n, (lambda n: lambda a, kw: "F::%s(%s, %s, %s, %s, %s, %s, %s, %s)" % (
+        n, C(a[0]), C(a[1]), _t_or_undef(a[2]), _ints_cpp(kw.get("stride"), 1), _ints_cpp(kw.get("padding"), 0),
+        _ints_cpp(kw.get("output_padding"), 0), kw.get("groups", 1), _ints_cpp(kw.get("dilation"), 1)))(_n),
+        kind="accum", tol=8.0)
