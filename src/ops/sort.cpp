@@ -155,8 +155,10 @@ std::tuple<Tensor, Tensor> median_dim_impl(const char* name, const char* node, c
   return {values, indices};
 }
 
-// The whole tensor: a 0-dim result; NaN for an empty input (converted to the
-// dtype: the lowest value for integers, as PyTorch's NaN cast gives on x86).
+// The whole tensor: a 0-dim result; NaN for an empty input, converted to the
+// dtype as PyTorch's NaN cast on x86 (through int32 below 8 bytes: the int32
+// minimum for int32, 0 for int8, int16 and uint8; the int64 minimum for int64),
+// with a graph when the input requires grad, as torch's.
 Tensor median_all_impl(const char* name, const char* node, const Tensor& x, bool ignore_nan) {
   BRISK_PROFILE_OP(name, x);
   check_median_dtype(name, x);
@@ -166,23 +168,27 @@ Tensor median_all_impl(const char* name, const char* node, const Tensor& x, bool
     NoGradGuard ng;
     if (x.numel() == 0) {
       const Scalar empty_value = BRISK_DISPATCH_ALL(x.dtype(), name, [&] {
-        if constexpr (std::is_integral_v<scalar_t>)
+        if constexpr (std::is_integral_v<scalar_t> && sizeof(scalar_t) == 8)
           return Scalar(int64_t(std::numeric_limits<scalar_t>::lowest()));
+        else if constexpr (std::is_integral_v<scalar_t>)
+          return Scalar(int64_t(static_cast<scalar_t>(std::numeric_limits<int32_t>::min())));
         else
           return Scalar(NAN);
       });
-      return full({}, empty_value, x.options());
+      r = full({}, empty_value, x.options());
+    } else {
+      r = std::get<0>(median_rows(x.reshape({-1}), 0, ignore_nan)).reshape({});
     }
-    r = std::get<0>(median_rows(x.reshape({-1}), 0, ignore_nan)).reshape({});
   }
   if (BRISK_UNLIKELY(rec)) {
-    // As max(): the gradient split evenly among the elements equal to the
-    // result (a NaN result sends it to the NaNs).
+    // As max() and torch's evenly_distribute_backward on the CPU: the gradient
+    // split evenly among the elements equal to the result (a NaN result sends
+    // it to the NaNs), 0 elsewhere even for an infinite or NaN gradient.
     using namespace autograd;
     record(node, {r}, {x}, {save(x), save_output(r)}, [](BackwardCtx& c) -> TensorList {
       Tensor x = c.saved(0), m = c.saved(1);
       Tensor hit = (x == m) | (x.isnan() & m.isnan());
-      return {(c.grad() / hit.sum()) * hit.to(c.grad().dtype())};
+      return {where(hit, c.grad() / hit.sum(), Scalar(0.0))};
     });
   }
   return r;

@@ -2215,5 +2215,36 @@ TEST(PyTorchDivergence, SixteenBitLogitClampsInItsDtype) {
   }
 }
 
+TEST(PyTorchDivergence, MedianOfAllElementsAsTorch) {
+  // Found by the fuzzer's nn2 family (seed 401 cases 9979, 307172, 552133). torch 2.15:
+  //   x = tensor([1., 2., 3.], requires_grad); x.median().backward(inf) -> x.grad [0, inf, 0]
+  //   (torch's CPU evenly_distribute_backward masks; brisk multiplied by the mask: inf * 0 = NaN)
+  //   x = tensor([1., 2., 2., nan]); x.nanmedian().backward(nan) -> [0, nan, nan, 0]
+  Tensor x = tensor<double>({1, 2, 3}, kDouble).requires_grad_();
+  x.median().backward(full({}, kInf, kDouble));
+  EXPECT_TRUE(same_bits(x.grad(), {0, kInf, 0}));
+  Tensor y = tensor<double>({1, 2, 2, kNan}, kDouble).requires_grad_();
+  y.nanmedian().backward(full({}, kNan, kDouble));
+  EXPECT_TRUE(same_bits(y.grad(), {0, kNan, kNan, 0}));
+  //   e = torch.empty(0, requires_grad=True); e.median() -> tensor(nan, grad_fn=<MedianBackward0>);
+  //   backward() -> e.grad tensor([])
+  Tensor e = empty({0}, kFloat).requires_grad_();
+  Tensor m = e.median();
+  EXPECT_TRUE(std::isnan(m.item<double>()));
+  EXPECT_TRUE(m.requires_grad());
+  m.backward();
+  EXPECT_EQ(e.grad().numel(), 0);
+  EXPECT_TRUE(e.nanmedian().requires_grad());
+  //   torch.empty(0, dtype=d).median(): int8, int16, uint8 0; int32 -2147483648; int64 -2^63
+  //   (the NaN cast through int32; brisk gave each dtype's lowest value)
+  for (ScalarType dt : {kChar, kShort, kByte, kInt, kLong}) {
+    const int64_t want = dt == kInt ? std::numeric_limits<int32_t>::min()
+                         : dt == kLong ? std::numeric_limits<int64_t>::min()
+                                       : 0;
+    EXPECT_EQ(empty({0}, dt).median().item<int64_t>(), want) << dt;
+    EXPECT_EQ(empty({0}, dt).nanmedian().item<int64_t>(), want) << dt;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
