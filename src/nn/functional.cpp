@@ -219,7 +219,7 @@ Tensor bilinear(const Tensor& x1, const Tensor& x2, const Tensor& weight, const 
   // (N, out): a batched product that accumulates each row in the compute type
   // and rounds once, as torch's _trilinear (bmm); a product rounded to the
   // dtype before a sum lost digits in float16/bfloat16 (fuzz seed 191)
-  Tensor y = t.view({-1, out, in2}).matmul(b.unsqueeze(-1)).squeeze(-1);
+  Tensor y = t.view({t.size(0), out, in2}).matmul(b.unsqueeze(-1)).squeeze(-1);  // out may be 0
   if (bias.defined()) y = y + bias;
   lead.push_back(out);
   return y.reshape(lead);
@@ -702,7 +702,10 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
     BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
                 "all elements of input should be between 0 and 1");
   }
-  const Tensor& w = o.weight();
+  // The weight in the loss's dtype: PyTorch multiplies it into the loss in place
+  // (a float64 weight keeps a float32 loss float32).
+  const ScalarType ldt = promote_types(input.dtype(), target.dtype());
+  const Tensor w = o.weight().defined() ? o.weight().to(ldt) : Tensor();
   Tensor loss;
   {
     NoGradGuard ng;
@@ -737,8 +740,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_weight_without_grad(op, "pos_weight", o.pos_weight());
   // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
   // finite for any |x| (softplus switches to the identity past 20).
-  const Tensor& w = o.weight();
-  const Tensor& pw = o.pos_weight();
+  // weight and pos_weight in the loss's dtype, as PyTorch's in-place products
+  const ScalarType ldt = promote_types(input.dtype(), target.dtype());
+  const Tensor w = o.weight().defined() ? o.weight().to(ldt) : Tensor();
+  const Tensor pw = o.pos_weight().defined() ? o.pos_weight().to(ldt) : Tensor();
   Tensor loss;
   {
     NoGradGuard ng;

@@ -287,14 +287,18 @@ Tensor logsumexp_or_neg_inf(const Tensor& x) {
 }
 
 /// Zeros (N) whose gradient is -exp(log_probs) g_n at the time steps below
-/// each sample's input length, subtracted from the loss (x - 0 keeps every
-/// x, -0 included; Note [CTC as a composite]).
-Tensor ctc_softmax_term(const Tensor& log_probs, const Tensor& live, const Tensor& like) {
+/// each sample's input length (`live`), NaN there for an impossible sample
+/// (`dead`, without zero_infinity: torch's exp(lp) - exp(-inf + inf)),
+/// subtracted from the loss (x - 0 keeps every x, -0 included; Note [CTC as
+/// a composite]).
+Tensor ctc_softmax_term(const Tensor& log_probs, const Tensor& live, const Tensor& dead, const Tensor& like) {
   Tensor z = zeros({log_probs.size(1)}, like.options());
-  autograd::record("CtcLossBackward0", {z}, {log_probs}, {autograd::save(log_probs), autograd::save(live)},
+  autograd::record("CtcLossBackward0", {z}, {log_probs},
+                   {autograd::save(log_probs), autograd::save(live), autograd::save(dead)},
                    [](autograd::BackwardCtx& c) -> TensorList {
-                     const Tensor lp = c.saved(0), m = c.saved(1);  // (T, N, C), (T, N, 1) bool
-                     return {where(m, lp.exp() * c.grad().neg().view({1, -1, 1}), Scalar(0.0))};
+                     const Tensor lp = c.saved(0), m = c.saved(1), d = c.saved(2);  // (T, N, C), (T, N, 1) bool
+                     Tensor g = where(m, lp.exp() * c.grad().neg().view({1, -1, 1}), Scalar(0.0));
+                     return {d.defined() ? where(d, Scalar(NAN), g) : g};
                    });
   return z;
 }
@@ -405,7 +409,8 @@ Tensor ctc_loss(const Tensor& log_probs_in, const Tensor& targets_in, const Tens
   loss = where(zero_steps.logical_and(tensor(tg_len, {N}, i64).gt(0)), Scalar(-ninf), loss);
   if (autograd::should_record(log_probs)) {
     Tensor live = arange(T, i64).unsqueeze(1).lt(tensor(in_len, {1, N}, i64)).unsqueeze(2);  // (T, N, 1)
-    loss = loss - ctc_softmax_term(log_probs, live, loss);
+    Tensor dead = o.zero_infinity() ? Tensor() : live.logical_and(loss.isinf().view({1, N, 1}));
+    loss = loss - ctc_softmax_term(log_probs, live, dead, loss);
   }
   if (o.zero_infinity()) loss = where(loss.isinf(), Scalar(0.0), loss);
   switch (o.reduction()) {

@@ -50,10 +50,12 @@ double round_to(ScalarType dt, double v) {
 }
 /// logit's clamp [eps, 1 - eps] in dtype `dt`, as torch's CPU kernels form it
 /// (logit_kernel, logit_backward_kernel: scalar_t eps and scalar_t(1) - eps,
-/// so float16 eps = 1e-6 gives the upper bound 1 and logit inf). Negative
-/// eps: none ({-1, 1}).
-std::pair<double, double> logit_bounds(ScalarType dt, double eps) {
+/// so float16 eps = 1e-6 gives the upper bound 1 and logit inf). Torch's CUDA
+/// kernels form them in the accumulate type (float for the 16-bit dtypes):
+/// off the CPU the bounds are float's. Negative eps: none ({-1, 1}).
+std::pair<double, double> logit_bounds(ScalarType dt, double eps, bool cpu) {
   if (!(eps >= 0)) return {-1.0, 1.0};
+  if (!cpu && dt != kDouble) dt = kFloat;
   const double lo = round_to(dt, eps);
   // float arithmetic for float and the 16-bit types (their subtraction rounds a float difference)
   const double hi = dt == kDouble ? 1.0 - lo : round_to(dt, static_cast<double>(1.0f - static_cast<float>(lo)));
@@ -109,7 +111,7 @@ Tensor unary_run(const char* name, UnaryMode mode, const Tensor& x, Tensor* out,
   KernelArgs a;
   a.mode = static_cast<int>(mode);
   if (mode == UnaryMode::logit && !std::isnan(s0)) {  // the clamp's bounds in the dtype the kernel computes in
-    const auto [lo, hi] = logit_bounds(iter.dtypes[1], s0);
+    const auto [lo, hi] = logit_bounds(iter.dtypes[1], s0, iter.result.is_cpu());
     a.s0 = lo, a.s1 = hi, a.has_s0 = a.has_s1 = true;
   }
   if (mode == UnaryMode::polygamma) a.s0 = static_cast<int64_t>(s0), a.has_s0 = true;
@@ -757,7 +759,7 @@ Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::option
   BRISK_CHECK(!eps || !std::isnan(*eps), "logit_backward", "eps is nan");
   // a negative eps is none, as in logit (no clamp); the bounds in the operands' dtype
   const auto [lo, hi] = eps && grad_output.defined() && self.defined()
-                            ? logit_bounds(promote_types(grad_output.dtype(), self.dtype()), *eps)
+                            ? logit_bounds(promote_types(grad_output.dtype(), self.dtype()), *eps, self.is_cpu())
                             : std::pair<double, double>{-1.0, 1.0};
   return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, lo, hi);
 }

@@ -2246,5 +2246,39 @@ TEST(PyTorchDivergence, MedianOfAllElementsAsTorch) {
   }
 }
 
+TEST(PyTorchDivergence, LossWeightsTakeTheLossDtypeAndEdgeShapes) {
+  namespace F = nn::functional;
+  // PyTorch multiplies weight and pos_weight into the loss in place: a float64 weight keeps a
+  // float32 loss float32 (a review's find). torch 2.15, x = [0.3, 0.6] requiring grad, t = [0, 1],
+  // weight = [1, 2] float64: bce -> float32 0.689163088798523, x.grad [0.7143, -1.6667];
+  // bce_with_logits with pos_weight [2, 3] float64 -> float32 1.7396414279937744, x.grad [0.2872, -1.0630]
+  const Tensor t = tensor<float>({0.0f, 1.0f});
+  const Tensor w = tensor<double>({1.0, 2.0}, kDouble), pw = tensor<double>({2.0, 3.0}, kDouble);
+  Tensor x = tensor<float>({0.3f, 0.6f}).requires_grad_();
+  Tensor l = F::binary_cross_entropy(x, t, F::BinaryCrossEntropyFuncOptions().weight(w));
+  EXPECT_EQ(l.dtype(), kFloat);
+  EXPECT_NEAR(l.item<double>(), 0.689163088798523, 1e-6);
+  l.backward();
+  EXPECT_EQ(x.grad().dtype(), kFloat);
+  EXPECT_TRUE(close(x.grad(), tensor<float>({0.5f / 0.7f, -1.0f / 0.6f}), 1e-5, 0));
+  Tensor x2 = tensor<float>({0.3f, 0.6f}).requires_grad_();
+  Tensor l2 = F::binary_cross_entropy_with_logits(x2, t, F::BinaryCrossEntropyWithLogitsFuncOptions().weight(w).pos_weight(pw));
+  EXPECT_EQ(l2.dtype(), kFloat);
+  EXPECT_NEAR(l2.item<double>(), 1.7396414279937744, 1e-6);
+  l2.backward();
+  EXPECT_EQ(x2.grad().dtype(), kFloat);
+  EXPECT_TRUE(close(x2.grad(), tensor<float>({0.2872f, -1.0630f}), 0, 1e-4));
+  // F.bilinear(ones(3, 2), ones(3, 4), ones(0, 2, 4)).shape -> (3, 0)
+  EXPECT_EQ(F::bilinear(ones({3, 2}), ones({3, 4}), ones({0, 2, 4}), Tensor()).sizes(), IntArrayRef({3, 0}));
+  // ctc_loss of an impossible sample (3 labels in 2 steps) without zero_infinity: loss inf, and
+  // torch's log_probs gradient is NaN at its time steps: lp = linspace(-2, 0.5, 6, float64)
+  // .reshape(2, 1, 3).log_softmax(2) (a leaf), ctc_loss(lp, [[1, 2, 1]], [2], [3], reduction='sum')
+  Tensor lp = linspace(-2, 0.5, 6, kDouble).reshape({2, 1, 3}).log_softmax(2).detach().requires_grad_();
+  Tensor c = F::ctc_loss(lp, tensor<int64_t>({1, 2, 1}).reshape({1, 3}), tensor<int64_t>({2}), tensor<int64_t>({3}),
+                         F::CTCLossFuncOptions().reduction(nn::kSum));
+  EXPECT_EQ(c.item<double>(), kInf);
+  EXPECT_TRUE(autograd::grad({c}, {lp})[0].isnan().all().item<bool>());
+}
+
 }  // namespace
 }  // namespace brisk
