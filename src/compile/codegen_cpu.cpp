@@ -695,8 +695,10 @@ void Gen::emit_node(const Node& n) {
       Block a = input(n, 1), b = input(n, 2);
       Block o = output(n);
       const ScalarType m = math_dt(t);
-      scalar_loop(o, "cg::isclose(" + at(a) + ", " + at(b) + ", " + k(scalar_lit(n.args.s0, t), m) + ", " +
-                         k(scalar_lit(n.args.s1, t), m) + ", " + (n.args.mode != 0 ? "true" : "false") + ")");
+      // the tolerances in the math type, unrounded (the eager kernel's Scalar::to<M>)
+      scalar_loop(o, std::string("math::isclose_float<") + cpp_type(t) + ">(" + at(a) + ", " + at(b) + ", " +
+                         k(scalar_lit(n.args.s0, m), m) + ", " + k(scalar_lit(n.args.s1, m), m) + ", " +
+                         (n.args.mode != 0 ? "true" : "false") + ")");
       return commit(o);
     }
     case OpId::gelu:

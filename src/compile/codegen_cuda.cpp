@@ -416,7 +416,10 @@ void Gen::emit_node(const Node& n) {
         atol = scalar_lit(Scalar(n.args.s1.to_double()), tol);
         eq_nan = n.args.mode != 0 ? "true" : "false";
       }
-      return call(n, "PredOp<" + M + ">{Pred::" + pred + ", " + rtol + ", " + atol + ", " + eq_nan + "}", {1, 2});
+      if (pred == "IsClose" && !is_float_dt(t)) no("isclose of " + dn(t));  // the front end casts to float
+      return call(n, "PredOp<" + M + ", " + host_type(t) + ">{Pred::" + pred + ", " + rtol + ", " + atol + ", " +
+                         eq_nan + "}",
+                  {1, 2});
     }
     case OpId::where: {
       need(n, 4);

@@ -247,15 +247,6 @@ inline V softplus_v(V x, V vb, V vt) {
   return vec::select(xb > vt, x, vec::log1p_full(vec::exp(xb)) / vb);
 }
 
-/// isclose on floats (elementwise.cpp's lambda).
-template <class M>
-inline bool isclose(M x, M y, M rtol, M atol, bool equal_nan) {
-  if (x == y) return true;
-  if (x != x || y != y) return equal_nan && x != x && y != y;
-  if (std::isinf(x) || std::isinf(y)) return false;
-  return std::abs(x - y) <= atol + rtol * std::abs(y);
-}
-
 }  // namespace cg
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu

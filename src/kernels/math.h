@@ -453,6 +453,24 @@ BRISK_HOST_DEVICE inline T trunc_div(T a, T b) {
   else
     return a / b;
 }
+/// isclose of two floats stored as S, computed in T (S's opmath type):
+/// |x - y| <= atol + |rtol * y| as PyTorch's composite computes it, one
+/// tensor op per step, so x - y, rtol * y and the sum are each rounded to S
+/// (for bfloat16, -0.5 and 1e-7 are close under atol 0.5: -0.5 - 1e-7 rounds
+/// to -0.5). rtol and atol are in T (PyTorch reads a Python scalar in the
+/// opmath type). Equal values (inf included) are close, NaNs only to each
+/// other under equal_nan, and an overflowing difference never is (PyTorch's
+/// isfinite(actual_error)). Integer inputs are cast to the default float
+/// dtype by the front end before they get here, as PyTorch's.
+template <class S, class T>
+BRISK_HOST_DEVICE inline bool isclose_float(T x, T y, T rtol, T atol, bool equal_nan) {
+  if (x == y) return true;
+  if (x != x || y != y) return equal_nan && x != x && y != y;
+  const T err = std::abs(static_cast<T>(static_cast<S>(x - y)));
+  if (!std::isfinite(err)) return false;
+  const T rel = std::abs(static_cast<T>(static_cast<S>(rtol * y)));  // the abs keeps it out of an FMA
+  return err <= static_cast<T>(static_cast<S>(atol + rel));
+}
 /// Integer power with PyTorch's rules for negative exponents.
 template <class T>
 BRISK_HOST_DEVICE inline T ipow(T base, T exp) {

@@ -349,7 +349,15 @@ Tensor convolution(ConvArgs a, const Tensor& input, const Tensor& weight, const 
   const bool recording = autograd::should_record(input, weight, bias);
   // The CPU computes float16 in float32 and hands bfloat16 to its kernels
   // (Note [bfloat16 convolutions]); cuDNN takes both as they are.
-  const ScalarType ct = input.dtype() == kHalf && input.is_cpu() ? kFloat : input.dtype();
+  // A transposed bfloat16 convolution with a bias on the CPU runs in float
+  // too: its kernel (a backward-data one) has no bias, and adding the bias
+  // to the rounded result rounds twice where PyTorch's CPU kernel rounds
+  // once (fuzzer, seed 229 case 365384: 4.174 - 0.256 gave 3.9375, not
+  // 3.921875; exp amplified it). PyTorch's CUDA path adds the bias after
+  // cuDNN, in bfloat16, as brisk's does.
+  const bool cpu16 = input.is_cpu() && (input.dtype() == kHalf ||
+                                        (input.dtype() == kBFloat16 && a.transposed && bias.defined()));
+  const ScalarType ct = cpu16 ? kFloat : input.dtype();
   const TensorOptions copts = TensorOptions(ct).device(input.device());
   const char* op = a.op;
 
@@ -519,10 +527,28 @@ Tensor check_conv3d(const char* op, bool transposed, const Tensor& x, const Tens
     BRISK_CHECK(c % groups == 0, op, "input channels ", c, " must be divisible by groups ", groups);
   }
   const int64_t oc = transposed ? w.size(1) * groups : w.size(0);
-  if (b.defined())
+  if (b.defined()) {
     BRISK_CHECK(b.dim() == 1 && b.size(0) == oc, op, "expected a bias of shape [", oc, "], got ", b.sizes());
+    BRISK_CHECK(b.dtype() == x.dtype(), op, "input (", x.dtype(), ") and bias (", b.dtype(),
+                ") must have the same dtype");  // a float64 bias promoted a float32 result
+    BRISK_CHECK(b.device() == x.device(), op, "input and bias must be on the same device, got input on ",
+                x.device(), " and bias on ", b.device());
+  }
+  BRISK_CHECK(w.device() == x.device(), op, "input and weight must be on the same device, got input on ", x.device(),
+              " and weight on ", w.device());
   return x5;
 }
+
+// Note [3-D convolutions in 16 bits]
+// conv3d and conv_transpose3d are sums of 2-D convolutions over the depth
+// taps, plus the bias. In float16/bfloat16 each tap's result, each partial
+// sum and the bias add would round to 16 bits; PyTorch's kernels accumulate
+// in float and round once, so a 16-bit call runs the composite in float and
+// rounds the result (and, through the casts' backward, each gradient) once.
+// Found by the fuzzer (seed 233 case 103966): a bfloat16 output that should
+// be -0.0006 came out 0 (the taps' sum rounded before the bias cancelled it).
+bool runs_in_float(const Tensor& x) { return x.dtype() == kHalf || x.dtype() == kBFloat16; }
+Tensor to_float(const Tensor& t) { return t.defined() ? t.to(kFloat) : t; }
 
 Tensor finish3d(const Tensor& acc5, const Tensor& bias, bool batched) {
   // acc5: (N, OD, O, OH, OW) -> (N, O, OD, OH, OW)
@@ -541,6 +567,8 @@ Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, Expandi
   const auto stride = expand3(op, "stride", stride_);
   const auto dilation = expand3(op, "dilation", dilation_);
   const Tensor x5 = check_conv3d(op, false, x, weight, bias, stride, dilation, groups);
+  if (runs_in_float(x))  // Note [3-D convolutions in 16 bits]
+    return conv3d(x.to(kFloat), weight.to(kFloat), to_float(bias), stride_, padding, dilation_, groups).to(x.dtype());
   const int64_t kd = weight.size(2);
   std::array<int64_t, 3> pb{0, 0, 0}, pa{0, 0, 0};
   if (!padding.mode().empty()) {
@@ -596,6 +624,10 @@ Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bia
   const auto padding = expand3(op, "padding", padding_);
   const auto outpad = expand3(op, "output_padding", output_padding_);
   const Tensor x5 = check_conv3d(op, true, x, weight, bias, stride, dilation, groups);
+  if (runs_in_float(x))  // Note [3-D convolutions in 16 bits]
+    return conv_transpose3d(x.to(kFloat), weight.to(kFloat), to_float(bias), stride_, padding_, output_padding_,
+                            groups, dilation_)
+        .to(x.dtype());
   for (int i = 0; i < 3; ++i) {
     BRISK_CHECK(padding[i] >= 0, op, "padding must be non-negative");
     BRISK_CHECK(outpad[i] >= 0 && (outpad[i] < stride[i] || outpad[i] < dilation[i]), op,

@@ -362,6 +362,16 @@ Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool 
   BRISK_PROFILE_OP("isclose", a, b);
   BRISK_CHECK(a.dtype() == b.dtype(), "isclose", "expected both tensors to have the same dtype, got ", a.dtype(),
               " and ", b.dtype());
+  BRISK_CHECK(rtol >= 0, "isclose", "rtol must be greater than or equal to zero, got ", rtol);
+  BRISK_CHECK(atol >= 0, "isclose", "atol must be greater than or equal to zero, got ", atol);
+  if (!is_floating_point(a.dtype())) {
+    // As PyTorch: integers and bools are compared exactly when both
+    // tolerances are 0, else as the default float dtype (so int64 values
+    // 2^40 + 1 and 2^40 are close under any tolerance in float32).
+    if (rtol == 0 && atol == 0) return eq(a, b);
+    const ScalarType f = default_dtype();
+    return isclose(a.to(f), b.to(f), rtol, atol, equal_nan);
+  }
   TensorIter it;
   IterBuilder("isclose").input(a).input(b).output_dtype(kBool).build(it);
   KernelArgs k;

@@ -2280,5 +2280,102 @@ TEST(PyTorchDivergence, LossWeightsTakeTheLossDtypeAndEdgeShapes) {
   EXPECT_TRUE(autograd::grad({c}, {lp})[0].isnan().all().item<bool>());
 }
 
+TEST(PyTorchDivergence, IscloseRoundsEachStepToTheDtypeAndCastsIntegersToFloat) {
+  // PyTorch's isclose is a composite of tensor ops: |x - y| and atol + |rtol * y| are each rounded
+  // to a 16-bit dtype (found by the fuzzer, seed 233 case 279689), and integer inputs are compared
+  // in the default float dtype. torch 2.15:
+  //   a = [-0.5, 1, 100, 2, 65504, -65504, 0.1] float16, b = [1e-7, 1.001, 100.5, 2.002, -65504,
+  //   65504, 0.1001] float16: isclose(a, b, 1e-3, 0.5) -> [T, T, T, T, F, F, T] (float32: first F)
+  const Tensor a = tensor<double>({-0.5, 1.0, 100.0, 2.0, 65504.0, -65504.0, 0.1}, kDouble).to(kHalf);
+  const Tensor b = tensor<double>({1e-7, 1.001, 100.5, 2.002, -65504.0, 65504.0, 0.1001}, kDouble).to(kHalf);
+  const auto bools = [](const Tensor& t) {
+    std::vector<bool> v;
+    for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t[i].item<bool>());
+    return v;
+  };
+  EXPECT_EQ(bools(isclose(a, b, 1e-3, 0.5)), (std::vector<bool>{true, true, true, true, false, false, true}));
+  EXPECT_EQ(bools(isclose(a.to(kFloat), b.to(kFloat), 1e-3, 0.5)),
+            (std::vector<bool>{false, true, true, true, false, false, true}));
+  EXPECT_EQ(bools(isclose(a, b, 1e-3, 0.0)), (std::vector<bool>{false, true, false, true, false, false, false}));
+  // bfloat16 [-0.5, 1] vs [1e-7, 1.0078125], atol 0.5 -> [T, T]
+  EXPECT_EQ(bools(isclose(tensor<double>({-0.5, 1.0}, kDouble).to(kBFloat16),
+                          tensor<double>({1e-7, 1.0078125}, kDouble).to(kBFloat16), 1e-5, 0.5)),
+            (std::vector<bool>{true, true}));
+  // int64: isclose([2^40 + 1], [2^40], rtol=1e-13, atol=0) -> T (float32), [16777217] vs [0] with
+  // atol 16777216 -> T, int8 -128 vs 127 with atol 255 -> T; zero tolerances compare exactly
+  const int64_t big = int64_t(1) << 40;
+  EXPECT_TRUE(isclose(tensor<int64_t>({big + 1}), tensor<int64_t>({big}), 1e-13, 0).item<bool>());
+  EXPECT_TRUE(isclose(tensor<int64_t>({16777217}), tensor<int64_t>({0}), 0, 16777216).item<bool>());
+  EXPECT_TRUE(isclose(tensor<int64_t>({-128}).to(kInt8), tensor<int64_t>({127}).to(kInt8), 0, 255).item<bool>());
+  EXPECT_FALSE(isclose(tensor<int64_t>({big + 1}), tensor<int64_t>({big}), 0, 0).item<bool>());
+  EXPECT_EQ(isclose(tensor<int64_t>({3}), tensor<int64_t>({3}), 0, 0).dtype(), kBool);
+  // torch: "rtol must be greater than or equal to zero, but got -1"
+  expect_error([&] { isclose(a, b, -1.0, 0.0); }, {"[isclose]", "rtol must be greater than or equal to zero"});
+  expect_error([&] { isclose(a, b, 0.0, -1.0); }, {"[isclose]", "atol must be greater than or equal to zero"});
+}
+
+TEST(PyTorchDivergence, SixteenBitConvolutionsRoundOnceWithTheirBias) {
+  namespace F = nn::functional;
+  const auto bf16 = [](std::vector<double> v, std::vector<int64_t> shape) {
+    return tensor<double>(v, kDouble).reshape(shape).to(kBFloat16);
+  };
+  // conv_transpose3d sums 2-D convolutions over its depth taps: in bfloat16 each tap, partial sum
+  // and the bias rounded (fuzzer, seed 233 case 103966). torch 2.15, element 31 of
+  // conv_transpose3d(x, w, b) -> -0.000598907470703125 (float64 says the same); brisk gave 0.
+  const Tensor x3 = bf16({0.0986328125, 0.26171875, -0.30859375, -0.2216796875, 0.265625, -0.87109375, -0.205078125,
+                          1.09375, 0.07861328125, 1.2734375, -0.171875, -1.1171875, -0.8359375, 0.32421875,
+                          -0.392578125, -0.08056640625, 0.007415771484375, -0.57421875, 0.0830078125, -1.2109375,
+                          -0.234375, -0.2392578125, 0.119140625, 0.255859375, -0.162109375, 0.91015625, 0.1767578125,
+                          -0.76953125, 0.6953125, 0.65625, 0.92578125, -0.953125, -0.1103515625, 1.34375, -1.125,
+                          -0.259765625},
+                         {2, 3, 3, 2});
+  const Tensor w3 = bf16({-0.5859375, 0.08935546875, -0.421875, -0.447265625, -0.0201416015625, 0.70703125, 0.4765625,
+                          -0.189453125},
+                         {2, 1, 2, 2, 1});
+  const Tensor b3 = bf16({-0.306640625}, {1});
+  const Tensor y3 = F::conv_transpose3d(x3, w3, b3);
+  ASSERT_EQ(y3.sizes(), IntArrayRef({1, 4, 4, 2}));
+  EXPECT_EQ(y3.reshape({-1})[31].item<double>(), -0.000598907470703125);
+  EXPECT_EQ(y3.reshape({-1})[0].item<double>(), -0.365234375);  // torch; brisk gave -0.3671875
+  // conv_transpose2d in bfloat16 added its bias to the rounded product (seed 229 case 365384):
+  // torch 2.15, element 56 of conv_transpose2d(x, w, b, stride=2, output_padding=1) -> 3.921875
+  // (float64 3.9184; the product alone rounds to 4.1875, + b to 3.9375, brisk's)
+  const Tensor x2 = bf16({-1.1953125, 0.30078125, -9.98402083170343e-31, 1.140625, -1.390625, -2.609375, -1.453125,
+                          -2.5, 0.44921875, -1.0546875, -2.234375, -2.5, -1.8125, -9.98402083170343e-31, 1.0859375,
+                          1.71875, 0.60546875, 1.2734375, -1.75, -2.5, 0.0, 1.5, 0.5, -0.91015625, 1.1796875,
+                          -3.96875, 1.3046875, 2.734375, -0.1103515625, -1.7265625, -3.671875, -0.482421875, 3.21875,
+                          0.96484375, 1.0011717677116394e-07, -2.328125},
+                         {2, 3, 6});
+  const Tensor w2 = bf16({0.07080078125, -0.306640625, -0.06591796875, -0.376953125, 0.205078125, -0.51953125,
+                          -0.400390625, 0.07177734375, -0.08837890625, -0.84765625, -0.06591796875, -0.10498046875,
+                          0.392578125, 0.3828125, 0.609375, 0.515625, 0.013671875, 0.7109375},
+                         {2, 1, 3, 3});
+  const Tensor b2 = bf16({-0.255859375}, {1});
+  const Tensor y2 = F::conv_transpose2d(x2, w2, b2, 2, 0, 1);
+  ASSERT_EQ(y2.sizes(), IntArrayRef({1, 8, 14}));
+  EXPECT_EQ(y2.reshape({-1})[56].item<double>(), 3.921875);
+  // Every 16-bit convolution with a bias equals the float computation rounded once (PyTorch's CPU
+  // kernels accumulate in float and add the bias there).
+  manual_seed(7);
+  for (ScalarType dt : {kBFloat16, kHalf}) {
+    const Tensor x = randn({2, 3, 5, 4, 4}).to(dt), b = randn({4}).to(dt);
+    const auto once = [&](const Tensor& r) { return r.to(dt); };
+    const auto f = [](const Tensor& t) { return t.to(kFloat); };
+    const Tensor wc = randn({4, 3, 2, 3, 2}).to(dt), wt = randn({3, 4, 2, 3, 2}).to(dt);
+    EXPECT_TRUE(equal(F::conv3d(x, wc, b, 1, 1), once(F::conv3d(f(x), f(wc), f(b), 1, 1)))) << dt;
+    EXPECT_TRUE(equal(F::conv_transpose3d(x, wt, b, 2), once(F::conv_transpose3d(f(x), f(wt), f(b), 2)))) << dt;
+    const Tensor x4 = x.select(2, 0), w4c = wc.select(2, 0), w4t = wt.select(2, 0);
+    EXPECT_TRUE(equal(F::conv2d(x4, w4c, b, 1, 1), once(F::conv2d(f(x4), f(w4c), f(b), 1, 1)))) << dt;
+    EXPECT_TRUE(equal(F::conv_transpose2d(x4, w4t, b, 2), once(F::conv_transpose2d(f(x4), f(w4t), f(b), 2)))) << dt;
+    const Tensor x1 = x4.select(2, 0), w1t = w4t.select(2, 0);
+    EXPECT_TRUE(equal(F::conv_transpose1d(x1, w1t, b, 2), once(F::conv_transpose1d(f(x1), f(w1t), f(b), 2)))) << dt;
+  }
+  // conv3d/conv_transpose3d with a float64 bias on float32 input gave a float64 result; torch:
+  // "Input type (float) and bias type (double) should be the same"
+  const Tensor xf = randn({1, 2, 3, 3, 3}), wf = randn({2, 2, 1, 1, 1}), bd = randn({2}).to(kDouble);
+  expect_error([&] { F::conv3d(xf, wf, bd); }, {"[conv3d]", "bias", "same dtype"});
+  expect_error([&] { F::conv_transpose3d(xf, wf, bd); }, {"[conv_transpose3d]", "bias", "same dtype"});
+}
+
 }  // namespace
 }  // namespace brisk

@@ -125,7 +125,7 @@ void launch_pred(TensorIter& it, const char* op, Pred mode, double rtol = 0, dou
   using M = math_t<S>;
   using tol_t = typename PredOp<M>::tol_t;
   // The tolerances in the math type, as the CPU reads them (Scalar::to<M>).
-  gpu_kernel<bool, S, S>(it, op, PredOp<M>{mode, Scalar(rtol).to<tol_t>(), Scalar(atol).to<tol_t>(), equal_nan});
+  gpu_kernel<bool, S, S>(it, op, PredOp<M, T>{mode, Scalar(rtol).to<tol_t>(), Scalar(atol).to<tol_t>(), equal_nan});
 }
 
 void compare_kernel(TensorIter& it, const KernelArgs& a) {
@@ -137,7 +137,7 @@ void logical_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_ALL(it.dtypes[1], "logical", [&] { launch_pred<scalar_t>(it, "logical", m); });
 }
 void isclose_kernel(TensorIter& it, const KernelArgs& a) {
-  BRISK_DISPATCH_ALL(it.dtypes[1], "isclose", [&] {
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], "isclose", [&] {
     launch_pred<scalar_t>(it, "isclose", Pred::IsClose, a.s0.to_double(), a.s1.to_double(), a.mode != 0);
   });
 }

@@ -146,7 +146,8 @@ struct TernaryOp {
 // ---- predicates of two inputs: bool out ----------------------------------------------------
 enum class Pred : int { Eq, Ne, Lt, Le, Gt, Ge, And, Or, Xor, IsClose };
 
-template <class M>
+// S: the storage type, which isclose rounds its steps to (math::isclose_float).
+template <class M, class S = M>
 struct PredOp {
   static constexpr bool fp = std::is_floating_point_v<M>;
   using tol_t = std::conditional_t<fp, M, double>;
@@ -166,15 +167,11 @@ struct PredOp {
       case Pred::Xor: return (x != M(0)) != (y != M(0));
       default: break;
     }
-    // isclose: |x - y| <= atol + rtol * |y|, with inf == inf and optional nan == nan.
-    if constexpr (fp) {
-      if (x == y) return true;
-      if (x != x || y != y) return equal_nan && x != x && y != y;
-      if (std::isinf(x) || std::isinf(y)) return false;
-      return std::abs(x - y) <= atol + rtol * std::abs(y);
-    } else {
-      return x == y || std::abs(double(x) - double(y)) <= atol + rtol * std::abs(double(y));
-    }
+    // isclose: floats only (the front end casts integers to the default float dtype)
+    if constexpr (fp)
+      return math::isclose_float<S>(x, y, rtol, atol, equal_nan);
+    else
+      return false;
   }
 };
 

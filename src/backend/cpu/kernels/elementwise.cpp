@@ -585,25 +585,15 @@ void threshold_backward_kernel(TensorIter& it, const KernelArgs& a) {
   });
 }
 
-// |a - b| <= atol + rtol * |b|, with inf == inf and optional nan == nan.
+// isclose on floats (math::isclose_float: PyTorch's roundings); the front
+// end casts integer inputs to the default float dtype first.
 void isclose_kernel(TensorIter& it, const KernelArgs& a) {
-  BRISK_DISPATCH_ALL(it.dtypes[1], "isclose", [&] {
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], "isclose", [&] {
     using M = opmath_t<scalar_t>;
-    if constexpr (std::is_floating_point_v<M>) {
-      const M rtol = a.s0.to<M>(), atol = a.s1.to<M>();
-      const bool equal_nan = a.mode != 0;
-      elementwise<bool, scalar_t, scalar_t>(it, [=](M x, M y) {
-        if (x == y) return true;
-        if (x != x || y != y) return equal_nan && x != x && y != y;
-        if (std::isinf(x) || std::isinf(y)) return false;
-        return std::abs(x - y) <= atol + rtol * std::abs(y);
-      });
-    } else {
-      const double rtol = a.s0.to_double(), atol = a.s1.to_double();
-      elementwise<bool, scalar_t, scalar_t>(it, [=](M x, M y) {
-        return x == y || std::abs(double(x) - double(y)) <= atol + rtol * std::abs(double(y));
-      });
-    }
+    const M rtol = a.s0.to<M>(), atol = a.s1.to<M>();
+    const bool equal_nan = a.mode != 0;
+    elementwise<bool, scalar_t, scalar_t>(
+        it, [=](M x, M y) { return math::isclose_float<scalar_t>(x, y, rtol, atol, equal_nan); });
   });
 }
 
