@@ -518,7 +518,10 @@ void Gen::emit_node(const Node& n) {
           case kInt64: unit = n.args.s0.to<int64_t>() == 1; break;
           default: no("add on " + dn((dt0)));
         }
-        const std::string e = unit ? at(a) + " + " + at(b) : at(a) + " + " + k(scalar_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b);
+        // a 16-bit alpha read as the dtype (the eager kernel's a.s0.to<scalar_t>())
+        if (dt0 == kHalf) unit = static_cast<float>(n.args.s0.to<Half>()) == 1.0f;
+        if (dt0 == kBFloat16) unit = static_cast<float>(n.args.s0.to<BFloat16>()) == 1.0f;
+        const std::string e = unit ? at(a) + " + " + at(b) : at(a) + " + " + k(fill_lit(n.args.s0, dt0), math_dt(dt0)) + " * " + at(b);
         // sealed in a run: a multiply-add, and a sum of two blocks (x + x,
         // which GCC rewrites as x * 2, a product that would contract with
         // the next node's add; its value numbering sees x + copy(x) and two

@@ -470,11 +470,50 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
   BRISK_AUTOCAST(mse_loss, mse_loss, input, target, o);
   BRISK_PROFILE_OP("mse_loss", input, target);
   check_same_shape("mse_loss", input, target, /*promoted=*/true);
-  // d * d, not square(): its gradient is g * d + g * d, where square's is
-  // 2 * d * g, whose 2 * d overflows first (bfloat16 d = 3e38 gave an inf
-  // gradient where PyTorch's fused 2 * d * g / n is finite).
-  const Tensor d = unbool(input, target) - unbool(target, input);
-  return reduce("mse_loss", d * d, o.reduction());
+  const Tensor x = unbool(input, target), t = unbool(target, input);
+  Tensor loss;
+  {
+    NoGradGuard ng;
+    const Tensor d = x - t;
+    loss = reduce("mse_loss", d * d, o.reduction());
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // Note [mse_loss's gradient]
+    // PyTorch's mse_loss_backward is one kernel, norm * (x - t) * g with
+    // norm = 2 / numel (mean) or 2, each product rounded to the dtype (norm
+    // too: 2 / 3 in bfloat16), the reduction's gradient folded in; the
+    // target's is norm * (t - x) * g (+0 where x == t, not -0). brisk forms
+    // the same products with the same roundings. One exception, kept from
+    // before: where norm * (x - t) passes the dtype's range PyTorch's
+    // gradient is inf although the exact one is finite (float16 65504 - 1.43
+    // with g = 0.5); brisk keeps that product in a wider type and gives the
+    // exact value (tests MseLossGradientDoesNotOverflowBeforeTheIncomingGradient).
+    // The composite it replaced (d * d, then the reduction) grouped the
+    // products otherwise: 16-bit gradients an ulp off, -0 target gradients.
+    // Written with ops, so it is differentiable again.
+    const double norm = o.reduction() == Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
+    using namespace autograd;
+    record("MseLossBackward0", {loss}, {input, target}, {save(x), save(t)}, [norm](BackwardCtx& c) -> TensorList {
+      const Tensor xs = c.saved(0), ts = c.saved(1);
+      const Tensor& g = c.grad();
+      const auto grad = [&](const Tensor& a, const Tensor& b) {
+        const Tensor d = a - b;
+        const ScalarType dt = d.dtype();
+        if (dt == kDouble) return d * norm * g;
+        const ScalarType wide = dt == kFloat ? kDouble : kFloat;
+        const double norm_dt = full({}, norm, dt).item<double>();
+        const Tensor p = d.to(wide) * norm_dt;  // exact: a 16-bit (float32) d times norm fits float (double)
+        const Tensor p_dt = p.to(dt);
+        const Tensor kept = where(p_dt.isinf() & p.isfinite(), p, p_dt.to(wide));
+        return (kept * g.to(wide)).to(dt);  // one rounding of the dtype's product
+      };
+      Tensor gx, gt;
+      if (c.needs(0)) gx = grad(xs, ts);
+      if (c.needs(1)) gt = grad(ts, xs);
+      return {gx, gt};
+    });
+  }
+  return loss;
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {

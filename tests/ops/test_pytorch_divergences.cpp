@@ -2377,5 +2377,77 @@ TEST(PyTorchDivergence, SixteenBitConvolutionsRoundOnceWithTheirBias) {
   expect_error([&] { F::conv_transpose3d(xf, wf, bd); }, {"[conv_transpose3d]", "bias", "same dtype"});
 }
 
+TEST(PyTorchDivergence, SixteenBitAddReadsAlphaInItsDtype) {
+  // PyTorch's CPU add/sub read alpha as the tensor's dtype (3.3 is 3.30078125 in float16,
+  // 3.296875 in bfloat16) and a scalar operand too, then form x + alpha * y in float and round once
+  // (its vector loop; the scalar loop for a tail of < 32 elements also rounds alpha * y). brisk
+  // used alpha in float: 1 ulp off in about 40% of elements. torch 2.15, 64-element tensors (the
+  // first element set, the rest 0), alpha = 3.3:
+  //   float16 1.439453125 + alpha * 1.2451171875 -> 5.55078125 (alpha in float: 5.546875)
+  //   bfloat16 8.5625 + alpha * -1.9921875 -> 1.9921875 (1.984375)
+  //   float16 -3.12890625 + alpha * 1.37 (a scalar) -> 1.3935546875 (1.392578125)
+  //   bfloat16 -9.125 + alpha * 1.37 -> -4.625 (-4.59375)
+  const auto first = [](double v, ScalarType dt) {
+    Tensor t = zeros({64}, kDouble);
+    t[0].fill_(v);
+    return t.to(dt);
+  };
+  EXPECT_EQ(add(first(1.439453125, kHalf), first(1.2451171875, kHalf), 3.3)[0].item<double>(), 5.55078125);
+  EXPECT_EQ(add(first(8.5625, kBFloat16), first(-1.9921875, kBFloat16), 3.3)[0].item<double>(), 1.9921875);
+  EXPECT_EQ(add(first(-3.12890625, kHalf), Scalar(1.37), 3.3)[0].item<double>(), 1.3935546875);
+  EXPECT_EQ(add(first(-9.125, kBFloat16), Scalar(1.37), 3.3)[0].item<double>(), -4.625);
+  EXPECT_EQ(sub(first(-9.125, kBFloat16), Scalar(-1.37), 3.3)[0].item<double>(), -4.625);
+  Tensor inplace = first(1.439453125, kHalf);
+  inplace.add_(first(1.2451171875, kHalf), 3.3);
+  EXPECT_EQ(inplace[0].item<double>(), 5.55078125);
+  // The rule on random values: round(x + round16(alpha) * y), the product exact in float.
+  manual_seed(3);
+  for (ScalarType dt : {kHalf, kBFloat16}) {
+    const Tensor x = (randn({512}) * 4).to(dt), y = (randn({512}) * 4).to(dt);
+    for (double alpha : {3.3, -0.7, 1e-3}) {
+      const double a16 = full({}, alpha, kDouble).to(dt).item<double>();
+      EXPECT_TRUE(equal(add(x, y, alpha), (x.to(kFloat) + y.to(kFloat) * a16).to(dt))) << dt << " " << alpha;
+      EXPECT_TRUE(equal(sub(x, y, alpha), (x.to(kFloat) - y.to(kFloat) * a16).to(dt))) << dt << " " << alpha;
+    }
+  }
+}
+
+TEST(PyTorchDivergence, MseLossGradientIsNormTimesDifferenceTimesGrad) {
+  namespace F = nn::functional;
+  // PyTorch's mse_loss_backward is norm * (x - t) * g in the dtype (Note [mse_loss's gradient]).
+  // torch 2.15: bfloat16 x = [1.5, -2.25, 0.3], t = [0.7, 1.1, 0.3] (both requiring grad), mean,
+  // backward(1.3) -> loss 3.9375, x.grad [0.6953125, -2.890625, 0.0], t.grad [-0.6953125,
+  // 2.890625, 0.0] (+0: norm * (t - x) * g)
+  Tensor x = tensor<double>({1.5, -2.25, 0.3}, kDouble).to(kBFloat16).requires_grad_();
+  Tensor t = tensor<double>({0.7, 1.1, 0.3}, kDouble).to(kBFloat16).requires_grad_();
+  Tensor l = F::mse_loss(x, t);
+  EXPECT_EQ(l.item<double>(), 3.9375);
+  l.backward(full({}, 1.3, kBFloat16));
+  EXPECT_EQ(x.grad()[0].item<double>(), 0.6953125);
+  EXPECT_EQ(x.grad()[1].item<double>(), -2.890625);
+  EXPECT_EQ(t.grad()[0].item<double>(), -0.6953125);
+  EXPECT_EQ(t.grad()[1].item<double>(), 2.890625);
+  EXPECT_FALSE(std::signbit(t.grad()[2].item<double>()));
+  EXPECT_FALSE(std::signbit(x.grad()[2].item<double>()));
+  // float32, reduction none: x = [7, 1], t = [3e38, 1], backward([0.25, 1]): torch's x.grad is
+  // [-inf, 0] (2 * (7 - 3e38) overflows before the 0.25; seed 239 case 106752); brisk keeps the
+  // exact -1.5e38 there, as MseLossGradientDoesNotOverflowBeforeTheIncomingGradient. With g = 1
+  // (sum, t requiring grad) the exact gradient overflows too: [inf, 0] in both.
+  Tensor x2 = tensor<float>({7.0f, 1.0f}).requires_grad_();
+  const Tensor t2 = tensor<float>({3e38f, 1.0f});
+  F::mse_loss(x2, t2, F::MSELossFuncOptions(nn::kNone)).backward(tensor<float>({0.25f, 1.0f}));
+  EXPECT_EQ(x2.grad()[0].item<float>(), -1.5e38f);
+  EXPECT_EQ(x2.grad()[1].item<double>(), 0.0);
+  Tensor t3 = tensor<float>({3e38f, 1.0f}).requires_grad_();
+  F::mse_loss(tensor<float>({7.0f, 1.0f}), t3, F::MSELossFuncOptions(nn::kSum)).backward();
+  EXPECT_EQ(t3.grad()[0].item<double>(), kInf);
+  // The double backward: d/dx of sum(w * dL/dx) is norm * w * g (mean over 3: 2/3 * w)
+  Tensor x4 = tensor<double>({1.0, 2.0, 4.0}, kDouble).requires_grad_();
+  const Tensor t4 = tensor<double>({0.5, 0.0, 1.0}, kDouble);
+  Tensor gx = autograd::grad({F::mse_loss(x4, t4)}, {x4}, {}, true, true)[0];
+  Tensor gg = autograd::grad({(gx * tensor<double>({1.0, -2.0, 3.0}, kDouble)).sum()}, {x4})[0];
+  EXPECT_TRUE(close(gg, tensor<double>({2.0 / 3, -4.0 / 3, 2.0}, kDouble), 1e-15, 0));
+}
+
 }  // namespace
 }  // namespace brisk

@@ -385,7 +385,11 @@ void add_kernel(TensorIter& it, const KernelArgs& a) {
       else
         binary_kernel<bool>(it, [](bool x, bool) { return x; });
     } else {
-      const M alpha = a.s0.to<M>();
+      // PyTorch's CPU kernel reads alpha in the tensor's dtype: a 16-bit
+      // add rounds alpha to 16 bits (3.3 -> 3.30078 in float16), then forms
+      // x + alpha * y in float and rounds once, as its vector loop does (its
+      // scalar loop, for a tail of < 32 elements, rounds alpha * y too).
+      const M alpha = static_cast<M>(a.s0.to<scalar_t>());
       if (alpha == M(1))
         binary_kernel<scalar_t>(it, [](M x, M y) { return x + y; });
       else
