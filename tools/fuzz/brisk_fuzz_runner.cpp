@@ -489,10 +489,17 @@ brisk::nn::ExpandingInts<D> expanding(const Json& j, int64_t dflt) {
   if (j.kind == Json::Num) return brisk::nn::ExpandingInts<D>(j.as_int());
   std::array<int64_t, D> a{};
   if (j.items.size() != D) {
-    // A wrong count: pass what was given so the op refuses it with its own message.
-    if (j.items.size() == 1) return brisk::nn::ExpandingInts<D>({j.items[0].as_int()});
-    if constexpr (D == 1) return brisk::nn::ExpandingInts<D>({j.items.at(0).as_int(), j.items.at(1).as_int()});
-    else return brisk::nn::ExpandingInts<D>({j.items.at(0).as_int(), j.items.at(1).as_int(), j.items.at(2).as_int()});
+    // A wrong count: pass what was given (up to four values, so that it is
+    // never D) so the op refuses it with its own message.
+    std::vector<int64_t> v;
+    for (auto& x : j.items) v.push_back(x.as_int());
+    switch (v.size()) {
+      case 0: return brisk::nn::ExpandingInts<D>(std::initializer_list<int64_t>{});
+      case 1: return brisk::nn::ExpandingInts<D>({v[0]});
+      case 2: return brisk::nn::ExpandingInts<D>({v[0], v[1]});
+      case 3: return brisk::nn::ExpandingInts<D>({v[0], v[1], v[2]});
+      default: return brisk::nn::ExpandingInts<D>({v[0], v[1], v[2], v[3]});
+    }
   }
   for (size_t d = 0; d < D; ++d) a[d] = j.items[d].as_int();
   return brisk::nn::ExpandingInts<D>(a);
@@ -1033,6 +1040,195 @@ std::unordered_map<std::string, OpFn> make_ops() {
     return {F::conv_transpose3d(c.t(0), c.t(1), c.t(2), expanding<3>(c.kw("stride"), 1), expanding<3>(c.kw("padding"), 0),
                                 expanding<3>(c.kw("output_padding"), 0),
                                 c.kw("groups").is_null() ? 1 : c.kw("groups").as_int(), expanding<3>(c.kw("dilation"), 1))};
+  };
+  // -- the nn3 family: activations with options, more losses, instance/local response norm, 3-D,
+  // adaptive and power-average pooling, distances, pixel shuffles, fold/unfold, embedding_bag
+  ops["F.elu"] = [](Call& c) -> Outs { return {F::elu(c.t(0), F::ELUFuncOptions().alpha(Call::dbl(c.kw("alpha"), 1.0)))}; };
+  ops["F.selu"] = [](Call& c) -> Outs { return {F::selu(c.t(0))}; };
+  ops["F.celu"] = [](Call& c) -> Outs { return {F::celu(c.t(0), F::CELUFuncOptions().alpha(Call::dbl(c.kw("alpha"), 1.0)))}; };
+  ops["F.leaky_relu"] = [](Call& c) -> Outs {
+    return {F::leaky_relu(c.t(0), F::LeakyReLUFuncOptions().negative_slope(Call::dbl(c.kw("negative_slope"), 0.01)))};
+  };
+  ops["F.hardtanh"] = [](Call& c) -> Outs {
+    return {F::hardtanh(c.t(0), F::HardtanhFuncOptions()
+                                    .min_val(Call::dbl(c.kw("min_val"), -1.0))
+                                    .max_val(Call::dbl(c.kw("max_val"), 1.0)))};
+  };
+  ops["F.relu6"] = [](Call& c) -> Outs { return {F::relu6(c.t(0))}; };
+  ops["F.hardswish"] = [](Call& c) -> Outs { return {F::hardswish(c.t(0))}; };
+  ops["F.hardsigmoid"] = [](Call& c) -> Outs { return {F::hardsigmoid(c.t(0))}; };
+  ops["F.softsign"] = [](Call& c) -> Outs { return {F::softsign(c.t(0))}; };
+  ops["F.tanhshrink"] = [](Call& c) -> Outs { return {F::tanhshrink(c.t(0))}; };
+  ops["F.logsigmoid"] = [](Call& c) -> Outs { return {F::logsigmoid(c.t(0))}; };
+  ops["F.softshrink"] = [](Call& c) -> Outs {
+    return {F::softshrink(c.t(0), F::SoftshrinkFuncOptions(Call::dbl(c.kw("lambd"), 0.5)))};
+  };
+  ops["F.hardshrink"] = [](Call& c) -> Outs {
+    return {F::hardshrink(c.t(0), F::HardshrinkFuncOptions(Call::dbl(c.kw("lambd"), 0.5)))};
+  };
+  ops["F.threshold"] = [](Call& c) -> Outs {
+    return {F::threshold(c.t(0), F::ThresholdFuncOptions(c.arg(1).as_double(), c.arg(2).as_double()))};
+  };
+  ops["F.softmin"] = [](Call& c) -> Outs {
+    return {F::softmin(c.t(0), F::SoftminFuncOptions(c.i(1)).dtype(c.dtype_kw()))};
+  };
+  ops["F.glu"] = [](Call& c) -> Outs { return {F::glu(c.t(0), F::GLUFuncOptions(c.i(1)))}; };
+  ops["F.prelu"] = [](Call& c) -> Outs { return {F::prelu(c.t(0), c.t(1))}; };
+  ops["F.softplus"] = [](Call& c) -> Outs {
+    return {F::softplus(c.t(0), F::SoftplusFuncOptions()
+                                    .beta(Call::dbl(c.kw("beta"), 1.0))
+                                    .threshold(Call::dbl(c.kw("threshold"), 20.0)))};
+  };
+  ops["F.margin_ranking_loss"] = [](Call& c) -> Outs {
+    auto o = F::MarginRankingLossFuncOptions(reduction(c.kw("reduction"))).margin(Call::dbl(c.kw("margin"), 0.0));
+    return {F::margin_ranking_loss(c.t(0), c.t(1), c.t(2), o)};
+  };
+  ops["F.hinge_embedding_loss"] = [](Call& c) -> Outs {
+    auto o = F::HingeEmbeddingLossFuncOptions(reduction(c.kw("reduction"))).margin(Call::dbl(c.kw("margin"), 1.0));
+    return {F::hinge_embedding_loss(c.t(0), c.t(1), o)};
+  };
+  ops["F.soft_margin_loss"] = [](Call& c) -> Outs {
+    return {F::soft_margin_loss(c.t(0), c.t(1), F::SoftMarginLossFuncOptions(reduction(c.kw("reduction"))))};
+  };
+  ops["F.multilabel_soft_margin_loss"] = [](Call& c) -> Outs {
+    auto o = F::MultilabelSoftMarginLossFuncOptions(reduction(c.kw("reduction"))).weight(c.tensor(c.kw("weight")));
+    return {F::multilabel_soft_margin_loss(c.t(0), c.t(1), o)};
+  };
+  ops["F.multi_margin_loss"] = [](Call& c) -> Outs {
+    auto o = F::MultiMarginLossFuncOptions(reduction(c.kw("reduction")))
+                 .p(c.kw("p").is_null() ? 1 : c.kw("p").as_int())
+                 .margin(Call::dbl(c.kw("margin"), 1.0))
+                 .weight(c.tensor(c.kw("weight")));
+    return {F::multi_margin_loss(c.t(0), c.t(1), o)};
+  };
+  ops["F.multilabel_margin_loss"] = [](Call& c) -> Outs {
+    return {F::multilabel_margin_loss(c.t(0), c.t(1), F::MultilabelMarginLossFuncOptions(reduction(c.kw("reduction"))))};
+  };
+  ops["F.cosine_embedding_loss"] = [](Call& c) -> Outs {
+    auto o = F::CosineEmbeddingLossFuncOptions(reduction(c.kw("reduction"))).margin(Call::dbl(c.kw("margin"), 0.0));
+    return {F::cosine_embedding_loss(c.t(0), c.t(1), c.t(2), o)};
+  };
+  ops["F.triplet_margin_loss"] = [](Call& c) -> Outs {
+    auto o = F::TripletMarginLossFuncOptions(reduction(c.kw("reduction")))
+                 .margin(Call::dbl(c.kw("margin"), 1.0))
+                 .p(Call::dbl(c.kw("p"), 2.0))
+                 .eps(Call::dbl(c.kw("eps"), 1e-6))
+                 .swap(Call::boolean(c.kw("swap")));
+    return {F::triplet_margin_loss(c.t(0), c.t(1), c.t(2), o)};
+  };
+  ops["F.poisson_nll_loss"] = [](Call& c) -> Outs {
+    auto o = F::PoissonNLLLossFuncOptions(reduction(c.kw("reduction")))
+                 .log_input(Call::boolean(c.kw("log_input"), true))
+                 .full(Call::boolean(c.kw("full")))
+                 .eps(Call::dbl(c.kw("eps"), 1e-8));
+    return {F::poisson_nll_loss(c.t(0), c.t(1), o)};
+  };
+  ops["F.gaussian_nll_loss"] = [](Call& c) -> Outs {
+    auto o = F::GaussianNLLLossFuncOptions(reduction(c.kw("reduction")))
+                 .full(Call::boolean(c.kw("full")))
+                 .eps(Call::dbl(c.kw("eps"), 1e-6));
+    return {F::gaussian_nll_loss(c.t(0), c.t(1), c.t(2), o)};
+  };
+  ops["F.instance_norm"] = [](Call& c) -> Outs {
+    auto o = F::InstanceNormFuncOptions()
+                 .running_mean(c.tensor(c.kw("running_mean")))
+                 .running_var(c.tensor(c.kw("running_var")))
+                 .weight(c.tensor(c.kw("weight")))
+                 .bias(c.tensor(c.kw("bias")))
+                 .use_input_stats(Call::boolean(c.kw("use_input_stats"), true))
+                 .momentum(Call::dbl(c.kw("momentum"), 0.1))
+                 .eps(Call::dbl(c.kw("eps"), 1e-5));
+    return {F::instance_norm(c.t(0), o)};
+  };
+  ops["F.local_response_norm"] = [](Call& c) -> Outs {
+    auto o = F::LocalResponseNormFuncOptions(c.i(1))
+                 .alpha(Call::dbl(c.kw("alpha"), 1e-4))
+                 .beta(Call::dbl(c.kw("beta"), 0.75))
+                 .k(Call::dbl(c.kw("k"), 1.0));
+    return {F::local_response_norm(c.t(0), o)};
+  };
+  auto max_pool3d_opts = [](Call& c) {
+    auto o = F::MaxPool3dFuncOptions(expanding<3>(c.arg(1), 1))
+                 .padding(expanding<3>(c.kw("padding"), 0))
+                 .dilation(expanding<3>(c.kw("dilation"), 1))
+                 .ceil_mode(Call::boolean(c.kw("ceil_mode")));
+    if (!c.kw("stride").is_null()) o.stride(expanding<3>(c.kw("stride"), 1));
+    return o;
+  };
+  ops["F.max_pool3d"] = [max_pool3d_opts](Call& c) -> Outs { return {F::max_pool3d(c.t(0), max_pool3d_opts(c))}; };
+  ops["F.max_pool3d_with_indices"] = [max_pool3d_opts](Call& c) -> Outs {
+    return pair(F::max_pool3d_with_indices(c.t(0), max_pool3d_opts(c)));
+  };
+  ops["F.avg_pool3d"] = [](Call& c) -> Outs {
+    auto o = F::AvgPool3dFuncOptions(expanding<3>(c.arg(1), 1))
+                 .padding(expanding<3>(c.kw("padding"), 0))
+                 .ceil_mode(Call::boolean(c.kw("ceil_mode")))
+                 .count_include_pad(Call::boolean(c.kw("count_include_pad"), true))
+                 .divisor_override(Call::opt_int(c.kw("divisor_override")));
+    if (!c.kw("stride").is_null()) o.stride(expanding<3>(c.kw("stride"), 1));
+    return {F::avg_pool3d(c.t(0), o)};
+  };
+  ops["F.adaptive_max_pool1d"] = [](Call& c) -> Outs { return {F::adaptive_max_pool1d(c.t(0), expanding<1>(c.arg(1), 1))}; };
+  ops["F.adaptive_max_pool2d"] = [](Call& c) -> Outs { return {F::adaptive_max_pool2d(c.t(0), expanding<2>(c.arg(1), 1))}; };
+  ops["F.adaptive_max_pool1d_with_indices"] = [](Call& c) -> Outs {
+    return pair(F::adaptive_max_pool1d_with_indices(c.t(0), expanding<1>(c.arg(1), 1)));
+  };
+  ops["F.adaptive_max_pool2d_with_indices"] = [](Call& c) -> Outs {
+    return pair(F::adaptive_max_pool2d_with_indices(c.t(0), expanding<2>(c.arg(1), 1)));
+  };
+  ops["F.adaptive_avg_pool1d"] = [](Call& c) -> Outs { return {F::adaptive_avg_pool1d(c.t(0), expanding<1>(c.arg(1), 1))}; };
+  ops["F.adaptive_avg_pool3d"] = [](Call& c) -> Outs { return {F::adaptive_avg_pool3d(c.t(0), expanding<3>(c.arg(1), 1))}; };
+  ops["F.lp_pool1d"] = [](Call& c) -> Outs {
+    auto o = F::LPPool1dFuncOptions(c.arg(1).as_double(), expanding<1>(c.arg(2), 1)).ceil_mode(Call::boolean(c.kw("ceil_mode")));
+    if (!c.kw("stride").is_null()) o.stride(expanding<1>(c.kw("stride"), 1));
+    return {F::lp_pool1d(c.t(0), o)};
+  };
+  ops["F.lp_pool2d"] = [](Call& c) -> Outs {
+    auto o = F::LPPool2dFuncOptions(c.arg(1).as_double(), expanding<2>(c.arg(2), 1)).ceil_mode(Call::boolean(c.kw("ceil_mode")));
+    if (!c.kw("stride").is_null()) o.stride(expanding<2>(c.kw("stride"), 1));
+    return {F::lp_pool2d(c.t(0), o)};
+  };
+  ops["F.cosine_similarity"] = [](Call& c) -> Outs {
+    auto o = F::CosineSimilarityFuncOptions()
+                 .dim(c.kw("dim").is_null() ? 1 : c.kw("dim").as_int())
+                 .eps(Call::dbl(c.kw("eps"), 1e-8));
+    return {F::cosine_similarity(c.t(0), c.t(1), o)};
+  };
+  ops["F.pairwise_distance"] = [](Call& c) -> Outs {
+    auto o = F::PairwiseDistanceFuncOptions()
+                 .p(Call::dbl(c.kw("p"), 2.0))
+                 .eps(Call::dbl(c.kw("eps"), 1e-6))
+                 .keepdim(Call::boolean(c.kw("keepdim")));
+    return {F::pairwise_distance(c.t(0), c.t(1), o)};
+  };
+  ops["F.pixel_shuffle"] = [](Call& c) -> Outs { return {F::pixel_shuffle(c.t(0), c.i(1))}; };
+  ops["F.pixel_unshuffle"] = [](Call& c) -> Outs { return {F::pixel_unshuffle(c.t(0), c.i(1))}; };
+  ops["F.unfold"] = [](Call& c) -> Outs {
+    auto o = F::UnfoldFuncOptions(expanding<2>(c.arg(1), 1))
+                 .dilation(expanding<2>(c.kw("dilation"), 1))
+                 .padding(expanding<2>(c.kw("padding"), 0))
+                 .stride(expanding<2>(c.kw("stride"), 1));
+    return {F::unfold(c.t(0), o)};
+  };
+  ops["F.fold"] = [](Call& c) -> Outs {
+    auto o = F::FoldFuncOptions(expanding<2>(c.arg(1), 1), expanding<2>(c.arg(2), 1))
+                 .dilation(expanding<2>(c.kw("dilation"), 1))
+                 .padding(expanding<2>(c.kw("padding"), 0))
+                 .stride(expanding<2>(c.kw("stride"), 1));
+    return {F::fold(c.t(0), o)};
+  };
+  ops["F.embedding_bag"] = [](Call& c) -> Outs {
+    auto o = F::EmbeddingBagFuncOptions()
+                 .offsets(c.tensor(c.kw("offsets")))
+                 .per_sample_weights(c.tensor(c.kw("per_sample_weights")))
+                 .include_last_offset(Call::boolean(c.kw("include_last_offset")))
+                 .padding_idx(Call::opt_int(c.kw("padding_idx")));
+    const Json& mode = c.kw("mode");
+    if (mode.is_null() || mode.text == "mean") o.mode(brisk::nn::kMean);
+    else if (mode.text == "sum") o.mode(brisk::nn::kSum);
+    else if (mode.text == "max") o.mode(brisk::nn::kMax);
+    else throw RunnerError("runner: unknown embedding_bag mode " + mode.text);
+    return {F::embedding_bag(c.t(0), c.t(1), o)};
   };
   return ops;
 }

@@ -8,8 +8,12 @@ dtypes only.
 """
 import random
 
-from .builder import Builder, StopProgram, SkipCase
+import torch.nn.functional as F_
+
+from .builder import Builder, StopProgram, SkipCase, TORCH_VERSION
 from .ops import BINARY, BINARY_SCALAR_OK, COMPARISONS, UNARY
+from .ops import OPS, _fn, _ints_cpp, _red_cpp, pargs, kwsrc
+from .program import cpp_src as C
 from .program import V, S, I, B, DT, DTYPES, FLOATS, INTS
 
 ALL = DTYPES
@@ -1136,6 +1140,503 @@ def gen_conv_more(b, op, dt, kind):
     return b.call(op, x, w, bias, focus=True, **kw)
 
 
+# ---- the nn3 family ------------------------------------------------------------------------
+# Its ops join ops.py's table here (with ops.py's helpers): torch runs
+# F.<name>(*args, **kw) and the repro's Python is that call; the repro's C++
+# calls brisk's F::<name> with the op's options struct, one setter per
+# keyword given.
+
+_CPP_KEY = {"lambd": "lambda"}
+_BAG_MODE = {"sum": "nn::kSum", "mean": "nn::kMean", "max": "nn::kMax"}
+
+
+def _setters(kw, keys):
+    out = ""
+    for k in keys:
+        if k not in kw:
+            continue
+        v = kw[k]
+        if k in ("stride", "padding", "dilation"):
+            val = _ints_cpp(v, 0)
+        elif k == "mode":
+            val = _BAG_MODE[v]
+        else:
+            val = C(v)
+        out += ".%s(%s)" % (_CPP_KEY.get(k, k), val)
+    return out
+
+
+def _opts_cpp(struct, kw, keys, ctor=""):
+    return "F::%s(%s)%s" % (struct, ctor, _setters(kw, keys))
+
+
+def _nn3_unary(name, struct=None, keys=(), kind="pointwise", tol=1.0):
+    if struct is None:
+        cpp = lambda a, kw: "F::%s(%s)" % (name, C(a[0]))
+    else:
+        cpp = lambda a, kw: "F::%s(%s, %s)" % (name, C(a[0]), _opts_cpp(struct, kw, keys))
+    _fn("F." + name, cpp, kind=kind, tol=tol)
+
+
+for _n, _st, _keys in [("elu", "ELUFuncOptions", ["alpha"]), ("selu", None, []), ("celu", "CELUFuncOptions", ["alpha"]),
+                       ("leaky_relu", "LeakyReLUFuncOptions", ["negative_slope"]),
+                       ("hardtanh", "HardtanhFuncOptions", ["min_val", "max_val"]), ("relu6", None, []),
+                       ("hardswish", None, []), ("hardsigmoid", None, []), ("softsign", None, []),
+                       ("tanhshrink", None, []), ("softshrink", "SoftshrinkFuncOptions", ["lambd"]),
+                       ("hardshrink", "HardshrinkFuncOptions", ["lambd"]), ("logsigmoid", None, []),
+                       ("softplus", "SoftplusFuncOptions", ["beta", "threshold"])]:
+    _nn3_unary(_n, _st, _keys)
+_fn("F.threshold", lambda a, kw: "F::threshold(%s, F::ThresholdFuncOptions(%s, %s))" % (C(a[0]), C(a[1]), C(a[2])),
+    kind="pointwise")
+_fn("F.softmin", lambda a, kw: "F::softmin(%s, %s)" % (
+    C(a[0]), _opts_cpp("SoftminFuncOptions", kw, ["dtype"], C(a[1]))), kind="accum", tol=4.0)
+_fn("F.glu", lambda a, kw: "F::glu(%s, F::GLUFuncOptions(%s))" % (C(a[0]), C(a[1])))
+_fn("F.prelu", lambda a, kw: "F::prelu(%s, %s)" % (C(a[0]), C(a[1])), kind="pointwise")
+
+# losses: (tensor arguments..., reduction=..., options...)
+NN3_LOSSES = {"margin_ranking_loss": ("MarginRankingLossFuncOptions", ["margin"]),
+              "hinge_embedding_loss": ("HingeEmbeddingLossFuncOptions", ["margin"]),
+              "soft_margin_loss": ("SoftMarginLossFuncOptions", []),
+              "multilabel_soft_margin_loss": ("MultilabelSoftMarginLossFuncOptions", ["weight"]),
+              "multi_margin_loss": ("MultiMarginLossFuncOptions", ["p", "margin", "weight"]),
+              "multilabel_margin_loss": ("MultilabelMarginLossFuncOptions", []),
+              "cosine_embedding_loss": ("CosineEmbeddingLossFuncOptions", ["margin"]),
+              "triplet_margin_loss": ("TripletMarginLossFuncOptions", ["margin", "p", "eps", "swap"]),
+              "poisson_nll_loss": ("PoissonNLLLossFuncOptions", ["log_input", "full", "eps"]),
+              "gaussian_nll_loss": ("GaussianNLLLossFuncOptions", ["full", "eps"])}
+for _n, (_st, _keys) in NN3_LOSSES.items():
+    _fn("F." + _n, (lambda n, st, keys: lambda a, kw: "F::%s(%s, %s)" % (
+        n, ", ".join(C(x) for x in a), _opts_cpp(st, kw, keys, _red_cpp(kw))))(_n, _st, _keys), kind="accum", tol=4.0)
+
+_fn("F.instance_norm", lambda a, kw: "F::instance_norm(%s, %s)" % (C(a[0]), _opts_cpp(
+    "InstanceNormFuncOptions", kw, ["running_mean", "running_var", "weight", "bias", "use_input_stats", "momentum",
+                                    "eps"])), kind="accum", tol=8.0)
+_fn("F.local_response_norm", lambda a, kw: "F::local_response_norm(%s, %s)" % (C(a[0]), _opts_cpp(
+    "LocalResponseNormFuncOptions", kw, ["alpha", "beta", "k"], C(a[1]))), kind="accum", tol=8.0)
+
+# pooling
+_POOL3_KEYS = {"max_pool3d": ["stride", "padding", "dilation", "ceil_mode"],
+               "avg_pool3d": ["stride", "padding", "ceil_mode", "count_include_pad", "divisor_override"]}
+_fn("F.max_pool3d", lambda a, kw: "F::max_pool3d(%s, %s)" % (C(a[0]), _opts_cpp(
+    "MaxPool3dFuncOptions", kw, _POOL3_KEYS["max_pool3d"], _ints_cpp(a[1], 1))))
+_fn("F.avg_pool3d", lambda a, kw: "F::avg_pool3d(%s, %s)" % (C(a[0]), _opts_cpp(
+    "AvgPool3dFuncOptions", kw, _POOL3_KEYS["avg_pool3d"], _ints_cpp(a[1], 1))), kind="accum", tol=4.0)
+_fn("F.max_pool3d_with_indices", lambda a, kw: "F::max_pool3d_with_indices(%s, %s)" % (C(a[0]), _opts_cpp(
+    "MaxPool3dFuncOptions", kw, _POOL3_KEYS["max_pool3d"], _ints_cpp(a[1], 1))), out="tuple",
+    torch_fn=lambda a, kw: tuple(F_.max_pool3d(*a, return_indices=True, **kw)))
+OPS["F.max_pool3d_with_indices"].py = lambda a, kw: "F.max_pool3d(%s, return_indices=True%s)" % (pargs(a), kwsrc(kw))
+for _n in ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool3d"]:
+    _fn("F." + _n, (lambda n: lambda a, kw: "F::%s(%s, %s)" % (n, C(a[0]), _ints_cpp(a[1], 1)))(_n),
+        kind="accum" if "avg" in _n else "other", tol=4.0 if "avg" in _n else 1.0)
+for _n in ["adaptive_max_pool1d", "adaptive_max_pool2d"]:
+    _fn("F.%s_with_indices" % _n, (lambda n: lambda a, kw: "F::%s_with_indices(%s, %s)" % (
+        n, C(a[0]), _ints_cpp(a[1], 1)))(_n), out="tuple",
+        torch_fn=(lambda n: lambda a, kw: tuple(getattr(F_, n)(*a, return_indices=True)))(_n))
+    OPS["F.%s_with_indices" % _n].py = (lambda n: lambda a, kw: "F.%s(%s, return_indices=True)" % (n, pargs(a)))(_n)
+for _n in ["lp_pool1d", "lp_pool2d"]:
+    _fn("F." + _n, (lambda n: lambda a, kw: "F::%s(%s, %s)" % (n, C(a[0]), _opts_cpp(
+        "LPPool%sdFuncOptions" % n[-2], kw, ["stride", "ceil_mode"], "%s, %s" % (C(float(a[1])), _ints_cpp(a[2], 1)))))(
+        _n), kind="accum", tol=4.0)
+
+# distances, pixel shuffles, fold/unfold, embedding_bag
+_fn("F.cosine_similarity", lambda a, kw: "F::cosine_similarity(%s, %s, %s)" % (
+    C(a[0]), C(a[1]), _opts_cpp("CosineSimilarityFuncOptions", kw, ["dim", "eps"])), kind="accum", tol=4.0)
+_fn("F.pairwise_distance", lambda a, kw: "F::pairwise_distance(%s, %s, %s)" % (
+    C(a[0]), C(a[1]), _opts_cpp("PairwiseDistanceFuncOptions", kw, ["p", "eps", "keepdim"])), kind="accum", tol=4.0)
+_fn("F.pixel_shuffle", lambda a, kw: "F::pixel_shuffle(%s, %s)" % (C(a[0]), C(a[1])))
+_fn("F.pixel_unshuffle", lambda a, kw: "F::pixel_unshuffle(%s, %s)" % (C(a[0]), C(a[1])))
+_fn("F.unfold", lambda a, kw: "F::unfold(%s, %s)" % (C(a[0]), _opts_cpp(
+    "UnfoldFuncOptions", kw, ["dilation", "padding", "stride"], _ints_cpp(a[1], 1))))
+_fn("F.fold", lambda a, kw: "F::fold(%s, %s)" % (C(a[0]), _opts_cpp(
+    "FoldFuncOptions", kw, ["dilation", "padding", "stride"], "%s, %s" % (_ints_cpp(a[1], 1), _ints_cpp(a[2], 1)))),
+    kind="accum", tol=4.0)
+_fn("F.embedding_bag", lambda a, kw: "F::embedding_bag(%s, %s, %s)" % (C(a[0]), C(a[1]), _opts_cpp(
+    "EmbeddingBagFuncOptions", kw, ["offsets", "mode", "per_sample_weights", "include_last_offset", "padding_idx"])),
+    kind="accum", tol=4.0)
+
+
+def fam_nn3(b):
+    """The torch.nn.functional ops that fam_nn and fam_nn2 do not draw:
+    activations with their options (elu ... prelu, softplus and gelu
+    through F), ten more losses, instance_norm and local_response_norm,
+    3-D, adaptive and power-average pooling, cosine_similarity and
+    pairwise_distance, pixel_(un)shuffle, fold/unfold, embedding_bag."""
+    r = b.rng
+    what = r.choices(["act", "loss", "norm", "pool", "other"], [5, 5, 2, 4, 4])[0]
+    dt = pick_float(r) if r.random() < 0.93 else pick_dtype(r)
+    kind = r.choice(["normal", "normal", "special", "small", "intlike"])
+    if what == "act":
+        out = gen_act3(b, dt, kind)
+    elif what == "loss":
+        out = gen_loss3(b, dt, kind)
+    elif what == "norm":
+        out = gen_norm3(b, dt, kind)
+    elif what == "pool":
+        out = gen_pool3(b, dt, kind)
+    else:
+        out = gen_other3(b, dt, kind)
+    maybe_post(b, out if isinstance(out, V) else out[0])
+
+
+ACT3 = ["F.elu", "F.selu", "F.celu", "F.leaky_relu", "F.hardtanh", "F.relu6", "F.hardswish", "F.hardsigmoid",
+        "F.softsign", "F.tanhshrink", "F.softshrink", "F.hardshrink", "F.threshold", "F.logsigmoid", "F.softmin",
+        "F.glu", "F.prelu", "F.softplus", "F.gelu"]
+
+
+def gen_act3(b, dt, kind):
+    r = b.rng
+    name = r.choice(ACT3)
+    bad = r.random() < 0.03
+    shape = rand_shape(r)
+    kw = {}
+    if name == "F.glu":
+        shape = rand_shape(r, ndim=r.choice([1, 2, 3]), zero=0.03)
+        dim = rand_dim(r, len(shape))
+        if 0 <= dim + (len(shape) if dim < 0 else 0) < len(shape):
+            shape[dim] = 2 * r.randint(1, 2) if not bad else r.choice([1, 3])
+        return b.call(name, b.inp(dt, shape, kind=kind), dim, focus=True)
+    if name == "F.softmin":
+        shape = rand_shape(r, ndim=r.choice([0, 1, 2, 3]))
+        if r.random() < 0.2:
+            kw["dtype"] = DT(r.choice(["float32", "float64"]))
+        return b.call(name, b.inp(dt, shape, kind=kind), rand_dim(r, len(shape)), focus=True, **kw)
+    if name == "F.prelu":
+        c = shape[1] if len(shape) >= 2 else 1
+        n = 1 if r.random() < 0.4 else c
+        if bad:
+            n = c + 1
+        w = b.inp(dt if r.random() < 0.95 else pick_float(r), [n] if r.random() < 0.95 else [], kind="small")
+        return b.call(name, b.inp(dt, shape, kind=kind), w, focus=True)
+    if name == "F.threshold":
+        th = r.choice([0.0, 0.5, -1.0, 2.0])
+        val = r.choice([0.0, -2.0, 1.5, 20.0])
+        return b.call(name, b.inp(dt, shape, kind=kind), th, val, focus=True)
+    if name in ("F.elu", "F.celu") and r.random() < 0.6:
+        kw["alpha"] = r.choice([0.5, 2.0, 1.0, 0.25]) if not bad else 0.0
+    elif name == "F.leaky_relu" and r.random() < 0.6:
+        kw["negative_slope"] = r.choice([0.01, 0.2, -0.5, 1.5, 0.0])
+    elif name == "F.hardtanh" and r.random() < 0.7:
+        kw["min_val"], kw["max_val"] = r.choice([(-1.0, 1.0), (-0.5, 2.0), (0.0, 6.0), (-2.0, -1.0), (0.5, 0.5)]) \
+            if not bad else (1.0, -1.0)
+        if bad and TORCH_VERSION < (2, 0):
+            raise SkipCase("torch %s does not check hardtanh's min_val <= max_val" % ".".join(map(str, TORCH_VERSION)))
+    elif name in ("F.softshrink", "F.hardshrink") and r.random() < 0.7:
+        kw["lambd"] = r.choice([0.5, 0.0, 1.0, 2.5]) if not bad else -0.5
+    elif name == "F.softplus":
+        if r.random() < 0.6:
+            kw["beta"] = r.choice([1.0, 2.0, 0.5, 3.0])
+        if r.random() < 0.6:
+            kw["threshold"] = r.choice([20.0, 1.0, 5.0, 0.5])
+    elif name == "F.gelu":
+        kw["approximate"] = "tanh"
+    return b.call(name, b.inp(dt, shape, kind=kind), focus=True, **kw)
+
+
+LOSS3 = ["F.margin_ranking_loss", "F.hinge_embedding_loss", "F.soft_margin_loss", "F.multilabel_soft_margin_loss",
+         "F.multi_margin_loss", "F.multilabel_margin_loss", "F.cosine_embedding_loss", "F.triplet_margin_loss",
+         "F.poisson_nll_loss", "F.gaussian_nll_loss"]
+
+
+def _mismatch(r, shape):
+    """A shape that does not broadcast with `shape` (one dim other than 1
+    grown, a 0 to 2), or `shape` itself when every dim is 1."""
+    dims = [i for i, d in enumerate(shape) if d != 1]
+    if not dims:
+        return list(shape)
+    i = r.choice(dims)
+    return [(d + 1 if d else 2) if j == i else d for j, d in enumerate(shape)]
+
+
+def _signs(b, dt, shape):
+    """A +-1 target (mostly 1 and -1, rarely 0 or 2 where only the sign matters)."""
+    r = b.rng
+    data = [r.choice([1.0, -1.0]) if r.random() < 0.97 else r.choice([0.0, 2.0]) for _ in range(_prod(shape))]
+    return b.inp(dt, shape, data=data, rg=False)
+
+
+def gen_loss3(b, dt, kind):
+    r = b.rng
+    name = r.choice(LOSS3)
+    kw = {"reduction": r.choice(["mean", "sum", "none", "mean"])}
+    bad = r.random() < 0.03
+    n = r.randint(1, 3) if r.random() < 0.95 else 0
+    if name in ("F.margin_ranking_loss", "F.hinge_embedding_loss", "F.soft_margin_loss"):
+        shape = rand_shape(r, ndim=r.choice([0, 1, 1, 2, 3]), zero=0.04)
+        if r.random() < 0.4 and name != "F.soft_margin_loss":
+            kw["margin"] = r.choice([0.0, 0.5, -0.5, 1.0, 2.0])
+        x = b.inp(dt, shape, kind=kind)
+        tshape = shape if not bad else _mismatch(r, shape)
+        if name == "F.margin_ranking_loss":
+            x2 = b.inp(dt, shape, kind=kind)
+            return b.call(name, x, x2, _signs(b, dt, tshape), focus=True, **kw)
+        return b.call(name, x, _signs(b, dt, tshape), focus=True, **kw)
+    if name in ("F.multilabel_soft_margin_loss", "F.multi_margin_loss", "F.multilabel_margin_loss"):
+        c = r.randint(1, 4)
+        if name != "F.multilabel_soft_margin_loss":
+            n = max(n, 1)  # torch's mean and sum of an empty batch read uninitialized memory (changes run to run)
+        shape = [n, c] if r.random() < 0.85 else [c]
+        x = b.inp(dt, shape, kind=kind)
+        if name == "F.multilabel_soft_margin_loss":
+            tshape = shape if not bad else _mismatch(r, shape)
+            t = b.inp(dt, tshape, data=[float(r.random() < 0.5) for _ in range(_prod(tshape))], rg=False)
+            if r.random() < 0.3:
+                kw["weight"] = b.inp(dt, [c], kind="positive", rg=r.random() < 0.3)
+            return b.call(name, x, t, focus=True, **kw)
+        if name == "F.multi_margin_loss":
+            tshape = shape[:1] if len(shape) == 2 else []
+            data = [r.randrange(c) if not bad else r.choice([c, -1]) for _ in range(_prod(tshape))]
+            t = b.inp("int64", tshape, data=data, rg=False)
+            if r.random() < 0.4:
+                kw["p"] = r.choice([1, 2]) if not bad else 3
+            if r.random() < 0.4:
+                kw["margin"] = r.choice([1.0, 0.5, 2.0, 0.0])
+            if r.random() < 0.3:
+                kw["weight"] = b.inp(dt, [c], kind="positive", rg=False)  # torch: not differentiable in weight
+            return b.call(name, x, t, focus=True, **kw)
+        # multilabel_margin_loss: each row's target classes, ended by the first -1
+        rows = shape[0] if len(shape) == 2 else 1
+        data = []
+        for _ in range(rows):
+            k = r.randint(0, c)
+            row = r.sample(range(c), k) + [-1] * (c - k)
+            if k < c and r.random() < 0.3:
+                row[k + 1:] = [r.randrange(c) for _ in row[k + 1:]]  # after the -1: ignored
+            data += row
+        if bad:
+            data = [c if i == 0 else v for i, v in enumerate(data)]
+        return b.call(name, x, b.inp("int64", shape, data=data, rg=False), focus=True, **kw)
+    if name in ("F.cosine_embedding_loss", "F.triplet_margin_loss"):
+        d = r.randint(1, 4)
+        shape = [n, d] if r.random() < 0.85 else [d]
+        x1 = b.inp(dt, shape, kind=kind)
+        x2 = b.inp(dt, shape if r.random() < 0.95 else [1, d], kind=kind)
+        if name == "F.cosine_embedding_loss":
+            if r.random() < 0.4:
+                kw["margin"] = r.choice([0.0, 0.5, -0.5])
+            tshape = shape[:1] if len(shape) == 2 else []
+            if bad:
+                tshape = shape
+            t = _signs(b, dt, tshape) if r.random() < 0.85 else \
+                b.inp("int64", tshape, data=[r.choice([1, -1]) for _ in range(_prod(tshape))], rg=False)
+            return b.call(name, x1, x2, t, focus=True, **kw)
+        x3 = b.inp(dt, shape, kind=kind)
+        if r.random() < 0.4 or bad:
+            kw["margin"] = r.choice([1.0, 0.5, 2.0]) if not bad else 0.0  # torch 2.x refuses margin <= 0
+        if r.random() < 0.4:
+            kw["p"] = r.choice([2.0, 1.0, 3.0, 1.5])
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-6, 0.0, 0.1])
+        if r.random() < 0.3:
+            kw["swap"] = r.random() < 0.7
+        return b.call(name, x1, x2, x3, focus=True, **kw)
+    shape = rand_shape(r, ndim=r.choice([0, 1, 2, 3]), zero=0.04)
+    if name == "F.poisson_nll_loss":
+        log_input = r.random() < 0.6
+        if r.random() < 0.6:
+            kw["log_input"] = log_input
+        else:
+            log_input = True
+        if r.random() < 0.4:
+            kw["full"] = r.random() < 0.7
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-8, 0.1, 1.0])
+        x = b.inp(dt, shape, kind=kind if log_input else r.choice(["positive", "unit", "intlike"]))
+        t = b.inp(dt, shape if not bad else _mismatch(r, shape), kind=r.choice(["positive", "intlike", "unit"]),
+                  rg=r.random() < 0.2)
+        return b.call(name, x, t, focus=True, **kw)
+    # gaussian_nll_loss: var of the input's shape, one dim short, or with a size-1 last dim
+    x = b.inp(dt, shape, kind=kind)
+    t = b.inp(dt, shape, kind=kind, rg=r.random() < 0.3)
+    c = r.random()
+    if c < 0.6 or not shape:
+        vshape = shape
+    elif c < 0.8:
+        vshape = shape[:-1] + [1]
+    else:
+        vshape = shape[:-1]
+    if bad:
+        vshape = vshape + [2]
+    vkind = "positive" if r.random() < 0.9 else r.choice(["normal", "unit", "special"])
+    var = b.inp(dt, vshape, kind=vkind)
+    if r.random() < 0.4:
+        kw["full"] = r.random() < 0.7
+    if r.random() < 0.3:
+        kw["eps"] = r.choice([1e-6, 1e-3, 0.5])
+    return b.call(name, x, t, var, focus=True, **kw)
+
+
+def gen_norm3(b, dt, kind):
+    r = b.rng
+    if r.random() < 0.6:
+        n, c = (r.randint(1, 2) if r.random() < 0.95 else 0), r.randint(1, 3)
+        shape = [n, c] + [r.randint(1, 3) for _ in range(r.choice([1, 1, 2, 3]))]
+        kw = {}
+        stats = r.random() < 0.4
+        if stats or r.random() < 0.03:
+            kw["running_mean"] = b.inp(dt, [c], kind="normal", rg=False)
+            kw["running_var"] = b.inp(dt, [c], kind="positive", rg=False)
+        if r.random() < 0.5:
+            kw["weight"] = b.inp(dt, [c] if r.random() < 0.97 else [c + 1], kind="normal")
+        if r.random() < 0.5:
+            kw["bias"] = b.inp(dt, [c], kind="normal")
+        if stats and r.random() < 0.4 or r.random() < 0.02:
+            kw["use_input_stats"] = False
+        if r.random() < 0.3:
+            kw["momentum"] = r.choice([0.1, 0.5, 1.0, 0.0])
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-5, 1e-3, 0.1])
+        return b.call("F.instance_norm", b.inp(dt, shape, kind=kind), focus=True, **kw)
+    nd = r.choice([3, 3, 4, 5]) if r.random() < 0.97 else 2
+    shape = [r.randint(1, 2) if r.random() < 0.95 else 0, r.randint(1, 4)] + [r.randint(1, 3) for _ in range(nd - 2)]
+    kw = {}
+    if r.random() < 0.5:
+        kw["alpha"] = r.choice([1e-4, 0.5, 1.0])
+    if r.random() < 0.5:
+        kw["beta"] = r.choice([0.75, 0.5, 2.0, 0.0])
+    if r.random() < 0.5:
+        kw["k"] = r.choice([1.0, 2.0, 0.5])
+    size = r.randint(1, 4) if r.random() < 0.97 else 0
+    return b.call("F.local_response_norm", b.inp(dt, shape[:nd], kind=kind), size, focus=True, **kw)
+
+
+POOL3 = ["F.max_pool3d", "F.max_pool3d_with_indices", "F.avg_pool3d", "F.adaptive_max_pool1d",
+         "F.adaptive_max_pool1d_with_indices", "F.adaptive_max_pool2d", "F.adaptive_max_pool2d_with_indices",
+         "F.adaptive_avg_pool1d", "F.adaptive_avg_pool3d", "F.lp_pool1d", "F.lp_pool2d"]
+
+
+def _window_ints(r, d, lo, hi):
+    return r.randint(lo, hi) if d == 1 or r.random() < 0.6 else [r.randint(lo, hi) for _ in range(d)]
+
+
+def gen_pool3(b, dt, kind):
+    r = b.rng
+    name = r.choice(POOL3)
+    d = int(name.split("pool")[1][0])
+    batch = [r.randint(1, 2) if r.random() < 0.95 else 0] if r.random() < 0.7 else []
+    hi = 3 if d == 3 else 5
+    sp = [r.randint(1, hi) for _ in range(d)]
+    x = b.inp(dt, batch + [r.randint(1, 2)] + sp, kind=kind)
+    if name.startswith("F.adaptive"):
+        if r.random() < 0.5:
+            os_ = r.randint(1, 3)
+        else:
+            os_ = [r.randint(1, 3) for _ in range(d)]
+        if r.random() < 0.03:
+            os_ = r.choice([0, [0] * d, [1] * (d + 1)])
+        return b.call(name, x, os_, focus=True)
+    k = _window_ints(r, d, 1, 2 if d == 3 else 3)
+    kw = {}
+    if r.random() < 0.5:
+        kw["stride"] = _window_ints(r, d, 1, 2)
+    if r.random() < 0.3:
+        kw["ceil_mode"] = True
+    if name.startswith("F.lp_pool"):
+        p = r.choice([1.0, 2.0, 3.0, 1.5, 2.0])
+        return b.call(name, x, p, k, focus=True, **kw)
+    if r.random() < 0.3:
+        kw["padding"] = r.randint(0, 1) if r.random() < 0.97 else 2
+    if "max" in name and r.random() < 0.2:
+        kw["dilation"] = _window_ints(r, d, 1, 2)
+    if "avg" in name and r.random() < 0.3:
+        kw["count_include_pad"] = False
+    if "avg" in name and r.random() < 0.15:
+        kw["divisor_override"] = r.choice([1, 3])
+    return b.call(name, x, k, focus=True, **kw)
+
+
+def gen_other3(b, dt, kind):
+    r = b.rng
+    name = r.choice(["F.cosine_similarity", "F.pairwise_distance", "F.pixel_shuffle", "F.pixel_unshuffle",
+                     "F.unfold", "F.fold", "F.embedding_bag", "F.embedding_bag"])
+    bad = r.random() < 0.03
+    kw = {}
+    if name == "F.cosine_similarity":
+        shape = rand_shape(r, ndim=r.choice([1, 2, 2, 3]), zero=0.04)
+        x1 = b.inp(dt, shape, kind=kind)
+        x2 = b.inp(dt, broadcast_partner(r, shape) if r.random() < 0.3 else shape, kind=kind)
+        if r.random() < 0.7:
+            kw["dim"] = rand_dim(r, len(shape))
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-8, 0.0, 0.5])
+        return b.call(name, x1, x2, focus=True, **kw)
+    if name == "F.pairwise_distance":
+        dd = r.randint(1, 4)
+        shape = [r.randint(1, 3) if r.random() < 0.95 else 0, dd] if r.random() < 0.8 else [dd]
+        x1 = b.inp(dt, shape, kind=kind)
+        x2 = b.inp(dt, r.choice([shape, shape, shape, [1, dd], [dd]]) if not bad else [dd + 1], kind=kind)
+        if r.random() < 0.5:
+            kw["p"] = r.choice([2.0, 1.0, 3.0, 0.5, 0.0, float("inf")])
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-6, 0.0, 0.5])
+        if r.random() < 0.3:
+            kw["keepdim"] = r.random() < 0.7
+        return b.call(name, x1, x2, focus=True, **kw)
+    if name in ("F.pixel_shuffle", "F.pixel_unshuffle"):
+        f = r.randint(1, 3) if not bad else r.choice([0, 2])
+        lead = [r.randint(1, 2) if r.random() < 0.95 else 0 for _ in range(r.choice([0, 1, 1, 2]))]
+        c = r.randint(1, 2)
+        fs = max(f, 1)
+        if name == "F.pixel_shuffle":
+            shape = lead + [c * fs * fs + (1 if bad and f == 2 else 0), r.randint(1, 3), r.randint(1, 3)]
+        else:
+            shape = lead + [c, r.randint(1, 2) * fs + (1 if bad and f == 2 else 0), r.randint(1, 2) * fs]
+        return b.call(name, b.inp(dt, shape, kind=kind), f, focus=True)
+    if name in ("F.unfold", "F.fold"):
+        k = [r.randint(1, 3) for _ in range(2)]
+        dil = [r.randint(1, 2) if r.random() < 0.2 else 1 for _ in range(2)]
+        pad = [r.randint(0, 1) if r.random() < 0.3 else 0 for _ in range(2)]
+        st = [r.randint(1, 2) if r.random() < 0.4 else 1 for _ in range(2)]
+        for key, v, dflt in (("dilation", dil, 1), ("padding", pad, 0), ("stride", st, 1)):
+            if v != [dflt, dflt] or r.random() < 0.2:
+                kw[key] = v if v[0] != v[1] or r.random() < 0.5 else v[0]
+        kk = k if k[0] != k[1] or r.random() < 0.5 else k[0]
+        c = r.randint(1, 2)
+        batch = [r.randint(1, 2) if r.random() < 0.95 else 0] if r.random() < 0.75 else []
+        # spatial sizes that fit at least one block
+        span = [dil[i] * (k[i] - 1) + 1 - 2 * pad[i] for i in range(2)]
+        size = [max(span[i], 1) + r.randint(0, 2) for i in range(2)]
+        if name == "F.unfold":
+            if bad:
+                size[0] = max(span[0] - 1, 0)
+            return b.call(name, b.inp(dt, batch + [c] + size, kind=kind), kk, focus=True, **kw)
+        blocks = 1
+        for i in range(2):
+            blocks *= (size[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1) // st[i] + 1
+        osz = size if r.random() < 0.6 or size[0] != size[1] else size[0]
+        x = b.inp(dt, batch + [c * k[0] * k[1], blocks + (1 if bad else 0)], kind=kind)
+        return b.call(name, x, osz, kk, focus=True, **kw)
+    # embedding_bag: a 2-D input (a bag per row) or a 1-D input with offsets
+    nemb, dim = r.randint(1, 5), r.randint(1, 3)
+    w = b.inp(dt, [nemb, dim], kind=kind if kind != "intlike" else "normal")
+    if dt == "bfloat16" and TORCH_VERSION < (2, 0):
+        raise SkipCase("torch %s has no bfloat16 embedding_bag" % ".".join(map(str, TORCH_VERSION)))
+    mode = r.choice(["sum", "mean", "max"])
+    if r.random() < 0.8:
+        kw["mode"] = mode
+    else:
+        mode = "mean"
+    if r.random() < 0.5:
+        ishape = [r.randint(1, 3) if r.random() < 0.95 else 0, r.randint(1, 3)]
+    else:
+        ishape = [r.randint(0, 6)]
+    data = [r.randrange(nemb) if r.random() < 0.98 else r.choice([nemb, -1]) for _ in range(_prod(ishape))]
+    idx = b.inp("int64" if r.random() < 0.9 else "int32", ishape, data=data, rg=False)
+    if len(ishape) == 1:
+        nb = r.randint(1, 3)
+        offs = sorted([0] + [r.randint(0, ishape[0]) for _ in range(nb - 1)])
+        if bad:
+            offs = [1] + offs[1:] if ishape[0] else [0, 2]
+        if r.random() < 0.3:
+            kw["include_last_offset"] = True
+            offs = offs + [ishape[0]]
+        kw["offsets"] = b.inp(b.dtype(idx), [len(offs)], data=offs, rg=False)
+    if r.random() < 0.25 and (mode == "sum" or bad):
+        kw["per_sample_weights"] = b.inp(b.dtype(w), ishape, kind="normal")
+    if r.random() < 0.2:
+        kw["padding_idx"] = r.randrange(-nemb, nemb)
+    return b.call(name, idx, w, focus=True, **kw)
+
+
 def fam_factory(b):
     r = b.rng
     op = r.choice(["arange", "arange", "linspace", "full", "scalar_tensor", "full_like", "eye"])
@@ -1212,6 +1713,7 @@ FAMILIES = [  # name, function, weight
     ("factory", fam_factory, 3),
     ("chain", fam_chain, 6),
     ("nn2", fam_nn2, 6),
+    ("nn3", fam_nn3, 6),
 ]
 
 
