@@ -2449,5 +2449,32 @@ TEST(PyTorchDivergence, MseLossGradientIsNormTimesDifferenceTimesGrad) {
   EXPECT_TRUE(close(gg, tensor<double>({2.0 / 3, -4.0 / 3, 2.0}, kDouble), 1e-15, 0));
 }
 
+TEST(PyTorchDivergence, CosineEmbeddingLossBroadcastsAndLrnRefusesIntegers) {
+  namespace F = nn::functional;
+  // PyTorch's cosine_embedding_loss is a composite: input2 (1, D) broadcasts against input1 (N, D),
+  // and a target (1) against the batch (fuzzer nn3, seed 1 case 1478: brisk required equal shapes).
+  // torch 2.15: x1 = [[1, 2], [3, -1]], x2 = [[0.5, 1.5]] (both requiring grad), t = [1, -1],
+  // margin -0.5, reduction none -> [0.010050535202026367, 0.5]; sum().backward() -> x1.grad
+  // [[0.0565685, -0.0282843], [0.1, 0.3]], x2.grad [[0.5151472, -0.1717157]]; t = [1] -> [0.01005, 1.0]
+  Tensor x1 = tensor<float>({1.0f, 2.0f, 3.0f, -1.0f}).reshape({2, 2}).requires_grad_();
+  Tensor x2 = tensor<float>({0.5f, 1.5f}).reshape({1, 2}).requires_grad_();
+  Tensor l = F::cosine_embedding_loss(x1, x2, tensor<float>({1.0f, -1.0f}),
+                                      F::CosineEmbeddingLossFuncOptions().margin(-0.5).reduction(nn::kNone));
+  EXPECT_TRUE(close(l, tensor<float>({0.010050535202026367f, 0.5f}), 1e-6, 0));
+  l.sum().backward();
+  EXPECT_TRUE(close(x1.grad(), tensor<float>({0.05656854808330536f, -0.02828425168991089f, 0.1f, 0.3f}).reshape({2, 2}),
+                    1e-5, 1e-7));
+  EXPECT_TRUE(close(x2.grad(), tensor<float>({0.5151472091674805f, -0.17171573638916016f}).reshape({1, 2}), 1e-5, 1e-7));
+  EXPECT_TRUE(close(F::cosine_embedding_loss(x1, x2, tensor<float>({1.0f}),
+                                             F::CosineEmbeddingLossFuncOptions().reduction(nn::kNone)),
+                    tensor<float>({0.010050535202026367f, 1.0f}), 1e-6, 0));
+  // local_response_norm: torch returns an empty input as it is (int16 stays int16), has no kernel
+  // for most integer inputs ("avg_pool2d" not implemented for 'Short') and averages the others with
+  // integer truncation; brisk refuses integers (it returned float32 values)
+  EXPECT_EQ(F::local_response_norm(zeros({0, 3, 4}, kInt16), 2).dtype(), kInt16);
+  expect_error([] { F::local_response_norm(ones({1, 3, 4}, kInt64), 2); },
+               {"[local_response_norm]", "floating-point input", "int64"});
+}
+
 }  // namespace
 }  // namespace brisk
