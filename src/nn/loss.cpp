@@ -47,8 +47,11 @@ Tensor reduce(const char* op, const Tensor& loss, Reduction r) {
   BRISK_FAIL(op, "reduction 'batchmean' is only supported by kl_div");
 }
 
-/// max(z, 0) as clamp_min(z, 0): gradient 0 at z = 0, NaN stays NaN.
-Tensor hinge_clamp(const Tensor& z) { return where(z.le(0), Scalar(0.0), z); }
+/// max(z, 0) as PyTorch's losses form it, clamp_min(z, 0): gradient 0 at
+/// z = 0, NaN stays NaN with gradient 0 (a where passed the gradient of a NaN
+/// row on: triplet_margin_loss with a NaN distance, fuzzer nn3 seed 501
+/// case 139703).
+Tensor hinge_clamp(const Tensor& z) { return z.clamp_min(0.0); }
 /// max(z, 0) counting only z > 0 (PyTorch's fused margin kernels; NaN gives 0).
 Tensor hinge_strict(const Tensor& z) { return where(z.gt(0), z, Scalar(0.0)); }
 

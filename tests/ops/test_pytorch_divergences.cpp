@@ -2476,5 +2476,37 @@ TEST(PyTorchDivergence, CosineEmbeddingLossBroadcastsAndLrnRefusesIntegers) {
                {"[local_response_norm]", "floating-point input", "int64"});
 }
 
+TEST(PyTorchDivergence, HingeLossesBlockTheGradientOfANanRow) {
+  namespace F = nn::functional;
+  // PyTorch's hinge losses clamp_min(z, 0): a NaN z stays NaN and gets gradient 0; brisk's where
+  // passed the gradient on (fuzzer nn3, seed 501 case 139703). torch 2.15:
+  //   a = [[0.5, 1], [2, -1]] (requires grad), p = [[1, 0], [1, 1]], n = [[nan, 0], [0, 0]]
+  //   triplet_margin_loss(a, p, n, p=1, reduction='sum') -> nan, a.grad all 0 (row 1's hinge is 0)
+  Tensor a = tensor<float>({0.5f, 1.0f, 2.0f, -1.0f}).reshape({2, 2}).requires_grad_();
+  const Tensor pos = tensor<float>({1.0f, 0.0f, 1.0f, 1.0f}).reshape({2, 2});
+  const Tensor neg = tensor<float>({NAN, 0.0f, 0.0f, 0.0f}).reshape({2, 2});
+  Tensor l = F::triplet_margin_loss(a, pos, neg, F::TripletMarginLossFuncOptions().p(1.0).reduction(nn::kSum));
+  EXPECT_TRUE(std::isnan(l.item<double>()));
+  l.backward();
+  EXPECT_TRUE(equal(a.grad(), zeros({2, 2})));
+  //   x1 = [1, nan, 2] (requires grad), x2 = 0, target [-1, 1, 1], margin 0.5, none:
+  //   margin_ranking_loss -> [1.5, nan, 0], x1.grad [1, 0, 0]
+  Tensor x1 = tensor<float>({1.0f, NAN, 2.0f}).requires_grad_();
+  Tensor m = F::margin_ranking_loss(x1, zeros({3}), tensor<float>({-1.0f, 1.0f, 1.0f}),
+                                    F::MarginRankingLossFuncOptions().margin(0.5).reduction(nn::kNone));
+  EXPECT_EQ(m[0].item<double>(), 1.5);
+  EXPECT_TRUE(std::isnan(m[1].item<double>()));
+  m.sum().backward();
+  EXPECT_TRUE(equal(x1.grad(), tensor<float>({1.0f, 0.0f, 0.0f})));
+  //   x = [0.5, nan, -0., 1] (requires grad), target -1, margin 1, none: hinge_embedding_loss ->
+  //   [0.5, nan, 1, 0], x.grad [-1, 0, -1, 0]
+  Tensor x = tensor<float>({0.5f, NAN, -0.0f, 1.0f}).requires_grad_();
+  Tensor h = F::hinge_embedding_loss(x, full({4}, -1.0f),
+                                     F::HingeEmbeddingLossFuncOptions().margin(1.0).reduction(nn::kNone));
+  EXPECT_TRUE(std::isnan(h[1].item<double>()));
+  h.sum().backward();
+  EXPECT_TRUE(equal(x.grad(), tensor<float>({-1.0f, 0.0f, -1.0f, 0.0f})));
+}
+
 }  // namespace
 }  // namespace brisk
