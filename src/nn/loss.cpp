@@ -12,6 +12,7 @@
 
 #include "autograd/function.h"
 #include "brisk/autograd.h"
+#include "brisk/nn/activation.h"
 #include "brisk/nn/loss.h"
 #include "brisk/ops.h"
 
@@ -116,9 +117,11 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
   BRISK_CHECK(target.defined(), op, "target is undefined");
   check_same_shape(op, "input", input, "target", target);
   BRISK_CHECK(input.dim() >= 1, op, "expected an input of shape (N, C) or (C), got a 0-dim tensor");
-  // -(t log s(x) + (1 - t) log s(-x)) = (1 - t) x + softplus(-x), finite for any x.
-  Tensor t = target.to(input.dtype());
-  Tensor loss = (t.neg() + 1) * input + input.neg().softplus();
+  // PyTorch's composite, -(t logsigmoid(x) + (1 - t) logsigmoid(-x)), as it is: the
+  // equal (1 - t) x + softplus(-x) gave NaN for x = -inf at t = 1 (0 * -inf) where
+  // PyTorch gives inf (fuzzer nn3, seed 501 case 142135), and the target keeps
+  // its dtype in the promotion (a float64 target makes a float64 loss).
+  Tensor loss = (target * logsigmoid(input) + (1 - target) * logsigmoid(input.neg())).neg();
   if (o.weight().defined()) loss = loss * o.weight();
   const int64_t cd = input.dim() - 1;
   loss = loss.sum({cd}) / static_cast<double>(input.size(cd));

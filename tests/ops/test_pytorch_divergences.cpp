@@ -2508,5 +2508,29 @@ TEST(PyTorchDivergence, HingeLossesBlockTheGradientOfANanRow) {
   EXPECT_TRUE(equal(x.grad(), tensor<float>({-1.0f, 0.0f, -1.0f, 0.0f})));
 }
 
+TEST(PyTorchDivergence, MultilabelSoftMarginLossIsPyTorchsComposite) {
+  namespace F = nn::functional;
+  // -(t logsigmoid(x) + (1 - t) logsigmoid(-x)) as PyTorch forms it (fuzzer nn3, seed 501 case
+  // 142135). torch 2.15: x = [[-inf, 0.5, 1e30, -0.5]], t = [[1, 0, 0, 1]] float64, none -> [inf]
+  // (brisk's (1 - t) x + softplus(-x) gave NaN); x = [[0.3, -1.2, 2.0]] float32 requiring grad,
+  // t float64 [[1, 0, 1]] -> float64 0.3148552229007085, x.grad [[-0.14185, 0.07716, -0.03973]]
+  const Tensor xi = tensor<double>({-kInf, 0.5, 1e30, -0.5}, kDouble).reshape({1, 4});
+  const Tensor ti = tensor<double>({1.0, 0.0, 0.0, 1.0}, kDouble).reshape({1, 4});
+  EXPECT_EQ(F::multilabel_soft_margin_loss(xi, ti, F::MultilabelSoftMarginLossFuncOptions().reduction(nn::kNone))
+                .item<double>(),
+            kInf);
+  Tensor x = tensor<float>({0.3f, -1.2f, 2.0f}).reshape({1, 3}).requires_grad_();
+  Tensor l = F::multilabel_soft_margin_loss(x, tensor<double>({1.0, 0.0, 1.0}, kDouble).reshape({1, 3}));
+  EXPECT_EQ(l.dtype(), kDouble);
+  EXPECT_NEAR(l.item<double>(), 0.3148552229007085, 1e-7);
+  l.backward();
+  EXPECT_TRUE(close(x.grad(), tensor<float>({-0.1418524980545044f, 0.07715840637683868f, -0.039734307676553726f})
+                                  .reshape({1, 3}),
+                    1e-5, 1e-7));
+  // a bool target: torch refuses 1 - target ("Subtraction ... with a bool tensor is not supported")
+  expect_error([&] { F::multilabel_soft_margin_loss(x, tensor<float>({1.0f, 0.0f, 1.0f}).reshape({1, 3}).to(kBool)); },
+               {"bool"});
+}
+
 }  // namespace
 }  // namespace brisk
