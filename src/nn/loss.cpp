@@ -276,13 +276,19 @@ Tensor gaussian_nll_loss(const Tensor& input, const Tensor& target, const Tensor
     if (one_short) var = var.unsqueeze(-1);
   }
   if (var.is_cpu()) BRISK_CHECK(!var.lt(0).any().item<bool>(), op, "var has negative entry/entries");
-  // Clamped at eps without a gradient of the clamp (PyTorch clamps a clone under no_grad).
+  // Clamped at eps without a gradient of the clamp: PyTorch clamps a clone in
+  // place under no_grad, so the gradient passes as through the clone. (As
+  // var + (clamp(var) - var).detach() an infinite var gave inf - inf = NaN
+  // where PyTorch's loss is inf; fuzzer nn3, seed 501 case 205095.)
   Tensor clamped;
   {
     NoGradGuard no_grad;
-    clamped = var.clamp_min(o.eps()) - var;
+    clamped = var.clamp_min(o.eps());
   }
-  var = var + clamped;
+  if (autograd::should_record(var))
+    autograd::record("CloneBackward0", {clamped}, {var}, {},
+                     [](autograd::BackwardCtx& c) -> TensorList { return {c.grad()}; });
+  var = clamped;
   Tensor loss = (var.log() + (input - target).square() / var) * 0.5;
   if (o.full()) loss = loss + 0.5 * std::log(2.0 * std::numbers::pi);
   return reduce(op, loss, o.reduction());

@@ -2532,5 +2532,23 @@ TEST(PyTorchDivergence, MultilabelSoftMarginLossIsPyTorchsComposite) {
                {"bool"});
 }
 
+TEST(PyTorchDivergence, GaussianNllLossWithAnInfiniteVariance) {
+  namespace F = nn::functional;
+  // var clamped at eps with the gradient passing as through a clone (PyTorch's in-place clamp
+  // under no_grad); an infinite var gave NaN (fuzzer nn3, seed 501 case 205095). torch 2.15:
+  //   x = [0.5, -1, 2], t = [1.5, -2, 2], var = [inf, 1e-9, 0.5] (x, var requiring grad),
+  //   full=True, none -> [inf, 499994.0, 0.5723649263381958]; x.grad [-0, 1e6, 0],
+  //   var.grad [0, -499999506432.0, 1.0]
+  Tensor x = tensor<float>({0.5f, -1.0f, 2.0f}).requires_grad_();
+  Tensor v = tensor<float>({INFINITY, 1e-9f, 0.5f}).requires_grad_();
+  Tensor l = F::gaussian_nll_loss(x, tensor<float>({1.5f, -2.0f, 2.0f}), v,
+                                  F::GaussianNLLLossFuncOptions().full(true).reduction(nn::kNone));
+  EXPECT_EQ(l[0].item<double>(), kInf);
+  EXPECT_TRUE(close(l.slice(0, 1, 3), tensor<float>({499994.0f, 0.5723649263381958f}), 1e-6, 0));
+  l.sum().backward();
+  EXPECT_TRUE(equal(x.grad(), tensor<float>({-0.0f, 1e6f, 0.0f})));
+  EXPECT_TRUE(close(v.grad(), tensor<float>({0.0f, -499999506432.0f, 1.0f}), 1e-6, 0));
+}
+
 }  // namespace
 }  // namespace brisk
