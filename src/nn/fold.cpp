@@ -56,6 +56,9 @@ Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o) {
               "expected a 3-D (unbatched) or 4-D (batched) input, got shape ",
               input.defined() ? input.sizes() : IntArrayRef{});
   const Tensor x = input.dim() == 4 ? input : input.unsqueeze(0);
+  // PyTorch: only the batch dim may be 0
+  BRISK_CHECK(x.size(1) > 0 && x.size(2) > 0 && x.size(3) > 0, op,
+              "expected non-zero channel and spatial dims (only the batch dim may be 0), got shape ", input.sizes());
   const int64_t n = x.size(0), c = x.size(1);
   const Blocks b = blocks(op, x.size(2), x.size(3), o.kernel_size(), o.dilation(), o.padding(), o.stride());
   const Tensor xp = (b.ph || b.pw) ? brisk::pad(x, {b.pw, b.pw, b.ph, b.ph}) : x;
@@ -71,6 +74,8 @@ Tensor fold(const Tensor& input, const FoldFuncOptions& o) {
               "expected a 2-D (unbatched) or 3-D (batched) input, got shape ",
               input.defined() ? input.sizes() : IntArrayRef{});
   const Tensor x = input.dim() == 3 ? input : input.unsqueeze(0);
+  BRISK_CHECK(x.size(1) > 0 && x.size(2) > 0, op,
+              "expected non-zero dims (only the batch dim may be 0), got shape ", input.sizes());  // PyTorch's check
   BRISK_CHECK(o.output_size().given() == 1 || o.output_size().given() == 2, op,
               "output_size must be one integer or 2 integers");
   const Blocks b = blocks(op, o.output_size()[0], o.output_size()[1], o.kernel_size(), o.dilation(), o.padding(),

@@ -217,6 +217,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
                            const TripletMarginLossFuncOptions& o) {
   const char* op = "triplet_margin_loss";
   check_triplet(op, anchor, positive, negative);
+  BRISK_CHECK(o.margin() > 0, op, "expected margin to be greater than 0, got ", o.margin());  // PyTorch 2.x's check
   auto d = PairwiseDistanceFuncOptions().p(o.p()).eps(o.eps());
   Tensor dist_pos = pairwise_distance(anchor, positive, d);
   Tensor dist_neg = pairwise_distance(anchor, negative, d);

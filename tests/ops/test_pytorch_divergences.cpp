@@ -2550,5 +2550,18 @@ TEST(PyTorchDivergence, GaussianNllLossWithAnInfiniteVariance) {
   EXPECT_TRUE(close(v.grad(), tensor<float>({0.0f, -499999506432.0f, 1.0f}), 1e-6, 0));
 }
 
+TEST(PyTorchDivergence, TripletMarginAndFoldChecks) {
+  namespace F = nn::functional;
+  // torch 2.15 refuses these (fuzzer nn3, seed 501): triplet_margin_loss(margin=0) "margin must be
+  // greater than 0, got 0.0"; unfold of [1, 2, 0, 3] and fold of [1, 0, 4] "... with possibly 0
+  // batch size and other non-zero dimensions"; an empty batch is fine ([0, 2, 3, 3] unfolds to [0, 8, 4])
+  const Tensor a = randn({2, 3});
+  expect_error([&] { F::triplet_margin_loss(a, a, a, F::TripletMarginLossFuncOptions().margin(0.0)); },
+               {"[triplet_margin_loss]", "margin to be greater than 0"});
+  expect_error([] { F::unfold(zeros({1, 2, 0, 3}), F::UnfoldFuncOptions(1)); }, {"[unfold]", "non-zero"});
+  expect_error([] { F::fold(zeros({1, 0, 4}), F::FoldFuncOptions({3, 3}, 2)); }, {"[fold]", "non-zero"});
+  EXPECT_EQ(F::unfold(zeros({0, 2, 3, 3}), F::UnfoldFuncOptions(2)).sizes(), IntArrayRef({0, 8, 4}));
+}
+
 }  // namespace
 }  // namespace brisk
