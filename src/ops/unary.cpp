@@ -216,7 +216,10 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
     case ActGrad::softplus:
       return in_opmath(grad, v, [s0, s1](const Tensor& g, const Tensor& x) {
         const Tensor bx = x * s0;
-        return where(bx > s1, g, g * bx.sigmoid());
+        // PyTorch's softplus_double_backward masks x * beta < threshold: at
+        // x * beta == threshold the slope is the sigmoid's but its derivative
+        // is 0 (fuzzer nn3, seed 601 case 86567)
+        return where(bx > s1, g, g * where(bx < s1, bx, bx.detach()).sigmoid());
       });
     default: break;
   }

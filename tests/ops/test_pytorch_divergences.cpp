@@ -2563,5 +2563,19 @@ TEST(PyTorchDivergence, TripletMarginAndFoldChecks) {
   EXPECT_EQ(F::unfold(zeros({0, 2, 3, 3}), F::UnfoldFuncOptions(2)).sizes(), IntArrayRef({0, 8, 4}));
 }
 
+TEST(PyTorchDivergence, SoftplusSecondDerivativeAtTheThreshold) {
+  // PyTorch's softplus double backward masks beta * x < threshold, so at beta * x == threshold the
+  // slope is sigmoid(beta * x) and its derivative 0 (fuzzer nn3, seed 601 case 86567). torch 2.15,
+  // x = [1, 0.5, 2, -1], beta 2, threshold 2: grad [0.8807971, 0.7310586, 1, 0.1192029],
+  // second [0, 0.3932239, 0, 0.2099872]
+  Tensor x = tensor<float>({1.0f, 0.5f, 2.0f, -1.0f}).requires_grad_();
+  Tensor g = autograd::grad({nn::functional::softplus(x, nn::functional::SoftplusFuncOptions().beta(2).threshold(2)).sum()},
+                            {x}, {}, true, true)[0];
+  EXPECT_TRUE(close(g, tensor<float>({0.8807970881462097f, 0.7310585975646973f, 1.0f, 0.11920291930437088f}), 1e-6, 0));
+  Tensor gg = autograd::grad({g.sum()}, {x})[0];
+  EXPECT_TRUE(close(gg, tensor<float>({0.0f, 0.3932238519191742f, 0.0f, 0.20998716354370117f}), 1e-6, 1e-7));
+  EXPECT_EQ(gg[0].item<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace brisk
