@@ -177,9 +177,13 @@ DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, 
               p, " for kernel_size ", k);
   const int64_t span = dl * (k - 1) + 1;
   const int64_t num = in + 2 * p - span;
-  BRISK_CHECK(num >= 0, op, "the input size ", in, " (padded ", in + 2 * p, ") is smaller than the kernel span ", span);
-  int64_t out = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
-  if (ceil_mode && (out - 1) * s >= in + p) --out;
+  // PyTorch's output size: floor division, so that with ceil_mode a window
+  // longer than the (padded) input still gives one clipped window (lp_pool1d
+  // of a size-1 input with kernel 3; fuzzer nn3 seed 601 case 12218)
+  const int64_t top = num + (ceil_mode ? s - 1 : 0);
+  int64_t out = (top >= 0 ? top / s : -((-top + s - 1) / s)) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * s >= in + p) --out;
+  BRISK_CHECK(out >= 1, op, "the input size ", in, " (padded ", in + 2 * p, ") is smaller than the kernel span ", span);
   DimWindows d;
   d.in = in;
   d.out = out;

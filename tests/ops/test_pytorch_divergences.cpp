@@ -2577,5 +2577,25 @@ TEST(PyTorchDivergence, SoftplusSecondDerivativeAtTheThreshold) {
   EXPECT_EQ(gg[0].item<double>(), 0.0);
 }
 
+TEST(PyTorchDivergence, CeilModePoolingWithAWindowLongerThanTheInput) {
+  namespace F = nn::functional;
+  // PyTorch's output size is floor((in + 2p - span + (ceil ? s - 1 : 0)) / s) + 1: with ceil_mode a
+  // kernel longer than the input still gives one clipped window (fuzzer nn3, seed 601 case 12218).
+  // torch 2.15: x = [[[-0.687456255886391], [-1.7450535459177468]]] float64 requiring grad,
+  // lp_pool1d(x, 2, 3, ceil_mode=True) -> [[[1.1907091631763003], [3.022521403457766]]], grad -sqrt(3)
+  Tensor x = tensor<double>({-0.687456255886391, -1.7450535459177468}, kDouble).reshape({1, 2, 1}).requires_grad_();
+  Tensor y = F::lp_pool1d(x, F::LPPool1dFuncOptions(2.0, 3).ceil_mode(true));
+  EXPECT_TRUE(close(y.reshape({-1}), tensor<double>({1.1907091631763003, 3.022521403457766}, kDouble), 1e-14, 0));
+  y.sum().backward();
+  EXPECT_TRUE(close(x.grad().reshape({-1}), full({2}, -std::sqrt(3.0), kDouble), 1e-14, 0));
+  // max_pool1d([1, -2], 3, stride 2, ceil_mode) -> [1]; avg_pool1d([1, 2], 3, 2, ceil_mode) -> [1.5];
+  // without ceil_mode torch refuses ("Invalid computed output size: 0")
+  const Tensor x2 = tensor<float>({1.0f, -2.0f}).reshape({1, 1, 2});
+  EXPECT_TRUE(equal(F::max_pool1d(x2, 3, 2, 0, 1, true), full({1, 1, 1}, 1.0f)));
+  EXPECT_TRUE(equal(F::avg_pool1d(tensor<float>({1.0f, 2.0f}).reshape({1, 1, 2}), 3, 2, 0, true),
+                    full({1, 1, 1}, 1.5f)));
+  expect_error([&] { F::max_pool1d(x2, 3, 2); }, {"[max_pool1d]", "too small"});
+}
+
 }  // namespace
 }  // namespace brisk
