@@ -276,6 +276,11 @@ Tensor avg_pool3d(const Tensor& x, const AvgPool3dFuncOptions& o) {
   check_given(op, "stride", o.stride());
   check_given(op, "padding", o.padding());
   if (o.divisor_override()) BRISK_CHECK(*o.divisor_override() != 0, op, "divisor_override must be non-zero");
+  // PyTorch's avg_pool3d (not its max_pool3d) also wants the unpadded input
+  // at least as large as the kernel (fuzzer nn3, seed 601 case 31019)
+  for (size_t i = 0; i < 3; ++i)
+    BRISK_CHECK(x.size(x.dim() - 3 + int64_t(i)) >= o.kernel_size()[i], op, "input image of shape ", x.sizes(),
+                " is smaller than kernel_size ", o.kernel_size().str());
   std::vector<DimWindows> dims;
   for (size_t i = 0; i < 3; ++i)
     dims.push_back(sliding(op, x.size(x.dim() - 3 + int64_t(i)), o.kernel_size()[i], o.stride()[i], o.padding()[i], 1,

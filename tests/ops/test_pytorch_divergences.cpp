@@ -2595,6 +2595,10 @@ TEST(PyTorchDivergence, CeilModePoolingWithAWindowLongerThanTheInput) {
   EXPECT_TRUE(equal(F::avg_pool1d(tensor<float>({1.0f, 2.0f}).reshape({1, 1, 2}), 3, 2, 0, true),
                     full({1, 1, 1}, 1.5f)));
   expect_error([&] { F::max_pool1d(x2, 3, 2); }, {"[max_pool1d]", "too small"});
+  // avg_pool3d (only) also wants the unpadded input at least the kernel: torch refuses
+  // avg_pool3d(randn(1, 1, 1, 1, 1), 2, padding=1) ("input image (T: 1 H: 1 W: 1) smaller than kernel size")
+  expect_error([] { F::avg_pool3d(ones({1, 1, 1, 1, 1}), F::AvgPool3dFuncOptions(2).padding(1)); },
+               {"[avg_pool3d]", "smaller than kernel_size"});
 }
 
 }  // namespace
