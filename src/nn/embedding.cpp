@@ -1,9 +1,9 @@
 // EmbeddingBag (include/brisk/nn/embedding.h). The bags are laid out as a
 // padded (B, Lmax) table of positions into the flat input (a sentinel past
 // its end for the padding); one index_select gathers every bag's rows into
-// (B, Lmax, D), a mask drops the padding (and padding_idx entries), and a
-// sum, mean or max over dim 1 reduces. All differentiable ops: the weight
-// (and per_sample_weights) get their gradients from autograd.
+// (B, Lmax, D), a mask selects away the padding (and padding_idx entries),
+// and a sum, mean or max over dim 1 reduces. All differentiable ops: the
+// weight (and per_sample_weights) get their gradients from autograd.
 #include "brisk/nn/embedding.h"
 
 #include <algorithm>
@@ -30,6 +30,33 @@ const char* embedding_bag_mode_name(EmbeddingBagMode m) {
   }
   return "?";
 }
+
+namespace {
+/// mode='max' over the slots of each bag. rows: (B, L, D), valid: (B, L).
+/// PyTorch's kernel starts from the bag's first kept row and replaces the
+/// maximum by a strictly greater value: a NaN wins only as that first row,
+/// later NaNs are skipped, and ties keep the first. The chosen row of each
+/// bag and column is gathered (so the gradient goes to it alone); an empty
+/// bag gives 0.
+Tensor bag_max(const Tensor& rows, const Tensor& valid) {
+  const int64_t bags = rows.size(0), lmax = rows.size(1);
+  const Tensor vmask = valid.view({bags, lmax, 1});
+  Tensor slot;
+  {
+    NoGradGuard no_grad;
+    const TensorOptions lopts = TensorOptions(kInt64).device(rows.device());
+    const Tensor first = valid.to(kInt64).argmax(1, true);  // (B, 1): the first kept slot
+    const Tensor is_first = logical_and(eq(arange(lmax, lopts).view({1, lmax}), first), valid).view({bags, lmax, 1});
+    const Tensor nan = isnan(rows);
+    const Tensor num = logical_and(vmask, logical_not(nan));
+    const Tensor best = amax(where(num, rows, -std::numeric_limits<double>::infinity()), {1}, true);  // (B, 1, D)
+    const Tensor hit = logical_or(logical_and(is_first, nan), logical_and(num, eq(rows, best)));
+    slot = hit.to(kInt64).argmax(1, true);  // (B, 1, D): the first hit
+  }
+  const Tensor out = rows.gather(1, slot).squeeze(1);
+  return where(valid.any(1, true), out, 0.0);
+}
+}  // namespace
 
 namespace functional {
 
@@ -103,18 +130,15 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   if (pad) valid = logical_and(valid, ne(idx, *pad));
   const Tensor rows = weight.index_select(0, idx).view({bags, lmax, d});
   const Tensor vmask = valid.view({bags, lmax, 1});
-  if (mode == EmbeddingBagMode::Kind::Max) {
-    const Tensor masked = where(vmask, rows, -std::numeric_limits<double>::infinity());
-    const Tensor best = std::get<0>(brisk::max(masked, 1));
-    const Tensor any_valid = valid.view({bags, lmax}).any(1, true);
-    return where(any_valid, best, 0.0);
-  }
-  Tensor w = vmask.to(weight.dtype());
+  if (mode == EmbeddingBagMode::Kind::Max) return bag_max(rows, valid.view({bags, lmax}));
+  // The dropped slots (padding, padding_idx) are selected away, not
+  // multiplied by 0: a row holding inf would make them NaN.
+  Tensor kept = where(vmask, rows, 0.0);
   if (psw.defined()) {
     const Tensor pext = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, TensorOptions(weight.dtype()).device(weight.device()))});
-    w = w * pext.index_select(0, posv).view({bags, lmax, 1});
+    kept = kept * pext.index_select(0, posv).view({bags, lmax, 1});
   }
-  Tensor sum = (rows * w).sum({1});
+  Tensor sum = kept.sum({1});
   if (mode == EmbeddingBagMode::Kind::Sum) return sum;
   const Tensor count = valid.view({bags, lmax}).to(weight.dtype()).sum({1}, true);
   return sum / clamp(count, 1.0);

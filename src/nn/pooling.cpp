@@ -453,7 +453,14 @@ Tensor adaptive_avg_pool2d(const Tensor& x, const AdaptiveAvgPool2dFuncOptions& 
   BRISK_PROFILE_OP(op, x);
   check_pool_input(op, OpId::avg_pool2d, x, false);
   const auto os = resolve(op, "output_size", o.output_size(), 1);
-  BRISK_CHECK(os[0] > 0 && os[1] > 0, op, "output_size must be positive, got ", pair_str(os[0], os[1], false));
+  BRISK_CHECK(os[0] >= 0 && os[1] >= 0, op, "output_size must be non-negative, got ",
+              pair_str(os[0], os[1], false));
+  if (os[0] == 0 || os[1] == 0) {  // an empty result, as PyTorch; its gradient is zeros
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+    shape[shape.size() - 2] = os[0];
+    shape.back() = os[1];
+    return x.narrow(-2, 0, 1).narrow(-1, 0, 1).expand(shape).clone();
+  }
   AvgGeom g;
   g.sh = make_shape(x, os[0], os[1]);
   g.hs = adaptive_ranges(os[0], g.sh.H);

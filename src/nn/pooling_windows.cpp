@@ -9,8 +9,10 @@
 // over K reduces it. Averages divide the sums by the product of the dims'
 // counts at the end. Max takes the first maximum at each stage, which is the
 // first in row-major window order overall (PyTorch's choice); the flat
-// indices follow the maxima through the stages. The gathers and reductions
-// are differentiable ops, so autograd gives the gradients. Windows shorter
+// indices follow the maxima through the stages; a padding tap is never
+// chosen (max_last's `valid`), so they always name input elements. The
+// gathers and reductions are differentiable ops, so autograd gives the
+// gradients. Windows shorter
 // than K (the adaptive ones) repeat their last position for max (a repeat
 // changes no maximum and the first occurrence is a real position) and point
 // at an appended zero for averages. Each stage costs about K / stride times
@@ -33,6 +35,7 @@ struct DimWindows {
   int64_t in = 0, out = 0, k = 0;
   std::vector<int64_t> pos;   // out * k positions in the padded input
   std::vector<int64_t> orig;  // the same in the unpadded input (max: for indices)
+  std::vector<uint8_t> valid; // per position: inside the input (empty: all are)
   std::vector<double> count;  // per output: the divisor's factor (averages)
   int64_t pad_before = 0, pad_after = 0;
   // sliding windows (pos = o * stride + j * dilation): taken as an unfold view
@@ -69,17 +72,26 @@ Tensor windows_of(const Tensor& t, int64_t axis, const DimWindows& d) {
 /// when there is one: PyTorch's kernels take `val > max || isnan(val)`), as
 /// a chain of elementwise selects over the K slices: brisk's reductions over
 /// a short last dim are slow, and `where` routes the gradient to the chosen
-/// element only, as the pooling kernels do.
-std::tuple<Tensor, Tensor> max_last(const Tensor& w, bool need_index) {
+/// element only, as the pooling kernels do. `valid` (broadcastable to w, or
+/// undefined when every tap is real) marks the taps inside the input: a
+/// padding tap is never chosen, even over a real -inf, so the index always
+/// names an input element (a window with no real tap keeps its tap 0).
+std::tuple<Tensor, Tensor> max_last(const Tensor& w, const Tensor& valid, bool need_index) {
   const int64_t k = w.size(-1);
-  Tensor best = w.select(-1, 0), arg;
+  Tensor best = w.select(-1, 0), arg, have;
   if (need_index) arg = zeros(best.sizes(), TensorOptions(kInt64).device(w.device()));
+  if (valid.defined()) have = valid.select(-1, 0);
   for (int64_t j = 1; j < k; ++j) {
     const Tensor v = w.select(-1, j);
     Tensor take;
     {
       NoGradGuard no_grad;
       take = logical_or(gt(v, best), isnan(v));
+      if (valid.defined()) {
+        const Tensor real = valid.select(-1, j);
+        take = logical_and(real, logical_or(take, logical_not(have)));
+        have = logical_or(have, real);
+      }
     }
     best = where(take, v, best);
     if (need_index) arg = where(take, Scalar(j), arg);
@@ -92,12 +104,35 @@ Tensor sum_last(const Tensor& w) {
   return acc;
 }
 
+/// The result of a pooling with an output size of 0 along some dim (PyTorch
+/// returns an empty tensor): x narrowed to one element on each pooled dim and
+/// expanded to the output shape, so that its gradient is zeros.
+Tensor empty_pooled(const Tensor& x, const std::vector<DimWindows>& dims) {
+  const int64_t lead = x.dim() - static_cast<int64_t>(dims.size());
+  Tensor t = x;
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    t = t.narrow(lead + int64_t(i), 0, 1);
+    shape[size_t(lead) + i] = dims[i].out;
+  }
+  return t.expand(shape).clone();
+}
+bool any_empty(const std::vector<DimWindows>& dims) {
+  for (const auto& d : dims)
+    if (d.out == 0) return true;
+  return false;
+}
+
 /// (values, flat indices) of the max over each window. Separable: the max
 /// over a box is the max over the last dim's windows, then the next, ...;
 /// each stage takes the first maximum (brisk::max), so among equal values
 /// the first in row-major window order wins, as PyTorch's kernels.
 std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<DimWindows>& dims,
                                             bool need_indices = true) {
+  if (any_empty(dims)) {
+    const Tensor y = empty_pooled(x, dims);
+    return {y, need_indices ? zeros(y.sizes(), TensorOptions(kInt64).device(x.device())) : Tensor()};
+  }
   const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
   Tensor t = pad_all(x, dims, -std::numeric_limits<double>::infinity());
   Tensor flat;  // the flat index (unpadded input) of each value of t, once a dim is reduced
@@ -105,13 +140,19 @@ std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<D
   for (int64_t i = k - 1; i >= 0; --i) {
     const DimWindows& d = dims[size_t(i)];
     const int64_t axis = lead + i;
-    auto [v, j] = max_last(windows_of(t, axis, d), need_indices);
-    t = v;
-    if (!need_indices) continue;
-    // the position along dim i of each window's maximum
+    // (1.., O, 1.., K): the shape of a per-window table along dim i
     std::vector<int64_t> tshape(size_t(t.dim() + 1), 1);
     tshape[size_t(axis)] = d.out;
     tshape.back() = d.k;
+    Tensor valid;
+    if (!d.valid.empty()) {
+      const std::vector<int64_t> mask(d.valid.begin(), d.valid.end());
+      valid = tensor(mask, TensorOptions(kInt64).device(x.device())).view(tshape).ne(0);
+    }
+    auto [v, j] = max_last(windows_of(t, axis, d), valid, need_indices);
+    t = v;
+    if (!need_indices) continue;
+    // the position along dim i of each window's maximum
     std::vector<int64_t> gshape(j.sizes().begin(), j.sizes().end());
     gshape.push_back(d.k);
     const Tensor orig = tensor(d.orig, TensorOptions(kInt64).device(x.device())).view(tshape).expand(gshape);
@@ -130,6 +171,7 @@ std::tuple<Tensor, Tensor> max_over_windows(const Tensor& x, const std::vector<D
 /// The mean over each window: sums along each dim in turn, divided by the
 /// product of the dims' counts (or by divisor).
 Tensor mean_over_windows(const Tensor& x, const std::vector<DimWindows>& dims, std::optional<int64_t> divisor) {
+  if (any_empty(dims)) return empty_pooled(x, dims);
   const int64_t k = static_cast<int64_t>(dims.size()), lead = x.dim() - k;
   Tensor sum = pad_all(x, dims, 0.0);
   for (int64_t i = k - 1; i >= 0; --i) sum = sum_last(windows_of(sum, lead + i, dims[size_t(i)]));
@@ -194,10 +236,25 @@ DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, 
   d.sliding = true;
   d.stride = s;
   d.dilation = dl;
+  bool all_real = true;
   for (int64_t o = 0; o < out; ++o) {
+    bool any_real = false;
     for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = o * s + j * dl - p;
+      const bool real = at >= 0 && at < in;
       d.pos.push_back(o * s + j * dl);
-      d.orig.push_back(o * s + j * dl - p);
+      d.orig.push_back(at);
+      d.valid.push_back(real);
+      any_real = any_real || real;
+      all_real = all_real && real;
+    }
+    // No real tap (dilation can step over a small input): PyTorch's index
+    // is then the window's first tap at or past 0, which max_last keeps as
+    // tap 0's position.
+    if (!any_real) {
+      int64_t first = o * s - p;
+      while (first < 0) first += dl;
+      d.orig[size_t(o * k)] = first;
     }
     if (avg) {
       int64_t start = o * s - p, end = std::min(start + k, in + p);
@@ -207,12 +264,14 @@ DimWindows sliding(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, 
       d.count.push_back(double(count_include_pad ? pool : end - start));
     }
   }
+  if (all_real) d.valid.clear();
   return d;
 }
 
 /// The windows of adaptive pooling along one dim: [floor(o * in / out), ceil((o + 1) * in / out)).
+/// An output size of 0 gives no windows (and an empty result, as PyTorch).
 DimWindows adaptive(const char* op, int64_t in, int64_t out, bool avg) {
-  BRISK_CHECK(out > 0, op, "output_size must be positive, got ", out);
+  BRISK_CHECK(out >= 0, op, "output_size must be non-negative, got ", out);
   DimWindows d;
   d.in = in;
   d.out = out;
@@ -340,7 +399,8 @@ template <size_t D>
 AdaptiveMaxPoolImpl<D>::AdaptiveMaxPoolImpl(const AdaptiveMaxPoolOptions<D>& o)
     : Module(D == 1 ? "AdaptiveMaxPool1d" : D == 2 ? "AdaptiveMaxPool2d" : "AdaptiveMaxPool3d"), options(o) {
   for (size_t i = 0; i < D; ++i)
-    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+    BRISK_CHECK(o.output_size()[i] >= 0, name().c_str(), "output_size must be non-negative, got ",
+                o.output_size().str());
 }
 template <size_t D>
 std::tuple<Tensor, Tensor> AdaptiveMaxPoolImpl<D>::forward_with_indices(const Tensor& x) {
@@ -363,7 +423,8 @@ template <size_t D>
 AdaptiveAvgPoolImpl<D>::AdaptiveAvgPoolImpl(const AdaptiveAvgPoolOptions<D>& o)
     : Module(D == 1 ? "AdaptiveAvgPool1d" : "AdaptiveAvgPool3d"), options(o) {
   for (size_t i = 0; i < D; ++i)
-    BRISK_CHECK(o.output_size()[i] > 0, name().c_str(), "output_size must be positive, got ", o.output_size().str());
+    BRISK_CHECK(o.output_size()[i] >= 0, name().c_str(), "output_size must be non-negative, got ",
+                o.output_size().str());
 }
 template <size_t D>
 Tensor AdaptiveAvgPoolImpl<D>::forward(const Tensor& x) {

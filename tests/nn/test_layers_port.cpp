@@ -348,7 +348,7 @@ TEST_F(Single, PoolingModules) {
   expect_error([&] { mp(randn({2, 3})); }, {"max_pool3d", "input"});
   expect_error([&] { F::max_pool3d(randn({1, 1, 4, 4, 4}), nn::MaxPool3dOptions(2).padding(2)); },
                {"max_pool3d", "padding"});
-  expect_error([&] { nn::AdaptiveMaxPool2d(0); }, {"AdaptiveMaxPool2d", "output_size"});
+  expect_error([&] { nn::AdaptiveMaxPool2d(-1); }, {"AdaptiveMaxPool2d", "output_size"});
   // gradients of the gathered windows against finite differences
   manual_seed(7);
   const Tensor xd = randn({1, 2, 4, 5, 3}, kDouble).requires_grad_();

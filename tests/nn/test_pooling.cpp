@@ -562,7 +562,8 @@ TEST(PoolErrors, NameTheOpAndTheProblem) {
   expect_error([&] { F::avg_pool2d(x, 2, 2, 0, false, true, 0); }, {"[avg_pool2d]", "divisor_override"});
   expect_error([&] { F::avg_pool2d(x, 2, 2, 2); }, {"[avg_pool2d]", "at most half"});
   expect_error([&] { F::avg_pool2d(randn({1, 1, 2, 2}), 3); }, {"[avg_pool2d]", "too small"});
-  expect_error([&] { F::adaptive_avg_pool2d(x, {0, 2}); }, {"[adaptive_avg_pool2d]", "output_size must be positive"});
+  expect_error([&] { F::adaptive_avg_pool2d(x, {-1, 2}); },
+               {"[adaptive_avg_pool2d]", "output_size must be non-negative"});
   expect_error([&] { F::adaptive_avg_pool2d(randn({4}), 2); }, {"[adaptive_avg_pool2d]", "input"});
   expect_error([&] { F::max_pool1d(x, 2); }, {"[max_pool1d]", "2-D (C, L) or 3-D (N, C, L)"});
   expect_error([&] { F::max_pool1d(randn({1, 2, 2}), 3); }, {"[max_pool1d]", "too small"});

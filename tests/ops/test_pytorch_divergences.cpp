@@ -2599,6 +2599,175 @@ TEST(PyTorchDivergence, CeilModePoolingWithAWindowLongerThanTheInput) {
   // avg_pool3d(randn(1, 1, 1, 1, 1), 2, padding=1) ("input image (T: 1 H: 1 W: 1) smaller than kernel size")
   expect_error([] { F::avg_pool3d(ones({1, 1, 1, 1, 1}), F::AvgPool3dFuncOptions(2).padding(1)); },
                {"[avg_pool3d]", "smaller than kernel_size"});
+
+TEST(PyTorchDivergence, EmbeddingBagSelectsAwayPaddingInsteadOfMultiplyingByZero) {
+  namespace F = nn::functional;
+  // Padding slots and padding_idx entries were multiplied by 0, so a weight
+  // row holding inf made the bag NaN (difffuzz seed 501 cases 3542 and 493010).
+  // torch 2.15: weight [[inf, 1], [2, nan], [3, -inf], [4, 5]], input [1, 2, 3, 0, 1], offsets
+  // [0, 2, 2, 4], padding_idx 0, backward([[1, 2], [3, 4], [5, 6], [7, 8]]), float and half:
+  //   sum  [5, nan, 0, 0, 4, 5, 2, nan], weight.grad [0, 0, 8, 10, 1, 2, 5, 6]
+  //   mean [2.5, nan, 0, 0, 4, 5, 2, nan], weight.grad [0, 0, 7.5, 9, 0.5, 1, 5, 6]
+  //   max  [3, nan, 0, 0, 4, 5, 2, nan], weight.grad [0, 0, 7, 10, 1, 0, 5, 6]
+  const std::vector<double> w0 = {kInf, 1, 2, kNan, 3, -kInf, 4, 5};
+  const Tensor input = tensor<int64_t>({1, 2, 3, 0, 1}), offsets = tensor<int64_t>({0, 2, 2, 4});
+  const std::vector<std::pair<nn::EmbeddingBagMode, std::vector<std::vector<double>>>> want = {
+      {nn::kSum, {{5, kNan, 0, 0, 4, 5, 2, kNan}, {0, 0, 8, 10, 1, 2, 5, 6}}},
+      {nn::kMean, {{2.5, kNan, 0, 0, 4, 5, 2, kNan}, {0, 0, 7.5, 9, 0.5, 1, 5, 6}}},
+      {nn::kMax, {{3, kNan, 0, 0, 4, 5, 2, kNan}, {0, 0, 7, 10, 1, 0, 5, 6}}}};
+  for (ScalarType dt : {kFloat, kHalf}) {
+    for (const auto& [mode, v] : want) {
+      Tensor w = tensor(w0, kDouble).view({4, 2}).to(dt).requires_grad_();
+      Tensor y = F::embedding_bag(input, w, F::EmbeddingBagFuncOptions().offsets(offsets).mode(mode).padding_idx(0));
+      EXPECT_TRUE(same_bits(y, v[0])) << dt << " " << nn::embedding_bag_mode_name(mode);
+      y.backward(arange(1, 9, 1, kDouble).view({4, 2}).to(dt));
+      EXPECT_TRUE(same_bits(w.grad(), v[1])) << dt << " " << nn::embedding_bag_mode_name(mode);
+    }
+  }
+  // per_sample_weights [0.5, 2, -1, 3, 0] (sum, padding_idx 0, backward(ones)): torch 2.15
+  // gives [7, nan, 0, 0, -4, -5, 0, nan], weight.grad [0, 0, 0.5, 0.5, 2, 2, -1, -1],
+  // per_sample_weights.grad [nan, -inf, 9, 0, nan]
+  Tensor w = tensor(w0, kDouble).view({4, 2}).to(kFloat).requires_grad_();
+  Tensor psw = tensor<float>({0.5f, 2.0f, -1.0f, 3.0f, 0.0f}).requires_grad_();
+  Tensor y = F::embedding_bag(
+      input, w, F::EmbeddingBagFuncOptions().offsets(offsets).mode(nn::kSum).padding_idx(0).per_sample_weights(psw));
+  EXPECT_TRUE(same_bits(y, {7, kNan, 0, 0, -4, -5, 0, kNan}));
+  y.backward(ones({4, 2}));
+  EXPECT_TRUE(same_bits(w.grad(), {0, 0, 0.5, 0.5, 2, 2, -1, -1}));
+  EXPECT_TRUE(same_bits(psw.grad(), {kNan, -kInf, 9, 0, kNan}));
+  // Empty bags are 0 in every mode, without padding_idx too (weight[0] holds inf): input [3, 3],
+  // offsets [0, 0, 2] -> sum [0, 0, 8, 10, 0, 0], mean and max [0, 0, 4, 5, 0, 0]
+  const Tensor wf = tensor(w0, kDouble).view({4, 2}).to(kFloat);
+  const auto bag = [&](nn::EmbeddingBagMode mode) {
+    return F::embedding_bag(tensor<int64_t>({3, 3}), wf,
+                            F::EmbeddingBagFuncOptions().offsets(tensor<int64_t>({0, 0, 2})).mode(mode));
+  };
+  EXPECT_TRUE(same_bits(bag(nn::kSum), {0, 0, 8, 10, 0, 0}));
+  EXPECT_TRUE(same_bits(bag(nn::kMean), {0, 0, 4, 5, 0, 0}));
+  EXPECT_TRUE(same_bits(bag(nn::kMax), {0, 0, 4, 5, 0, 0}));
+}
+
+TEST(PyTorchDivergence, EmbeddingBagMaxKeepsTheFirstRowAndSkipsLaterNans) {
+  namespace F = nn::functional;
+  // PyTorch's max starts from a bag's first kept row and takes only strictly greater values: a
+  // NaN wins as the first row only, later NaNs are skipped, ties keep the first (the gradient
+  // goes there). torch 2.15: weight [[1, nan], [nan, 2], [0, 3], [1, 3]], 2-D input
+  // [[0, 1, 2], [2, 1, 0], [1, 0, 2], [0, 3, 2]], mode max, backward(arange(1, 9).view(4, 2)):
+  // [1, nan, 1, 3, nan, 3, 1, nan], weight.grad [11, 10, 5, 0, 0, 10, 0, 0]
+  Tensor w = tensor<float>({1, NAN, NAN, 2, 0, 3, 1, 3}).view({4, 2}).requires_grad_();
+  const Tensor input = tensor<int64_t>({0, 1, 2, 2, 1, 0, 1, 0, 2, 0, 3, 2}).view({4, 3});
+  Tensor y = F::embedding_bag(input, w, F::EmbeddingBagFuncOptions().mode(nn::kMax));
+  EXPECT_TRUE(same_bits(y, {1, kNan, 1, 3, kNan, 3, 1, kNan}));
+  y.backward(arange(1, 9, 1, kFloat).view({4, 2}));
+  EXPECT_TRUE(same_bits(w.grad(), {11, 10, 5, 0, 0, 10, 0, 0}));
+  // A padding_idx entry first, then -inf: the -inf row is the maximum and takes the gradient.
+  // torch 2.15: weight [[5, 5], [-inf, -inf], [-inf, 2]], input [[0, 1, 2]], padding_idx 0,
+  // backward([[1, 2]]) -> [-inf, 2], weight.grad [0, 0, 1, 0, 0, 2]
+  Tensor w2 = tensor<float>({5, 5, -INFINITY, -INFINITY, -INFINITY, 2}).view({3, 2}).requires_grad_();
+  Tensor y2 = F::embedding_bag(tensor<int64_t>({0, 1, 2}).view({1, 3}), w2,
+                               F::EmbeddingBagFuncOptions().mode(nn::kMax).padding_idx(0));
+  EXPECT_TRUE(same_bits(y2, {-kInf, 2}));
+  y2.backward(tensor<float>({1, 2}).view({1, 2}));
+  EXPECT_TRUE(same_bits(w2.grad(), {0, 0, 1, 0, 0, 2}));
+}
+
+TEST(PyTorchDivergence, MaxPool3dIndicesNameInputElementsNotPadding) {
+  namespace F = nn::functional;
+  // A window whose real taps are all -inf took its first tap, padding included, and returned its
+  // negative index (difffuzz seed 501 case 311182). PyTorch starts from the first real tap and
+  // takes val > max || isnan(val) (the last NaN). torch 2.15: x (1, 1, 2, 2, 2) all -inf but
+  // x.flatten()[5] = nan, kernel 2, stride 1, padding 1, backward(ones):
+  Tensor x = full({1, 1, 2, 2, 2}, -kInf, kFloat);
+  x.view({-1})[5].fill_(kNan);
+  x.requires_grad_();
+  auto [y, idx] = F::max_pool3d_with_indices(x, F::MaxPool3dFuncOptions(2).stride(1).padding(1));
+  const double n = kNan, m = -kInf;
+  EXPECT_TRUE(same_bits(y, {m, m, m, m, m, m, m, m, m, m, n, n, m, n, n, m, m, m, m, n, n, m, n, n, m, m, m}));
+  EXPECT_TRUE(same_bits(idx, {0, 0, 1, 0, 0, 1, 2, 2, 3, 0, 5, 5, 0, 5, 5, 2, 2, 3, 4, 5, 5, 4, 5, 5, 6, 6, 7}));
+  y.backward(ones_like(y));
+  EXPECT_TRUE(same_bits(x.grad(), {6, 2, 4, 2, 2, 8, 2, 1}));
+  EXPECT_TRUE(same_bits(F::max_pool3d(x.detach(), F::MaxPool3dFuncOptions(2).stride(1).padding(1)),
+                        values(y.detach())));
+  // Dilation and ceil_mode: x [-inf, -inf, 3, -inf, nan, -inf, -inf] along W, kernel (1, 1, 3),
+  // stride (1, 1, 2), padding (0, 0, 1), dilation (1, 1, 2), ceil_mode -> [-inf] * 3, indices
+  // [1, 1, 3]
+  const Tensor xb =
+      tensor<float>({-INFINITY, -INFINITY, 3, -INFINITY, NAN, -INFINITY, -INFINITY}).view({1, 1, 1, 1, 7});
+  auto [yb, ib] = F::max_pool3d_with_indices(
+      xb, F::MaxPool3dFuncOptions({1, 1, 3}).stride({1, 1, 2}).padding({0, 0, 1}).dilation({1, 1, 2}).ceil_mode(true));
+  EXPECT_TRUE(same_bits(yb, {m, m, m}));
+  EXPECT_TRUE(same_bits(ib, {1, 1, 3}));
+  // x (1, 1, 3, 1, 4) all -inf, kernel (3, 1, 2), stride (2, 1, 3), padding (1, 0, 1), ceil_mode
+  // -> shape (1, 1, 2, 1, 2), indices [0, 2, 4, 6]
+  auto [yc, ic] = F::max_pool3d_with_indices(
+      full({1, 1, 3, 1, 4}, -kInf, kFloat),
+      F::MaxPool3dFuncOptions({3, 1, 2}).stride({2, 1, 3}).padding({1, 0, 1}).ceil_mode(true));
+  EXPECT_EQ(sizes_of(yc), (std::vector<int64_t>{1, 1, 2, 1, 2}));
+  EXPECT_TRUE(same_bits(ic, {0, 2, 4, 6}));
+  // With ceil_mode a window may be longer than the input (brisk refused it; seed 501 case
+  // 116995). torch 2.15: x [1.5, 0.8] of shape (1, 1, 1, 2, 1), kernel (2, 1, 1), ceil_mode ->
+  // values [1.5, 0.8], indices [0, 1], backward(ones) -> x.grad [1, 1]
+  Tensor xo = tensor<double>({1.5, 0.8}, kDouble).view({1, 1, 1, 2, 1}).requires_grad_();
+  auto [yo, io] = F::max_pool3d_with_indices(xo, F::MaxPool3dFuncOptions({2, 1, 1}).ceil_mode(true));
+  EXPECT_TRUE(same_bits(yo, {1.5, 0.8}));
+  EXPECT_TRUE(same_bits(io, {0, 1}));
+  yo.sum().backward();
+  EXPECT_TRUE(same_bits(xo.grad(), {1, 1}));
+  // Adaptive windows have no padding; the same rules. torch 2.15: adaptive_max_pool1d of
+  // [-inf, -inf, nan, 1, nan, -inf, 2] to 3 -> [nan] * 3, [2, 4, 4]; to 4 -> [-inf, nan, nan, 2],
+  // [0, 2, 4, 6]; adaptive_max_pool2d of (1, 3, 3) -inf with nan at (1, 1) and (2, 2), to 2 ->
+  // [nan] * 4, [4, 4, 4, 8]
+  const Tensor xa = tensor<float>({-INFINITY, -INFINITY, NAN, 1, NAN, -INFINITY, 2}).view({1, 1, 7});
+  auto [ya3, ia3] = F::adaptive_max_pool1d_with_indices(xa, F::AdaptiveMaxPool1dFuncOptions(3));
+  EXPECT_TRUE(same_bits(ya3, {n, n, n}));
+  EXPECT_TRUE(same_bits(ia3, {2, 4, 4}));
+  auto [ya4, ia4] = F::adaptive_max_pool1d_with_indices(xa, F::AdaptiveMaxPool1dFuncOptions(4));
+  EXPECT_TRUE(same_bits(ya4, {m, n, n, 2}));
+  EXPECT_TRUE(same_bits(ia4, {0, 2, 4, 6}));
+  Tensor x2 = full({1, 3, 3}, -kInf, kFloat);
+  x2.view({-1})[4].fill_(kNan);
+  x2.view({-1})[8].fill_(kNan);
+  auto [y2, i2] = F::adaptive_max_pool2d_with_indices(x2, F::AdaptiveMaxPool2dFuncOptions(2));
+  EXPECT_TRUE(same_bits(y2, {n, n, n, n}));
+  EXPECT_TRUE(same_bits(i2, {4, 4, 4, 8}));
+}
+
+TEST(PyTorchDivergence, AdaptivePoolingToSizeZeroGivesAnEmptyOutput) {
+  namespace F = nn::functional;
+  // brisk refused output_size 0 (difffuzz seed 501 cases 194480, 29545, 1160, 79196, 282310,
+  // 368107). torch 2.15 returns an empty output (with int64 indices of the same shape):
+  // x (2, 3, 5): adaptive_avg_pool1d(x, 0) and adaptive_max_pool1d(x, 0) -> (2, 3, 0); x (2, 3,
+  // 4, 5): adaptive_max_pool2d to (0, 2) -> (2, 3, 0, 2), adaptive_avg_pool2d to (2, 0) -> (2, 3,
+  // 2, 0); x (2, 3, 4, 5, 6): adaptive_avg_pool3d / adaptive_max_pool3d to (2, 0, 3) -> (2, 3, 2,
+  // 0, 3). Its backward then refuses the empty gradient; brisk's gives zeros.
+  Tensor x1 = randn({2, 3, 5}).requires_grad_();
+  const Tensor a1 = F::adaptive_avg_pool1d(x1, F::AdaptiveAvgPool1dFuncOptions(0));
+  EXPECT_EQ(sizes_of(a1), (std::vector<int64_t>{2, 3, 0}));
+  EXPECT_EQ(sizes_of(F::adaptive_max_pool1d(x1, F::AdaptiveMaxPool1dFuncOptions(0))), (std::vector<int64_t>{2, 3, 0}));
+  auto [m1, i1] = F::adaptive_max_pool1d_with_indices(x1, F::AdaptiveMaxPool1dFuncOptions(0));
+  EXPECT_EQ(sizes_of(m1), (std::vector<int64_t>{2, 3, 0}));
+  EXPECT_EQ(sizes_of(i1), (std::vector<int64_t>{2, 3, 0}));
+  EXPECT_EQ(i1.dtype(), kInt64);
+  (a1.sum() + m1.sum()).backward();
+  EXPECT_EQ(sizes_of(x1.grad()), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_EQ(x1.grad().abs().sum().item<double>(), 0.0);
+  const Tensor x2 = randn({2, 3, 4, 5});
+  EXPECT_EQ(sizes_of(F::adaptive_max_pool2d(x2, F::AdaptiveMaxPool2dFuncOptions({0, 2}))),
+            (std::vector<int64_t>{2, 3, 0, 2}));
+  auto [m2, i2] = F::adaptive_max_pool2d_with_indices(x2, F::AdaptiveMaxPool2dFuncOptions({0, 2}));
+  EXPECT_EQ(sizes_of(i2), (std::vector<int64_t>{2, 3, 0, 2}));
+  EXPECT_EQ(sizes_of(F::adaptive_avg_pool2d(x2, F::AdaptiveAvgPool2dFuncOptions({2, 0}))),
+            (std::vector<int64_t>{2, 3, 2, 0}));
+  const Tensor x3 = randn({2, 3, 4, 5, 6});
+  EXPECT_EQ(sizes_of(F::adaptive_avg_pool3d(x3, F::AdaptiveAvgPool3dFuncOptions({2, 0, 3}))),
+            (std::vector<int64_t>{2, 3, 2, 0, 3}));
+  EXPECT_EQ(sizes_of(F::adaptive_max_pool3d(x3, F::AdaptiveMaxPool3dFuncOptions({2, 0, 3}))),
+            (std::vector<int64_t>{2, 3, 2, 0, 3}));
+  // The modules too (torch: nn.AdaptiveAvgPool1d(0)(x) has shape (2, 3, 0)).
+  EXPECT_EQ(sizes_of(nn::AdaptiveAvgPool1d(nn::AdaptiveAvgPool1dOptions(0))->forward(x1.detach())),
+            (std::vector<int64_t>{2, 3, 0}));
+  EXPECT_EQ(sizes_of(nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({0, 2}))->forward(x2)),
+            (std::vector<int64_t>{2, 3, 0, 2}));
 }
 
 }  // namespace
