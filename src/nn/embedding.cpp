@@ -66,6 +66,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
               "expected indices of dtype int64 (or int32)");
   BRISK_CHECK(weight.defined() && weight.dim() == 2, op, "expected a 2-D weight, got ",
               weight.defined() ? weight.sizes() : IntArrayRef{});
+  // PyTorch's embedding_bag has floating-point kernels only (fuzzer nn3, seed 1 case 1706)
+  BRISK_CHECK(is_floating_point(weight.dtype()), op, "expected a floating-point weight, got ", weight.dtype());
   BRISK_CHECK(!o.scale_grad_by_freq(), op, "scale_grad_by_freq=true is not supported by brisk");
   BRISK_CHECK(!o.sparse(), op, "sparse=true is not supported by brisk (no sparse gradients)");
   const auto mode = o.mode().kind;
@@ -75,6 +77,8 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
                 embedding_bag_mode_name(o.mode()), "'");
     BRISK_CHECK(psw.sizes() == input.sizes(), op, "per_sample_weights (", psw.sizes(), ") must have the shape of input (",
                 input.sizes(), ")");
+    BRISK_CHECK(psw.dtype() == weight.dtype(), op, "per_sample_weights (", psw.dtype(), ") must have the weight's dtype (",
+                weight.dtype(), ")");
   }
   const int64_t n = weight.size(0), d = weight.size(1);
   std::optional<int64_t> pad = o.padding_idx();

@@ -2599,6 +2599,7 @@ TEST(PyTorchDivergence, CeilModePoolingWithAWindowLongerThanTheInput) {
   // avg_pool3d(randn(1, 1, 1, 1, 1), 2, padding=1) ("input image (T: 1 H: 1 W: 1) smaller than kernel size")
   expect_error([] { F::avg_pool3d(ones({1, 1, 1, 1, 1}), F::AvgPool3dFuncOptions(2).padding(1)); },
                {"[avg_pool3d]", "smaller than kernel_size"});
+}
 
 TEST(PyTorchDivergence, EmbeddingBagSelectsAwayPaddingInsteadOfMultiplyingByZero) {
   namespace F = nn::functional;
@@ -2768,6 +2769,24 @@ TEST(PyTorchDivergence, AdaptivePoolingToSizeZeroGivesAnEmptyOutput) {
             (std::vector<int64_t>{2, 3, 0}));
   EXPECT_EQ(sizes_of(nn::AdaptiveMaxPool2d(nn::AdaptiveMaxPool2dOptions({0, 2}))->forward(x2)),
             (std::vector<int64_t>{2, 3, 0, 2}));
+}
+
+TEST(PyTorchDivergence, EmbeddingBagWantsFloatWeights) {
+  namespace F = nn::functional;
+  // torch 2.15 refuses an integer or bool weight ("Expected tensor for argument #1 'weight' to have
+  // one of the following scalar types: Half, BFloat16, Float, Double") and per_sample_weights of
+  // another dtype than the weight's (fuzzer nn3, seed 1 case 1706: brisk summed a bool weight)
+  const Tensor idx = tensor<int64_t>({1, 2, 4}), offsets = tensor<int64_t>({0, 2});
+  expect_error([&] { F::embedding_bag(idx, ones({5, 3}, kInt64), F::EmbeddingBagFuncOptions().offsets(offsets)); },
+               {"[embedding_bag]", "floating-point weight", "int64"});
+  expect_error([&] { F::embedding_bag(idx, ones({5, 3}, kBool), F::EmbeddingBagFuncOptions().offsets(offsets)); },
+               {"[embedding_bag]", "floating-point weight"});
+  expect_error(
+      [&] {
+        F::embedding_bag(idx, ones({5, 3}),
+                         F::EmbeddingBagFuncOptions().offsets(offsets).mode(nn::kSum).per_sample_weights(ones({3}, kDouble)));
+      },
+      {"[embedding_bag]", "per_sample_weights", "float64"});
 }
 
 }  // namespace
