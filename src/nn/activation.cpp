@@ -1,7 +1,11 @@
 // Activations of brisk::nn as compositions of brisk ops (Note [Activation
 // kinks]); the modules forward to nn::functional.
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
 
 #include "brisk/nn/activation.h"
 #include "brisk/autograd.h"
@@ -15,11 +19,25 @@ namespace brisk::nn {
 // kink is PyTorch's: leaky_relu/elu/prelu/rrelu take the negative branch at
 // 0 (x > 0 is the positive test), hardtanh/relu6/hardsigmoid/softshrink/
 // hardshrink/threshold have gradient 0 at their bounds, hardswish takes the
-// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). A branch
-// that could overflow (exp in elu, logsigmoid) reads its input through a
-// mask (`where(pos, 0, x)`), so an unselected inf never meets a zero
-// gradient and makes NaN. NaN inputs come out NaN as in PyTorch: each mask
-// is written so that NaN falls into a branch that propagates x.
+// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). PyTorch's
+// double backward of elu and prelu tests x < 0 (elu_double_backward) and
+// x >= 0 (prelu), so at x == 0 exactly their second derivative is 0 while the
+// first is the negative branch's: there a third, linear branch stands in.
+// A value that PyTorch computes from x in a constant piece (hardswish's
+// x * 0 below -3, hardtanh's clamp returning x itself at a bound) reads x
+// through detach(): the sign of a zero and NaN for -inf * 0 come out as
+// PyTorch's, and the gradient there stays 0. A branch that could overflow
+// (exp in elu, logsigmoid) or whose derivative reads x (hardswish's middle)
+// reads its input through a mask (`where(pos, 0, x)`), so an unselected inf
+// or NaN never meets a zero gradient and makes NaN. NaN inputs come out NaN
+// as in PyTorch: each mask is written so that NaN falls into a branch that
+// propagates x. The gradient at NaN is that of PyTorch's backward formula as
+// its scalar CPU loop computes it: NaN fails every comparison, so hardtanh/
+// relu6/hardshrink/softshrink/hardswish pass the incoming gradient, elu/selu/
+// celu take their positive branch, hardsigmoid gives 0. PyTorch's vectorized
+// CPU loops, which run on all but the tail of a tensor longer than a vector,
+// give 0 (hardtanh, the shrinks) or NaN (hardswish, elu) there instead;
+// brisk does not follow the vector width.
 
 namespace functional {
 
@@ -28,6 +46,53 @@ namespace {
 void check_float(const char* op, const Tensor& x) {
   BRISK_CHECK(x.defined(), op, "input is undefined");
   BRISK_CHECK(x.is_floating_point(), op, "expected a floating point input, got ", x.dtype());
+}
+
+/// Floating or integer input (PyTorch runs these on integers too; bool is refused).
+void check_not_bool(const char* op, const Tensor& x) {
+  BRISK_CHECK(x.defined(), op, "input is undefined");
+  BRISK_CHECK(x.dtype() != kBool, op, "bool inputs are not supported");
+}
+
+/// The range [lo, hi] of an integer dtype, as int64.
+std::pair<int64_t, int64_t> int_range(ScalarType t) {
+  switch (t) {
+    case kUInt8: return {0, 255};
+    case kInt8: return {-128, 127};
+    case kInt16: return {-32768, 32767};
+    case kInt32: return {INT32_MIN, INT32_MAX};
+    default: return {INT64_MIN, INT64_MAX};
+  }
+}
+
+/// v as an int64, truncated toward 0 (c10's Scalar::toLong); NaN, inf and
+/// values beyond int64 are refused as PyTorch refuses them.
+int64_t to_long(const char* op, double v) {
+  BRISK_CHECK(std::isfinite(v) && v >= -9223372036854775808.0 && v < 9223372036854775808.0, op, "value ", v,
+              " cannot be converted to type int64_t without overflow");
+  return static_cast<int64_t>(v);
+}
+
+/// A scalar argument converted to the integer dtype t as PyTorch's
+/// Scalar::to<T> (c10::checked_convert) does it: truncation toward 0; a
+/// fractional value must lie in [min, max + 1); an integral one in [min, max],
+/// except that an unsigned type also takes -max..-1 and wraps them (-1 is 255
+/// for uint8). brisk's options hold doubles, so an integral double counts as
+/// an integer (PyTorch refuses uint8's threshold -1.0 but takes -1).
+int64_t to_int_dtype(const char* op, double v, ScalarType t) {
+  const auto [lo, hi] = int_range(t);
+  const bool integral = std::isfinite(v) && std::trunc(v) == v;
+  bool ok;
+  if (integral && t == kUInt8) {
+    ok = v <= static_cast<double>(hi) && v >= -static_cast<double>(hi);
+  } else if (integral) {
+    ok = v >= static_cast<double>(lo) && v <= static_cast<double>(hi);
+  } else {
+    ok = std::isfinite(v) && v >= static_cast<double>(lo) && v < static_cast<double>(hi) + 1.0;
+  }
+  BRISK_CHECK(ok, op, "value ", v, " cannot be converted to type ", t, " without overflow");
+  const int64_t i = static_cast<int64_t>(v);
+  return (t == kUInt8 && i < 0) ? i + 256 : i;
 }
 
 /// f(x), written into `x` when inplace (x then returned). Where autograd
@@ -48,12 +113,14 @@ Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_ti
   return where(pos, x, slope_times_x);
 }
 
-/// x where x > 0, else alpha * expm1(x * input_scale); the exp reads x only where x <= 0.
+/// x where x > 0 (or NaN), else alpha * expm1(x * input_scale); the exp reads
+/// x only where x <= 0. At x == 0 the branch is alpha * x * input_scale: same
+/// value and gradient, second derivative 0 as PyTorch's elu_double_backward.
 Tensor elu_like(const Tensor& x, double alpha, double input_scale) {
-  Tensor pos = x.gt(0);
+  Tensor pos = x.le(0).logical_not();
   Tensor xn = where(pos, Scalar(0.0), x);
   if (input_scale != 1.0) xn = xn * input_scale;
-  return where(pos, x, xn.expm1() * alpha);
+  return where(pos, x, where(x.lt(0), xn.expm1() * alpha, xn * alpha));
 }
 
 }  // namespace
@@ -118,57 +185,99 @@ Tensor softshrink(const Tensor& x, const SoftshrinkFuncOptions& o) {
   check_float("softshrink", x);
   const double l = o.lambda();
   BRISK_CHECK(l >= 0, "softshrink", "lambda must be greater or equal to 0, got ", l);
-  // x * 0 in the middle: 0 with gradient 0, and NaN for a NaN input.
-  return where(x.gt(l), x - l, where(x.lt(-l), x + l, x * 0.0));
+  // +0 in the middle, as PyTorch's vectorized CPU loop (its scalar loop, which
+  // runs on the tail of a tensor shorter than a vector, gives x * 0 there: -0
+  // for x in [-l, -0]). A NaN fails the middle test and comes out NaN with
+  // gradient 1 (Note [Activation kinks]).
+  return where(x.abs().le(l), Scalar(0.0), where(x.gt(0), x - l, x + l));
 }
 
 Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
-  check_float("hardtanh", x);
+  check_not_bool("hardtanh", x);
   const double lo = o.min_val(), hi = o.max_val();
   BRISK_CHECK(lo <= hi, "hardtanh", "min_val (", lo, ") must be less than or equal to max_val (", hi, ")");
+  if (!x.is_floating_point()) {
+    // PyTorch truncates the bounds to int64 (no type promotion) and clamps;
+    // a bound beyond the dtype on the far side is an error, on the near side a no-op.
+    const int64_t ilo = to_long("hardtanh", lo), ihi = to_long("hardtanh", hi);
+    const auto [tlo, thi] = int_range(x.dtype());
+    BRISK_CHECK(ilo <= thi, "hardtanh", "clamp min value ", ilo, " is outside the representable range of ", x.dtype());
+    BRISK_CHECK(ihi >= tlo, "hardtanh", "clamp max value ", ihi, " is outside the representable range of ", x.dtype());
+    const Scalar clo(std::max(ilo, tlo)), chi(std::min(ihi, thi));
+    return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
+      return where(v.lt(clo), clo, where(v.gt(chi), chi, v));
+    });
+  }
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return where(v.le(lo), Scalar(lo), where(v.ge(hi), Scalar(hi), v));
+    // PyTorch's clamp: x < lo gives lo, x > hi gives hi, else x itself (so
+    // clamp(-0, 0, 6) is -0); the gradient is 0 from the bounds on.
+    Tensor vd = v.detach();
+    Tensor clamped = where(vd.lt(lo), Scalar(lo), where(vd.gt(hi), Scalar(hi), vd));
+    return where(v.le(lo).logical_or(v.ge(hi)), clamped, v);
   });
 }
 
 Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
   check_float("hardswish", x);
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return where(v.le(-3.0), Scalar(0.0), where(v.lt(3.0), v * (v + 3.0) / 6.0, v));
+    // PyTorch: x * min(max(x + 3, 0), 6) / 6, so x * 0 from -3 down: -0, and
+    // NaN at -inf. The middle piece reads x through its mask; NaN takes the
+    // last branch (Note [Activation kinks]).
+    // From 3 up PyTorch's x * 6 / 6 (in float for half and bfloat16) is x
+    // within an ulp, but inf where x * 6 overflows: x + inf there (gradient 1).
+    Tensor mid = v.gt(-3.0).logical_and(v.lt(3.0));
+    Tensor vm = where(mid, v, Scalar(0.0));
+    Tensor vd = v.detach();
+    Tensor vf = is_reduced_float(v.dtype()) ? vd.to(kFloat) : vd;
+    Tensor overflows = vf.isfinite().logical_and((vf * 6.0).isinf());
+    Tensor upper = where(overflows, v + std::numeric_limits<double>::infinity(), v);
+    return where(v.le(-3.0), vd * 0.0, where(mid, vm * (vm + 3.0) / 6.0, upper));
   });
 }
 
 Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
   check_float("hardsigmoid", x);
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return where(v.le(-3.0), Scalar(0.0), where(v.ge(3.0), Scalar(1.0), (v + 3.0) / 6.0));
+    // PyTorch's gradient is g / 6 only where -3 < x < 3: a NaN comes out NaN
+    // with gradient 0 (read through detach()).
+    Tensor mid = where(v.gt(-3.0).logical_and(v.lt(3.0)), (v + 3.0) / 6.0, v.detach());
+    return where(v.le(-3.0), Scalar(0.0), where(v.ge(3.0), Scalar(1.0), mid));
   });
 }
 
 Tensor logsigmoid(const Tensor& x) {
   check_float("logsigmoid", x);
-  // x - log1p(exp(x)) below 0 and -log1p(exp(-x)) from 0 on, each reading
+  // x - log1p(exp(x)) below 0 and 0 - log1p(exp(-x)) from 0 on (PyTorch's
+  // min(x, 0) - log1p(exp(-|x|)): +0 where exp(-x) underflows), each reading
   // its input through a mask so that exp never overflows: accurate for any x,
   // with gradient sigmoid(-x) everywhere (0.5 at 0).
   Tensor neg = x.lt(0);
   Tensor xn = where(neg, x, Scalar(0.0)), xp = where(neg, Scalar(0.0), x);
-  return where(neg, xn - xn.exp().log1p(), xp.neg().exp().log1p().neg());
+  return where(neg, xn - xn.exp().log1p(), Scalar(0.0) - xp.neg().exp().log1p());
 }
 
 Tensor softsign(const Tensor& x) {
-  check_float("softsign", x);
-  return x / (x.abs() + 1.0);
+  // An integer x: |x| + 1 in x's dtype (255 + 1 wraps to 0 in uint8, as in
+  // PyTorch), then true division into the default float dtype.
+  check_not_bool("softsign", x);
+  return x / (x.abs() + 1);
 }
 
 Tensor tanhshrink(const Tensor& x) {
-  check_float("tanhshrink", x);
+  check_not_bool("tanhshrink", x);
   return x - x.tanh();
 }
 
 Tensor softplus(const Tensor& x, const SoftplusFuncOptions& o) { return x.softplus(o.beta(), o.threshold()); }
 
 Tensor threshold(const Tensor& x, const ThresholdFuncOptions& o) {
-  check_float("threshold", x);
+  check_not_bool("threshold", x);
+  if (!x.is_floating_point()) {
+    // Threshold and value converted to x's dtype (truncated), result in x's dtype.
+    const Scalar t(to_int_dtype("threshold", o.threshold(), x.dtype()));
+    const Scalar val(to_int_dtype("threshold", o.value(), x.dtype()));
+    return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return where(v.le(t), val, v); });
+  }
   // x <= threshold picks value; NaN fails the test and stays NaN.
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
     return where(v.le(o.threshold()), Scalar(o.value()), v);
@@ -193,7 +302,10 @@ Tensor prelu(const Tensor& x, const Tensor& weight) {
     shape[0] = weight.numel();
     w = weight.reshape(shape);
   }
-  return negative_slope(x, x.gt(0), x * w);
+  // At x == 0 PyTorch's first derivatives are the negative branch's (w for x,
+  // x for w) but its double backward masks with x >= 0: no cross term there.
+  Tensor at_zero = x.detach() * w + x * w.detach();
+  return where(x.gt(0), x, where(x.eq(0), at_zero, x * w));
 }
 
 Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {

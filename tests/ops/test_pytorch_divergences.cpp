@@ -2789,5 +2789,191 @@ TEST(PyTorchDivergence, EmbeddingBagWantsFloatWeights) {
       {"[embedding_bag]", "per_sample_weights", "float64"});
 }
 
+TEST(PyTorchDivergence, HardswishIsXTimesZeroBelowMinusThree) {
+  namespace F = nn::functional;
+  // PyTorch's hardswish is x * min(max(x + 3, 0), 6) / 6: x * 0 from -3 down (fuzz nn3 seed 501
+  // cases 224003, 395334, 362576). torch 2.15, float32 [-inf, -4, -3, -0., 0., nan, 2] ->
+  // [nan, -0., -0., -0., 0., nan, 1.6666666269302368]; bfloat16 [-3, 0] -> [-0., 0.];
+  // gradient at [-4, -3, -0., nan, -inf, inf] -> [0, 0, 0.5, 1, 0, 1] (a tensor this short runs
+  // in PyTorch's scalar CPU loop, as its CUDA kernel: the vectorized loop gives nan at nan).
+  const Tensor x = tensor<float>({-INFINITY, -4.0f, -3.0f, -0.0f, 0.0f, NAN, 2.0f});
+  EXPECT_TRUE(same_bits(F::hardswish(x), {kNan, -0.0, -0.0, -0.0, 0.0, kNan, 1.6666666269302368}));
+  EXPECT_TRUE(same_bits(F::hardswish(tensor<float>({-3.0f, 0.0f}).to(kBFloat16)), {-0.0, 0.0}));
+  Tensor xg = tensor<float>({-4.0f, -3.0f, -0.0f, NAN, -INFINITY, INFINITY}).requires_grad_();
+  F::hardswish(xg).sum().backward();
+  EXPECT_TRUE(same_bits(xg.grad(), {0.0, 0.0, 0.5, 1.0, 0.0, 1.0}));
+  // From 3 up torch computes x * 6 / 6 (in float for 16-bit types): inf where x * 6 overflows
+  // (fuzz nn3 seed 777 cases 21054, 79018). torch 2.15, [3e38, 1e38, 5] -> float32 and bfloat16
+  // [inf, inf, 5], gradient [1, 1, 1]; float16 [60000, 20000, 5] -> [60000, 20000, 5].
+  for (ScalarType dt : {kFloat, kBFloat16}) {
+    Tensor big = tensor<float>({3e38f, 1e38f, 5.0f}).to(dt).requires_grad_();
+    Tensor y = F::hardswish(big);
+    EXPECT_TRUE(same_bits(y, {kInf, kInf, 5.0})) << dt;
+    y.sum().backward();
+    EXPECT_TRUE(same_bits(big.grad(), {1.0, 1.0, 1.0})) << dt;
+  }
+  EXPECT_TRUE(same_bits(F::hardswish(tensor<float>({60000.0f, 20000.0f, 5.0f}).to(kHalf)), {60000.0, 20000.0, 5.0}));
+}
+
+TEST(PyTorchDivergence, HardsigmoidGradientIsZeroAtNaN) {
+  namespace F = nn::functional;
+  // PyTorch's hardsigmoid_backward is g / 6 only where -3 < x < 3 (fuzz nn3 seed 501 case 127584).
+  // torch 2.15, float16 [nan, -inf, inf, -3, 3, 0, -0.], backward(0.625) -> values [nan, 0, 1, 0,
+  // 1, 0.5, 0.5], gradient [0, 0, 0, 0, 0, 0.10418701171875, 0.10418701171875].
+  Tensor x = tensor<float>({NAN, -INFINITY, INFINITY, -3.0f, 3.0f, 0.0f, -0.0f}).to(kHalf).requires_grad_();
+  Tensor y = F::hardsigmoid(x);
+  EXPECT_TRUE(same_bits(y, {kNan, 0.0, 1.0, 0.0, 1.0, 0.5, 0.5}));
+  y.backward(full({7}, 0.625, kHalf));
+  EXPECT_TRUE(same_bits(x.grad(), {0.0, 0.0, 0.0, 0.0, 0.0, 0.10418701171875, 0.10418701171875}));
+}
+
+TEST(PyTorchDivergence, HardtanhAndRelu6ReturnXItselfAtTheBounds) {
+  namespace F = nn::functional;
+  // PyTorch's hardtanh (and relu6 = hardtanh(0, 6)) is clamp: x itself unless x < min or x > max,
+  // so -0. stays -0. (fuzz nn3 seed 501 cases 322919, 393365, 248526). torch 2.15:
+  // relu6 float64 [-1, -0., 0., 6, 7, nan] -> [0., -0., 0., 6, 6, nan], gradient at
+  // [-1, -0., 0., 6, 7, 3] -> [0, 0, 0, 0, 0, 1]; hardtanh(0, 6) float32 the same values;
+  // hardtanh(-0., 6) float32 [-1, -0., 0.] -> [-0., -0., 0.].
+  Tensor x = tensor<double>({-1.0, -0.0, 0.0, 6.0, 7.0, kNan}, kDouble);
+  EXPECT_TRUE(same_bits(F::relu6(x), {0.0, -0.0, 0.0, 6.0, 6.0, kNan}));
+  EXPECT_TRUE(same_bits(F::hardtanh(x.to(kFloat), F::HardtanhFuncOptions().min_val(0).max_val(6)),
+                        {0.0, -0.0, 0.0, 6.0, 6.0, kNan}));
+  EXPECT_TRUE(same_bits(F::hardtanh(tensor<float>({-1.0f, -0.0f, 0.0f}), F::HardtanhFuncOptions().min_val(-0.0).max_val(6)),
+                        {-0.0, -0.0, 0.0}));
+  Tensor xg = tensor<double>({-1.0, -0.0, 0.0, 6.0, 7.0, 3.0}, kDouble).requires_grad_();
+  F::relu6(xg).sum().backward();
+  EXPECT_TRUE(same_bits(xg.grad(), {0.0, 0.0, 0.0, 0.0, 0.0, 1.0}));
+}
+
+TEST(PyTorchDivergence, SoftshrinkIsPlusZeroInTheMiddleAndPassesNaNGradients) {
+  namespace F = nn::functional;
+  // PyTorch's CUDA softshrink and its vectorized CPU loop give +0 for |x| <= lambda (fuzz nn3 seed
+  // 501 cases 188008, 283040); its scalar CPU loop, which runs on the tail of a tensor shorter
+  // than a vector, gives x * 0 (-0 for x in [-lambda, -0]): brisk follows the first. torch 2.15,
+  // float64 [-0.5, -0.25, -0., 0., 0.25, nan, 1.5, -1.5], lambda 0.5 (8 doubles: the vector
+  // loop) -> [0., 0., 0., 0., 0., nan, 1, -1]. The gradient at nan is the incoming gradient in
+  // PyTorch's scalar CPU and CUDA kernels (case 203381: [1.47, nan, 0.577, -0.], lambda 2.5 ->
+  // gradient [0, 1, 0, 0]).
+  const Tensor x = tensor<double>({-0.5, -0.25, -0.0, 0.0, 0.25, kNan, 1.5, -1.5}, kDouble);
+  EXPECT_TRUE(same_bits(F::softshrink(x, 0.5), {0.0, 0.0, 0.0, 0.0, 0.0, kNan, 1.0, -1.0}));
+  EXPECT_TRUE(same_bits(F::softshrink(x.to(kHalf), 0.5), {0.0, 0.0, 0.0, 0.0, 0.0, kNan, 1.0, -1.0}));
+  Tensor xg = tensor<double>({1.4712481715518628, kNan, 0.5772045610173894, -0.0}, kDouble).requires_grad_();
+  F::softshrink(xg, 2.5).sum().backward();
+  EXPECT_TRUE(same_bits(xg.grad(), {0.0, 1.0, 0.0, 0.0}));
+}
+
+TEST(PyTorchDivergence, LogsigmoidIsPlusZeroWhereExpUnderflows) {
+  namespace F = nn::functional;
+  // PyTorch: min(x, 0) - log1p(exp(-|x|)), so 0 - 0 = +0 for large x (fuzz nn3 seed 501 cases
+  // 43598, 498397). torch 2.15, float64 [inf, 800, 100, 0., -0., -inf] -> [0., 0.,
+  // -3.720075976020836e-44, -0.6931471805599453, -0.6931471805599453, -inf]; float32 [inf, 200]
+  // -> [0., 0.].
+  EXPECT_TRUE(same_bits(F::logsigmoid(tensor<double>({kInf, 800.0, 100.0, 0.0, -0.0, -kInf}, kDouble)),
+                        {0.0, 0.0, -3.720075976020836e-44, -0.6931471805599453, -0.6931471805599453, -kInf}));
+  EXPECT_TRUE(same_bits(F::logsigmoid(tensor<float>({INFINITY, 200.0f})), {0.0, 0.0}));
+}
+
+TEST(PyTorchDivergence, EluFamilySecondDerivativeIsZeroAtZero) {
+  namespace F = nn::functional;
+  // PyTorch's elu_double_backward multiplies by (x < 0): at x == 0 the first derivative is the
+  // negative branch's (alpha * scale * input_scale) but the second is 0 (fuzz nn3 seed 501 cases
+  // 124209, 67156, 479863, 38381, 305927; seed 1 case 2014). At nan both come from the positive
+  // branch. torch 2.15, float64, (d/dx, d2/dx2):
+  //   elu: 0 -> (1, 0), -0. -> (1, 0), -1 -> (0.36787944117144233, same), nan -> (1, 0)
+  //   elu alpha 2: 0 -> (2, 0); selu: 0 -> (1.7580993408473766, 0), nan -> (1.0507009873554805, 0)
+  //   celu alpha 0.5: 0 -> (1, 0), -1 -> (0.1353352832366127, 0.2706705664732254)
+  //   celu alpha 0.5, float16 x = 0, d/dx of -2.25 * celu'(x) -> -0. (brisk had -2.25)
+  struct Case {
+    std::function<Tensor(const Tensor&)> f;
+    double x, d1, d2;
+  };
+  const std::vector<Case> cases = {
+      {[](const Tensor& v) { return F::elu(v); }, 0.0, 1.0, 0.0},
+      {[](const Tensor& v) { return F::elu(v); }, -0.0, 1.0, 0.0},
+      {[](const Tensor& v) { return F::elu(v); }, -1.0, 0.36787944117144233, 0.36787944117144233},
+      {[](const Tensor& v) { return F::elu(v); }, kNan, 1.0, 0.0},
+      {[](const Tensor& v) { return F::elu(v, F::ELUFuncOptions().alpha(2.0)); }, 0.0, 2.0, 0.0},
+      {[](const Tensor& v) { return F::selu(v); }, 0.0, 1.7580993408473766, 0.0},
+      {[](const Tensor& v) { return F::selu(v); }, kNan, 1.0507009873554805, 0.0},
+      {[](const Tensor& v) { return F::celu(v, F::CELUFuncOptions().alpha(0.5)); }, 0.0, 1.0, 0.0},
+      {[](const Tensor& v) { return F::celu(v, F::CELUFuncOptions().alpha(0.5)); }, -1.0, 0.1353352832366127,
+       0.2706705664732254},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    Tensor x = full({}, cases[i].x, kDouble).requires_grad_();
+    Tensor g = autograd::grad({cases[i].f(x)}, {x}, {}, true, true)[0];
+    Tensor g2 = autograd::grad({g}, {x})[0];
+    EXPECT_NEAR(g.item<double>(), cases[i].d1, 1e-15) << "case " << i;
+    EXPECT_NEAR(g2.item<double>(), cases[i].d2, 1e-15) << "case " << i;
+  }
+  Tensor xh = full({}, 0.0, kHalf).requires_grad_();
+  Tensor gh = autograd::grad({F::celu(xh, F::CELUFuncOptions().alpha(0.5))}, {xh}, {}, true, true)[0];
+  EXPECT_EQ(gh.item<double>(), 1.0);
+  EXPECT_EQ(autograd::grad({gh * -2.25}, {xh})[0].item<double>(), 0.0);
+}
+
+TEST(PyTorchDivergence, PreluHasNoCrossDerivativeAtZero) {
+  namespace F = nn::functional;
+  // PyTorch's prelu double backward masks with x >= 0 while its backward tests x > 0: at x == 0
+  // dL/dx is w and dL/dw is x (the negative branch) but d2L/dxdw is 0 (fuzz nn3 seed 501 case
+  // 29096). torch 2.15, float64 x = [0, -1, 2], w = [0.25]: gx = [0.25, 0.25, 1];
+  // d/dw sum([1, 2, 3] * gx) = [2.] (brisk had 3); gw = [-1.], d gw / dx = [0, 1, 0].
+  Tensor x = tensor<double>({0.0, -1.0, 2.0}, kDouble).requires_grad_();
+  Tensor w = tensor<double>({0.25}, kDouble).requires_grad_();
+  Tensor gx = autograd::grad({F::prelu(x, w).sum()}, {x}, {}, true, true)[0];
+  EXPECT_TRUE(same_bits(gx, {0.25, 0.25, 1.0}));
+  Tensor gxw = autograd::grad({(gx * tensor<double>({1.0, 2.0, 3.0}, kDouble)).sum()}, {w})[0];
+  EXPECT_TRUE(same_bits(gxw, {2.0}));
+  Tensor gw = autograd::grad({F::prelu(x, w).sum()}, {w}, {}, true, true)[0];
+  EXPECT_TRUE(same_bits(gw, {-1.0}));
+  EXPECT_TRUE(same_bits(autograd::grad({gw.sum()}, {x})[0], {0.0, 1.0, 0.0}));
+}
+
+TEST(PyTorchDivergence, ActivationsTakeIntegerInputs) {
+  namespace F = nn::functional;
+  // PyTorch runs hardtanh, relu6, threshold (result in the input's dtype, bounds truncated) and
+  // softsign, tanhshrink (result float) on integers (fuzz nn3 seed 501 cases 439325, 45745,
+  // 402556, 63261, 124176, 186979). torch 2.15:
+  //   hardtanh int8 [-6, 6] -> int8 [-1, 1]; hardtanh(-2.7, 2.7) int64 [-7, -2, 2, 9] -> [-2, -2, 2, 2]
+  //   relu6 int64 [-3, 0, 4, 9] -> [0, 0, 4, 6]; uint8 [0, 4, 200] -> [0, 4, 6]
+  //   threshold(-2.5, 7) int64 [-3, -2, 0, 2, 5] -> [7, 7, 0, 2, 5] (threshold truncated to -2)
+  //   threshold(2, -1) uint8 [0, 1, 3, 200] -> [255, 255, 3, 200] (-1 wraps)
+  //   softsign uint8 [5, 12, 255, 0] -> float32 [0.8333333134651184, 0.9230769276618958, inf, 0.]
+  //   (255 + 1 wraps to 0 in uint8); int64 [-3, 0, 4] -> float32 [-0.75, 0., 0.800000011920929]
+  //   tanhshrink int32 [-2, 0, 3] -> float32 [-1.0359723567962646, 0., 2.0049452781677246]
+  //   hardtanh uint8 (256, 257): "Clamp min value 256 is outside the representable range of Byte";
+  //   threshold uint8 (256, 1): "value cannot be converted to type uint8_t without overflow"
+  Tensor h = F::hardtanh(tensor<int8_t>({-6, 6}));
+  EXPECT_EQ(h.dtype(), kInt8);
+  EXPECT_TRUE(same_bits(h, {-1, 1}));
+  EXPECT_TRUE(same_bits(F::hardtanh(tensor<int64_t>({-7, -2, 2, 9}), F::HardtanhFuncOptions().min_val(-2.7).max_val(2.7)),
+                        {-2, -2, 2, 2}));
+  Tensor r = F::relu6(tensor<int64_t>({-3, 0, 4, 9}));
+  EXPECT_EQ(r.dtype(), kInt64);
+  EXPECT_TRUE(same_bits(r, {0, 0, 4, 6}));
+  Tensor ru = F::relu6(tensor<uint8_t>({0, 4, 200}));
+  EXPECT_EQ(ru.dtype(), kUInt8);
+  EXPECT_TRUE(same_bits(ru, {0, 4, 6}));
+  Tensor t = F::threshold(tensor<int64_t>({-3, -2, 0, 2, 5}), F::ThresholdFuncOptions(-2.5, 7));
+  EXPECT_EQ(t.dtype(), kInt64);
+  EXPECT_TRUE(same_bits(t, {7, 7, 0, 2, 5}));
+  Tensor tu = F::threshold(tensor<uint8_t>({0, 1, 3, 200}), F::ThresholdFuncOptions(2, -1));
+  EXPECT_EQ(tu.dtype(), kUInt8);
+  EXPECT_TRUE(same_bits(tu, {255, 255, 3, 200}));
+  Tensor s = F::softsign(tensor<uint8_t>({5, 12, 255, 0}));
+  EXPECT_EQ(s.dtype(), kFloat);
+  EXPECT_TRUE(same_bits(s, {0.8333333134651184, 0.9230769276618958, kInf, 0.0}));
+  Tensor s64 = F::softsign(tensor<int64_t>({-3, 0, 4}));
+  EXPECT_EQ(s64.dtype(), kFloat);
+  EXPECT_TRUE(same_bits(s64, {-0.75, 0.0, 0.800000011920929}));
+  Tensor ts = F::tanhshrink(tensor<int32_t>({-2, 0, 3}));
+  EXPECT_EQ(ts.dtype(), kFloat);
+  EXPECT_TRUE(same_bits(ts, {-1.0359723567962646, 0.0, 2.0049452781677246}));
+  expect_error([] { F::hardtanh(tensor<uint8_t>({1}), F::HardtanhFuncOptions().min_val(256).max_val(257)); },
+               {"[hardtanh]", "outside the representable range"});
+  expect_error([] { F::threshold(tensor<uint8_t>({1}), F::ThresholdFuncOptions(256, 1)); }, {"[threshold]", "without overflow"});
+  expect_error([] { F::softsign(tensor<bool>({true})); }, {"[softsign]", "bool"});
+}
+
 }  // namespace
 }  // namespace brisk
