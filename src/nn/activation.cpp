@@ -288,6 +288,9 @@ Tensor prelu(const Tensor& x, const Tensor& weight) {
   check_float("prelu", x);
   BRISK_CHECK(weight.defined(), "prelu", "weight is undefined");
   BRISK_CHECK(weight.is_floating_point(), "prelu", "expected a floating point weight, got ", weight.dtype());
+  // PyTorch: "prelu: Type promoting not supported" (a float64 weight made a float64 result)
+  BRISK_CHECK(weight.dtype() == x.dtype(), "prelu", "type promotion is not supported: input ", x.dtype(), " and weight ",
+              weight.dtype());
   BRISK_CHECK(weight.dim() <= 1, "prelu", "expected a weight of shape (1) or (C), got ", weight.sizes());
   Tensor w;
   if (weight.numel() == 1) {

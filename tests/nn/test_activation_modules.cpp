@@ -71,7 +71,7 @@ const std::vector<std::pair<std::string, Fn>>& activations() {
       {"sigmoid", [](const Tensor& x) { return x.sigmoid(); }},
       {"tanh", [](const Tensor& x) { return x.tanh(); }},
       {"rrelu.eval", [](const Tensor& x) { return F::rrelu(x); }},
-      {"prelu.scalar", [](const Tensor& x) { return F::prelu(x, full({1}, 0.25, kDouble)); }},
+      {"prelu.scalar", [](const Tensor& x) { return F::prelu(x, full({1}, 0.25, x.dtype())); }},
   };
   return v;
 }
@@ -107,7 +107,7 @@ const std::vector<std::pair<std::string, nn::AnyModule>> modules() {
       {"mish", nn::Mish()},
       {"sigmoid", nn::Sigmoid()},
       {"tanh", nn::Tanh()},
-      {"prelu.scalar", nn::PReLU()},
+      {"prelu.scalar", nn::PReLU(nn::PReLUOptions(), kDouble)},  // PyTorch refuses a float32 weight on float64
   };
 }
 
@@ -195,8 +195,9 @@ TEST_F(ActivationModules, PReLUPerChannel) {
   EXPECT_TRUE(close(shared(scalar_tensor(-2.0)), scalar_tensor(-0.2f), 1e-6));
   EXPECT_TRUE(gradcheck_ok([](const TensorList& t) { return F::prelu(t[0], t[1]); },
                            {(rand({2, 3, 2}, kDouble) - 0.5).requires_grad_(), (rand({3}, kDouble)).requires_grad_()}));
-  expect_error([&] { m(ones({3})); }, {"prelu", "3 parameters", "1 channel"});
-  expect_error([&] { m(ones({2, 4})); }, {"prelu", "3 parameters", "4 channel"});
+  expect_error([&] { m(ones({3}, kDouble)); }, {"prelu", "3 parameters", "1 channel"});
+  expect_error([&] { m(ones({2, 4}, kDouble)); }, {"prelu", "3 parameters", "4 channel"});
+  expect_error([&] { m(ones({2, 3})); }, {"prelu", "type promotion"});
 }
 
 TEST_F(ActivationModules, RReLUTrainingDrawsSlopesInRange) {

@@ -2975,5 +2975,13 @@ TEST(PyTorchDivergence, ActivationsTakeIntegerInputs) {
   expect_error([] { F::softsign(tensor<bool>({true})); }, {"[softsign]", "bool"});
 }
 
+TEST(PyTorchDivergence, PreluRefusesMixedDtypes) {
+  // torch 2.15: F.prelu(randn(2, 3), randn(1, dtype=float64)) -> "prelu: Type promoting not
+  // supported. Got Float and Double"; brisk returned a float64 result (fuzzer nn3, seed 501)
+  expect_error([] { nn::functional::prelu(randn({2, 3}), randn({1}).to(kDouble)); },
+               {"[prelu]", "type promotion", "float64"});
+  expect_error([] { nn::functional::prelu(randn({2, 3}), randn({1}).to(kHalf)); }, {"[prelu]", "type promotion"});
+}
+
 }  // namespace
 }  // namespace brisk
