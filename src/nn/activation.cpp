@@ -307,8 +307,14 @@ Tensor prelu(const Tensor& x, const Tensor& weight) {
   }
   // At x == 0 PyTorch's first derivatives are the negative branch's (w for x,
   // x for w) but its double backward masks with x >= 0: no cross term there.
-  Tensor at_zero = x.detach() * w + x * w.detach();
-  return where(x.gt(0), x, where(x.eq(0), at_zero, x * w));
+  // The negative branch reads x through its mask, so that an infinite
+  // positive x never meets the zero gradient there: the weight's gradient
+  // was 0 * inf = NaN where PyTorch's (x <= 0 ? g * x : 0) is finite
+  // (fuzzer nn3, seed 603 case 43191).
+  const Tensor pos = x.gt(0), zero = x.eq(0);
+  const Tensor xz = where(zero, x, Scalar(0.0));
+  const Tensor at_zero = xz.detach() * w + xz * w.detach();
+  return where(pos, x, where(zero, at_zero, where(pos, Scalar(0.0), x) * w));
 }
 
 Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {

@@ -2983,5 +2983,20 @@ TEST(PyTorchDivergence, PreluRefusesMixedDtypes) {
   expect_error([] { nn::functional::prelu(randn({2, 3}), randn({1}).to(kHalf)); }, {"[prelu]", "type promotion"});
 }
 
+TEST(PyTorchDivergence, PreluWeightGradientNextToAnInfiniteInput) {
+  // PyTorch's prelu weight gradient sums g * x over x <= 0 only; brisk's multiplied the masked
+  // gradient by x, 0 * inf = NaN (fuzzer nn3, seed 603 case 43191). torch 2.15:
+  //   x = [[inf, -1], [2, -3], [-inf, 0.5]], w = [0.25, -0.5] (both requiring grad),
+  //   backward([[1, 2], [3, 4], [5, 6]]) -> y [[inf, 0.5], [2, 1.5], [-inf, 0.5]],
+  //   x.grad [[1, -1], [3, -2], [1.25, 6]], w.grad [-inf, -14]
+  Tensor x = tensor<float>({INFINITY, -1.0f, 2.0f, -3.0f, -INFINITY, 0.5f}).reshape({3, 2}).requires_grad_();
+  Tensor w = tensor<float>({0.25f, -0.5f}).requires_grad_();
+  Tensor y = nn::functional::prelu(x, w);
+  EXPECT_TRUE(equal(y, tensor<float>({INFINITY, 0.5f, 2.0f, 1.5f, -INFINITY, 0.5f}).reshape({3, 2})));
+  y.backward(tensor<float>({1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f}).reshape({3, 2}));
+  EXPECT_TRUE(equal(x.grad(), tensor<float>({1.0f, -1.0f, 3.0f, -2.0f, 1.25f, 6.0f}).reshape({3, 2})));
+  EXPECT_TRUE(equal(w.grad(), tensor<float>({-INFINITY, -14.0f})));
+}
+
 }  // namespace
 }  // namespace brisk
