@@ -746,8 +746,8 @@ void Gen::emit_node(const Node& n) {
         std::string f;
         if (e == 2) f = x + " * " + x;
         else if (e == 3) f = x + " * " + x + " * " + x;
-        else if (e == 0.5) f = "std::sqrt(" + x + ")";
-        else if (e == -0.5) f = one + " / std::sqrt(" + x + ")";
+        else if (e == 0.5 && dt0 != kHalf) f = "std::sqrt(" + x + ")";  // float16: pow (pow_kernel)
+        else if (e == -0.5 && dt0 != kHalf) f = one + " / std::sqrt(" + x + ")";
         else if (e == -1) f = one + " / " + x;
         else if (e == -2) f = one + " / (" + x + " * " + x + ")";
         if (!f.empty()) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <utility>
 
+#include "autograd/function.h"
 #include "brisk/nn/activation.h"
 #include "brisk/autograd.h"
 #include "brisk/ops.h"
@@ -166,6 +167,42 @@ Tensor celu(const Tensor& x, const CELUFuncOptions& o) {
 
 Tensor gelu(const Tensor& x, const GELUFuncOptions& o) { return x.gelu(o.approximate()); }
 
+namespace {
+/// glu's input gradient (Note [glu]), a node of its own when it is
+/// differentiated again.
+Tensor glu_backward(const Tensor& g, const Tensor& x, int64_t d, int64_t h) {
+  const ScalarType dt = x.dtype();
+  const bool narrow16 = dt == kHalf || dt == kBFloat16;
+  Tensor r;
+  {
+    NoGradGuard no_grad;
+    const Tensor a = x.narrow(d, 0, h), s = x.narrow(d, h, h).sigmoid();
+    const auto wide = [&](const Tensor& t) { return narrow16 ? t.to(kFloat) : t; };
+    const Tensor sw = wide(s);
+    Tensor gb = (1 - sw) * sw * wide(a) * wide(g);
+    if (narrow16) gb = gb.to(dt);
+    r = cat({s * g, gb}, d);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(g, x))) {
+    using namespace autograd;
+    record("GluBackwardBackward0", {r}, {g, x}, {save(g), save(x)}, [d, h](BackwardCtx& c) -> TensorList {
+      const Tensor gO = c.saved(0), xs = c.saved(1), gg = c.grad();
+      const Tensor a = xs.narrow(d, 0, h), sig = xs.narrow(d, h, h).sigmoid();
+      const Tensor one_sub = 1 - sig, sos = sig * one_sub;
+      const Tensor gg1 = gg.narrow(d, 0, h), gg2 = gg.narrow(d, h, h);
+      Tensor dg, dx;
+      if (c.needs(0)) dg = gg1 * sig + gg2 * (one_sub * sig * a);
+      if (c.needs(1)) {
+        const Tensor second = sos * one_sub - sig * sos;
+        dx = cat({gg2 * gO * sos, (gg2 * a) * gO * second + gg1 * gO * sos}, d);
+      }
+      return {dg, dx};
+    });
+  }
+  return r;
+}
+}  // namespace
+
 Tensor glu(const Tensor& x, const GLUFuncOptions& o) {
   check_float("glu", x);
   BRISK_CHECK(x.dim() > 0, "glu", "expected an input with at least one dim, got a 0-dim tensor");
@@ -173,7 +210,28 @@ Tensor glu(const Tensor& x, const GLUFuncOptions& o) {
   BRISK_CHECK(d >= 0 && d < x.dim(), "glu", "dim ", o.dim(), " is out of range for a ", x.dim(), "-d input");
   BRISK_CHECK(x.size(d) % 2 == 0, "glu", "halving dimension must be even, but dimension ", d, " is size ", x.size(d));
   const int64_t h = x.size(d) / 2;
-  return x.narrow(d, 0, h) * x.narrow(d, h, h).sigmoid();
+  // Note [glu]
+  // PyTorch's kernels, not the composite a * sigmoid(b): a 16-bit glu rounds
+  // once (a * sigmoid(b) in float), and b's gradient is (1 - s) * s * a * g
+  // in that order, s = sigmoid(b) in the dtype, so a gate saturated to 1 gives
+  // 0 even where a * g passes the range (the composite formed g * a = inf
+  // first, then inf * 0 = NaN: fuzzer nn3, seed 603 case 171111). a's
+  // gradient is s * g. The backward is its own node whose derivatives are
+  // PyTorch's glu_double_backward{,_grad_output}, written with ops.
+  const ScalarType dt = x.dtype();
+  const bool narrow16 = dt == kHalf || dt == kBFloat16;
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    const Tensor a = x.narrow(d, 0, h), b = x.narrow(d, h, h);
+    out = narrow16 ? (a.to(kFloat) * b.to(kFloat).sigmoid()).to(dt) : a * b.sigmoid();
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    using namespace autograd;
+    record("GluBackward0", {out}, {x}, {save(x)},
+           [d, h](BackwardCtx& c) -> TensorList { return {glu_backward(c.grad(), c.saved(0), d, h)}; });
+  }
+  return out;
 }
 
 Tensor hardshrink(const Tensor& x, const HardshrinkFuncOptions& o) {

@@ -502,7 +502,9 @@ Tensor run_binary(const char* nm, IterBuilder& it, const KernelArgs& args, Tenso
     const double e = b.to_double();
     // torch computes x ** 0.5 as sqrt(x) and x ** -0.5 as rsqrt(x): they
     // differ from pow at -0.0 (sqrt gives -0.0) and -inf (sqrt gives NaN).
-    if ((e == 0.5 || e == -0.5) && is_floating_point(compute)) {
+    // Not float16 on the CPU: PyTorch's CPU kernel takes pow for float16
+    // ((-0)^0.5 = +0; pow_kernel in kernels/unary.cpp does the same).
+    if ((e == 0.5 || e == -0.5) && is_floating_point(compute) && !(compute == kHalf && a.is_cpu())) {
       NoGradGuard ng;
       const Tensor x = a.to(compute);
       return write_result(self, e == 0.5 ? x.sqrt() : x.rsqrt(), compute);

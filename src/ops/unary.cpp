@@ -218,8 +218,9 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
         const Tensor bx = x * s0;
         // PyTorch's softplus_double_backward masks x * beta < threshold: at
         // x * beta == threshold the slope is the sigmoid's but its derivative
-        // is 0 (fuzzer nn3, seed 601 case 86567)
-        return where(bx > s1, g, g * where(bx < s1, bx, bx.detach()).sigmoid());
+        // is 0 (fuzzer nn3, seed 601 case 86567); at a NaN x its mask is 0
+        // and the sigmoid's slope NaN: NaN (seed 603 case 51696)
+        return where(bx > s1, g, g * where(bx.ge(s1).logical_not(), bx, bx.detach()).sigmoid());
       });
     default: break;
   }

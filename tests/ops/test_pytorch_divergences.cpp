@@ -2998,5 +2998,125 @@ TEST(PyTorchDivergence, PreluWeightGradientNextToAnInfiniteInput) {
   EXPECT_TRUE(equal(w.grad(), tensor<float>({-INFINITY, -14.0f})));
 }
 
+TEST(PyTorchDivergence, SoftplusSecondDerivativeAtNanIsNan) {
+  // PyTorch's softplus_double_backward multiplies the sigmoid's slope (NaN at a NaN input) by the
+  // mask x * beta < threshold (0 there): NaN. brisk's gave 0 (fuzzer nn3, seed 603 cases 51696,
+  // 64000). torch 2.15, float64 x = [nan, -0.4, 0.25, 3], beta 2, threshold 0.5:
+  //   grad [nan, 0.31002551887238755, 0.6224593312018546, 1], second [nan, 0.42781939304058886, 0, 0]
+  // soft_margin_loss (sum) of float32 [nan, 1.5, -0.5] with targets [1, 1, -1]:
+  //   grad [nan, -0.18242551386356354, 0.3775406777858734], second [nan, 0.1491464525461197,
+  //   0.23500372469425201]
+  namespace F = nn::functional;
+  Tensor x = tensor<double>({kNan, -0.4, 0.25, 3.0}, kDouble).requires_grad_();
+  auto g = autograd::grad({F::softplus(x, F::SoftplusFuncOptions().beta(2.0).threshold(0.5)).sum()}, {x}, {}, true, true);
+  EXPECT_TRUE(same_bits(g[0], {kNan, 0.31002551887238755, 0.6224593312018546, 1.0}));
+  auto h = autograd::grad({g[0].sum()}, {x});
+  EXPECT_TRUE(same_bits(h[0], {kNan, 0.42781939304058886, 0.0, 0.0}));
+  Tensor xs = tensor<float>({NAN, 1.5f, -0.5f}).requires_grad_();
+  Tensor ts = tensor<float>({1.0f, 1.0f, -1.0f});
+  auto gs = autograd::grad({F::soft_margin_loss(xs, ts, F::SoftMarginLossFuncOptions(nn::kSum))}, {xs}, {}, true, true);
+  EXPECT_TRUE(close(gs[0].slice(0, 1), tensor<float>({-0.18242551386356354f, 0.3775406777858734f}), 1e-6, 1e-7));
+  EXPECT_TRUE(std::isnan(values(gs[0])[0]));
+  auto hs = autograd::grad({gs[0].sum()}, {xs});
+  EXPECT_TRUE(std::isnan(values(hs[0])[0]));
+  EXPECT_TRUE(close(hs[0].slice(0, 1), tensor<float>({0.1491464525461197f, 0.23500372469425201f}), 1e-6, 1e-7));
+}
+
+TEST(PyTorchDivergence, GluMatchesPyTorchsKernels) {
+  // Note [glu]. torch 2.15: float32 x = [[1e30, 2, 3e38, -1]], glu(x, -1) = [[1e30, 0.5378828644752502]],
+  //   backward [[4e10, 1]] -> [[4e10, 0.2689414322376251, 0, 0.3932238817214966]] (brisk: NaN for
+  //   the saturated gate: g * a = inf first, fuzzer nn3 seed 603 case 171111)
+  namespace F = nn::functional;
+  Tensor x = tensor<float>({1e30f, 2.0f, 3e38f, -1.0f}).reshape({1, 4}).requires_grad_();
+  Tensor y = F::glu(x, F::GLUFuncOptions(-1));
+  // (sigmoid(-1) is an ulp apart: brisk's float32 sigmoid forms e^-1 / (1 + e^-1))
+  EXPECT_TRUE(close(y, tensor<float>({1e30f, 0.5378828644752502f}).reshape({1, 2}), 3e-7, 0));
+  y.backward(tensor<float>({4e10f, 1.0f}).reshape({1, 2}));
+  EXPECT_TRUE(same_bits(x.grad().narrow(1, 0, 1), {40000000000.0}));
+  EXPECT_TRUE(same_bits(x.grad().narrow(1, 2, 1), {0.0}));
+  EXPECT_TRUE(close(x.grad(), tensor<float>({4e10f, 0.2689414322376251f, 0.0f, 0.3932238817214966f}).reshape({1, 4}),
+                    3e-7, 0));
+  // 16 bits round once: glu of float16 [[-3.376953125, 3.861328125], [-3.7890625, -0.12158203125],
+  // [1.796875, -2.28125]] (rows of (a, b), dim 1) is [-3.306640625, -1.779296875,
+  // 0.16650390625]; a * sigmoid(b) rounded twice gave [-3.30859375, -1.7802734375, 0.1666259765625].
+  // bfloat16 [[3.03125, 0.5390625], [-1.75, -0.498046875], [-1.8671875, 3.75]] -> [1.9140625,
+  // -0.66015625, -1.828125] (twice rounded: 1.921875, -0.6640625, -1.8203125)
+  Tensor h = tensor<double>({-3.376953125, 3.861328125, -3.7890625, -0.12158203125, 1.796875, -2.28125}, kDouble).reshape({3, 2});
+  EXPECT_TRUE(same_bits(F::glu(h.to(kHalf), F::GLUFuncOptions(1)), {-3.306640625, -1.779296875, 0.16650390625}));
+  Tensor b = tensor<double>({3.03125, 0.5390625, -1.75, -0.498046875, -1.8671875, 3.75}, kDouble).reshape({3, 2});
+  EXPECT_TRUE(same_bits(F::glu(b.to(kBFloat16), F::GLUFuncOptions(1)), {1.9140625, -0.66015625, -1.828125}));
+  // bfloat16 gradients: x = [[0.30078125, -1.703125, 2.90625, 0.609375], [1.296875, -0.400390625,
+  // 0.76953125, 5]], glu(x, -1), backward [[0.7, -1.3], [2.1, 0.9]] (bfloat16) ->
+  // [[0.6640625, -0.83984375, 0.0101318359375, 0.50390625], [1.4296875, 0.890625, 0.5859375,
+  // -0.0027923583984375]]
+  Tensor xb = tensor<double>({0.30078125, -1.703125, 2.90625, 0.609375, 1.296875, -0.400390625, 0.76953125, 5.0}, kDouble)
+                  .reshape({2, 4}).to(kBFloat16).requires_grad_();
+  F::glu(xb, F::GLUFuncOptions(-1)).backward(tensor<double>({0.7, -1.3, 2.1, 0.9}, kDouble).reshape({2, 2}).to(kBFloat16));
+  EXPECT_TRUE(same_bits(xb.grad(), {0.6640625, -0.83984375, 0.0101318359375, 0.50390625, 1.4296875, 0.890625,
+                                    0.5859375, -0.0027923583984375}));
+  // Second derivatives are PyTorch's glu_double_backward{,_grad_output} (their order of
+  // operations decides inf against NaN): torch 2.15, float32
+  //   x = [[0.5, -1.25, 0.375, 2], [3e38, 1.5, 40, -0.75]], gO = [[1e30, -2], [0.5, 3]] (both
+  //   requiring grad), g = autograd.grad(glu(x, -1), x, gO, create_graph) ->
+  //   [[5.926666272277655e+29, -1.7615940570831299, 1.2070644516417413e+29, 0.262484073638916],
+  //    [0.5, 0.9624638557434082, 0, 0.9805274605751038]];
+  //   w = [[1, -0.5, 0.25, 2], [1e10, 0.75, -1.5, 0.5]], grad((g * w).sum(), [x, gO]) ->
+  //   x: [[6.035322258208706e+28, -0.41997450590133667, 2.3582015392375387e+29, -0.2948189973831177],
+  //       [-0, 0.3268424868583679, nan, 0.6659533977508545]]
+  //   gO: [[0.6228432655334473, -0.7028825879096985], [1e10, 0.404037207365036]]
+  const auto near = [](const Tensor& got, const std::vector<double>& want) {
+    const std::vector<double> g = values(got);
+    for (size_t i = 0; i < want.size(); ++i) {
+      const bool ok = std::isnan(want[i]) ? std::isnan(g[i]) : std::fabs(g[i] - want[i]) <= 2e-6 * std::fabs(want[i]);  // sigmoid: an ulp apart
+      if (!ok) return ::testing::AssertionFailure() << "element " << i << ": got " << g[i] << ", expected " << want[i];
+    }
+    return ::testing::AssertionSuccess();
+  };
+  Tensor x2 = tensor<float>({0.5f, -1.25f, 0.375f, 2.0f, 3e38f, 1.5f, 40.0f, -0.75f}).reshape({2, 4}).requires_grad_();
+  Tensor go = tensor<float>({1e30f, -2.0f, 0.5f, 3.0f}).reshape({2, 2}).requires_grad_();
+  auto g1 = autograd::grad({F::glu(x2, F::GLUFuncOptions(-1))}, {x2}, {go}, true, true);
+  EXPECT_TRUE(near(g1[0], {5.926666272277655e+29, -1.7615940570831299, 1.2070644516417413e+29, 0.262484073638916, 0.5,
+                           0.9624638557434082, 0.0, 0.9805274605751038}));
+  Tensor w = tensor<float>({1.0f, -0.5f, 0.25f, 2.0f, 1e10f, 0.75f, -1.5f, 0.5f}).reshape({2, 4});
+  auto g2 = autograd::grad({(g1[0] * w).sum()}, {x2, go});
+  EXPECT_TRUE(near(g2[0], {6.035322258208706e+28, -0.41997450590133667, 2.3582015392375387e+29, -0.2948189973831177,
+                           -0.0, 0.3268424868583679, kNan, 0.6659533977508545}));
+  EXPECT_TRUE(near(g2[1], {0.6228432655334473, -0.7028825879096985, 1e10, 0.404037207365036}));
+}
+
+TEST(PyTorchDivergence, Float16PowByAHalfOnTheCpuIsPow) {
+  // PyTorch's CPU kernel takes sqrt/rsqrt for x ** 0.5 and x ** -0.5 in float32, float64 and
+  // bfloat16, but pow for float16: torch 2.15, float16 [-0, -inf, 4, 0] ** 0.5 = [0, inf, 2, 0],
+  // ** -0.5 = [inf, 0, 0.5, inf]; float32 ** 0.5 = [-0, nan, 2, 0], ** -0.5 = [-inf, nan, 0.5, inf].
+  // (brisk gave float32's for float16: lp_pool1d's second derivative at -0 had the wrong sign,
+  // fuzzer nn3, seed 603 case 274587.)
+  Tensor x = tensor<double>({-0.0, -kInf, 4.0, 0.0}, kDouble);
+  EXPECT_TRUE(same_bits(x.to(kHalf).pow(0.5), {0.0, kInf, 2.0, 0.0}));
+  EXPECT_TRUE(same_bits(x.to(kHalf).pow(-0.5), {kInf, 0.0, 0.5, kInf}));
+  Tensor xi = x.to(kHalf);
+  xi.pow_(0.5);
+  EXPECT_TRUE(same_bits(xi, {0.0, kInf, 2.0, 0.0}));
+  for (ScalarType t : {kFloat, kDouble, kBFloat16}) {
+    EXPECT_TRUE(same_bits(x.to(t).pow(0.5), {-0.0, kNan, 2.0, 0.0})) << t;
+    EXPECT_TRUE(same_bits(x.to(t).pow(-0.5), {-kInf, kNan, 0.5, kInf})) << t;
+  }
+}
+
+TEST(PyTorchDivergence, CosineEmbeddingLossEpsilonIsAFloat) {
+  // PyTorch adds its EPSILON 1e-12, a float (9.99999996e-13 in float64), to each squared
+  // magnitude; brisk added the double 1e-12 (a float64 gradient at a zero input was 2e-9 off,
+  // fuzzer nn3, seed 603 case 968). torch 2.15, float64 x1 = [[-1.2030907985909391], [0.5]],
+  // x2 = [[-0.0], [1e-7]], targets [1, 1], reduction none: loss [1, 0.9004962807823698],
+  // x2.grad of the sum [[1000000.0019975558], [-985185.3387494418]]
+  namespace F = nn::functional;
+  Tensor x1 = tensor<double>({-1.2030907985909391, 0.5}, kDouble).reshape({2, 1}).requires_grad_();
+  Tensor x2 = tensor<double>({-0.0, 1e-7}, kDouble).reshape({2, 1}).requires_grad_();
+  Tensor l = F::cosine_embedding_loss(x1, x2, tensor<double>({1.0, 1.0}, kDouble),
+                                      F::CosineEmbeddingLossFuncOptions().reduction(nn::kNone));
+  EXPECT_TRUE(close(l, tensor<double>({1.0, 0.9004962807823698}, kDouble), 1e-15, 0));
+  l.sum().backward();
+  EXPECT_TRUE(close(x2.grad(), tensor<double>({1000000.0019975558, -985185.3387494418}, kDouble).reshape({2, 1}), 1e-14, 0));
+}
+
 }  // namespace
 }  // namespace brisk

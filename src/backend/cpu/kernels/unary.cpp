@@ -223,6 +223,9 @@ void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
 // pow: integers as before (math::ipow); floats through Sleef's pow, and a
 // scalar exponent of 2, 3, 0.5, -0.5, -1 or -2 by multiplication, sqrt and
 // division as PyTorch does (so sqrt's sign of zero and nan at -inf hold).
+// Except float16 and +-0.5: PyTorch's CPU kernel takes pow there, not sqrt
+// (float16 (-0)^0.5 is +0, (-inf)^0.5 inf, (-0)^-0.5 +inf; its CUDA kernel
+// and the other dtypes take sqrt: -0, nan, -inf).
 void pow_kernel(TensorIter& it, const KernelArgs& a) {
   const bool scalar_exponent = a.mode == 1;  // a Scalar, not a 0-dim tensor (binary.cpp)
   const ScalarType dt = it.dtypes[0];
@@ -243,8 +246,9 @@ void pow_kernel(TensorIter& it, const KernelArgs& a) {
       auto sq = [](auto x, auto) { return x * x; };
       if (e == M(2)) return vec_binary_kernel<scalar_t>(it, sq);
       if (e == M(3)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return x * x * x; });
-      if (e == M(0.5)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return vec::sqrt(x); });
-      if (e == M(-0.5))
+      constexpr bool half = std::is_same_v<scalar_t, Half>;
+      if (e == M(0.5) && !half) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return vec::sqrt(x); });
+      if (e == M(-0.5) && !half)
         return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / vec::sqrt(x); });
       if (e == M(-1)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / x; });
       if (e == M(-2))
