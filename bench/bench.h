@@ -124,7 +124,7 @@ inline constexpr UnaryOpSpec kUnaryOps[] = {
     {"logit", 0.01, 0.99},  {"softplus", -10, 10}, {"gelu", -5, 5},      {"gelu_tanh", -5, 5},
     {"silu", -10, 10},      {"mish", -10, 10},     {"pow(x, 2.5)", 0.01, 10}, {"pow(x, y)", 0.1, 4},
     {"rsqrt", 0.01, 100},   {"reciprocal", 0.1, 10}, {"sqrt", 0, 100},   {"lgamma", 0.1, 10},
-    {"digamma", 0.1, 10},
+    {"digamma", 0.1, 10},   {"clamp(x, -1, 1)", -3, 3}, {"fmod(x, y)", -10, 10}, {"remainder(x, y)", -10, 10},
 };
 constexpr int kNumUnaryOps = int(sizeof(kUnaryOps) / sizeof(kUnaryOps[0]));
 /// Maps fill_inputs' values in [-0.5, 0.5) onto [lo, hi).
@@ -192,7 +192,8 @@ constexpr int64_t kLstmInput = 64, kLstmHidden = 128, kLstmLayers = 2, kLstmSeq 
 constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128, 32} : SdpaShape{1, 16, 1024, 64}; }
 
 /// The activations of the ActivationBwd cases (Spec::op).
-inline constexpr const char* kActivations[] = {"gelu", "gelu tanh", "silu", "sigmoid", "tanh", "mish"};
+inline constexpr const char* kActivations[] = {"gelu", "gelu tanh", "silu",       "sigmoid", "tanh",    "mish",
+                                                "hardswish", "hardtanh", "leaky_relu", "elu", "mse_loss"};
 
 struct Spec {
   Kind kind;

@@ -244,6 +244,9 @@ Runner prepare(const Spec& s) {
           [](const Tensor& a, const Tensor&) { return a.sqrt(); },
           [](const Tensor& a, const Tensor&) { return a.lgamma(); },
           [](const Tensor& a, const Tensor&) { return a.digamma(); },
+          [](const Tensor& a, const Tensor&) { return a.clamp(-1.0, 1.0); },
+          [](const Tensor& a, const Tensor& b) { return a.fmod(b); },
+          [](const Tensor& a, const Tensor& b) { return a.remainder(b); },
       };
       return make_runner(th, [x, y, z = Tensor(), f = fns[s.op]]() mutable { z = f(x, y); });
     }
@@ -359,7 +362,12 @@ Runner prepare(const Spec& s) {
           case 2: y = F::silu(x); break;
           case 3: y = x.sigmoid(); break;
           case 4: y = x.tanh(); break;
-          default: y = F::mish(x); break;
+          case 5: y = F::mish(x); break;
+          case 6: y = F::hardswish(x); break;
+          case 7: y = F::hardtanh(x); break;
+          case 8: y = F::leaky_relu(x); break;
+          case 9: y = F::elu(x); break;
+          default: y = F::mse_loss(x, g, F::MSELossFuncOptions(brisk::nn::kNone)); break;
         }
         y.backward(g);
       });

@@ -209,6 +209,9 @@ Runner prepare(const Spec& s) {
           [](const Tensor& a, const Tensor&) { return a.sqrt(); },
           [](const Tensor& a, const Tensor&) { return a.lgamma(); },
           [](const Tensor& a, const Tensor&) { return a.digamma(); },
+          [](const Tensor& a, const Tensor&) { return a.clamp(-1.0, 1.0); },
+          [](const Tensor& a, const Tensor& b) { return a.fmod(b); },
+          [](const Tensor& a, const Tensor& b) { return a.remainder(b); },
       };
       return make_runner(th, [x, y, z = Tensor(), f = fns[s.op]]() mutable { z = f(x, y); });
     }
@@ -332,7 +335,12 @@ Runner prepare(const Spec& s) {
           case 2: y = torch::silu(x); break;
           case 3: y = torch::sigmoid(x); break;
           case 4: y = torch::tanh(x); break;
-          default: y = torch::mish(x); break;
+          case 5: y = torch::mish(x); break;
+          case 6: y = torch::hardswish(x); break;
+          case 7: y = F::hardtanh(x); break;
+          case 8: y = F::leaky_relu(x); break;
+          case 9: y = F::elu(x); break;
+          default: y = F::mse_loss(x, g, F::MSELossFuncOptions(torch::kNone)); break;
         }
         y.backward(g);
       });

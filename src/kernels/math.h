@@ -504,17 +504,20 @@ BRISK_HOST_DEVICE inline T pow(T a, T b) {
 /// minimum/maximum propagate nan. On a tie they return the first operand,
 /// as PyTorch does: maximum(-0.0, 0.0) is -0.0, and clamp (built from them
 /// with x first) keeps the sign of a zero input: clamp(-0.0, min=0) = -0.0.
+/// Written as selects, without a branch or a short-circuit: loops over them
+/// vectorize (with `||` and an early return, clamp ran 10x slower than
+/// PyTorch's on the CPU).
 template <class T>
 BRISK_HOST_DEVICE inline T maximum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (a != a || b != b) return a + b;
-  return a < b ? b : a;
+  const T r = a < b ? b : a;
+  if constexpr (std::is_floating_point_v<T>) return ((a != a) | (b != b)) ? a + b : r;
+  return r;
 }
 template <class T>
 BRISK_HOST_DEVICE inline T minimum(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>)
-    if (a != a || b != b) return a + b;
-  return b < a ? b : a;
+  const T r = b < a ? b : a;
+  if constexpr (std::is_floating_point_v<T>) return ((a != a) | (b != b)) ? a + b : r;
+  return r;
 }
 /// x << s and x >> s on integers as PyTorch 2 defines them, without UB: a
 /// count outside [0, bit width of T) shifts everything out (0, or -1 for a

@@ -136,8 +136,24 @@ Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
 
 Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
   check_float("leaky_relu", x);
+  const double slope = o.negative_slope();
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return negative_slope(v, v.gt(0), v * o.negative_slope());
+    // x where x > 0, else slope * x (NaN: slope * NaN); the gradient is
+    // PyTorch's leaky_relu_backward, g where x > 0, else g * slope: its own
+    // node (the composite's where/mul/where backward took 3.7x PyTorch's time)
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = negative_slope(v, v.gt(0), v * slope);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(v))) {
+      using namespace autograd;
+      record("LeakyReluBackward0", {y}, {v}, {save(v)}, [slope](BackwardCtx& c) -> TensorList {
+        const Tensor& g = c.grad();
+        return {where(c.saved(0).gt(0), g, g * slope)};
+      });
+    }
+    return y;
   });
 }
 
@@ -268,28 +284,54 @@ Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
   }
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
     // PyTorch's clamp: x < lo gives lo, x > hi gives hi, else x itself (so
-    // clamp(-0, 0, 6) is -0); the gradient is 0 from the bounds on.
-    Tensor vd = v.detach();
-    Tensor clamped = where(vd.lt(lo), Scalar(lo), where(vd.gt(hi), Scalar(hi), vd));
-    return where(v.le(lo).logical_or(v.ge(hi)), clamped, v);
+    // clamp(-0, 0, 6) is -0): clamp's one kernel. The gradient is 0 from the
+    // bounds on and passes at NaN (Note [Activation kinks]), unlike clamp's:
+    // its own node, written with ops.
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      y = v.clamp(lo, hi);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(v))) {
+      using namespace autograd;
+      record("HardtanhBackward0", {y}, {v}, {save(v)}, [lo, hi](BackwardCtx& c) -> TensorList {
+        const Tensor xs = c.saved(0);
+        return {where(xs.le(lo).logical_or(xs.ge(hi)), Scalar(0.0), c.grad())};
+      });
+    }
+    return y;
   });
 }
 
 Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
   check_float("hardswish", x);
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    // PyTorch: x * min(max(x + 3, 0), 6) / 6, so x * 0 from -3 down: -0, and
-    // NaN at -inf. The middle piece reads x through its mask; NaN takes the
-    // last branch (Note [Activation kinks]).
-    // From 3 up PyTorch's x * 6 / 6 (in float for half and bfloat16) is x
-    // within an ulp, but inf where x * 6 overflows: x + inf there (gradient 1).
-    Tensor mid = v.gt(-3.0).logical_and(v.lt(3.0));
-    Tensor vm = where(mid, v, Scalar(0.0));
-    Tensor vd = v.detach();
-    Tensor vf = is_reduced_float(v.dtype()) ? vd.to(kFloat) : vd;
-    Tensor overflows = vf.isfinite().logical_and((vf * 6.0).isinf());
-    Tensor upper = where(overflows, v + std::numeric_limits<double>::infinity(), v);
-    return where(v.le(-3.0), vd * 0.0, where(mid, vm * (vm + 3.0) / 6.0, upper));
+    // PyTorch's formula and roundings: x * min(max(x + 3, 0), 6) / 6 (in
+    // float for float16 and bfloat16, rounded once), so x * 0 from -3 down
+    // (-0, and NaN at -inf), x * 6 / 6 from 3 up (inf where x * 6
+    // overflows). Four kernels (the composite of masks it replaced took 15,
+    // 9x PyTorch's time). Its gradient is PyTorch's hardswish_backward:
+    // 0 to -3, g * (x / 3 + 1/2) below 3, g from 3 on and at NaN (Note
+    // [Activation kinks]); a node of its own, written with ops.
+    const ScalarType dt = v.dtype();
+    const bool narrow16 = is_reduced_float(dt);
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      const Tensor vf = narrow16 ? v.to(kFloat) : v;
+      y = vf * (vf + 3.0).clamp(0.0, 6.0) / 6.0;
+      if (narrow16) y = y.to(dt);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(v))) {
+      using namespace autograd;
+      record("HardswishBackward0", {y}, {v}, {save(v)}, [narrow16, dt](BackwardCtx& c) -> TensorList {
+        const Tensor xs = c.saved(0);
+        const Tensor& g = c.grad();
+        Tensor mid = narrow16 ? (g.to(kFloat) * (xs.to(kFloat) / 3.0 + 0.5)).to(dt) : g * (xs / 3.0 + 0.5);
+        return {where(xs.le(-3.0), Scalar(0.0), where(xs.lt(3.0), mid, g))};
+      });
+    }
+    return y;
   });
 }
 

@@ -143,8 +143,10 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const M
   const TensorOptions i64 = TensorOptions().dtype(kInt64).device(x.device());
   Tensor is_target = zeros({N, C + 1}, i64).scatter(1, slot, ones({N, C}, i64)).narrow(1, 0, C).to(kBool);
   Tensor xy = x.gather(1, idx);                                       // (N, C): x at target slot j
-  // z[n, j, i] = 1 - (x[n, y_j] - x[n, i]) for target slots j and non-target classes i.
-  Tensor z = (x.unsqueeze(1) - xy.unsqueeze(2)) + 1.0;                // (N, Cj, Ci)
+  // z[n, j, i] = (1 - x[n, y_j]) + x[n, i] for target slots j and non-target classes i,
+  // grouped as PyTorch's kernel (1 - x_y + x_i: the x_i - x_y + 1 it replaced lost
+  // x_i = 1e-40 next to x_y = 1, where PyTorch's z is 1e-40 > 0: fuzzer seed 607)
+  Tensor z = (xy.neg() + 1.0).unsqueeze(2) + x.unsqueeze(1);          // (N, Cj, Ci)
   Tensor keep = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1));
   Tensor loss = where(keep, hinge_strict(z), Scalar(0.0)).sum({1, 2}) / static_cast<double>(C);
   if (input.dim() == 1) loss = loss.squeeze(0);
@@ -164,7 +166,9 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
                 "expected a floating point weight of shape [", C, "], got ", shape_str(o.weight().sizes()));
   Tensor y = class_indices(op, target, 0, C).reshape({N, 1});
   Tensor xy = x.gather(1, y);                                        // (N, 1)
-  Tensor z = hinge_strict(x - xy + o.margin());                      // (N, C)
+  // margin - x_y + x_i, grouped as PyTorch's kernel (x_i - x_y + margin lost a
+  // 1e-40 next to x_y = 1: fuzzer seed 607 case 56439)
+  Tensor z = hinge_strict((xy.neg() + o.margin()) + x);              // (N, C)
   if (o.p() == 2) z = z * z;
   if (o.weight().defined()) z = z * o.weight().to(x.dtype()).index_select(0, y.reshape({N})).unsqueeze(1);
   Tensor is_y = arange(C, TensorOptions().dtype(kInt64).device(x.device())).unsqueeze(0).eq(y);

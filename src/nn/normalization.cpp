@@ -523,11 +523,12 @@ Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptio
   const char* op = "local_response_norm";
   BRISK_CHECK(input.defined() && input.dim() >= 3, op, "expected an (N, C, *) input of at least 3 dims, got shape ",
               input.defined() ? input.sizes() : IntArrayRef{});
-  BRISK_CHECK(o.size() > 0, op, "size must be positive, got ", o.size());
-  // PyTorch returns an empty input itself, any dtype; it averages integers
-  // with a truncating avg_pool2d (3-D) or has no kernel (4-D and more): brisk
-  // refuses integer and bool inputs rather than compute either.
+  // PyTorch returns an empty input itself, any dtype and size (fuzzer seed
+  // 607: size 0); it averages integers with a truncating avg_pool2d (3-D) or
+  // has no kernel (4-D and more): brisk refuses integer and bool inputs
+  // rather than compute either.
   if (input.numel() == 0) return input;
+  BRISK_CHECK(o.size() > 0, op, "size must be positive, got ", o.size());
   BRISK_CHECK(is_floating_point(input.dtype()), op, "expected a floating-point input, got ", input.dtype());
   const int64_t c = input.size(1), size = o.size();
   // the sum of squares over channels [i - size / 2, i + (size - 1) / 2], zero padded

@@ -3118,5 +3118,34 @@ TEST(PyTorchDivergence, CosineEmbeddingLossEpsilonIsAFloat) {
   EXPECT_TRUE(close(x2.grad(), tensor<double>({1000000.0019975558, -985185.3387494418}, kDouble).reshape({2, 1}), 1e-14, 0));
 }
 
+TEST(PyTorchDivergence, MarginLossesGroupTheirHingeAsPyTorch) {
+  // PyTorch's margin kernels form margin - x[y] + x[i] (left to right); brisk's x[i] - x[y] +
+  // margin lost x[i] = 1e-40 next to x[y] = 1 (z = 0, no gradient; fuzzer seed 607 case 56439).
+  // torch 2.15, float64:
+  //   multi_margin_loss([[1, -0.11, 1e-40, -1.19]], [0], reduction none) -> [2.5e-41],
+  //     grad of the sum [[-0.25, 0, 0.25, 0]]
+  //   multilabel_margin_loss([[1, 1e-40, -2, 0.5]], [[0, -1, 0, 0]], none) -> [0.125],
+  //     grad [[-0.5, 0.25, 0, 0.25]]
+  namespace F = nn::functional;
+  Tensor x = tensor<double>({1.0, -0.11, 1e-40, -1.19}, kDouble).reshape({1, 4}).requires_grad_();
+  Tensor l = F::multi_margin_loss(x, tensor<int64_t>({0}), F::MultiMarginLossFuncOptions().reduction(nn::kNone));
+  EXPECT_TRUE(close(l, tensor<double>({2.5e-41}, kDouble), 1e-12, 0));
+  l.sum().backward();
+  EXPECT_TRUE(same_bits(x.grad(), {-0.25, 0.0, 0.25, 0.0}));
+  Tensor x2 = tensor<double>({1.0, 1e-40, -2.0, 0.5}, kDouble).reshape({1, 4}).requires_grad_();
+  Tensor l2 = F::multilabel_margin_loss(x2, tensor<int64_t>({0, -1, 0, 0}).reshape({1, 4}),
+                                        F::MultilabelMarginLossFuncOptions(nn::kNone));
+  EXPECT_TRUE(same_bits(l2, {0.125}));
+  l2.sum().backward();
+  EXPECT_TRUE(same_bits(x2.grad(), {-0.5, 0.25, 0.0, 0.25}));
+}
+
+TEST(PyTorchDivergence, LocalResponseNormOfAnEmptyInputIsTheInput) {
+  // torch 2.15: F.local_response_norm(torch.empty(0, 1, 2), 0) returns the input (brisk checked
+  // the size first; fuzzer seed 607 case 124891)
+  Tensor e = empty({0, 1, 2});
+  EXPECT_EQ(nn::functional::local_response_norm(e, 0).numel(), 0);
+}
+
 }  // namespace
 }  // namespace brisk

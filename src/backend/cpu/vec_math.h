@@ -41,6 +41,8 @@ using VF = __m512;
 using VD = __m512d;
 #define BRISK_SLEEF_F(fn, u) Sleef_##fn##f16_##u##avx512f
 #define BRISK_SLEEF_D(fn, u) Sleef_##fn##d8_##u##avx512f
+#define BRISK_SLEEF_F0(fn) Sleef_##fn##f16_avx512f
+#define BRISK_SLEEF_D0(fn) Sleef_##fn##d8_avx512f
 inline VF sqrt_(VF x) { return _mm512_sqrt_ps(x); }
 inline VD sqrt_(VD x) { return _mm512_sqrt_pd(x); }
 #elif BRISK_ISA_ID(BRISK_CPU_ISA) == 1
@@ -48,6 +50,8 @@ using VF = __m256;
 using VD = __m256d;
 #define BRISK_SLEEF_F(fn, u) Sleef_##fn##f8_##u##avx2
 #define BRISK_SLEEF_D(fn, u) Sleef_##fn##d4_##u##avx2
+#define BRISK_SLEEF_F0(fn) Sleef_##fn##f8_avx2
+#define BRISK_SLEEF_D0(fn) Sleef_##fn##d4_avx2
 inline VF sqrt_(VF x) { return _mm256_sqrt_ps(x); }
 inline VD sqrt_(VD x) { return _mm256_sqrt_pd(x); }
 #else
@@ -55,6 +59,8 @@ using VF = __m128;
 using VD = __m128d;
 #define BRISK_SLEEF_F(fn, u) Sleef_##fn##f4_##u##sse2
 #define BRISK_SLEEF_D(fn, u) Sleef_##fn##d2_##u##sse2
+#define BRISK_SLEEF_F0(fn) Sleef_##fn##f4_sse2
+#define BRISK_SLEEF_D0(fn) Sleef_##fn##d2_sse2
 inline VF sqrt_(VF x) { return _mm_sqrt_ps(x); }
 inline VD sqrt_(VD x) { return _mm_sqrt_pd(x); }
 #endif
@@ -179,6 +185,30 @@ inline V fixup(V x, V r, C bad, F scalar) {
 template <class V>
 inline V abs(V x) {
   return x < V{} ? -x : x;
+}
+/// fmod, exact: Sleef's, which gives NaN where a / b passes the range
+/// (3e38 fmod 1e-38; PyTorch's vector loop keeps that NaN); such lanes (and
+/// the NaN results of NaN, inf or zero operands) take libm's fmod.
+inline VF fmod_sleef(VF a, VF b) { return BRISK_SLEEF_F0(fmod)(a, b); }
+inline VD fmod_sleef(VD a, VD b) { return BRISK_SLEEF_D0(fmod)(a, b); }
+template <class V>
+inline V fmod(V a, V b) {
+  V r = fmod_sleef(a, b);
+  const auto bad = r != r;
+  if (__builtin_expect(any(bad), 0)) {
+    constexpr int n = sizeof(V) / sizeof(a[0]);
+    for (int i = 0; i < n; ++i)
+      if (bad[i]) r[i] = std::fmod(a[i], b[i]);
+  }
+  return r;
+}
+/// Python's remainder (math::remainder): fmod, moved by b where its sign
+/// differs from b's.
+template <class V>
+inline V remainder(V a, V b) {
+  const V r = fmod(a, b);
+  const auto fix = (r != V{}) & ((r < V{}) != (b < V{}));
+  return fix ? r + b : r;
 }
 template <class V>
 inline constexpr bool is_float_vec = sizeof(V{}[0]) == 4;

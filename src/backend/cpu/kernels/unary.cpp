@@ -137,6 +137,8 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     NUMERIC_OP(trunc, std::is_floating_point_v<M> ? M(std::trunc(x)) : x)
     FLOAT_OP(frac, x - std::trunc(x))
     case UnaryMode::logical_not:
+      if (it.dtypes[0] == kBool && it.dtypes[1] == kBool)  // a bool mask as bytes (0 or 1)
+        return elementwise<uint8_t, uint8_t>(it, [](int x) { return x ^ 1; });
       return predicate_op(it, "logical_not", []<class M>() { return [](M x) { return x == M(0); }; });
     case UnaryMode::bitwise_not:
       return BRISK_DISPATCH_INTEGRAL(it.dtypes[1], "bitwise_not", [&] {
