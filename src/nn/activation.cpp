@@ -117,11 +117,48 @@ Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_ti
 /// x where x > 0 (or NaN), else alpha * expm1(x * input_scale); the exp reads
 /// x only where x <= 0. At x == 0 the branch is alpha * x * input_scale: same
 /// value and gradient, second derivative 0 as PyTorch's elu_double_backward.
-Tensor elu_like(const Tensor& x, double alpha, double input_scale) {
-  Tensor pos = x.le(0).logical_not();
-  Tensor xn = where(pos, Scalar(0.0), x);
-  if (input_scale != 1.0) xn = xn * input_scale;
-  return where(pos, x, where(x.lt(0), xn.expm1() * alpha, xn * alpha));
+///
+/// Note [elu's gradient]
+/// elu, selu and celu as PyTorch's elu kernel: x * scale above 0 (and at
+/// NaN), expm1(x * input_scale) * negcoef at or below 0, negcoef =
+/// alpha * scale in the computing type (float for 16-bit inputs, rounded once
+/// at the end). The gradient is its own node, PyTorch's elu_backward:
+/// g * input_scale * negcoef * exp(x * input_scale) at or below 0, g * scale
+/// above. The composite it replaced took expm1's derivative, result + 1,
+/// which cancels: the gradient at x = -8.5 was 5e-5 off, and 0 below
+/// x = -17 in float32 where it is 4e-8 (float16: 0 below -8). exp reads x
+/// through a mask (no inf for a large positive x meets the zero gradient in
+/// a second derivative), and at x = 0 through a constant, so the second
+/// derivative there is 0 as PyTorch's elu_double_backward (x < 0).
+Tensor elu_like(const Tensor& x, double alpha, double input_scale, double scale = 1.0) {
+  const ScalarType dt = x.dtype();
+  const bool narrow16 = is_reduced_float(dt);
+  // PyTorch forms negcoef = alpha * scale in the computing type
+  const double negcoef = dt == kDouble ? alpha * scale : double(float(alpha) * float(scale));
+  const double is = dt == kDouble ? input_scale : double(float(input_scale));
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    const Tensor v = narrow16 ? x.to(kFloat) : x;
+    const Tensor pos = v.le(0).logical_not();
+    Tensor xn = where(pos, Scalar(0.0), v);
+    if (is != 1.0) xn = xn * is;
+    y = where(pos, scale == 1.0 ? v : v * scale, xn.expm1() * negcoef);
+    if (narrow16) y = y.to(dt);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    using namespace autograd;
+    record("EluBackward0", {y}, {x}, {save(x)}, [negcoef, is, scale, narrow16, dt](BackwardCtx& c) -> TensorList {
+      const Tensor xs = narrow16 ? c.saved(0).to(kFloat) : c.saved(0);
+      const Tensor g = narrow16 ? c.grad().to(kFloat) : c.grad();
+      const Tensor xm = where(xs.lt(0), xs, Scalar(0.0));
+      Tensor neg = is == 1.0 ? g : g * is;
+      neg = neg * negcoef * (is == 1.0 ? xm : xm * is).exp();
+      Tensor r = where(xs.le(0), neg, scale == 1.0 ? g : g * scale);
+      return {narrow16 ? r.to(dt) : r};
+    });
+  }
+  return y;
 }
 
 }  // namespace
@@ -169,7 +206,7 @@ Tensor selu(const Tensor& x, const SELUFuncOptions& o) {
   constexpr double alpha = 1.6732632423543772848170429916717;
   constexpr double scale = 1.0507009873554804934193349852946;
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return elu_like(v, alpha, 1.0) * scale;
+    return elu_like(v, alpha, 1.0, scale);
   });
 }
 
@@ -338,10 +375,33 @@ Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
 Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
   check_float("hardsigmoid", x);
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    // PyTorch's gradient is g / 6 only where -3 < x < 3: a NaN comes out NaN
-    // with gradient 0 (read through detach()).
-    Tensor mid = where(v.gt(-3.0).logical_and(v.lt(3.0)), (v + 3.0) / 6.0, v.detach());
-    return where(v.le(-3.0), Scalar(0.0), where(v.ge(3.0), Scalar(1.0), mid));
+    // PyTorch's min(max(x + 3, 0), 6) / 6 (in float for float16 and
+    // bfloat16, rounded once; NaN stays NaN): three kernels, not the eight
+    // of the mask composite it replaced. The gradient is PyTorch's
+    // hardsigmoid_backward, g / 6 only where -3 < x < 3 (0 at NaN), as
+    // g * (1/6 in float) for float32 and 16-bit inputs and g / 6 for float64
+    // (PyTorch's float64 kernel rounds 1/6 to float32: allowlisted); its own
+    // node, written with ops.
+    const ScalarType dt = v.dtype();
+    const bool narrow16 = is_reduced_float(dt);
+    Tensor y;
+    {
+      NoGradGuard no_grad;
+      const Tensor vf = narrow16 ? v.to(kFloat) : v;
+      y = (vf + 3.0).clamp(0.0, 6.0) / 6.0;
+      if (narrow16) y = y.to(dt);
+    }
+    if (BRISK_UNLIKELY(autograd::should_record(v))) {
+      using namespace autograd;
+      record("HardsigmoidBackward0", {y}, {v}, {save(v)}, [narrow16, dt](BackwardCtx& c) -> TensorList {
+        const Tensor xs = c.saved(0);
+        const Tensor& g = c.grad();
+        const double sixth = static_cast<double>(1.0f / 6.0f);
+        const Tensor scaled = dt == kDouble ? g / 6.0 : narrow16 ? (g.to(kFloat) * sixth).to(dt) : g * sixth;
+        return {where(xs.gt(-3.0).logical_and(xs.lt(3.0)), scaled, Scalar(0.0))};
+      });
+    }
+    return y;
   });
 }
 

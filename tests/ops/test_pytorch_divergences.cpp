@@ -3147,5 +3147,74 @@ TEST(PyTorchDivergence, LocalResponseNormOfAnEmptyInputIsTheInput) {
   EXPECT_EQ(nn::functional::local_response_norm(e, 0).numel(), 0);
 }
 
+TEST(PyTorchDivergence, HardActivationsRoundAsPyTorchsKernels) {
+  // hardsigmoid and hardswish compute PyTorch's formulas (min(max(x + 3, 0), 6) / 6 and
+  // x * that * 6 / 6) in float for 16-bit inputs, rounded once, and their gradients as
+  // PyTorch's kernels (g * float(1/6); g * (x / 3 + 0.5)). The mask composites they replaced
+  // rounded every op: 10-18% of 16-bit values and 18-32% of float32 gradients an ulp off.
+  // torch 2.15:
+  //   hardsigmoid float16 [2.767578125, 1.400390625, 0.479248046875] -> [0.96142578125,
+  //     0.7333984375, 0.580078125]; bfloat16 [2.765625, 0.478515625, 2.265625] -> [0.9609375,
+  //     0.578125, 0.87890625]
+  //   hardswish float16 [-1.7353515625, 2.767578125, -1.263671875] -> [-0.36572265625,
+  //     2.66015625, -0.36572265625]; bfloat16 [2.765625, 1.234375, 2.265625] -> [2.65625,
+  //     0.87109375, 1.9921875]
+  //   float32 x = [0.1, -1.7, 2.3, 0.7], backward [0.3, 1.3, -0.7, 0.11]: hardsigmoid's grad
+  //     [0.05000000447034836, 0.21666666865348816, -0.11666666716337204, 0.01833333447575569]
+  //   hardswish of [0.1, -1.7, 2.3, 0.7, 7.412024021148682] -> [0.05166666582226753,
+  //     -0.3683333396911621, 2.0316667556762695, 0.43166664242744446, 7.412024021148682],
+  //     backward [0.3, 1.3, -0.7, 0.11, 1] -> [0.1600000113248825, -0.08666665852069855,
+  //     -0.8866666555404663, 0.0806666687130928, 1]
+  namespace F = nn::functional;
+  auto t16 = [](std::vector<double> v, ScalarType dt) { return tensor<double>(v, {int64_t(v.size())}, kDouble).to(dt); };
+  EXPECT_TRUE(same_bits(F::hardsigmoid(t16({2.767578125, 1.400390625, 0.479248046875}, kHalf)),
+                        {0.96142578125, 0.7333984375, 0.580078125}));
+  EXPECT_TRUE(same_bits(F::hardsigmoid(t16({2.765625, 0.478515625, 2.265625}, kBFloat16)), {0.9609375, 0.578125, 0.87890625}));
+  EXPECT_TRUE(same_bits(F::hardswish(t16({-1.7353515625, 2.767578125, -1.263671875}, kHalf)),
+                        {-0.36572265625, 2.66015625, -0.36572265625}));
+  EXPECT_TRUE(same_bits(F::hardswish(t16({2.765625, 1.234375, 2.265625}, kBFloat16)), {2.65625, 0.87109375, 1.9921875}));
+  Tensor x = tensor<float>({0.1f, -1.7f, 2.3f, 0.7f}).requires_grad_();
+  F::hardsigmoid(x).backward(tensor<float>({0.3f, 1.3f, -0.7f, 0.11f}));
+  EXPECT_TRUE(same_bits(x.grad(), {0.05000000447034836, 0.21666666865348816, -0.11666666716337204, 0.01833333447575569}));
+  Tensor xw = tensor<float>({0.1f, -1.7f, 2.3f, 0.7f, 7.412024021148682f}).requires_grad_();
+  Tensor yw = F::hardswish(xw);
+  EXPECT_TRUE(same_bits(yw, {0.05166666582226753, -0.3683333396911621, 2.0316667556762695, 0.43166664242744446,
+                             7.412024021148682}));
+  yw.backward(tensor<float>({0.3f, 1.3f, -0.7f, 0.11f, 1.0f}));
+  EXPECT_TRUE(same_bits(xw.grad(), {0.1600000113248825, -0.08666665852069855, -0.8866666555404663, 0.0806666687130928, 1.0}));
+}
+
+TEST(PyTorchDivergence, EluGradientIsExpNotExpm1PlusOne) {
+  // Note [elu's gradient]: PyTorch's elu_backward is g * input_scale * negcoef * exp(x *
+  // input_scale) below 0; brisk's composite took expm1's derivative (result + 1), which cancels:
+  // 0 at x = -20 in float32, 5e-5 off at -8.46. torch 2.15, float32, backward of ones:
+  //   elu [-20, -8.460877418518066, -1, 0, 2] -> [2.06115369216775e-09, 0.00021158634626772255,
+  //     0.3678794503211975, 1, 1]
+  //   selu -> values [-1.7580993175506592, -1.7577272653579712, -1.1113307476043701, 0,
+  //     2.1014020442962646], grads [3.6237128853144895e-09, 0.0003719898231793195,
+  //     0.6467686295509338, 1.7580993175506592, 1.0507010221481323]
+  //   celu(alpha 2) float16 [-20, -8.5, -1, 0.5] -> [4.5418739318847656e-05, 0.0142669677734375,
+  //     0.6064453125, 1]; elu(alpha 0.7) bfloat16 [-1.5, -0.3, 0.7] -> [-0.54296875,
+  //     -0.181640625, 0.69921875]
+  namespace F = nn::functional;
+  const std::vector<float> xs = {-20.0f, -8.460877418518066f, -1.0f, 0.0f, 2.0f};
+  Tensor x = tensor<float>(xs).requires_grad_();
+  F::elu(x).backward(ones({5}));
+  EXPECT_TRUE(close(x.grad(), tensor<float>({2.06115369216775e-09f, 0.00021158634626772255f, 0.3678794503211975f, 1.0f, 1.0f}),
+                    2e-7, 0));
+  Tensor x2 = tensor<float>(xs).requires_grad_();
+  Tensor y2 = F::selu(x2);
+  EXPECT_TRUE(same_bits(y2, {-1.7580993175506592, -1.7577272653579712, -1.1113307476043701, 0.0, 2.1014020442962646}));
+  y2.backward(ones({5}));
+  EXPECT_TRUE(close(x2.grad(), tensor<float>({3.6237128853144895e-09f, 0.0003719898231793195f, 0.6467686295509338f,
+                                              1.7580993175506592f, 1.0507010221481323f}),
+                    2e-7, 0));
+  Tensor x3 = tensor<double>({-20.0, -8.5, -1.0, 0.5}, kDouble).to(kHalf).requires_grad_();
+  F::celu(x3, F::CELUFuncOptions().alpha(2.0)).backward(ones({4}, kHalf));
+  EXPECT_TRUE(same_bits(x3.grad(), {4.5418739318847656e-05, 0.0142669677734375, 0.6064453125, 1.0}));
+  Tensor x4 = tensor<double>({-1.5, -0.3, 0.7}, kDouble).to(kBFloat16);
+  EXPECT_TRUE(same_bits(F::elu(x4, F::ELUFuncOptions().alpha(0.7)), {-0.54296875, -0.181640625, 0.69921875}));
+}
+
 }  // namespace
 }  // namespace brisk
