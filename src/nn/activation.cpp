@@ -364,7 +364,12 @@ Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
       record("HardswishBackward0", {y}, {v}, {save(v)}, [narrow16, dt](BackwardCtx& c) -> TensorList {
         const Tensor xs = c.saved(0);
         const Tensor& g = c.grad();
-        Tensor mid = narrow16 ? (g.to(kFloat) * (xs.to(kFloat) / 3.0 + 0.5)).to(dt) : g * (xs / 3.0 + 0.5);
+        // the middle piece reads g and x through its mask: outside it an
+        // infinite g or x would meet the zero gradient of a second derivative
+        // (inf * 0 = NaN; fuzzer nn3 seed 611 case 219703)
+        const Tensor in_mid = xs.gt(-3.0).logical_and(xs.lt(3.0));
+        const Tensor gm = where(in_mid, g, Scalar(0.0)), xm = where(in_mid, xs, Scalar(0.0));
+        Tensor mid = narrow16 ? (gm.to(kFloat) * (xm.to(kFloat) / 3.0 + 0.5)).to(dt) : gm * (xm / 3.0 + 0.5);
         return {where(xs.le(-3.0), Scalar(0.0), where(xs.lt(3.0), mid, g))};
       });
     }
