@@ -39,6 +39,12 @@ namespace brisk::nn {
 // CPU loops, which run on all but the tail of a tensor longer than a vector,
 // give 0 (hardtanh, the shrinks) or NaN (hardswish, elu) there instead;
 // brisk does not follow the vector width.
+// hardtanh/relu6, hardsigmoid, hardswish, leaky_relu, elu/selu/celu and glu
+// compute their values without recording (clamp, or PyTorch's formula in
+// float for 16-bit inputs) and record one node whose backward is PyTorch's
+// formula written with ops (Note [glu], Note [elu's gradient]): the same
+// gradients at the kinks and at NaN as above, in a few kernels instead of
+// the autograd of a dozen masks, and PyTorch's roundings.
 
 namespace functional {
 
