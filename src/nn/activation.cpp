@@ -39,7 +39,7 @@ namespace brisk::nn {
 // CPU loops, which run on all but the tail of a tensor longer than a vector,
 // give 0 (hardtanh, the shrinks) or NaN (hardswish, elu) there instead;
 // brisk does not follow the vector width.
-// hardtanh/relu6, hardsigmoid, hardswish, leaky_relu, elu/selu/celu and glu
+// hardtanh/relu6, hardsigmoid, hardswish, elu/selu/celu and glu
 // compute their values without recording (clamp, or PyTorch's formula in
 // float for 16-bit inputs) and record one node whose backward is PyTorch's
 // formula written with ops (Note [glu], Note [elu's gradient]): the same
@@ -115,6 +115,34 @@ Tensor maybe_inplace(const Tensor& x, bool inplace, const Fn& f) {
   return t;
 }
 
+/// f(ts...) computed in float for float16/bfloat16 operands and rounded once
+/// to the first operand's dtype, as PyTorch's kernels compute in their
+/// opmath type (ops/unary.cpp's in_opmath does the same for the gradients).
+template <class F, class... Ts>
+Tensor in_float(const F& f, const Tensor& t0, const Ts&... ts) {
+  if (!is_reduced_float(t0.dtype())) return f(t0, ts...);
+  return f(t0.to(kFloat), ts.to(kFloat)...).to(t0.dtype());
+}
+
+/// value() computed without recording; where x records, one node `name`
+/// whose input gradient is backward(x, g), written with ops (so that it is
+/// differentiable again).
+template <class V, class B>
+Tensor with_node(const char* name, const Tensor& x, const V& value, B backward) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = value();
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    using namespace autograd;
+    record(name, {y}, {x}, {save(x)}, [backward = std::move(backward)](BackwardCtx& c) -> TensorList {
+      return {backward(c.saved(0), c.grad())};
+    });
+  }
+  return y;
+}
+
 /// x where x > 0, else slope * x: the negative branch at 0.
 Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_times_x) {
   return where(pos, x, slope_times_x);
@@ -137,34 +165,32 @@ Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_ti
 /// a second derivative), and at x = 0 through a constant, so the second
 /// derivative there is 0 as PyTorch's elu_double_backward (x < 0).
 Tensor elu_like(const Tensor& x, double alpha, double input_scale, double scale = 1.0) {
-  const ScalarType dt = x.dtype();
-  const bool narrow16 = is_reduced_float(dt);
   // PyTorch forms negcoef = alpha * scale in the computing type
-  const double negcoef = dt == kDouble ? alpha * scale : double(float(alpha) * float(scale));
-  const double is = dt == kDouble ? input_scale : double(float(input_scale));
-  Tensor y;
-  {
-    NoGradGuard no_grad;
-    const Tensor v = narrow16 ? x.to(kFloat) : x;
-    const Tensor pos = v.le(0).logical_not();
-    Tensor xn = where(pos, Scalar(0.0), v);
-    if (is != 1.0) xn = xn * is;
-    y = where(pos, scale == 1.0 ? v : v * scale, xn.expm1() * negcoef);
-    if (narrow16) y = y.to(dt);
-  }
-  if (BRISK_UNLIKELY(autograd::should_record(x))) {
-    using namespace autograd;
-    record("EluBackward0", {y}, {x}, {save(x)}, [negcoef, is, scale, narrow16, dt](BackwardCtx& c) -> TensorList {
-      const Tensor xs = narrow16 ? c.saved(0).to(kFloat) : c.saved(0);
-      const Tensor g = narrow16 ? c.grad().to(kFloat) : c.grad();
-      const Tensor xm = where(xs.lt(0), xs, Scalar(0.0));
-      Tensor neg = is == 1.0 ? g : g * is;
-      neg = neg * negcoef * (is == 1.0 ? xm : xm * is).exp();
-      Tensor r = where(xs.le(0), neg, scale == 1.0 ? g : g * scale);
-      return {narrow16 ? r.to(dt) : r};
-    });
-  }
-  return y;
+  const bool f64 = x.dtype() == kDouble;
+  const double negcoef = f64 ? alpha * scale : double(float(alpha) * float(scale));
+  const double is = f64 ? input_scale : double(float(input_scale));
+  return with_node(
+      "EluBackward0", x,
+      [&] {
+        return in_float(
+            [&](const Tensor& v) {
+              const Tensor pos = v.le(0).logical_not();
+              Tensor xn = where(pos, Scalar(0.0), v);
+              if (is != 1.0) xn = xn * is;
+              return where(pos, scale == 1.0 ? v : v * scale, xn.expm1() * negcoef);
+            },
+            x);
+      },
+      [negcoef, is, scale](const Tensor& x_saved, const Tensor& g_in) {
+        return in_float(
+            [&](const Tensor& g, const Tensor& xs) {
+              const Tensor xm = where(xs.lt(0), xs, Scalar(0.0));
+              Tensor neg = is == 1.0 ? g : g * is;
+              neg = neg * negcoef * (is == 1.0 ? xm : xm * is).exp();
+              return where(xs.le(0), neg, scale == 1.0 ? g : g * scale);
+            },
+            g_in, x_saved);
+      });
 }
 
 }  // namespace
@@ -179,24 +205,8 @@ Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
 
 Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
   check_float("leaky_relu", x);
-  const double slope = o.negative_slope();
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    // x where x > 0, else slope * x (NaN: slope * NaN); the gradient is
-    // PyTorch's leaky_relu_backward, g where x > 0, else g * slope: its own
-    // node (the composite's where/mul/where backward took 3.7x PyTorch's time)
-    Tensor y;
-    {
-      NoGradGuard no_grad;
-      y = negative_slope(v, v.gt(0), v * slope);
-    }
-    if (BRISK_UNLIKELY(autograd::should_record(v))) {
-      using namespace autograd;
-      record("LeakyReluBackward0", {y}, {v}, {save(v)}, [slope](BackwardCtx& c) -> TensorList {
-        const Tensor& g = c.grad();
-        return {where(c.saved(0).gt(0), g, g * slope)};
-      });
-    }
-    return y;
+    return negative_slope(v, v.gt(0), v * o.negative_slope());
   });
 }
 
@@ -230,16 +240,12 @@ namespace {
 /// glu's input gradient (Note [glu]), a node of its own when it is
 /// differentiated again.
 Tensor glu_backward(const Tensor& g, const Tensor& x, int64_t d, int64_t h) {
-  const ScalarType dt = x.dtype();
-  const bool narrow16 = dt == kHalf || dt == kBFloat16;
   Tensor r;
   {
     NoGradGuard no_grad;
     const Tensor a = x.narrow(d, 0, h), s = x.narrow(d, h, h).sigmoid();
-    const auto wide = [&](const Tensor& t) { return narrow16 ? t.to(kFloat) : t; };
-    const Tensor sw = wide(s);
-    Tensor gb = (1 - sw) * sw * wide(a) * wide(g);
-    if (narrow16) gb = gb.to(dt);
+    const Tensor gb = in_float([](const Tensor& sw, const Tensor& aw, const Tensor& gw) { return (1 - sw) * sw * aw * gw; },
+                               s, a, g);
     r = cat({s * g, gb}, d);
   }
   if (BRISK_UNLIKELY(autograd::should_record(g, x))) {
@@ -277,20 +283,13 @@ Tensor glu(const Tensor& x, const GLUFuncOptions& o) {
   // first, then inf * 0 = NaN: fuzzer nn3, seed 603 case 171111). a's
   // gradient is s * g. The backward is its own node whose derivatives are
   // PyTorch's glu_double_backward{,_grad_output}, written with ops.
-  const ScalarType dt = x.dtype();
-  const bool narrow16 = dt == kHalf || dt == kBFloat16;
-  Tensor out;
-  {
-    NoGradGuard no_grad;
-    const Tensor a = x.narrow(d, 0, h), b = x.narrow(d, h, h);
-    out = narrow16 ? (a.to(kFloat) * b.to(kFloat).sigmoid()).to(dt) : a * b.sigmoid();
-  }
-  if (BRISK_UNLIKELY(autograd::should_record(x))) {
-    using namespace autograd;
-    record("GluBackward0", {out}, {x}, {save(x)},
-           [d, h](BackwardCtx& c) -> TensorList { return {glu_backward(c.grad(), c.saved(0), d, h)}; });
-  }
-  return out;
+  return with_node(
+      "GluBackward0", x,
+      [&] {
+        return in_float([](const Tensor& a, const Tensor& b) { return a * b.sigmoid(); }, x.narrow(d, 0, h),
+                        x.narrow(d, h, h));
+      },
+      [d, h](const Tensor& xs, const Tensor& g) { return glu_backward(g, xs, d, h); });
 }
 
 Tensor hardshrink(const Tensor& x, const HardshrinkFuncOptions& o) {
@@ -330,19 +329,9 @@ Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
     // clamp(-0, 0, 6) is -0): clamp's one kernel. The gradient is 0 from the
     // bounds on and passes at NaN (Note [Activation kinks]), unlike clamp's:
     // its own node, written with ops.
-    Tensor y;
-    {
-      NoGradGuard no_grad;
-      y = v.clamp(lo, hi);
-    }
-    if (BRISK_UNLIKELY(autograd::should_record(v))) {
-      using namespace autograd;
-      record("HardtanhBackward0", {y}, {v}, {save(v)}, [lo, hi](BackwardCtx& c) -> TensorList {
-        const Tensor xs = c.saved(0);
-        return {where(xs.le(lo).logical_or(xs.ge(hi)), Scalar(0.0), c.grad())};
-      });
-    }
-    return y;
+    return with_node(
+        "HardtanhBackward0", v, [&] { return v.clamp(lo, hi); },
+        [lo, hi](const Tensor& xs, const Tensor& g) { return where(xs.le(lo).logical_or(xs.ge(hi)), Scalar(0.0), g); });
   });
 }
 
@@ -356,30 +345,18 @@ Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
     // 9x PyTorch's time). Its gradient is PyTorch's hardswish_backward:
     // 0 to -3, g * (x / 3 + 1/2) below 3, g from 3 on and at NaN (Note
     // [Activation kinks]); a node of its own, written with ops.
-    const ScalarType dt = v.dtype();
-    const bool narrow16 = is_reduced_float(dt);
-    Tensor y;
-    {
-      NoGradGuard no_grad;
-      const Tensor vf = narrow16 ? v.to(kFloat) : v;
-      y = vf * (vf + 3.0).clamp(0.0, 6.0) / 6.0;
-      if (narrow16) y = y.to(dt);
-    }
-    if (BRISK_UNLIKELY(autograd::should_record(v))) {
-      using namespace autograd;
-      record("HardswishBackward0", {y}, {v}, {save(v)}, [narrow16, dt](BackwardCtx& c) -> TensorList {
-        const Tensor xs = c.saved(0);
-        const Tensor& g = c.grad();
-        // the middle piece reads g and x through its mask: outside it an
-        // infinite g or x would meet the zero gradient of a second derivative
-        // (inf * 0 = NaN; fuzzer nn3 seed 611 case 219703)
-        const Tensor in_mid = xs.gt(-3.0).logical_and(xs.lt(3.0));
-        const Tensor gm = where(in_mid, g, Scalar(0.0)), xm = where(in_mid, xs, Scalar(0.0));
-        Tensor mid = narrow16 ? (gm.to(kFloat) * (xm.to(kFloat) / 3.0 + 0.5)).to(dt) : gm * (xm / 3.0 + 0.5);
-        return {where(xs.le(-3.0), Scalar(0.0), where(xs.lt(3.0), mid, g))};
-      });
-    }
-    return y;
+    return with_node(
+        "HardswishBackward0", v,
+        [&] { return in_float([](const Tensor& vf) { return vf * (vf + 3.0).clamp(0.0, 6.0) / 6.0; }, v); },
+        [](const Tensor& xs, const Tensor& g) {
+          // the middle piece reads g and x through its mask: outside it an
+          // infinite g or x would meet the zero gradient of a second derivative
+          // (inf * 0 = NaN; fuzzer nn3 seed 611 case 219703)
+          const Tensor in_mid = xs.gt(-3.0).logical_and(xs.lt(3.0));
+          const Tensor gm = where(in_mid, g, Scalar(0.0)), xm = where(in_mid, xs, Scalar(0.0));
+          const Tensor mid = in_float([](const Tensor& gw, const Tensor& xw) { return gw * (xw / 3.0 + 0.5); }, gm, xm);
+          return where(xs.le(-3.0), Scalar(0.0), where(xs.lt(3.0), mid, g));
+        });
   });
 }
 
@@ -393,26 +370,15 @@ Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
     // g * (1/6 in float) for float32 and 16-bit inputs and g / 6 for float64
     // (PyTorch's float64 kernel rounds 1/6 to float32: allowlisted); its own
     // node, written with ops.
-    const ScalarType dt = v.dtype();
-    const bool narrow16 = is_reduced_float(dt);
-    Tensor y;
-    {
-      NoGradGuard no_grad;
-      const Tensor vf = narrow16 ? v.to(kFloat) : v;
-      y = (vf + 3.0).clamp(0.0, 6.0) / 6.0;
-      if (narrow16) y = y.to(dt);
-    }
-    if (BRISK_UNLIKELY(autograd::should_record(v))) {
-      using namespace autograd;
-      record("HardsigmoidBackward0", {y}, {v}, {save(v)}, [narrow16, dt](BackwardCtx& c) -> TensorList {
-        const Tensor xs = c.saved(0);
-        const Tensor& g = c.grad();
-        const double sixth = static_cast<double>(1.0f / 6.0f);
-        const Tensor scaled = dt == kDouble ? g / 6.0 : narrow16 ? (g.to(kFloat) * sixth).to(dt) : g * sixth;
-        return {where(xs.gt(-3.0).logical_and(xs.lt(3.0)), scaled, Scalar(0.0))};
-      });
-    }
-    return y;
+    return with_node(
+        "HardsigmoidBackward0", v,
+        [&] { return in_float([](const Tensor& vf) { return (vf + 3.0).clamp(0.0, 6.0) / 6.0; }, v); },
+        [](const Tensor& xs, const Tensor& g) {
+          const double sixth = static_cast<double>(1.0f / 6.0f);
+          const Tensor scaled =
+              g.dtype() == kDouble ? g / 6.0 : in_float([sixth](const Tensor& gw) { return gw * sixth; }, g);
+          return where(xs.gt(-3.0).logical_and(xs.lt(3.0)), scaled, Scalar(0.0));
+        });
   });
 }
 

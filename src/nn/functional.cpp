@@ -510,8 +510,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
         if (norm_dt <= 1 || (pd.is_cpu() && !pd.isinf().any().item<bool>())) return pd * g;
         const ScalarType wide = dt == kFloat ? kDouble : kFloat;
         const Tensor p = d.to(wide) * norm_dt;  // exact: a 16-bit (float32) d times norm fits float (double)
-        const Tensor p_dt = p.to(dt);
-        const Tensor kept = where(p_dt.isinf() & p.isfinite(), p, p_dt.to(wide));
+        const Tensor kept = where(pd.isinf() & p.isfinite(), p, pd.to(wide));  // pd is p rounded to dt
         return (kept * g.to(wide)).to(dt);  // one rounding of the dtype's product
       };
       Tensor gx, gt;
