@@ -193,7 +193,8 @@ constexpr SdpaShape sdpa_shape(int64_t n) { return n == 0 ? SdpaShape{8, 12, 128
 
 /// The activations of the ActivationBwd cases (Spec::op).
 inline constexpr const char* kActivations[] = {"gelu", "gelu tanh", "silu",       "sigmoid", "tanh",    "mish",
-                                                "hardswish", "hardtanh", "leaky_relu", "elu", "mse_loss"};
+                                                "hardswish", "hardtanh", "leaky_relu", "elu", "mse_loss", "selu",
+                                                "hardsigmoid", "softshrink", "hardshrink", "logsigmoid"};
 
 struct Spec {
   Kind kind;

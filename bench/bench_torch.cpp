@@ -340,6 +340,11 @@ Runner prepare(const Spec& s) {
           case 7: y = F::hardtanh(x); break;
           case 8: y = F::leaky_relu(x); break;
           case 9: y = F::elu(x); break;
+          case 11: y = F::selu(x); break;
+          case 12: y = torch::hardsigmoid(x); break;
+          case 13: y = F::softshrink(x); break;
+          case 14: y = F::hardshrink(x); break;
+          case 15: y = F::logsigmoid(x); break;
           default: y = F::mse_loss(x, g, F::MSELossFuncOptions(torch::kNone)); break;
         }
         y.backward(g);

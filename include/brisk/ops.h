@@ -163,6 +163,20 @@ Tensor logit(const Tensor& x, std::optional<double> eps = std::nullopt);
 Tensor& logit_out(Tensor& out, const Tensor& x, std::optional<double> eps = std::nullopt);
 Tensor gelu(const Tensor& x, std::string_view approximate = "none");
 Tensor softplus(const Tensor& x, const Scalar& beta = 1, const Scalar& threshold = 20);
+/// The activations with a kernel of their own, as torch::hardswish ...
+/// torch::log_sigmoid (brisk::nn::functional has them with their options
+/// and in-place forms): one pass, in float for float16/bfloat16 and rounded
+/// once, PyTorch's formulas, kinks and NaN handling (docs/design/nn.md).
+Tensor hardswish(const Tensor& x);
+Tensor hardsigmoid(const Tensor& x);
+/// x * scale above 0, expm1(x * input_scale) * alpha * scale at or below.
+Tensor elu(const Tensor& x, const Scalar& alpha = 1, const Scalar& scale = 1, const Scalar& input_scale = 1);
+Tensor selu(const Tensor& x);
+Tensor celu(const Tensor& x, const Scalar& alpha = 1.0);
+Tensor leaky_relu(const Tensor& x, const Scalar& negative_slope = 0.01);
+Tensor softshrink(const Tensor& x, const Scalar& lambd = 0.5);
+Tensor hardshrink(const Tensor& x, const Scalar& lambd = 0.5);
+Tensor log_sigmoid(const Tensor& x);
 /// NaN -> nan (0 by default), +inf -> posinf, -inf -> neginf (by default the
 /// dtype's largest and lowest finite values). Integer inputs are copied.
 Tensor nan_to_num(const Tensor& x, std::optional<double> nan = std::nullopt,
@@ -182,6 +196,18 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self, std::string_
 Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::optional<double> eps = std::nullopt);
 Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta = 1,
                          const Scalar& threshold = 20);
+Tensor hardswish_backward(const Tensor& grad_output, const Tensor& self);
+Tensor hardsigmoid_backward(const Tensor& grad_output, const Tensor& self);
+/// torch's signature; is_result: self_or_result is the forward's output.
+Tensor elu_backward(const Tensor& grad_output, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale,
+                    bool is_result, const Tensor& self_or_result);
+Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope,
+                           bool self_is_result = false);
+Tensor softshrink_backward(const Tensor& grad_output, const Tensor& self, const Scalar& lambd);
+Tensor hardshrink_backward(const Tensor& grad_output, const Tensor& self, const Scalar& lambd);
+/// Without torch's `buffer` argument: brisk recomputes exp(-|x|).
+Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self);
+Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val, const Scalar& max_val);
 
 // ---- reductions -----------------------------------------------------------------
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);

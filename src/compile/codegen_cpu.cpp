@@ -678,7 +678,10 @@ void Gen::emit_node(const Node& n) {
       need(3);
       float_only(dt0);
       same_dtypes(n, 1, 3, dt0);
-      static const char* modes[] = {"sigmoid", "tanh", "silu", "mish", "gelu_erf", "gelu_tanh", "logit", "softplus"};
+      static const char* modes[] = {"sigmoid",    "tanh",        "silu",       "mish",       "gelu_erf",
+                                    "gelu_tanh",  "logit",       "softplus",   "hardswish",  "hardsigmoid",
+                                    "elu",        "elu_result",  "leaky_relu", "softshrink", "hardshrink",
+                                    "log_sigmoid", "hardtanh"};
       static_assert(std::size(modes) == static_cast<size_t>(math::ActGrad::kNumModes));
       if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
       Block gr = input(n, 1), v = input(n, 2);
@@ -686,7 +689,25 @@ void Gen::emit_node(const Node& n) {
       const ScalarType m = math_dt(dt0);
       vec_loop2(o, gr, v,
                 std::string("cg::activation_grad_v<math::ActGrad::") + modes[n.args.mode] + ">(x, y, vec::splat<V>(" +
-                    k(scalar_lit(n.args.s0, dt0), m) + "), vec::splat<V>(" + k(scalar_lit(n.args.s1, dt0), m) + "))");
+                    k(scalar_lit(n.args.s0, dt0), m) + "), vec::splat<V>(" + k(scalar_lit(n.args.s1, dt0), m) +
+                    "), vec::splat<V>(" + k(scalar_lit(n.args.s2, dt0), m) + "))");
+      return commit(o);
+    }
+    case OpId::activation: {  // eager's vector formula (activation_v), the mode a template argument
+      need(2);
+      float_only(dt0);
+      same_dtypes(n, 1, 2, dt0);
+      static const char* modes[] = {"hardswish",  "hardsigmoid", "elu",        "leaky_relu",
+                                    "softshrink", "hardshrink",  "log_sigmoid"};
+      static_assert(std::size(modes) == static_cast<size_t>(math::Act::kNumModes));
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::Act::kNumModes)) no("activation mode");
+      Block a = input(n, 1);
+      Block o = output(n);
+      const ScalarType m = math_dt(dt0);
+      vec_loop1(o, a,
+                std::string("cg::activation_v<math::Act::") + modes[n.args.mode] + ">(x, vec::splat<V>(" +
+                    k(scalar_lit(n.args.s0, dt0), m) + "), vec::splat<V>(" + k(scalar_lit(n.args.s1, dt0), m) +
+                    "), vec::splat<V>(" + k(scalar_lit(n.args.s2, dt0), m) + "))");
       return commit(o);
     }
     case OpId::isclose: {

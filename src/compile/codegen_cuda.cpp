@@ -370,7 +370,17 @@ void Gen::emit_node(const Node& n) {
       if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
       const std::string md = std::to_string(n.args.mode);
       return call(n, std::string("ActGradOp<") + math_type(dt0) + ", " + md + ">{" + md + ", " +
-                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + "}", {1, 2});
+                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + ", " +
+                         scalar_lit(n.args.s2, dt0) + "}", {1, 2});
+    }
+    case OpId::activation: {  // ActOp with the mode as a template argument
+      need(n, 2);
+      same_dtypes(n, 1, 2, dt0);
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::Act::kNumModes)) no("activation mode");
+      const std::string md = std::to_string(n.args.mode);
+      return call(n, std::string("ActOp<") + math_type(dt0) + ", " + md + ">{" + md + ", " +
+                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + ", " +
+                         scalar_lit(n.args.s2, dt0) + "}", {1});
     }
     case OpId::lerp: {
       if (n.args.has_s0) {

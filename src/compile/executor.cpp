@@ -221,7 +221,7 @@ bool same_args(const KernelArgs& a, const KernelArgs& b) {
   return a.i0 == b.i0 && a.i1 == b.i1 && a.mode == b.mode && a.has_s0 == b.has_s0 && a.has_s1 == b.has_s1 &&
          (!a.has_s0 || same_scalar(a.s0, b.s0)) && (!a.has_s1 || same_scalar(a.s1, b.s1)) &&
          // (kernels may read s0/s1 without the flags: compare them anyway)
-         same_scalar(a.s0, b.s0) && same_scalar(a.s1, b.s1);
+         same_scalar(a.s0, b.s0) && same_scalar(a.s1, b.s1) && same_scalar(a.s2, b.s2);
 }
 bool same_operand(const Operand& a, const Operand& b, int ndim) {
   if (a.is_const() != b.is_const()) return false;

@@ -30,6 +30,7 @@ struct FusedRmspropArgs;
 /// Extra arguments a kernel may read (alpha, clamp bounds, modes, ...).
 struct KernelArgs {
   Scalar s0, s1;
+  Scalar s2;  ///< a third scalar (elu's input_scale)
   int64_t i0 = 0, i1 = 0;
   int mode = 0;
   bool has_s0 = false, has_s1 = false;
@@ -226,6 +227,7 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(unary, ElementwiseFn)                           \
   _(gelu, ElementwiseFn)                            \
   _(softplus, ElementwiseFn)                        \
+  _(activation, ElementwiseFn)                      \
   _(isclose, ElementwiseFn)                         \
   _(threshold_backward, ElementwiseFn)              \
   _(activation_backward, ElementwiseFn)             \

@@ -94,6 +94,16 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(sgn, Unary, unary, All, Keep, Keep, kNoFlags)                                       \
   X(gelu, Unary, gelu, Float, Keep, Keep, kInplace)                                     \
   X(softplus, Unary, softplus, Float, Fp32, Keep, kNoFlags)                             \
+  /* the activations of slot `activation` (math::Act) */                                \
+  X(hardswish, Unary, activation, Float, Keep, Keep, kInplace)                          \
+  X(hardsigmoid, Unary, activation, Float, Keep, Keep, kInplace)                        \
+  X(elu, Unary, activation, Float, Keep, Keep, kInplace)                                \
+  X(selu, Unary, activation, Float, Keep, Keep, kInplace)                               \
+  X(celu, Unary, activation, Float, Keep, Keep, kInplace)                               \
+  X(leaky_relu, Unary, activation, Float, Keep, Keep, kInplace)                         \
+  X(softshrink, Unary, activation, Float, Keep, Keep, kNoFlags)                         \
+  X(hardshrink, Unary, activation, Float, Keep, Keep, kNoFlags)                         \
+  X(log_sigmoid, Unary, activation, Float, Keep, Keep, kNoFlags)                        \
   X(nan_to_num, Unary, none, All, Keep, Keep, kInplace)                                 \
   X(threshold_backward, Binary, threshold_backward, Float, Keep, Keep, kNoFlags)        \
   /* the activation gradients in one pass (slot activation_backward, math::ActGrad) */ \
@@ -104,6 +114,14 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(gelu_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)              \
   X(logit_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)             \
   X(softplus_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)          \
+  X(hardswish_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)         \
+  X(hardsigmoid_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)       \
+  X(elu_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)               \
+  X(leaky_relu_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)        \
+  X(softshrink_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)        \
+  X(hardshrink_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)        \
+  X(log_sigmoid_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)       \
+  X(hardtanh_backward, Binary, activation_backward, Float, Keep, Keep, kNoFlags)          \
   /* pointwise binary */                                                                \
   X(add, Binary, add, All, Keep, Keep, kInplace | kOut)                                 \
   X(sub, Binary, add, Numeric, Keep, Keep, kInplace | kOut)                             \

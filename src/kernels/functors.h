@@ -154,6 +154,56 @@ struct softplus {
   }
 };
 
+// The activations of slot `activation` (Note [Activation forward modes] in
+// kernels/math.h), their parameters as members.
+#define BRISK_ACT_FN(name, mode, s0, s1, s2)                                 \
+  struct name {                                                             \
+    template <class T>                                                      \
+    BRISK_HOST_DEVICE T operator()(T x) const {                             \
+      return math::activation(math::Act::mode, x, T(s0), T(s1), T(s2));     \
+    }                                                                       \
+  };
+BRISK_ACT_FN(hardswish, hardswish, 0, 1, 1)
+BRISK_ACT_FN(hardsigmoid, hardsigmoid, 0, 1, 1)
+BRISK_ACT_FN(log_sigmoid, log_sigmoid, 0, 1, 1)
+BRISK_ACT_FN(selu, elu, 1.6732632423543772848170429916717, 1.0507009873554804934193349852946, 1)
+#undef BRISK_ACT_FN
+struct elu {
+  double alpha = 1, scale = 1, input_scale = 1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::activation(math::Act::elu, x, T(alpha), T(scale), T(input_scale));
+  }
+};
+struct celu {
+  double alpha = 1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::activation(math::Act::elu, x, T(alpha), T(1), T(1.0 / alpha));
+  }
+};
+struct leaky_relu {
+  double negative_slope = 0.01;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::activation(math::Act::leaky_relu, x, T(negative_slope), T(1), T(1));
+  }
+};
+struct softshrink {
+  double lambd = 0.5;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::activation(math::Act::softshrink, x, T(lambd), T(1), T(1));
+  }
+};
+struct hardshrink {
+  double lambd = 0.5;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T x) const {
+    return math::activation(math::Act::hardshrink, x, T(lambd), T(1), T(1));
+  }
+};
+
 // Binary rows: add and sub without their alpha (the front end scales the
 // second operand), div the true division of floats.
 #define BRISK_BINARY_FN(name, R, expr)                  \
@@ -227,6 +277,61 @@ struct softplus_backward {
     return math::activation_grad(ActGrad::softplus, g, v, T(beta), T(threshold));
   }
 };
+struct hardswish_backward {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::hardswish, g, v, T(0), T(0));
+  }
+};
+struct hardsigmoid_backward {
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::hardsigmoid, g, v, T(0), T(0));
+  }
+};
+struct elu_backward {
+  double alpha = 1, scale = 1, input_scale = 1;
+  bool is_result = false;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(is_result ? ActGrad::elu_result : ActGrad::elu, g, v, T(alpha), T(scale),
+                                 T(input_scale));
+  }
+};
+struct leaky_relu_backward {
+  double negative_slope = 0.01;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::leaky_relu, g, v, T(negative_slope), T(0));
+  }
+};
+struct softshrink_backward {
+  double lambd = 0.5;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::softshrink, g, v, T(lambd), T(0));
+  }
+};
+struct hardshrink_backward {
+  double lambd = 0.5;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::hardshrink, g, v, T(lambd), T(0));
+  }
+};
+struct log_sigmoid_backward {  // float and double (16-bit operands: the float value rounded, not the buffer)
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::log_sigmoid, g, v, T(0), T(0));
+  }
+};
+struct hardtanh_backward {
+  double min_val = -1, max_val = 1;
+  template <class T>
+  BRISK_HOST_DEVICE T operator()(T g, T v) const {
+    return math::activation_grad(ActGrad::hardtanh, g, v, T(min_val), T(max_val));
+  }
+};
 
 // Ternary rows.
 struct lerp {
@@ -296,6 +401,13 @@ BRISK_SCALAR_FUNCTOR(clamp) BRISK_SCALAR_FUNCTOR(where)
 BRISK_SCALAR_FUNCTOR(sigmoid_backward) BRISK_SCALAR_FUNCTOR(tanh_backward) BRISK_SCALAR_FUNCTOR(silu_backward)
 BRISK_SCALAR_FUNCTOR(mish_backward) BRISK_SCALAR_FUNCTOR(gelu_backward) BRISK_SCALAR_FUNCTOR(logit_backward)
 BRISK_SCALAR_FUNCTOR(softplus_backward)
+BRISK_SCALAR_FUNCTOR(hardswish) BRISK_SCALAR_FUNCTOR(hardsigmoid) BRISK_SCALAR_FUNCTOR(elu) BRISK_SCALAR_FUNCTOR(selu)
+BRISK_SCALAR_FUNCTOR(celu) BRISK_SCALAR_FUNCTOR(leaky_relu) BRISK_SCALAR_FUNCTOR(softshrink)
+BRISK_SCALAR_FUNCTOR(hardshrink) BRISK_SCALAR_FUNCTOR(log_sigmoid)
+BRISK_SCALAR_FUNCTOR(hardswish_backward) BRISK_SCALAR_FUNCTOR(hardsigmoid_backward) BRISK_SCALAR_FUNCTOR(elu_backward)
+BRISK_SCALAR_FUNCTOR(leaky_relu_backward) BRISK_SCALAR_FUNCTOR(softshrink_backward)
+BRISK_SCALAR_FUNCTOR(hardshrink_backward) BRISK_SCALAR_FUNCTOR(log_sigmoid_backward)
+BRISK_SCALAR_FUNCTOR(hardtanh_backward)
 // clang-format on
 #undef BRISK_SCALAR_FUNCTOR
 #endif  // !__CUDACC_RTC__

@@ -70,10 +70,57 @@ BRISK_HOST_DEVICE inline T logit(T x, T eps) {
 // none) and softplus' beta and threshold.
 // The CPU kernels compute the same formulas on vectors
 // (backend/cpu/vec_composite.h).
-enum class ActGrad : int { sigmoid, tanh, silu, mish, gelu_erf, gelu_tanh, logit, softplus, kNumModes };
+// The modes from hardswish on are PyTorch's hardswish_backward,
+// hardsigmoid_backward, elu_backward (s0 alpha, s1 scale, s2 input_scale; v
+// the input, or the result for elu_result), leaky_relu_backward (s0 the
+// slope), softshrink_backward and hardshrink_backward (s0 lambda),
+// log_sigmoid_backward and hardtanh_backward (s0, s1 the bounds), with
+// their masks as PyTorch's scalar loops test them (a NaN input fails every
+// comparison: Note [Activation kinks] in src/nn/activation.cpp).
+enum class ActGrad : int {
+  sigmoid,
+  tanh,
+  silu,
+  mish,
+  gelu_erf,
+  gelu_tanh,
+  logit,
+  softplus,
+  hardswish,
+  hardsigmoid,
+  elu,
+  elu_result,
+  leaky_relu,
+  softshrink,
+  hardshrink,
+  log_sigmoid,
+  hardtanh,
+  kNumModes
+};
+
+/// 1/6 as PyTorch's hardsigmoid_backward multiplies by it: rounded to float
+/// for float and 16-bit, and brisk divides by 6 in float64 (PyTorch's
+/// float64 kernel rounds 1/6 to float: docs/design/nn.md).
+template <class T>
+BRISK_HOST_DEVICE inline T hardsigmoid_grad(T g) {
+  if constexpr (std::is_same_v<T, double>)
+    return g / T(6);
+  else
+    return g * T(1.0f / 6.0f);
+}
+
+/// z rounded to float16 (code 1) or bfloat16 (code 2), else z: PyTorch's
+/// CPU log_sigmoid keeps exp(-|x|) in a buffer of the input's dtype, and its
+/// backward reads that buffer (its CUDA kernels recompute it in float).
+template <class T>
+BRISK_HOST_DEVICE inline T round_buffer(T z, T code) {
+  if (code == T(1)) return T(static_cast<float>(Half(static_cast<float>(z))));
+  if (code == T(2)) return T(static_cast<float>(BFloat16(static_cast<float>(z))));
+  return z;
+}
 
 template <class T>
-BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1) {
+BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1, T s2 = T(0)) {
   switch (mode) {
     case ActGrad::sigmoid: return g * (T(1) - v) * v;  // torch's order
     case ActGrad::tanh: return g * (T(1) - v * v);
@@ -110,6 +157,52 @@ BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1) {
       const T bx = v * s0;
       return bx > s1 ? g : g * sigmoid(bx);
     }
+    case ActGrad::hardswish: return v <= T(-3) ? T(0) : v < T(3) ? g * (v / T(3) + T(0.5)) : g;
+    case ActGrad::hardsigmoid: return v > T(-3) && v < T(3) ? hardsigmoid_grad(g) : T(0);
+    case ActGrad::elu: return v <= T(0) ? g * s2 * (s0 * s1) * std::exp(v * s2) : g * s1;
+    case ActGrad::elu_result: return v <= T(0) ? g * s2 * (v + s0 * s1) : g * s1;
+    case ActGrad::leaky_relu: return v > T(0) ? g : g * s0;
+    case ActGrad::softshrink:
+    case ActGrad::hardshrink: return v >= -s0 && v <= s0 ? T(0) : g;
+    case ActGrad::log_sigmoid: {  // (max_deriv - sign * z / (1 + z)) * g, z = exp(-|x|) (s0: z's rounding)
+      T z = std::exp(-std::fabs(v));
+      if constexpr (!std::is_same_v<T, double>) z = round_buffer(z, s0);
+      const T q = z / (T(1) + z);
+      return (v < T(0) ? T(1) - q : q) * g;
+    }
+    case ActGrad::hardtanh: return v <= s0 || v >= s1 ? T(0) : g;
+    default: return T(NAN);
+  }
+}
+
+// Note [Activation forward modes]
+// The activations with a slot of their own (slot `activation`, mode
+// math::Act in KernelArgs::mode) as PyTorch's CPU kernels compute them in
+// the math type (float for 16-bit, rounded once): hardswish x * min(max(x +
+// 3, 0), 6) / 6; hardsigmoid min(max(x + 3, 0), 6) / 6; elu (s0 alpha, s1
+// scale, s2 input_scale) x * scale above 0, expm1(x * input_scale) *
+// (alpha * scale) at or below (selu and celu are elu with their
+// constants); leaky_relu (s0 the slope); softshrink and hardshrink (s0
+// lambda; +0 in the middle); log_sigmoid min(x, 0) - log1p(exp(-|x|)).
+// A NaN input gives NaN. The CPU kernels compute the same on vectors
+// (backend/cpu/vec_composite.h, activation_v).
+enum class Act : int { hardswish, hardsigmoid, elu, leaky_relu, softshrink, hardshrink, log_sigmoid, kNumModes };
+
+template <class T>
+BRISK_HOST_DEVICE inline T clamp_0_6(T t) {  // NaN stays NaN
+  return t < T(0) ? T(0) : t > T(6) ? T(6) : t;
+}
+
+template <class T>
+BRISK_HOST_DEVICE inline T activation(Act mode, T x, T s0, T s1, T s2) {
+  switch (mode) {
+    case Act::hardswish: return x * clamp_0_6(x + T(3)) / T(6);
+    case Act::hardsigmoid: return clamp_0_6(x + T(3)) / T(6);
+    case Act::elu: return x > T(0) ? x * s1 : std::expm1(x * s2) * (s0 * s1);
+    case Act::leaky_relu: return x > T(0) ? x : x * s0;
+    case Act::softshrink: return x >= -s0 && x <= s0 ? T(0) : x > T(0) ? x - s0 : x + s0;
+    case Act::hardshrink: return x >= -s0 && x <= s0 ? T(0) : x;
+    case Act::log_sigmoid: return (x < T(0) ? x : T(0)) - std::log1p(std::exp(-std::fabs(x)));
     default: return T(NAN);
   }
 }

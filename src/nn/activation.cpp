@@ -15,36 +15,33 @@
 namespace brisk::nn {
 
 // Note [Activation kinks]
-// Every piecewise activation is a `where` over masks that put each kink in
-// the branch PyTorch's backward formula puts it in, so the gradient at the
-// kink is PyTorch's: leaky_relu/elu/prelu/rrelu take the negative branch at
-// 0 (x > 0 is the positive test), hardtanh/relu6/hardsigmoid/softshrink/
-// hardshrink/threshold have gradient 0 at their bounds, hardswish takes the
-// outer pieces at -3 and 3 (gradients 0 and 1, as PyTorch 2.x). PyTorch's
-// double backward of elu and prelu tests x < 0 (elu_double_backward) and
-// x >= 0 (prelu), so at x == 0 exactly their second derivative is 0 while the
-// first is the negative branch's: there a third, linear branch stands in.
-// A value that PyTorch computes from x in a constant piece (hardswish's
-// x * 0 below -3, hardtanh's clamp returning x itself at a bound) reads x
-// through detach(): the sign of a zero and NaN for -inf * 0 come out as
-// PyTorch's, and the gradient there stays 0. A branch that could overflow
-// (exp in elu, logsigmoid) or whose derivative reads x (hardswish's middle)
-// reads its input through a mask (`where(pos, 0, x)`), so an unselected inf
-// or NaN never meets a zero gradient and makes NaN. NaN inputs come out NaN
-// as in PyTorch: each mask is written so that NaN falls into a branch that
-// propagates x. The gradient at NaN is that of PyTorch's backward formula as
-// its scalar CPU loop computes it: NaN fails every comparison, so hardtanh/
+// Each piecewise activation puts its kinks in the branch PyTorch's backward
+// formula puts them in, so the gradient at a kink is PyTorch's:
+// leaky_relu/elu/prelu/rrelu take the negative branch at 0 (x > 0 is the
+// positive test), hardtanh/relu6/hardsigmoid/softshrink/hardshrink/threshold
+// have gradient 0 at their bounds, hardswish takes the outer pieces at -3
+// and 3 (gradients 0 and 1, as PyTorch 2.x). NaN inputs come out NaN as in
+// PyTorch. The gradient at NaN is that of PyTorch's backward formula as its
+// scalar CPU loop computes it: NaN fails every comparison, so hardtanh/
 // relu6/hardshrink/softshrink/hardswish pass the incoming gradient, elu/selu/
 // celu take their positive branch, hardsigmoid gives 0. PyTorch's vectorized
 // CPU loops, which run on all but the tail of a tensor longer than a vector,
 // give 0 (hardtanh, the shrinks) or NaN (hardswish, elu) there instead;
 // brisk does not follow the vector width.
-// hardtanh/relu6, hardsigmoid, hardswish, elu/selu/celu and glu
-// compute their values without recording (clamp, or PyTorch's formula in
-// float for 16-bit inputs) and record one node whose backward is PyTorch's
-// formula written with ops (Note [glu], Note [elu's gradient]): the same
-// gradients at the kinks and at NaN as above, in a few kernels instead of
-// the autograd of a dozen masks, and PyTorch's roundings.
+// hardswish, hardsigmoid, elu/selu/celu, leaky_relu, softshrink, hardshrink
+// and logsigmoid are one kernel each way (brisk::hardswish ...: slot
+// `activation`, Note [Activation forward modes] in src/kernels/math.h, and
+// the activation_backward rows); their second derivatives are the
+// gradient's formula written with ops (act_grad_composite in
+// src/ops/unary.cpp), where a branch that could overflow (elu's exp) or
+// whose derivative reads x (hardswish's middle) reads its input through a
+// mask, so an unselected inf never meets a zero gradient and makes NaN, and
+// elu's second derivative at x == 0 is 0 as PyTorch's elu_double_backward
+// (x < 0). hardtanh/relu6 are clamp plus their own node (hardtanh_backward),
+// glu PyTorch's formula with its own node (Note [glu]). prelu and rrelu
+// stay composites of `where`: PyTorch's double backward of prelu tests
+// x >= 0, so at x == 0 its second derivative is 0 while the first is the
+// negative branch's: there a third, linear branch stands in.
 
 namespace functional {
 
@@ -143,56 +140,6 @@ Tensor with_node(const char* name, const Tensor& x, const V& value, B backward) 
   return y;
 }
 
-/// x where x > 0, else slope * x: the negative branch at 0.
-Tensor negative_slope(const Tensor& x, const Tensor& pos, const Tensor& slope_times_x) {
-  return where(pos, x, slope_times_x);
-}
-
-/// x where x > 0 (or NaN), else alpha * expm1(x * input_scale); the exp reads
-/// x only where x <= 0. At x == 0 the branch is alpha * x * input_scale: same
-/// value and gradient, second derivative 0 as PyTorch's elu_double_backward.
-///
-/// Note [elu's gradient]
-/// elu, selu and celu as PyTorch's elu kernel: x * scale above 0 (and at
-/// NaN), expm1(x * input_scale) * negcoef at or below 0, negcoef =
-/// alpha * scale in the computing type (float for 16-bit inputs, rounded once
-/// at the end). The gradient is its own node, PyTorch's elu_backward:
-/// g * input_scale * negcoef * exp(x * input_scale) at or below 0, g * scale
-/// above. The composite it replaced took expm1's derivative, result + 1,
-/// which cancels: the gradient at x = -8.5 was 5e-5 off, and 0 below
-/// x = -17 in float32 where it is 4e-8 (float16: 0 below -8). exp reads x
-/// through a mask (no inf for a large positive x meets the zero gradient in
-/// a second derivative), and at x = 0 through a constant, so the second
-/// derivative there is 0 as PyTorch's elu_double_backward (x < 0).
-Tensor elu_like(const Tensor& x, double alpha, double input_scale, double scale = 1.0) {
-  // PyTorch forms negcoef = alpha * scale in the computing type
-  const bool f64 = x.dtype() == kDouble;
-  const double negcoef = f64 ? alpha * scale : double(float(alpha) * float(scale));
-  const double is = f64 ? input_scale : double(float(input_scale));
-  return with_node(
-      "EluBackward0", x,
-      [&] {
-        return in_float(
-            [&](const Tensor& v) {
-              const Tensor pos = v.le(0).logical_not();
-              Tensor xn = where(pos, Scalar(0.0), v);
-              if (is != 1.0) xn = xn * is;
-              return where(pos, scale == 1.0 ? v : v * scale, xn.expm1() * negcoef);
-            },
-            x);
-      },
-      [negcoef, is, scale](const Tensor& x_saved, const Tensor& g_in) {
-        return in_float(
-            [&](const Tensor& g, const Tensor& xs) {
-              const Tensor xm = where(xs.lt(0), xs, Scalar(0.0));
-              Tensor neg = is == 1.0 ? g : g * is;
-              neg = neg * negcoef * (is == 1.0 ? xm : xm * is).exp();
-              return where(xs.le(0), neg, scale == 1.0 ? g : g * scale);
-            },
-            g_in, x_saved);
-      });
-}
-
 }  // namespace
 
 Tensor relu(const Tensor& x, const ReLUFuncOptions& o) {
@@ -205,33 +152,23 @@ Tensor relu6(const Tensor& x, const ReLU6FuncOptions& o) {
 
 Tensor leaky_relu(const Tensor& x, const LeakyReLUFuncOptions& o) {
   check_float("leaky_relu", x);
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return negative_slope(v, v.gt(0), v * o.negative_slope());
-  });
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::leaky_relu(v, o.negative_slope()); });
 }
 
 Tensor elu(const Tensor& x, const ELUFuncOptions& o) {
   check_float("elu", x);
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return elu_like(v, o.alpha(), 1.0);
-  });
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::elu(v, o.alpha()); });
 }
 
 Tensor selu(const Tensor& x, const SELUFuncOptions& o) {
   check_float("selu", x);
-  constexpr double alpha = 1.6732632423543772848170429916717;
-  constexpr double scale = 1.0507009873554804934193349852946;
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return elu_like(v, alpha, 1.0, scale);
-  });
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::selu(v); });
 }
 
 Tensor celu(const Tensor& x, const CELUFuncOptions& o) {
   check_float("celu", x);
   BRISK_CHECK(o.alpha() != 0.0, "celu", "alpha must not be 0 (it divides the input)");
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return elu_like(v, o.alpha(), 1.0 / o.alpha());
-  });
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::celu(v, o.alpha()); });
 }
 
 Tensor gelu(const Tensor& x, const GELUFuncOptions& o) { return x.gelu(o.approximate()); }
@@ -294,18 +231,16 @@ Tensor glu(const Tensor& x, const GLUFuncOptions& o) {
 
 Tensor hardshrink(const Tensor& x, const HardshrinkFuncOptions& o) {
   check_float("hardshrink", x);
-  return where(x.abs().le(o.lambda()), Scalar(0.0), x);
+  return brisk::hardshrink(x, o.lambda());
 }
 
 Tensor softshrink(const Tensor& x, const SoftshrinkFuncOptions& o) {
   check_float("softshrink", x);
-  const double l = o.lambda();
-  BRISK_CHECK(l >= 0, "softshrink", "lambda must be greater or equal to 0, got ", l);
   // +0 in the middle, as PyTorch's vectorized CPU loop (its scalar loop, which
   // runs on the tail of a tensor shorter than a vector, gives x * 0 there: -0
   // for x in [-l, -0]). A NaN fails the middle test and comes out NaN with
   // gradient 1 (Note [Activation kinks]).
-  return where(x.abs().le(l), Scalar(0.0), where(x.gt(0), x - l, x + l));
+  return brisk::softshrink(x, o.lambda());
 }
 
 Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
@@ -331,66 +266,36 @@ Tensor hardtanh(const Tensor& x, const HardtanhFuncOptions& o) {
     // its own node, written with ops.
     return with_node(
         "HardtanhBackward0", v, [&] { return v.clamp(lo, hi); },
-        [lo, hi](const Tensor& xs, const Tensor& g) { return where(xs.le(lo).logical_or(xs.ge(hi)), Scalar(0.0), g); });
+        [lo, hi](const Tensor& xs, const Tensor& g) { return brisk::hardtanh_backward(g, xs, lo, hi); });
   });
 }
 
 Tensor hardswish(const Tensor& x, const HardswishFuncOptions& o) {
   check_float("hardswish", x);
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    // PyTorch's formula and roundings: x * min(max(x + 3, 0), 6) / 6 (in
-    // float for float16 and bfloat16, rounded once), so x * 0 from -3 down
-    // (-0, and NaN at -inf), x * 6 / 6 from 3 up (inf where x * 6
-    // overflows). Four kernels (the composite of masks it replaced took 15,
-    // 9x PyTorch's time). Its gradient is PyTorch's hardswish_backward:
-    // 0 to -3, g * (x / 3 + 1/2) below 3, g from 3 on and at NaN (Note
-    // [Activation kinks]); a node of its own, written with ops.
-    return with_node(
-        "HardswishBackward0", v,
-        [&] { return in_float([](const Tensor& vf) { return vf * (vf + 3.0).clamp(0.0, 6.0) / 6.0; }, v); },
-        [](const Tensor& xs, const Tensor& g) {
-          // the middle piece reads g and x through its mask: outside it an
-          // infinite g or x would meet the zero gradient of a second derivative
-          // (inf * 0 = NaN; fuzzer nn3 seed 611 case 219703)
-          const Tensor in_mid = xs.gt(-3.0).logical_and(xs.lt(3.0));
-          const Tensor gm = where(in_mid, g, Scalar(0.0)), xm = where(in_mid, xs, Scalar(0.0));
-          const Tensor mid = in_float([](const Tensor& gw, const Tensor& xw) { return gw * (xw / 3.0 + 0.5); }, gm, xm);
-          return where(xs.le(-3.0), Scalar(0.0), where(xs.lt(3.0), mid, g));
-        });
-  });
+  // PyTorch's formula and roundings: x * min(max(x + 3, 0), 6) / 6 (in
+  // float for float16 and bfloat16, rounded once), so x * 0 from -3 down
+  // (-0, and NaN at -inf), x * 6 / 6 from 3 up (inf where x * 6
+  // overflows). Its gradient is PyTorch's hardswish_backward: 0 to -3,
+  // g * (x / 3 + 1/2) below 3, g from 3 on and at NaN (Note [Activation
+  // kinks]). One kernel each way (slot `activation`, Note [Activation
+  // forward modes] in src/kernels/math.h).
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::hardswish(v); });
 }
 
 Tensor hardsigmoid(const Tensor& x, const HardsigmoidFuncOptions& o) {
   check_float("hardsigmoid", x);
-  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    // PyTorch's min(max(x + 3, 0), 6) / 6 (in float for float16 and
-    // bfloat16, rounded once; NaN stays NaN): three kernels, not the eight
-    // of the mask composite it replaced. The gradient is PyTorch's
-    // hardsigmoid_backward, g / 6 only where -3 < x < 3 (0 at NaN), as
-    // g * (1/6 in float) for float32 and 16-bit inputs and g / 6 for float64
-    // (PyTorch's float64 kernel rounds 1/6 to float32: allowlisted); its own
-    // node, written with ops.
-    return with_node(
-        "HardsigmoidBackward0", v,
-        [&] { return in_float([](const Tensor& vf) { return (vf + 3.0).clamp(0.0, 6.0) / 6.0; }, v); },
-        [](const Tensor& xs, const Tensor& g) {
-          const double sixth = static_cast<double>(1.0f / 6.0f);
-          const Tensor scaled =
-              g.dtype() == kDouble ? g / 6.0 : in_float([sixth](const Tensor& gw) { return gw * sixth; }, g);
-          return where(xs.gt(-3.0).logical_and(xs.lt(3.0)), scaled, Scalar(0.0));
-        });
-  });
+  // PyTorch's min(max(x + 3, 0), 6) / 6 (NaN stays NaN). The gradient is
+  // PyTorch's hardsigmoid_backward, g / 6 only where -3 < x < 3 (0 at NaN),
+  // as g * (1/6 in float) for float32 and 16-bit inputs and g / 6 for
+  // float64 (PyTorch's float64 kernel rounds 1/6 to float32: allowlisted).
+  return maybe_inplace(x, o.inplace(), [&](const Tensor& v) { return brisk::hardsigmoid(v); });
 }
 
 Tensor logsigmoid(const Tensor& x) {
   check_float("logsigmoid", x);
-  // x - log1p(exp(x)) below 0 and 0 - log1p(exp(-x)) from 0 on (PyTorch's
-  // min(x, 0) - log1p(exp(-|x|)): +0 where exp(-x) underflows), each reading
-  // its input through a mask so that exp never overflows: accurate for any x,
-  // with gradient sigmoid(-x) everywhere (0.5 at 0).
-  Tensor neg = x.lt(0);
-  Tensor xn = where(neg, x, Scalar(0.0)), xp = where(neg, Scalar(0.0), x);
-  return where(neg, xn - xn.exp().log1p(), Scalar(0.0) - xp.neg().exp().log1p());
+  // PyTorch's min(x, 0) - log1p(exp(-|x|)) (exp never overflows), with its
+  // log_sigmoid_backward (0.5 at 0).
+  return brisk::log_sigmoid(x);
 }
 
 Tensor softsign(const Tensor& x) {
@@ -466,7 +371,7 @@ Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {
     slope = rand_like(x) * (hi - lo) + lo;
   }
   return maybe_inplace(x, o.inplace(), [&](const Tensor& v) {
-    return negative_slope(v, v.gt(0), v * slope);
+    return where(v.gt(0), v, v * slope);  // the negative branch at 0
   });
 }
 

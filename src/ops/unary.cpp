@@ -186,8 +186,11 @@ Tensor gelu_derivative(const Tensor& x_in, bool tanh_approx) {
 // The composite formulas of the activation gradients (the fused kernel's
 // definition, math::activation_grad): what runs where the gradient itself
 // is differentiated (create_graph), so that its graph is brisk's ops.
-Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1) {
+Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1, double s2) {
   using math::ActGrad;
+  // elu's alpha * scale as the kernels form it, in the computing type
+  const bool f64 = v.dtype() == kDouble;
+  const double negcoef = f64 ? s0 * s1 : double(float(s0) * float(s1));
   switch (mode) {
     case ActGrad::sigmoid:
       return in_opmath(grad, v, [](const Tensor& g, const Tensor& y) { return g * (1 - y) * y; });
@@ -222,27 +225,95 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
         // and the sigmoid's slope NaN: NaN (seed 603 case 51696)
         return where(bx > s1, g, g * where(bx.ge(s1).logical_not(), bx, bx.detach()).sigmoid());
       });
+    case ActGrad::hardswish: {
+      // the middle piece reads g and x through its mask: outside it an
+      // infinite g or x would meet the zero gradient of a second derivative
+      // (inf * 0 = NaN; fuzzer nn3 seed 611 case 219703)
+      const Tensor in_mid = v.gt(-3.0).logical_and(v.lt(3.0));
+      const Tensor gm = where(in_mid, grad, Scalar(0.0)), xm = where(in_mid, v, Scalar(0.0));
+      const Tensor mid = in_opmath(gm, xm, [](const Tensor& g, const Tensor& x) { return g * (x / 3.0 + 0.5); });
+      return where(v.le(-3.0), Scalar(0.0), where(v.lt(3.0), mid, grad));
+    }
+    case ActGrad::hardsigmoid: {
+      const Tensor scaled = grad.dtype() == kDouble
+                                ? grad / 6.0
+                                : in_opmath(grad, grad, [](const Tensor& g, const Tensor&) {
+                                    return g * static_cast<double>(1.0f / 6.0f);
+                                  });
+      return where(v.gt(-3.0).logical_and(v.lt(3.0)), scaled, Scalar(0.0));
+    }
+    case ActGrad::elu:
+      // exp reads x through a mask (no inf for a large positive x meets the
+      // zero gradient in a second derivative), and at x = 0 through a
+      // constant, so the second derivative there is 0 as PyTorch's
+      // elu_double_backward (x < 0)
+      return in_opmath(grad, v, [&](const Tensor& g, const Tensor& x) {
+        const Tensor xm = where(x.lt(0), x, Scalar(0.0));
+        const Tensor neg = (s2 == 1.0 ? g : g * s2) * negcoef * (s2 == 1.0 ? xm : xm * s2).exp();
+        return where(x.le(0), neg, s1 == 1.0 ? g : g * s1);
+      });
+    case ActGrad::elu_result:
+      return in_opmath(grad, v, [&](const Tensor& g, const Tensor& y) {
+        return where(y.le(0), (s2 == 1.0 ? g : g * s2) * (y + negcoef), s1 == 1.0 ? g : g * s1);
+      });
+    case ActGrad::leaky_relu: return where(v.gt(0), grad, grad * s0);
+    case ActGrad::softshrink:
+    case ActGrad::hardshrink: return where(v.ge(-s0).logical_and(v.le(s0)), Scalar(0.0), grad);
+    case ActGrad::log_sigmoid:  // sigmoid(-x): its derivative is PyTorch's log_sigmoid_double_backward
+      return in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g * x.neg().sigmoid(); });
+    case ActGrad::hardtanh: return where(v.le(s0).logical_or(v.ge(s1)), Scalar(0.0), grad);
     default: break;
   }
   BRISK_INTERNAL_ASSERT(false, "activation gradient mode ", static_cast<int>(mode), " has no composite");
 }
 
-Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1);
+Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1,
+                    double s2);
 
 /// One activation gradient: the fused kernel (slot activation_backward), or
 /// the composite where it is itself differentiated (sigmoid's and tanh's
 /// have torch's derivatives instead) or the device has no kernel.
 Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0 = -1,
-                double s1 = 0) {
+                double s1 = 0, double s2 = 0) {
   BRISK_PROFILE_OP(name, grad, v);
   BRISK_CHECK(grad.defined() && v.defined(), name, "grad_output and the saved tensor must be defined");
   BRISK_CHECK(is_floating_point(grad.dtype()) && is_floating_point(v.dtype()), name,
               "expected floating point tensors, got ", grad.dtype(), " and ", v.dtype());
   BRISK_CHECK(grad.device() == v.device(), name, "expected tensors on one device, got ", grad.device(), " and ",
               v.device());
-  if (BRISK_LIKELY(!autograd::should_record(grad, v))) return act_grad_run(name, mode, grad, v, s0, s1);
+  if (BRISK_LIKELY(!autograd::should_record(grad, v))) return act_grad_run(name, mode, grad, v, s0, s1, s2);
   using math::ActGrad;
-  if (mode != ActGrad::sigmoid && mode != ActGrad::tanh) return act_grad_composite(mode, grad, v, s0, s1);
+  // The piecewise-constant slopes (g times a mask or a constant) are linear
+  // in g and constant in x: their node's derivative in g is the same
+  // kernel, in x zeros (PyTorch's: a defined zero gradient, so that x still
+  // gets one); the value stays the kernel's.
+  const bool piecewise = mode == ActGrad::hardsigmoid || mode == ActGrad::leaky_relu ||
+                         mode == ActGrad::softshrink || mode == ActGrad::hardshrink || mode == ActGrad::hardtanh;
+  if (piecewise) {
+    Tensor r;
+    {
+      NoGradGuard ng;
+      r = act_grad_run(name, mode, grad, v, s0, s1, s2);
+    }
+    using namespace autograd;
+    static const char* const kNodes[] = {"HardsigmoidBackwardBackward0", "LeakyReluBackwardBackward0",
+                                         "SoftshrinkBackwardBackward0", "HardshrinkBackwardBackward0",
+                                         "HardtanhBackwardBackward0"};
+    const char* nm = mode == ActGrad::hardsigmoid  ? kNodes[0]
+                     : mode == ActGrad::leaky_relu ? kNodes[1]
+                     : mode == ActGrad::softshrink ? kNodes[2]
+                     : mode == ActGrad::hardshrink ? kNodes[3]
+                                                   : kNodes[4];
+    record(nm, {r}, {grad, v}, {save(v)}, [name, mode, s0, s1, s2](BackwardCtx& c) -> TensorList {
+      const Tensor xs = c.saved(0);
+      Tensor dg, dx;
+      if (c.needs(0)) dg = act_grad(name, mode, c.grad(), xs, s0, s1, s2);
+      if (c.needs(1)) dx = zeros_like(xs);
+      return {dg, dx};
+    });
+    return r;
+  }
+  if (mode != ActGrad::sigmoid && mode != ActGrad::tanh) return act_grad_composite(mode, grad, v, s0, s1, s2);
   // torch's derivatives of sigmoid_backward(g, y) and tanh_backward(g, y): in g
   // the same function of the incoming gradient, in y gg * g * (1 - 2y) and
   // gg * (-2y * g) (one product: the composite's two terms give inf - inf
@@ -250,7 +321,7 @@ Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const 
   Tensor r;
   {
     NoGradGuard ng;
-    r = act_grad_run(name, mode, grad, v, s0, s1);
+    r = act_grad_run(name, mode, grad, v, s0, s1, s2);
   }
   using namespace autograd;
   record(mode == ActGrad::sigmoid ? "SigmoidBackwardBackward0" : "TanhBackwardBackward0", {r}, {grad, v},
@@ -266,9 +337,9 @@ Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const 
   return r;
 }
 
-Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0,
-                    double s1) {
-  if (!supports(OpId::activation_backward, grad.device().type)) return act_grad_composite(mode, grad, v, s0, s1);
+Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, const Tensor& v, double s0, double s1,
+                    double s2) {
+  if (!supports(OpId::activation_backward, grad.device().type)) return act_grad_composite(mode, grad, v, s0, s1, s2);
   IterBuilder it(name);
   it.input(grad).input(v);
   TensorIter iter;
@@ -277,6 +348,7 @@ Tensor act_grad_run(const char* name, math::ActGrad mode, const Tensor& grad, co
   a.mode = static_cast<int>(mode);
   a.s0 = s0;  // logit's lower bound eps (-1: none), softplus' beta
   a.s1 = s1;  // logit's upper bound 1 - eps, softplus' threshold
+  a.s2 = s2;  // elu's input_scale
   a.has_s0 = a.has_s1 = true;
   kernel<OpId::activation_backward>(iter.result.device().type, name)(iter, a);
   iter.finish();
@@ -656,6 +728,104 @@ Tensor softplus(const Tensor& x, const Scalar& beta, const Scalar& threshold) {
 }
 Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const { return brisk::softplus(*this, beta, threshold); }
 
+// ---- the activations of the `activation` slot (Note [Activation forward modes]) --------
+namespace {
+struct ActSpec {
+  const char* name;      // the op table's row (and the profiler's name)
+  const char* node;      // the autograd node
+  const char* backward;  // the gradient's row
+  math::Act mode;
+  math::ActGrad grad;
+};
+Tensor activation_run(const ActSpec& sp, const Tensor& x, double s0, double s1, double s2) {
+  IterBuilder it(sp.name);
+  it.input(x);
+  TensorIter iter;
+  it.build(iter);
+  KernelArgs a;
+  a.mode = static_cast<int>(sp.mode);
+  a.s0 = s0, a.s1 = s1, a.s2 = s2;
+  a.has_s0 = a.has_s1 = true;
+  kernel<OpId::activation>(iter.result.device().type, sp.name)(iter, a);
+  iter.finish();
+  return std::move(iter.result);
+}
+/// y = mode(x) in one kernel; where x records, one node whose backward is the
+/// gradient's row (the activation_backward kernel, its composite when
+/// differentiated again).
+Tensor activation(const ActSpec& sp, const Tensor& x, double s0 = 0, double s1 = 1, double s2 = 1) {
+  BRISK_PROFILE_OP(sp.name, x);
+  BRISK_CHECK(x.defined(), sp.name, "input is undefined");
+  BRISK_CHECK(x.is_floating_point(), sp.name, "expected a floating point tensor, got ", x.dtype());
+  if (BRISK_LIKELY(!autograd::should_record(x))) return activation_run(sp, x, s0, s1, s2);
+  Tensor r;
+  {
+    NoGradGuard ng;
+    r = activation_run(sp, x, s0, s1, s2);
+  }
+  using namespace autograd;
+  record(sp.node, {r}, {x}, {save(x)}, [sp, s0, s1, s2](BackwardCtx& c) -> TensorList {
+    if (sp.grad == math::ActGrad::log_sigmoid) return {log_sigmoid_backward(c.grad(), c.saved(0))};
+    return {act_grad(sp.backward, sp.grad, c.grad(), c.saved(0), s0, s1, s2)};
+  });
+  return r;
+}
+/// The shrinks' lambda as PyTorch's kernels read it: in the input's dtype
+/// (a float16 input compares with and subtracts float16(0.3)).
+double shrink_lambda(const Tensor& x, double l) { return x.defined() ? round_to(x.dtype(), l) : l; }
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
+using math::Act;
+using math::ActGrad;
+}  // namespace
+
+Tensor hardswish(const Tensor& x) {
+  static constexpr ActSpec sp{"hardswish", "HardswishBackward0", "hardswish_backward", Act::hardswish,
+                              ActGrad::hardswish};
+  return activation(sp, x);
+}
+Tensor hardsigmoid(const Tensor& x) {
+  static constexpr ActSpec sp{"hardsigmoid", "HardsigmoidBackward0", "hardsigmoid_backward", Act::hardsigmoid,
+                              ActGrad::hardsigmoid};
+  return activation(sp, x);
+}
+Tensor elu(const Tensor& x, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+  static constexpr ActSpec sp{"elu", "EluBackward0", "elu_backward", Act::elu, ActGrad::elu};
+  return activation(sp, x, alpha.to_double(), scale.to_double(), input_scale.to_double());
+}
+Tensor selu(const Tensor& x) {
+  static constexpr ActSpec sp{"selu", "EluBackward0", "elu_backward", Act::elu, ActGrad::elu};
+  return activation(sp, x, kSeluAlpha, kSeluScale, 1.0);
+}
+Tensor celu(const Tensor& x, const Scalar& alpha) {
+  static constexpr ActSpec sp{"celu", "EluBackward0", "elu_backward", Act::elu, ActGrad::elu};
+  const double a = alpha.to_double();
+  BRISK_CHECK(a != 0.0, "celu", "alpha must not be 0 (it divides the input)");
+  return activation(sp, x, a, 1.0, 1.0 / a);
+}
+Tensor leaky_relu(const Tensor& x, const Scalar& negative_slope) {
+  static constexpr ActSpec sp{"leaky_relu", "LeakyReluBackward0", "leaky_relu_backward", Act::leaky_relu,
+                              ActGrad::leaky_relu};
+  return activation(sp, x, negative_slope.to_double());
+}
+Tensor softshrink(const Tensor& x, const Scalar& lambd) {
+  static constexpr ActSpec sp{"softshrink", "SoftshrinkBackward0", "softshrink_backward", Act::softshrink,
+                              ActGrad::softshrink};
+  const double l = lambd.to_double();
+  BRISK_CHECK(l >= 0, "softshrink", "lambda must be greater or equal to 0, got ", l);
+  return activation(sp, x, shrink_lambda(x, l));
+}
+Tensor hardshrink(const Tensor& x, const Scalar& lambd) {
+  static constexpr ActSpec sp{"hardshrink", "HardshrinkBackward0", "hardshrink_backward", Act::hardshrink,
+                              ActGrad::hardshrink};
+  return activation(sp, x, shrink_lambda(x, lambd.to_double()));
+}
+Tensor log_sigmoid(const Tensor& x) {
+  static constexpr ActSpec sp{"log_sigmoid", "LogSigmoidBackward0", "log_sigmoid_backward", Act::log_sigmoid,
+                              ActGrad::log_sigmoid};
+  return activation(sp, x);
+}
+
 // ---- nan_to_num ---------------------------------------------------------------------
 // A composite: NaN, +inf and -inf replaced by the given values (0 and the
 // dtype's largest and lowest finite values by default), each converted to the
@@ -770,6 +940,45 @@ Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::option
 Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   return act_grad("softplus_backward", math::ActGrad::softplus, grad_output, self, beta.to_double(),
                   threshold.to_double());
+}
+Tensor hardswish_backward(const Tensor& grad_output, const Tensor& self) {
+  return act_grad("hardswish_backward", math::ActGrad::hardswish, grad_output, self);
+}
+Tensor hardsigmoid_backward(const Tensor& grad_output, const Tensor& self) {
+  return act_grad("hardsigmoid_backward", math::ActGrad::hardsigmoid, grad_output, self);
+}
+Tensor elu_backward(const Tensor& grad_output, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale,
+                    bool is_result, const Tensor& self_or_result) {
+  BRISK_CHECK(!is_result || alpha.to_double() >= 0, "elu_backward",
+              "in-place elu with a negative alpha is not differentiable (is_result with alpha ", alpha.to_double(),
+              ")");
+  return act_grad("elu_backward", is_result ? math::ActGrad::elu_result : math::ActGrad::elu, grad_output,
+                  self_or_result, alpha.to_double(), scale.to_double(), input_scale.to_double());
+}
+Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self, const Scalar& negative_slope,
+                           bool self_is_result) {
+  BRISK_CHECK(!self_is_result || negative_slope.to_double() >= 0, "leaky_relu_backward",
+              "in-place leaky_relu with a negative slope is not differentiable (self_is_result with slope ",
+              negative_slope.to_double(), ")");
+  return act_grad("leaky_relu_backward", math::ActGrad::leaky_relu, grad_output, self, negative_slope.to_double());
+}
+Tensor softshrink_backward(const Tensor& grad_output, const Tensor& self, const Scalar& lambd) {
+  return act_grad("softshrink_backward", math::ActGrad::softshrink, grad_output, self,
+                  shrink_lambda(self, lambd.to_double()));
+}
+Tensor hardshrink_backward(const Tensor& grad_output, const Tensor& self, const Scalar& lambd) {
+  return act_grad("hardshrink_backward", math::ActGrad::hardshrink, grad_output, self,
+                  shrink_lambda(self, lambd.to_double()));
+}
+Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
+  // s0: the rounding of PyTorch's CPU buffer exp(-|x|) (math::round_buffer)
+  double code = 0;
+  if (self.defined() && self.is_cpu()) code = self.dtype() == kHalf ? 1 : self.dtype() == kBFloat16 ? 2 : 0;
+  return act_grad("log_sigmoid_backward", math::ActGrad::log_sigmoid, grad_output, self, code);
+}
+Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
+  return act_grad("hardtanh_backward", math::ActGrad::hardtanh, grad_output, self, min_val.to_double(),
+                  max_val.to_double());
 }
 
 }  // namespace brisk

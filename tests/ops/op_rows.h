@@ -148,6 +148,10 @@ inline double row_tol(const Row& r, ScalarType result) {
 // ---- references ---------------------------------------------------------------------------
 
 inline double sigmoid_ref(double x) { return 1 / (1 + std::exp(-x)); }
+/// min(max(x + 3, 0), 6) / 6, NaN for NaN.
+inline double hardsigmoid_ref(double x) { return std::isnan(x) ? x : std::min(std::max(x + 3, 0.0), 6.0) / 6; }
+constexpr double kSeluAlpha = 1.6732632423543772848170429916717;
+constexpr double kSeluScale = 1.0507009873554804934193349852946;
 inline double softplus_ref(double x, double beta, double threshold) {
   return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
 }
@@ -368,6 +372,34 @@ inline const std::vector<Row>& op_test_rows() {
         // beta 2, threshold 4: both branches inside the domain
         unary("softplus.beta", Op::softplus, ROW_F1(softplus_ref(x, 2, 4)), D::Any, Res::Same, true,
               ROW_FN(brisk::softplus(t[0], 2, 4))),
+        // the activations of slot `activation` (Note [Activation forward modes])
+        unary("hardswish", Op::hardswish, ROW_F1(x * hardsigmoid_ref(x) ), D::Special, Res::Same, true,
+              ROW_FN(brisk::hardswish(t[0])),
+              ROW_IP((nn::functional::hardswish(s, nn::functional::HardswishFuncOptions().inplace(true)), s))),
+        unary("hardsigmoid", Op::hardsigmoid, ROW_F1(hardsigmoid_ref(x)), D::Special, Res::Same, true,
+              ROW_FN(brisk::hardsigmoid(t[0])),
+              ROW_IP((nn::functional::hardsigmoid(s, nn::functional::HardsigmoidFuncOptions().inplace(true)), s))),
+        unary("elu", Op::elu, ROW_F1(x > 0 ? x : std::expm1(x) * 1.3), D::Special, Res::Same, true,
+              ROW_FN(brisk::elu(t[0], 1.3)),
+              ROW_IP((nn::functional::elu(s, nn::functional::ELUFuncOptions().alpha(1.3).inplace(true)), s))),
+        unary("elu.scaled", Op::elu, ROW_F1(x > 0 ? x * 1.2 : std::expm1(x * 0.8) * 1.3 * 1.2), D::Special, Res::Same,
+              true, ROW_FN(brisk::elu(t[0], 1.3, 1.2, 0.8))),
+        unary("selu", Op::selu, ROW_F1(x > 0 ? x * kSeluScale : std::expm1(x) * kSeluAlpha * kSeluScale), D::Special,
+              Res::Same, true, ROW_FN(brisk::selu(t[0])),
+              ROW_IP((nn::functional::selu(s, nn::functional::SELUFuncOptions().inplace(true)), s))),
+        unary("celu", Op::celu, ROW_F1(x > 0 ? x : std::expm1(x / 0.7) * 0.7), D::Special, Res::Same, true,
+              ROW_FN(brisk::celu(t[0], 0.7)),
+              ROW_IP((nn::functional::celu(s, nn::functional::CELUFuncOptions().alpha(0.7).inplace(true)), s))),
+        unary("leaky_relu", Op::leaky_relu, ROW_F1(x > 0 ? x : x * 0.2), D::Special, Res::Same, true,
+              ROW_FN(brisk::leaky_relu(t[0], 0.2)),
+              ROW_IP((nn::functional::leaky_relu(s, nn::functional::LeakyReLUFuncOptions().negative_slope(0.2).inplace(true)), s))),
+        unary("softshrink", Op::softshrink,
+              ROW_F1(std::abs(x) <= 0.5 ? 0.0 : x > 0 ? x - 0.5 : x + 0.5), D::Any, Res::Same, true,
+              ROW_FN(brisk::softshrink(t[0], 0.5))),
+        unary("hardshrink", Op::hardshrink, ROW_F1(std::abs(x) <= 0.5 ? 0.0 : x), D::Special, Res::Same, true,
+              ROW_FN(brisk::hardshrink(t[0], 0.5))),
+        unary("log_sigmoid", Op::log_sigmoid, ROW_F1(std::min(x, 0.0) - std::log1p(std::exp(-std::abs(x)))), D::Special,
+              Res::Same, true, ROW_FN(brisk::log_sigmoid(t[0]))),
         unary("nan_to_num", Op::nan_to_num,
               ROW_F1(std::isnan(x) ? 1.5 : x == INFINITY ? 100.0 : x == -INFINITY ? -100.0 : x), D::Special, Res::Same,
               true, ROW_FN(brisk::nan_to_num(t[0], 1.5, 100, -100)), ROW_IP(s.nan_to_num_(1.5, 100, -100))),
@@ -411,6 +443,32 @@ inline const std::vector<Row>& op_test_rows() {
         binary("softplus_backward", Op::softplus_backward,
                ROW_F2(1.5 * b > 4.1237 ? a : a * ref_sigmoid(1.5 * b)), D::Any, D::Any, Res::Same, true,
                ROW_FN(brisk::softplus_backward(t[0], t[1], 1.5, 4.1237)), nullptr, nullptr, {"grad_output", "self"}),
+        binary("hardswish_backward", Op::hardswish_backward,
+               ROW_F2(b <= -3 ? 0.0 : b < 3 ? a * (b / 3 + 0.5) : a), D::Any, D::Any, Res::Same, true,
+               ROW_FN(brisk::hardswish_backward(t[0], t[1])), nullptr, nullptr, {"grad_output", "self"}),
+        binary("hardsigmoid_backward", Op::hardsigmoid_backward, ROW_F2(b > -3 && b < 3 ? a / 6 : 0.0), D::Any, D::Any,
+               Res::Same, true, ROW_FN(brisk::hardsigmoid_backward(t[0], t[1])), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("elu_backward", Op::elu_backward, ROW_F2(b <= 0 ? a * 0.8 * 1.3 * 1.2 * std::exp(b * 0.8) : a * 1.2),
+               D::Any, D::Any, Res::Same, true, ROW_FN(brisk::elu_backward(t[0], 1.3, 1.2, 0.8, false, t[1])), nullptr,
+               nullptr, {"grad_output", "self"}),
+        binary("elu_backward.result", Op::elu_backward, ROW_F2(b <= 0 ? a * 0.8 * (b + 1.3 * 1.2) : a * 1.2), D::Any,
+               D::Any, Res::Same, true, ROW_FN(brisk::elu_backward(t[0], 1.3, 1.2, 0.8, true, t[1])), nullptr, nullptr,
+               {"grad_output", "result"}),
+        binary("leaky_relu_backward", Op::leaky_relu_backward, ROW_F2(b > 0 ? a : a * 0.2), D::Any, D::Any, Res::Same,
+               true, ROW_FN(brisk::leaky_relu_backward(t[0], t[1], 0.2)), nullptr, nullptr, {"grad_output", "self"}),
+        binary("softshrink_backward", Op::softshrink_backward, ROW_F2(std::abs(b) <= 0.5 ? 0.0 : a), D::Any, D::Any,
+               Res::Same, true, ROW_FN(brisk::softshrink_backward(t[0], t[1], 0.5)), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("hardshrink_backward", Op::hardshrink_backward, ROW_F2(std::abs(b) <= 0.5 ? 0.0 : a), D::Any, D::Any,
+               Res::Same, true, ROW_FN(brisk::hardshrink_backward(t[0], t[1], 0.5)), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("log_sigmoid_backward", Op::log_sigmoid_backward, ROW_F2(a * ref_sigmoid(-b)), D::Any, D::Any,
+               Res::Same, true, ROW_FN(brisk::log_sigmoid_backward(t[0], t[1])), nullptr, nullptr,
+               {"grad_output", "self"}),
+        binary("hardtanh_backward", Op::hardtanh_backward, ROW_F2(b <= -1.5 || b >= 2 ? 0.0 : a), D::Any, D::Any,
+               Res::Same, true, ROW_FN(brisk::hardtanh_backward(t[0], t[1], -1.5, 2.0)), nullptr, nullptr,
+               {"grad_output", "self"}),
         binary("add", Op::add, ROW_F2(a + b), D::Any, D::Any, Res::Same, true, ROW_B(add)),
         binary("add.alpha", Op::add, ROW_F2(a + 2 * b), D::Any, D::Any, Res::Same, true, ROW_FN(brisk::add(t[0], t[1], 2)),
                ROW_IP(s.add_(t[1], 2)), ROW_OUT(brisk::add_out(o, t[0], t[1], 2))),

@@ -19,6 +19,15 @@ inline V one() {
   return vec::splat<V>(1.0);
 }
 
+/// -|x|, float64 included.
+template <class V>
+inline V neg_abs_v(V x) {
+  if constexpr (vec::is_float_vec<V>)
+    return vec::neg_abs(x);
+  else
+    return -vec::abs(x);
+}
+
 // Composite ops on vectors (the formulas of kernels/math.h).
 // sigmoid: 1 / (1 + exp(-x)) flushes to 0 below x = -88.7 in float32
 // (PyTorch's does) although the value is normal down to -87.3 and subnormal
@@ -101,13 +110,31 @@ inline V gelu_tanh_v(V x) {
   return x * sigmoid_v(u2);
 }
 
+/// math::round_buffer on float vectors of z in [0, 1] (or NaN): code 1
+/// rounds to float16's precision (to nearest, ties to even; multiples of
+/// 2^-24 below 2^-14, its subnormals), code 2 to bfloat16's.
+inline vec::VF round_buffer_v(vec::VF z, vec::VF code) {
+  using VI = uint32_t __attribute__((vector_size(sizeof(vec::VF))));
+  const vec::VF one_v = one<vec::VF>();
+  if (!vec::any(code == one_v) && !vec::any(code == vec::splat<vec::VF>(2.0))) return z;
+  VI u = (VI)z;
+  if (vec::any(code == one_v)) {
+    const vec::VF half = vec::splat<vec::VF>(0.5);
+    const vec::VF sub = (z + half) - half;  // the quantum 2^-24 of 0.5's binade
+    u = (u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu;
+    return vec::select(z < vec::splat<vec::VF>(6.103515625e-05), sub, (vec::VF)u);
+  }
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  return (vec::VF)u;
+}
+
 // The activation gradients of math::activation_grad (Note [Activation
 // gradients] in kernels/math.h) on vectors, the mode a template argument:
 // g the incoming gradient, v the saved value; s0, s1 logit's bounds (eps and
 // 1 - eps in the operands' dtype, s0 < 0 for none) or softplus' beta and
 // threshold.
 template <math::ActGrad kMode, class V>
-inline V activation_grad_v(V g, V v, V s0, V s1) {
+inline V activation_grad_v(V g, V v, V s0, V s1, V s2 = V{}) {
   using math::ActGrad;
   if constexpr (kMode == ActGrad::sigmoid) {
     return g * (one<V>() - v) * v;
@@ -144,10 +171,66 @@ inline V activation_grad_v(V g, V v, V s0, V s1) {
     V r = g / (v * (one<V>() - v));
     r = vec::select(v == zero || v == one<V>(), g * vec::splat<V>(INFINITY), r);
     return vec::select(v < lo || v > hi, vec::select(none, vec::splat<V>(NAN), zero), r);
-  } else {
-    static_assert(kMode == ActGrad::softplus);
+  } else if constexpr (kMode == ActGrad::softplus) {
     const V bx = v * s0;
     return vec::select(bx > s1, g, g * sigmoid_v(bx));
+  } else if constexpr (kMode == ActGrad::hardswish) {
+    const V three = vec::splat<V>(3.0);
+    const V mid = g * (v / three + vec::splat<V>(0.5));
+    return vec::select(v <= -three, V{}, vec::select(v < three, mid, g));
+  } else if constexpr (kMode == ActGrad::hardsigmoid) {
+    const V three = vec::splat<V>(3.0);
+    V scaled;
+    if constexpr (vec::is_float_vec<V>)
+      scaled = g * vec::splat<V>(1.0f / 6.0f);
+    else
+      scaled = g / vec::splat<V>(6.0);
+    return vec::select(v > -three && v < three, scaled, V{});
+  } else if constexpr (kMode == ActGrad::elu) {  // s0 alpha, s1 scale, s2 input_scale
+    return vec::select(v <= V{}, g * s2 * (s0 * s1) * vec::exp(v * s2), g * s1);
+  } else if constexpr (kMode == ActGrad::elu_result) {
+    return vec::select(v <= V{}, g * s2 * (v + s0 * s1), g * s1);
+  } else if constexpr (kMode == ActGrad::leaky_relu) {
+    return vec::select(v > V{}, g, g * s0);
+  } else if constexpr (kMode == ActGrad::softshrink || kMode == ActGrad::hardshrink) {
+    return vec::select(v >= -s0 && v <= s0, V{}, g);
+  } else if constexpr (kMode == ActGrad::log_sigmoid) {
+    V z = vec::exp(neg_abs_v(v));
+    if constexpr (vec::is_float_vec<V>) z = round_buffer_v(z, s0);
+    const V q = z / (one<V>() + z);
+    return vec::select(v < V{}, one<V>() - q, q) * g;
+  } else {
+    static_assert(kMode == ActGrad::hardtanh);
+    return vec::select(v <= s0 || v >= s1, V{}, g);
+  }
+}
+
+// The activations of the `activation` slot (math::activation, Note
+// [Activation forward modes] in kernels/math.h) on vectors, the mode a
+// template argument: s0 alpha / the slope / lambda, s1 elu's scale, s2 its
+// input_scale.
+template <math::Act kMode, class V>
+inline V activation_v(V x, V s0, V s1, V s2) {
+  using math::Act;
+  if constexpr (kMode == Act::hardswish || kMode == Act::hardsigmoid) {
+    V t = x + vec::splat<V>(3.0);  // min(max(t, 0), 6); NaN stays NaN
+    t = vec::select(t < V{}, V{}, t);
+    t = vec::select(t > vec::splat<V>(6.0), vec::splat<V>(6.0), t);
+    if constexpr (kMode == Act::hardswish)
+      return x * t / vec::splat<V>(6.0);
+    else
+      return t / vec::splat<V>(6.0);
+  } else if constexpr (kMode == Act::elu) {
+    return vec::select(x > V{}, x * s1, vec::expm1(x * s2) * (s0 * s1));
+  } else if constexpr (kMode == Act::leaky_relu) {
+    return vec::select(x > V{}, x, x * s0);
+  } else if constexpr (kMode == Act::softshrink) {
+    return vec::select(x >= -s0 && x <= s0, V{}, vec::select(x > V{}, x - s0, x + s0));
+  } else if constexpr (kMode == Act::hardshrink) {
+    return vec::select(x >= -s0 && x <= s0, V{}, x);
+  } else {
+    static_assert(kMode == Act::log_sigmoid);
+    return vec::select(x < V{}, x, V{}) - vec::log1p(vec::exp(neg_abs_v(x)));
   }
 }
 

@@ -115,10 +115,22 @@ struct ArithOp {
 template <class M, int kMode = -1>
 struct ActGradOp {
   int mode;
-  M s0, s1;
+  M s0, s1, s2;
   __device__ M operator()(M g, M v) const {
     const auto m = static_cast<math::ActGrad>(kMode >= 0 ? kMode : mode);
-    return math::activation_grad(m, g, v, s0, s1);
+    return math::activation_grad(m, g, v, s0, s1, s2);
+  }
+};
+
+// ---- the activations of slot `activation`: out, input of one dtype -------------------------
+// math::activation (Note [Activation forward modes]); the mode as ActGradOp's.
+template <class M, int kMode = -1>
+struct ActOp {
+  int mode;
+  M s0, s1, s2;
+  __device__ M operator()(M x) const {
+    const auto m = static_cast<math::Act>(kMode >= 0 ? kMode : mode);
+    return math::activation(m, x, s0, s1, s2);
   }
 };
 

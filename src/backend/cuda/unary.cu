@@ -74,8 +74,18 @@ void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], "activation_backward", [&] {
     using S = storage_t<scalar_t>;
     using M = math_t<S>;
-    const M s0 = M(a.s0.to_double()), s1 = M(a.s1.to_double());
-    gpu_kernel<S, S, S>(it, "activation_backward", ActGradOp<M>{a.mode, s0, s1});
+    const M s0 = M(a.s0.to_double()), s1 = M(a.s1.to_double()), s2 = M(a.s2.to_double());
+    gpu_kernel<S, S, S>(it, "activation_backward", ActGradOp<M>{a.mode, s0, s1, s2});
+  });
+}
+
+// The activations of slot `activation` (math::Act): in float for 16-bit.
+void activation_kernel(TensorIter& it, const KernelArgs& a) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], "activation", [&] {
+    using S = storage_t<scalar_t>;
+    using M = math_t<S>;
+    const M s0 = M(a.s0.to_double()), s1 = M(a.s1.to_double()), s2 = M(a.s2.to_double());
+    gpu_kernel<S, S>(it, "activation", ActOp<M>{a.mode, s0, s1, s2});
   });
 }
 
@@ -96,6 +106,7 @@ void register_unary_kernels() {
   register_kernel<OpId::softplus>(kCUDA, softplus_kernel);
   register_kernel<OpId::clamp>(kCUDA, clamp_kernel);
   register_kernel<OpId::activation_backward>(kCUDA, activation_backward_kernel);
+  register_kernel<OpId::activation>(kCUDA, activation_kernel);
 }
 
 }  // namespace brisk::cuda::detail

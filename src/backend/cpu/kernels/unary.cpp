@@ -202,8 +202,37 @@ void activation_grad_op(TensorIter& it, const KernelArgs& a) {
     using M = opmath_t<scalar_t>;
     using V = vec::Vec<M>;
     const V s0 = vec::splat<V>(a.s0.to<double>()), s1 = vec::splat<V>(a.s1.to<double>());
-    vec_binary_kernel<scalar_t>(it, [=](V g, V v) { return activation_grad_v<kMode>(g, v, s0, s1); });
+    const V s2 = vec::splat<V>(a.s2.to<double>());
+    vec_binary_kernel<scalar_t>(it, [=](V g, V v) { return activation_grad_v<kMode>(g, v, s0, s1, s2); });
   });
+}
+
+// The activations of the `activation` slot (math::activation, Note
+// [Activation forward modes]): one float dtype, in float for 16-bit.
+template <math::Act kMode>
+void activation_op(TensorIter& it, const KernelArgs& a) {
+  BRISK_DISPATCH_FLOAT(it.dtypes[1], "activation", [&] {
+    using M = opmath_t<scalar_t>;
+    using V = vec::Vec<M>;
+    const V s0 = vec::splat<V>(a.s0.to<double>()), s1 = vec::splat<V>(a.s1.to<double>());
+    const V s2 = vec::splat<V>(a.s2.to<double>());
+    vec_unary_kernel<scalar_t>(it, [=](V x) { return activation_v<kMode>(x, s0, s1, s2); });
+  });
+}
+
+void activation_kernel(TensorIter& it, const KernelArgs& a) {
+  using math::Act;
+  switch (static_cast<Act>(a.mode)) {
+    case Act::hardswish: return activation_op<Act::hardswish>(it, a);
+    case Act::hardsigmoid: return activation_op<Act::hardsigmoid>(it, a);
+    case Act::elu: return activation_op<Act::elu>(it, a);
+    case Act::leaky_relu: return activation_op<Act::leaky_relu>(it, a);
+    case Act::softshrink: return activation_op<Act::softshrink>(it, a);
+    case Act::hardshrink: return activation_op<Act::hardshrink>(it, a);
+    case Act::log_sigmoid: return activation_op<Act::log_sigmoid>(it, a);
+    default: break;
+  }
+  BRISK_INTERNAL_ASSERT(false, "activation: mode ", a.mode, " has no CPU kernel");
 }
 
 void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
@@ -217,6 +246,15 @@ void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
     case ActGrad::gelu_tanh: return activation_grad_op<ActGrad::gelu_tanh>(it, a);
     case ActGrad::logit: return activation_grad_op<ActGrad::logit>(it, a);
     case ActGrad::softplus: return activation_grad_op<ActGrad::softplus>(it, a);
+    case ActGrad::hardswish: return activation_grad_op<ActGrad::hardswish>(it, a);
+    case ActGrad::hardsigmoid: return activation_grad_op<ActGrad::hardsigmoid>(it, a);
+    case ActGrad::elu: return activation_grad_op<ActGrad::elu>(it, a);
+    case ActGrad::elu_result: return activation_grad_op<ActGrad::elu_result>(it, a);
+    case ActGrad::leaky_relu: return activation_grad_op<ActGrad::leaky_relu>(it, a);
+    case ActGrad::softshrink: return activation_grad_op<ActGrad::softshrink>(it, a);
+    case ActGrad::hardshrink: return activation_grad_op<ActGrad::hardshrink>(it, a);
+    case ActGrad::log_sigmoid: return activation_grad_op<ActGrad::log_sigmoid>(it, a);
+    case ActGrad::hardtanh: return activation_grad_op<ActGrad::hardtanh>(it, a);
     default: break;
   }
   BRISK_INTERNAL_ASSERT(false, "activation_backward: mode ", a.mode, " has no CPU kernel");
@@ -273,6 +311,7 @@ void register_unary_kernels() {
   register_kernel<OpId::pow>(kCPU, pow_kernel);
   register_kernel<OpId::atan2>(kCPU, atan2_kernel);
   register_kernel<OpId::activation_backward>(kCPU, activation_backward_kernel);
+  register_kernel<OpId::activation>(kCPU, activation_kernel);
 }
 
 }  // namespace BRISK_CPU_ISA
