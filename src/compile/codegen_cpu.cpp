@@ -874,7 +874,8 @@ void Gen::emit_node(const Node& n) {
         replace("M(1)", std::string(math_type(t)) + "(1)");
         scalar_loop(o, e, mode == UnaryMode::neg || mode == UnaryMode::abs || mode == UnaryMode::square ||
                               mode == UnaryMode::relu || mode == UnaryMode::sqrt || mode == UnaryMode::rsqrt ||
-                              mode == UnaryMode::reciprocal,
+                              mode == UnaryMode::reciprocal || mode == UnaryMode::floor || mode == UnaryMode::ceil ||
+                              mode == UnaryMode::trunc || mode == UnaryMode::round || mode == UnaryMode::frac,
                     mode == UnaryMode::square);
         if (is_float_dt(t)) {  // (math::neg and math::square are -x and x * x on floats, math::abs std::fabs)
           const std::string one = std::string(math_type(t)) + "(1)";
@@ -886,6 +887,12 @@ void Gen::emit_node(const Node& n) {
             case UnaryMode::sqrt: vform("vec::sqrt(" + vx(x) + ")"); break;
             case UnaryMode::rsqrt: vform(one + " / vec::sqrt(" + vx(x) + ")"); break;
             case UnaryMode::reciprocal: vform(one + " / " + x); break;
+            // (exact: the eager kernels' vector rounding, lane by lane std::floor ...)
+            case UnaryMode::floor: vform("vec::floor(" + vx(x) + ")"); break;
+            case UnaryMode::ceil: vform("vec::ceil(" + vx(x) + ")"); break;
+            case UnaryMode::trunc: vform("vec::trunc(" + vx(x) + ")"); break;
+            case UnaryMode::round: vform("vec::rint(" + vx(x) + ")"); break;
+            case UnaryMode::frac: vform(x + " - vec::trunc(" + vx(x) + ")"); break;
             default: break;
           }
         }

@@ -23,13 +23,14 @@
 
 namespace brisk {
 namespace cpu {
+bool software_prefetch();  // backend/cpu/register.cpp
 namespace BRISK_CPU_ISA {
 
 // Note [Prefetching in the eager loops]
 // On the 2-core Xeon of docs/performance.md one core streams memory at half
 // its speed unless lines are asked for ahead (a copy of 2^24 floats 9.8 ms,
 // 4.9 ms with software prefetches), so the contiguous loops over long runs
-// (at least kPrefetchMin elements) walk them in spans of kPrefetchSpan
+// (kPrefetchMinBytes or more in the widest operand) walk them in spans of kPrefetchSpan
 // elements and prefetch, before each span, each operand's lines
 // kPrefetchAhead bytes ahead: the inputs for reading, the output with
 // prefetchw (the store then finds its line owned); an input that is the
@@ -41,17 +42,25 @@ namespace BRISK_CPU_ISA {
 // 2^24 floats, one thread: z = x * 2.5 9.2 -> 7.8 ms, exp 11.6 -> 8.0, erf
 // 10.4 -> 8.3, sigmoid 10.2 -> 8.6, z = x + y 12.9 -> 12.2, x.add_(y)
 // unchanged; two threads 10-20% too. 2 KiB and 8 KiB ahead were no better
-// than 4 KiB.
-inline constexpr int64_t kPrefetchMin = 65536;
+// than 4 KiB. Stop 43 (the AMD Zen 4 VM) moved the threshold from 2^16
+// elements to 16 MiB in the widest operand: below it the data is in the
+// caches and the spans only cost (neg_out of 2^16 floats 7.9 -> 4.8 us,
+// 2^20 126 -> 86 us, x * y of 2^20 182 -> 140 us, now under PyTorch
+// 2.15's 5.9, 89 and 148), while from 2^22 floats on they still help
+// (neg_out of 2^24: 5.3 ms without them, 3.9-4.1 with).
+// BRISK_CPU_PREFETCH=0 turns them off.
+inline constexpr int64_t kPrefetchMinBytes = int64_t(16) << 20;
 inline constexpr int64_t kPrefetchSpan = 16;
 inline constexpr int64_t kPrefetchAhead = 4096;
 /// Runs body(i0, i1) over [0, n) in spans, prefetching ahead of each for
 /// out (written) and ins (read), all contiguous with element sizes out_es
-/// and in_es. For n < kPrefetchMin: body(0, n).
+/// and in_es. Below kPrefetchMinBytes in the widest operand: body(0, n).
 template <size_t K, class Body>
 inline void prefetched_spans(int64_t n, const void* out, int64_t out_es, const std::array<const void*, K>& ins,
                              const std::array<int64_t, K>& in_es, const Body& body) {
-  if (n < kPrefetchMin) {
+  int64_t widest = out_es;
+  for (size_t k = 0; k < K; ++k) widest = std::max(widest, in_es[k]);
+  if (n * widest < kPrefetchMinBytes || !software_prefetch()) {
     body(int64_t(0), n);
     return;
   }

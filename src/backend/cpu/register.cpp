@@ -27,6 +27,17 @@ const char* cpu_capability() {
   }();
   return cap;
 }
+
+/// Whether the eager loops may prefetch long runs in software (Note
+/// [Prefetching in the eager loops], backend/cpu/loops.h);
+/// BRISK_CPU_PREFETCH=0 in the environment turns it off.
+bool software_prefetch() {
+  static const bool on = [] {
+    const char* e = std::getenv("BRISK_CPU_PREFETCH");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
 }  // namespace cpu
 
 void register_cpu_kernels() {

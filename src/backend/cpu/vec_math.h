@@ -138,6 +138,28 @@ BRISK_VEC_FN(erf, erf, u10)
 BRISK_VEC_FN(erfc, erfc, u15)
 BRISK_VEC_FN(lgamma, lgamma, u10)
 #undef BRISK_VEC_FN
+// floor, ceil, trunc and rint (to nearest, ties to even): exact, NaN, inf
+// and the sign of zero kept; one rounding instruction on AVX2 and AVX-512
+// (SSE2 has none: Sleef's).
+#if BRISK_ISA_ID(BRISK_CPU_ISA) == 2
+#define BRISK_VEC_ROUND(name, mode)                                                                     \
+  inline VF name(VF x) { return _mm512_roundscale_ps(x, mode | _MM_FROUND_NO_EXC); }                   \
+  inline VD name(VD x) { return _mm512_roundscale_pd(x, mode | _MM_FROUND_NO_EXC); }
+#elif BRISK_ISA_ID(BRISK_CPU_ISA) == 1
+#define BRISK_VEC_ROUND(name, mode)                                                  \
+  inline VF name(VF x) { return _mm256_round_ps(x, mode | _MM_FROUND_NO_EXC); }     \
+  inline VD name(VD x) { return _mm256_round_pd(x, mode | _MM_FROUND_NO_EXC); }
+#else
+#define BRISK_VEC_ROUND(name, mode)                                \
+  inline VF name(VF x) { return BRISK_SLEEF_F0(name)(x); }         \
+  inline VD name(VD x) { return BRISK_SLEEF_D0(name)(x); }
+#endif
+BRISK_VEC_ROUND(floor, _MM_FROUND_TO_NEG_INF)
+BRISK_VEC_ROUND(ceil, _MM_FROUND_TO_POS_INF)
+BRISK_VEC_ROUND(trunc, _MM_FROUND_TO_ZERO)
+BRISK_VEC_ROUND(rint, _MM_FROUND_TO_NEAREST_INT)
+#undef BRISK_VEC_ROUND
+
 /// tanh: float64 through Sleef; float32 is brisk's own (tanh_f32 below).
 inline VD tanh(VD x) { return BRISK_SLEEF_D(tanh, u10)(x); }
 

@@ -64,6 +64,11 @@ struct GeluTanh {
 #define FLOAT_OP(name, expr) \
   case UnaryMode::name:      \
     return float_op(it, #name, []<class M>() { return [](M x) -> M { return expr; }; });
+// floor, ceil, round, trunc: the float dtypes on vectors, integers unchanged.
+#define ROUND_OP(name, expr)                                                                 \
+  case UnaryMode::name:                                                                      \
+    if (is_floating_point(it.dtypes[1])) return vec_op(it, #name, [](auto x) { return expr; }); \
+    return numeric_op(it, #name, []<class M>() { return [](M x) -> M { return x; }; });
 #define NUMERIC_OP(name, expr) \
   case UnaryMode::name:        \
     return numeric_op(it, #name, []<class M>() { return [](M x) -> M { return expr; }; });
@@ -131,11 +136,11 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
     VEC_OP(mish, Mish{}(x))
     case UnaryMode::logit:
       return logit_kernel(it, a);
-    NUMERIC_OP(floor, std::is_floating_point_v<M> ? M(std::floor(x)) : x)
-    NUMERIC_OP(ceil, std::is_floating_point_v<M> ? M(std::ceil(x)) : x)
-    NUMERIC_OP(round, math::round_even(x))
-    NUMERIC_OP(trunc, std::is_floating_point_v<M> ? M(std::trunc(x)) : x)
-    FLOAT_OP(frac, x - std::trunc(x))
+    ROUND_OP(floor, vec::floor(x))
+    ROUND_OP(ceil, vec::ceil(x))
+    ROUND_OP(round, vec::rint(x))
+    ROUND_OP(trunc, vec::trunc(x))
+    VEC_OP(frac, x - vec::trunc(x))
     case UnaryMode::logical_not:
       if (it.dtypes[0] == kBool && it.dtypes[1] == kBool)  // a bool mask as bytes (0 or 1)
         return elementwise<uint8_t, uint8_t>(it, [](int x) { return x ^ 1; });
@@ -172,6 +177,7 @@ void unary_kernel_cpu(TensorIter& it, const KernelArgs& a) {
 #undef VEC_OP
 #undef FLOAT_OP
 #undef NUMERIC_OP
+#undef ROUND_OP
 
 void gelu_kernel(TensorIter& it, const KernelArgs& a) {
   if (a.mode == 1)
