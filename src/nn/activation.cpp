@@ -378,8 +378,11 @@ Tensor rrelu(const Tensor& x, const RReLUFuncOptions& o) {
 Tensor softmax(const Tensor& x, const SoftmaxFuncOptions& o) { return x.softmax(o.dim(), o.dtype()); }
 
 Tensor softmin(const Tensor& x, const SoftminFuncOptions& o) {
-  Tensor xc = o.dtype() ? x.to(*o.dtype()) : x;
-  return xc.neg().softmax(o.dim());
+  // PyTorch's (-x).softmax(dim, dtype): the negation in x's dtype, so an
+  // integer input wraps (uint8 -4 is 252) before the cast (fuzzer nn3, seed
+  // 613 case 238214: casting first gave softmin's mathematical value where
+  // PyTorch gives 1.0 and 0.0)
+  return x.neg().softmax(o.dim(), o.dtype());
 }
 
 Tensor log_softmax(const Tensor& x, const LogSoftmaxFuncOptions& o) { return x.log_softmax(o.dim(), o.dtype()); }

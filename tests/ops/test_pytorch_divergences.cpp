@@ -3216,5 +3216,54 @@ TEST(PyTorchDivergence, EluGradientIsExpNotExpm1PlusOne) {
   EXPECT_TRUE(same_bits(F::elu(x4, F::ELUFuncOptions().alpha(0.7)), {-0.54296875, -0.181640625, 0.69921875}));
 }
 
+// Values from torch 2.15.0 (PyPI wheel, CPU):
+//   F.softmin(uint8 [[[6, 5], [11, 3]], [[1, 12], [4, 0]]], 2, dtype=float32) ->
+//     [0.2689414322376251, 0.7310585975646973, 0.00033535013790242374, 0.9996646642684937,
+//      0.9999833106994629, 1.6701422282494605e-05, 1.0, 0.0]
+//   F.softmin(int8 [[-128, 5], [127, -3]], 1, dtype=float64) ->
+//     [3.817497188671175e-54, 1.0, 3.4811068399043105e-57, 1.0]
+// PyTorch negates in the input's dtype first (uint8 -4 is 252, int8 -(-128) is -128), then casts.
+TEST(PyTorchDivergence, SoftminNegatesInTheInputsDtype) {
+  namespace F = nn::functional;
+  const Tensor u = tensor<int64_t>({6, 5, 11, 3, 1, 12, 4, 0}).to(kUInt8).reshape({2, 2, 2});
+  const Tensor su = F::softmin(u, F::SoftminFuncOptions(2).dtype(kFloat));
+  EXPECT_EQ(su.dtype(), kFloat);
+  EXPECT_TRUE(close(su.reshape({-1}), tensor<float>({0.2689414322376251f, 0.7310585975646973f, 0.00033535013790242374f,
+                                                     0.9996646642684937f, 0.9999833106994629f, 1.6701422282494605e-05f,
+                                                     1.0f, 0.0f}),
+                    1e-6, 0));
+  const Tensor i8 = tensor<int64_t>({-128, 5, 127, -3}).to(kInt8).reshape({2, 2});
+  const Tensor si = F::softmin(i8, F::SoftminFuncOptions(1).dtype(kDouble));
+  EXPECT_TRUE(close(si.reshape({-1}), tensor<double>({3.817497188671175e-54, 1.0, 3.4811068399043105e-57, 1.0}, kDouble),
+                    1e-12, 0));
+}
+
+// Values from torch 2.15.0 (PyPI wheel, CPU), 4 elements (its scalar loop):
+//   F.softshrink(float16 [1.0, -0.7001953125, 0.300048828125, 2.5], 0.3) ->
+//     [0.7001953125, -0.400146484375, 0.0, 2.19921875]; F.hardshrink -> [1.0, -0.7001953125, 0.0, 2.5]
+//   bfloat16 [1.0, -0.69921875, 0.30078125, 2.5]: softshrink -> [0.69921875, -0.3984375, 0.0, 2.203125],
+//     hardshrink -> [1.0, -0.69921875, 0.0, 2.5]
+//   F.logsigmoid(x).backward(ones): float16 x [2.767578125, 2.39453125, 0.73388671875, -1.970703125] ->
+//     [0.05908203125, 0.08355712890625, 0.32421875, 0.87744140625]; bfloat16 x [7.09375, -1.109375,
+//     4.90625, 1.4375] -> [0.00083160400390625, 0.75, 0.00732421875, 0.19140625]
+// The shrinks read lambda in the input's dtype (float16 0.3 is 0.300048828125), and log_sigmoid's
+// 16-bit gradient reads exp(-|x|) rounded to the dtype (PyTorch's CPU buffer); computing in float
+// and rounding once gives [0.059112548828125, ...] and [0.000827789306640625, ...].
+TEST(PyTorchDivergence, ShrinksAndLogSigmoidReadTheirScalarsInTheDtype) {
+  namespace F = nn::functional;
+  const Tensor h = tensor<double>({1.0, -0.7001953125, 0.300048828125, 2.5}, kDouble).to(kHalf);
+  EXPECT_TRUE(same_bits(F::softshrink(h, 0.3), {0.7001953125, -0.400146484375, 0.0, 2.19921875}));
+  EXPECT_TRUE(same_bits(F::hardshrink(h, 0.3), {1.0, -0.7001953125, 0.0, 2.5}));
+  const Tensor b = tensor<double>({1.0, -0.69921875, 0.30078125, 2.5}, kDouble).to(kBFloat16);
+  EXPECT_TRUE(same_bits(F::softshrink(b, 0.3), {0.69921875, -0.3984375, 0.0, 2.203125}));
+  EXPECT_TRUE(same_bits(F::hardshrink(b, 0.3), {1.0, -0.69921875, 0.0, 2.5}));
+  Tensor xh = tensor<double>({2.767578125, 2.39453125, 0.73388671875, -1.970703125}, kDouble).to(kHalf).requires_grad_();
+  F::logsigmoid(xh).backward(ones({4}, kHalf));
+  EXPECT_TRUE(same_bits(xh.grad(), {0.05908203125, 0.08355712890625, 0.32421875, 0.87744140625}));
+  Tensor xb = tensor<double>({7.09375, -1.109375, 4.90625, 1.4375}, kDouble).to(kBFloat16).requires_grad_();
+  F::logsigmoid(xb).backward(ones({4}, kBFloat16));
+  EXPECT_TRUE(same_bits(xb.grad(), {0.00083160400390625, 0.75, 0.00732421875, 0.19140625}));
+}
+
 }  // namespace
 }  // namespace brisk
