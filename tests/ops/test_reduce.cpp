@@ -423,6 +423,43 @@ TEST(MaxMin, NanPropagates) {
   EXPECT_EQ(big.argmin().item<int64_t>(), 150001);
 }
 
+// Note [Vector amax]: rows of every length around the vector path's 4 x lanes
+// steps, the best value and a NaN at every position, float and double, rows
+// and the whole tensor, against a loop.
+TEST(MaxMin, VectorRowsAgainstALoop) {
+  set_num_threads(1);
+  for (ScalarType dt : {kFloat, kDouble})
+    for (int64_t n : {1, 7, 31, 32, 33, 63, 64, 65, 100, 257}) {
+      for (int64_t at = 0; at < n; at += (n > 40 ? 7 : 1)) {
+        std::vector<double> v(size_t(2 * n));
+        for (int64_t i = 0; i < 2 * n; ++i) v[size_t(i)] = double((i * 37) % 23) - 11.5;
+        v[size_t(at)] = 100.0;       // row 0's max
+        v[size_t(n + at)] = -100.0;  // row 1's min
+        Tensor x = tensor(v, {2, n}, kDouble).to(dt);
+        const Tensor mx = x.amax({1}), mn = x.amin({1});
+        EXPECT_EQ(mx[0].item<double>(), 100.0) << dt << " n " << n << " at " << at;
+        EXPECT_EQ(mn[1].item<double>(), -100.0) << dt << " n " << n << " at " << at;
+        double m1 = -1e300, m0 = 1e300;
+        for (int64_t i = 0; i < n; ++i) m1 = std::max(m1, v[size_t(n + i)]), m0 = std::min(m0, v[size_t(i)]);
+        EXPECT_EQ(mx[1].item<double>(), m1);
+        EXPECT_EQ(mn[0].item<double>(), m0);
+        v[size_t(at)] = kNan;
+        Tensor y = tensor(v, {2, n}, kDouble).to(dt);
+        EXPECT_TRUE(std::isnan(y.amax({1})[0].item<double>())) << dt << " n " << n << " NaN at " << at;
+        EXPECT_TRUE(std::isnan(y.amin({1})[0].item<double>())) << dt << " n " << n << " NaN at " << at;
+        EXPECT_FALSE(std::isnan(y.amax({1})[1].item<double>()));
+        EXPECT_TRUE(std::isnan(y.max().item<double>()));
+      }
+    }
+  // infinities are values, not NaN
+  const Tensor inf = tensor<double>({-kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,
+                                     -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,
+                                     -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf},
+                                    kFloat);
+  EXPECT_EQ(inf.amax().item<double>(), -kInf);
+  EXPECT_EQ(inf.amin().item<double>(), -kInf);
+}
+
 TEST(MaxMin, EmptyErrors) {
   Tensor e = zeros({0, 3});
   expect_error([&] { e.max(); }, {"[max]", "Expected reduction dim to be specified for input.numel() == 0"});
