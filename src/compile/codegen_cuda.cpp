@@ -364,23 +364,19 @@ void Gen::emit_node(const Node& n) {
       same_dtypes(n, 1, 3, dt0);
       return call(n, arith(dt0, "ThresholdBackward", scalar_lit(n.args.s0, dt0)), {1, 2});
     }
-    case OpId::activation_backward: {  // ActGradOp with the mode as a template argument
-      need(n, 3);
-      same_dtypes(n, 1, 3, dt0);
-      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
+    case OpId::activation_backward:  // ActGradOp / ActOp with the mode as a template argument
+    case OpId::activation: {
+      const bool grad = n.slot == OpId::activation_backward;
+      const int arity = grad ? 3 : 2;
+      need(n, arity);
+      same_dtypes(n, 1, arity, dt0);
+      const int nmodes = grad ? static_cast<int>(math::ActGrad::kNumModes) : static_cast<int>(math::Act::kNumModes);
+      if (n.args.mode < 0 || n.args.mode >= nmodes) no(grad ? "activation gradient mode" : "activation mode");
       const std::string md = std::to_string(n.args.mode);
-      return call(n, std::string("ActGradOp<") + math_type(dt0) + ", " + md + ">{" + md + ", " +
-                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + ", " +
-                         scalar_lit(n.args.s2, dt0) + "}", {1, 2});
-    }
-    case OpId::activation: {  // ActOp with the mode as a template argument
-      need(n, 2);
-      same_dtypes(n, 1, 2, dt0);
-      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::Act::kNumModes)) no("activation mode");
-      const std::string md = std::to_string(n.args.mode);
-      return call(n, std::string("ActOp<") + math_type(dt0) + ", " + md + ">{" + md + ", " +
-                         scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + ", " +
-                         scalar_lit(n.args.s2, dt0) + "}", {1});
+      const std::string functor = std::string(grad ? "ActGradOp<" : "ActOp<") + math_type(dt0) + ", " + md + ">{" +
+                                  md + ", " + scalar_lit(n.args.s0, dt0) + ", " + scalar_lit(n.args.s1, dt0) + ", " +
+                                  scalar_lit(n.args.s2, dt0) + "}";
+      return grad ? call(n, functor, {1, 2}) : call(n, functor, {1});
     }
     case OpId::lerp: {
       if (n.args.has_s0) {
