@@ -313,6 +313,32 @@ Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const 
     });
     return r;
   }
+  if (mode == ActGrad::softplus) {
+    // PyTorch's derivatives of softplus_backward(g, x): in g the same
+    // function of the incoming gradient; in x softplus_double_backward,
+    // sigmoid_backward(gg * g, sigmoid(beta x)) * (beta x < threshold) * beta,
+    // the mask a product: NaN at a NaN x, and where an infinite g meets the
+    // zero slope at x = inf (fuzzer nn3, seed 613 case 229097; the composite
+    // of selects gave a finite value there)
+    Tensor r;
+    {
+      NoGradGuard ng;
+      r = act_grad_run(name, mode, grad, v, s0, s1, s2);
+    }
+    using namespace autograd;
+    record("SoftplusBackwardBackward0", {r}, {grad, v}, {save(grad), save(v)}, [s0, s1](BackwardCtx& c) -> TensorList {
+      const Tensor& gg = c.grad();
+      const Tensor g = c.saved(0), x = c.saved(1);
+      Tensor dg, dx;
+      if (c.needs(0)) dg = softplus_backward(gg, x, s0, s1);
+      if (c.needs(1)) {
+        const Tensor bx = x * s0;
+        dx = sigmoid_backward(gg * g, bx.sigmoid()) * bx.lt(s1) * s0;
+      }
+      return {dg, dx};
+    });
+    return r;
+  }
   if (mode != ActGrad::sigmoid && mode != ActGrad::tanh) return act_grad_composite(mode, grad, v, s0, s1, s2);
   // torch's derivatives of sigmoid_backward(g, y) and tanh_backward(g, y): in g
   // the same function of the incoming gradient, in y gg * g * (1 - 2y) and

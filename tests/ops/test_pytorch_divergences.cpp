@@ -3265,5 +3265,36 @@ TEST(PyTorchDivergence, ShrinksAndLogSigmoidReadTheirScalarsInTheDtype) {
   EXPECT_TRUE(same_bits(xb.grad(), {0.00083160400390625, 0.75, 0.00732421875, 0.19140625}));
 }
 
+// Values from torch 2.15.0 (PyPI wheel, CPU): x = [inf, 0.5, -1, 30], y = F.softplus(x).square(),
+// g = grad(y.sum(), x, create_graph=True), g.sum().backward():
+//   float32 g [inf, 1.2126466035842896, 0.16849809885025024, 60], x.grad [nan, 1.2327346801757812,
+//     0.2678409814834595, 2]
+//   float16 g [inf, 1.212890625, 0.16845703125, 60], x.grad [nan, 1.232421875, 0.267822265625, 2]
+// PyTorch's softplus_double_backward multiplies by its mask: at x = inf the infinite incoming gradient
+// meets the zero slope, inf * 0 (fuzzer nn3, seed 613 case 229097; brisk's selects gave a finite value).
+TEST(PyTorchDivergence, SoftplusSecondDerivativeMultipliesByItsMask) {
+  namespace F = nn::functional;
+  struct Want {
+    ScalarType dt;
+    std::vector<double> g, gg;
+  };
+  const std::vector<Want> wants = {
+      {kFloat, {kInf, 1.2126466035842896, 0.16849809885025024, 60.0}, {kNan, 1.2327346801757812, 0.2678409814834595, 2.0}},
+      {kHalf, {kInf, 1.212890625, 0.16845703125, 60.0}, {kNan, 1.232421875, 0.267822265625, 2.0}},
+  };
+  for (const Want& w : wants) {
+    Tensor x = tensor<double>({kInf, 0.5, -1.0, 30.0}, kDouble).to(w.dt).requires_grad_();
+    const Tensor y = F::softplus(x).square();
+    const Tensor g = autograd::grad({y.sum()}, {x}, {}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+    g.sum().backward();
+    // (float32 at x = -1: an ulp apart, brisk's sigmoid of a negative x)
+    const double tol = w.dt == kFloat ? 1e-6 : 0.0;
+    EXPECT_TRUE(std::isinf(g[0].item<double>()) && std::isnan(x.grad()[0].item<double>())) << w.dt;
+    EXPECT_TRUE(close(g.narrow(0, 1, 3).to(kDouble), tensor<double>({w.g[1], w.g[2], w.g[3]}, kDouble), tol, 0)) << w.dt;
+    EXPECT_TRUE(close(x.grad().narrow(0, 1, 3).to(kDouble), tensor<double>({w.gg[1], w.gg[2], w.gg[3]}, kDouble), tol, 0))
+        << w.dt;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
