@@ -296,14 +296,11 @@ Tensor act_grad(const char* name, math::ActGrad mode, const Tensor& grad, const 
       r = act_grad_run(name, mode, grad, v, s0, s1, s2);
     }
     using namespace autograd;
-    static const char* const kNodes[] = {"HardsigmoidBackwardBackward0", "LeakyReluBackwardBackward0",
-                                         "SoftshrinkBackwardBackward0", "HardshrinkBackwardBackward0",
-                                         "HardtanhBackwardBackward0"};
-    const char* nm = mode == ActGrad::hardsigmoid  ? kNodes[0]
-                     : mode == ActGrad::leaky_relu ? kNodes[1]
-                     : mode == ActGrad::softshrink ? kNodes[2]
-                     : mode == ActGrad::hardshrink ? kNodes[3]
-                                                   : kNodes[4];
+    const char* nm = mode == ActGrad::hardsigmoid  ? "HardsigmoidBackwardBackward0"
+                     : mode == ActGrad::leaky_relu ? "LeakyReluBackwardBackward0"
+                     : mode == ActGrad::softshrink ? "SoftshrinkBackwardBackward0"
+                     : mode == ActGrad::hardshrink ? "HardshrinkBackwardBackward0"
+                                                   : "HardtanhBackwardBackward0";
     record(nm, {r}, {grad, v}, {save(v)}, [name, mode, s0, s1, s2](BackwardCtx& c) -> TensorList {
       const Tensor xs = c.saved(0);
       Tensor dg, dx;
@@ -791,10 +788,16 @@ Tensor activation(const ActSpec& sp, const Tensor& x, double s0 = 0, double s1 =
   }
   using namespace autograd;
   record(sp.node, {r}, {x}, {save(x)}, [sp, s0, s1, s2](BackwardCtx& c) -> TensorList {
-    if (sp.grad == math::ActGrad::log_sigmoid) return {log_sigmoid_backward(c.grad(), c.saved(0))};
     return {act_grad(sp.backward, sp.grad, c.grad(), c.saved(0), s0, s1, s2)};
   });
   return r;
+}
+/// log_sigmoid's gradient's s0: the rounding of PyTorch's CPU buffer
+/// exp(-|x|) to x's dtype (math::round_buffer: 1 float16, 2 bfloat16, 0 none;
+/// its CUDA kernels recompute in float).
+double log_sigmoid_buffer_code(const Tensor& x) {
+  if (!x.defined() || !x.is_cpu()) return 0;
+  return x.dtype() == kHalf ? 1 : x.dtype() == kBFloat16 ? 2 : 0;
 }
 /// The shrinks' lambda as PyTorch's kernels read it: in the input's dtype
 /// (a float16 input compares with and subtracts float16(0.3)).
@@ -849,7 +852,8 @@ Tensor hardshrink(const Tensor& x, const Scalar& lambd) {
 Tensor log_sigmoid(const Tensor& x) {
   static constexpr ActSpec sp{"log_sigmoid", "LogSigmoidBackward0", "log_sigmoid_backward", Act::log_sigmoid,
                               ActGrad::log_sigmoid};
-  return activation(sp, x);
+  // s0: the gradient's buffer rounding (log_sigmoid_buffer_code); the forward kernel ignores it
+  return activation(sp, x, log_sigmoid_buffer_code(x));
 }
 
 // ---- nan_to_num ---------------------------------------------------------------------
@@ -997,10 +1001,7 @@ Tensor hardshrink_backward(const Tensor& grad_output, const Tensor& self, const 
                   shrink_lambda(self, lambd.to_double()));
 }
 Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
-  // s0: the rounding of PyTorch's CPU buffer exp(-|x|) (math::round_buffer)
-  double code = 0;
-  if (self.defined() && self.is_cpu()) code = self.dtype() == kHalf ? 1 : self.dtype() == kBFloat16 ? 2 : 0;
-  return act_grad("log_sigmoid_backward", math::ActGrad::log_sigmoid, grad_output, self, code);
+  return act_grad("log_sigmoid_backward", math::ActGrad::log_sigmoid, grad_output, self, log_sigmoid_buffer_code(self));
 }
 Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   return act_grad("hardtanh_backward", math::ActGrad::hardtanh, grad_output, self, min_val.to_double(),
