@@ -3,6 +3,8 @@
 // differentiable ops, so autograd gives the gradients.
 #include "brisk/nn/pixelshuffle.h"
 
+#include "brisk/autograd.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -58,8 +60,17 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilar
   BRISK_CHECK(o.dim() >= -std::max<int64_t>(nd, 1) && o.dim() < std::max<int64_t>(nd, 1), op, "dim ", o.dim(),
               " is out of range for inputs of ", nd, " dims");
   const int64_t dim = o.dim() < 0 ? o.dim() + nd : o.dim();
-  const Tensor n1 = clamp(brisk::norm(b[0], 2, {dim}, true), o.eps());
-  const Tensor n2 = clamp(brisk::norm(b[1], 2, {dim}, true), o.eps());
+  // PyTorch clamps the norms in place under no_grad: the gradient goes
+  // through the clamp as if it were not there (a differentiable clamp would
+  // drop the norm's path for vectors shorter than eps, and make 0 * NaN a
+  // 0 at a zero norm).
+  Tensor n1 = brisk::norm(b[0], 2, {dim}, true).clone();
+  Tensor n2 = brisk::norm(b[1], 2, {dim}, true).clone();
+  {
+    NoGradGuard no_grad;
+    n1.clamp_min_(o.eps());
+    n2.clamp_min_(o.eps());
+  }
   return ((b[0] / n1) * (b[1] / n2)).sum({dim});
 }
 

@@ -3296,5 +3296,39 @@ TEST(PyTorchDivergence, SoftplusSecondDerivativeMultipliesByItsMask) {
   }
 }
 
+// cosine_similarity's norms are clamped to eps in place under no_grad in
+// PyTorch: the gradient flows through the norm as though unclamped. brisk's
+// differentiable clamp dropped that path below eps and turned torch's NaN at
+// a zero norm into inf (fuzzer nn3 seed 613 case 213981). Values from torch 2.15.
+TEST(PyTorchDivergence, CosineSimilarityGradientIgnoresTheEpsClamp) {
+  namespace F = nn::functional;
+  Tensor x1 = brisk::tensor(std::vector<double>{3e-9, -4e-9, 0.0, 0.0, 1.0, 2.0}, std::vector<int64_t>{3, 2}, kDouble);
+  Tensor x2 = brisk::tensor(std::vector<double>{1.0, 3.0, 2.0, 1.0, 0.0, 0.0}, std::vector<int64_t>{3, 2}, kDouble);
+  x1.requires_grad_();
+  x2.requires_grad_();
+  Tensor y = F::cosine_similarity(x1, x2, F::CosineSimilarityFuncOptions().dim(1).eps(1e-8));
+  Tensor w = brisk::tensor(std::vector<double>{1.0, -2.0, 0.5}, kDouble);
+  TensorList g = autograd::grad({(y * w).sum()}, {x1, x2});
+  const std::vector<double> want_y{-0.28460498941515416, 0.0, 0.0};
+  const std::vector<double> want1{4.86990759665930346e+07, 7.20999306518390477e+07, -1.78885438199983180e+08,
+                                  -8.94427190999915898e+07, 0.0, 0.0};
+  const std::vector<double> want2{1.23328828746566782e-01, -4.11096095821889274e-02, 0.0, 0.0,
+                                  2.23606797749978974e+07, 4.47213595499957949e+07};
+  for (int64_t i = 0; i < 3; ++i) EXPECT_NEAR(y.detach()[i].item<double>(), want_y[size_t(i)], 1e-15);
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_NEAR(g[0].view({-1})[i].item<double>(), want1[size_t(i)], 1e-12 * std::abs(want1[size_t(i)])) << i;
+    EXPECT_NEAR(g[1].view({-1})[i].item<double>(), want2[size_t(i)], 1e-12 * std::abs(want2[size_t(i)]) + 1e-15)
+        << i;
+  }
+  // eps = 0 and a zero vector: 0 / 0 in the value and NaN in its gradient, as torch
+  Tensor z = brisk::tensor(std::vector<double>{0.0, 2.0}, std::vector<int64_t>{1, 2}, kDouble);
+  z.requires_grad_();
+  Tensor one = brisk::ones({1, 2}, TensorOptions(kDouble));
+  Tensor yz = F::cosine_similarity(z, one, F::CosineSimilarityFuncOptions().dim(0).eps(0.0));
+  Tensor gz = autograd::grad({yz.sum()}, {z})[0];
+  EXPECT_TRUE(std::isnan(gz[0][0].item<double>()));
+  EXPECT_EQ(gz[0][1].item<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace brisk
