@@ -765,6 +765,14 @@ void Gen::emit_node(const Node& n) {
         // sqrt), so the scalar form is eager's vector value and may join a run
         const std::string x = at(a), one = std::string(math_type(dt0)) + "(1)";
         std::string f;
+        // bfloat16 by 3 and -2: x * x rounded to bfloat16 first (pow_kernel);
+        // no vector form (the runs split around it)
+        const bool bf16_steps = dt0 == kBFloat16 && (e == 3 || e == -2);
+        if (bf16_steps) {
+          const std::string sq = "cg::to<BFloat16>(" + x + " * " + x + ")";
+          scalar_loop(o, e == 3 ? sq + " * " + x : one + " / " + sq, true, e == 3);
+          return commit(o);
+        }
         if (e == 2) f = x + " * " + x;
         else if (e == 3) f = x + " * " + x + " * " + x;
         else if (e == 0.5 && dt0 != kHalf) f = "std::sqrt(" + x + ")";  // float16: pow (pow_kernel)

@@ -332,7 +332,8 @@ void Gen::emit_node(const Node& n) {
     case OpId::pow: {
       need(n, 3);
       same_dtypes(n, 1, 3, dt0);
-      // pow_kernel: a host exponent of 2 over one dim runs as x * x
+      // pow_kernel: a host exponent of 2 over one dim runs as x * x (and
+      // bfloat16's 3 and -2 in bfloat16 steps)
       bool square = false;
       if (recorded_1d(n) && n.ops[2].is_const() && n.ops[2].strides[0] == 0) {
         double e = 0;
@@ -349,6 +350,8 @@ void Gen::emit_node(const Node& n) {
           default: no("pow on " + dn(dt0));
         }
         square = e == 2.0;
+        if (dt0 == kBFloat16 && (e == 3.0 || e == -2.0))
+          return call(n, arith(dt0, e == 3.0 ? "CubeSteps" : "InvSquareSteps", zero(dt0)), {1, 2});
       }
       return call(n, arith(dt0, square ? "Square" : "Pow", zero(dt0)), {1, 2});
     }

@@ -926,6 +926,12 @@ TEST_F(CodegenCpu, TracedGraphs) {
   }
 }
 
+// bfloat16 pow by 3 and -2 rounds x * x to bfloat16 first, as eager does
+TEST_F(CodegenCpu, Bfloat16PowBy3AndMinus2MatchEager) {
+  Tensor x = test_values(33 * 64, kFloat).reshape({33, 64}).to(kBFloat16), y = test_values(64, kFloat, 3, 2).to(kBFloat16);
+  EXPECT_GE(check_traced([](const Tensor& a, const Tensor& b) { return (a.pow(3) + b).pow(-2) * b; }, x, y), 1);
+}
+
 // Note [Register runs]: products feeding adds in the next node (a contraction
 // eager cannot make), 16-bit results rounded in registers, broadcast
 // operands, runs split by vector-math nodes, strided results (no direct

@@ -110,6 +110,16 @@ inline V gelu_tanh_v(V x) {
   return x * sigmoid_v(u2);
 }
 
+/// Float lanes rounded to bfloat16's precision (to nearest, ties to even;
+/// NaN stays NaN): what a PyTorch bfloat16 kernel that computes in
+/// bfloat16 steps (pow by 3 and -2) rounds between them.
+inline vec::VF round_bf16_v(vec::VF z) {
+  using VI = uint32_t __attribute__((vector_size(sizeof(vec::VF))));
+  VI u = (VI)z;
+  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  return vec::select(z != z, z, (vec::VF)u);
+}
+
 /// math::round_buffer on float vectors of z in [0, 1] (or NaN): code 1
 /// rounds to float16's precision (to nearest, ties to even; multiples of
 /// 2^-24 below 2^-14, its subnormals), code 2 to bfloat16's.
@@ -124,8 +134,7 @@ inline vec::VF round_buffer_v(vec::VF z, vec::VF code) {
     u = (u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu;
     return vec::select(z < vec::splat<vec::VF>(6.103515625e-05), sub, (vec::VF)u);
   }
-  u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-  return (vec::VF)u;
+  return round_bf16_v(z);
 }
 
 // The activation gradients of math::activation_grad (Note [Activation

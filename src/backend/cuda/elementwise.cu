@@ -59,11 +59,16 @@ void pow_kernel(TensorIter& it, const KernelArgs&) {
     using M = opmath_t<scalar_t>;
     Arith m = Arith::Pow;
     // tensor ** 2 as x * x, like the CPU (an exponent on the device is not
-    // read back: pow gives the same value).
+    // read back: pow gives the same value); bfloat16 ** 3 and ** -2 round
+    // x * x to bfloat16 first, as the CPU and PyTorch.
     if (it.ndim == 1 && it.strides[2][0] == 0 && is_host_operand(it, 2)) {
       scalar_t e;
       std::memcpy(&e, it.data[2], sizeof(e));
       if (static_cast<M>(e) == M(2)) m = Arith::Square;
+      if constexpr (std::is_same_v<scalar_t, BFloat16>) {
+        if (static_cast<M>(e) == M(3)) m = Arith::CubeSteps;
+        if (static_cast<M>(e) == M(-2)) m = Arith::InvSquareSteps;
+      }
     }
     launch_arith<scalar_t>(it, "pow", m, Scalar(0));
   });

@@ -43,6 +43,8 @@ enum class Arith : int {
   Fmod,
   Pow,
   Square,  // pow with a scalar exponent of 2 (x * x, as the CPU)
+  CubeSteps,       // bfloat16 pow by 3: x * x rounded to T, times x (PyTorch's bfloat16 steps, as the CPU)
+  InvSquareSteps,  // bfloat16 pow by -2: 1 / (x * x rounded to T)
   Minimum,
   Maximum,
   Atan2,
@@ -82,6 +84,8 @@ struct ArithOp {
         case Arith::Fmod: return math::fmod(x, y);
         case Arith::Pow: return math::pow(x, y);
         case Arith::Square: return M(x * x);
+        case Arith::CubeSteps: return M(M(T(x * x)) * x);
+        case Arith::InvSquareSteps: return M(M(1) / M(T(x * x)));
         case Arith::Minimum: return math::minimum(x, y);
         case Arith::Maximum: return math::maximum(x, y);
         default: break;

@@ -271,7 +271,8 @@ void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
 // division as PyTorch does (so sqrt's sign of zero and nan at -inf hold).
 // Except float16 and +-0.5: PyTorch's CPU kernel takes pow there, not sqrt
 // (float16 (-0)^0.5 is +0, (-inf)^0.5 inf, (-0)^-0.5 +inf; its CUDA kernel
-// and the other dtypes take sqrt: -0, nan, -inf).
+// and the other dtypes take sqrt: -0, nan, -inf). bfloat16 by 3 and -2
+// rounds x * x to bfloat16 first, as PyTorch's bfloat16 arithmetic does.
 void pow_kernel(TensorIter& it, const KernelArgs& a) {
   const bool scalar_exponent = a.mode == 1;  // a Scalar, not a 0-dim tensor (binary.cpp)
   const ScalarType dt = it.dtypes[0];
@@ -291,6 +292,13 @@ void pow_kernel(TensorIter& it, const KernelArgs& a) {
       const M e = load<scalar_t>(it.data[2]);
       auto sq = [](auto x, auto) { return x * x; };
       if (e == M(2)) return vec_binary_kernel<scalar_t>(it, sq);
+      // bfloat16: PyTorch multiplies in bfloat16 steps, x * x rounded before
+      // the next (float16 takes a float pow there, rounded once)
+      if constexpr (std::is_same_v<scalar_t, BFloat16>) {
+        if (e == M(3)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return round_bf16_v(x * x) * x; });
+        if (e == M(-2))
+          return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return one<decltype(x)>() / round_bf16_v(x * x); });
+      }
       if (e == M(3)) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return x * x * x; });
       constexpr bool half = std::is_same_v<scalar_t, Half>;
       if (e == M(0.5) && !half) return vec_binary_kernel<scalar_t>(it, [](auto x, auto) { return vec::sqrt(x); });
