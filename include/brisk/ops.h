@@ -208,6 +208,8 @@ Tensor hardshrink_backward(const Tensor& grad_output, const Tensor& self, const 
 /// Without torch's `buffer` argument: brisk recomputes exp(-|x|).
 Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self);
 Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val, const Scalar& max_val);
+/// torch's signature: reduction 0 none, 1 mean, 2 sum (at::Reduction).
+Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction);
 
 // ---- reductions -----------------------------------------------------------------
 Tensor sum(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);

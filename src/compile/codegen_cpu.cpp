@@ -681,7 +681,7 @@ void Gen::emit_node(const Node& n) {
       static const char* modes[] = {"sigmoid",    "tanh",        "silu",       "mish",       "gelu_erf",
                                     "gelu_tanh",  "logit",       "softplus",   "hardswish",  "hardsigmoid",
                                     "elu",        "elu_result",  "leaky_relu", "softshrink", "hardshrink",
-                                    "log_sigmoid", "hardtanh"};
+                                    "log_sigmoid", "hardtanh", "mse"};
       static_assert(std::size(modes) == static_cast<size_t>(math::ActGrad::kNumModes));
       if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::ActGrad::kNumModes)) no("activation gradient mode");
       Block gr = input(n, 1), v = input(n, 2);

@@ -276,6 +276,7 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(cross_entropy, Loss, cross_entropy, Float, Fp32, Fp32, kNoFlags)                    \
   X(nll_loss, Loss, none, Float, Fp32, Fp32, kNoFlags)                                  \
   X(mse_loss, Loss, none, Float, Fp32, Fp32, kNoFlags)                                  \
+  X(mse_loss_backward, Loss, activation_backward, Float, Keep, Keep, kNoFlags)          \
   X(l1_loss, Loss, none, Numeric, Fp32, Fp32, kNoFlags)                                 \
   X(huber_loss, Loss, none, Float, Fp32, Fp32, kNoFlags)                                \
   X(smooth_l1_loss, Loss, none, Float, Fp32, Fp32, kNoFlags)                            \

@@ -77,6 +77,13 @@ BRISK_HOST_DEVICE inline T logit(T x, T eps) {
 // log_sigmoid_backward and hardtanh_backward (s0, s1 the bounds), with
 // their masks as PyTorch's scalar loops test them (a NaN input fails every
 // comparison: Note [Activation kinks] in src/nn/activation.cpp).
+// mse is mse_loss_backward from the saved difference v = x - t: norm * d * g
+// with d = v for the input's gradient (s1 > 0) and 0 - v = t - x for the
+// target's (s1 < 0: +0 where x == t, as PyTorch), s0 the norm in the dtype
+// and s2 the dtype's rounding of norm * d (1 float16, 2 bfloat16, 0 none:
+// PyTorch rounds that product). Where norm * d passes the range but the
+// gradient does not, brisk keeps the exact value (Note [mse_loss's
+// gradient] in src/nn/functional.cpp).
 enum class ActGrad : int {
   sigmoid,
   tanh,
@@ -95,6 +102,7 @@ enum class ActGrad : int {
   hardshrink,
   log_sigmoid,
   hardtanh,
+  mse,
   kNumModes
 };
 
@@ -171,6 +179,19 @@ BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1, T
       return (v < T(0) ? T(1) - q : q) * g;
     }
     case ActGrad::hardtanh: return v <= s0 || v >= s1 ? T(0) : g;
+    case ActGrad::mse: {
+      const T d = s1 < T(0) ? T(0) - v : v;
+      const T p = s0 * d;
+      if constexpr (!std::is_same_v<T, double>) {
+        if (s2 != T(0)) {  // 16-bit in float: p is exact; the dtype's product unless it overflows
+          const T r = round_buffer(p, s2);
+          return (std::isinf(r) && !std::isinf(p) ? p : r) * g;
+        }
+      }
+      // norm * d past the range (norm 2 and |d| past half the largest value):
+      // d * g first, then the exact doubling
+      return std::isinf(p) && !std::isinf(d) && !std::isnan(d) ? (d * g) * s0 : p * g;
+    }
     default: return T(NAN);
   }
 }

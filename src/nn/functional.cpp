@@ -14,6 +14,11 @@
 #include "brisk/ops.h"
 #include "profiler/record.h"
 
+namespace brisk::detail {
+/// mse_loss's gradient from the saved difference (src/ops/unary.cpp).
+Tensor mse_grad(const Tensor& g, const Tensor& d, double norm, bool of_target);
+}  // namespace brisk::detail
+
 namespace brisk::nn::functional {
 
 namespace {
@@ -471,51 +476,36 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, const MSELossFuncOpti
   BRISK_PROFILE_OP("mse_loss", input, target);
   check_same_shape("mse_loss", input, target, /*promoted=*/true);
   const Tensor x = unbool(input, target), t = unbool(target, input);
+  const bool rec = autograd::should_record(input, target);
+  // d keeps its history when recorded: the gradient reads it, so second
+  // derivatives flow through it (under create_graph)
+  const Tensor d = x - t;
   Tensor loss;
   {
     NoGradGuard ng;
-    const Tensor d = x - t;
     loss = reduce("mse_loss", d * d, o.reduction());
   }
-  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+  if (BRISK_UNLIKELY(rec)) {
     // Note [mse_loss's gradient]
     // PyTorch's mse_loss_backward is one kernel, norm * (x - t) * g with
     // norm = 2 / numel (mean) or 2, each product rounded to the dtype (norm
     // too: 2 / 3 in bfloat16), the reduction's gradient folded in; the
-    // target's is norm * (t - x) * g (+0 where x == t, not -0). brisk forms
-    // the same products with the same roundings. One exception, kept from
-    // before: where norm * (x - t) passes the dtype's range PyTorch's
+    // target's is norm * (t - x) * g (+0 where x == t, not -0). brisk's is
+    // one kernel too (ActGrad::mse of the activation_backward slot, from the
+    // saved d = x - t, the forward's difference: one pass where the
+    // composite took four), with the same roundings. One exception, kept
+    // from before: where norm * (x - t) passes the dtype's range PyTorch's
     // gradient is inf although the exact one is finite (float16 65504 - 1.43
     // with g = 0.5); brisk keeps that product in a wider type and gives the
     // exact value (tests MseLossGradientDoesNotOverflowBeforeTheIncomingGradient).
-    // The composite it replaced (d * d, then the reduction) grouped the
-    // products otherwise: 16-bit gradients an ulp off, -0 target gradients.
-    // Written with ops, so it is differentiable again.
+    // Under create_graph the same products as ops (differentiable).
     const double norm = o.reduction() == Reduction::Mean ? 2.0 / double(x.numel()) : 2.0;
     using namespace autograd;
-    record("MseLossBackward0", {loss}, {input, target}, {save(x), save(t)}, [norm](BackwardCtx& c) -> TensorList {
-      const Tensor xs = c.saved(0), ts = c.saved(1);
-      const Tensor& g = c.grad();
-      const auto grad = [&](const Tensor& a, const Tensor& b) {
-        const Tensor d = a - b;
-        const ScalarType dt = d.dtype();
-        if (dt == kDouble) return d * norm * g;
-        const double norm_dt = full({}, norm, dt).item<double>();
-        // norm <= 1 (a mean over 2 or more elements): norm * d never passes
-        // the range, so three kernels in the dtype give PyTorch's roundings
-        // (norm_dt * d is exact before its rounding, as in the wide type);
-        // on the CPU, where the test is cheap, also any norm whose product
-        // has no inf (the wide path below was 6x PyTorch's time)
-        const Tensor pd = d * norm_dt;
-        if (norm_dt <= 1 || (pd.is_cpu() && !pd.isinf().any().item<bool>())) return pd * g;
-        const ScalarType wide = dt == kFloat ? kDouble : kFloat;
-        const Tensor p = d.to(wide) * norm_dt;  // exact: a 16-bit (float32) d times norm fits float (double)
-        const Tensor kept = where(pd.isinf() & p.isfinite(), p, pd.to(wide));  // pd is p rounded to dt
-        return (kept * g.to(wide)).to(dt);  // one rounding of the dtype's product
-      };
+    record("MseLossBackward0", {loss}, {input, target}, {save(d)}, [norm](BackwardCtx& c) -> TensorList {
+      const Tensor ds = c.saved(0);
       Tensor gx, gt;
-      if (c.needs(0)) gx = grad(xs, ts);
-      if (c.needs(1)) gt = grad(ts, xs);
+      if (c.needs(0)) gx = detail::mse_grad(c.grad(), ds, norm, false);
+      if (c.needs(1)) gt = detail::mse_grad(c.grad(), ds, norm, true);
       return {gx, gt};
     });
   }

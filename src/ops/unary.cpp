@@ -183,6 +183,23 @@ Tensor gelu_derivative(const Tensor& x_in, bool tanh_approx) {
   return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner;
 }
 
+// mse_loss's gradient norm * d * g (ActGrad::mse) with ops, differentiable:
+// d = x - t (or t - x), norm_dt the norm in d's dtype. A product norm * d
+// past the dtype's range is kept in a wider type (Note [mse_loss's gradient]).
+Tensor mse_grad_ops(const Tensor& g, const Tensor& d, double norm_dt) {
+  const ScalarType dt = d.dtype();
+  if (dt == kDouble) return d * norm_dt * g;
+  // norm <= 1 (a mean over 2 or more elements): norm * d never passes the
+  // range; on the CPU, where the test is cheap, also any norm whose product
+  // has no inf
+  const Tensor pd = d * norm_dt;
+  if (norm_dt <= 1 || (pd.is_cpu() && !pd.isinf().any().item<bool>())) return pd * g;
+  const ScalarType wide = dt == kFloat ? kDouble : kFloat;
+  const Tensor p = d.to(wide) * norm_dt;  // exact: a 16-bit (float32) d times norm fits float (double)
+  const Tensor kept = where(pd.isinf() & p.isfinite(), p, pd.to(wide));  // pd is p rounded to dt
+  return (kept * g.to(wide)).to(dt);  // one rounding of the dtype's product
+}
+
 // The composite formulas of the activation gradients (the fused kernel's
 // definition, math::activation_grad): what runs where the gradient itself
 // is differentiated (create_graph), so that its graph is brisk's ops.
@@ -262,6 +279,7 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
     case ActGrad::log_sigmoid:  // sigmoid(-x): its derivative is PyTorch's log_sigmoid_double_backward
       return in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g * x.neg().sigmoid(); });
     case ActGrad::hardtanh: return where(v.le(s0).logical_or(v.ge(s1)), Scalar(0.0), grad);
+    case ActGrad::mse: return mse_grad_ops(grad, s1 < 0 ? zeros_like(v) - v : v, s0);
     default: break;
   }
   BRISK_INTERNAL_ASSERT(false, "activation gradient mode ", static_cast<int>(mode), " has no composite");
@@ -1006,6 +1024,43 @@ Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
 Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
   return act_grad("hardtanh_backward", math::ActGrad::hardtanh, grad_output, self, min_val.to_double(),
                   max_val.to_double());
+}
+
+namespace detail {
+/// mse_loss's gradient from the saved difference d = input - target
+/// (Note [mse_loss's gradient] in src/nn/functional.cpp): the input's
+/// (norm * d * g), or the target's (norm * (t - x) * g), one kernel of the
+/// activation_backward slot (ActGrad::mse); under create_graph the same
+/// products as ops.
+Tensor mse_grad(const Tensor& g, const Tensor& d, double norm, bool of_target) {
+  BRISK_PROFILE_OP("mse_loss_backward", g, d);
+  const ScalarType dt = d.dtype();
+  BRISK_CHECK(g.dtype() == dt, "mse_loss_backward", "expected grad_output of the input's dtype ", dt, ", got ",
+              g.dtype());
+  // the norm rounded to the dtype (2 / 3 in bfloat16), as PyTorch's kernel takes it
+  const double norm_dt = dt == kDouble ? norm
+                         : dt == kFloat ? double(float(norm))
+                         : dt == kHalf  ? double(float(Half(float(norm))))
+                                        : double(float(BFloat16(float(norm))));
+  if (BRISK_LIKELY(!autograd::should_record(g, d))) {
+    const double code = dt == kHalf ? 1.0 : dt == kBFloat16 ? 2.0 : 0.0;
+    return act_grad_run("mse_loss_backward", math::ActGrad::mse, g, d, norm_dt, of_target ? -1.0 : 1.0, code);
+  }
+  return mse_grad_ops(g, of_target ? zeros_like(d) - d : d, norm_dt);
+}
+}  // namespace detail
+
+Tensor mse_loss_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target, int64_t reduction) {
+  const char* op = "mse_loss_backward";
+  BRISK_CHECK(grad_output.defined() && self.defined() && target.defined(), op, "expected defined tensors");
+  BRISK_CHECK(self.sizes() == target.sizes(), op, "self shape ", self.sizes(), " and target shape ", target.sizes(),
+              " differ");
+  BRISK_CHECK(self.dtype() == target.dtype() && is_floating_point(self.dtype()), op,
+              "expected self and target of one floating point dtype, got ", self.dtype(), " and ", target.dtype());
+  BRISK_CHECK(reduction >= 0 && reduction <= 2, op, "reduction must be 0 (none), 1 (mean) or 2 (sum), got ",
+              reduction);
+  const double norm = reduction == 1 ? 2.0 / double(self.numel()) : 2.0;
+  return detail::mse_grad(grad_output, self - target, norm, false);
 }
 
 }  // namespace brisk

@@ -488,3 +488,46 @@ TEST(Losses, L1LossOfIntegers) {
   EXPECT_TRUE(close(F::l1_loss(a.to(kUInt8), b.to(kUInt8), nn::kNone), tensor({251.0, 253.0}, kDouble).view({2, 1}), 0, 0));
   brisk::testing::expect_error([&] { F::l1_loss(a, b); }, {"mean"});
 }
+
+// mse_loss's gradient (one kernel, ActGrad::mse) against a naive model of
+// PyTorch's mse_loss_backward, norm * (x - t) * g with each product rounded
+// to the dtype (Note [mse_loss's gradient]): both operands' gradients, every
+// reduction, 300 elements (whole vectors and a tail), four dtypes, through
+// mse_loss's node and through torch's free function mse_loss_backward.
+TEST(Losses, MseGradientMatchesPyTorchsRoundings) {
+  set_num_threads(1);
+  manual_seed(5);
+  for (ScalarType dt : {kFloat, kDouble, kHalf, kBFloat16}) {
+    const Tensor x = (randn({300}) * 3).to(dt), t = (randn({300}) * 3).to(dt);
+    {
+      NoGradGuard ng;
+      t.narrow(0, 10, 5).copy_(x.narrow(0, 10, 5));  // x == t: +0 in both gradients
+    }
+    for (int64_t red : {0, 1, 2}) {
+      const Tensor g = red == 0 ? (randn({300}) * 2).to(dt) : full({}, 1.3, dt);
+      const double norm = red == 1 ? 2.0 / 300 : 2.0;
+      const double norm_dt = full({}, norm, dt).item<double>();
+      // the model: each product computed exactly (in double) and rounded to dt
+      auto model = [&](const Tensor& a, const Tensor& b) {
+        const Tensor d = (a.to(kDouble) - b.to(kDouble)).to(dt).to(kDouble);
+        const Tensor p = (d * norm_dt).to(dt).to(kDouble);
+        return (p * g.to(kDouble)).to(dt);
+      };
+      Tensor xl = x.clone().requires_grad_(), tl = t.clone().requires_grad_();
+      const nn::Reduction r = red == 0 ? nn::kNone : red == 1 ? nn::kMean : nn::kSum;
+      F::mse_loss(xl, tl, F::MSELossFuncOptions(r)).backward(g);
+      const Tensor want_x = model(x, t), want_t = model(t, x);
+      EXPECT_TRUE(brisk::testing::close(xl.grad(), want_x, 0, 0)) << dt << " reduction " << red;
+      EXPECT_TRUE(brisk::testing::close(tl.grad(), want_t, 0, 0)) << dt << " reduction " << red;
+      EXPECT_TRUE(brisk::testing::close(mse_loss_backward(g, x, t, red), want_x, 0, 0)) << dt << " reduction " << red;
+      for (int64_t i = 10; i < 15; ++i) {  // where x == t: +0 * g, the sign of g (t - x is +0, not -0)
+        EXPECT_EQ(std::signbit(xl.grad()[i].item<double>()), std::signbit(want_x[i].item<double>())) << dt;
+        EXPECT_EQ(std::signbit(tl.grad()[i].item<double>()), std::signbit(want_t[i].item<double>())) << dt;
+      }
+    }
+  }
+  expect_error([] { mse_loss_backward(ones({2}), ones({2}), ones({3}), 1); }, {"mse_loss_backward", "shape"});
+  expect_error([] { mse_loss_backward(ones({2}), ones({2}), ones({2}), 3); }, {"mse_loss_backward", "reduction"});
+  expect_error([] { mse_loss_backward(ones({2}, kDouble), ones({2}), ones({2}), 0); },
+               {"mse_loss_backward", "dtype"});
+}

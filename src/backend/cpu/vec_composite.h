@@ -120,21 +120,25 @@ inline vec::VF round_bf16_v(vec::VF z) {
   return vec::select(z != z, z, (vec::VF)u);
 }
 
-/// math::round_buffer on float vectors of z in [0, 1] (or NaN): code 1
-/// rounds to float16's precision (to nearest, ties to even; multiples of
-/// 2^-24 below 2^-14, its subnormals), code 2 to bfloat16's.
-inline vec::VF round_buffer_v(vec::VF z, vec::VF code) {
+/// Float lanes rounded to float16's precision and range (to nearest, ties
+/// to even; multiples of 2^-24 below 2^-14, inf past 65504; NaN stays).
+inline vec::VF round_half_v(vec::VF z) {
   using VI = uint32_t __attribute__((vector_size(sizeof(vec::VF))));
-  const vec::VF one_v = one<vec::VF>();
-  if (!vec::any(code == one_v) && !vec::any(code == vec::splat<vec::VF>(2.0))) return z;
-  VI u = (VI)z;
-  if (vec::any(code == one_v)) {
-    const vec::VF half = vec::splat<vec::VF>(0.5);
-    const vec::VF sub = (z + half) - half;  // the quantum 2^-24 of 0.5's binade
-    u = (u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu;
-    return vec::select(z < vec::splat<vec::VF>(6.103515625e-05), sub, (vec::VF)u);
-  }
-  return round_bf16_v(z);
+  const vec::VF a = vec::abs(z), half = vec::splat<vec::VF>(0.5);
+  VI u = (VI)a;
+  u = (u + 0xFFFu + ((u >> 13) & 1u)) & ~0x1FFFu;
+  vec::VF r = vec::select(a < vec::splat<vec::VF>(6.103515625e-05), (a + half) - half, (vec::VF)u);
+  r = vec::select(r > vec::splat<vec::VF>(65504.0), vec::splat<vec::VF>(INFINITY), r);
+  r = vec::select(a != a, a, r);
+  return (vec::VF)((VI)r | ((VI)z & 0x80000000u));
+}
+
+/// math::round_buffer on float vectors: code 1 rounds to float16, code 2
+/// to bfloat16, 0 leaves z.
+inline vec::VF round_buffer_v(vec::VF z, vec::VF code) {
+  if (vec::any(code == one<vec::VF>())) return round_half_v(z);
+  if (vec::any(code == vec::splat<vec::VF>(2.0))) return round_bf16_v(z);
+  return z;
 }
 
 // The activation gradients of math::activation_grad (Note [Activation
@@ -208,9 +212,22 @@ inline V activation_grad_v(V g, V v, V s0, V s1, V s2 = V{}) {
     if constexpr (vec::is_float_vec<V>) z = round_buffer_v(z, s0);
     const V q = z / (one<V>() + z);
     return vec::select(v < V{}, one<V>() - q, q) * g;
-  } else {
-    static_assert(kMode == ActGrad::hardtanh);
+  } else if constexpr (kMode == ActGrad::hardtanh) {
     return vec::select(v <= s0 || v >= s1, V{}, g);
+  } else {
+    static_assert(kMode == ActGrad::mse);  // s0 norm, s1 the sign (t - x below 0), s2 the product's rounding
+    const V d = vec::select(s1 < V{}, V{} - v, v);
+    const V p = s0 * d;
+    const V inf = vec::splat<V>(INFINITY);
+    if constexpr (vec::is_float_vec<V>) {
+      if (vec::any(s2 != V{})) {
+        const V r = round_buffer_v(p, s2);
+        return vec::select(vec::abs(r) == inf && vec::abs(p) != inf, p, r) * g;
+      }
+    }
+    const V r = p * g;
+    const auto over = vec::abs(p) == inf && vec::abs(d) < inf;
+    return vec::any(over) ? vec::select(over, (d * g) * s0, r) : r;
   }
 }
 

@@ -261,6 +261,7 @@ void activation_backward_kernel(TensorIter& it, const KernelArgs& a) {
     case ActGrad::hardshrink: return activation_grad_op<ActGrad::hardshrink>(it, a);
     case ActGrad::log_sigmoid: return activation_grad_op<ActGrad::log_sigmoid>(it, a);
     case ActGrad::hardtanh: return activation_grad_op<ActGrad::hardtanh>(it, a);
+    case ActGrad::mse: return activation_grad_op<ActGrad::mse>(it, a);
     default: break;
   }
   BRISK_INTERNAL_ASSERT(false, "activation_backward: mode ", a.mode, " has no CPU kernel");
