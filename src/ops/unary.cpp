@@ -810,13 +810,11 @@ Tensor activation(const ActSpec& sp, const Tensor& x, double s0 = 0, double s1 =
   });
   return r;
 }
+/// math::round_buffer's code of a dtype: 1 float16, 2 bfloat16, 0 none.
+double round_code(ScalarType dt) { return dt == kHalf ? 1 : dt == kBFloat16 ? 2 : 0; }
 /// log_sigmoid's gradient's s0: the rounding of PyTorch's CPU buffer
-/// exp(-|x|) to x's dtype (math::round_buffer: 1 float16, 2 bfloat16, 0 none;
-/// its CUDA kernels recompute in float).
-double log_sigmoid_buffer_code(const Tensor& x) {
-  if (!x.defined() || !x.is_cpu()) return 0;
-  return x.dtype() == kHalf ? 1 : x.dtype() == kBFloat16 ? 2 : 0;
-}
+/// exp(-|x|) to x's dtype (its CUDA kernels recompute in float).
+double log_sigmoid_buffer_code(const Tensor& x) { return x.defined() && x.is_cpu() ? round_code(x.dtype()) : 0; }
 /// The shrinks' lambda as PyTorch's kernels read it: in the input's dtype
 /// (a float16 input compares with and subtracts float16(0.3)).
 double shrink_lambda(const Tensor& x, double l) { return x.defined() ? round_to(x.dtype(), l) : l; }
@@ -1038,15 +1036,10 @@ Tensor mse_grad(const Tensor& g, const Tensor& d, double norm, bool of_target) {
   BRISK_CHECK(g.dtype() == dt, "mse_loss_backward", "expected grad_output of the input's dtype ", dt, ", got ",
               g.dtype());
   // the norm rounded to the dtype (2 / 3 in bfloat16), as PyTorch's kernel takes it
-  const double norm_dt = dt == kDouble ? norm
-                         : dt == kFloat ? double(float(norm))
-                         : dt == kHalf  ? double(float(Half(float(norm))))
-                                        : double(float(BFloat16(float(norm))));
-  if (BRISK_LIKELY(!autograd::should_record(g, d))) {
-    const double code = dt == kHalf ? 1.0 : dt == kBFloat16 ? 2.0 : 0.0;
-    return act_grad_run("mse_loss_backward", math::ActGrad::mse, g, d, norm_dt, of_target ? -1.0 : 1.0, code);
-  }
-  return mse_grad_ops(g, of_target ? zeros_like(d) - d : d, norm_dt);
+  const double norm_dt = round_to(dt, norm), sign = of_target ? -1.0 : 1.0;
+  if (BRISK_LIKELY(!autograd::should_record(g, d)))
+    return act_grad_run("mse_loss_backward", math::ActGrad::mse, g, d, norm_dt, sign, round_code(dt));
+  return act_grad_composite(math::ActGrad::mse, g, d, norm_dt, sign, 0);
 }
 }  // namespace detail
 
