@@ -811,6 +811,42 @@ TEST(Prod, PartialProductsOutOfFloatRange) {
   }
 }
 
+// Note [Vector prod]: rows long enough for the vector accumulators (64
+// floats or doubles a step) and a tail, against the product in long
+// double; a row holding a zero and an inf is NaN, one with a NaN is NaN,
+// partial products past the float range stay finite in double.
+TEST(Prod, LongRowsInVectors) {
+  set_num_threads(1);
+  manual_seed(11);
+  for (ScalarType dt : {kFloat, kDouble}) {
+    for (int64_t n : {64, 129, 1000, 1031}) {
+      Tensor x = (rand({5, n}, TensorOptions(kDouble)) * 0.2 + 0.9).to(dt);  // products of order 1e-3..1e3
+      {
+        NoGradGuard ng;
+        x[1][n / 2].fill_(0.0);
+        x[1][n - 1].fill_(std::numeric_limits<double>::infinity());
+        x[2][n - 3].fill_(std::numeric_limits<double>::quiet_NaN());
+        x[3].narrow(0, 0, 4).fill_(dt == kFloat ? 1e30 : 1e300);  // 1e120 (float32) or inf (float64) partials
+        x[3].narrow(0, 4, 4).fill_(dt == kFloat ? 1e-30 : 1e-300);
+      }
+      const Tensor p = x.prod(1).to(kDouble);
+      const Tensor xd = x.to(kDouble);
+      for (int64_t r = 0; r < 5; ++r) {
+        long double want = 1;
+        for (int64_t i = 0; i < n; ++i) want *= static_cast<long double>(xd[r][i].item<double>());
+        const double got = p[r].item<double>();
+        if (r == 1 || r == 2) {
+          EXPECT_TRUE(std::isnan(got)) << dt << " n " << n << " row " << r;
+          continue;
+        }
+        if (dt == kDouble && r == 3) continue;  // 1e300^4 overflows double in any order
+        const double tol = (dt == kFloat ? 1e-6 : 1e-12) * std::fabs(double(want));
+        EXPECT_NEAR(got, double(want), tol) << dt << " n " << n << " row " << r;
+      }
+    }
+  }
+}
+
 TEST(Norm, Errors) {
   expect_error([] { tensor<int64_t>({1, 2}).norm(); }, {"[norm]", "floating point", "int64"});
   expect_error([] { tensor<bool>({true}).norm(); }, {"[norm]", "bool"});
