@@ -229,7 +229,9 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
   Tensor dist_pos = pairwise_distance(anchor, positive, d);
   Tensor dist_neg = pairwise_distance(anchor, negative, d);
   if (o.swap()) dist_neg = minimum(dist_neg, pairwise_distance(positive, negative, d));
-  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
+  // PyTorch's order, (margin + dist_pos) - dist_neg: in 16-bit the margin can
+  // vanish into a large distance and the loss be 0 (fuzzer nn3 seed 619 case 427942).
+  return reduce(op, hinge_clamp((dist_pos + o.margin()) - dist_neg), o.reduction());
 }
 
 Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
@@ -243,7 +245,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   Tensor dist_pos = dist(anchor, positive);
   Tensor dist_neg = dist(anchor, negative);
   if (o.swap()) dist_neg = minimum(dist_neg, dist(positive, negative));
-  return reduce(op, hinge_clamp(dist_pos - dist_neg + o.margin()), o.reduction());
+  return reduce(op, hinge_clamp((dist_pos + o.margin()) - dist_neg), o.reduction());  // torch's order
 }
 
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o) {

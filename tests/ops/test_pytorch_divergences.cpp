@@ -3349,5 +3349,32 @@ TEST(PyTorchDivergence, Bfloat16PowBy3AndMinus2RoundTheSquare) {
   }
 }
 
+// PyTorch's triplet losses add the margin to the positive distance first,
+// (margin + d(a, p)) - d(a, n): in bfloat16 the margin vanishes into a large
+// distance and the loss is 0 (brisk formed d(a, p) - d(a, n) + margin, 1,
+// and passed a gradient on; fuzzer nn3 seed 619 case 427942). torch 2.15:
+//   a = [[-0, 70144]], p = [[-4.0625, 1.234375]], n = [[1e-7, -2.8125]] (bfloat16),
+//   triplet_margin_loss(a, p, n, p=1.5, reduction='sum') -> 0, a.grad and p.grad 0
+TEST(PyTorchDivergence, TripletMarginLossAddsTheMarginToThePositiveDistanceFirst) {
+  namespace F = nn::functional;
+  const Tensor a = tensor<float>({-0.0f, 70144.0f}).reshape({1, 2}).to(kBFloat16).requires_grad_();
+  const Tensor p = tensor<float>({-4.0625f, 1.234375f}).reshape({1, 2}).to(kBFloat16).requires_grad_();
+  const Tensor n = tensor<float>({1.0011717677116394e-07f, -2.8125f}).reshape({1, 2}).to(kBFloat16);
+  Tensor l = F::triplet_margin_loss(a, p, n, F::TripletMarginLossFuncOptions().p(1.5).reduction(nn::kSum));
+  EXPECT_EQ(l.item<double>(), 0.0);
+  l.backward();
+  EXPECT_TRUE(same_bits(a.grad(), {0.0, 0.0}));
+  EXPECT_TRUE(same_bits(p.grad().abs(), {0.0, 0.0}));
+  // The same order with a distance function.
+  Tensor a2 = a.detach().requires_grad_();
+  Tensor l2 = F::triplet_margin_with_distance_loss(
+      a2, p.detach(), n,
+      F::TripletMarginWithDistanceLossFuncOptions().reduction(nn::kSum).distance_function(
+          [](const Tensor& x, const Tensor& y) {
+            return F::pairwise_distance(x, y, F::PairwiseDistanceFuncOptions().p(1.5));
+          }));
+  EXPECT_EQ(l2.item<double>(), 0.0);
+}
+
 }  // namespace
 }  // namespace brisk
