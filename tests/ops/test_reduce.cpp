@@ -1151,3 +1151,51 @@ TEST(Reduce, ResultsDoNotAliasInputs) {
   Tensor m = x.amax(1);
   EXPECT_TRUE(close(m, x.view({3})));
 }
+
+// Reductions over the leading dim of few, wide tiles split the rows into
+// chunks whose partial results merge pairwise, all lanes at once (reduce_loop).
+// Against loops: sums of small integers (exact in float32), max/argmax with
+// ties (the first index wins), a NaN in a late chunk, and sums of random
+// values that do not depend on the thread count. Shapes: 32 chunks of a
+// 1024-wide tile, 4 of a 37-wide tile (an uneven pairwise tree), and a tile
+// narrower than the tensor (2 tiles).
+TEST(Reduce, ChunkedLeadingDimMergesInOrder) {
+  const int threads = get_num_threads();
+  for (auto [n, inner] : {std::pair<int64_t, int64_t>{1024, 1024}, {3000, 37}, {96, 1500}}) {
+    std::vector<double> v(static_cast<size_t>(n * inner));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7919 + i / 5) % 11) - 5.0;
+    const Tensor x = tensor(v, {n, inner}, kDouble).to(kFloat);
+    set_num_threads(1);
+    const Tensor s = x.sum({0}).to(kDouble), mx = x.amax({0}).to(kDouble);
+    auto [vals, idx] = x.max(0);
+    const Tensor am = x.argmax(0);
+    for (int64_t j = 0; j < inner; ++j) {
+      double want_s = 0, want_m = -1e300;
+      int64_t want_i = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        const double e = v[size_t(r * inner + j)];
+        want_s += e;
+        if (e > want_m) want_m = e, want_i = r;
+      }
+      ASSERT_EQ(s[j].item<double>(), want_s) << n << "x" << inner << " lane " << j;
+      ASSERT_EQ(mx[j].item<double>(), want_m) << n << "x" << inner << " lane " << j;
+      ASSERT_EQ(idx[j].item<int64_t>(), want_i) << n << "x" << inner << " lane " << j;
+      ASSERT_EQ(am[j].item<int64_t>(), want_i) << n << "x" << inner << " lane " << j;
+    }
+    // a NaN in the last rows of one lane
+    Tensor y = x.clone();
+    y[n - 2][inner / 2].fill_(kNan);
+    const Tensor ym = y.amax({0});
+    EXPECT_TRUE(std::isnan(ym[inner / 2].item<double>()));
+    EXPECT_EQ(y.argmax(0)[inner / 2].item<int64_t>(), n - 2);
+    EXPECT_FALSE(std::isnan(ym[inner / 2 == 0 ? 1 : 0].item<double>()));
+    // random sums: the same bits on one thread and two
+    manual_seed(5);
+    const Tensor z = randn({n, inner});
+    const Tensor z1 = z.sum({0});
+    set_num_threads(2);
+    EXPECT_TRUE(equal(z.sum({0}), z1)) << n << "x" << inner;
+    EXPECT_TRUE(close(z1.to(kDouble), z.to(kDouble).sum({0}), 1e-4, 1e-4));
+  }
+  set_num_threads(threads);
+}
