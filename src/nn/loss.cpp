@@ -56,6 +56,15 @@ Tensor hinge_clamp(const Tensor& z) { return z.clamp_min(0.0); }
 /// max(z, 0) counting only z > 0 (PyTorch's fused margin kernels; NaN gives 0).
 Tensor hinge_strict(const Tensor& z) { return where(z.gt(0), z, Scalar(0.0)); }
 
+/// The dtype PyTorch's loss kernels accumulate x's sums in: on the CPU
+/// at::acc_type<T, false>, double for float32 and float64, float for the
+/// 16-bit floats; on CUDA at::acc_type<T, true>, float for float32.
+Dtype loss_acc_dtype(const Tensor& x) {
+  const Dtype d = x.dtype();
+  if (d == kDouble) return kDouble;
+  return d == kFloat && !x.is_cuda() ? kDouble : kFloat;
+}
+
 /// Class indices as int64, checked to lie in [lo, C) (on the CPU).
 Tensor class_indices(const char* op, const Tensor& target, int64_t lo, int64_t C) {
   BRISK_CHECK(target.defined(), op, "target is undefined");
@@ -106,8 +115,19 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMar
   check_float(op, "input", input);
   BRISK_CHECK(target.defined(), op, "target is undefined");
   check_same_shape(op, "input", input, "target", target);
-  // log(1 + exp(z)) as softplus: finite where PyTorch's log1p(exp(z)) overflows.
-  return reduce(op, (input.neg() * target).softplus(), o.reduction());
+  // PyTorch's steps, each rounded to the input's dtype (its kernel writes -x into an
+  // output of that dtype and works in place): z = -x * y, exp, log1p. One softplus
+  // rounded once: x = 0.5 gave 0.47460938 in bfloat16, torch 0.47265625; and a float64
+  // target made a float64 loss. Where exp(z) overflows the loss stays finite, z
+  // (torch's is inf), and exp reads 0 there so that backward has no inf * 0.
+  Tensor z = (input.neg() * target).to(input.dtype());
+  Tensor big;
+  {
+    NoGradGuard no_grad;
+    big = z.exp().isinf().logical_and(z.isfinite());
+  }
+  Tensor loss = where(big, z, where(big, Scalar(0.0), z).exp().log1p());
+  return reduce(op, loss, o.reduction());
 }
 
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
@@ -148,9 +168,18 @@ Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const M
   // x_i = 1e-40 next to x_y = 1, where PyTorch's z is 1e-40 > 0: fuzzer seed 607)
   Tensor z = (xy.neg() + 1.0).unsqueeze(2) + x.unsqueeze(1);          // (N, Cj, Ci)
   Tensor keep = valid.unsqueeze(2).logical_and(is_target.logical_not().unsqueeze(1));
-  Tensor loss = where(keep, hinge_strict(z), Scalar(0.0)).sum({1, 2}) / static_cast<double>(C);
-  if (input.dim() == 1) loss = loss.squeeze(0);
-  return reduce(op, loss, o.reduction());
+  // Summed as PyTorch's kernel: each row in its accumulation dtype (double for
+  // float32) and rounded to the input dtype; then divided by C there (reduction
+  // 'none'), or the rows summed in the accumulation dtype and divided by C (and
+  // N) before one rounding (a 1-d input too). The float32 row losses and mean
+  // drifted ulps from torch's (a 6e29 next to 70 in one row).
+  const Dtype acc = loss_acc_dtype(x);
+  Tensor rows = where(keep, hinge_strict(z), Scalar(0.0)).to(acc).sum({1, 2}).to(x.dtype());  // (N)
+  if (o.reduction() == Reduction::None && input.dim() == 2) return rows / static_cast<double>(C);
+  BRISK_CHECK(o.reduction() != Reduction::BatchMean, op, "reduction 'batchmean' is only supported by kl_div");
+  Tensor loss = rows.to(acc).sum() / static_cast<double>(C);
+  if (o.reduction() == Reduction::Mean) loss = loss / static_cast<double>(N);
+  return loss.to(x.dtype());
 }
 
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& o) {
@@ -174,7 +203,10 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
   Tensor is_y = arange(C, TensorOptions().dtype(kInt64).device(x.device())).unsqueeze(0).eq(y);
   Tensor loss = where(is_y, Scalar(0.0), z).sum({1}) / static_cast<double>(C);
   if (input.dim() == 1) loss = loss.squeeze(0);
-  return reduce(op, loss, o.reduction());
+  if (o.reduction() == Reduction::None) return loss;
+  // The row losses summed (and divided by N) in PyTorch's accumulation dtype,
+  // double for float32 on the CPU, and rounded once (a float32 mean drifted an ulp).
+  return reduce(op, loss.to(loss_acc_dtype(x)), o.reduction()).to(x.dtype());
 }
 
 Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,

@@ -3376,5 +3376,60 @@ TEST(PyTorchDivergence, TripletMarginLossAddsTheMarginToThePositiveDistanceFirst
   EXPECT_EQ(l2.item<double>(), 0.0);
 }
 
+TEST(PyTorchDivergence, SoftMarginLossRoundsEachStepToTheInputDtype) {
+  namespace F = nn::functional;
+  // x = tensor([2., 0.5, -1., 3.], dtype=bfloat16), y = tensor([1., 1., 1., -1.], dtype=bfloat16)
+  // F.soft_margin_loss(x, y, reduction='none') (torch 2.15): [0.126953125, 0.47265625, 1.3125, 3.046875]
+  //   (one softplus rounded once gives 0.474609375 at 0.5); reduction='sum': 4.96875
+  const Tensor x = tensor<float>({2.0f, 0.5f, -1.0f, 3.0f}).to(kBFloat16);
+  const Tensor y = tensor<float>({1.0f, 1.0f, 1.0f, -1.0f}).to(kBFloat16);
+  EXPECT_TRUE(same_bits(F::soft_margin_loss(x, y, F::SoftMarginLossFuncOptions(nn::kNone)),
+                        {0.126953125, 0.47265625, 1.3125, 3.046875}));
+  EXPECT_EQ(F::soft_margin_loss(x, y, F::SoftMarginLossFuncOptions(nn::kSum)).item<double>(), 4.96875);
+  // A float64 target keeps the input's dtype: F.soft_margin_loss(tensor([0.25, 1.5]),
+  // tensor([1., -1.], dtype=float64), reduction='none'): float32 [0.575939416885376, 1.7014132738113403]
+  Tensor l = F::soft_margin_loss(tensor<float>({0.25f, 1.5f}), tensor<double>({1.0, -1.0}, kDouble),
+                                 F::SoftMarginLossFuncOptions(nn::kNone));
+  EXPECT_EQ(l.dtype(), kFloat);
+  EXPECT_TRUE(same_bits(l, {0.575939416885376, 1.7014132738113403}));
+}
+
+TEST(PyTorchDivergence, MultilabelMarginLossSumsInDoubleAsPyTorchsKernel) {
+  namespace F = nn::functional;
+  const double e = std::ldexp(1.0, -23);
+  // F.multilabel_margin_loss(tensor([[1., 1., e/2, e/2]]), tensor([[0, -1, 0, 0]]), reduction=r), e = 2**-23:
+  // 0.2500000298023224 for 'none', 'mean' and 'sum', and for the 1-d input (torch 2.15: the row's
+  // 1 + e/2 + e/2 summed in double; a float32 sum gave 0.25)
+  const Tensor x = tensor<double>({1, 1, e / 2, e / 2}, kDouble).to(kFloat).reshape({1, 4});
+  const Tensor t = tensor<int64_t>({0, -1, 0, 0}, kInt64).reshape({1, 4});
+  for (auto r : {nn::kNone, nn::kMean, nn::kSum}) {
+    EXPECT_TRUE(same_bits(F::multilabel_margin_loss(x, t, F::MultilabelMarginLossFuncOptions(r)), {0.2500000298023224}));
+    EXPECT_TRUE(same_bits(F::multilabel_margin_loss(x.reshape({4}), t.reshape({4}), F::MultilabelMarginLossFuncOptions(r)),
+                          {0.2500000298023224}));
+  }
+  // Rows [0, 1], [1, e], [1, e] with targets [0, -1]: 'none' [1.0, 5.960464477539063e-08,
+  // 5.960464477539063e-08], 'mean' 0.3333333730697632 (the rows summed in double)
+  const Tensor x3 = tensor<double>({0, 1, 1, e, 1, e}, kDouble).to(kFloat).reshape({3, 2});
+  const Tensor t3 = tensor<int64_t>({0, -1, 0, -1, 0, -1}, kInt64).reshape({3, 2});
+  EXPECT_TRUE(same_bits(F::multilabel_margin_loss(x3, t3, F::MultilabelMarginLossFuncOptions(nn::kNone)),
+                        {1.0, 5.960464477539063e-08, 5.960464477539063e-08}));
+  EXPECT_TRUE(same_bits(F::multilabel_margin_loss(x3, t3), {0.3333333730697632}));
+}
+
+TEST(PyTorchDivergence, MultiMarginLossReducesTheRowsInDouble) {
+  namespace F = nn::functional;
+  // X = tensor([[0., 1.], [1., e], [1., e]]), e = 2**-23, F.multi_margin_loss(X, tensor([0, 0, 0]), reduction=r)
+  // (torch 2.15): 'none' [1.0, 5.960464477539063e-08, 5.960464477539063e-08], 'sum' 1.0000001192092896,
+  // 'mean' 0.3333333730697632 (the row losses summed in double; in float32 the sum was 1)
+  const double e = std::ldexp(1.0, -23);
+  const Tensor x = tensor<double>({0, 1, 1, e, 1, e}, kDouble).to(kFloat).reshape({3, 2});
+  const Tensor y = tensor<int64_t>({0, 0, 0}, kInt64);
+  EXPECT_TRUE(same_bits(F::multi_margin_loss(x, y, F::MultiMarginLossFuncOptions().reduction(nn::kNone)),
+                        {1.0, 5.960464477539063e-08, 5.960464477539063e-08}));
+  EXPECT_TRUE(same_bits(F::multi_margin_loss(x, y, F::MultiMarginLossFuncOptions().reduction(nn::kSum)),
+                        {1.0000001192092896}));
+  EXPECT_TRUE(same_bits(F::multi_margin_loss(x, y), {0.3333333730697632}));
+}
+
 }  // namespace
 }  // namespace brisk
