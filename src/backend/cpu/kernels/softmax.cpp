@@ -131,14 +131,24 @@ inline double exp_sum_v(const M* x, M* e, int64_t n, M mx) {
 }
 
 /// One contiguous row of n values in the compute type M (x and y may be
-/// the same buffer for the 16-bit path).
-template <class M, bool kLog>
+/// the same buffer for the 16-bit path, whose storage type is T).
+template <class M, bool kLog, class T = M>
 inline void softmax_row(const M* x, M* y, int64_t n) {
   const M mx = row_max_v(x, n);
   if constexpr (kLog) {
     const double s = exp_sum_v<M, false>(x, nullptr, n, mx);
-    // (x - max) - log(sum): the subtraction order of PyTorch's kernel
-    const M lse = static_cast<M>(std::log(s));
+    // (x - max) - log(sum): the subtraction order of PyTorch's kernel. For
+    // float16/bfloat16 rows PyTorch's kernel keeps the sum and its log in
+    // the storage type (serial_vec_log_softmax_lastdim_range's scalar_t
+    // buffers): both are rounded to T before the subtraction, an error of up
+    // to half an ulp of log(sum) in every output (a bfloat16 row of 100
+    // values of 4 randn: a fifth of the outputs an ulp or more away from the
+    // float result rounded once, tools/bitexact).
+    M lse;
+    if constexpr (std::is_same_v<T, M>)
+      lse = static_cast<M>(std::log(s));
+    else
+      lse = static_cast<M>(static_cast<T>(std::log(static_cast<M>(static_cast<T>(static_cast<M>(s))))));
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mx) - lse;
   } else {
@@ -199,7 +209,7 @@ void softmax_typed(const Tensor& out, const Tensor& in, int64_t dim) {
         std::unique_ptr<M[]> buf(new M[static_cast<size_t>(n)]);
         for (int64_t o = b; o < e; ++o) {
           load_row(x + o * n, buf.get(), n);
-          softmax_row<M, kLog>(buf.get(), buf.get(), n);
+          softmax_row<M, kLog, T>(buf.get(), buf.get(), n);
           store_row(buf.get(), y + o * n, n);
         }
       }
