@@ -906,8 +906,10 @@ void Gen::emit_node(const Node& n) {
         }
       } else if (mode == UnaryMode::logit) {
         const double lo_d = n.args.has_s0 ? n.args.s0.to<double>() : -1.0;
+        // eager's rounding code (16-bit dtypes in their steps: composite::logit_v)
+        const std::string code = std::string("vec::splat<V>(") + (t == kHalf ? "1" : t == kBFloat16 ? "2" : "0") + ")";
         if (lo_d < 0) {
-          vec_loop1(o, a, "cg::logit_v(x)");
+          vec_loop1(o, a, "cg::logit_v(x, " + code + ")");
         } else {
           // eager: the bounds eps and 1 - eps in s0 and s1 (rounded to the dtype by the front end), M(s0), M(s1)
           if (!n.args.has_s1) no("logit without its upper bound");
@@ -921,7 +923,7 @@ void Gen::emit_node(const Node& n) {
             lo = k(lit_bits(lo_d), m);
             hi = k(lit_bits(hi_d), m);
           }
-          vec_loop1(o, a, "cg::logit_eps_v(x, vec::splat<V>(" + lo + "), vec::splat<V>(" + hi + "))");
+          vec_loop1(o, a, "cg::logit_eps_v(x, vec::splat<V>(" + lo + "), vec::splat<V>(" + hi + "), " + code + ")");
         }
       } else {
         vec_loop1(o, a, vec_expr);

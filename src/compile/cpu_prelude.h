@@ -232,15 +232,7 @@ inline int64_t prefetch_step(int64_t stride, int64_t count) {
 // ---- the composite ops of backend/cpu/kernels/unary.cpp, on vectors ----------
 // (one definition for both: backend/cpu/vec_composite.h)
 using namespace composite;
-template <class V>
-inline V logit_v(V x) {
-  return vec::log(x / (one<V>() - x));
-}
-template <class V>
-inline V logit_eps_v(V x, V lo, V hi) {
-  x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
-  return vec::log(x / (one<V>() - x));
-}
+// logit_v, logit_eps_v: composite's (a rounding code for 16-bit dtypes)
 template <class V>
 inline V softplus_v(V x, V vb, V vt) {
   const V xb = x * vb;

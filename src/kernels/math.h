@@ -154,11 +154,15 @@ BRISK_HOST_DEVICE inline T activation_grad(ActGrad mode, T g, T v, T s0, T s1, T
     case ActGrad::logit: {  // s0, s1: the bounds eps, 1 - eps; s0 < 0 for none
       // torch's scalar loop (logit_backward_kernel): outside [0, 1] nan,
       // outside [eps, 1 - eps] 0; at 0 and 1 g * inf (+inf at -0.0 as at
-      // 0: the derivative's limit inside [0, 1]); a nan x gives nan
+      // 0: the derivative's limit inside [0, 1]); a nan x gives nan. s2: a
+      // rounding code (round_buffer's): torch's 16-bit CPU kernel rounds
+      // 1 - v and v * (1 - v) to the dtype (0 on CUDA, whose kernel does not)
       const bool none = s0 < T(0);
       const T lo = none ? T(0) : s0, hi = none ? T(1) : s1;
       if (v < lo || v > hi) return none ? T(NAN) : T(0);
       if (v == T(0) || v == T(1)) return g * T(INFINITY);
+      if constexpr (!std::is_same_v<T, double>)
+        if (s2 != T(0)) return g / round_buffer(v * round_buffer(T(1) - v, s2), s2);
       return g / (v * (T(1) - v));
     }
     case ActGrad::softplus: {  // s0: beta, s1: threshold; slope sigmoid(beta x) below it

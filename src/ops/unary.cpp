@@ -229,7 +229,9 @@ Tensor act_grad_composite(math::ActGrad mode, const Tensor& grad, const Tensor& 
         return g * gelu_derivative(x, mode == ActGrad::gelu_tanh);
       });
     case ActGrad::logit: {  // torch's infinitely_differentiable_logit_backward; s0, s1 the bounds (s0 < 0: none)
-      const Tensor r = in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g / (x * (1 - x)); });
+      // s2 != 0 (16-bit on the CPU): the kernel's steps, each rounded to the dtype
+      const Tensor r = s2 != 0 ? grad / (v * (1 - v))
+                               : in_opmath(grad, v, [](const Tensor& g, const Tensor& x) { return g / (x * (1 - x)); });
       const double lo = s0 < 0 ? 0 : s0, hi = s0 < 0 ? 1 : s1;
       return where((v >= lo).logical_and(v <= hi), r, s0 < 0 ? full_like(r, NAN) : zeros_like(r));
     }
@@ -981,7 +983,11 @@ Tensor logit_backward(const Tensor& grad_output, const Tensor& self, std::option
   const auto [lo, hi] = eps && grad_output.defined() && self.defined()
                             ? logit_bounds(promote_types(grad_output.dtype(), self.dtype()), *eps, self.is_cpu())
                             : std::pair<double, double>{-1.0, 1.0};
-  return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, lo, hi);
+  // 16-bit on the CPU in the dtype's steps, as torch's CPU kernel (composite::activation_grad_v)
+  const double code = grad_output.defined() && self.defined() && self.is_cpu()
+                          ? round_code(promote_types(grad_output.dtype(), self.dtype()))
+                          : 0;
+  return act_grad("logit_backward", math::ActGrad::logit, grad_output, self, lo, hi, code);
 }
 Tensor softplus_backward(const Tensor& grad_output, const Tensor& self, const Scalar& beta, const Scalar& threshold) {
   return act_grad("softplus_backward", math::ActGrad::softplus, grad_output, self, beta.to_double(),

@@ -3492,5 +3492,47 @@ TEST(PyTorchDivergence, HalfCrossEntropyIsLogSoftmaxThenNll) {
                          3.314018249511719e-05, 0.00040435791015625, -1.0}));
 }
 
+// PyTorch's CPU logit of float16/bfloat16 computes in the dtype's steps:
+// 1 - x and the quotient rounded before the log; its backward rounds 1 - x
+// and x * (1 - x) before the division (brisk rounded once: a third of the
+// values an ulp off, some more). CUDA's kernels round once, as brisk's.
+// Values from torch 2.15 (y, g; logit(y) and the gradient g / ...).
+TEST(PyTorchDivergence, HalfLogitComputesInTheDtypesSteps) {
+  struct Case {
+    ScalarType dt;
+    std::vector<double> y, g, want, grad;
+  };
+  const std::vector<Case> cases{
+      {kBFloat16,
+       {0.85546875, 0.375, 0.90625, 0.45703125, 0.396484375, 0.251953125, 0.765625, 0.703125},
+       {-1.953125, -0.55859375, 0.4296875, -2.265625, -0.2021484375, 1.0703125, 0.32421875, -0.068359375},
+       {1.7734375, -0.5078125, 2.265625, -0.1748046875, -0.416015625, -1.09375, 1.1796875, 0.86328125},
+       {-15.8125, -2.390625, 5.0625, -9.125, -0.84765625, 5.65625, 1.8046875, -0.326171875}},
+      {kHalf,
+       {0.3154296875, 0.430908203125, 0.89306640625, 0.82763671875, 0.338623046875, 0.041595458984375,
+        0.142333984375, 0.11639404296875},
+       {-0.491943359375, -0.464599609375, -0.05877685546875, 1.2626953125, 1.193359375, 1.5693359375,
+        -0.8974609375, -0.1138916015625},
+       {-0.77490234375, -0.278564453125, 2.123046875, 1.568359375, -0.6689453125, -3.13671875, -1.7958984375,
+        -2.02734375},
+       {-2.27734375, -1.8935546875, -0.615234375, 8.8515625, 5.33203125, 39.375, -7.3515625, -1.107421875}},
+  };
+  for (const Case& c : cases)
+    for (int64_t reps : {1, 8}) {  // the scalar tail and the vector loop
+      const Tensor y = tensor(c.y, kDouble).to(c.dt).repeat({reps}).requires_grad_();
+      const Tensor g = tensor(c.g, kDouble).to(c.dt).repeat({reps});
+      const Tensor l = y.logit();
+      std::vector<double> want, grad;
+      for (int64_t r = 0; r < reps; ++r) {
+        want.insert(want.end(), c.want.begin(), c.want.end());
+        grad.insert(grad.end(), c.grad.begin(), c.grad.end());
+      }
+      EXPECT_TRUE(same_bits(l, want)) << c.dt << " x" << reps;
+      EXPECT_TRUE(same_bits(autograd::grad({l}, {y}, {g}, true)[0], grad)) << c.dt << " x" << reps;
+      // the same in a second-order graph (act_grad's composite form)
+      EXPECT_TRUE(same_bits(autograd::grad({l}, {y}, {g}, std::nullopt, true)[0], grad)) << c.dt << " x" << reps;
+    }
+}
+
 }  // namespace
 }  // namespace brisk

@@ -309,6 +309,18 @@ std::vector<Spec> specs() {
   };
 }
 
+/// log(x / (1 - x)) in a 16-bit dtype's steps, as PyTorch's CPU kernel: 1 - x
+/// and the quotient computed in float32 and rounded to H, then log
+/// (composite::logit_v); with eps, x first clamped to [0.25, 0.75].
+template <class H>
+LD logit_steps(LD x, bool eps) {
+  if (std::isnan(x)) return x;
+  if (eps) x = std::clamp(x, 0.25L, 0.75L);
+  const float xf = static_cast<float>(x);
+  const float d = static_cast<float>(H(1.0f - xf));
+  return std::log(LD(static_cast<float>(H(xf / d))));
+}
+
 class VectorizedMath : public ::testing::TestWithParam<Spec> {
  protected:
   void SetUp() override { set_num_threads(1); }
@@ -321,6 +333,9 @@ TEST_P(VectorizedMath, Float16) {
   Spec s = GetParam();
   if (s.name == "pow_0.5") s.ref = REF(std::pow(x, 0.5L));
   if (s.name == "pow_-0.5") s.ref = REF(std::pow(x, -0.5L));
+  // logit in float16 steps, as PyTorch's CPU kernel
+  if (s.name == "logit") s.ref = REF(logit_steps<Half>(x, false));
+  if (s.name == "logit_eps") s.ref = REF(logit_steps<Half>(x, true));
   run_16bit(s, kHalf);
 }
 TEST_P(VectorizedMath, BFloat16) {
@@ -328,6 +343,9 @@ TEST_P(VectorizedMath, BFloat16) {
   Spec s = GetParam();
   if (s.name == "pow_3") s.ref = REF(LD(static_cast<float>(BFloat16(static_cast<float>(x * x)))) * x);
   if (s.name == "pow_-2") s.ref = REF(1 / LD(static_cast<float>(BFloat16(static_cast<float>(x * x)))));
+  // logit in bfloat16 steps, as PyTorch's CPU kernel
+  if (s.name == "logit") s.ref = REF(logit_steps<BFloat16>(x, false));
+  if (s.name == "logit_eps") s.ref = REF(logit_steps<BFloat16>(x, true));
   run_16bit(s, kBFloat16);
 }
 

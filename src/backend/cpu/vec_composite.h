@@ -141,6 +141,23 @@ inline vec::VF round_buffer_v(vec::VF z, vec::VF code) {
   return z;
 }
 
+/// logit(x) = log(x / (1 - x)) on vectors, x first clamped to [lo, hi] in
+/// logit_eps_v. PyTorch's CPU kernel computes float16 and bfloat16 in the
+/// dtype's steps, 1 - x and the quotient each rounded (Vectorized<Half> and
+/// c10::BFloat16 arithmetic), then log: `code` is round_buffer_v's (1
+/// float16, 2 bfloat16, 0 once at the end; its CUDA kernel rounds once).
+template <class V>
+inline V logit_v(V x, V code = V{}) {
+  if constexpr (vec::is_float_vec<V>)
+    if (vec::any(code != V{})) return vec::log(round_buffer_v(x / round_buffer_v(one<V>() - x, code), code));
+  return vec::log(x / (one<V>() - x));
+}
+template <class V>
+inline V logit_eps_v(V x, V lo, V hi, V code = V{}) {
+  x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
+  return logit_v(x, code);
+}
+
 // The activation gradients of math::activation_grad (Note [Activation
 // gradients] in kernels/math.h) on vectors, the mode a template argument:
 // g the incoming gradient, v the saved value; s0, s1 logit's bounds (eps and
@@ -181,7 +198,13 @@ inline V activation_grad_v(V g, V v, V s0, V s1, V s2 = V{}) {
     const V zero{};
     const auto none = s0 < zero;
     const V lo = vec::select(none, zero, s0), hi = vec::select(none, one<V>(), s1);
-    V r = g / (v * (one<V>() - v));
+    // s2: a rounding code (round_buffer_v's): PyTorch's 16-bit CPU kernel
+    // rounds 1 - v and v * (1 - v) to the dtype before the division
+    V den = v * (one<V>() - v);
+    if constexpr (vec::is_float_vec<V>) {
+      if (vec::any(s2 != zero)) den = round_buffer_v(v * round_buffer_v(one<V>() - v, s2), s2);
+    }
+    V r = g / den;
     r = vec::select(v == zero || v == one<V>(), g * vec::splat<V>(INFINITY), r);
     return vec::select(v < lo || v > hi, vec::select(none, vec::splat<V>(NAN), zero), r);
   } else if constexpr (kMode == ActGrad::softplus) {

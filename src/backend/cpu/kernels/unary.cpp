@@ -75,19 +75,18 @@ struct GeluTanh {
 
 // logit(x, eps): with eps, s0 and s1 hold the clamp's bounds eps and 1 - eps
 // in the tensor's dtype (the front end rounds them, as torch's CPU kernel).
+// float16 and bfloat16 in the dtype's steps, as torch's CPU kernel (logit_v).
 void logit_kernel(TensorIter& it, const KernelArgs& a) {
   const double lo_d = a.has_s0 ? a.s0.to<double>() : -1.0;
-  if (lo_d < 0) return vec_op(it, "logit", [](auto x) { return vec::log(x / (one<decltype(x)>() - x)); });
-  BRISK_INTERNAL_ASSERT(a.has_s1, "logit: a lower bound without an upper one");
-  const double hi_d = a.s1.to<double>();
+  const double hi_d = a.has_s1 ? a.s1.to<double>() : 1.0;
+  BRISK_INTERNAL_ASSERT(lo_d < 0 || a.has_s1, "logit: a lower bound without an upper one");
   BRISK_DISPATCH_FLOAT(it.dtypes[1], "logit", [&] {
     using V = vec::Vec<opmath_t<scalar_t>>;
     using M = opmath_t<scalar_t>;
+    const V code = vec::splat<V>(M(std::is_same_v<scalar_t, Half> ? 1 : std::is_same_v<scalar_t, BFloat16> ? 2 : 0));
+    if (lo_d < 0) return vec_unary_kernel<scalar_t>(it, [=](V x) { return logit_v(x, code); });
     const V lo = vec::splat<V>(M(lo_d)), hi = vec::splat<V>(M(hi_d));
-    vec_unary_kernel<scalar_t>(it, [=](V x) {
-      x = vec::select(x < lo, lo, vec::select(x > hi, hi, x));
-      return vec::log(x / (one<V>() - x));
-    });
+    vec_unary_kernel<scalar_t>(it, [=](V x) { return logit_eps_v(x, lo, hi, code); });
   });
 }
 
