@@ -779,51 +779,94 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   check_same_shape(op, input, target);
   check_weight_without_grad(op, "weight", o.weight());
   check_weight_without_grad(op, "pos_weight", o.pos_weight());
-  // -[pw t log s(x) + (1-t) log(1-s(x))] = (1-t) x + (1 + (pw-1) t) softplus(-x),
-  // finite for any |x| (softplus switches to the identity past 20).
-  // weight and pos_weight in the loss's dtype, as PyTorch's in-place products
-  const ScalarType ldt = promote_types(input.dtype(), target.dtype());
-  const Tensor w = o.weight().defined() ? o.weight().to(ldt) : Tensor();
-  const Tensor pw = o.pos_weight().defined() ? o.pos_weight().to(ldt) : Tensor();
+  // PyTorch's steps (Loss.cpp): l = log_sigmoid(x) in x's dtype, times
+  // (pw - 1) t + 1 in place; then (1 - t) times x in place, minus l, times
+  // the weight in place. The in-place products make the loss the target's
+  // dtype (a float64 input with a float32 target gives float32, a bfloat16
+  // target bfloat16; brisk promoted both), and -log_sigmoid(x) is not
+  // softplus(-x) to the ulp (a quarter of float32 losses of 4 randn were
+  // an ulp or more away, tools/bitexact). Finite for any |x|.
+  BRISK_CHECK(is_floating_point(target.dtype()), op, "expected a floating point target, got ", target.dtype(),
+              " (the loss has the target's dtype)");
+  const ScalarType tdt = target.dtype();
+  const Tensor& w = o.weight();
+  const Tensor& pw = o.pos_weight();
+  const Reduction red = o.reduction();
   Tensor loss;
   {
     NoGradGuard ng;
-    Tensor sp = input.neg().softplus();
-    loss = (1.0 - target) * input;
-    loss = pw.defined() ? loss + ((pw - 1.0) * target + 1.0) * sp : loss + sp;
-    if (w.defined()) loss = loss * w;
+    Tensor ls = log_sigmoid(input);
+    if (pw.defined()) {
+      const Tensor lw = (pw - 1.0) * target + 1.0;
+      BRISK_CHECK(broadcast_shapes(ls.sizes(), lw.sizes(), op) == ls.sizes(), op,
+                  "weight or pos_weight does not broadcast to input shape ", shape_str(input.sizes()));
+      ls = (ls * lw).to(input.dtype());
+    }
+    loss = ((1.0 - target) * input).to(tdt);
+    loss = (loss - ls).to(tdt);
+    if (w.defined()) loss = (loss * w).to(tdt);
+    BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight or pos_weight does not broadcast to input shape ",
+                shape_str(input.sizes()));
+    loss = reduce(op, loss, red);
   }
-  BRISK_CHECK(loss.sizes() == input.sizes(), op, "weight or pos_weight does not broadcast to input shape ",
-              shape_str(input.sizes()));
   if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
-    // Its own node with PyTorch's formulas, each one product with g: the
-    // composite's derivatives were sums of two infinite terms (NaN) where
-    // torch's are inf (an infinite g, or the target gradient
-    // -x + (pw - 1) softplus(-x) at x = -inf). Written with brisk ops, so
-    // they have second derivatives.
+    // One node with the reduction, as PyTorch's, with its formulas and steps
+    // (binary_cross_entropy_with_logits_backward and its target form): the
+    // elementwise factor times the incoming gradient, times the weight, over
+    // numel for the mean. Without grad mode torch works in place, each step
+    // rounded to the first tensor's dtype (x's for the input gradient,
+    // pos_weight * t's with a pos_weight; x's for the target's pos_weight
+    // form, always in place); with the mean outside the node a bfloat16
+    // loss's gradient took 1/N rounded to bfloat16. Each is one product with
+    // g (the composite's derivatives were sums of two infinite terms, NaN,
+    // where torch's are inf). Written with brisk ops: second derivatives.
     using namespace autograd;
-    record("BinaryCrossEntropyWithLogitsBackward0", {loss}, {input, target},
-           {save(input), save(target), save(w), save(pw)}, [](BackwardCtx& c) -> TensorList {
+    const int64_t n = input.numel();
+    record("BinaryCrossEntropyWithLogitsBackward0", {loss}, {input, target}, {save(input), save(target), save(w), save(pw)},
+           [red, n](BackwardCtx& c) -> TensorList {
              const Tensor x = c.saved(0), t = c.saved(1), wt = c.saved(2), p = c.saved(3);
-             const Tensor g = wt.defined() ? c.grad() * wt : c.grad();
+             const Tensor& g = c.grad();
+             const bool inplace = !GradMode::is_enabled();
+             // a step of an in-place chain: computed in the promoted dtype, rounded to dt's
+             auto step = [](const Tensor& v, ScalarType dt, bool in_place) { return in_place ? v.to(dt) : v; };
+             auto finish = [&](Tensor v, bool in_place) {
+               const ScalarType dt = v.dtype();
+               v = step(v * g, dt, in_place);
+               if (wt.defined()) v = step(v * wt, dt, in_place);
+               return red == Reduction::Mean ? step(v / static_cast<double>(n), dt, in_place) : v;
+             };
              Tensor gx, gt;
              if (c.needs(0)) {
-               // ((pw t + 1 - t) sigmoid(x) - pw t) g
+               // ((pw t + 1 - t) sigmoid(x) - pw t) g, or (sigmoid(x) - t) g
+               const Tensor s = x.sigmoid();
                if (p.defined()) {
                  const Tensor pt = p * t;
-                 gx = ((pt + 1.0 - t) * x.sigmoid() - pt) * g;
+                 const ScalarType dt = pt.dtype();
+                 Tensor v = step((pt + 1.0) - t, dt, inplace);
+                 v = step(v * s, dt, inplace);
+                 gx = finish(step(v - pt, dt, inplace), inplace);
                } else {
-                 gx = (x.sigmoid() - t) * g;
+                 gx = finish(step(s - t, x.dtype(), inplace), inplace);
                }
              }
-             if (c.needs(1)) {
-               // (log_sigmoid(-x) - pw log_sigmoid(x)) g = (pw softplus(-x) - softplus(x)) g
-               gt = p.defined() ? (p * x.neg().softplus() - x.softplus()) * g : x.neg() * g;
+             if (c.needs(1)) {  // (log_sigmoid(-x) - log_sigmoid(x) pw) g in x's dtype, or -x g
+               if (p.defined()) {
+                 const ScalarType dt = x.dtype();
+                 const Tensor v = (log_sigmoid(x.neg()) - (log_sigmoid(x) * p).to(dt)).to(dt);
+                 Tensor r = (v * g).to(dt);
+                 if (wt.defined()) r = step(r * wt, dt, inplace);
+                 gt = red == Reduction::Mean ? step(r / static_cast<double>(n), dt, inplace) : r;
+               } else {
+                 Tensor r = x.neg() * g;
+                 const ScalarType dt = r.dtype();
+                 if (wt.defined()) r = step(r * wt, dt, inplace);
+                 gt = red == Reduction::Mean ? step(r / static_cast<double>(n), dt, inplace) : r;
+               }
              }
              return {gx, gt};
            });
   }
-  return reduce(op, loss, o.reduction());
+  return loss;
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o) {

@@ -3534,5 +3534,40 @@ TEST(PyTorchDivergence, HalfLogitComputesInTheDtypesSteps) {
     }
 }
 
+// PyTorch's binary_cross_entropy_with_logits (Loss.cpp) works in place on
+// (1 - target): the loss has the target's dtype (brisk promoted: a float64
+// input with a bfloat16 target gave float64), -log_sigmoid(x) is not
+// softplus(-x) to the ulp, and its backward includes the reduction and
+// works in place in x's dtype (pos_weight * t's with a pos_weight), so a
+// bfloat16 input's gradient is rounded at each step and the mean divides at
+// the end (brisk's took 1/N rounded to the loss's dtype). Values from
+// torch 2.15.
+TEST(PyTorchDivergence, BceWithLogitsHasTheTargetsDtypeAndTorchsSteps) {
+  namespace F = nn::functional;
+  const Tensor x = tensor<double>({-0.5859375, 3.140625, 3.78125, -4.46875, 6.75, -3.578125}, kDouble)
+                       .to(kBFloat16)
+                       .requires_grad_();
+  const Tensor t = tensor<float>({0, 1, 1, 0, 1, 0}).requires_grad_();
+  const Tensor pw = tensor<double>({0.859375, 0.6171875, 1.3359375, 1.078125, 2.15625, 0.21875}, kDouble).to(kBFloat16);
+  const Tensor l = F::binary_cross_entropy_with_logits(x, t, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(pw));
+  EXPECT_EQ(l.dtype(), kFloat);
+  EXPECT_EQ(l.item<double>(), 0.08922576904296875);
+  const auto g = autograd::grad({l}, {x, t});
+  EXPECT_TRUE(same_bits(g[0], {0.0595703125, -0.004425048828125, -0.005218505859375, 0.00189208984375, 0.0,
+                               0.004547119140625}));
+  EXPECT_TRUE(same_bits(g[1], {0.07373046875, -0.52734375, -0.62890625, 0.80078125, -1.125, 0.126953125}));
+  // the target's dtype: float64 logits, bfloat16 target
+  const Tensor x2 = tensor<double>({-10.0, -5.0, 3.0}, kDouble).requires_grad_();
+  const Tensor l2 = F::binary_cross_entropy_with_logits(x2, tensor<float>({0, 0, 1}).to(kBFloat16),
+                                                        F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(nn::kNone));
+  EXPECT_EQ(l2.dtype(), kBFloat16);
+  EXPECT_TRUE(same_bits(l2, {4.5299530029296875e-05, 0.0067138671875, 0.048583984375}));
+  EXPECT_TRUE(same_bits(autograd::grad({l2.sum()}, {x2})[0],
+                        {4.5397868702434395e-05, 0.0066928509242848554, -0.047425873177566635}));
+  // an integer target has no dtype for the loss (torch: "result type Float can't be cast to Long")
+  expect_error([&] { F::binary_cross_entropy_with_logits(x2.detach(), tensor<int64_t>({0, 0, 1}, kInt64)); },
+               {"[binary_cross_entropy_with_logits]", "floating point target"});
+}
+
 }  // namespace
 }  // namespace brisk
