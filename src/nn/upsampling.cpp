@@ -20,7 +20,8 @@
 // recomputed), or (in - 1) / (out - 1) with align_corners. The arithmetic
 // follows PyTorch 2's CPU kernels to the bit: float for float32, float16 and
 // bfloat16 inputs, double for float64, with the fused multiply-add PyTorch 2
-// computes scale * (i + 0.5) - 0.5 with, and the nearest modes' float floor
+// computes scale * (i + 0.5) - 0.5 with where its kernel has one
+// (fused_source_coordinate), and the nearest modes' float floor
 // (a float64 input's positions are rounded to float before flooring).
 // Each dim becomes index_select (one per tap) times a weight column, summed.
 #include <algorithm>
@@ -83,11 +84,42 @@ T compute_scale(int64_t in, int64_t out, bool align_corners, std::optional<doubl
   return static_cast<T>(in) / static_cast<T>(out);
 }
 
-/// scale * (i + 0.5) - 0.5 with one rounding (PyTorch 2 fuses it), or scale * i.
+/// scale * (i + 0.5) - 0.5, or scale * i with align_corners. With `fused`
+/// one rounding, as the PyTorch 2.15 kernels that its compiler contracted to
+/// a multiply-add (fused_source_coordinate); else two.
 template <class T>
-T source_coordinate(T scale, int64_t i, bool align_corners) {
+T source_coordinate(T scale, int64_t i, bool align_corners, bool fused = true) {
   if (align_corners) return scale * static_cast<T>(i);
-  return std::fma(scale, static_cast<T>(i) + T(0.5), T(-0.5));
+  if (fused) return std::fma(scale, static_cast<T>(i) + T(0.5), T(-0.5));
+  volatile T p = scale * (static_cast<T>(i) + T(0.5));  // rounded: never contracted here
+  return p - T(0.5);
+}
+
+/// Whether PyTorch 2.15's CPU kernel for `mode` and dtype `dt` computes the
+/// source coordinate with one rounding: its build contracted the multiply and
+/// the subtraction in some kernels and not in others. Not fused: linear and
+/// trilinear in float32 and float16 (measured with a weight that is exactly 0
+/// unfused and 1.5e-8 fused, next to a 3e38: fuzzer nn2 seed 631 case
+/// 1274688, a trilinear 3.7e30 where torch gives -0.25); fused: bilinear,
+/// bicubic, float64, and bfloat16 (their weights at other positions, an ulp
+/// apart, say so).
+bool fused_source_coordinate(InterpolateMode mode, ScalarType dt) {
+  return !((mode == kLinear || mode == kTrilinear) && (dt == kFloat || dt == kHalf));
+}
+
+/// v rounded to float16 or bfloat16.
+float round16(ScalarType dt, float v) {
+  return dt == kHalf ? static_cast<float>(Half(v)) : static_cast<float>(BFloat16(v));
+}
+
+/// Whether PyTorch's CPU kernel computes `mode` on a 16-bit input in that
+/// dtype's steps: linear and trilinear (its generic kernel: scalar_t weights,
+/// t and then 1 - t each rounded, and every product and sum rounded, the
+/// innermost dim first); its bilinear kernel computes in float32, as brisk
+/// does for the other modes. (Its bicubic's cubic weights are computed in
+/// the 16-bit type too; not followed yet: an ulp or so apart.)
+bool half_steps(InterpolateMode mode, ScalarType dt) {
+  return (dt == kHalf || dt == kBFloat16) && (mode == kLinear || mode == kTrilinear);
 }
 
 /// Keys' cubic convolution kernel, a = -0.75, on |x| <= 1 and 1 < |x| < 2.
@@ -103,7 +135,8 @@ T cubic_far(T x) {
 }
 
 template <class T>
-DimPlan plan_dim(InterpolateMode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> factor) {
+DimPlan plan_dim(InterpolateMode mode, int64_t in, int64_t out, bool align_corners, std::optional<double> factor,
+                 bool fused, ScalarType steps16 = kFloat) {
   DimPlan p;
   const T scale = compute_scale<T>(in, out, align_corners && is_interpolating(mode), factor);
   if (is_nearest(mode)) {
@@ -122,7 +155,7 @@ DimPlan plan_dim(InterpolateMode mode, int64_t in, int64_t out, bool align_corne
     p.taps.resize(4);
     p.weights.resize(4);
     for (int64_t i = 0; i < out; ++i) {
-      const T x = source_coordinate(scale, i, align_corners);
+      const T x = source_coordinate(scale, i, align_corners, fused);
       const int64_t base = std::min(static_cast<int64_t>(std::floor(static_cast<float>(x))), in - 1);
       const T t = std::min(std::max(x - static_cast<T>(base), T(0)), T(1));
       const T w[4] = {cubic_far<T>(t + 1), cubic_near<T>(t), cubic_near<T>(1 - t), cubic_far<T>(2 - t)};
@@ -135,13 +168,18 @@ DimPlan plan_dim(InterpolateMode mode, int64_t in, int64_t out, bool align_corne
     p.taps.resize(2);
     p.weights.resize(2);
     for (int64_t i = 0; i < out; ++i) {
-      T x = source_coordinate(scale, i, align_corners);
+      T x = source_coordinate(scale, i, align_corners, fused);
       if (x < T(0)) x = T(0);
       const int64_t i0 = std::min(static_cast<int64_t>(std::floor(static_cast<float>(x))), in - 1);
-      const T t = std::min(std::max(x - static_cast<T>(i0), T(0)), T(1));
+      T t = std::min(std::max(x - static_cast<T>(i0), T(0)), T(1));
+      T t0 = T(1) - t;
+      if (steps16 != kFloat) {  // torch's scalar_t lambdas: t, then 1 - t, each rounded to the dtype
+        t = static_cast<T>(round16(steps16, static_cast<float>(t)));
+        t0 = static_cast<T>(round16(steps16, static_cast<float>(T(1) - t)));
+      }
       p.taps[0].push_back(i0);
       p.taps[1].push_back(i0 + (i0 < in - 1 ? 1 : 0));
-      p.weights[0].push_back(static_cast<double>(T(1) - t));
+      p.weights[0].push_back(static_cast<double>(t0));
       p.weights[1].push_back(static_cast<double>(t));
     }
   }
@@ -292,12 +330,14 @@ Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& o) {
   bool identity = true;
   for (int64_t i = 0; i < dims; ++i) {
     const size_t k = static_cast<size_t>(i);
-    plans.push_back(compute == kDouble ? plan_dim<double>(mode, in[k], out[k], align_corners, factors[k])
-                                       : plan_dim<float>(mode, in[k], out[k], align_corners, factors[k]));
+    const bool fused = fused_source_coordinate(mode, x.dtype());
+    const ScalarType steps16 = half_steps(mode, x.dtype()) ? x.dtype() : kFloat;
+    plans.push_back(compute == kDouble ? plan_dim<double>(mode, in[k], out[k], align_corners, factors[k], fused)
+                                       : plan_dim<float>(mode, in[k], out[k], align_corners, factors[k], fused, steps16));
     identity &= plans.back().identity;
   }
   if (identity) return x.clone();
-  const bool widen = !is_nearest(mode) && x.dtype() != compute;
+  const bool widen = !is_nearest(mode) && x.dtype() != compute && !half_steps(mode, x.dtype());
   Tensor y = widen ? x.to(compute) : x;
   for (int64_t i = dims; i-- > 0;)  // innermost dim first (Note [Separable interpolation])
     if (!plans[static_cast<size_t>(i)].identity) y = resample_dim(y, i + 2, plans[static_cast<size_t>(i)]);

@@ -441,3 +441,39 @@ TEST(Upsample, Module) {
 }
 
 }  // namespace
+
+// PyTorch 2.15's kernels compute the source coordinate scale * (i + 0.5) - 0.5
+// with one rounding in some modes and two in others (fused_source_coordinate
+// in src/nn/upsampling.cpp): a weight that is exactly 0 unfused is 1.5e-8
+// fused, visible next to a 3e38 (fuzzer nn2 seed 631 case 1274688: a
+// trilinear 3.7e30 where torch gives -0.25). Its linear and trilinear
+// kernels weight 16-bit inputs in that dtype (t, then 1 - t, each rounded).
+// Values from torch 2.15.
+TEST(Interpolate, SourceCoordinatesAndWeightsAsPyTorchsKernels) {
+  auto along = [](const Tensor& y) {
+    const Tensor v = y.to(kDouble).contiguous().reshape({-1});
+    return std::vector<double>(v.data_ptr<double>(), v.data_ptr<double>() + v.numel());
+  };
+  Tensor x3 = zeros({1, 1, 2, 2, 2});
+  x3.index_put_({0, 0, 1, 0, 0}, 3e38);
+  const Tensor t3 = F::interpolate(x3, F::InterpolateFuncOptions()
+                                           .scale_factor(std::vector<double>{3.0, 1.0, 1.0})
+                                           .mode(nn::kTrilinear)
+                                           .align_corners(false));
+  EXPECT_EQ(along(t3.select(4, 0).select(3, 0)),
+            (std::vector<double>{0.0, 0.0, 1.0000001708526653e+38, 2.0000003417053306e+38, 3.0000000054977558e+38,
+                                 3.0000000054977558e+38}));
+  Tensor x2 = zeros({1, 1, 2, 2});
+  x2.index_put_({0, 0, 1, 0}, 3e38);
+  const Tensor t2 = F::interpolate(
+      x2, F::InterpolateFuncOptions().scale_factor(std::vector<double>{3.0, 1.0}).mode(nn::kBilinear).align_corners(false));
+  EXPECT_EQ(along(t2.select(3, 0)),
+            (std::vector<double>{0.0, 4.4703483663465914e+30, 1.0000001708526653e+38, 2.0000001388812345e+38,
+                                 3.0000000054977558e+38, 3.0000000054977558e+38}));
+  const Tensor x1 = tensor<double>({0.0, 3e38, 0.0}, kDouble).to(kBFloat16).reshape({1, 1, 3});
+  const Tensor t1 = F::interpolate(
+      x1, F::InterpolateFuncOptions().scale_factor(std::vector<double>{3.0}).mode(nn::kLinear).align_corners(false));
+  EXPECT_EQ(along(t1), (std::vector<double>{0.0, 4.476391182055935e+30, 1.0035671368176115e+38, 2.007134273635223e+38,
+                                            3.00405527047391e+38, 1.9938419936773738e+38, 9.969209968386869e+37, 0.0,
+                                            0.0}));
+}
