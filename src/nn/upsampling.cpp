@@ -223,7 +223,11 @@ Tensor area(const Tensor& x, const std::vector<int64_t>& out) {
   }
   if (x.dim() == 3) return adaptive_avg_pool2d(x.unsqueeze(2), {1, out[0]}).squeeze(2);
   if (x.dim() == 4) return adaptive_avg_pool2d(x, {out[0], out[1]});
-  // 5-D: pool (H, W) of every depth slice, then D (the pooling is separable).
+  // 5-D: pool (H, W) of every depth slice, then D (the pooling is separable),
+  // 16-bit inputs in float32 as PyTorch's one adaptive_avg_pool3d (two
+  // rounded stages overflowed a float16 gradient its one stage keeps finite:
+  // fuzzer nn2 seed 631 case 1976921, inf where torch gives 58336).
+  if (is_reduced_float(x.dtype())) return area(x.to(kFloat), out).to(x.dtype());
   const int64_t N = x.size(0), C = x.size(1), D = x.size(2);
   Tensor hw = adaptive_avg_pool2d(x.reshape({N, C * D, x.size(3), x.size(4)}), {out[1], out[2]});
   Tensor d = adaptive_avg_pool2d(hw.reshape({N, C, D, out[1] * out[2]}), {out[0], out[1] * out[2]});
