@@ -536,18 +536,56 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
   Tensor loss;
   {
     NoGradGuard ng;
+    // PyTorch 2.15's roundings, which differ by kernel and dtype (each
+    // measured bit for bit on 20000 values and three betas): smooth_l1 is
+    // ((0.5 z) z) / beta and z - 0.5 beta, in float16 on the CPU in float16
+    // steps with beta and 0.5 beta rounded to it, in bfloat16 in float32
+    // rounded once; huber is (0.5 z) z and (z - 0.5 delta) delta, float16 in
+    // float32 rounded once, bfloat16's linear piece in bfloat16 steps with
+    // delta rounded to it (so is its comparison). CUDA's kernels compute
+    // 16-bit in float32 and round once. brisk's d^2 * (0.5 / beta) was an ulp
+    // off in a fifth of float32 smooth_l1 values for beta != 1.
+    const ScalarType dt = diff.dtype();
+    const bool cpu = diff.is_cpu();
     const Tensor d = diff.abs();
-    const Tensor quad = smooth ? d.square() * (0.5 / c) : d.square() * 0.5;
-    const Tensor lin = smooth ? d - 0.5 * c : (d - 0.5 * c) * c;
-    loss = where(d.lt(c), quad, lin);
+    auto r16 = [dt](double v) {
+      return dt == kHalf ? double(static_cast<float>(Half(static_cast<float>(v))))
+                         : double(static_cast<float>(BFloat16(static_cast<float>(v))));
+    };
+    const bool half_steps = cpu && dt == kHalf && smooth;
+    const bool bf16_huber = cpu && dt == kBFloat16 && !smooth;
+    const bool widen = is_reduced_float(dt) && !half_steps && !bf16_huber;
+    // (in float32, |x - t| is not rounded to the 16-bit dtype first)
+    const Tensor z = widen ? (input.to(kFloat) - target.to(kFloat)).abs() : d;
+    if (half_steps) {
+      loss = where(d.lt(c), ((d * 0.5) * d) / r16(c), d - r16(0.5 * c));
+    } else if (bf16_huber) {
+      const double ch = r16(c);
+      const Tensor zf = d.to(kFloat);
+      loss = where(d.lt(ch), ((zf * 0.5) * zf).to(dt), (d - r16(0.5 * ch)) * ch);
+    } else if (smooth) {
+      loss = where(z.lt(c), ((z * 0.5) * z) / c, z - 0.5 * c);
+    } else {
+      loss = where(z.lt(c), (z * 0.5) * z, (z - 0.5 * c) * c);
+    }
+    if (widen) loss = loss.to(dt);
   }
-  if (BRISK_UNLIKELY(autograd::should_record(input, target)))
-    autograd::record(node, {loss}, {input, target}, {autograd::save(diff)},
-                     [c, smooth](autograd::BackwardCtx& ctx) -> TensorList {
-                       Tensor g = ctx.grad() * ctx.saved(0).clamp(-c, c);
-                       if (smooth) g = g / c;
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // smooth_l1's gradient is PyTorch's: the incoming gradient itself outside
+    // [-c, c] (g * c / c was an ulp off), (x / c) g inside; 16-bit in float32
+    // from the unrounded x - t, rounded once (torch 2.15, measured bit for bit)
+    const ScalarType dt = diff.dtype();
+    const bool wide = smooth && is_reduced_float(dt);
+    const Tensor x = wide ? input.to(kFloat) - target.to(kFloat) : diff;
+    autograd::record(node, {loss}, {input, target}, {autograd::save(x)},
+                     [c, smooth, wide, dt](autograd::BackwardCtx& ctx) -> TensorList {
+                       const Tensor& xs = ctx.saved(0);
+                       Tensor g = smooth ? where(xs.le(-c), -ctx.grad(), where(xs.ge(c), ctx.grad(), (xs / c) * ctx.grad()))
+                                         : ctx.grad() * xs.clamp(-c, c);
+                       if (wide) g = g.to(dt);
                        return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
                      });
+  }
   return loss;
 }
 }  // namespace

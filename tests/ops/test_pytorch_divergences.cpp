@@ -3569,5 +3569,45 @@ TEST(PyTorchDivergence, BceWithLogitsHasTheTargetsDtypeAndTorchsSteps) {
                {"[binary_cross_entropy_with_logits]", "floating point target"});
 }
 
+// smooth_l1_loss and huber_loss in PyTorch 2.15's roundings, which differ by
+// dtype: smooth_l1 ((0.5 z) z) / beta (brisk's z^2 * (0.5 / beta) was an ulp
+// off in a fifth of float32 values), float16 in float16 steps, bfloat16 in
+// float32; huber's bfloat16 linear piece in bfloat16 steps; smooth_l1's
+// gradient (x / beta) g, 16-bit in float32 from the unrounded difference.
+// beta = delta = 0.3; values from torch 2.15.
+TEST(PyTorchDivergence, SmoothL1AndHuberRoundAsPyTorch) {
+  namespace F = nn::functional;
+  struct Case {
+    ScalarType dt;
+    std::vector<double> smooth, grad, huber;
+  };
+  const std::vector<Case> cases{
+      {kFloat,
+       {0.013499999418854713, 0.29999998211860657, 0.44999995827674866, 1.350000023841858, 0.20000001788139343,
+        0.14016665518283844},
+       {0.21000000834465027, 1.2999999523162842, 0.8999999761581421, 1.100000023841858, -0.33000001311302185,
+        -0.5799999833106995},
+       {0.004050000105053186, 0.08999999612569809, 0.13499999046325684, 0.4050000309944153, 0.06000000610947609,
+        0.04204999655485153}},
+      {kHalf,
+       {0.01348876953125, 0.2998046875, 0.4501953125, 1.349609375, 0.2000732421875, 0.14013671875},
+       {0.2099609375, 1.2998046875, 0.89990234375, 1.099609375, -0.330078125, -0.580078125},
+       {0.004047393798828125, 0.0899658203125, 0.135009765625, 0.405029296875, 0.05999755859375, 0.04205322265625}},
+      {kBFloat16,
+       {0.0135498046875, 0.30078125, 0.44921875, 1.3515625, 0.201171875, 0.1396484375},
+       {0.2099609375, 1.296875, 0.8984375, 1.1015625, -0.330078125, -0.578125},
+       {0.0040283203125, 0.08984375, 0.134765625, 0.40625, 0.060546875, 0.041748046875}},
+  };
+  for (const Case& c : cases) {
+    const Tensor x = tensor<float>({0.1f, -0.25f, 0.7f, 2.0f, -0.05f, 0.29f}).to(c.dt).requires_grad_();
+    const Tensor t = tensor<float>({0.01f, 0.2f, 0.1f, 0.5f, 0.3f, 0.0f}).to(c.dt);
+    const Tensor g = tensor<float>({0.7f, -1.3f, 0.9f, 1.1f, 0.33f, -0.6f}).to(c.dt);
+    const Tensor y = F::smooth_l1_loss(x, t, F::SmoothL1LossFuncOptions(nn::kNone).beta(0.3));
+    EXPECT_TRUE(same_bits(y, c.smooth)) << c.dt;
+    EXPECT_TRUE(same_bits(autograd::grad({y}, {x}, {g})[0], c.grad)) << c.dt;
+    EXPECT_TRUE(same_bits(F::huber_loss(x.detach(), t, F::HuberLossFuncOptions(nn::kNone).delta(0.3)), c.huber)) << c.dt;
+  }
+}
+
 }  // namespace
 }  // namespace brisk
