@@ -529,7 +529,11 @@ namespace {
 /// its own node, as PyTorch's: d(loss)/d(input) = clamp(x - t, -c, c) / s
 /// (c = delta or beta; s = 1 or beta), finite for an infinite difference and
 /// NaN for a NaN one. (A composite of abs/clamp/where gave 0 at NaN.)
-Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& target, double c, bool smooth) {
+/// smooth_l1 (smooth) or huber loss, reduced, with one node for the
+/// gradient that includes the reduction, as PyTorch's; `out` the loss's
+/// dtype before the reduction (huber's is the input's).
+Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& target, double c, bool smooth,
+                         Reduction red, std::optional<ScalarType> out = std::nullopt) {
   // diff keeps its history: the backward formula reads it, so second
   // derivatives flow through it (under create_graph).
   const Tensor diff = input - target;
@@ -569,6 +573,8 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
       loss = where(z.lt(c), (z * 0.5) * z, (z - 0.5 * c) * c);
     }
     if (widen) loss = loss.to(dt);
+    if (out) loss = loss.to(*out);
+    loss = reduce(smooth ? "smooth_l1_loss" : "huber_loss", loss, red);
   }
   if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
     // smooth_l1's gradient is PyTorch's: the incoming gradient itself outside
@@ -577,12 +583,18 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
     const ScalarType dt = diff.dtype();
     const bool wide = smooth && is_reduced_float(dt);
     const Tensor x = wide ? input.to(kFloat) - target.to(kFloat) : diff;
+    // The mean's 1 / N multiplies the incoming gradient in float32 for 16-bit
+    // dtypes (PyTorch's kernel takes the norm; brisk's mean node rounded 1 / N
+    // to float16 first, a third of the gradients an ulp off).
+    const double norm = red == Reduction::Mean ? 1.0 / static_cast<double>(input.numel()) : 1.0;
+    const bool wide16 = is_reduced_float(dt);
     autograd::record(node, {loss}, {input, target}, {autograd::save(x)},
-                     [c, smooth, wide, dt](autograd::BackwardCtx& ctx) -> TensorList {
+                     [c, smooth, wide, wide16, dt, norm](autograd::BackwardCtx& ctx) -> TensorList {
                        const Tensor& xs = ctx.saved(0);
-                       Tensor g = smooth ? where(xs.le(-c), -ctx.grad(), where(xs.ge(c), ctx.grad(), (xs / c) * ctx.grad()))
-                                         : ctx.grad() * xs.clamp(-c, c);
-                       if (wide) g = g.to(dt);
+                       Tensor gn = wide16 ? ctx.grad().to(kFloat) : ctx.grad();
+                       if (norm != 1.0) gn = gn * norm;
+                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xs / c) * gn)) : gn * xs.clamp(-c, c);
+                       if (wide16) g = g.to(dt);
                        return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
                      });
   }
@@ -600,9 +612,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
   if (beta == 0.0) return l1_loss(input, target, L1LossFuncOptions(o.reduction()));
   check_same_shape("smooth_l1_loss", input, target, /*promoted=*/true);
   // (beta 0 is l1_loss, which refuses a bool operand, as torch's.)
-  return reduce("smooth_l1_loss",
-                huber_elementwise("SmoothL1LossBackward0", unbool(input, target), unbool(target, input), beta, true),
-                o.reduction());
+  return huber_elementwise("SmoothL1LossBackward0", unbool(input, target), unbool(target, input), beta, true,
+                           o.reduction());
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
@@ -612,8 +623,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
   const double delta = o.delta();
   BRISK_CHECK(delta > 0, "huber_loss", "delta must be positive, got ", delta);
   // PyTorch's result has the input's dtype (not the promoted one).
-  const Tensor loss = huber_elementwise("HuberLossBackward0", input, unbool(target, input), delta, false);
-  return reduce("huber_loss", loss.to(input.dtype()), o.reduction());
+  return huber_elementwise("HuberLossBackward0", input, unbool(target, input), delta, false, o.reduction(),
+                           input.dtype());
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& o) {
