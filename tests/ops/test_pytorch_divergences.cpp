@@ -3609,5 +3609,29 @@ TEST(PyTorchDivergence, SmoothL1AndHuberRoundAsPyTorch) {
   }
 }
 
+// PyTorch's binary_cross_entropy is (t - 1) max(log1p(-x), -100) -
+// t max(log(x), -100) in the dtype's steps (brisk's log(1 - x) was an ulp off
+// in a sixth of bfloat16 losses), and its gradient includes the mean: g (x -
+// t) / max(x (1 - x), eps) over numel at the end (brisk's mean node rounded
+// 1 / N first). Values from torch 2.15.
+TEST(PyTorchDivergence, BinaryCrossEntropyInTorchsStepsWithTheMeanInItsGradient) {
+  namespace F = nn::functional;
+  const Tensor p = tensor<double>({0.30078125, 0.8984375, 0.050048828125, 0.6015625, 1.0, 0.419921875}, kDouble)
+                       .to(kBFloat16)
+                       .requires_grad_();
+  const Tensor t = tensor<float>({0, 1, 0, 1, 0, 1}).to(kBFloat16);
+  EXPECT_TRUE(same_bits(F::binary_cross_entropy(p, t, F::BinaryCrossEntropyFuncOptions().reduction(nn::kNone)),
+                        {0.357421875, 0.10693359375, 0.05126953125, 0.5078125, 100.0, 0.8671875}));
+  const Tensor l = F::binary_cross_entropy(p, t);
+  EXPECT_EQ(l.item<double>(), 17.0);
+  EXPECT_TRUE(same_bits(autograd::grad({l}, {p})[0], {0.23828125, -0.1845703125, 0.17578125, -0.27734375,
+                                                       166429982720.0, -0.396484375}));
+  const Tensor pf = tensor<float>({0.3f, 0.9f, 0.05f, 0.6f, 0.999f, 0.42f}).requires_grad_();
+  const Tensor lf = F::binary_cross_entropy(pf, tensor<float>({0, 1, 0, 1, 0, 1}));
+  EXPECT_TRUE(same_bits(autograd::grad({lf}, {pf})[0],
+                        {0.2380952388048172, -0.18518519401550293, 0.17543859779834747, -0.277777761220932,
+                         166.66880798339844, -0.3968254029750824}));
+}
+
 }  // namespace
 }  // namespace brisk
