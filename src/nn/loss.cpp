@@ -120,14 +120,34 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMar
   // rounded once: x = 0.5 gave 0.47460938 in bfloat16, torch 0.47265625; and a float64
   // target made a float64 loss. Where exp(z) overflows the loss stays finite, z
   // (torch's is inf), and exp reads 0 there so that backward has no inf * 0.
-  Tensor z = (input.neg() * target).to(input.dtype());
-  Tensor big;
+  // (as PyTorch's: "not differentiable with respect to argument 'target'")
+  BRISK_CHECK(!(GradMode::is_enabled() && target.requires_grad()), op,
+              "is not differentiable with respect to the target, which cannot require grad (as PyTorch)");
+  const ScalarType dt = input.dtype();
+  const Reduction red = o.reduction();
+  Tensor loss;
   {
     NoGradGuard no_grad;
-    big = z.exp().isinf().logical_and(z.isfinite());
+    const Tensor z = (input.neg() * target).to(dt);
+    const Tensor big = z.exp().isinf().logical_and(z.isfinite());
+    loss = reduce(op, where(big, z, where(big, Scalar(0.0), z).exp().log1p()), red);
   }
-  Tensor loss = where(big, z, where(big, Scalar(0.0), z).exp().log1p());
-  return reduce(op, loss, o.reduction());
+  if (BRISK_UNLIKELY(autograd::should_record(input, target))) {
+    // PyTorch's backward (soft_margin_loss_backward, in place in x's dtype):
+    // z = exp(-t x); (t z) (-norm) / (z + 1) g, norm = 1 / numel for the mean
+    // (the composite's autograd was an ulp off in a third of the gradients)
+    using namespace autograd;
+    const double norm = red == Reduction::Mean ? 1.0 / static_cast<double>(input.numel()) : 1.0;
+    record("SoftMarginLossBackward0", {loss}, {input, target}, {save(input), save(target)},
+           [dt, norm](BackwardCtx& c) -> TensorList {
+             const Tensor x = c.saved(0), t = c.saved(1);
+             const Tensor z = (t.neg() * x).exp();
+             Tensor gx = ((t * z).to(dt) * -norm).to(dt);
+             gx = ((gx / (z + 1.0).to(dt)).to(dt) * c.grad()).to(dt);
+             return {gx, Tensor()};
+           });
+  }
+  return loss;
 }
 
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,

@@ -3633,5 +3633,22 @@ TEST(PyTorchDivergence, BinaryCrossEntropyInTorchsStepsWithTheMeanInItsGradient)
                          166.66880798339844, -0.3968254029750824}));
 }
 
+// soft_margin_loss's gradient is PyTorch's backward, in place in x's dtype:
+// (t z) (-norm) / (z + 1) g with z = exp(-t x) (the composite's autograd was
+// an ulp off in a third of float16 gradients); a target that requires grad
+// raises, as in PyTorch. torch 2.15, reduction 'none', float16.
+TEST(PyTorchDivergence, SoftMarginLossGradientIsTorchsBackward) {
+  namespace F = nn::functional;
+  const Tensor x = tensor<float>({0.5f, -1.25f, 2.0f, 0.1f, -3.0f, 1.7f}).to(kHalf).requires_grad_();
+  const Tensor t = tensor<float>({1, -1, 1, -1, 1, -1}).to(kHalf);
+  const Tensor g = tensor<float>({0.3f, -0.7f, 1.1f, 0.9f, -0.2f, 0.6f}).to(kHalf);
+  const Tensor l = F::soft_margin_loss(x, t, F::SoftMarginLossFuncOptions(nn::kNone));
+  EXPECT_TRUE(same_bits(autograd::grad({l}, {x}, {g})[0],
+                        {-0.11328125, -0.1558837890625, -0.131103515625, 0.472412109375, 0.1904296875,
+                         0.50732421875}));
+  expect_error([&] { F::soft_margin_loss(x, t.detach().to(kFloat).requires_grad_()); },
+               {"[soft_margin_loss]", "not differentiable with respect to the target"});
+}
+
 }  // namespace
 }  // namespace brisk
