@@ -142,7 +142,11 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMar
            [dt, norm](BackwardCtx& c) -> TensorList {
              const Tensor x = c.saved(0), t = c.saved(1);
              const Tensor z = (t.neg() * x).exp();
-             Tensor gx = ((t * z).to(dt) * -norm).to(dt);
+             // (-norm in the 16-bit dtype: its in-place mul_ there rounds the scalar; measured)
+             const double nn = dt == kHalf       ? double(static_cast<float>(Half(static_cast<float>(-norm))))
+                               : dt == kBFloat16 ? double(static_cast<float>(BFloat16(static_cast<float>(-norm))))
+                                                 : -norm;
+             Tensor gx = ((t * z).to(dt) * nn).to(dt);
              gx = ((gx / (z + 1.0).to(dt)).to(dt) * c.grad()).to(dt);
              return {gx, Tensor()};
            });

@@ -3646,6 +3646,12 @@ TEST(PyTorchDivergence, SoftMarginLossGradientIsTorchsBackward) {
   EXPECT_TRUE(same_bits(autograd::grad({l}, {x}, {g})[0],
                         {-0.11328125, -0.1558837890625, -0.131103515625, 0.472412109375, 0.1904296875,
                          0.50732421875}));
+  // the mean: -1 / N in the 16-bit dtype (torch's in-place mul_ rounds it); bfloat16
+  const Tensor xb = x.detach().to(kBFloat16).requires_grad_();
+  const Tensor lb = F::soft_margin_loss(xb, t.to(kBFloat16));
+  EXPECT_EQ(lb.item<double>(), 1.0859375);
+  EXPECT_TRUE(same_bits(autograd::grad({lb}, {xb})[0], {-0.06298828125, 0.037109375, -0.02001953125, 0.087890625,
+                                                         -0.1591796875, 0.1416015625}));
   expect_error([&] { F::soft_margin_loss(x, t.detach().to(kFloat).requires_grad_()); },
                {"[soft_margin_loss]", "not differentiable with respect to the target"});
 }
