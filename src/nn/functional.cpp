@@ -593,7 +593,10 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
                        const Tensor& xs = ctx.saved(0);
                        Tensor gn = wide16 ? ctx.grad().to(kFloat) : ctx.grad();
                        if (norm != 1.0) gn = gn * norm;
-                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xs / c) * gn)) : gn * xs.clamp(-c, c);
+                       // (x's path counts only where |x| < c: the second derivative is
+                       // g [|x| < c] / c, 0 at a NaN x, as torch's double backward)
+                       const Tensor xin = smooth ? where(xs.abs().lt(c), xs, xs.detach()) : xs;
+                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xin / c) * gn)) : gn * xs.clamp(-c, c);
                        if (wide16) g = g.to(dt);
                        return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
                      });

@@ -3607,6 +3607,14 @@ TEST(PyTorchDivergence, SmoothL1AndHuberRoundAsPyTorch) {
     EXPECT_TRUE(same_bits(autograd::grad({y}, {x}, {g})[0], c.grad)) << c.dt;
     EXPECT_TRUE(same_bits(F::huber_loss(x.detach(), t, F::HuberLossFuncOptions(nn::kNone).delta(0.3)), c.huber)) << c.dt;
   }
+  // the second derivative is g [|x - t| < beta] / beta: 0 at a NaN x (torch's
+  // smooth_l1_loss_double_backward; fuzzer nn seed 641 case 309080)
+  const Tensor xn = tensor<float>({NAN}).reshape({}).requires_grad_();
+  const Tensor l = F::smooth_l1_loss(xn, tensor<float>({-0.314296156167984f}).reshape({}),
+                                     F::SmoothL1LossFuncOptions().beta(2.0));
+  const Tensor g1 = autograd::grad({l}, {xn}, {}, true, true)[0];
+  EXPECT_TRUE(std::isnan(g1.item<double>()));
+  EXPECT_EQ(autograd::grad({g1}, {xn})[0].item<double>(), 0.0);
 }
 
 // PyTorch's binary_cross_entropy is (t - 1) max(log1p(-x), -100) -
