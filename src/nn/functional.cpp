@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/autocast.h"
+#include "core/round_to.h"
 #include "brisk/autograd.h"
 #include "autograd/function.h"
 #include "core/dispatch.h"
@@ -134,12 +135,6 @@ Picked pick_targets(const char* op, const Tensor& logp, const Tensor& target, co
 Tensor reduce_weighted(const char* op, const Tensor& loss, const Tensor& w, Reduction r) {
   if (r == Reduction::Mean) return loss.sum() / w.sum();
   return reduce(op, loss, r);
-}
-
-/// log(x) clamped at -100 (PyTorch's binary_cross_entropy).
-Tensor clamped_log(const Tensor& x) {
-  Tensor pos = x.gt(0);
-  return where(pos, where(pos, x, Scalar(1.0)).log(), Scalar(-100.0)).clamp_min(-100.0);
 }
 
 // Note [binary_cross_entropy's gradients]
@@ -551,22 +546,17 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
     // off in a fifth of float32 smooth_l1 values for beta != 1.
     const ScalarType dt = diff.dtype();
     const bool cpu = diff.is_cpu();
-    const Tensor d = diff.abs();
-    auto r16 = [dt](double v) {
-      return dt == kHalf ? double(static_cast<float>(Half(static_cast<float>(v))))
-                         : double(static_cast<float>(BFloat16(static_cast<float>(v))));
-    };
     const bool half_steps = cpu && dt == kHalf && smooth;
     const bool bf16_huber = cpu && dt == kBFloat16 && !smooth;
     const bool widen = is_reduced_float(dt) && !half_steps && !bf16_huber;
-    // (in float32, |x - t| is not rounded to the 16-bit dtype first)
-    const Tensor z = widen ? (input.to(kFloat) - target.to(kFloat)).abs() : d;
+    // |x - t| (in float32 when widened: not rounded to the 16-bit dtype first)
+    const Tensor z = widen ? (input.to(kFloat) - target.to(kFloat)).abs() : diff.abs();
     if (half_steps) {
-      loss = where(d.lt(c), ((d * 0.5) * d) / r16(c), d - r16(0.5 * c));
+      loss = where(z.lt(c), ((z * 0.5) * z) / detail::round_to(dt, c), z - detail::round_to(dt, 0.5 * c));
     } else if (bf16_huber) {
-      const double ch = r16(c);
-      const Tensor zf = d.to(kFloat);
-      loss = where(d.lt(ch), ((zf * 0.5) * zf).to(dt), (d - r16(0.5 * ch)) * ch);
+      const double ch = detail::round_to(dt, c);
+      const Tensor zf = z.to(kFloat);
+      loss = where(z.lt(ch), ((zf * 0.5) * zf).to(dt), (z - detail::round_to(dt, 0.5 * ch)) * ch);
     } else if (smooth) {
       loss = where(z.lt(c), ((z * 0.5) * z) / c, z - 0.5 * c);
     } else {

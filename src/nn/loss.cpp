@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autograd/function.h"
+#include "core/round_to.h"
 #include "brisk/autograd.h"
 #include "brisk/nn/activation.h"
 #include "brisk/nn/loss.h"
@@ -143,9 +144,7 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMar
              const Tensor x = c.saved(0), t = c.saved(1);
              const Tensor z = (t.neg() * x).exp();
              // (-norm in the 16-bit dtype: its in-place mul_ there rounds the scalar; measured)
-             const double nn = dt == kHalf       ? double(static_cast<float>(Half(static_cast<float>(-norm))))
-                               : dt == kBFloat16 ? double(static_cast<float>(BFloat16(static_cast<float>(-norm))))
-                                                 : -norm;
+             const double nn = is_reduced_float(dt) ? detail::round_to(dt, -norm) : -norm;
              Tensor gx = ((t * z).to(dt) * nn).to(dt);
              gx = ((gx / (z + 1.0).to(dt)).to(dt) * c.grad()).to(dt);
              return {gx, Tensor()};

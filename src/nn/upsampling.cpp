@@ -29,6 +29,7 @@
 #include <sstream>
 
 #include "core/autocast.h"
+#include "core/round_to.h"
 #include "brisk/nn/upsampling.h"
 #include "brisk/nn/pooling.h"
 #include "brisk/ops.h"
@@ -107,11 +108,6 @@ bool fused_source_coordinate(InterpolateMode mode, ScalarType dt) {
   return !((mode == kLinear || mode == kTrilinear) && (dt == kFloat || dt == kHalf));
 }
 
-/// v rounded to float16 or bfloat16.
-float round16(ScalarType dt, float v) {
-  return dt == kHalf ? static_cast<float>(Half(v)) : static_cast<float>(BFloat16(v));
-}
-
 /// Whether PyTorch's CPU kernel computes `mode` on a 16-bit input in that
 /// dtype's steps: linear and trilinear (its generic kernel: scalar_t weights,
 /// t and then 1 - t each rounded, and every product and sum rounded, the
@@ -174,8 +170,8 @@ DimPlan plan_dim(InterpolateMode mode, int64_t in, int64_t out, bool align_corne
       T t = std::min(std::max(x - static_cast<T>(i0), T(0)), T(1));
       T t0 = T(1) - t;
       if (steps16 != kFloat) {  // torch's scalar_t lambdas: t, then 1 - t, each rounded to the dtype
-        t = static_cast<T>(round16(steps16, static_cast<float>(t)));
-        t0 = static_cast<T>(round16(steps16, static_cast<float>(T(1) - t)));
+        t = static_cast<T>(detail::round_to(steps16, static_cast<double>(t)));
+        t0 = static_cast<T>(detail::round_to(steps16, static_cast<double>(T(1) - t)));
       }
       p.taps[0].push_back(i0);
       p.taps[1].push_back(i0 + (i0 < in - 1 ? 1 : 0));
@@ -332,16 +328,17 @@ Tensor interpolate(const Tensor& x, const InterpolateFuncOptions& o) {
   const ScalarType compute = x.dtype() == kDouble ? kDouble : kFloat;
   std::vector<DimPlan> plans;
   bool identity = true;
+  const bool fused = fused_source_coordinate(mode, x.dtype());
+  const bool in_steps16 = half_steps(mode, x.dtype());
+  const ScalarType steps16 = in_steps16 ? x.dtype() : kFloat;
   for (int64_t i = 0; i < dims; ++i) {
     const size_t k = static_cast<size_t>(i);
-    const bool fused = fused_source_coordinate(mode, x.dtype());
-    const ScalarType steps16 = half_steps(mode, x.dtype()) ? x.dtype() : kFloat;
     plans.push_back(compute == kDouble ? plan_dim<double>(mode, in[k], out[k], align_corners, factors[k], fused)
                                        : plan_dim<float>(mode, in[k], out[k], align_corners, factors[k], fused, steps16));
     identity &= plans.back().identity;
   }
   if (identity) return x.clone();
-  const bool widen = !is_nearest(mode) && x.dtype() != compute && !half_steps(mode, x.dtype());
+  const bool widen = !is_nearest(mode) && x.dtype() != compute && !in_steps16;
   Tensor y = widen ? x.to(compute) : x;
   for (int64_t i = dims; i-- > 0;)  // innermost dim first (Note [Separable interpolation])
     if (!plans[static_cast<size_t>(i)].identity) y = resample_dim(y, i + 2, plans[static_cast<size_t>(i)]);

@@ -8,6 +8,7 @@
 #include "autograd/function.h"
 #include "core/autocast.h"
 #include "core/dispatch.h"
+#include "core/round_to.h"
 #include "core/tensor_create.h"
 #include "core/tensor_iter.h"
 #include "kernels/math.h"
@@ -38,16 +39,7 @@ UnaryGroup group_of(UnaryMode m) {
   }
 }
 
-/// `v` rounded to dtype `dt` (double to float first for the 16-bit types, as
-/// torch's Scalar::to<Half>).
-double round_to(ScalarType dt, double v) {
-  switch (dt) {
-    case kHalf: return static_cast<float>(Half(static_cast<float>(v)));
-    case kBFloat16: return static_cast<float>(BFloat16(static_cast<float>(v)));
-    case kFloat: return static_cast<float>(v);
-    default: return v;
-  }
-}
+using detail::round_to;  // core/round_to.h
 /// logit's clamp [eps, 1 - eps] in dtype `dt`, as torch's CPU kernels form it
 /// (logit_kernel, logit_backward_kernel: scalar_t eps and scalar_t(1) - eps,
 /// so float16 eps = 1e-6 gives the upper bound 1 and logit inf). Torch's CUDA
