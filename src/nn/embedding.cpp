@@ -140,7 +140,10 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
   Tensor kept = where(vmask, rows, 0.0);
   if (psw.defined()) {
     const Tensor pext = cat({psw.reshape({-1}).to(weight.dtype()), zeros({1}, TensorOptions(weight.dtype()).device(weight.device()))});
-    kept = kept * pext.index_select(0, posv).view({bags, lmax, 1});
+    // The weight of a dropped slot is selected away too: an infinite one
+    // would make the bag NaN, and its gradient is 0 under any incoming
+    // gradient (torch skips padding_idx entries in both directions).
+    kept = kept * where(vmask, pext.index_select(0, posv).view({bags, lmax, 1}), 0.0);
   }
   Tensor sum = kept.sum({1});
   if (mode == EmbeddingBagMode::Kind::Sum) return sum;

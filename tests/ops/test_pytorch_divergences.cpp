@@ -2636,6 +2636,22 @@ TEST(PyTorchDivergence, EmbeddingBagSelectsAwayPaddingInsteadOfMultiplyingByZero
   y.backward(ones({4, 2}));
   EXPECT_TRUE(same_bits(w.grad(), {0, 0, 0.5, 0.5, 2, 2, -1, -1}));
   EXPECT_TRUE(same_bits(psw.grad(), {kNan, -kInf, 9, 0, kNan}));
+  // A padding_idx entry is skipped with its per-sample weight: an infinite weight there leaves
+  // the bag finite, and its weight's gradient is 0 under a NaN incoming gradient (brisk formed
+  // inf * 0 and g * 0, both NaN: difffuzz nn3 seed 641 case 476007). torch 2.15, psw
+  // [0.5, 2, -1, inf, 0], backward([[1, 2], [3, 4], [nan, 1], [7, 8]]), float, half, bfloat16:
+  // [7, nan, 0, 0, -4, -5, 0, nan], weight.grad [0, 0, 0.5, 1, 2, 4, nan, -1],
+  // per_sample_weights.grad [nan, -inf, nan, 0, nan]
+  for (ScalarType dt : {kFloat, kHalf, kBFloat16}) {
+    Tensor wp = tensor(w0, kDouble).view({4, 2}).to(dt).requires_grad_();
+    Tensor pswp = tensor<double>({0.5, 2, -1, kInf, 0}).to(dt).requires_grad_();
+    Tensor yp = F::embedding_bag(
+        input, wp, F::EmbeddingBagFuncOptions().offsets(offsets).mode(nn::kSum).padding_idx(0).per_sample_weights(pswp));
+    EXPECT_TRUE(same_bits(yp, {7, kNan, 0, 0, -4, -5, 0, kNan})) << dt;
+    yp.backward(tensor<double>({1, 2, 3, 4, kNan, 1, 7, 8}).view({4, 2}).to(dt));
+    EXPECT_TRUE(same_bits(wp.grad(), {0, 0, 0.5, 1, 2, 4, kNan, -1})) << dt;
+    EXPECT_TRUE(same_bits(pswp.grad(), {kNan, -kInf, kNan, 0, kNan})) << dt;
+  }
   // Empty bags are 0 in every mode, without padding_idx too (weight[0] holds inf): input [3, 3],
   // offsets [0, 0, 2] -> sum [0, 0, 8, 10, 0, 0], mean and max [0, 0, 4, 5, 0, 0]
   const Tensor wf = tensor(w0, kDouble).view({4, 2}).to(kFloat);
