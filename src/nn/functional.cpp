@@ -782,7 +782,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
   check_weight_without_grad(op, "weight", o.weight());
   if (input.numel() > 0) {
     brisk::detail::DeviceCheckScope device_check;  // a device-side assert on a GPU
-    BRISK_CHECK(!(input.lt(0) | input.gt(1)).any().item<bool>(), op,
+    // ge & le, so a NaN fails the check too (as PyTorch's x >= 0 && x <= 1)
+    BRISK_CHECK((input.ge(0) & input.le(1)).all().item<bool>(), op,
                 "all elements of input should be between 0 and 1");
   }
   // The weight in the loss's dtype: PyTorch multiplies it into the loss in place

@@ -269,6 +269,10 @@ TEST(Losses, BinaryCrossEntropy) {
   l.sum().backward();
   EXPECT_TRUE(edge.grad().isfinite().all().item<bool>());
   expect_error([&] { F::binary_cross_entropy(x + 1, t); }, {"binary_cross_entropy", "between 0 and 1"});
+  // A NaN is not between 0 and 1 either: torch 2.15 raises for it in float32 and bfloat16
+  for (ScalarType dt : {kFloat, kBFloat16})
+    expect_error([&] { F::binary_cross_entropy(tensor<float>({0.5f, NAN}).to(dt), ones({2}, dt)); },
+                 {"binary_cross_entropy", "between 0 and 1"});
 }
 
 TEST(Losses, BinaryCrossEntropyWithLogits) {
