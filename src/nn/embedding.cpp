@@ -60,6 +60,27 @@ Tensor bag_max(const Tensor& rows, const Tensor& valid) {
 
 namespace functional {
 
+Tensor one_hot(const Tensor& tensor, int64_t num_classes) {
+  const char* op = "one_hot";
+  BRISK_CHECK(tensor.defined(), op, "input must be defined");
+  BRISK_CHECK(tensor.dtype() == kInt64, op, "one_hot is only applicable to index tensors of dtype int64, got ",
+              tensor.dtype());
+  if (tensor.numel() == 0) {
+    BRISK_CHECK(num_classes > 0, op, "cannot infer the number of classes from an empty tensor (pass num_classes)");
+  } else {
+    BRISK_CHECK(tensor.min().item<int64_t>() >= 0, op, "class values must be non-negative, got ",
+                tensor.min().item<int64_t>());
+    const int64_t hi = tensor.max().item<int64_t>();
+    if (num_classes == -1) {
+      num_classes = hi + 1;
+    } else {
+      BRISK_CHECK(hi < num_classes, op, "class values must be smaller than num_classes ", num_classes, ", got ", hi);
+    }
+  }
+  // (*, 1) == (C): the one-hot rows, on the input's device
+  return tensor.unsqueeze(-1).eq(arange(num_classes, TensorOptions(kInt64).device(tensor.device()))).to(kInt64);
+}
+
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& o) {
   const char* op = "embedding_bag";
   BRISK_CHECK(input.defined() && (input.dtype() == kInt64 || input.dtype() == kInt32), op,

@@ -11,6 +11,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/trace_hooks.h"
+#include "nn/norm_dtypes.h"
 #include "brisk/nn/functional.h"
 #include "brisk/ops.h"
 #include "profiler/record.h"
@@ -405,16 +406,20 @@ Tensor layer_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tens
   BRISK_AUTOCAST(layer_norm, layer_norm, x, shape, weight, bias, eps);
   BRISK_PROFILE_OP("layer_norm", x, weight, bias);
   check_row_norm("layer_norm", x, shape, weight, bias);
+  brisk::detail::check_norm_param_dtypes("layer_norm", x, {{"weight", weight}, {"bias", bias}});
   // float16/bfloat16 compute in float32, forward and backward (as PyTorch's
   // kernel): in 16 bits the gradient's terms of size ~rstd cancel to noise.
-  ScalarType out_dtype = x.dtype();
-  if (weight.defined()) out_dtype = promote_types(out_dtype, weight.dtype());
-  if (bias.defined()) out_dtype = promote_types(out_dtype, bias.dtype());
-  if (supports(OpId::layer_norm, x.device().type))
-    return row_norm_fused<OpId::layer_norm, OpId::layer_norm_backward>("layer_norm", x, shape, weight, bias, eps,
-                                                                       out_dtype);
+  // The output has x's dtype; float32 parameters of a 16-bit x (PyTorch's
+  // mixed kernel) are read in float32: the fused kernels then run in float32
+  // and the output is rounded once.
+  const bool mixed = (weight.defined() && weight.dtype() != x.dtype()) || (bias.defined() && bias.dtype() != x.dtype());
+  if (supports(OpId::layer_norm, x.device().type)) {
+    const Tensor y = row_norm_fused<OpId::layer_norm, OpId::layer_norm_backward>(
+        "layer_norm", x, shape, weight, bias, eps, mixed ? kFloat : x.dtype());
+    return mixed ? y.to(x.dtype()) : y;
+  }
   const Tensor xc = is_reduced_float(x.dtype()) ? x.to(kFloat) : x;
-  return layer_norm_composite(xc, trailing_dims(shape.size()), weight, bias, eps).to(out_dtype);
+  return layer_norm_composite(xc, trailing_dims(shape.size()), weight, bias, eps).to(x.dtype());
 }
 
 Tensor rms_norm(const Tensor& x, const std::vector<int64_t>& shape, const Tensor& weight, std::optional<double> eps) {

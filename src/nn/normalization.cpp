@@ -17,6 +17,7 @@
 #include "autograd/function.h"
 #include "core/dispatch.h"
 #include "core/tensor_create.h"
+#include "nn/norm_dtypes.h"
 #include "profiler/record.h"
 
 namespace brisk::nn {
@@ -159,6 +160,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   check_channel_vec(op, "bias", bias, input);
   check_channel_vec(op, "running_mean", running_mean, input);
   check_channel_vec(op, "running_var", running_var, input);
+  detail::check_norm_param_dtypes(
+      op, input, {{"weight", weight}, {"bias", bias}, {"running_mean", running_mean}, {"running_var", running_var}});
   BRISK_CHECK(running_mean.defined() == running_var.defined(), op,
               "running_mean and running_var must both be given or both be undefined");
   BRISK_CHECK(training || running_mean.defined(), op,
@@ -291,6 +294,7 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
               " is not divisible by num_groups ", G);
   check_channel_vec(op, "weight", weight, input);
   check_channel_vec(op, "bias", bias, input);
+  detail::check_norm_param_dtypes(op, input, {{"weight", weight}, {"bias", bias}});
 
   const bool rec = autograd::should_record(input, weight, bias);
   Tensor y;
@@ -497,6 +501,8 @@ Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o) {
     if (t->defined())
       BRISK_CHECK(t->dim() == 1 && t->size(0) == c, op, "expected per-channel tensors of shape [", c, "], got ",
                   t->sizes());
+  detail::check_norm_param_dtypes(
+      op, input, {{"weight", o.weight()}, {"bias", o.bias()}, {"running_mean", rm}, {"running_var", rv}});
   // (N, C, *) as (1, N * C, *): batch normalization of each instance
   std::vector<int64_t> shape{1, n * c};
   for (int64_t d = 2; d < input.dim(); ++d) shape.push_back(input.size(d));
@@ -544,6 +550,17 @@ Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptio
 }
 Tensor local_response_norm(const Tensor& input, int64_t size, double alpha, double beta, double k) {
   return local_response_norm(input, LocalResponseNormFuncOptions(size).alpha(alpha).beta(beta).k(k));
+}
+
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& o) {
+  const char* op = "normalize";
+  BRISK_CHECK(input.defined(), op, "input must be defined");
+  BRISK_CHECK(input.is_floating_point(), op, "expected a floating-point input, got ", input.dtype());
+  const int64_t dim = brisk::detail::wrap_dim(o.dim(), input.dim(), op);
+  // PyTorch's grouping: input / norm(keepdim).clamp_min(eps), each an op in
+  // the input's dtype (a 16-bit zero vector gives 0 / eps-rounded-to-0 = NaN
+  // there too)
+  return input / brisk::norm(input, o.p(), {dim}, true).clamp_min(o.eps());
 }
 
 }  // namespace functional

@@ -6,11 +6,13 @@
 #include <brisk/nn.h>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "test_util.h"
 
 using namespace brisk;
+using brisk::testing::close;
 using brisk::testing::expect_error;
 namespace nn = brisk::nn;
 namespace F = brisk::nn::functional;
@@ -411,3 +413,92 @@ TEST_F(Single, FoldLPPoolMaxUnpoolModules) {
 }
 
 }  // namespace
+
+namespace {
+/// Each element equal to the expected float64 value (NaN matching NaN).
+::testing::AssertionResult equal_values(const Tensor& got, const std::vector<double>& want) {
+  const Tensor d = got.to(kDouble).contiguous();
+  if (d.numel() != static_cast<int64_t>(want.size()))
+    return ::testing::AssertionFailure() << "size " << d.numel() << " vs " << want.size();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = d.data_ptr<double>()[i];
+    if (!(std::isnan(g) && std::isnan(want[i])) && g != want[i])
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", expected " << want[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+}  // namespace
+
+TEST_F(Single, NormalizeIsPyTorchs) {
+  // torch 2.15: F.normalize(x, **kw) and x.grad after backward(g), g = [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+  // (float32; the second row is shorter than eps = 1e-12, so it is divided by eps and its norm
+  // gets no gradient through the clamp)
+  const Tensor g = arange(1, 10, 1, kFloat).view({3, 3});
+  struct Case {
+    F::NormalizeFuncOptions o;
+    std::vector<double> y, dx;
+  };
+  const std::vector<Case> cases = {
+      {F::NormalizeFuncOptions(),
+       {0.6000000238418579, 0.800000011920929, 0.0, 0.10000000149011612, 0.0, -0.20000000298023224,
+        -0.3333333432674408, 0.6666666865348816, -0.6666666865348816},
+       {-0.06399999558925629, 0.04800000786781311, 0.6000000238418579, 3999999983616.0, 4999999913984.0,
+        6000000106496.0, 1.9999998807907104, 3.3333334922790527, 2.3333332538604736}},
+      {F::NormalizeFuncOptions().p(1).dim(0),
+       {0.75, 0.6666666865348816, 0.0, 2.499999956129175e-14, 0.0, -9.9999998245167e-14, -0.25, 0.3333333432674408,
+        -1.0},
+       {0.5, -0.3333333432674408, 1.5, 1.25, 0.8333333134651184, -1.5, 1.5, 0.6666666865348816, 0.0}},
+      {F::NormalizeFuncOptions().p(3).dim(1).eps(0.5),
+       {0.666971743106842, 0.8892956972122192, 0.0, 1.99999996490334e-13, 0.0, -3.99999992980668e-13,
+        -0.38891109824180603, 0.7778221964836121, -0.7778221964836121},
+       {-0.019544944167137146, 0.014658749103546143, 0.666971743106842, 8.0, 10.0, 12.0, 2.516483783721924,
+        3.9348652362823486, 2.676623582839966}},
+      {F::NormalizeFuncOptions().p(std::numeric_limits<double>::infinity()),
+       {0.75, 1.0, 0.0, 0.10000000149011612, 0.0, -0.20000000298023224, -0.5, 1.0, -1.0},
+       {0.25, -0.1875, 0.75, 3999999983616.0, 4999999913984.0, 6000000106496.0, 3.5, 5.125, 3.375}}};
+  for (const Case& c : cases) {
+    Tensor x = tensor<float>({3, 4, 0, 1e-13f, 0, -2e-13f, -1, 2, -2}).view({3, 3}).requires_grad_();
+    Tensor y = F::normalize(x, c.o);
+    EXPECT_TRUE(equal_values(y, c.y)) << "p=" << c.o.p() << " dim=" << c.o.dim();
+    y.backward(g);
+    // (the gradient sums the quotient's three terms per row: brisk's float32 sum order is not
+    // torch's sequential one, an ulp apart in one element)
+    EXPECT_TRUE(close(x.grad(), tensor(c.dx, kDouble).view({3, 3}).to(kFloat), 2.5e-7, 0))
+        << "p=" << c.o.p() << " dim=" << c.o.dim();
+  }
+  // bfloat16: each step in the dtype; a zero row is 0 / 1e-12 (bfloat16 holds eps)
+  Tensor xb = tensor<float>({3, 4, 0, 0, 0.1f, 0.2f}).view({3, 2}).to(kBFloat16).requires_grad_();
+  Tensor yb = F::normalize(xb);
+  EXPECT_EQ(yb.dtype(), kBFloat16);
+  EXPECT_TRUE(equal_values(yb, {0.6015625, 0.80078125, 0.0, 0.0, 0.447265625, 0.89453125}));
+  yb.backward(ones({3, 2}, kBFloat16));
+  EXPECT_TRUE(equal_values(xb.grad(), {0.03125, -0.025390625, 996432412672.0, 996432412672.0, 1.78125, -0.90625}));
+  // a 0-dim input normalizes over dim 0 (|x| / |x|); dims out of range and integers raise
+  EXPECT_TRUE(equal_values(F::normalize(tensor(3.0), F::NormalizeFuncOptions().dim(0)), {1.0}));
+  expect_error([] { F::normalize(ones({2})); }, {"[normalize]", "out of range"});
+  expect_error([] { F::normalize(ones({2, 2}, kInt64)); }, {"[normalize]", "floating-point", "int64"});
+}
+
+TEST_F(Single, OneHotIsPyTorchs) {
+  // torch 2.15: F.one_hot
+  Tensor a = F::one_hot(tensor<int64_t>({0, 2, 1}));
+  EXPECT_EQ(a.dtype(), kInt64);
+  EXPECT_EQ(a.sizes(), IntArrayRef({3, 3}));
+  EXPECT_TRUE(equal_values(a, {1, 0, 0, 0, 0, 1, 0, 1, 0}));
+  EXPECT_TRUE(equal_values(F::one_hot(tensor<int64_t>({0, 2, 1}), 5),
+                           {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0}));
+  Tensor b = F::one_hot(tensor<int64_t>({0, 1, 3, 2}).view({2, 2}));
+  EXPECT_EQ(b.sizes(), IntArrayRef({2, 2, 4}));
+  EXPECT_TRUE(equal_values(b, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0}));
+  Tensor s = F::one_hot(scalar_tensor(2, kInt64), 4);  // a 0-dim index: one vector
+  EXPECT_EQ(s.sizes(), IntArrayRef({4}));
+  EXPECT_TRUE(equal_values(s, {0, 0, 1, 0}));
+  Tensor e = F::one_hot(empty({0}, kInt64), 3);
+  EXPECT_EQ(e.sizes(), IntArrayRef({0, 3}));
+  expect_error([] { F::one_hot(tensor<int64_t>({0, 2, 1}), 2); }, {"[one_hot]", "smaller than num_classes"});
+  expect_error([] { F::one_hot(tensor<int64_t>({0, 2, 1}), -2); }, {"[one_hot]", "smaller than num_classes"});
+  expect_error([] { F::one_hot(tensor<int64_t>({0, -1, 1})); }, {"[one_hot]", "non-negative"});
+  expect_error([] { F::one_hot(tensor<int64_t>({0, 1}).to(kInt32)); }, {"[one_hot]", "int64", "int32"});
+  expect_error([] { F::one_hot(empty({0}, kInt64)); }, {"[one_hot]", "empty"});
+  expect_error([] { F::one_hot(empty({0, 2}, kInt64), 0); }, {"[one_hot]", "empty"});
+}

@@ -408,9 +408,25 @@ TEST_F(RowOps, RowNormsNonContiguousMixedDtypesAndEmpty) {
   EXPECT_TRUE(close(F::layer_norm(x, {24}, w, b), vec_tensor(r.y, {10, 24}), 2e-5, 2e-5));
   const RowRef q = ref_row_norm(x, 24, w, Tensor(), Tensor(), 1e-6, true);
   EXPECT_TRUE(close(F::rms_norm(x, {24}, w, 1e-6), vec_tensor(q.y, {10, 24}), 2e-5, 2e-5));
-  // a float32 weight promotes a float16 input (as before)
-  const Tensor xh = randn({3, 8}, kFloat).to(kHalf);
-  EXPECT_EQ(F::layer_norm(xh, {8}, randn({8}, kFloat)).dtype(), kFloat);
+  // float32 parameters of a float16 input: PyTorch's mixed kernel, in float32 with the output
+  // rounded to the input's dtype once (brisk promoted it to float32 before: a silent dtype
+  // divergence); the gradients keep each tensor's dtype
+  const Tensor xh = randn({3, 8}, kFloat).to(kHalf).requires_grad_();
+  const Tensor wf = randn({8}, kFloat).requires_grad_(), bf = randn({8}, kFloat);
+  Tensor yh = F::layer_norm(xh, {8}, wf, bf);
+  EXPECT_EQ(yh.dtype(), kHalf);
+  EXPECT_TRUE(yh.equal(F::layer_norm(xh.detach().to(kFloat), {8}, wf.detach(), bf).to(kHalf)));
+  yh.sum().backward();
+  EXPECT_EQ(xh.grad().dtype(), kHalf);
+  EXPECT_EQ(wf.grad().dtype(), kFloat);
+  // the mixes PyTorch refuses raise (a float32 input with bfloat16 or float64 parameters, a
+  // 16-bit input with parameters of two dtypes)
+  expect_error([&] { F::layer_norm(randn({3, 8}), {8}, ones({8}, kBFloat16)); },
+               {"[layer_norm]", "mixed dtypes", "weight bfloat16"});
+  expect_error([&] { F::layer_norm(randn({3, 8}), {8}, ones({8}), zeros({8}, kDouble)); },
+               {"[layer_norm]", "mixed dtypes", "bias float64"});
+  expect_error([&] { F::layer_norm(xh, {8}, ones({8}, kHalf), zeros({8})); },
+               {"[layer_norm]", "or all be float32", "weight float16, bias float32"});
   EXPECT_EQ(F::rms_norm(xh, {8}, randn({8}, kFloat)).dtype(), kHalf);  // PyTorch 2.x: x's dtype
   EXPECT_EQ(F::rms_norm(xh, {8}).dtype(), kHalf);
   // zero rows, zero-size rows

@@ -3680,5 +3680,50 @@ TEST(PyTorchDivergence, SoftMarginLossGradientIsTorchsBackward) {
                {"[soft_margin_loss]", "not differentiable with respect to the target"});
 }
 
+TEST(PyTorchDivergence, NormalizationParameterDtypesFollowPyTorch) {
+  namespace F = nn::functional;
+  // torch 2.15 (CPU): batch_norm, group_norm, layer_norm and instance_norm take parameters
+  // (weight, bias, running statistics) of the input's dtype, or all float32 for a 16-bit input,
+  // and return the input's dtype; other mixes raise. brisk promoted layer_norm's output
+  // (bfloat16 x, float32 weight: float32) and took any mix in the others.
+  struct Case {
+    ScalarType x, w, b;  // kUndefined: absent
+    bool ok;
+  };
+  const ScalarType no = ScalarType::Undefined;
+  const std::vector<Case> cases = {
+      {kBFloat16, kFloat, kFloat, true},     {kHalf, kFloat, no, true},           {kBFloat16, no, kFloat, true},
+      {kBFloat16, kBFloat16, kBFloat16, true}, {kDouble, kDouble, no, true},      {kFloat, kBFloat16, no, false},
+      {kFloat, kFloat, kDouble, false},      {kBFloat16, kBFloat16, kFloat, false}, {kBFloat16, kFloat, kBFloat16, false},
+      {kHalf, kDouble, no, false},           {kDouble, kFloat, kFloat, false},    {kFloat, no, kHalf, false}};
+  for (const Case& c : cases) {
+    const Tensor x = randn({4, 6, 2}).to(c.x);
+    const Tensor w = c.w == no ? Tensor() : ones({6}).to(c.w), b = c.b == no ? Tensor() : zeros({6}).to(c.b);
+    const Tensor wl = c.w == no ? Tensor() : ones({2}).to(c.w), bl = c.b == no ? Tensor() : zeros({2}).to(c.b);
+    const std::vector<std::pair<const char*, std::function<Tensor()>>> ops = {
+        {"layer_norm", [&] { return F::layer_norm(x, {2}, wl, bl); }},
+        {"group_norm", [&] { return F::group_norm(x, 3, w, b, 1e-5); }},
+        {"batch_norm", [&] { return F::batch_norm(x, Tensor(), Tensor(), w, b, true, 0.1, 1e-5); }},
+        {"instance_norm", [&] { return F::instance_norm(x, F::InstanceNormFuncOptions().weight(w).bias(b)); }}};
+    for (const auto& [name, f] : ops) {
+      if (c.ok) {
+        Tensor y;
+        EXPECT_NO_THROW(y = f()) << name << " " << c.x << " " << c.w << " " << c.b;
+        if (y.defined()) {
+          EXPECT_EQ(y.dtype(), c.x) << name;
+        }
+      } else {
+        expect_error(f, {name, "mixed dtypes"});
+      }
+    }
+  }
+  // running statistics take part: a bfloat16 input with bfloat16 weight and float32 running_mean
+  // raises in torch; float32 statistics with a float32 weight are its mixed kernel
+  const Tensor xb = randn({4, 6}).to(kBFloat16);
+  expect_error([&] { F::batch_norm(xb, zeros({6}), ones({6}), ones({6}, kBFloat16), Tensor(), false, 0.1, 1e-5); },
+               {"batch_norm", "mixed dtypes", "running_mean float32"});
+  EXPECT_EQ(F::batch_norm(xb, zeros({6}), ones({6}), ones({6}), Tensor(), false, 0.1, 1e-5).dtype(), kBFloat16);
+}
+
 }  // namespace
 }  // namespace brisk

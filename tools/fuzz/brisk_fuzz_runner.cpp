@@ -1201,6 +1201,14 @@ std::unordered_map<std::string, OpFn> make_ops() {
                  .keepdim(Call::boolean(c.kw("keepdim")));
     return {F::pairwise_distance(c.t(0), c.t(1), o)};
   };
+  ops["F.normalize"] = [](Call& c) -> Outs {
+    auto o = F::NormalizeFuncOptions()
+                 .p(Call::dbl(c.kw("p"), 2.0))
+                 .dim(c.kw("dim").is_null() ? 1 : c.kw("dim").as_int())
+                 .eps(Call::dbl(c.kw("eps"), 1e-12));
+    return {F::normalize(c.t(0), o)};
+  };
+  ops["F.one_hot"] = [](Call& c) -> Outs { return {F::one_hot(c.t(0), c.nargs() > 1 ? c.i(1) : -1)}; };
   ops["F.pixel_shuffle"] = [](Call& c) -> Outs { return {F::pixel_shuffle(c.t(0), c.i(1))}; };
   ops["F.pixel_unshuffle"] = [](Call& c) -> Outs { return {F::pixel_unshuffle(c.t(0), c.i(1))}; };
   ops["F.unfold"] = [](Call& c) -> Outs {

@@ -62,6 +62,12 @@ struct EmbeddingBagFromPretrainedOptions {
 
 namespace functional {
 
+/// int64 class indices -> int64 one-hot vectors: shape tensor.shape +
+/// [num_classes], as torch.nn.functional.one_hot. num_classes = -1 takes the
+/// largest index + 1 (an empty input then needs num_classes > 0). Indices
+/// must be int64, non-negative and smaller than num_classes.
+Tensor one_hot(const Tensor& tensor, int64_t num_classes = -1);
+
 struct EmbeddingBagFuncOptions {
   /// Start of each bag in a 1-D input (must start at 0); undefined for a 2-D
   /// input (each row a bag).

@@ -94,6 +94,17 @@ struct InstanceNormFuncOptions {
 
 using LocalResponseNormFuncOptions = LocalResponseNormOptions;
 
+struct NormalizeFuncOptions {
+  BRISK_ARG(double, p) = 2.0;
+  BRISK_ARG(int64_t, dim) = 1;
+  BRISK_ARG(double, eps) = 1e-12;
+};
+
+/// x / max(||x||_p, eps) along dim, as torch.nn.functional.normalize: the
+/// norm (keepdim) clamped by a differentiable clamp_min, so a vector shorter
+/// than eps is divided by eps and its norm gets no gradient.
+Tensor normalize(const Tensor& input, const NormalizeFuncOptions& o = {});
+
 /// Instance normalization of an (N, C, *) input: each (sample, channel)
 /// normalized over its positions (biased variance), then weight (C) * x +
 /// bias (C). With use_input_stats and running stats given, they are updated

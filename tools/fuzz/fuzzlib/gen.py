@@ -1243,6 +1243,9 @@ _fn("F.cosine_similarity", lambda a, kw: "F::cosine_similarity(%s, %s, %s)" % (
     C(a[0]), C(a[1]), _opts_cpp("CosineSimilarityFuncOptions", kw, ["dim", "eps"])), kind="accum", tol=4.0)
 _fn("F.pairwise_distance", lambda a, kw: "F::pairwise_distance(%s, %s, %s)" % (
     C(a[0]), C(a[1]), _opts_cpp("PairwiseDistanceFuncOptions", kw, ["p", "eps", "keepdim"])), kind="accum", tol=4.0)
+_fn("F.normalize", lambda a, kw: "F::normalize(%s, %s)" % (
+    C(a[0]), _opts_cpp("NormalizeFuncOptions", kw, ["p", "dim", "eps"])), kind="accum", tol=4.0)
+_fn("F.one_hot", lambda a, kw: "F::one_hot(%s%s)" % (C(a[0]), "" if len(a) < 2 else ", " + C(a[1])))
 _fn("F.pixel_shuffle", lambda a, kw: "F::pixel_shuffle(%s, %s)" % (C(a[0]), C(a[1])))
 _fn("F.pixel_unshuffle", lambda a, kw: "F::pixel_unshuffle(%s, %s)" % (C(a[0]), C(a[1])))
 _fn("F.unfold", lambda a, kw: "F::unfold(%s, %s)" % (C(a[0]), _opts_cpp(
@@ -1547,9 +1550,31 @@ def gen_pool3(b, dt, kind):
 def gen_other3(b, dt, kind):
     r = b.rng
     name = r.choice(["F.cosine_similarity", "F.pairwise_distance", "F.pixel_shuffle", "F.pixel_unshuffle",
-                     "F.unfold", "F.fold", "F.embedding_bag", "F.embedding_bag"])
+                     "F.unfold", "F.fold", "F.embedding_bag", "F.embedding_bag", "F.normalize", "F.one_hot"])
     bad = r.random() < 0.03
     kw = {}
+    if name == "F.normalize":
+        shape = rand_shape(r, ndim=r.choice([0, 1, 2, 2, 3]), zero=0.04)
+        x = b.inp(dt, shape, kind=kind)
+        if r.random() < 0.6:
+            kw["p"] = r.choice([2.0, 1.0, 3.0, 0.5, 0.0, float("inf")])
+        if r.random() < 0.7 or len(shape) < 2:
+            kw["dim"] = rand_dim(r, len(shape)) if not bad else len(shape) + 1
+        if r.random() < 0.3:
+            kw["eps"] = r.choice([1e-12, 0.0, 0.5])
+        return b.call(name, x, focus=True, **kw)
+    if name == "F.one_hot":
+        shape = rand_shape(r, ndim=r.choice([0, 1, 1, 2]), zero=0.06)
+        k = r.randint(1, 5)
+        idt = "int64" if not bad else r.choice(["int32", "float32"])
+        n = 1
+        for v in shape:
+            n *= v
+        data = [r.randint(0, k - 1) if r.random() > 0.02 else r.choice([-1, k]) for _ in range(n)]
+        x = b.inp(idt, shape, data=[float(v) for v in data] if idt == "float32" else data)
+        if r.random() < 0.6:
+            return b.call(name, x, r.choice([k, k, k + 2, -1, 0] if not bad else [k - 1, -2]), focus=True)
+        return b.call(name, x, focus=True)
     if name == "F.cosine_similarity":
         shape = rand_shape(r, ndim=r.choice([1, 2, 2, 3]), zero=0.04)
         x1 = b.inp(dt, shape, kind=kind)
