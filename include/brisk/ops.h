@@ -217,6 +217,19 @@ Tensor sum(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optiona
 Tensor& sum_out(Tensor& out, const Tensor& x, IntArrayRef dims, bool keepdim = false);
 Tensor mean(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
 Tensor mean(const Tensor& x, IntArrayRef dims, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
+/// sum with NaNs taken as 0 (torch.nansum); integers as sum.
+Tensor nansum(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false,
+              std::optional<ScalarType> dtype = std::nullopt);
+/// mean of the non-NaN elements (torch.nanmean; NaN where there are none);
+/// floating inputs only.
+Tensor nanmean(const Tensor& x, IntArrayRef dims = {}, bool keepdim = false,
+               std::optional<ScalarType> dtype = std::nullopt);
+/// int64 number of nonzero elements over dims (every dim when empty).
+Tensor count_nonzero(const Tensor& x, IntArrayRef dims = {});
+Tensor count_nonzero(const Tensor& x, int64_t dim);
+/// The sum of a matrix's main diagonal, accumulated as PyTorch's CPU kernel
+/// (float32 in double, 16-bit in float32; integers give int64).
+Tensor trace(const Tensor& x);
 Tensor prod(const Tensor& x, std::optional<ScalarType> dtype = std::nullopt);
 Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt);
 Tensor max(const Tensor& x);
@@ -286,6 +299,36 @@ Tensor dstack(const std::vector<Tensor>& tensors);
 Tensor flip(const Tensor& x, IntArrayRef dims);
 Tensor roll(const Tensor& x, IntArrayRef shifts, IntArrayRef dims = {});
 Tensor tril(const Tensor& x, int64_t diagonal = 0);
+/// x's elements (dim: its slices along dim) each repeated `repeats` times,
+/// as torch.repeat_interleave (an index_select: gradients sum the copies).
+/// A tensor of repeats has one count per slice (or one for all); no dim:
+/// x is flattened first. output_size, when given, must be the result's size.
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                         std::optional<int64_t> output_size = std::nullopt);
+/// repeat_interleave(repeats) alone: index i repeated repeats[i] times (int64).
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size = std::nullopt);
+/// A 1-D x: the square matrix with x on the diagonal-th diagonal; a 2-D x:
+/// a copy of its diagonal-th diagonal (torch.diag).
+Tensor diag(const Tensor& x, int64_t diagonal = 0);
+/// x's last dim placed on the offset-th diagonal of new dims dim1, dim2
+/// (zeros elsewhere), as torch.diag_embed.
+Tensor diag_embed(const Tensor& x, int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1);
+/// flip(x, {1}) of an x of 2 dims or more; flip(x, {0}) of 1 or more.
+Tensor fliplr(const Tensor& x);
+Tensor flipud(const Tensor& x);
+/// x rotated by k quarter turns in the plane of dims (from the first dim
+/// towards the second), as torch.rot90.
+Tensor rot90(const Tensor& x, int64_t k = 1, IntArrayRef dims = {0, 1});
+/// The row and column indices (2 x n, int64 by default) of the lower / upper
+/// triangle of a row x col matrix from diagonal offset, row by row.
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions opts = {});
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions opts = {});
+Tensor swapdims(const Tensor& x, int64_t d0, int64_t d1);
+Tensor swapaxes(const Tensor& x, int64_t d0, int64_t d1);
+Tensor adjoint(const Tensor& x);
+Tensor sgn(const Tensor& x);
 Tensor triu(const Tensor& x, int64_t diagonal = 0);
 /// Constant padding; pad lists (left, right) pairs starting from the last dim.
 Tensor pad(const Tensor& x, IntArrayRef pad, const Scalar& value = 0);

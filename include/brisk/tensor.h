@@ -167,6 +167,23 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor transpose(int64_t d0, int64_t d1) const;
+  /// transpose's other names (PyTorch's swapdims / swapaxes) and the
+  /// conjugate transpose of the last two dims (real: mT).
+  Tensor swapdims(int64_t d0, int64_t d1) const;
+  Tensor adjoint() const;
+  /// Each element (or slice along dim) repeated (brisk::repeat_interleave).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt,
+                           std::optional<int64_t> output_size = std::nullopt) const;
+  /// brisk::diag, diag_embed, fliplr, flipud, rot90.
+  Tensor diag(int64_t diagonal = 0) const;
+  Tensor diag_embed(int64_t offset = 0, int64_t dim1 = -2, int64_t dim2 = -1) const;
+  Tensor fliplr() const;
+  Tensor flipud() const;
+  Tensor rot90(int64_t k = 1, IntArrayRef dims = {0, 1}) const;
+  /// sign(x) for real tensors (PyTorch's sgn, which extends sign to complex).
+  Tensor sgn() const;
   Tensor swapaxes(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
   Tensor permute(IntArrayRef dims) const;
   Tensor movedim(int64_t src, int64_t dst) const;
@@ -302,6 +319,14 @@ class Tensor {
   Tensor mean(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor prod(std::optional<ScalarType> dtype = std::nullopt) const;
   Tensor prod(int64_t dim, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  /// sum / mean with NaNs taken as 0 / left out (brisk::nansum, nanmean).
+  Tensor nansum(IntArrayRef dims = {}, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  Tensor nanmean(IntArrayRef dims = {}, bool keepdim = false, std::optional<ScalarType> dtype = std::nullopt) const;
+  /// int64 count of the nonzero elements over dims (all when empty).
+  Tensor count_nonzero(IntArrayRef dims = {}) const;
+  Tensor count_nonzero(int64_t dim) const;
+  /// The sum of the main diagonal of a matrix (brisk::trace).
+  Tensor trace() const;
   Tensor max() const;
   Tensor min() const;
   /// (values, indices) along dim.

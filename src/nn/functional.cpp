@@ -589,9 +589,13 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
                        Tensor gn = wide16 ? ctx.grad().to(kFloat) : ctx.grad();
                        if (norm != 1.0) gn = gn * norm;
                        // (x's path counts only where |x| < c: the second derivative is
-                       // g [|x| < c] / c, 0 at a NaN x, as torch's double backward)
-                       const Tensor xin = smooth ? where(xs.abs().lt(c), xs, xs.detach()) : xs;
-                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xin / c) * gn)) : gn * xs.clamp(-c, c);
+                       // g [|x| < c] / c, 0 at a NaN x and at |x| = c, as torch's double
+                       // backward, whose |x - t| is rounded to the 16-bit dtype: a bfloat16
+                       // difference of 0.999 is 1 there, outside beta = 1)
+                       const Tensor inside = (wide ? xs.to(dt) : xs).abs().lt(c);
+                       const Tensor xin = where(inside, xs, xs.detach());
+                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xin / c) * gn))
+                                         : gn * where(xs.le(-c), -c, where(xs.ge(c), c, xin));
                        if (wide16) g = g.to(dt);
                        return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
                      });

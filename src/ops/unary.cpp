@@ -409,7 +409,7 @@ void record_unary(UnaryMode mode, const Tensor& r, const Tensor& x, bool inplace
       rec("NegBackward0", {}, [](BackwardCtx& c) -> TensorList { return {c.grad().neg()}; });
       break;
     case UnaryMode::abs:
-      rec("AbsBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * sgn(c.saved(0))}; });
+      rec("AbsBackward0", {save(x)}, [](BackwardCtx& c) -> TensorList { return {c.grad() * autograd::sgn(c.saved(0))}; });
       break;
     case UnaryMode::sign: rec("SignBackward0", {}, zero); break;
     case UnaryMode::floor: rec("FloorBackward0", {}, zero); break;

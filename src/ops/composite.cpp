@@ -1,0 +1,237 @@
+// Ops PyTorch itself composes from others, composed here the same way (so
+// that they go through dispatch as their parts, and their gradients come
+// from the parts' formulas): repeat_interleave (index_select), diag and
+// diag_embed (a zero tensor and a diagonal view), trace, nansum / nanmean,
+// count_nonzero, fliplr / flipud / rot90, tril_indices / triu_indices, and
+// the other names of transpose and sign.
+#include <algorithm>
+#include <vector>
+
+#include "brisk/autograd.h"
+#include "brisk/ops.h"
+#include "core/tensor_create.h"
+
+namespace brisk {
+
+namespace {
+
+std::vector<int64_t> all_dims(const Tensor& x) {
+  std::vector<int64_t> d(static_cast<size_t>(x.dim()));
+  for (int64_t i = 0; i < x.dim(); ++i) d[static_cast<size_t>(i)] = i;
+  return d;
+}
+
+// The repeat counts on the host (int64), checked as PyTorch checks them.
+std::vector<int64_t> host_repeats(const char* op, const Tensor& repeats) {
+  BRISK_CHECK(repeats.defined(), op, "repeats must be defined");
+  BRISK_CHECK(repeats.dim() <= 1, op, "repeats must be 0-dim or 1-dim tensor, got ", repeats.dim(), " dims");
+  BRISK_CHECK(repeats.dtype() == kInt64 || repeats.dtype() == kInt32, op,
+              "repeats must be an int64 or int32 tensor, got ", repeats.dtype());
+  const Tensor r = repeats.cpu().to(kInt64).contiguous().reshape({-1});
+  std::vector<int64_t> v(r.data_ptr<int64_t>(), r.data_ptr<int64_t>() + r.numel());
+  for (int64_t c : v) BRISK_CHECK(c >= 0, op, "repeats can not be negative, got ", c);
+  return v;
+}
+
+// index i repeated counts[i] times, as an int64 tensor on device d.
+Tensor repeated_indices(const char* op, const std::vector<int64_t>& counts, std::optional<int64_t> output_size,
+                        Device d) {
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  if (output_size)
+    BRISK_CHECK(*output_size == total, op, "output_size ", *output_size, " does not match the repeated size ", total);
+  std::vector<int64_t> idx;
+  idx.reserve(static_cast<size_t>(total));
+  for (size_t i = 0; i < counts.size(); ++i) idx.insert(idx.end(), static_cast<size_t>(counts[i]), int64_t(i));
+  return tensor(idx, TensorOptions(kInt64).device(d));
+}
+
+Tensor repeat_interleave_impl(const Tensor& x, std::vector<int64_t> counts, std::optional<int64_t> dim,
+                              std::optional<int64_t> output_size) {
+  const char* op = "repeat_interleave";
+  BRISK_CHECK(x.defined(), op, "input must be defined");
+  const Tensor in = dim ? x : x.reshape({-1});
+  const int64_t d = dim ? detail::wrap_dim(*dim, in.dim(), op) : 0;
+  const Tensor src = in.dim() == 0 ? in.reshape({1}) : in;
+  const int64_t n = src.size(d);
+  if (counts.size() == 1) counts.assign(static_cast<size_t>(n), counts[0]);
+  BRISK_CHECK(static_cast<int64_t>(counts.size()) == n, op,
+              "repeats must have the same size as input along dim, but got repeats.size(0) = ", counts.size(),
+              " and input.size(", d, ") = ", n);
+  return src.index_select(d, repeated_indices(op, counts, output_size, x.device()));
+}
+
+}  // namespace
+
+// ---- repeat_interleave ------------------------------------------------------------------
+
+Tensor repeat_interleave(const Tensor& x, int64_t repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  BRISK_CHECK(repeats >= 0, "repeat_interleave", "repeats must be non-negative, got ", repeats);
+  return repeat_interleave_impl(x, {repeats}, dim, output_size);
+}
+Tensor repeat_interleave(const Tensor& x, const Tensor& repeats, std::optional<int64_t> dim,
+                         std::optional<int64_t> output_size) {
+  return repeat_interleave_impl(x, host_repeats("repeat_interleave", repeats), dim, output_size);
+}
+Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> output_size) {
+  BRISK_CHECK(repeats.defined() && repeats.dim() == 1, "repeat_interleave", "repeats must be a 1-dim tensor");
+  return repeated_indices("repeat_interleave", host_repeats("repeat_interleave", repeats), output_size,
+                          repeats.device());
+}
+Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim, std::optional<int64_t> output_size) const {
+  return brisk::repeat_interleave(*this, repeats, dim, output_size);
+}
+Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim,
+                                 std::optional<int64_t> output_size) const {
+  return brisk::repeat_interleave(*this, repeats, dim, output_size);
+}
+
+// ---- diagonals --------------------------------------------------------------------------
+
+Tensor diag_embed(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  const char* op = "diag_embed";
+  BRISK_CHECK(x.defined(), op, "input must be defined");
+  const int64_t nd = x.dim() + 1;
+  const int64_t d1 = detail::wrap_dim(dim1, nd, op), d2 = detail::wrap_dim(dim2, nd, op);
+  BRISK_CHECK(d1 != d2, op, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  const int64_t n = x.dim() == 0 ? 1 : x.size(-1);
+  const int64_t m = n + (offset < 0 ? -offset : offset);
+  // the shape: x's leading dims with two new dims of size m at d1 and d2
+  std::vector<int64_t> shape;
+  int64_t k = 0;
+  for (int64_t i = 0; i < nd; ++i) shape.push_back(i == d1 || i == d2 ? m : x.size(k++));
+  Tensor out = zeros(shape, x.options());
+  // (a copy into the diagonal view of zeros, as PyTorch: the gradient is that
+  // diagonal of the incoming one)
+  out.diagonal(offset, d1, d2).copy_(x.dim() == 0 ? x.reshape({1}) : x);
+  return out;
+}
+Tensor diag(const Tensor& x, int64_t diagonal) {
+  const char* op = "diag";
+  BRISK_CHECK(x.defined(), op, "input must be defined");
+  BRISK_CHECK(x.dim() == 1 || x.dim() == 2, op, "supports 1-D or 2-D tensors, got ", x.dim(), "-D");
+  if (x.dim() == 1) return diag_embed(x, diagonal, 0, 1);
+  return x.diagonal(diagonal, 0, 1).clone();
+}
+Tensor trace(const Tensor& x) {
+  const char* op = "trace";
+  BRISK_CHECK(x.defined() && x.dim() == 2, op, "expected a matrix, got a tensor with ",
+              x.defined() ? x.dim() : 0, " dims");
+  BRISK_CHECK(x.dtype() != kBool, op, "not implemented for bool");
+  const Tensor d = x.diagonal(0, 0, 1);
+  if (!x.is_floating_point()) return d.sum(kInt64);
+  // PyTorch's CPU kernel adds the diagonal left to right in acc_type (float32
+  // in double, 16-bit in float32) and rounds once: the last element of a
+  // scan, whose accumulators are those (cumsum's kernel)
+  if (d.numel() == 0) return zeros({}, x.options());
+  return d.cumsum(0).select(0, -1);
+}
+Tensor Tensor::diag(int64_t diagonal) const { return brisk::diag(*this, diagonal); }
+Tensor Tensor::diag_embed(int64_t offset, int64_t dim1, int64_t dim2) const {
+  return brisk::diag_embed(*this, offset, dim1, dim2);
+}
+Tensor Tensor::trace() const { return brisk::trace(*this); }
+
+Tensor tril_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
+  BRISK_CHECK(row >= 0, "tril_indices", "row must be non-negative, got ", row);
+  BRISK_CHECK(col >= 0, "tril_indices", "col must be non-negative, got ", col);
+  std::vector<int64_t> r, c;
+  for (int64_t i = 0; i < row; ++i)
+    for (int64_t j = 0; j < col && j <= i + offset; ++j) {
+      r.push_back(i);
+      c.push_back(j);
+    }
+  const TensorOptions o = opts.dtype_ ? opts : opts.dtype(kInt64);
+  const int64_t n = static_cast<int64_t>(r.size());
+  r.insert(r.end(), c.begin(), c.end());
+  return tensor(r, {2, n}, o);
+}
+Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
+  BRISK_CHECK(row >= 0, "triu_indices", "row must be non-negative, got ", row);
+  BRISK_CHECK(col >= 0, "triu_indices", "col must be non-negative, got ", col);
+  std::vector<int64_t> r, c;
+  for (int64_t i = 0; i < row; ++i)
+    for (int64_t j = std::max<int64_t>(0, i + offset); j < col; ++j) {
+      r.push_back(i);
+      c.push_back(j);
+    }
+  const TensorOptions o = opts.dtype_ ? opts : opts.dtype(kInt64);
+  const int64_t n = static_cast<int64_t>(r.size());
+  r.insert(r.end(), c.begin(), c.end());
+  return tensor(r, {2, n}, o);
+}
+
+// ---- NaN-skipping and counting reductions -----------------------------------------------
+
+Tensor nansum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  BRISK_CHECK(x.defined(), "nansum", "input must be defined");
+  // (a select, not a multiply: the NaNs' gradient is 0, as PyTorch's)
+  const Tensor v = x.is_floating_point() ? where(x.isnan(), Scalar(0.0), x) : x;
+  return dims.empty() && !keepdim ? v.sum(dtype) : v.sum(dims.empty() ? IntArrayRef(all_dims(x)) : dims, keepdim, dtype);
+}
+Tensor nanmean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
+  BRISK_CHECK(x.defined(), "nanmean", "input must be defined");
+  BRISK_CHECK(x.is_floating_point(), "nanmean", "expected input to have floating point dtype but got ", x.dtype());
+  const std::vector<int64_t> every = all_dims(x);
+  const IntArrayRef d = dims.empty() ? IntArrayRef(every) : dims;
+  const Tensor kept = x.isnan().logical_not().sum(d, keepdim);
+  return nansum(x, d, keepdim, dtype) / kept;
+}
+Tensor count_nonzero(const Tensor& x, IntArrayRef dims) {
+  BRISK_CHECK(x.defined(), "count_nonzero", "input must be defined");
+  const std::vector<int64_t> every = all_dims(x);
+  return x.ne(0).sum(dims.empty() ? IntArrayRef(every) : dims, false, kInt64);
+}
+Tensor count_nonzero(const Tensor& x, int64_t dim) {
+  const int64_t d[1] = {dim};
+  return count_nonzero(x, IntArrayRef(d, 1));
+}
+Tensor Tensor::nansum(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
+  return brisk::nansum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::nanmean(IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) const {
+  return brisk::nanmean(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::count_nonzero(IntArrayRef dims) const { return brisk::count_nonzero(*this, dims); }
+Tensor Tensor::count_nonzero(int64_t dim) const { return brisk::count_nonzero(*this, dim); }
+
+// ---- flips and rotations ------------------------------------------------------------------
+
+Tensor fliplr(const Tensor& x) {
+  BRISK_CHECK(x.defined() && x.dim() >= 2, "fliplr", "input must be >= 2-d, got ", x.defined() ? x.dim() : 0, " dims");
+  return x.flip({1});
+}
+Tensor flipud(const Tensor& x) {
+  BRISK_CHECK(x.defined() && x.dim() >= 1, "flipud", "input must be >= 1-d, got ", x.defined() ? x.dim() : 0, " dims");
+  return x.flip({0});
+}
+Tensor rot90(const Tensor& x, int64_t k, IntArrayRef dims) {
+  const char* op = "rot90";
+  BRISK_CHECK(x.defined(), op, "input must be defined");
+  BRISK_CHECK(dims.size() == 2, op, "expected total rotation dims == 2, but got dims = ", dims.size());
+  BRISK_CHECK(x.dim() >= 2, op, "expected total dims >= 2, but got total dims = ", x.dim());
+  const int64_t a = detail::wrap_dim(dims[0], x.dim(), op), b = detail::wrap_dim(dims[1], x.dim(), op);
+  BRISK_CHECK(a != b, op, "expected rotation dims to be different, but got dim0 = ", a, " and dim1 = ", b);
+  switch (((k % 4) + 4) % 4) {
+    case 1: return x.flip({b}).transpose(a, b);
+    case 2: return x.flip({a, b});
+    case 3: return x.flip({a}).transpose(a, b);
+    default: return x.clone();
+  }
+}
+Tensor Tensor::fliplr() const { return brisk::fliplr(*this); }
+Tensor Tensor::flipud() const { return brisk::flipud(*this); }
+Tensor Tensor::rot90(int64_t k, IntArrayRef dims) const { return brisk::rot90(*this, k, dims); }
+
+// ---- other names --------------------------------------------------------------------------
+
+Tensor swapdims(const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }
+Tensor swapaxes(const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }
+Tensor adjoint(const Tensor& x) { return x.mT(); }
+Tensor sgn(const Tensor& x) { return x.sign(); }
+Tensor Tensor::swapdims(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
+Tensor Tensor::adjoint() const { return mT(); }
+Tensor Tensor::sgn() const { return sign(); }
+
+}  // namespace brisk
