@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "brisk/autograd.h"
+#include "autograd/function.h"
 #include "brisk/ops.h"
 #include "core/tensor_create.h"
 
@@ -50,6 +51,8 @@ Tensor repeat_interleave_impl(const Tensor& x, std::vector<int64_t> counts, std:
                               std::optional<int64_t> output_size) {
   const char* op = "repeat_interleave";
   BRISK_CHECK(x.defined(), op, "input must be defined");
+  // (a 0-dim input takes no dim in PyTorch: "dimension out of range")
+  BRISK_CHECK(!dim || x.dim() > 0, op, "dimension out of range: a 0-dim input takes no dim, got ", *dim);
   const Tensor in = dim ? x : x.reshape({-1});
   const int64_t d = dim ? detail::wrap_dim(*dim, in.dim(), op) : 0;
   const Tensor src = in.dim() == 0 ? in.reshape({1}) : in;
@@ -124,7 +127,7 @@ Tensor trace(const Tensor& x) {
   // PyTorch's CPU kernel adds the diagonal left to right in acc_type (float32
   // in double, 16-bit in float32) and rounds once: the last element of a
   // scan, whose accumulators are those (cumsum's kernel)
-  if (d.numel() == 0) return zeros({}, x.options());
+  if (d.numel() == 0) return d.sum();  // 0, with the input's history
   return d.cumsum(0).select(0, -1);
 }
 Tensor Tensor::diag(int64_t diagonal) const { return brisk::diag(*this, diagonal); }
@@ -166,9 +169,31 @@ Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts
 
 Tensor nansum(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   BRISK_CHECK(x.defined(), "nansum", "input must be defined");
-  // (a select, not a multiply: the NaNs' gradient is 0, as PyTorch's)
-  const Tensor v = x.is_floating_point() ? where(x.isnan(), Scalar(0.0), x) : x;
-  return dims.empty() && !keepdim ? v.sum(dtype) : v.sum(dims.empty() ? IntArrayRef(all_dims(x)) : dims, keepdim, dtype);
+  const std::vector<int64_t> every = all_dims(x);
+  const IntArrayRef d = dims.empty() ? IntArrayRef(every) : dims;
+  if (!x.is_floating_point()) return x.sum(d, keepdim, dtype);
+  Tensor y;
+  {
+    NoGradGuard ng;
+    y = where(x.isnan(), Scalar(0.0), x).sum(d, keepdim, dtype);
+  }
+  if (BRISK_UNLIKELY(autograd::should_record(x))) {
+    // PyTorch's backward, grad * ~isnan(x): a multiply, so an infinite
+    // incoming gradient gives NaN at the NaNs (a select would give 0)
+    // (a 0-dim x takes dim 0 or -1: one slot, never read)
+    std::vector<bool> reduced(static_cast<size_t>(std::max<int64_t>(x.dim(), 1)), false);
+    for (int64_t k : d) reduced[static_cast<size_t>(detail::wrap_dim(k, x.dim(), "nansum"))] = true;
+    autograd::record("NansumBackward0", {y}, {x}, {autograd::save(x)},
+                     [reduced, keepdim](autograd::BackwardCtx& c) -> TensorList {
+                       const Tensor& xs = c.saved(0);
+                       Tensor g = c.grad();
+                       if (!keepdim)
+                         for (int64_t k = 0; k < xs.dim(); ++k)
+                           if (reduced[static_cast<size_t>(k)]) g = g.unsqueeze(k);
+                       return {(g.expand(xs.sizes()) * xs.isnan().logical_not()).to(xs.dtype())};
+                     });
+  }
+  return y;
 }
 Tensor nanmean(const Tensor& x, IntArrayRef dims, bool keepdim, std::optional<ScalarType> dtype) {
   BRISK_CHECK(x.defined(), "nanmean", "input must be defined");

@@ -62,6 +62,7 @@ TEST(CompositeOps, RepeatInterleave) {
                {"[repeat_interleave]", "0-dim or 1-dim"});
   expect_error([] { x23().repeat_interleave(tensor<int64_t>({1, 2}), 0, 4); }, {"[repeat_interleave]", "output_size"});
   expect_error([] { x23().repeat_interleave(2, 2); }, {"[repeat_interleave]"});
+  expect_error([] { scalar_tensor(2.0).repeat_interleave(2, 0); }, {"[repeat_interleave]", "0-dim"});
 }
 
 TEST(CompositeOps, DiagDiagEmbedAndTrace) {
@@ -91,6 +92,11 @@ TEST(CompositeOps, DiagDiagEmbedAndTrace) {
   Tensor x2 = x23();
   x2.trace().backward();
   EXPECT_TRUE(equal_values(x2.grad(), {1, 0, 0, 0, 1, 0}));
+  // an empty diagonal: 0, and still a function of the input (torch: requires_grad)
+  Tensor e0 = ones({0, 3}).requires_grad_();
+  Tensor te = trace(e0);
+  EXPECT_TRUE(te.requires_grad());
+  EXPECT_EQ(te.item<float>(), 0.0f);
   expect_error([] { trace(ones({2, 2, 2})); }, {"[trace]", "matrix"});
   expect_error([] { trace(ones({2, 2}, kBool)); }, {"[trace]", "bool"});
 }
@@ -117,7 +123,18 @@ TEST(CompositeOps, NansumNanmeanAndCountNonzero) {
   EXPECT_TRUE(equal_values(m, {2, 2}));
   (s.sum() + m.sum()).backward();
   EXPECT_TRUE(equal_values(v.grad(), {1.5, 0, 1.5, 0, 0, 2}));
+  // the gradient is PyTorch's grad * ~isnan(x), a multiply: an infinite incoming gradient is NaN
+  // at the NaNs (torch: backward(inf) of nansum([1, nan, 2]) -> [inf, nan, inf])
+  Tensor w = tensor<double>({1, kNan, 2}).to(kFloat).requires_grad_();
+  (nansum(w) * std::numeric_limits<double>::infinity()).backward();
+  EXPECT_TRUE(equal_values(w.grad(), {std::numeric_limits<double>::infinity(), kNan,
+                                      std::numeric_limits<double>::infinity()}));
   EXPECT_TRUE(equal_values(v.nansum(), {6}));
+  // a 0-dim input over dim 0 (the fuzzer's seed 661 case 1322 crashed here)
+  Tensor s0 = scalar_tensor(1.0, kFloat).requires_grad_();
+  Tensor r0 = nansum(s0, {0});
+  r0.backward();
+  EXPECT_TRUE(equal_values(s0.grad(), {1}));
   EXPECT_TRUE(equal_values(v.nanmean(), {2}));
   EXPECT_EQ(v.nanmean({0, 1}, true).sizes(), IntArrayRef({1, 1}));
   EXPECT_TRUE(equal_values(nanmean(tensor<double>({kNan, kNan}).to(kFloat)), {kNan}));

@@ -673,6 +673,28 @@ std::unordered_map<std::string, OpFn> make_ops() {
     if (c.arg(1).is_null()) return {c.t(0).mean(c.dtype_kw())};
     return {c.t(0).mean(Call::ints(c.arg(1)), Call::boolean(c.arg(2)), c.dtype_kw())};
   };
+  // the composites of src/ops/composite.cpp
+  ops["nansum"] = [](Call& c) -> Outs {
+    if (c.arg(1).is_null()) return {brisk::nansum(c.t(0))};
+    return {brisk::nansum(c.t(0), Call::ints(c.arg(1)), Call::boolean(c.arg(2)))};
+  };
+  ops["nanmean"] = [](Call& c) -> Outs {
+    if (c.arg(1).is_null()) return {brisk::nanmean(c.t(0))};
+    return {brisk::nanmean(c.t(0), Call::ints(c.arg(1)), Call::boolean(c.arg(2)))};
+  };
+  ops["count_nonzero"] = [](Call& c) -> Outs {
+    if (c.arg(1).is_null()) return {brisk::count_nonzero(c.t(0))};
+    return {brisk::count_nonzero(c.t(0), Call::ints(c.arg(1)))};
+  };
+  ops["trace"] = [](Call& c) -> Outs { return {brisk::trace(c.t(0))}; };
+  ops["repeat_interleave"] = [](Call& c) -> Outs {
+    const std::optional<int64_t> dim = c.arg(2).is_null() ? std::nullopt : std::optional<int64_t>(c.i(2));
+    return {brisk::repeat_interleave(c.t(0), c.i(1), dim)};
+  };
+  ops["diag"] = [](Call& c) -> Outs { return {brisk::diag(c.t(0), c.i(1))}; };
+  ops["rot90"] = [](Call& c) -> Outs { return {brisk::rot90(c.t(0), c.i(1), Call::ints(c.arg(2)))}; };
+  ops["fliplr"] = [](Call& c) -> Outs { return {brisk::fliplr(c.t(0))}; };
+  ops["flipud"] = [](Call& c) -> Outs { return {brisk::flipud(c.t(0))}; };
   ops["prod"] = [](Call& c) -> Outs {
     if (c.arg(1).is_null()) return {c.t(0).prod(c.dtype_kw())};
     return {c.t(0).prod(c.i(1), Call::boolean(c.arg(2)), c.dtype_kw())};

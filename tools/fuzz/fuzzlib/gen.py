@@ -301,7 +301,8 @@ def fam_reduce(b):
     r = b.rng
     op = r.choice(["sum", "sum", "mean", "prod", "max", "min", "max_dim", "min_dim", "amax", "amin", "argmax",
                    "argmin", "var", "std", "var_mean", "norm", "logsumexp", "softmax", "log_softmax", "cumsum",
-                   "cumprod", "all", "any", "sort", "argsort", "topk", "softmax"])
+                   "cumprod", "all", "any", "sort", "argsort", "topk", "softmax", "nansum", "nanmean", "count_nonzero",
+                   "trace"])
     if op in ("all", "any", "sum", "prod", "cumsum", "max", "min", "amax", "argmax", "sort", "max_dim"):
         dt = pick_dtype(r) if r.random() < 0.5 else pick_float(r)
     else:
@@ -316,7 +317,14 @@ def fam_reduce(b):
     dtk = {}
     if op in ("sum", "mean", "prod", "softmax", "log_softmax", "cumsum", "cumprod") and r.random() < 0.25:
         dtk["dtype"] = DT(r.choice(["float64", "float32", "int64", "float16", "bfloat16"]))
-    if op in ("sum", "mean"):
+    if op in ("nansum", "nanmean"):
+        out = b.call(op, x, None if r.random() < 0.3 else (rand_dims(r, nd) or [0]), keep, focus=True)
+    elif op == "count_nonzero":
+        out = b.call(op, x, None if r.random() < 0.3 else rand_dims(r, nd), focus=True)
+    elif op == "trace":
+        m = b.inp(dt, [r.randint(0, 4), r.randint(0, 4)] if r.random() < 0.95 else [2, 2, 2], kind=kind)
+        out = b.call(op, m, focus=True)
+    elif op in ("sum", "mean"):
         out = b.call(op, x, None if r.random() < 0.3 else rand_dims(r, nd), keep, focus=True, **dtk)
     elif op == "prod":
         out = b.call(op, x, None if r.random() < 0.3 else rand_dim(r, nd), keep, focus=True, **dtk)
@@ -633,7 +641,8 @@ def fam_shape(b):
     r = b.rng
     op = r.choice(["cat", "cat", "stack", "hstack", "vstack", "dstack", "split", "chunk", "unbind", "flatten",
                    "unflatten", "repeat", "tile", "flip", "roll", "tril", "triu", "movedim", "pad", "broadcast_to",
-                   "expand", "squeeze", "permute", "contiguous", "clone", "to", "reshape", "tril_", "triu_"])
+                   "expand", "squeeze", "permute", "contiguous", "clone", "to", "reshape", "tril_", "triu_",
+                   "repeat_interleave", "diag", "rot90", "fliplr", "flipud"])
     dt = pick_float(r) if r.random() < 0.75 else pick_dtype(r)
     shape = rand_shape(r, ndim=r.choice([0, 1, 2, 2, 3, 3, 4]), zero=0.06)
     nd = len(shape)
@@ -687,6 +696,18 @@ def fam_shape(b):
         out = b.call(op, x, reps, focus=True)
     elif op == "flip":
         out = b.call(op, x, rand_dims(r, nd), focus=True)
+    elif op == "repeat_interleave":
+        out = b.call(op, x, r.randint(0, 3) if r.random() < 0.97 else -1, None if r.random() < 0.3 else rand_dim(r, nd),
+                     focus=True)
+    elif op == "diag":
+        if nd not in (1, 2) and r.random() < 0.9:
+            x = b.inp(dt, [r.randint(0, 4)] if r.random() < 0.5 else [r.randint(0, 3), r.randint(0, 3)])
+        out = b.call(op, x, r.randint(-2, 2), focus=True)
+    elif op == "rot90":
+        dims = [rand_dim(r, nd), rand_dim(r, nd)] if nd >= 2 and r.random() < 0.5 else [0, 1]
+        out = b.call(op, x, r.randint(-3, 5), dims, focus=True)
+    elif op in ("fliplr", "flipud"):
+        out = b.call(op, x, focus=True)
     elif op == "roll":
         if r.random() < 0.3:
             out = b.call(op, x, [r.randint(-5, 5)], [], focus=True)

@@ -217,6 +217,48 @@ def _sum_like(name, single_dim=False):
 
 _sum_like("sum")
 _sum_like("mean")
+
+
+# the composites of src/ops/composite.cpp (free functions in brisk)
+def _nan_red(name):
+    def tfn(a, kw):
+        if a[1] is None:
+            return getattr(torch, name)(a[0])
+        return getattr(torch, name)(a[0], a[1], a[2])
+
+    def py(a, kw):
+        if a[1] is None:
+            return "torch.%s(%s)" % (name, P(a[0]))
+        return "torch.%s(%s, %s, %s)" % (name, P(a[0]), P(a[1]), P(a[2]))
+
+    def cpp(a, kw):
+        if a[1] is None:
+            return "brisk::%s(%s)" % (name, C(a[0]))
+        return "brisk::%s(%s, std::vector<int64_t>%s, %s)" % (name, C(a[0]), C(a[1]), C(a[2]))
+
+    add(Op(name, tfn, py, cpp, kind="accum", tol=4.0))
+
+
+_nan_red("nansum")
+_nan_red("nanmean")
+add(Op("count_nonzero", lambda a, kw: torch.count_nonzero(a[0]) if a[1] is None else torch.count_nonzero(a[0], a[1]),
+       lambda a, kw: "torch.count_nonzero(%s)" % (P(a[0]) if a[1] is None else "%s, %s" % (P(a[0]), P(a[1]))),
+       lambda a, kw: "brisk::count_nonzero(%s)" % (C(a[0]) if a[1] is None else "%s, std::vector<int64_t>%s" % (
+           C(a[0]), C(a[1])))))
+add(Op("trace", lambda a, kw: torch.trace(a[0]), lambda a, kw: "torch.trace(%s)" % P(a[0]),
+       lambda a, kw: "brisk::trace(%s)" % C(a[0]), kind="accum", tol=4.0))
+add(Op("repeat_interleave", lambda a, kw: torch.repeat_interleave(a[0], a[1], a[2]),
+       lambda a, kw: "torch.repeat_interleave(%s)" % pargs(a),
+       lambda a, kw: "brisk::repeat_interleave(%s, int64_t(%s), %s)" % (
+           C(a[0]), C(a[1]), "std::nullopt" if a[2] is None else "std::optional<int64_t>(%s)" % C(a[2]))))
+add(Op("diag", lambda a, kw: torch.diag(a[0], a[1]), lambda a, kw: "torch.diag(%s)" % pargs(a),
+       lambda a, kw: "brisk::diag(%s, %s)" % (C(a[0]), C(a[1]))))
+add(Op("rot90", lambda a, kw: torch.rot90(a[0], a[1], a[2]), lambda a, kw: "torch.rot90(%s)" % pargs(a),
+       lambda a, kw: "brisk::rot90(%s, %s, std::vector<int64_t>%s)" % (C(a[0]), C(a[1]), C(a[2]))))
+for _n in ["fliplr", "flipud"]:
+    add(Op(_n, (lambda n: lambda a, kw: getattr(torch, n)(a[0]))(_n),
+           (lambda n: lambda a, kw: "torch.%s(%s)" % (n, P(a[0])))(_n),
+           (lambda n: lambda a, kw: "brisk::%s(%s)" % (n, C(a[0])))(_n)))
 _sum_like("prod", single_dim=True)
 for _n in ["max", "min"]:
     add(Op(_n, (lambda n: lambda a, kw: getattr(torch, n)(a[0]))(_n),
