@@ -5,6 +5,7 @@
 #include <brisk/brisk.h>
 
 #include <string>
+#include <vector>
 
 /// Skips the test (with the reason) where no CUDA device can be used.
 #define REQUIRE_CUDA()                                \
@@ -22,6 +23,20 @@ void expect_error(F&& fn, std::initializer_list<std::string> pieces) {
     std::string msg = e.what();
     for (auto& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << "message '" << msg << "' lacks '" << p << "'";
   }
+}
+
+/// Each element (flattened, as float64) equal to the expected value, NaN
+/// matching NaN: for values PyTorch printed.
+inline ::testing::AssertionResult equal_values(const Tensor& got, const std::vector<double>& want) {
+  const Tensor d = got.to(kDouble).contiguous();
+  if (d.numel() != static_cast<int64_t>(want.size()))
+    return ::testing::AssertionFailure() << "size " << d.numel() << " vs " << want.size();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double g = d.data_ptr<double>()[i];
+    if (!(g != g && want[i] != want[i]) && g != want[i])
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", expected " << want[i];
+  }
+  return ::testing::AssertionSuccess();
 }
 
 /// Element-wise closeness with a readable failure (converts both to float64).

@@ -136,6 +136,15 @@ Tensor Tensor::diag_embed(int64_t offset, int64_t dim1, int64_t dim2) const {
 }
 Tensor Tensor::trace() const { return brisk::trace(*this); }
 
+namespace {
+// rows r and columns c as a (2, n) tensor, int64 unless opts names a dtype
+Tensor index_pairs(std::vector<int64_t> r, const std::vector<int64_t>& c, TensorOptions opts) {
+  const int64_t n = static_cast<int64_t>(r.size());
+  r.insert(r.end(), c.begin(), c.end());
+  return tensor(r, {2, n}, opts.dtype_ ? opts : opts.dtype(kInt64));
+}
+}  // namespace
+
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
   BRISK_CHECK(row >= 0, "tril_indices", "row must be non-negative, got ", row);
   BRISK_CHECK(col >= 0, "tril_indices", "col must be non-negative, got ", col);
@@ -145,10 +154,7 @@ Tensor tril_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts
       r.push_back(i);
       c.push_back(j);
     }
-  const TensorOptions o = opts.dtype_ ? opts : opts.dtype(kInt64);
-  const int64_t n = static_cast<int64_t>(r.size());
-  r.insert(r.end(), c.begin(), c.end());
-  return tensor(r, {2, n}, o);
+  return index_pairs(r, c, opts);
 }
 Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts) {
   BRISK_CHECK(row >= 0, "triu_indices", "row must be non-negative, got ", row);
@@ -159,10 +165,7 @@ Tensor triu_indices(int64_t row, int64_t col, int64_t offset, TensorOptions opts
       r.push_back(i);
       c.push_back(j);
     }
-  const TensorOptions o = opts.dtype_ ? opts : opts.dtype(kInt64);
-  const int64_t n = static_cast<int64_t>(r.size());
-  r.insert(r.end(), c.begin(), c.end());
-  return tensor(r, {2, n}, o);
+  return index_pairs(r, c, opts);
 }
 
 // ---- NaN-skipping and counting reductions -----------------------------------------------

@@ -13,6 +13,7 @@
 
 using namespace brisk;
 using brisk::testing::close;
+using brisk::testing::equal_values;
 using brisk::testing::expect_error;
 namespace nn = brisk::nn;
 namespace F = brisk::nn::functional;
@@ -412,21 +413,6 @@ TEST_F(Single, FoldLPPoolMaxUnpoolModules) {
   expect_error([&] { up(v, i + 100); }, {"max_unpool2d", "out of range"});
 }
 
-}  // namespace
-
-namespace {
-/// Each element equal to the expected float64 value (NaN matching NaN).
-::testing::AssertionResult equal_values(const Tensor& got, const std::vector<double>& want) {
-  const Tensor d = got.to(kDouble).contiguous();
-  if (d.numel() != static_cast<int64_t>(want.size()))
-    return ::testing::AssertionFailure() << "size " << d.numel() << " vs " << want.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = d.data_ptr<double>()[i];
-    if (!(std::isnan(g) && std::isnan(want[i])) && g != want[i])
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", expected " << want[i];
-  }
-  return ::testing::AssertionSuccess();
-}
 }  // namespace
 
 TEST_F(Single, NormalizeIsPyTorchs) {

@@ -14,21 +14,11 @@
 namespace brisk {
 namespace {
 
+using testing::equal_values;
 using testing::expect_error;
 
 const double kNan = std::numeric_limits<double>::quiet_NaN();
 
-::testing::AssertionResult equal_values(const Tensor& got, const std::vector<double>& want) {
-  const Tensor d = got.to(kDouble).contiguous();
-  if (d.numel() != static_cast<int64_t>(want.size()))
-    return ::testing::AssertionFailure() << "size " << d.numel() << " vs " << want.size();
-  for (size_t i = 0; i < want.size(); ++i) {
-    const double g = d.data_ptr<double>()[i];
-    if (!(std::isnan(g) && std::isnan(want[i])) && g != want[i])
-      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", expected " << want[i];
-  }
-  return ::testing::AssertionSuccess();
-}
 
 Tensor x23() { return tensor<float>({1, 2, 3, 4, 5, 6}).view({2, 3}).requires_grad_(); }
 
