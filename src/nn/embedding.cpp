@@ -68,8 +68,8 @@ Tensor one_hot(const Tensor& tensor, int64_t num_classes) {
   if (tensor.numel() == 0) {
     BRISK_CHECK(num_classes > 0, op, "cannot infer the number of classes from an empty tensor (pass num_classes)");
   } else {
-    BRISK_CHECK(tensor.min().item<int64_t>() >= 0, op, "class values must be non-negative, got ",
-                tensor.min().item<int64_t>());
+    const int64_t lo = tensor.min().item<int64_t>();
+    BRISK_CHECK(lo >= 0, op, "class values must be non-negative, got ", lo);
     const int64_t hi = tensor.max().item<int64_t>();
     if (num_classes == -1) {
       num_classes = hi + 1;

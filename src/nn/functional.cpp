@@ -592,10 +592,13 @@ Tensor huber_elementwise(const char* node, const Tensor& input, const Tensor& ta
                        // g [|x| < c] / c, 0 at a NaN x and at |x| = c, as torch's double
                        // backward, whose |x - t| is rounded to the 16-bit dtype: a bfloat16
                        // difference of 0.999 is 1 there, outside beta = 1)
-                       const Tensor inside = (wide ? xs.to(dt) : xs).abs().lt(c);
-                       const Tensor xin = where(inside, xs, xs.detach());
-                       Tensor g = smooth ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xin / c) * gn))
-                                         : gn * where(xs.le(-c), -c, where(xs.ge(c), c, xin));
+                       // (only under create_graph: without it the mask changes no value)
+                       const bool higher = GradMode::is_enabled();
+                       Tensor xin = xs;
+                       if (higher) xin = where((wide ? xs.to(dt) : xs).abs().lt(c), xs, xs.detach());
+                       Tensor g = smooth   ? where(xs.le(-c), -gn, where(xs.ge(c), gn, (xin / c) * gn))
+                                  : higher ? gn * where(xs.le(-c), -c, where(xs.ge(c), c, xin))
+                                           : gn * xs.clamp(-c, c);
                        if (wide16) g = g.to(dt);
                        return {ctx.needs(0) ? g : Tensor(), ctx.needs(1) ? -g : Tensor()};
                      });
