@@ -120,6 +120,33 @@ Tensor pow(const Scalar& base, const Tensor& exponent);
 BRISK_DECLARE_BINARY(minimum)
 BRISK_DECLARE_BINARY(maximum)
 BRISK_DECLARE_BINARY(atan2)
+// PyTorch's binary math (floating results; copysign and xlogy compute
+// integers in the default float dtype, heaviside takes one dtype)
+Tensor hypot(const Tensor& a, const Tensor& b);
+Tensor& hypot_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor logaddexp(const Tensor& a, const Tensor& b);
+Tensor& logaddexp_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor logaddexp2(const Tensor& a, const Tensor& b);
+Tensor& logaddexp2_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor copysign(const Tensor& a, const Tensor& b);
+Tensor copysign(const Tensor& a, const Scalar& b);
+Tensor& copysign_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor nextafter(const Tensor& a, const Tensor& b);
+Tensor& nextafter_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor xlogy(const Tensor& a, const Tensor& b);
+Tensor xlogy(const Tensor& a, const Scalar& b);
+Tensor xlogy(const Scalar& a, const Tensor& b);
+Tensor& xlogy_out(Tensor& out, const Tensor& a, const Tensor& b);
+Tensor heaviside(const Tensor& a, const Tensor& values);
+Tensor& heaviside_out(Tensor& out, const Tensor& a, const Tensor& values);
+/// a * 2^b (PyTorch's composite: mul(a, pow(2.0, b))).
+Tensor ldexp(const Tensor& a, const Tensor& b);
+Tensor& ldexp_out(Tensor& out, const Tensor& a, const Tensor& b);
+/// pow in float64 (both operands converted first).
+Tensor float_power(const Tensor& a, const Tensor& b);
+Tensor float_power(const Tensor& a, const Scalar& b);
+Tensor float_power(const Scalar& a, const Tensor& b);
+Tensor& float_power_out(Tensor& out, const Tensor& a, const Tensor& b);
 BRISK_DECLARE_BINARY(eq)
 BRISK_DECLARE_BINARY(ne)
 BRISK_DECLARE_BINARY(lt)

@@ -263,6 +263,19 @@ class Tensor {
   BRISK_BINARY_METHODS(minimum)
   BRISK_BINARY_METHODS(maximum)
   BRISK_BINARY_METHODS(atan2)
+  Tensor hypot(const Tensor& other) const;
+  Tensor& hypot_(const Tensor& other) const;
+  Tensor logaddexp(const Tensor& other) const;
+  Tensor logaddexp2(const Tensor& other) const;
+  BRISK_BINARY_METHODS(copysign)
+  Tensor nextafter(const Tensor& other) const;
+  Tensor& nextafter_(const Tensor& other) const;
+  BRISK_BINARY_METHODS(xlogy)
+  Tensor heaviside(const Tensor& values) const;
+  Tensor& heaviside_(const Tensor& values) const;
+  Tensor ldexp(const Tensor& other) const;
+  Tensor& ldexp_(const Tensor& other) const;
+  BRISK_BINARY_METHODS(float_power)
   BRISK_BINARY_METHODS(eq)
   BRISK_BINARY_METHODS(ne)
   BRISK_BINARY_METHODS(lt)

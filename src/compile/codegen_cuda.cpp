@@ -323,6 +323,14 @@ void Gen::emit_node(const Node& n) {
                                                      : "Atan2";
       return call(n, arith(dt0, mode, zero(dt0)), {1, 2});
     }
+    case OpId::binary_math: {
+      need(n, 3);
+      same_dtypes(n, 1, 3, dt0);
+      static const char* modes[] = {"Hypot", "LogAddExp", "LogAddExp2", "Copysign", "Nextafter", "Xlogy", "Heaviside"};
+      static_assert(std::size(modes) == static_cast<size_t>(math::BinaryMath::kNumModes));
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::BinaryMath::kNumModes)) no("binary_math mode");
+      return call(n, arith(dt0, modes[n.args.mode], zero(dt0)), {1, 2});
+    }
     case OpId::div: {
       need(n, 3);
       same_dtypes(n, 1, 3, dt0);

@@ -215,6 +215,7 @@ using AttentionFn = void (*)(const AttentionArgs& args);
   _(minimum, ElementwiseFn)                         \
   _(maximum, ElementwiseFn)                         \
   _(atan2, ElementwiseFn)                           \
+  _(binary_math, ElementwiseFn)                     \
   _(compare, ElementwiseFn)                         \
   _(logical, ElementwiseFn)                         \
   _(bitwise, ElementwiseFn)                         \

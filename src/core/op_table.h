@@ -134,6 +134,14 @@ constexpr uint8_t operator|(uint8_t a, OpFlags b) { return uint8_t(a | uint8_t(b
   X(minimum, Binary, minimum, All, Keep, Keep, kOut)                                    \
   X(maximum, Binary, maximum, All, Keep, Keep, kOut)                                    \
   X(atan2, Binary, atan2, All, Promote, Keep, kInplace | kOut)                          \
+  /* PyTorch's binary math (slot binary_math, math::BinaryMath) */                     \
+  X(hypot, Binary, binary_math, Float, Keep, Keep, kInplace | kOut)                     \
+  X(logaddexp, Binary, binary_math, Float, Keep, Keep, kOut)                            \
+  X(logaddexp2, Binary, binary_math, Float, Keep, Keep, kOut)                           \
+  X(copysign, Binary, binary_math, All, Keep, Keep, kInplace | kOut)                    \
+  X(nextafter, Binary, binary_math, Float, Keep, Keep, kInplace | kOut)                 \
+  X(xlogy, Binary, binary_math, All, Keep, Keep, kInplace | kOut)                       \
+  X(heaviside, Binary, binary_math, All, Keep, Keep, kInplace | kOut)                   \
   X(eq, Binary, compare, All, Keep, Keep, kInplace | kOut)                              \
   X(ne, Binary, compare, All, Keep, Keep, kInplace | kOut)                              \
   X(lt, Binary, compare, All, Keep, Keep, kInplace | kOut)                              \

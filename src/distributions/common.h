@@ -86,7 +86,6 @@ inline std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int
 }
 
 
-/// x * log(y), 0 where x == 0 (torch.special.xlogy).
-inline Tensor xlogy(const Tensor& x, const Tensor& y) { return where(x == 0, 0.0, x * y.log()); }
+// x * log(y), 0 where x == 0: brisk::xlogy (PyTorch's op, as torch.distributions calls it).
 
 }  // namespace brisk::distributions::detail

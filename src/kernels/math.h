@@ -637,6 +637,63 @@ BRISK_HOST_DEVICE inline T minimum(T a, T b) {
   if constexpr (std::is_floating_point_v<T>) return ((a != a) | (b != b)) ? a + b : r;
   return r;
 }
+// Note [Binary math modes]
+// The rows of slot `binary_math` (KernelArgs::mode): PyTorch's hypot,
+// logaddexp, logaddexp2, copysign, nextafter, xlogy and heaviside, each as
+// PyTorch's CPU scalar loop computes it (BinaryOpsKernel.cpp), in the math
+// type (float for 16-bit) and rounded once, except where PyTorch rounds in
+// between: xlogy of a 16-bit dtype rounds log(y) to the dtype before the
+// product (c10's std::log of a BFloat16/Half returns the 16-bit type), and
+// nextafter steps in the dtype's own representation (nextafter16 below).
+// The CPU kernels compute the vectorized ones on vectors with the Sleef
+// functions PyTorch's vector loops call (backend/cpu/kernels/binary_math.cpp).
+enum class BinaryMath : int { hypot, logaddexp, logaddexp2, copysign, nextafter, xlogy, heaviside, kNumModes };
+template <class T>
+BRISK_HOST_DEVICE inline T logaddexp(T a, T b) {
+  if (std::isinf(a) && a == b) return a;
+  const T m = a < b ? b : a;  // std::max: a NaN a or b gives NaN below
+  return m + std::log1p(std::exp(-std::fabs(a - b)));
+}
+template <class T>
+BRISK_HOST_DEVICE inline T logaddexp2(T a, T b) {
+  if (std::isinf(a) && a == b) return a;
+  const T m = a < b ? b : a;
+  const T inv_log_2 = T(1.4426950408889634074);  // 1 / ln 2, rounded to T
+  const T l = std::log1p(std::exp2(-std::fabs(a - b)));
+  return std::fma(l, inv_log_2, m);  // fused, as PyTorch's AVX2/AVX-512 and CUDA builds compute it
+}
+/// x * log(y), 0 where x == 0 (even for y = 0 or inf), NaN for a NaN y.
+template <class T>
+BRISK_HOST_DEVICE inline T xlogy(T x, T y) {
+  if (y != y) return y;
+  if (x == T(0)) return T(0);
+  return x * std::log(y);
+}
+/// The step function: `values` where x == 0, else 1 for x > 0, 0 below (and for NaN).
+template <class T>
+BRISK_HOST_DEVICE inline T heaviside(T x, T values) {
+  return x == T(0) ? values : T(x > T(0));
+}
+/// nextafter of a float16/bfloat16 in its own representation (PyTorch's
+/// c10 nextafter for the 16-bit types): the neighbour of `from` toward `to`.
+template <class H>
+BRISK_HOST_DEVICE inline H nextafter16(H from, H to) {
+  const float f = float(from), t = float(to);
+  if (f != f || t != t) return H(f + t);
+  if (f == t) return to;
+  uint16_t u = from.x;
+  if (f == 0.0f) {
+    u = uint16_t((to.x & 0x8000u) | 1u);  // the smallest subnormal with to's sign
+  } else if ((f < t) == (f > 0.0f)) {
+    ++u;  // away from zero
+  } else {
+    --u;
+  }
+  H r;
+  r.x = u;
+  return r;
+}
+
 /// x << s and x >> s on integers as PyTorch 2 defines them, without UB: a
 /// count outside [0, bit width of T) shifts everything out (0, or -1 for a
 /// right shift of a negative x); left shifts wrap (two's complement).

@@ -164,6 +164,13 @@ TEST(ScalarFunctors, BinaryAndTernaryRowsMatchTheirFunctors) {
   check("minimum", brisk::minimum(a, b), math::op::minimum{});
   check("maximum", brisk::maximum(a, b), math::op::maximum{});
   check("atan2", brisk::atan2(a, b), math::op::atan2{});
+  check("hypot", brisk::hypot(a, b), math::op::hypot{});
+  check("logaddexp", brisk::logaddexp(a, b), math::op::logaddexp{});
+  check("logaddexp2", brisk::logaddexp2(a, b), math::op::logaddexp2{});
+  check("copysign", brisk::copysign(a, b), math::op::copysign{});
+  check("nextafter", brisk::nextafter(a, b), math::op::nextafter{});
+  check("xlogy", brisk::xlogy(a, b), math::op::xlogy{});
+  check("heaviside", brisk::heaviside(a, b), math::op::heaviside{});
   check("eq", brisk::eq(a, b), math::op::eq{});
   check("ne", brisk::ne(a, b), math::op::ne{});
   check("lt", brisk::lt(a, b), math::op::lt{});

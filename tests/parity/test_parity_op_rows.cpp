@@ -154,6 +154,13 @@ const std::map<std::string, Call>& calls() {
       {"minimum", call(FN(t[0].minimum(t[1])))},
       {"maximum", call(FN(t[0].maximum(t[1])))},
       {"atan2", call(FN(t[0].atan2(t[1])))},
+      {"hypot", call(FN(t[0].hypot(t[1])))},
+      {"logaddexp", call(FN(t[0].logaddexp(t[1])))},
+      {"logaddexp2", call(FN(t[0].logaddexp2(t[1])))},
+      {"copysign", call(FN(t[0].copysign(t[1])))},
+      {"nextafter", call(FN(t[0].nextafter(t[1])))},
+      {"xlogy", call(FN(t[0].xlogy(t[1])))},
+      {"heaviside", call(FN(t[0].heaviside(t[1])))},
       {"eq", call(FN(t[0].eq(t[1])))},
       {"ne", call(FN(t[0].ne(t[1])))},
       {"lt", call(FN(t[0].lt(t[1])))},
@@ -209,6 +216,11 @@ const std::vector<Skip>& parity_skips() {
       "which takes contiguous inputs of two vectors or more, gives nan (hardswish, elu) or 0 (the shrinks, "
       "hardtanh)";
   static const std::vector<Skip> v = {
+      {"nextafter", {kHalf, kBFloat16}, "",
+       "nextafter steps in the 16-bit representation (torch 2.x's c10 nextafter, as brisk); torch 1.13's reference "
+       "here is float32's step, rounded back to the dtype (tests/ops/test_binary_math.cpp checks torch 2.15's "
+       "16-bit values)"},
+      {"nextafter", {kHalf, kBFloat16}, "special", "as above"},
       {"clamp.scalar", {kUInt8}, "",
        "torch 1.13 converts the bound -1 to uint8 (255) and returns 2 everywhere; torch 2.x and brisk clamp to [0, 2]"},
       {"bitwise_left_shift", {}, "special",

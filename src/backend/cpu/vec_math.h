@@ -266,6 +266,13 @@ inline VF pow(VF x, VF y) { return BRISK_SLEEF_F(pow, u10)(x, y); }
 inline VD pow(VD x, VD y) { return BRISK_SLEEF_D(pow, u10)(x, y); }
 inline VF atan2(VF y, VF x) { return BRISK_SLEEF_F(atan2, u10)(y, x); }
 inline VD atan2(VD y, VD x) { return BRISK_SLEEF_D(atan2, u10)(y, x); }
+// The functions PyTorch's vector loops call for hypot, copysign and nextafter.
+inline VF hypot(VF x, VF y) { return BRISK_SLEEF_F(hypot, u05)(x, y); }
+inline VD hypot(VD x, VD y) { return BRISK_SLEEF_D(hypot, u05)(x, y); }
+inline VF copysign(VF x, VF y) { return BRISK_SLEEF_F0(copysign)(x, y); }
+inline VD copysign(VD x, VD y) { return BRISK_SLEEF_D0(copysign)(x, y); }
+inline VF nextafter(VF x, VF y) { return BRISK_SLEEF_F0(nextafter)(x, y); }
+inline VD nextafter(VD x, VD y) { return BRISK_SLEEF_D0(nextafter)(x, y); }
 inline VF sqrt(VF x) { return sqrt_(x); }
 inline VD sqrt(VD x) { return sqrt_(x); }
 

@@ -82,6 +82,25 @@ void maximum_kernel(TensorIter& it, const KernelArgs&) {
 void atan2_kernel(TensorIter& it, const KernelArgs&) {
   BRISK_DISPATCH_FLOAT(it.dtypes[0], "atan2", [&] { launch_arith<scalar_t>(it, "atan2", Arith::Atan2, Scalar(0)); });
 }
+// slot binary_math: the row's mode as an Arith mode (the host checks dtypes)
+void binary_math_kernel(TensorIter& it, const KernelArgs& a) {
+  using math::BinaryMath;
+  const auto m = static_cast<BinaryMath>(a.mode);
+  if (m == BinaryMath::heaviside)
+    return BRISK_DISPATCH_ALL(it.dtypes[0], "heaviside",
+                              [&] { launch_arith<scalar_t>(it, "heaviside", Arith::Heaviside, Scalar(0)); });
+  Arith am = Arith::Hypot;
+  switch (m) {
+    case BinaryMath::hypot: am = Arith::Hypot; break;
+    case BinaryMath::logaddexp: am = Arith::LogAddExp; break;
+    case BinaryMath::logaddexp2: am = Arith::LogAddExp2; break;
+    case BinaryMath::copysign: am = Arith::Copysign; break;
+    case BinaryMath::nextafter: am = Arith::Nextafter; break;
+    case BinaryMath::xlogy: am = Arith::Xlogy; break;
+    default: BRISK_INTERNAL_ASSERT(false, "binary_math: mode ", a.mode, " has no CUDA kernel");
+  }
+  BRISK_DISPATCH_FLOAT(it.dtypes[0], "binary_math", [&] { launch_arith<scalar_t>(it, "binary_math", am, Scalar(0)); });
+}
 void bitwise_kernel(TensorIter& it, const KernelArgs& a) {
   Arith m = Arith::BitXor;
   switch (static_cast<BitwiseMode>(a.mode)) {
@@ -232,6 +251,7 @@ void register_elementwise_kernels() {
   register_kernel<OpId::minimum>(kCUDA, minimum_kernel);
   register_kernel<OpId::maximum>(kCUDA, maximum_kernel);
   register_kernel<OpId::atan2>(kCUDA, atan2_kernel);
+  register_kernel<OpId::binary_math>(kCUDA, binary_math_kernel);
   register_kernel<OpId::compare>(kCUDA, compare_kernel);
   register_kernel<OpId::logical>(kCUDA, logical_kernel);
   register_kernel<OpId::bitwise>(kCUDA, bitwise_kernel);

@@ -55,6 +55,14 @@ enum class Arith : int {
   ShiftRight,         // math::shift_right
   Lerp,               // lerp(x, y, s): scalar weight
   ThresholdBackward,  // y <= s ? 0 : x  (x: grad, y: input)
+  // slot binary_math (Note [Binary math modes] in kernels/math.h)
+  Hypot,
+  LogAddExp,
+  LogAddExp2,
+  Copysign,
+  Nextafter,  // 16-bit: in the dtype's representation (math::nextafter16)
+  Xlogy,      // 16-bit: log(y) rounded to the dtype before the product, as the CPU
+  Heaviside,
 };
 
 /// M: the math type; T: brisk's dtype type (rounding of trunc division).
@@ -69,6 +77,7 @@ struct ArithOp {
         case Arith::AddAlpha: return x || (s && y);  // add(.., alpha=False) is self
         case Arith::Mul: case Arith::BitAnd: case Arith::Minimum: return x && y;
         case Arith::BitXor: return x != y;
+        case Arith::Heaviside: return x ? true : y;
         default: return false;
       }
     } else {
@@ -88,6 +97,7 @@ struct ArithOp {
         case Arith::InvSquareSteps: return M(M(1) / M(T(x * x)));
         case Arith::Minimum: return math::minimum(x, y);
         case Arith::Maximum: return math::maximum(x, y);
+        case Arith::Heaviside: return math::heaviside(x, y);
         default: break;
       }
       if constexpr (fp) {
@@ -95,6 +105,19 @@ struct ArithOp {
           case Arith::Atan2: return std::atan2(x, y);
           case Arith::Lerp: return math::lerp(x, y, s);
           case Arith::ThresholdBackward: return y <= s ? M(0) : x;
+          case Arith::Hypot: return std::hypot(x, y);
+          case Arith::LogAddExp: return math::logaddexp(x, y);
+          case Arith::LogAddExp2: return math::logaddexp2(x, y);
+          case Arith::Copysign: return std::copysign(x, y);
+          case Arith::Nextafter:
+            if constexpr (std::is_same_v<M, T>)
+              return std::nextafter(x, y);
+            else
+              return M(math::nextafter16(T(x), T(y)));
+          case Arith::Xlogy:
+            if (y != y) return y;
+            if (x == M(0)) return M(0);
+            return x * M(T(std::log(y)));
           default: break;
         }
       } else {

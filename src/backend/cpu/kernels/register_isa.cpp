@@ -19,6 +19,7 @@ void register_softmax_kernels();
 void register_norm_row_kernels();
 void register_norm_channel_kernels();
 void register_loss_kernels();
+void register_binary_math_kernels();
 
 void register_all() {
   register_elementwise_kernels();
@@ -36,6 +37,7 @@ void register_all() {
   register_norm_row_kernels();
   register_norm_channel_kernels();
   register_loss_kernels();
+  register_binary_math_kernels();
 }
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu
