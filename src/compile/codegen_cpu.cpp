@@ -741,6 +741,34 @@ void Gen::emit_node(const Node& n) {
       }
       return commit(o);
     }
+    case OpId::binary_math: {
+      // the eager kernel's forms (backend/cpu/kernels/binary_math.cpp)
+      need(3);
+      same_dtypes(n, 1, 3, dt0);
+      if (n.args.mode < 0 || n.args.mode >= static_cast<int>(math::BinaryMath::kNumModes)) no("binary_math mode");
+      const auto m = static_cast<math::BinaryMath>(n.args.mode);
+      if (m != math::BinaryMath::heaviside) float_only(dt0);
+      Block a = input(n, 1), b = input(n, 2);
+      Block o = output(n);
+      const std::string s16 = cpp_type(dt0);
+      switch (m) {
+        case math::BinaryMath::hypot: vec_loop2(o, a, b, "vec::hypot(x, y)"); break;
+        case math::BinaryMath::logaddexp: vec_loop2(o, a, b, "cg::logaddexp_v(x, y)"); break;
+        case math::BinaryMath::logaddexp2: vec_loop2(o, a, b, "cg::logaddexp2_v(x, y)"); break;
+        case math::BinaryMath::copysign: vec_loop2(o, a, b, "vec::copysign(x, y)"); break;
+        case math::BinaryMath::nextafter:
+          if (dt0 == kHalf || dt0 == kBFloat16)
+            scalar_loop(o, "static_cast<float>(math::nextafter16(" + s16 + "(" + at(a) + "), " + s16 + "(" + at(b) + ")))");
+          else
+            vec_loop2(o, a, b, "vec::nextafter(x, y)");
+          break;
+        case math::BinaryMath::xlogy:
+          scalar_loop(o, "math::xlogy_in<" + s16 + ">(" + at(a) + ", " + at(b) + ")");
+          break;
+        default: scalar_loop(o, "math::heaviside(" + at(a) + ", " + at(b) + ")"); break;
+      }
+      return commit(o);
+    }
     case OpId::pow:
     case OpId::atan2: {
       need(3);

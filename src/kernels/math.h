@@ -669,6 +669,14 @@ BRISK_HOST_DEVICE inline T xlogy(T x, T y) {
   if (x == T(0)) return T(0);
   return x * std::log(y);
 }
+/// xlogy of a dtype stored as S computed in M: log(y) rounded to S before
+/// the product (PyTorch's 16-bit CPU kernel; a no-op rounding for float/double).
+template <class S, class M>
+BRISK_HOST_DEVICE inline M xlogy_in(M x, M y) {
+  if (y != y) return y;
+  if (x == M(0)) return M(0);
+  return x * static_cast<M>(static_cast<S>(std::log(y)));
+}
 /// The step function: `values` where x == 0, else 1 for x > 0, 0 below (and for NaN).
 template <class T>
 BRISK_HOST_DEVICE inline T heaviside(T x, T values) {

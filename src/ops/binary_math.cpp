@@ -82,7 +82,8 @@ void record_math(BinaryMath m, const Tensor* self, const Tensor& r, const Tensor
       auto fn = [out](BackwardCtx& c) -> TensorList {  // grad * self / result
         const Tensor& g = c.grad();
         const Tensor x = c.saved(0), y = c.saved(1);
-        const Tensor res = out ? c.saved(2) : hypot(x, y);
+        // (rounded to self's dtype, as torch's saved result is)
+        const Tensor res = out ? c.saved(2) : hypot(x, y).to(x.dtype());
         return {c.needs(0) ? g * x / res : Tensor(), c.needs(1) ? g * y / res : Tensor()};
       };
       if (out)
@@ -105,7 +106,7 @@ void record_math(BinaryMath m, const Tensor* self, const Tensor& r, const Tensor
     if constexpr (tensor_b) {
       auto fn = [out](BackwardCtx& c) -> TensorList {
         const Tensor x = c.saved(0);
-        const Tensor res = out ? c.saved(2) : copysign(x, c.saved(1));
+        const Tensor res = out ? c.saved(2) : copysign(x, c.saved(1)).to(x.dtype());
         return {c.needs(0) ? c.grad() * (res / x).masked_fill(x == 0, 0) : Tensor(),
                 c.needs(1) ? zeros_like(c.saved(1)) : Tensor()};
       };
@@ -116,7 +117,7 @@ void record_math(BinaryMath m, const Tensor* self, const Tensor& r, const Tensor
     } else {
       auto fn = [out, b](BackwardCtx& c) -> TensorList {
         const Tensor x = c.saved(0);
-        const Tensor res = out ? c.saved(1) : copysign(x, b);
+        const Tensor res = out ? c.saved(1) : copysign(x, b).to(x.dtype());
         return {c.grad() * (res / x).masked_fill(x == 0, 0)};
       };
       if (out)
@@ -141,9 +142,17 @@ void record_math(BinaryMath m, const Tensor* self, const Tensor& r, const Tensor
         return {positive ? lg : lg.masked_fill(c.saved(0) == 0, 0)};
       });
     }
-  } else {  // nextafter, heaviside
-    const char* nm = m == BinaryMath::nextafter ? "nextafter" : "heaviside";
-    rec({}, [nm](BackwardCtx&) -> TensorList { return not_implemented(nm); });
+  } else if (m == BinaryMath::nextafter) {
+    // torch 2.x: the gradient passes to self where self != other (a step
+    // was taken; NaN included), 0 where they are equal; other's is 0
+    if constexpr (tensor_b) {
+      rec({save(a), save(b)}, [](BackwardCtx& c) -> TensorList {
+        const Tensor x = c.saved(0), y = c.saved(1);
+        return {c.needs(0) ? where(x != y, c.grad(), 0.0) : Tensor(), c.needs(1) ? zeros_like(y) : Tensor()};
+      });
+    }
+  } else {  // heaviside: torch has no derivative ("derivative for aten::heaviside is not implemented")
+    rec({}, [](BackwardCtx&) -> TensorList { return not_implemented("heaviside"); });
   }
 }
 

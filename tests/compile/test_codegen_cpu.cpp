@@ -438,6 +438,13 @@ TEST_F(CodegenCpu, BinaryOpsBitEqual) {
       keep.push_back(r.binary(OpId::remainder, "remainder", x, z));
       keep.push_back(r.binary(OpId::fmod, "fmod", x, z));
       keep.push_back(r.binary(OpId::atan2, "atan2", x, z));
+      for (const char* nm : {"hypot", "logaddexp", "logaddexp2", "copysign", "nextafter", "xlogy", "heaviside"}) {
+        KernelArgs k;  // the binary_math modes, in math::BinaryMath's order
+        static const std::vector<std::string> order = {"hypot", "logaddexp", "logaddexp2", "copysign",
+                                                       "nextafter", "xlogy", "heaviside"};
+        k.mode = int(std::find(order.begin(), order.end(), nm) - order.begin());
+        keep.push_back(r.binary(OpId::binary_math, nm, x, z, k));
+      }
       for (double e : {2.0, 3.0, 0.5, -1.0, -2.0, 2.7}) {
         KernelArgs k;
         k.mode = 1;

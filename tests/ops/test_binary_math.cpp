@@ -155,13 +155,21 @@ TEST(BinaryMath, GradientsArePyTorchs) {
   EXPECT_TRUE(testing::close(x.grad(), tensor(std::vector<double>{0.0, 1.8973665961010275, -0.8944271909999159, 0.0, 1.6641005886756874}, kDouble), 1e-14, 0));
 }
 
-TEST(BinaryMath, NextafterAndHeavisideHaveNoDerivative) {
-  // torch: "the derivative for 'nextafter' is not implemented" (the forward records)
-  Tensor x = tensor<float>({1, 2}).requires_grad_();
-  Tensor n = nextafter(x, tensor<float>({3, 3}));
-  EXPECT_TRUE(n.requires_grad());
-  expect_error([&] { n.sum().backward(); }, {"[nextafter]", "derivative"});
-  Tensor h = heaviside(x, tensor<float>({0.5, 0.5}));
+TEST(BinaryMath, NextafterPassesItsGradientAndHeavisideHasNone) {
+  // torch 2.15: x = [1, 2, nan], y = [1, 5, 1]; grad((nextafter(x, y) * [2, 5, 7]).sum(), [x, y])
+  // = ([0, 5, 7], [0, 0, 0]): the gradient passes where x != y; in place the same;
+  // heaviside's backward raises "derivative for aten::heaviside is not implemented"
+  Tensor x = tensor<float>({1, 2, NAN}).requires_grad_(), y = tensor<float>({1, 5, 1}).requires_grad_();
+  (nextafter(x, y) * tensor<float>({2, 5, 7})).sum().backward();
+  EXPECT_TRUE(equal_values(x.grad(), {0, 5, 7}));
+  EXPECT_TRUE(equal_values(y.grad(), {0, 0, 0}));
+  Tensor x2 = tensor<float>({1, 2}).requires_grad_();
+  Tensor w = x2 * 3;
+  w.nextafter_(tensor<float>({0, 0}));
+  w.sum().backward();
+  EXPECT_TRUE(equal_values(x2.grad(), {3, 3}));
+  Tensor h = heaviside(x, tensor<float>({0.5, 0.5, 0.5}));
+  EXPECT_TRUE(h.requires_grad());
   expect_error([&] { h.sum().backward(); }, {"[heaviside]", "derivative"});
 }
 

@@ -537,8 +537,15 @@ std::unordered_map<std::string, OpFn> make_ops() {
   BIN(mul) BIN(remainder) BIN(fmod) BIN(pow) BIN(minimum) BIN(maximum) BIN(atan2)
   BIN(eq) BIN(ne) BIN(lt) BIN(le) BIN(gt) BIN(ge)
   BIN(logical_and) BIN(logical_or) BIN(logical_xor) BIN(bitwise_and) BIN(bitwise_or) BIN(bitwise_xor)
-  BIN(bitwise_left_shift) BIN(bitwise_right_shift)
+  BIN(bitwise_left_shift) BIN(bitwise_right_shift) BIN(copysign) BIN(xlogy)
 #undef BIN
+  // tensor-only binary ops (torch takes no Python number there)
+#define BIN_T(name) ops[#name] = [](Call& c) -> Outs { return {c.t(0).name(c.t(1))}; };
+#define BIN_T_(name) ops[#name "_"] = [](Call& c) -> Outs { Tensor a = c.t(0); return {a.name##_(c.t(1))}; };
+  BIN_T(hypot) BIN_T_(hypot) BIN_T(logaddexp) BIN_T(logaddexp2) BIN_T(nextafter) BIN_T_(nextafter)
+  BIN_T(heaviside) BIN_T_(heaviside)
+#undef BIN_T
+#undef BIN_T_
   ops["igamma"] = [](Call& c) -> Outs { return {brisk::igamma(c.t(0), c.t(1))}; };
   ops["isclose"] = [](Call& c) -> Outs {
     return {brisk::isclose(c.t(0), c.t(1), Call::dbl(c.kw("rtol"), 1e-5), Call::dbl(c.kw("atol"), 1e-8),

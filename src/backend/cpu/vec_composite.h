@@ -316,6 +316,32 @@ inline vec::VD digamma_v(vec::VD x) {
   return x;
 }
 
+// logaddexp and logaddexp2 as PyTorch's vector loops compute them
+// (Note [Binary math modes] in kernels/math.h): max (NaN if either is) plus
+// log1p(exp(-|a - b|)); equal infinities give themselves. logaddexp2's
+// product and sum are one fused multiply-add, as GCC fuses them in
+// PyTorch's AVX2/AVX-512 build.
+template <class V>
+inline V nan_max_v(V a, V b) {
+  const V m = a < b ? b : a;
+  return ((a != a) | (b != b)) ? a + b : m;
+}
+template <class V>
+inline V logaddexp_v(V a, V b) {
+  const V inf = vec::splat<V>(INFINITY);
+  const V r = nan_max_v(a, b) + vec::log1p(vec::exp(neg_abs_v(a - b)));
+  return ((a == b) & (vec::abs(a) == inf)) ? a : r;
+}
+template <class V>
+inline V logaddexp2_v(V a, V b) {
+  const V inf = vec::splat<V>(INFINITY);
+  // 1 / ln 2 rounded to the element type, as PyTorch's constant
+  const V inv_log_2 = vec::splat<V>(vec::is_float_vec<V> ? double(float(1.4426950408889634074)) : 1.4426950408889634074);
+  const V l = vec::log1p(vec::exp2(neg_abs_v(a - b)));
+  const V r = vec::fmadd(l, inv_log_2, nan_max_v(a, b));
+  return ((a == b) & (vec::abs(a) == inf)) ? a : r;
+}
+
 }  // namespace composite
 }  // namespace BRISK_CPU_ISA
 }  // namespace cpu

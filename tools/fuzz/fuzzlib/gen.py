@@ -19,9 +19,11 @@ from .program import V, S, I, B, DT, DTYPES, FLOATS, INTS
 ALL = DTYPES
 NON_DIFFERENTIABLE = COMPARISONS | {"logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
                                     "bitwise_left_shift", "bitwise_right_shift",
-                                    "bitwise_xor", "logical_not", "bitwise_not"}
-# brisk extensions without a torch method to compare with.
-NO_TORCH_INPLACE = {"minimum", "maximum"}
+                                    "bitwise_xor", "logical_not", "bitwise_not",
+                                    # no derivative in torch or brisk (backward raises): in-place calls detach
+                                    "heaviside"}
+# brisk extensions without a torch method to compare with (logaddexp has no in-place form in either).
+NO_TORCH_INPLACE = {"minimum", "maximum", "logaddexp", "logaddexp2"}
 FLOAT_WEIGHTS = [4, 3, 2, 2]  # float32, float64, float16, bfloat16
 
 

@@ -54,10 +54,12 @@ def scalar_or_default(kw, key, dflt):
 
 BINARY = ["add", "sub", "mul", "div", "remainder", "fmod", "pow", "minimum", "maximum", "atan2", "eq", "ne",
           "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
-          "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"]
+          "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+          "hypot", "logaddexp", "logaddexp2", "copysign", "nextafter", "xlogy", "heaviside"]
 # PyTorch accepts a Python number as the second argument of these only.
 BINARY_SCALAR_OK = {"add", "sub", "mul", "div", "remainder", "fmod", "pow", "eq", "ne", "lt", "le", "gt", "ge",
-                    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"}
+                    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+                    "copysign", "xlogy"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 

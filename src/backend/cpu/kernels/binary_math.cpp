@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "backend/cpu/loops.h"
+#include "backend/cpu/vec_composite.h"
 #include "backend/cpu/vec_loops.h"
 #include "kernels/math.h"
 
@@ -20,30 +21,8 @@ namespace {
 
 using math::BinaryMath;
 
-template <class V>
-inline V nan_max(V a, V b) {  // PyTorch's vec::maximum: NaN if either is
-  const V m = a < b ? b : a;
-  return ((a != a) | (b != b)) ? a + b : m;
-}
-template <class V>
-inline V neg_abs(V x) {
-  return x < V{} ? x : -x;  // -|x|; -0.0 for +-0 (exp gives 1 either way)
-}
-template <class V>
-inline V logaddexp_v(V a, V b) {
-  const V inf = vec::splat<V>(INFINITY);
-  const V r = nan_max(a, b) + vec::log1p(vec::exp(neg_abs(a - b)));
-  return ((a == b) & (vec::abs(a) == inf)) ? a : r;
-}
-template <class V>
-inline V logaddexp2_v(V a, V b) {
-  const V inf = vec::splat<V>(INFINITY);
-  // 1 / ln 2 rounded to the vector's element type, as PyTorch's constant
-  const V inv_log_2 = vec::splat<V>(vec::is_float_vec<V> ? double(float(1.4426950408889634074)) : 1.4426950408889634074);
-  const V l = vec::log1p(vec::exp2(neg_abs(a - b)));
-  const V r = vec::fmadd(l, inv_log_2, nan_max(a, b));
-  return ((a == b) & (vec::abs(a) == inf)) ? a : r;
-}
+using composite::logaddexp_v;
+using composite::logaddexp2_v;
 
 template <class F>
 void vec_float(TensorIter& it, const char* op, const F& f) {
@@ -72,12 +51,8 @@ void binary_math_kernel(TensorIter& it, const KernelArgs& a) {
     case BinaryMath::xlogy:
       return BRISK_DISPATCH_FLOAT(it.dtypes[0], "xlogy", [&] {
         using M = opmath_t<scalar_t>;
-        binary_kernel<scalar_t>(it, [](M x, M y) -> M {
-          if (y != y) return y;
-          if (x == M(0)) return M(0);
-          // a 16-bit log(y) is rounded to the dtype before the product (PyTorch)
-          return x * static_cast<M>(static_cast<scalar_t>(std::log(y)));
-        });
+        // a 16-bit log(y) is rounded to the dtype before the product (PyTorch)
+        binary_kernel<scalar_t>(it, [](M x, M y) -> M { return math::xlogy_in<scalar_t>(x, y); });
       });
     case BinaryMath::heaviside:
       return BRISK_DISPATCH_ALL(it.dtypes[0], "heaviside", [&] {
