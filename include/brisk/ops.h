@@ -352,6 +352,30 @@ Tensor rot90(const Tensor& x, int64_t k = 1, IntArrayRef dims = {0, 1});
 /// triangle of a row x col matrix from diagonal offset, row by row.
 Tensor tril_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions opts = {});
 Tensor triu_indices(int64_t row, int64_t col, int64_t offset = 0, TensorOptions opts = {});
+/// gather after broadcasting x and indices over every dim but dim (the
+/// flattened x without one), as torch.take_along_dim.
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim = std::nullopt);
+/// n-th forward difference along dim, with prepend/append concatenated first (torch.diff).
+Tensor diff(const Tensor& x, int64_t n = 1, int64_t dim = -1, const std::optional<Tensor>& prepend = std::nullopt,
+            const std::optional<Tensor>& append = std::nullopt);
+/// Kronecker product (torch.kron).
+Tensor kron(const Tensor& a, const Tensor& b);
+/// Cross product of 3-vectors along dim (linalg_cross: -1; cross without a
+/// dim: the first dim of size 3, as torch.cross).
+Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim = -1);
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim = std::nullopt);
+/// The inputs (0-dim: 1x1, 1-dim: a row) on the diagonal of a zero matrix.
+Tensor block_diag(const std::vector<Tensor>& tensors);
+/// Every combination of the 1-dim inputs' elements, one per row.
+Tensor cartesian_prod(const std::vector<Tensor>& tensors);
+Tensor atleast_1d(const Tensor& x);
+Tensor atleast_2d(const Tensor& x);
+Tensor atleast_3d(const Tensor& x);
+/// 0/1-dim inputs as columns, then hstack (torch.column_stack).
+Tensor column_stack(const std::vector<Tensor>& tensors);
+/// clamp's other name.
+Tensor clip(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+Tensor clip(const Tensor& x, const Tensor& min, const Tensor& max);
 Tensor swapdims(const Tensor& x, int64_t d0, int64_t d1);
 Tensor swapaxes(const Tensor& x, int64_t d0, int64_t d1);
 Tensor adjoint(const Tensor& x);

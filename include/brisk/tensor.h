@@ -184,6 +184,14 @@ class Tensor {
   Tensor rot90(int64_t k = 1, IntArrayRef dims = {0, 1}) const;
   /// sign(x) for real tensors (PyTorch's sgn, which extends sign to complex).
   Tensor sgn() const;
+  /// brisk::take_along_dim, diff, kron, cross, clip (clamp).
+  Tensor take_along_dim(const Tensor& indices, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor diff(int64_t n = 1, int64_t dim = -1, const std::optional<Tensor>& prepend = std::nullopt,
+              const std::optional<Tensor>& append = std::nullopt) const;
+  Tensor kron(const Tensor& other) const;
+  Tensor cross(const Tensor& other, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor clip(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clip_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
   Tensor swapaxes(int64_t d0, int64_t d1) const { return transpose(d0, d1); }
   Tensor permute(IntArrayRef dims) const;
   Tensor movedim(int64_t src, int64_t dst) const;

@@ -252,6 +252,170 @@ Tensor Tensor::fliplr() const { return brisk::fliplr(*this); }
 Tensor Tensor::flipud() const { return brisk::flipud(*this); }
 Tensor Tensor::rot90(int64_t k, IntArrayRef dims) const { return brisk::rot90(*this, k, dims); }
 
+// ---- gathers, differences, products and stacks (as PyTorch composes them) -----------------
+
+// take_along_dim: gather after broadcasting input and indices over every
+// dim but `dim` (the flattened input without a dim).
+Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int64_t> dim) {
+  const char* op = "take_along_dim";
+  BRISK_CHECK(x.defined() && indices.defined(), op, "input and indices must be defined");
+  BRISK_CHECK(indices.dtype() == kInt64, op, "dtype of indices should be int64 but got ", indices.dtype());
+  if (!dim) return x.reshape({-1}).gather(0, indices.reshape({-1}));
+  BRISK_CHECK(x.dim() == indices.dim(), op, "input and indices should have the same number of dimensions, but got ",
+              x.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
+  const int64_t d = detail::wrap_dim(*dim, x.dim(), op);
+  std::vector<int64_t> xs(x.sizes().begin(), x.sizes().end()), is(indices.sizes().begin(), indices.sizes().end());
+  xs[size_t(d)] = 1;
+  is[size_t(d)] = 1;
+  DimVector shape = broadcast_shapes(xs, is, op);
+  std::vector<int64_t> xshape(shape.begin(), shape.end()), ishape(shape.begin(), shape.end());
+  xshape[size_t(d)] = x.size(d);
+  ishape[size_t(d)] = indices.size(d);
+  return x.expand(xshape).gather(d, indices.expand(ishape));
+}
+Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim) const {
+  return brisk::take_along_dim(*this, indices, dim);
+}
+
+// diff: prepend/append concatenated, then n first differences (logical_xor for bool).
+Tensor diff(const Tensor& x, int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
+            const std::optional<Tensor>& append) {
+  const char* op = "diff";
+  BRISK_CHECK(x.defined(), op, "input must be defined");
+  BRISK_CHECK(x.dim() >= 1, op, "expects input to be at least one-dimensional");
+  BRISK_CHECK(n >= 0, op, "order must be non-negative but got ", n);
+  const int64_t d = detail::wrap_dim(dim, x.dim(), op);
+  Tensor t = x;
+  if ((prepend && prepend->defined()) || (append && append->defined())) {
+    std::vector<Tensor> parts;
+    if (prepend && prepend->defined()) parts.push_back(*prepend);
+    parts.push_back(x);
+    if (append && append->defined()) parts.push_back(*append);
+    t = cat(parts, d);
+  }
+  for (int64_t k = 0; k < n && t.size(d) > 0; ++k) {
+    const int64_t m = t.size(d) - 1;
+    const Tensor hi = t.narrow(d, 1, m), lo = t.narrow(d, 0, m);
+    t = t.dtype() == kBool ? hi.logical_xor(lo) : hi - lo;
+  }
+  return t;
+}
+Tensor Tensor::diff(int64_t n, int64_t dim, const std::optional<Tensor>& prepend,
+                    const std::optional<Tensor>& append) const {
+  return brisk::diff(*this, n, dim, prepend, append);
+}
+
+// kron: a's and b's dims interleaved (leading 1s for the shorter), multiplied, merged.
+Tensor kron(const Tensor& a, const Tensor& b) {
+  BRISK_CHECK(a.defined() && b.defined(), "kron", "inputs must be defined");
+  const int64_t nd = std::max(a.dim(), b.dim());
+  std::vector<int64_t> as(size_t(nd - a.dim()), 1), bs(size_t(nd - b.dim()), 1);
+  as.insert(as.end(), a.sizes().begin(), a.sizes().end());
+  bs.insert(bs.end(), b.sizes().begin(), b.sizes().end());
+  std::vector<int64_t> ai, bi, out;
+  for (int64_t k = 0; k < nd; ++k) {
+    ai.push_back(as[size_t(k)]), ai.push_back(1);
+    bi.push_back(1), bi.push_back(bs[size_t(k)]);
+    out.push_back(as[size_t(k)] * bs[size_t(k)]);
+  }
+  return (a.reshape(ai) * b.reshape(bi)).reshape(out);
+}
+Tensor Tensor::kron(const Tensor& o) const { return brisk::kron(*this, o); }
+
+// cross: the 3-vectors along dim (linalg_cross: broadcast, dim -1; cross
+// without a dim: the first dim of size 3, PyTorch's deprecated default).
+Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim) {
+  const char* op = "linalg_cross";
+  BRISK_CHECK(a.defined() && b.defined(), op, "inputs must be defined");
+  BRISK_CHECK(a.dim() == b.dim(), op, "the input tensors must have the same number of dimensions, got ", a.dim(),
+              " and ", b.dim());
+  const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op);
+  const int64_t d = detail::wrap_dim(dim, int64_t(shape.size()), op);
+  BRISK_CHECK(a.size(d) == 3 && b.size(d) == 3, op, "dimension ", dim, " does not have size 3");
+  const Tensor x = a.expand(shape), y = b.expand(shape);
+  auto c = [d](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
+  return cat({c(x, 1) * c(y, 2) - c(x, 2) * c(y, 1), c(x, 2) * c(y, 0) - c(x, 0) * c(y, 2),
+              c(x, 0) * c(y, 1) - c(x, 1) * c(y, 0)},
+             d);
+}
+Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
+  BRISK_CHECK(a.defined() && b.defined(), "cross", "inputs must be defined");
+  if (dim) return linalg_cross(a, b, *dim);
+  BRISK_CHECK(a.sizes() == b.sizes(), "cross", "without a dim the inputs must have one shape, got ", a.sizes(),
+              " and ", b.sizes());
+  for (int64_t k = 0; k < a.dim(); ++k)
+    if (a.size(k) == 3) return linalg_cross(a, b, k);
+  BRISK_FAIL("cross", "no dimension of size 3 in input");
+}
+Tensor Tensor::cross(const Tensor& o, std::optional<int64_t> dim) const { return brisk::cross(*this, o, dim); }
+
+// block_diag: the matrices (a 0-dim tensor is 1x1, a 1-dim one a row) on
+// the diagonal of zeros of the promoted dtype.
+Tensor block_diag(const std::vector<Tensor>& tensors) {
+  const char* op = "block_diag";
+  int64_t rows = 0, cols = 0;
+  ScalarType dt = tensors.empty() ? default_dtype() : tensors[0].dtype();
+  std::vector<Tensor> mats;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    BRISK_CHECK(t.defined(), op, "input ", i, " is undefined");
+    BRISK_CHECK(t.dim() <= 2, op, "input ", i, " must have 2 or fewer dimensions, got ", t.dim());
+    const Tensor m = t.dim() == 0 ? t.reshape({1, 1}) : t.dim() == 1 ? t.reshape({1, -1}) : t;
+    rows += m.size(0);
+    cols += m.size(1);
+    dt = promote_types(dt, t.dtype());
+    mats.push_back(m);
+  }
+  if (tensors.empty()) return empty({1, 0}, TensorOptions(dt));
+  Tensor r = zeros({rows, cols}, TensorOptions(dt).device(tensors[0].device()));
+  int64_t r0 = 0, c0 = 0;
+  for (const Tensor& m : mats) {
+    if (m.numel() > 0) r.narrow(0, r0, m.size(0)).narrow(1, c0, m.size(1)).copy_(m);
+    r0 += m.size(0);
+    c0 += m.size(1);
+  }
+  return r;
+}
+
+// cartesian_prod: the rows of every combination (meshgrid "ij", flattened, stacked).
+Tensor cartesian_prod(const std::vector<Tensor>& tensors) {
+  const char* op = "cartesian_prod";
+  BRISK_CHECK(!tensors.empty(), op, "expects at least one tensor");
+  for (size_t i = 0; i < tensors.size(); ++i)
+    BRISK_CHECK(tensors[i].defined() && tensors[i].dim() == 1, op, "expects one-dimensional tensors, input ", i,
+                " has ", tensors[i].defined() ? tensors[i].dim() : -1, " dimensions");
+  if (tensors.size() == 1) return tensors[0];
+  std::vector<Tensor> g = meshgrid(tensors, "ij");
+  for (Tensor& t : g) t = t.reshape({-1});
+  return stack(g, 1);
+}
+
+// atleast_Nd, column_stack (PyTorch's reshapes).
+Tensor atleast_1d(const Tensor& x) { return x.dim() == 0 ? x.reshape({1}) : x; }
+Tensor atleast_2d(const Tensor& x) {
+  if (x.dim() == 0) return x.reshape({1, 1});
+  if (x.dim() == 1) return x.unsqueeze(0);
+  return x;
+}
+Tensor atleast_3d(const Tensor& x) {
+  if (x.dim() == 0) return x.reshape({1, 1, 1});
+  if (x.dim() == 1) return x.unsqueeze(0).unsqueeze(-1);
+  if (x.dim() == 2) return x.unsqueeze(-1);
+  return x;
+}
+Tensor column_stack(const std::vector<Tensor>& tensors) {
+  BRISK_CHECK(!tensors.empty(), "column_stack", "expects a non-empty list of tensors");
+  std::vector<Tensor> cols;
+  for (const Tensor& t : tensors) cols.push_back(t.dim() <= 1 ? t.reshape({t.numel(), 1}) : t);
+  return hstack(cols);
+}
+
+// clip: clamp's other name.
+Tensor clip(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) { return clamp(x, min, max); }
+Tensor clip(const Tensor& x, const Tensor& min, const Tensor& max) { return clamp(x, min, max); }
+Tensor Tensor::clip(std::optional<Scalar> min, std::optional<Scalar> max) const { return clamp(min, max); }
+Tensor& Tensor::clip_(std::optional<Scalar> min, std::optional<Scalar> max) const { return clamp_(min, max); }
+
 // ---- other names --------------------------------------------------------------------------
 
 Tensor swapdims(const Tensor& x, int64_t d0, int64_t d1) { return x.transpose(d0, d1); }

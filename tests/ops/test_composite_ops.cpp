@@ -168,5 +168,93 @@ TEST(CompositeOps, FlipsRotationsAndOtherNames) {
   EXPECT_EQ(tensor<int64_t>({-2, 0, 3}).sgn().dtype(), kInt64);
 }
 
+
+TEST(CompositeOps, TakeAlongDim) {
+  // torch: x = arange(1., 7.).view(2, 3); take_along_dim(x, [[2, 0], [1, 1]], 1) = [[3, 1], [5, 5]];
+  // no dim: take_along_dim(x, [5, 0, 2]) = [6, 1, 3]; broadcast: (x, [[0], [2]], 1) = [[1], [6]],
+  // (x, [[1, 0, 1]], 0) = [[4, 2, 6]]; the gradient of the first, summed: [[1, 0, 1], [0, 2, 0]]
+  Tensor x = x23();
+  Tensor y = take_along_dim(x, tensor<int64_t>({2, 0, 1, 1}).view({2, 2}), 1);
+  EXPECT_TRUE(equal_values(y, {3, 1, 5, 5}));
+  y.sum().backward();
+  EXPECT_TRUE(equal_values(x.grad(), {1, 0, 1, 0, 2, 0}));
+  EXPECT_TRUE(equal_values(x23().take_along_dim(tensor<int64_t>({5, 0, 2})), {6, 1, 3}));
+  EXPECT_TRUE(equal_values(take_along_dim(x23(), tensor<int64_t>({0, 2}).view({2, 1}), 1), {1, 6}));
+  const Tensor b = take_along_dim(x23(), tensor<int64_t>({1, 0, 1}).view({1, 3}), 0);
+  EXPECT_EQ(b.sizes(), IntArrayRef({1, 3}));
+  EXPECT_TRUE(equal_values(b, {4, 2, 6}));
+  expect_error([] { take_along_dim(x23(), tensor<int64_t>({0}).view({1, 1}).to(kInt32), 1); }, {"[take_along_dim]", "int64"});
+  expect_error([] { take_along_dim(x23(), tensor<int64_t>({0}), 1); }, {"[take_along_dim]", "number of dimensions"});
+}
+
+TEST(CompositeOps, Diff) {
+  // torch: diff([1, 4, 9, 16]) = [3, 5, 7], n=2: [2, 2]; 2-D dim 0: [[3, 3, 3]]; prepend [[0], [0]] and
+  // append [[10], [20]] on dim -1: [[1, 1, 1, 7], [4, 1, 1, 14]]; bool: xor [True, False, True];
+  // int64 stays int64; n past the length gives an empty tensor
+  const Tensor v = tensor<float>({1, 4, 9, 16});
+  EXPECT_TRUE(equal_values(diff(v), {3, 5, 7}));
+  EXPECT_TRUE(equal_values(v.diff(2), {2, 2}));
+  EXPECT_TRUE(equal_values(diff(x23(), 1, 0), {3, 3, 3}));
+  EXPECT_TRUE(equal_values(diff(x23(), 1, -1, tensor<float>({0, 0}).view({2, 1}), tensor<float>({10, 20}).view({2, 1})),
+                           {1, 1, 1, 7, 4, 1, 1, 14}));
+  const Tensor bd = diff(tensor<bool>({true, false, false, true}));
+  EXPECT_EQ(bd.dtype(), kBool);
+  EXPECT_TRUE(equal_values(bd, {1, 0, 1}));
+  EXPECT_EQ(diff(tensor<int64_t>({1, 5, 2})).dtype(), kInt64);
+  EXPECT_EQ(diff(tensor<float>({1, 2}), 3).numel(), 0);
+  expect_error([] { diff(scalar_tensor(1.0)); }, {"[diff]", "one-dimensional"});
+}
+
+TEST(CompositeOps, KronCrossBlockDiagCartesianProd) {
+  // torch: kron([[1, 2], [3, 4]], [[0, 1], [1, 0]]) = [[0, 1, 0, 2], [1, 0, 2, 0], [0, 3, 0, 4], [3, 0, 4, 0]];
+  // kron([1., 2.], [[1, 10], [100, 1000]]) = [[1, 10, 2, 20], [100, 1000, 200, 2000]]; int with float: float32
+  EXPECT_TRUE(equal_values(kron(tensor<int64_t>({1, 2, 3, 4}).view({2, 2}), tensor<int64_t>({0, 1, 1, 0}).view({2, 2})),
+                           {0, 1, 0, 2, 1, 0, 2, 0, 0, 3, 0, 4, 3, 0, 4, 0}));
+  const Tensor k = kron(tensor<float>({1, 2}), tensor<float>({1, 10, 100, 1000}).view({2, 2}));
+  EXPECT_EQ(k.sizes(), IntArrayRef({2, 4}));
+  EXPECT_TRUE(equal_values(k, {1, 10, 2, 20, 100, 1000, 200, 2000}));
+  EXPECT_EQ(kron(tensor<int64_t>({1, 2}), tensor<float>({0.5})).dtype(), kFloat);
+  // cross([[1, 2, 3], [4, 5, 6]], [[7, 8, 9], [1, 0, -1]], dim=1) = [[-6, 12, -6], [-5, 10, -5]] (also linalg.cross)
+  const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}).view({2, 3}), b = tensor<float>({7, 8, 9, 1, 0, -1}).view({2, 3});
+  EXPECT_TRUE(equal_values(cross(a, b, 1), {-6, 12, -6, -5, 10, -5}));
+  EXPECT_TRUE(equal_values(linalg_cross(a, b), {-6, 12, -6, -5, 10, -5}));
+  EXPECT_TRUE(equal_values(a.cross(b), {-6, 12, -6, -5, 10, -5}));  // the first dim of size 3
+  expect_error([&] { linalg_cross(a.view({3, 2}), b.view({3, 2})); }, {"[linalg_cross]", "size 3"});
+  // block_diag([[1, 2], [3, 4]], [5.], 7) = [[1, 2, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 0, 7]] (float32);
+  // block_diag(zeros(0, 2), ones(1, 1)) = [[0, 0, 1]]; block_diag() has shape (1, 0)
+  const Tensor bd = block_diag({tensor<int64_t>({1, 2, 3, 4}).view({2, 2}), tensor<float>({5}), scalar_tensor(7, kInt64)});
+  EXPECT_EQ(bd.dtype(), kFloat);
+  EXPECT_TRUE(equal_values(bd, {1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 7}));
+  EXPECT_TRUE(equal_values(block_diag({zeros({0, 2}), ones({1, 1})}), {0, 0, 1}));
+  EXPECT_EQ(block_diag({}).sizes(), IntArrayRef({1, 0}));
+  Tensor m = tensor<float>({1, 2}).requires_grad_();
+  block_diag({m, m * 3}).sum().backward();
+  EXPECT_TRUE(equal_values(m.grad(), {4, 4}));
+  // cartesian_prod([1, 2], [3, 4, 5]) = [[1, 3], [1, 4], [1, 5], [2, 3], [2, 4], [2, 5]]; one input: itself
+  EXPECT_TRUE(equal_values(cartesian_prod({tensor<int64_t>({1, 2}), tensor<int64_t>({3, 4, 5})}),
+                           {1, 3, 1, 4, 1, 5, 2, 3, 2, 4, 2, 5}));
+  EXPECT_TRUE(equal_values(cartesian_prod({tensor<int64_t>({1, 2})}), {1, 2}));
+}
+
+TEST(CompositeOps, AtLeastColumnStackClip) {
+  // torch: atleast_1d(0-dim) (1); atleast_2d([1, 2]) (1, 2); atleast_3d([1, 2]) (1, 2, 1), (2, 3) -> (2, 3, 1),
+  // 0-dim -> (1, 1, 1); atleast_2d of 3 dims unchanged
+  EXPECT_EQ(atleast_1d(scalar_tensor(1.0)).sizes(), IntArrayRef({1}));
+  EXPECT_EQ(atleast_2d(tensor<float>({1, 2})).sizes(), IntArrayRef({1, 2}));
+  EXPECT_EQ(atleast_3d(tensor<float>({1, 2})).sizes(), IntArrayRef({1, 2, 1}));
+  EXPECT_EQ(atleast_3d(ones({2, 3})).sizes(), IntArrayRef({2, 3, 1}));
+  EXPECT_EQ(atleast_3d(scalar_tensor(1.0)).sizes(), IntArrayRef({1, 1, 1}));
+  EXPECT_EQ(atleast_2d(ones({2, 3, 4})).sizes(), IntArrayRef({2, 3, 4}));
+  // column_stack([1, 2], [[3, 4], [5, 6]], [7, 8]) = [[1, 3, 4, 7], [2, 5, 6, 8]]
+  EXPECT_TRUE(equal_values(column_stack({tensor<int64_t>({1, 2}), tensor<int64_t>({3, 4, 5, 6}).view({2, 2}),
+                                         tensor<int64_t>({7, 8})}),
+                           {1, 3, 4, 7, 2, 5, 6, 8}));
+  // clip([-2, 0.5, 3], -1, 1) = [-1, 0.5, 1]
+  EXPECT_TRUE(equal_values(clip(tensor<float>({-2, 0.5, 3}), -1, 1), {-1, 0.5, 1}));
+  Tensor c = tensor<float>({-2, 0.5, 3});
+  c.clip_(std::nullopt, 1);
+  EXPECT_TRUE(equal_values(c, {-2, 0.5, 1}));
+}
+
 }  // namespace
 }  // namespace brisk
