@@ -246,7 +246,7 @@ Tensor xlogy(const Scalar& a, const Tensor& b) {
   BRISK_CHECK(b.defined(), "xlogy", "other is an undefined tensor");
   ScalarType t = result_type(b, a);
   if (!is_floating_point(t)) t = default_dtype();
-  const Tensor x = scalar_tensor(a, TensorOptions(t).device(b.device()));
+  const Tensor x = scalar_tensor(a, TensorOptions(t));  // a host operand of any device's op
   Tensor r;
   {
     NoGradGuard ng;
@@ -270,7 +270,8 @@ Tensor xlogy(const Scalar& a, const Tensor& b) {
 // or for a float64 or 16-bit x a 0-dim 2 of x's dtype to the power e).
 namespace {
 Tensor ldexp_int(const Tensor& a, const Tensor& b) {
-  const Tensor e = b.to(kDouble);
+  // PyTorch's kernel takes the exponent as an int (2^32 + 2 is 2)
+  const Tensor e = b.to(kInt32).to(kDouble);
   if (a.dtype() != kDouble) return (a.to(kDouble) * brisk::pow(2.0, e)).to(a.dtype());
   const Tensor h = (e / 2).trunc();
   return a * brisk::pow(2.0, h) * brisk::pow(2.0, e - h);
@@ -280,18 +281,13 @@ Tensor pow2(const Tensor& a, const Tensor& b) {
   return brisk::pow(scalar_tensor(2.0, TensorOptions(a.dtype()).device(a.device())), b);
 }
 bool int_exponent(const Tensor& a, const Tensor& b) {
+  BRISK_CHECK(b.dtype() != kBool, "ldexp", "not implemented for a bool exponent (as PyTorch's kernel)");
   return is_floating_point(a.dtype()) && !is_floating_point(b.dtype());
 }
 }  // namespace
 Tensor ldexp(const Tensor& a, const Tensor& b) {
   BRISK_CHECK(a.defined() && b.defined(), "ldexp", "input and other must be defined");
-  if (int_exponent(a, b)) {
-    const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), "ldexp");
-    BRISK_CHECK(IntArrayRef(shape) == a.sizes(), "ldexp",
-                "an integer exponent of shape ", b.sizes(), " broadcasts the input of shape ", a.sizes(),
-                " (the result has the input's shape)");
-    return ldexp_int(a, b);
-  }
+  if (int_exponent(a, b)) return ldexp_int(a, b);
   return mul(a, pow2(a, b));
 }
 Tensor& ldexp_out(Tensor& out, const Tensor& a, const Tensor& b) {

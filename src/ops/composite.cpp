@@ -263,6 +263,7 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
   if (!dim) return x.reshape({-1}).gather(0, indices.reshape({-1}));
   BRISK_CHECK(x.dim() == indices.dim(), op, "input and indices should have the same number of dimensions, but got ",
               x.dim(), " dimensions for input, and ", indices.dim(), " dimensions for indices");
+  BRISK_CHECK(x.dim() > 0, op, "dimension specified as ", *dim, " but tensor has no dimensions");
   const int64_t d = detail::wrap_dim(*dim, x.dim(), op);
   std::vector<int64_t> xs(x.sizes().begin(), x.sizes().end()), is(indices.sizes().begin(), indices.sizes().end());
   xs[size_t(d)] = 1;
@@ -271,7 +272,10 @@ Tensor take_along_dim(const Tensor& x, const Tensor& indices, std::optional<int6
   std::vector<int64_t> xshape(shape.begin(), shape.end()), ishape(shape.begin(), shape.end());
   xshape[size_t(d)] = x.size(d);
   ishape[size_t(d)] = indices.size(d);
-  return x.expand(xshape).gather(d, indices.expand(ishape));
+  // PyTorch 2.x takes the indices modulo the dim's size (-1 is the last element)
+  BRISK_CHECK(x.size(d) > 0 || indices.numel() == 0, op, "indices into an empty dim ", d);
+  const Tensor idx = x.size(d) > 0 ? indices.remainder(x.size(d)) : indices;
+  return x.expand(xshape).gather(d, idx.expand(ishape));
 }
 Tensor Tensor::take_along_dim(const Tensor& indices, std::optional<int64_t> dim) const {
   return brisk::take_along_dim(*this, indices, dim);
@@ -284,6 +288,12 @@ Tensor diff(const Tensor& x, int64_t n, int64_t dim, const std::optional<Tensor>
   BRISK_CHECK(x.defined(), op, "input must be defined");
   BRISK_CHECK(x.dim() >= 1, op, "expects input to be at least one-dimensional");
   BRISK_CHECK(n >= 0, op, "order must be non-negative but got ", n);
+  for (const auto* e : {&prepend, &append})
+    if (*e && (*e)->defined())
+      BRISK_CHECK((*e)->dim() == x.dim(), op, "expects prepend or append to be the same dimension as input (",
+                  x.dim(), "), got ", (*e)->dim());
+  // PyTorch: n = 0 is a copy of x (prepend and append ignored, dim not checked)
+  if (n == 0) return x.clone();
   const int64_t d = detail::wrap_dim(dim, x.dim(), op);
   Tensor t = x;
   if ((prepend && prepend->defined()) || (append && append->defined())) {
@@ -329,6 +339,8 @@ Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim) {
   BRISK_CHECK(a.defined() && b.defined(), op, "inputs must be defined");
   BRISK_CHECK(a.dim() == b.dim(), op, "the input tensors must have the same number of dimensions, got ", a.dim(),
               " and ", b.dim());
+  BRISK_CHECK(a.dim() > 0, op, "the inputs have no dimensions");
+  BRISK_CHECK(a.dtype() == b.dtype(), op, "expected both inputs of one dtype, got ", a.dtype(), " and ", b.dtype());
   const DimVector shape = broadcast_shapes(a.sizes(), b.sizes(), op);
   const int64_t d = detail::wrap_dim(dim, int64_t(shape.size()), op);
   BRISK_CHECK(a.size(d) == 3 && b.size(d) == 3, op, "dimension ", dim, " does not have size 3");
@@ -341,8 +353,7 @@ Tensor linalg_cross(const Tensor& a, const Tensor& b, int64_t dim) {
 Tensor cross(const Tensor& a, const Tensor& b, std::optional<int64_t> dim) {
   BRISK_CHECK(a.defined() && b.defined(), "cross", "inputs must be defined");
   if (dim) return linalg_cross(a, b, *dim);
-  BRISK_CHECK(a.sizes() == b.sizes(), "cross", "without a dim the inputs must have one shape, got ", a.sizes(),
-              " and ", b.sizes());
+  // PyTorch: the first dim of size 3 of the input, then linalg_cross (which broadcasts)
   for (int64_t k = 0; k < a.dim(); ++k)
     if (a.size(k) == 3) return linalg_cross(a, b, k);
   BRISK_FAIL("cross", "no dimension of size 3 in input");
@@ -354,19 +365,27 @@ Tensor Tensor::cross(const Tensor& o, std::optional<int64_t> dim) const { return
 Tensor block_diag(const std::vector<Tensor>& tensors) {
   const char* op = "block_diag";
   int64_t rows = 0, cols = 0;
-  ScalarType dt = tensors.empty() ? default_dtype() : tensors[0].dtype();
+  // PyTorch's result_type over the list: 0-dim tensors promote only into a higher category
+  ScalarType dims_dt = ScalarType::Undefined, zero_dt = ScalarType::Undefined;
+  auto category = [](ScalarType t) { return is_floating_point(t) ? 2 : t == kBool ? 0 : 1; };
   std::vector<Tensor> mats;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
     BRISK_CHECK(t.defined(), op, "input ", i, " is undefined");
     BRISK_CHECK(t.dim() <= 2, op, "input ", i, " must have 2 or fewer dimensions, got ", t.dim());
     const Tensor m = t.dim() == 0 ? t.reshape({1, 1}) : t.dim() == 1 ? t.reshape({1, -1}) : t;
+    BRISK_CHECK(t.device() == tensors[0].device(), op, "input tensors must all be on the same device, got ",
+                tensors[0].device(), " and ", t.device());
     rows += m.size(0);
     cols += m.size(1);
-    dt = promote_types(dt, t.dtype());
+    ScalarType& acc = t.dim() == 0 ? zero_dt : dims_dt;
+    acc = acc == ScalarType::Undefined ? t.dtype() : promote_types(acc, t.dtype());
     mats.push_back(m);
   }
-  if (tensors.empty()) return empty({1, 0}, TensorOptions(dt));
+  ScalarType dt = dims_dt == ScalarType::Undefined ? zero_dt : dims_dt;
+  if (dims_dt != ScalarType::Undefined && zero_dt != ScalarType::Undefined && category(zero_dt) > category(dims_dt))
+    dt = promote_types(dims_dt, zero_dt);
+  if (tensors.empty()) return empty({1, 0}, TensorOptions(default_dtype()));
   Tensor r = zeros({rows, cols}, TensorOptions(dt).device(tensors[0].device()));
   int64_t r0 = 0, c0 = 0;
   for (const Tensor& m : mats) {

@@ -185,6 +185,10 @@ TEST(CompositeOps, TakeAlongDim) {
   EXPECT_TRUE(equal_values(b, {4, 2, 6}));
   expect_error([] { take_along_dim(x23(), tensor<int64_t>({0}).view({1, 1}).to(kInt32), 1); }, {"[take_along_dim]", "int64"});
   expect_error([] { take_along_dim(x23(), tensor<int64_t>({0}), 1); }, {"[take_along_dim]", "number of dimensions"});
+  expect_error([] { take_along_dim(scalar_tensor(5.0), scalar_tensor(0, kInt64), 0); }, {"[take_along_dim]", "no dimensions"});
+  // torch 2.x takes the indices modulo the dim: take_along_dim([[1, 2, 3]], [[-1]], 1) = [[3]], [[5]] gives 3 too
+  EXPECT_TRUE(equal_values(take_along_dim(tensor<float>({1, 2, 3}).view({1, 3}), tensor<int64_t>({-1, 5, -4}).view({1, 3}), 1),
+                           {3, 3, 3}));
 }
 
 TEST(CompositeOps, Diff) {
@@ -203,6 +207,13 @@ TEST(CompositeOps, Diff) {
   EXPECT_EQ(diff(tensor<int64_t>({1, 5, 2})).dtype(), kInt64);
   EXPECT_EQ(diff(tensor<float>({1, 2}), 3).numel(), 0);
   expect_error([] { diff(scalar_tensor(1.0)); }, {"[diff]", "one-dimensional"});
+  // torch: diff([1, 2, 4], n=0, prepend=[0.5]) = [1, 2, 4] (int64, a copy); a prepend of other dims raises
+  const Tensor i3 = tensor<int64_t>({1, 2, 4});
+  const Tensor d0 = diff(i3, 0, -1, tensor<float>({0.5}));
+  EXPECT_EQ(d0.dtype(), kInt64);
+  EXPECT_TRUE(equal_values(d0, {1, 2, 4}));
+  EXPECT_NE(d0.data_ptr(), i3.data_ptr());
+  expect_error([] { diff(ones({2, 3}), 1, -1, scalar_tensor(1.0)); }, {"[diff]", "same dimension"});
 }
 
 TEST(CompositeOps, KronCrossBlockDiagCartesianProd) {
@@ -218,8 +229,14 @@ TEST(CompositeOps, KronCrossBlockDiagCartesianProd) {
   const Tensor a = tensor<float>({1, 2, 3, 4, 5, 6}).view({2, 3}), b = tensor<float>({7, 8, 9, 1, 0, -1}).view({2, 3});
   EXPECT_TRUE(equal_values(cross(a, b, 1), {-6, 12, -6, -5, 10, -5}));
   EXPECT_TRUE(equal_values(linalg_cross(a, b), {-6, 12, -6, -5, 10, -5}));
-  EXPECT_TRUE(equal_values(a.cross(b), {-6, 12, -6, -5, 10, -5}));  // the first dim of size 3
+  // without a dim: the first dim of size 3 (dim 0 of a 3x2 input; torch: cross(at, bt) = cross(..., dim=0))
+  const Tensor at = a.t().contiguous(), bt = b.t().contiguous();
+  EXPECT_TRUE(equal_values(at.cross(bt), {-6, -5, 12, 10, -6, -5}));
+  // and it broadcasts (torch.cross(ones(1, 3), ones(4, 3)) has shape (4, 3))
+  EXPECT_EQ(cross(ones({1, 3}), ones({4, 3})).sizes(), IntArrayRef({4, 3}));
   expect_error([&] { linalg_cross(a.view({3, 2}), b.view({3, 2})); }, {"[linalg_cross]", "size 3"});
+  expect_error([&] { linalg_cross(a.to(kInt64), b); }, {"[linalg_cross]", "dtype"});
+  expect_error([] { linalg_cross(scalar_tensor(1.0), scalar_tensor(1.0), 0); }, {"[linalg_cross]"});
   // block_diag([[1, 2], [3, 4]], [5.], 7) = [[1, 2, 0, 0], [3, 4, 0, 0], [0, 0, 5, 0], [0, 0, 0, 7]] (float32);
   // block_diag(zeros(0, 2), ones(1, 1)) = [[0, 0, 1]]; block_diag() has shape (1, 0)
   const Tensor bd = block_diag({tensor<int64_t>({1, 2, 3, 4}).view({2, 2}), tensor<float>({5}), scalar_tensor(7, kInt64)});
@@ -227,6 +244,9 @@ TEST(CompositeOps, KronCrossBlockDiagCartesianProd) {
   EXPECT_TRUE(equal_values(bd, {1, 2, 0, 0, 3, 4, 0, 0, 0, 0, 5, 0, 0, 0, 0, 7}));
   EXPECT_TRUE(equal_values(block_diag({zeros({0, 2}), ones({1, 1})}), {0, 0, 1}));
   EXPECT_EQ(block_diag({}).sizes(), IntArrayRef({1, 0}));
+  // torch's result_type: a 0-dim float64 with a float32 vector gives float32; bool with int64 gives int64
+  EXPECT_EQ(block_diag({scalar_tensor(2.0, kDouble), tensor<float>({1.5})}).dtype(), kFloat);
+  EXPECT_EQ(block_diag({tensor<bool>({true}), tensor<int64_t>({2})}).dtype(), kInt64);
   Tensor m = tensor<float>({1, 2}).requires_grad_();
   block_diag({m, m * 3}).sum().backward();
   EXPECT_TRUE(equal_values(m.grad(), {4, 4}));

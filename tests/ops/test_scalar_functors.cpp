@@ -169,6 +169,13 @@ TEST(ScalarFunctors, BinaryAndTernaryRowsMatchTheirFunctors) {
   check("logaddexp2", brisk::logaddexp2(a, b), math::op::logaddexp2{});
   check("copysign", brisk::copysign(a, b), math::op::copysign{});
   check("nextafter", brisk::nextafter(a, b), math::op::nextafter{});
+  {  // one step is within two ulps: nextafter bit for bit
+    const Tensor y = brisk::nextafter(a, b);
+    for (size_t i = 0; i < av.size(); ++i) {
+      const double want = math::op::nextafter{}(av[i], bv[i]), got = y[int64_t(i)].item<double>();
+      EXPECT_TRUE((got != got && want != want) || got == want) << "nextafter(" << av[i] << ", " << bv[i] << ")";
+    }
+  }
   check("xlogy", brisk::xlogy(a, b), math::op::xlogy{});
   check("heaviside", brisk::heaviside(a, b), math::op::heaviside{});
   check("eq", brisk::eq(a, b), math::op::eq{});

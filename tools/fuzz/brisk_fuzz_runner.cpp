@@ -700,6 +700,14 @@ std::unordered_map<std::string, OpFn> make_ops() {
   };
   ops["diag"] = [](Call& c) -> Outs { return {brisk::diag(c.t(0), c.i(1))}; };
   ops["rot90"] = [](Call& c) -> Outs { return {brisk::rot90(c.t(0), c.i(1), Call::ints(c.arg(2)))}; };
+  ops["diff"] = [](Call& c) -> Outs {
+    auto opt = [&](int k) { return c.arg(k).is_null() ? std::optional<Tensor>() : std::optional<Tensor>(c.t(k)); };
+    return {brisk::diff(c.t(0), c.i(1), c.i(2), opt(3), opt(4))};
+  };
+  ops["kron"] = [](Call& c) -> Outs { return {brisk::kron(c.t(0), c.t(1))}; };
+  ops["take_along_dim"] = [](Call& c) -> Outs {
+    return {brisk::take_along_dim(c.t(0), c.t(1), c.arg(2).is_null() ? std::nullopt : std::optional<int64_t>(c.i(2)))};
+  };
   ops["fliplr"] = [](Call& c) -> Outs { return {brisk::fliplr(c.t(0))}; };
   ops["flipud"] = [](Call& c) -> Outs { return {brisk::flipud(c.t(0))}; };
   ops["prod"] = [](Call& c) -> Outs {

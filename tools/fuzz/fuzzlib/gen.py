@@ -644,7 +644,7 @@ def fam_shape(b):
     op = r.choice(["cat", "cat", "stack", "hstack", "vstack", "dstack", "split", "chunk", "unbind", "flatten",
                    "unflatten", "repeat", "tile", "flip", "roll", "tril", "triu", "movedim", "pad", "broadcast_to",
                    "expand", "squeeze", "permute", "contiguous", "clone", "to", "reshape", "tril_", "triu_",
-                   "repeat_interleave", "diag", "rot90", "fliplr", "flipud"])
+                   "repeat_interleave", "diag", "rot90", "fliplr", "flipud", "diff", "kron", "take_along_dim"])
     dt = pick_float(r) if r.random() < 0.75 else pick_dtype(r)
     shape = rand_shape(r, ndim=r.choice([0, 1, 2, 2, 3, 3, 4]), zero=0.06)
     nd = len(shape)
@@ -710,6 +710,35 @@ def fam_shape(b):
         out = b.call(op, x, r.randint(-3, 5), dims, focus=True)
     elif op in ("fliplr", "flipud"):
         out = b.call(op, x, focus=True)
+    elif op == "diff":
+        d = rand_dim(r, nd)
+        ends = []
+        for _ in range(2):
+            e = None
+            if nd and r.random() < 0.3:
+                s = list(shape)
+                if -nd <= d < nd:
+                    s[d] = r.randint(0, 2)
+                e = b.inp(r.choice([dt, dt, pick_dtype(r)]), s if r.random() < 0.95 else s[1:])
+            ends.append(e)
+        out = b.call(op, x, r.choice([0, 1, 1, 2, 3]), d, ends[0], ends[1], focus=True)
+    elif op == "kron":
+        out = b.call(op, x, b.inp(r.choice([dt, dt, pick_dtype(r)]), rand_shape(r, ndim=r.choice([0, 1, 2, 3]))),
+                     focus=True)
+    elif op == "take_along_dim":
+        if r.random() < 0.3:
+            n = 1
+            for k in shape:
+                n *= k
+            out = b.call(op, x, rand_index_tensor(b, n, [r.randint(0, 4)], allow_neg=False), None, focus=True)
+        else:
+            d = rand_dim(r, nd)
+            s = [r.choice([1, n]) for n in shape]
+            if nd and -nd <= d < nd:
+                s[d] = r.randint(0, 3)
+            size = shape[d] if nd and -nd <= d < nd else 1
+            # torch 2.x takes the indices modulo the dim: negative and past-the-end ones are valid
+            out = b.call(op, x, rand_index_tensor(b, size, s, allow_neg=True, bad=0.1), d, focus=True)
     elif op == "roll":
         if r.random() < 0.3:
             out = b.call(op, x, [r.randint(-5, 5)], [], focus=True)

@@ -257,6 +257,16 @@ add(Op("diag", lambda a, kw: torch.diag(a[0], a[1]), lambda a, kw: "torch.diag(%
        lambda a, kw: "brisk::diag(%s, %s)" % (C(a[0]), C(a[1]))))
 add(Op("rot90", lambda a, kw: torch.rot90(a[0], a[1], a[2]), lambda a, kw: "torch.rot90(%s)" % pargs(a),
        lambda a, kw: "brisk::rot90(%s, %s, std::vector<int64_t>%s)" % (C(a[0]), C(a[1]), C(a[2]))))
+add(Op("diff", lambda a, kw: torch.diff(a[0], a[1], a[2], a[3], a[4]), lambda a, kw: "torch.diff(%s)" % pargs(a),
+       lambda a, kw: "brisk::diff(%s, %s, %s, %s, %s)" % (
+           C(a[0]), C(a[1]), C(a[2]), "std::nullopt" if a[3] is None else "std::optional<brisk::Tensor>(%s)" % C(a[3]),
+           "std::nullopt" if a[4] is None else "std::optional<brisk::Tensor>(%s)" % C(a[4]))))
+add(Op("kron", lambda a, kw: torch.kron(a[0], a[1]), lambda a, kw: "torch.kron(%s)" % pargs(a),
+       lambda a, kw: "brisk::kron(%s, %s)" % (C(a[0]), C(a[1]))))
+add(Op("take_along_dim", lambda a, kw: torch.take_along_dim(a[0], a[1], a[2]),
+       lambda a, kw: "torch.take_along_dim(%s)" % pargs(a),
+       lambda a, kw: "brisk::take_along_dim(%s, %s, %s)" % (
+           C(a[0]), C(a[1]), "std::nullopt" if a[2] is None else "std::optional<int64_t>(%s)" % C(a[2]))))
 for _n in ["fliplr", "flipud"]:
     add(Op(_n, (lambda n: lambda a, kw: getattr(torch, n)(a[0]))(_n),
            (lambda n: lambda a, kw: "torch.%s(%s)" % (n, P(a[0])))(_n),
