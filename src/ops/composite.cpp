@@ -292,9 +292,12 @@ Tensor diff(const Tensor& x, int64_t n, int64_t dim, const std::optional<Tensor>
     if (*e && (*e)->defined())
       BRISK_CHECK((*e)->dim() == x.dim(), op, "expects prepend or append to be the same dimension as input (",
                   x.dim(), "), got ", (*e)->dim());
-  // PyTorch: n = 0 is a copy of x (prepend and append ignored, dim not checked)
-  if (n == 0) return x.clone();
+  // PyTorch: n = 0 is a copy of x (prepend and append ignored; the dim is
+  // checked only when there is one of them to place)
+  const bool ends = (prepend && prepend->defined()) || (append && append->defined());
+  if (n == 0 && !ends) return x.clone();
   const int64_t d = detail::wrap_dim(dim, x.dim(), op);
+  if (n == 0) return x.clone();
   Tensor t = x;
   if ((prepend && prepend->defined()) || (append && append->defined())) {
     std::vector<Tensor> parts;
