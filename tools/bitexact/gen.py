@@ -23,6 +23,7 @@ ops={'elu':F.elu,'selu':F.selu,'celu':F.celu,'softshrink':F.softshrink,'hardshri
 'atan':torch.atan,'sin':torch.sin,'expm1':torch.expm1,'rsqrt':lambda x: x.abs().rsqrt(),'clamp':lambda x: x.clamp(-1,1),'sign':torch.sign,'frac':torch.frac,
 'lerp':lambda x: torch.lerp(x, torch.ones_like(x), 0.3),'addcmul':lambda x: torch.addcmul(x, x, x, value=0.5),'addcdiv':lambda x: torch.addcdiv(x, x, x.abs()+1, value=0.5),
 'logit':lambda x: torch.logit(torch.sigmoid(x)),'xlogy':lambda x: torch.xlogy(x, x.abs()+1),'hypot':lambda x: torch.hypot(x, x*0.5),'atan2':lambda x: torch.atan2(x, x*0.5+1),
+'logaddexp':lambda x: torch.logaddexp(x, x*0.5+1),'logaddexp2':lambda x: torch.logaddexp2(x, x*0.5+1),'copysign':lambda x: torch.copysign(x, x-0.3),'nextafter':lambda x: torch.nextafter(x, x.round()),
 'hardswish':F.hardswish,'hardsigmoid':F.hardsigmoid,'leaky_relu':F.leaky_relu,'leaky_relu2':lambda x: F.leaky_relu(x,0.3),'hardtanh':F.hardtanh,'relu6':F.relu6,'elu2':lambda x: F.elu(x,0.7),'celu2':lambda x: F.celu(x,0.3),'softshrink2':lambda x: F.softshrink(x,0.3),'hardshrink2':lambda x: F.hardshrink(x,0.3),
 }
 only=set(sys.argv[2:])
