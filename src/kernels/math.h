@@ -662,13 +662,6 @@ BRISK_HOST_DEVICE inline T logaddexp2(T a, T b) {
   const T l = std::log1p(std::exp2(-std::fabs(a - b)));
   return std::fma(l, inv_log_2, m);  // fused, as PyTorch's AVX2/AVX-512 and CUDA builds compute it
 }
-/// x * log(y), 0 where x == 0 (even for y = 0 or inf), NaN for a NaN y.
-template <class T>
-BRISK_HOST_DEVICE inline T xlogy(T x, T y) {
-  if (y != y) return y;
-  if (x == T(0)) return T(0);
-  return x * std::log(y);
-}
 /// xlogy of a dtype stored as S computed in M: log(y) rounded to S before
 /// the product (PyTorch's 16-bit CPU kernel; a no-op rounding for float/double).
 template <class S, class M>
@@ -676,6 +669,11 @@ BRISK_HOST_DEVICE inline M xlogy_in(M x, M y) {
   if (y != y) return y;
   if (x == M(0)) return M(0);
   return x * static_cast<M>(static_cast<S>(std::log(y)));
+}
+/// x * log(y), 0 where x == 0 (even for y = 0 or inf), NaN for a NaN y.
+template <class T>
+BRISK_HOST_DEVICE inline T xlogy(T x, T y) {
+  return xlogy_in<T>(x, y);
 }
 /// The step function: `values` where x == 0, else 1 for x > 0, 0 below (and for NaN).
 template <class T>

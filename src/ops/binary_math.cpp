@@ -45,7 +45,7 @@ constexpr const char* node_name(BinaryMath m, bool scalar_other) {
   }
 }
 ScalarType dtype_of(const Tensor& t) { return t.dtype(); }
-ScalarType dtype_of(const Scalar& s) { return s.is_floating_point() ? default_dtype() : s.is_bool() ? kBool : kInt64; }
+ScalarType dtype_of(const Scalar& s) { return s.dtype(); }
 
 // PyTorch's derivative of an op it marks not_implemented: the forward runs
 // and records; a backward through it raises.

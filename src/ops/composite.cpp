@@ -10,6 +10,7 @@
 #include "brisk/autograd.h"
 #include "autograd/function.h"
 #include "brisk/ops.h"
+#include "core/tensor_iter.h"
 #include "core/tensor_create.h"
 
 namespace brisk {
@@ -368,9 +369,7 @@ Tensor Tensor::cross(const Tensor& o, std::optional<int64_t> dim) const { return
 Tensor block_diag(const std::vector<Tensor>& tensors) {
   const char* op = "block_diag";
   int64_t rows = 0, cols = 0;
-  // PyTorch's result_type over the list: 0-dim tensors promote only into a higher category
-  ScalarType dims_dt = ScalarType::Undefined, zero_dt = ScalarType::Undefined;
-  auto category = [](ScalarType t) { return is_floating_point(t) ? 2 : t == kBool ? 0 : 1; };
+  ResultTypeState types;  // PyTorch's result_type over the list (0-dim inputs rank lower)
   std::vector<Tensor> mats;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
@@ -381,13 +380,10 @@ Tensor block_diag(const std::vector<Tensor>& tensors) {
                 tensors[0].device(), " and ", t.device());
     rows += m.size(0);
     cols += m.size(1);
-    ScalarType& acc = t.dim() == 0 ? zero_dt : dims_dt;
-    acc = acc == ScalarType::Undefined ? t.dtype() : promote_types(acc, t.dtype());
+    types.update(t);
     mats.push_back(m);
   }
-  ScalarType dt = dims_dt == ScalarType::Undefined ? zero_dt : dims_dt;
-  if (dims_dt != ScalarType::Undefined && zero_dt != ScalarType::Undefined && category(zero_dt) > category(dims_dt))
-    dt = promote_types(dims_dt, zero_dt);
+  const ScalarType dt = types.result();
   if (tensors.empty()) return empty({1, 0}, TensorOptions(default_dtype()));
   Tensor r = zeros({rows, cols}, TensorOptions(dt).device(tensors[0].device()));
   int64_t r0 = 0, c0 = 0;

@@ -114,10 +114,7 @@ struct ArithOp {
               return std::nextafter(x, y);
             else
               return M(math::nextafter16(T(x), T(y)));
-          case Arith::Xlogy:
-            if (y != y) return y;
-            if (x == M(0)) return M(0);
-            return x * M(T(std::log(y)));
+          case Arith::Xlogy: return math::xlogy_in<T>(x, y);
           default: break;
         }
       } else {
